@@ -1,0 +1,200 @@
+"""Context blocks, the token budget, the builder and its manifest.
+
+A :class:`ContextBlock` is one candidate piece of a prompt with ``id, kind, layer, source,
+observed_at, priority, trust, token_estimate`` (DESIGN.md "Context blocks, trust and budget").
+:func:`build_context` loads every ``required`` block, ranks the others, fits them into
+``budget - reserve_for_output - overhead_tokens`` and returns the chosen blocks (in their input
+order, so a renderer's layout is kept) and a :class:`Manifest` that says, for every block, whether
+it went in, why, its tokens and whether it was compressed.
+
+Ranking, highest first: priority (high > normal > low), then trust (trusted_app > user_claim >
+external_content), then relevance (0..1, given by the renderer), then recency (``observed_at``).
+Dropping follows the same order reversed, so when the budget is tight raw history (``low``) goes
+first, then older evidence (``normal``, oldest first). Required blocks (the core layer, pending
+approvals, unconsumed tool results) are never dropped; if they alone do not fit,
+``BudgetError`` is raised, naming the budget and the tokens they need.
+
+Token counts are whatever ``count_tokens`` returns (default :func:`approx_tokens`, 4 chars a
+token, rounded up: the same rule as langchain-core's ``count_tokens_approximately``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import BudgetError
+
+__all__ = [
+    "BlockKind",
+    "BuildResult",
+    "ContextBlock",
+    "Layer",
+    "Manifest",
+    "ManifestEntry",
+    "Priority",
+    "Trust",
+    "TokenCounter",
+    "approx_tokens",
+    "build_context",
+    "make_block",
+]
+
+BlockKind = Literal["instruction", "user", "state", "tool_result", "memory", "knowledge"]
+Layer = Literal["core", "step", "recent", "referenced", "audit", "recovery"]
+Priority = Literal["required", "high", "normal", "low"]
+Trust = Literal["trusted_app", "user_claim", "external_content"]
+TokenCounter = Callable[[str], int]
+
+_PRIORITY_RANK = {"required": 3, "high": 2, "normal": 1, "low": 0}
+_TRUST_RANK = {"trusted_app": 2, "user_claim": 1, "external_content": 0}
+
+
+def approx_tokens(text: str) -> int:
+    """``ceil(len(text) / 4)``: langchain-core's approximate rule, without its message overhead."""
+    return math.ceil(len(text) / 4)
+
+
+class ContextBlock(BaseModel):
+    """One candidate block of a prompt. ``token_estimate`` is in tokens; ``text`` is what renders."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    kind: BlockKind
+    layer: Layer
+    source: str
+    observed_at: str = ""
+    priority: Priority = "normal"
+    trust: Trust = "trusted_app"
+    token_estimate: int
+    text: str
+    relevance: float = 0.5
+    compressed: bool = False
+    #: Free-form role hint for the renderer (e.g. which message the block goes into).
+    slot: str = ""
+
+
+def make_block(
+    id: str,
+    text: str,
+    *,
+    kind: BlockKind,
+    layer: Layer,
+    source: str,
+    count_tokens: TokenCounter = approx_tokens,
+    **kw: object,
+) -> ContextBlock:
+    """A block whose ``token_estimate`` is ``count_tokens(text)``."""
+    return ContextBlock(
+        id=id, text=text, kind=kind, layer=layer, source=source, token_estimate=count_tokens(text), **kw
+    )
+
+
+class ManifestEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    layer: Layer
+    kind: BlockKind
+    trust: Trust
+    priority: Priority
+    tokens: int
+    included: bool
+    reason: str
+    compressed: bool = False
+
+
+class Manifest(BaseModel):
+    """What one model call's prompt holds: every block in or out, why, and the totals (tokens)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: str = ""
+    budget: int
+    reserve_for_output: int
+    overhead_tokens: int = 0
+    available: int
+    used: int
+    entries: list[ManifestEntry] = Field(default_factory=list)
+
+    @property
+    def included(self) -> list[str]:
+        return [e.id for e in self.entries if e.included]
+
+    @property
+    def dropped(self) -> list[str]:
+        return [e.id for e in self.entries if not e.included]
+
+
+class BuildResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    blocks: list[ContextBlock]
+    manifest: Manifest
+
+
+def _rank_key(b: ContextBlock) -> tuple[int, int, float, str]:
+    return (_PRIORITY_RANK[b.priority], _TRUST_RANK[b.trust], b.relevance, b.observed_at)
+
+
+def build_context(
+    candidates: Sequence[ContextBlock],
+    *,
+    budget: int,
+    reserve_for_output: int,
+    overhead_tokens: int = 0,
+    role: str = "",
+) -> BuildResult:
+    """Choose blocks for one call (see module doc). Raises ``BudgetError`` when the required
+    blocks alone need more than ``budget - reserve_for_output - overhead_tokens`` tokens."""
+    available = budget - reserve_for_output - overhead_tokens
+    seen: set[str] = set()
+    for b in candidates:
+        if b.id in seen:
+            raise ValueError(f"duplicate context block id {b.id!r}; block ids must be unique per call")
+        seen.add(b.id)
+    required = [b for b in candidates if b.priority == "required"]
+    need = sum(b.token_estimate for b in required)
+    if need > available:
+        raise BudgetError(
+            f"{role or 'prompt'}: required blocks need {need} tokens but the budget leaves {available} "
+            f"(budget {budget} - reserve {reserve_for_output} - overhead {overhead_tokens}); raise --budget"
+        )
+    chosen: set[str] = {b.id for b in required}
+    reasons: dict[str, str] = {b.id: "required" for b in required}
+    used = need
+    for b in sorted((b for b in candidates if b.priority != "required"), key=_rank_key, reverse=True):
+        if used + b.token_estimate <= available:
+            chosen.add(b.id)
+            used += b.token_estimate
+            reasons[b.id] = f"fits ({b.priority}, {b.trust})"
+        else:
+            reasons[b.id] = f"dropped: over budget ({b.priority}, {b.trust}; needs {b.token_estimate}, {available - used} left)"
+    entries = [
+        ManifestEntry(
+            id=b.id,
+            layer=b.layer,
+            kind=b.kind,
+            trust=b.trust,
+            priority=b.priority,
+            tokens=b.token_estimate,
+            included=b.id in chosen,
+            reason=reasons[b.id],
+            compressed=b.compressed,
+        )
+        for b in candidates
+    ]
+    manifest = Manifest(
+        role=role,
+        budget=budget,
+        reserve_for_output=reserve_for_output,
+        overhead_tokens=overhead_tokens,
+        available=available,
+        used=used,
+        entries=entries,
+    )
+    return BuildResult(blocks=[b for b in candidates if b.id in chosen], manifest=manifest)

@@ -1,0 +1,76 @@
+"""Errors raised by taskctx.
+
+Every error names the thing that is wrong and the fix. The tree::
+
+    TaskctxError
+    ├── InvalidInputError          bad input from a user or a file
+    │   ├── TrajectoryError        a recorded trajectory is missing or malformed
+    │   ├── UnknownTaskError       no task with that id in the event log
+    │   └── ModelConfigError       a model string that cannot be resolved
+    ├── StoreError                 the event log or artifact store cannot be used
+    │   ├── StoreOpenError         the database cannot be opened or created
+    │   ├── SequenceConflictError  an append would break the per-task sequence
+    │   └── ArtifactNotFoundError  an ``artifact://`` ref that is not stored
+    ├── InvalidRefError            an artifact ref that does not parse
+    └── BudgetError                required blocks alone exceed the token budget
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArtifactNotFoundError",
+    "BudgetError",
+    "InvalidInputError",
+    "InvalidRefError",
+    "ModelConfigError",
+    "SequenceConflictError",
+    "StoreError",
+    "StoreOpenError",
+    "TaskctxError",
+    "TrajectoryError",
+    "UnknownTaskError",
+]
+
+
+class TaskctxError(Exception):
+    """Base of every error taskctx raises on purpose."""
+
+
+class InvalidInputError(TaskctxError):
+    """Input from a user or a file is wrong; the message says how to fix it."""
+
+
+class TrajectoryError(InvalidInputError):
+    """A recorded trajectory file is missing or malformed."""
+
+
+class UnknownTaskError(InvalidInputError):
+    """No task with this id has been recorded."""
+
+
+class ModelConfigError(InvalidInputError):
+    """A ``provider:model`` string cannot be turned into a chat model."""
+
+
+class StoreError(TaskctxError):
+    """The event log or the artifact store cannot be used."""
+
+
+class StoreOpenError(StoreError):
+    """The database file or URL cannot be opened."""
+
+
+class SequenceConflictError(StoreError):
+    """An append whose first sequence number does not follow the log's last one."""
+
+
+class ArtifactNotFoundError(StoreError):
+    """An artifact ref whose content is not in the store."""
+
+
+class InvalidRefError(TaskctxError):
+    """A string that is not a valid ``artifact://sha256:<hex>[#L<a>-<b>]`` ref."""
+
+
+class BudgetError(TaskctxError):
+    """The required blocks alone do not fit the token budget."""

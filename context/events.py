@@ -1,0 +1,317 @@
+"""Events: the append-only log that every other view of a task is derived from.
+
+An :class:`Event` has ``id, seq, kind, timestamp, actor, payload, causation_id,
+correlation_id`` (DESIGN.md part 7). ``payload`` is validated against the payload model of its
+``kind`` (the event union, :data:`PAYLOAD_MODELS`) when the event is built, so the reducer never
+meets a malformed payload. ``seq`` is the per-task sequence number (1, 2, ...) the event log
+assigns; ``timestamp`` is ISO-8601 UTC.
+
+Source: DESIGN.md "The TaskContext contract", part 7 (events) and its list of kinds.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .builder import ManifestEntry
+from .models import Finding, PlanStep, RiskLevel, StepResult
+
+__all__ = [
+    "Actor",
+    "Event",
+    "EventKind",
+    "PAYLOAD_MODELS",
+    "new_event",
+    "utc_now",
+    # payloads
+    "TaskCreated",
+    "PlanCreated",
+    "StepStarted",
+    "StepCompleted",
+    "ToolCalled",
+    "ToolResultReceived",
+    "PermissionEvent",
+    "CheckpointCreated",
+    "FileModified",
+    "ErrorOccurred",
+    "ErrorResolved",
+    "UserInterrupted",
+    "ResumeStarted",
+    "ContextBuilt",
+    "ReviewCompleted",
+    "RecoveryDecided",
+    "TaskCompleted",
+    "MemoryNoted",
+]
+
+Actor = Literal["user", "agent", "system", "tool"]
+
+EventKind = Literal[
+    "task.created",
+    "plan.created",
+    "plan.updated",
+    "step.started",
+    "step.completed",
+    "tool.called",
+    "tool.result.received",
+    "permission.requested",
+    "permission.granted",
+    "permission.denied",
+    "checkpoint.created",
+    "file.modified",
+    "error.occurred",
+    "error.resolved",
+    "user.interrupted",
+    "resume.started",
+    "context.built",
+    "review.completed",
+    "recovery.decided",
+    "task.completed",
+    "memory.proposed",
+    "memory.confirmed",
+]
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TaskCreated(_Payload):
+    task_id: str
+    original_request: str
+    constraints: list[str] = Field(default_factory=list)
+    success_criteria: list[str] = Field(default_factory=list)
+    non_goals: list[str] = Field(default_factory=list)
+    allowed_tools: list[str] = Field(default_factory=list)
+    denied_tools: list[str] = Field(default_factory=list)
+    requires_approval: list[str] = Field(default_factory=list)
+    file_scopes: list[str] = Field(default_factory=list)
+
+
+class PlanCreated(_Payload):
+    """Payload of ``plan.created`` and ``plan.updated`` (a new version replaces the plan)."""
+
+    interpreted_goal: str = ""
+    success_criteria: list[str] = Field(default_factory=list)
+    non_goals: list[str] = Field(default_factory=list)
+    steps: list[PlanStep]
+    reason: str = ""
+
+
+class StepStarted(_Payload):
+    step_id: str
+    objective: str = ""
+    expected_output: str = ""
+    input_context: list[str] = Field(default_factory=list)
+    allowed_tools: list[str] = Field(default_factory=list)
+    constraints: list[str] = Field(default_factory=list)
+    risk_level: RiskLevel = "low"
+
+
+class StepCompleted(_Payload):
+    step_id: str
+    result: StepResult = "success"
+    summary: str = ""
+    findings: list[Finding] = Field(default_factory=list)
+    changed_artifacts: list[str] = Field(default_factory=list)
+    unresolved_issues: list[str] = Field(default_factory=list)
+
+
+class ToolCalled(_Payload):
+    call_id: str
+    step_id: str | None = None
+    tool: str
+    #: JSON text of the arguments as the model issued them.
+    arguments: str = "{}"
+    thought: str = ""
+    idempotency_key: str = ""
+    has_side_effects: bool = False
+
+
+class ToolResultReceived(_Payload):
+    call_id: str
+    status: Literal["ok", "error", "denied"] = "ok"
+    #: What enters prompts: the compressed form (or the whole output when short).
+    result_summary: str = ""
+    raw_ref: str | None = None
+    raw_chars: int = 0
+    compressed: bool = False
+
+
+class PermissionEvent(_Payload):
+    """Payload of ``permission.requested|granted|denied``."""
+
+    call_id: str
+    tool: str
+    arguments: str = "{}"
+    risk: RiskLevel = "low"
+    reason: str = ""
+
+
+class CheckpointCreated(_Payload):
+    checkpoint_id: str
+
+
+class FileModified(_Payload):
+    path: str
+    call_id: str | None = None
+    raw_ref: str | None = None
+
+
+class ErrorOccurred(_Payload):
+    error_id: str
+    source: str = ""
+    message: str = ""
+    step_id: str | None = None
+    call_id: str | None = None
+
+
+class ErrorResolved(_Payload):
+    error_id: str
+    resolution: str = ""
+
+
+class UserInterrupted(_Payload):
+    reason: str = ""
+
+
+class ResumeStarted(_Payload):
+    token: str = ""
+    from_checkpoint: str | None = None
+
+
+class ContextBuilt(_Payload):
+    call: int
+    role: str
+    step_id: str | None = None
+    budget: int
+    prompt_tokens: int
+    cached_prefix_tokens: int = 0
+    blocks_in: int = 0
+    blocks_out: int = 0
+    #: The executor transcript restarted from a checkpoint block at this call.
+    transcript_reset: bool = False
+    #: With ``transcript_reset``: how many most recent tool calls stay in the transcript.
+    keep_last: int = 0
+    #: The manifest: every candidate block, in or out, with why and its tokens.
+    blocks: list[ManifestEntry] = Field(default_factory=list)
+    #: ``artifact://`` ref of the prompt as sent (rendered as text).
+    prompt_ref: str | None = None
+    #: One ``<sha256 prefix>:<tokens>`` per prompt message, for the next call's cached prefix.
+    fingerprints: list[str] = Field(default_factory=list)
+
+
+class ReviewCompleted(_Payload):
+    verdict: Literal["approve", "revise"]
+    summary: str = ""
+    issues: list[str] = Field(default_factory=list)
+
+
+class RecoveryDecided(_Payload):
+    error_id: str | None = None
+    decision: Literal["retry", "replan", "stop"]
+    reason: str = ""
+
+
+class TaskCompleted(_Payload):
+    status: Literal["completed", "failed"] = "completed"
+    summary: str = ""
+
+
+class MemoryNoted(_Payload):
+    """Payload of ``memory.proposed`` (working memory) and ``memory.confirmed`` (durable)."""
+
+    kind: Literal["fact", "preference", "convention"] = "fact"
+    text: str
+
+
+PAYLOAD_MODELS: dict[str, type[_Payload]] = {
+    "task.created": TaskCreated,
+    "plan.created": PlanCreated,
+    "plan.updated": PlanCreated,
+    "step.started": StepStarted,
+    "step.completed": StepCompleted,
+    "tool.called": ToolCalled,
+    "tool.result.received": ToolResultReceived,
+    "permission.requested": PermissionEvent,
+    "permission.granted": PermissionEvent,
+    "permission.denied": PermissionEvent,
+    "checkpoint.created": CheckpointCreated,
+    "file.modified": FileModified,
+    "error.occurred": ErrorOccurred,
+    "error.resolved": ErrorResolved,
+    "user.interrupted": UserInterrupted,
+    "resume.started": ResumeStarted,
+    "context.built": ContextBuilt,
+    "review.completed": ReviewCompleted,
+    "recovery.decided": RecoveryDecided,
+    "task.completed": TaskCompleted,
+    "memory.proposed": MemoryNoted,
+    "memory.confirmed": MemoryNoted,
+}
+
+
+def utc_now() -> str:
+    """The current time as ISO-8601 UTC with milliseconds, e.g. ``2026-11-30T12:00:00.000Z``."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Event(BaseModel):
+    """One entry of the event log.
+
+    ``payload`` is a JSON object validated against ``PAYLOAD_MODELS[kind]`` (raises
+    ``pydantic.ValidationError`` naming the field). ``typed()`` returns it as that model.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    seq: int = 0
+    kind: EventKind
+    timestamp: str
+    actor: Actor
+    payload: dict[str, Any] = Field(default_factory=dict)
+    causation_id: str | None = None
+    correlation_id: str | None = None
+
+    @model_validator(mode="after")
+    def _check_payload(self) -> "Event":
+        model = PAYLOAD_MODELS[self.kind]
+        # Normalise: defaults filled in, so equal events compare equal after a round trip.
+        object.__setattr__(self, "payload", model.model_validate(self.payload).model_dump(mode="json"))
+        return self
+
+    def typed(self) -> Any:
+        """The payload as its kind's pydantic model."""
+        return PAYLOAD_MODELS[self.kind].model_validate(self.payload)
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+
+
+def new_event(
+    kind: EventKind,
+    payload: BaseModel | dict[str, Any],
+    *,
+    actor: Actor,
+    correlation_id: str | None = None,
+    causation_id: str | None = None,
+    timestamp: str | None = None,
+) -> Event:
+    """Build an event with a fresh id (``evt_<32 hex>``) and the current UTC time; ``seq`` is
+    assigned when it is appended to the log."""
+    data = payload.model_dump(mode="json") if isinstance(payload, BaseModel) else payload
+    return Event(
+        id=f"evt_{uuid.uuid4().hex}",
+        kind=kind,
+        timestamp=timestamp or utc_now(),
+        actor=actor,
+        payload=data,
+        causation_id=causation_id,
+        correlation_id=correlation_id,
+    )

@@ -1,0 +1,278 @@
+"""The TaskContext contract: eight parts, with DESIGN.md's field names.
+
+TaskContext is the working state of one task. It is *derived*: ``context.reducer.replay``
+folds the event log into it, and a LangGraph checkpoint holds it between nodes. Field names
+are the contract that renderers, the CLI and the UI read. Every field is typed (no ``Any``
+holding models) so a checkpoint round-trips under ``LANGGRAPH_STRICT_MSGPACK=true``.
+
+Additions to DESIGN.md's list (all derived by the reducer, documented where defined):
+``progress.executor_steps``, ``evidence.transcript_checkpoint``, ``evidence.omitted_calls``,
+``events.counts``, ``ToolCallRecord.thought``.
+
+Source: DESIGN.md "The TaskContext contract".
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ApprovalRequest",
+    "Control",
+    "CurrentStep",
+    "ErrorRecord",
+    "Errors",
+    "EventSummary",
+    "EventsView",
+    "Evidence",
+    "Finding",
+    "Identity",
+    "LastStep",
+    "Memory",
+    "Permissions",
+    "Plan",
+    "PlanStep",
+    "Progress",
+    "TaskContext",
+    "ToolCallRecord",
+    "TranscriptCheckpoint",
+    "PlanStatus",
+    "StepStatus",
+    "StepResult",
+    "ControlStatus",
+    "RiskLevel",
+    "RECENT_EVENTS_WINDOW",
+]
+
+PlanStatus = Literal["draft", "approved", "executing", "revising", "completed"]
+StepStatus = Literal["pending", "running", "blocked", "done", "skipped", "failed"]
+StepResult = Literal["success", "failed", "partial", "blocked"]
+ControlStatus = Literal["idle", "running", "waiting_user", "blocked", "failed", "completed"]
+RiskLevel = Literal["low", "medium", "high"]
+
+#: How many event summaries ``TaskContext.events.recent`` keeps (the full log is in the store).
+RECENT_EVENTS_WINDOW = 20
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+# 1. identity ------------------------------------------------------------------------------
+class Identity(_Part):
+    """Who asked for what. ``original_request`` and ``constraints`` are kept verbatim."""
+
+    task_id: str = ""
+    original_request: str = ""
+    interpreted_goal: str = ""
+    success_criteria: list[str] = Field(default_factory=list)
+    non_goals: list[str] = Field(default_factory=list)
+    constraints: list[str] = Field(default_factory=list)
+
+
+# 2. plan ----------------------------------------------------------------------------------
+class PlanStep(_Part):
+    id: str
+    title: str
+    description: str = ""
+    status: StepStatus = "pending"
+    depends_on: list[str] = Field(default_factory=list)
+    expected_output: str = ""
+
+
+class Plan(_Part):
+    version: int = 0
+    status: PlanStatus = "draft"
+    steps: list[PlanStep] = Field(default_factory=list)
+    current_step_id: str | None = None
+
+
+# 3. current_step --------------------------------------------------------------------------
+class CurrentStep(_Part):
+    objective: str = ""
+    expected_output: str = ""
+    input_context: list[str] = Field(default_factory=list)
+    allowed_tools: list[str] = Field(default_factory=list)
+    constraints: list[str] = Field(default_factory=list)
+    risk_level: RiskLevel = "low"
+
+
+# 4. progress ------------------------------------------------------------------------------
+class LastStep(_Part):
+    id: str
+    result: StepResult
+    summary: str = ""
+    findings: list[str] = Field(default_factory=list)
+    changed_artifacts: list[str] = Field(default_factory=list)
+    unresolved_issues: list[str] = Field(default_factory=list)
+
+
+class Progress(_Part):
+    completed_steps: list[str] = Field(default_factory=list)
+    last_step: LastStep | None = None
+    #: Addition: tool results received in this task (one executor step = one tool result).
+    executor_steps: int = 0
+    #: Addition: paths from ``file.modified`` events, in order of first change.
+    changed_artifacts: list[str] = Field(default_factory=list)
+
+
+# 5. control + permissions -----------------------------------------------------------------
+class ApprovalRequest(_Part):
+    call_id: str
+    tool: str
+    #: The call's arguments as JSON text.
+    arguments: str = "{}"
+    risk: RiskLevel = "high"
+    reason: str = ""
+
+
+class Control(_Part):
+    status: ControlStatus = "idle"
+    pending_question: str | None = None
+    pending_approval: ApprovalRequest | None = None
+    checkpoint_id: str | None = None
+    rollback_available: bool = False
+
+
+class Permissions(_Part):
+    allowed_tools: list[str] = Field(default_factory=list)
+    denied_tools: list[str] = Field(default_factory=list)
+    requires_approval: list[str] = Field(default_factory=list)
+    #: Globs relative to the workspace root.
+    file_scopes: list[str] = Field(default_factory=list)
+
+
+# 6. evidence ------------------------------------------------------------------------------
+class ToolCallRecord(_Part):
+    id: str
+    step_id: str | None = None
+    tool: str
+    #: The call's arguments as JSON text (kept as text so any JSON shape round-trips).
+    arguments: str = "{}"
+    #: The compressed form that enters prompts (never the raw output unless it was short).
+    result_summary: str = ""
+    status: Literal["pending", "ok", "error", "denied"] = "pending"
+    timestamp: str = ""
+    #: ``artifact://sha256:<hex>`` of the exact raw output.
+    raw_ref: str | None = None
+    #: Addition: the agent's text that accompanied the call.
+    thought: str = ""
+
+
+class Finding(_Part):
+    id: str
+    statement: str
+    evidence_refs: list[str] = Field(default_factory=list)
+
+
+class TranscriptCheckpoint(_Part):
+    """Addition: the working state materialised from the event log when the executor
+    transcript last restarted. Renderers draw the checkpoint block from it, so the block is
+    identical on every call until the next restart (a stable, cacheable prefix)."""
+
+    at_seq: int
+    plan_version: int
+    plan_lines: list[str] = Field(default_factory=list)
+    completed_summaries: list[str] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    omitted_summary: str = ""
+
+
+class Evidence(_Part):
+    #: Tool calls since the executor transcript last restarted (oldest first).
+    recent_tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    omitted_summary: str = ""
+    #: Addition: how many tool calls have left the transcript (their refs stay in the log).
+    omitted_calls: int = 0
+    transcript_checkpoint: TranscriptCheckpoint | None = None
+
+
+# 7. events --------------------------------------------------------------------------------
+class EventSummary(_Part):
+    seq: int
+    kind: str
+    actor: str
+    timestamp: str
+    summary: str = ""
+
+
+class EventsView(_Part):
+    """The state's view of the log: the cursor and a bounded window (the log is in the store)."""
+
+    cursor: int = 0
+    recent: list[EventSummary] = Field(default_factory=list)
+    #: Addition: events folded so far, per kind (and ``context.built:<role>`` per role).
+    counts: dict[str, int] = Field(default_factory=dict)
+    #: Addition: per role, the message fingerprints of its last prompt (cached-prefix measure).
+    prompt_fingerprints: dict[str, list[str]] = Field(default_factory=dict)
+    #: Addition: the token of the last ``resume.started`` (one per resume).
+    last_resume_token: str = ""
+
+
+# 8. memory --------------------------------------------------------------------------------
+class Memory(_Part):
+    durable_facts: list[str] = Field(default_factory=list)
+    user_preferences: list[str] = Field(default_factory=list)
+    project_conventions: list[str] = Field(default_factory=list)
+    working_memory: list[str] = Field(default_factory=list)
+
+
+# errors -----------------------------------------------------------------------------------
+class ErrorRecord(_Part):
+    id: str
+    step_id: str | None = None
+    source: str = ""
+    message: str = ""
+    call_id: str | None = None
+    timestamp: str = ""
+    resolution: str | None = None
+
+
+class Errors(_Part):
+    last_error: ErrorRecord | None = None
+    error_history: list[ErrorRecord] = Field(default_factory=list)
+    resolved_errors: list[ErrorRecord] = Field(default_factory=list)
+
+
+class TaskContext(BaseModel):
+    """The working state of one task, shared by every role node of the graph.
+
+    Shape: ten typed parts (identity, plan, current_step, progress, control, permissions,
+    evidence, events, memory, errors). ``graph.invoke()`` and ``get_state().values`` return a
+    dict; rebuild with ``TaskContext.model_validate(values)``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    identity: Identity = Field(default_factory=Identity)
+    plan: Plan = Field(default_factory=Plan)
+    current_step: CurrentStep | None = None
+    progress: Progress = Field(default_factory=Progress)
+    control: Control = Field(default_factory=Control)
+    permissions: Permissions = Field(default_factory=Permissions)
+    evidence: Evidence = Field(default_factory=Evidence)
+    events: EventsView = Field(default_factory=EventsView)
+    memory: Memory = Field(default_factory=Memory)
+    errors: Errors = Field(default_factory=Errors)
+
+    @property
+    def task_id(self) -> str:
+        return self.identity.task_id
+
+    def next_runnable_step(self) -> PlanStep | None:
+        """The first pending step whose dependencies are all done (None if there is none)."""
+        done = {s.id for s in self.plan.steps if s.status in ("done", "skipped")}
+        for s in self.plan.steps:
+            if s.status == "pending" and all(d in done for d in s.depends_on):
+                return s
+        return None
+
+    def step(self, step_id: str | None) -> PlanStep | None:
+        """The plan step with this id, or None."""
+        for s in self.plan.steps:
+            if s.id == step_id:
+                return s
+        return None

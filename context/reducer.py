@@ -1,0 +1,410 @@
+"""The pure reducer: ``apply_event(ctx, event) -> ctx`` and ``replay(events) -> ctx``.
+
+Pure: it reads nothing but its arguments (no clock, no store) and never mutates ``ctx``; it
+returns a new TaskContext that shares unchanged parts. Total: every kind in ``EventKind`` is
+handled, and an event whose ``seq`` is not past ``ctx.events.cursor`` is ignored, so folding
+the same event twice is a no-op (idempotent catch-up after a crash).
+
+Source: DESIGN.md "events: the log; every other view is derived from it"; the seed idea of
+event sourcing (a left fold of the log into state).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from .events import (
+    ContextBuilt,
+    ErrorOccurred,
+    ErrorResolved,
+    Event,
+    MemoryNoted,
+    PermissionEvent,
+    PlanCreated,
+    RecoveryDecided,
+    ReviewCompleted,
+    StepCompleted,
+    StepStarted,
+    TaskCompleted,
+    TaskCreated,
+    ToolCalled,
+    ToolResultReceived,
+)
+from .models import (
+    RECENT_EVENTS_WINDOW,
+    ApprovalRequest,
+    CurrentStep,
+    ErrorRecord,
+    EventSummary,
+    LastStep,
+    PlanStep,
+    TaskContext,
+    ToolCallRecord,
+    TranscriptCheckpoint,
+)
+
+__all__ = ["apply_event", "replay", "summarize_event", "CHECKPOINT_FINDINGS", "CHECKPOINT_OMITTED_LINES"]
+
+#: Findings a transcript checkpoint keeps (the most recent ones).
+CHECKPOINT_FINDINGS = 10
+#: One-line entries for tool calls leaving the transcript that a checkpoint keeps.
+CHECKPOINT_OMITTED_LINES = 8
+
+
+def replay(events: Iterable[Event], ctx: TaskContext | None = None) -> TaskContext:
+    """Fold ``events`` (in log order) into ``ctx`` (default: an empty TaskContext)."""
+    out = ctx if ctx is not None else TaskContext()
+    for e in events:
+        out = apply_event(out, e)
+    return out
+
+
+def summarize_event(e: Event) -> str:
+    """A one-line, human-readable summary of an event (at most 160 chars)."""
+    p = e.payload
+    k = e.kind
+    if k == "task.created":
+        text = p["original_request"].splitlines()[0] if p["original_request"] else ""
+    elif k in ("plan.created", "plan.updated"):
+        text = f"{len(p['steps'])} steps" + (f": {p['reason']}" if p.get("reason") else "")
+    elif k == "step.started":
+        text = f"{p['step_id']}: {p['objective']}"
+    elif k == "step.completed":
+        text = f"{p['step_id']} {p['result']}: {p['summary']}"
+    elif k == "tool.called":
+        text = f"{p['tool']} {p['arguments']}"
+    elif k == "tool.result.received":
+        text = f"{p['call_id']} {p['status']} ({p['raw_chars']} chars)"
+    elif k.startswith("permission."):
+        text = f"{p['tool']}: {p['reason']}"
+    elif k == "error.occurred":
+        text = f"{p['error_id']}: {p['message']}"
+    elif k == "error.resolved":
+        text = f"{p['error_id']}: {p['resolution']}"
+    elif k == "context.built":
+        text = f"{p['role']} call {p['call']}: {p['prompt_tokens']} tokens" + (
+            " (transcript restarted)" if p["transcript_reset"] else ""
+        )
+    elif k == "review.completed":
+        text = f"{p['verdict']}: {p['summary']}"
+    elif k == "recovery.decided":
+        text = f"{p['decision']}: {p['reason']}"
+    elif k == "task.completed":
+        text = f"{p['status']}: {p['summary']}"
+    else:
+        text = json.dumps(p, sort_keys=True)
+    text = " ".join(text.split())
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _fold_plan(ctx: TaskContext, p: PlanCreated) -> TaskContext:
+    done = set(ctx.progress.completed_steps)
+    steps = [s.model_copy(update={"status": "done"}) if s.id in done else s for s in p.steps]
+    ident = ctx.identity
+    criteria = list(ident.success_criteria) + [c for c in p.success_criteria if c not in ident.success_criteria]
+    non_goals = list(ident.non_goals) + [c for c in p.non_goals if c not in ident.non_goals]
+    return ctx.model_copy(
+        update={
+            "identity": ident.model_copy(
+                update={
+                    "interpreted_goal": p.interpreted_goal or ident.interpreted_goal,
+                    "success_criteria": criteria,
+                    "non_goals": non_goals,
+                }
+            ),
+            "plan": ctx.plan.model_copy(
+                update={
+                    "version": ctx.plan.version + 1,
+                    "status": "approved",
+                    "steps": steps,
+                    "current_step_id": None,
+                }
+            ),
+            "current_step": None,
+        }
+    )
+
+
+def _set_step_status(steps: list[PlanStep], step_id: str, status: str) -> list[PlanStep]:
+    return [s.model_copy(update={"status": status}) if s.id == step_id else s for s in steps]
+
+
+def _checkpoint_view(ctx: TaskContext, leaving: list[ToolCallRecord], at_seq: int) -> TranscriptCheckpoint:
+    omitted_total = ctx.evidence.omitted_calls + len(leaving)
+    lines = [f"{s.id} [{s.status}] {s.title}" for s in ctx.plan.steps]
+    completed = []
+    if ctx.progress.last_step is not None:
+        ls = ctx.progress.last_step
+        completed.append(f"{ls.id} ({ls.result}): {ls.summary}")
+    for r in leaving[-CHECKPOINT_OMITTED_LINES:]:
+        args = " ".join(r.arguments.split())
+        if len(args) > 80:
+            args = args[:77] + "..."
+        completed.append(f"{r.id} {r.tool} {args} -> {r.status}, {r.raw_ref or 'no output'}")
+    summary = (
+        f"{omitted_total} earlier tool calls are out of the transcript; their exact output "
+        "stays in the artifact store (fetch a ref with read_artifact)."
+    )
+    return TranscriptCheckpoint(
+        at_seq=at_seq,
+        plan_version=ctx.plan.version,
+        plan_lines=lines,
+        completed_summaries=completed,
+        findings=ctx.evidence.findings[-CHECKPOINT_FINDINGS:],
+        omitted_summary=summary,
+    )
+
+
+def _update_call(ctx: TaskContext, call_id: str, **changes: object) -> list[ToolCallRecord]:
+    return [r.model_copy(update=changes) if r.id == call_id else r for r in ctx.evidence.recent_tool_calls]
+
+
+def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch per kind
+    k = e.kind
+    if k == "task.created":
+        p: TaskCreated = e.typed()
+        return ctx.model_copy(
+            update={
+                "identity": ctx.identity.model_copy(
+                    update={
+                        "task_id": p.task_id,
+                        "original_request": p.original_request,
+                        "constraints": list(p.constraints),
+                        "success_criteria": list(p.success_criteria),
+                        "non_goals": list(p.non_goals),
+                    }
+                ),
+                "permissions": ctx.permissions.model_copy(
+                    update={
+                        "allowed_tools": list(p.allowed_tools),
+                        "denied_tools": list(p.denied_tools),
+                        "requires_approval": list(p.requires_approval),
+                        "file_scopes": list(p.file_scopes),
+                    }
+                ),
+                "control": ctx.control.model_copy(update={"status": "running"}),
+            }
+        )
+    if k in ("plan.created", "plan.updated"):
+        return _fold_plan(ctx, e.typed())
+    if k == "step.started":
+        s: StepStarted = e.typed()
+        return ctx.model_copy(
+            update={
+                "plan": ctx.plan.model_copy(
+                    update={
+                        "status": "executing",
+                        "current_step_id": s.step_id,
+                        "steps": _set_step_status(ctx.plan.steps, s.step_id, "running"),
+                    }
+                ),
+                "current_step": CurrentStep(
+                    objective=s.objective,
+                    expected_output=s.expected_output,
+                    input_context=list(s.input_context),
+                    allowed_tools=list(s.allowed_tools),
+                    constraints=list(s.constraints),
+                    risk_level=s.risk_level,
+                ),
+                "control": ctx.control.model_copy(update={"status": "running"}),
+            }
+        )
+    if k == "step.completed":
+        c: StepCompleted = e.typed()
+        status = {"success": "done", "partial": "done", "failed": "failed", "blocked": "blocked"}[c.result]
+        steps = _set_step_status(ctx.plan.steps, c.step_id, status)
+        completed = list(ctx.progress.completed_steps)
+        if status == "done" and c.step_id not in completed:
+            completed.append(c.step_id)
+        all_done = bool(steps) and all(s.status in ("done", "skipped") for s in steps)
+        return ctx.model_copy(
+            update={
+                "plan": ctx.plan.model_copy(
+                    update={
+                        "steps": steps,
+                        "current_step_id": None,
+                        "status": "completed" if all_done else ctx.plan.status,
+                    }
+                ),
+                "current_step": None,
+                "progress": ctx.progress.model_copy(
+                    update={
+                        "completed_steps": completed,
+                        "last_step": LastStep(
+                            id=c.step_id,
+                            result=c.result,
+                            summary=c.summary,
+                            findings=[f.statement for f in c.findings],
+                            changed_artifacts=list(c.changed_artifacts),
+                            unresolved_issues=list(c.unresolved_issues),
+                        ),
+                    }
+                ),
+                "evidence": ctx.evidence.model_copy(
+                    update={"findings": list(ctx.evidence.findings) + list(c.findings)}
+                ),
+            }
+        )
+    if k == "tool.called":
+        t: ToolCalled = e.typed()
+        rec = ToolCallRecord(
+            id=t.call_id,
+            step_id=t.step_id,
+            tool=t.tool,
+            arguments=t.arguments,
+            status="pending",
+            timestamp=e.timestamp,
+            thought=t.thought,
+        )
+        calls = [r for r in ctx.evidence.recent_tool_calls if r.id != t.call_id] + [rec]
+        return ctx.model_copy(update={"evidence": ctx.evidence.model_copy(update={"recent_tool_calls": calls})})
+    if k == "tool.result.received":
+        r: ToolResultReceived = e.typed()
+        calls = _update_call(ctx, r.call_id, status=r.status, result_summary=r.result_summary, raw_ref=r.raw_ref)
+        return ctx.model_copy(
+            update={
+                "evidence": ctx.evidence.model_copy(update={"recent_tool_calls": calls}),
+                "progress": ctx.progress.model_copy(update={"executor_steps": ctx.progress.executor_steps + 1}),
+            }
+        )
+    if k == "permission.requested":
+        q: PermissionEvent = e.typed()
+        req = ApprovalRequest(call_id=q.call_id, tool=q.tool, arguments=q.arguments, risk=q.risk, reason=q.reason)
+        return ctx.model_copy(
+            update={"control": ctx.control.model_copy(update={"pending_approval": req, "status": "waiting_user"})}
+        )
+    if k in ("permission.granted", "permission.denied"):
+        q = e.typed()
+        update: dict[str, object] = {"status": "running"}
+        if ctx.control.pending_approval is not None and ctx.control.pending_approval.call_id == q.call_id:
+            update["pending_approval"] = None
+        out = ctx.model_copy(update={"control": ctx.control.model_copy(update=update)})
+        if k == "permission.denied":
+            calls = _update_call(out, q.call_id, status="denied")
+            out = out.model_copy(update={"evidence": out.evidence.model_copy(update={"recent_tool_calls": calls})})
+        return out
+    if k == "checkpoint.created":
+        return ctx.model_copy(
+            update={
+                "control": ctx.control.model_copy(
+                    update={"checkpoint_id": e.payload["checkpoint_id"], "rollback_available": True}
+                )
+            }
+        )
+    if k == "file.modified":
+        path = e.payload["path"]
+        if path in ctx.progress.changed_artifacts:
+            return ctx
+        return ctx.model_copy(
+            update={"progress": ctx.progress.model_copy(update={"changed_artifacts": [*ctx.progress.changed_artifacts, path]})}
+        )
+    if k == "error.occurred":
+        o: ErrorOccurred = e.typed()
+        rec_e = ErrorRecord(
+            id=o.error_id, step_id=o.step_id, source=o.source, message=o.message, call_id=o.call_id, timestamp=e.timestamp
+        )
+        return ctx.model_copy(
+            update={
+                "errors": ctx.errors.model_copy(
+                    update={"last_error": rec_e, "error_history": list(ctx.errors.error_history) + [rec_e]}
+                )
+            }
+        )
+    if k == "error.resolved":
+        res: ErrorResolved = e.typed()
+        if any(x.id == res.error_id for x in ctx.errors.resolved_errors):
+            return ctx
+        found = [x for x in ctx.errors.error_history if x.id == res.error_id]
+        resolved = list(ctx.errors.resolved_errors)
+        if found:
+            resolved.append(found[-1].model_copy(update={"resolution": res.resolution}))
+        last = ctx.errors.last_error
+        if last is not None and last.id == res.error_id:
+            last = None
+        return ctx.model_copy(
+            update={"errors": ctx.errors.model_copy(update={"resolved_errors": resolved, "last_error": last})}
+        )
+    if k == "user.interrupted":
+        return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": "idle"})})
+    if k == "resume.started":
+        return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": "running"})})
+    if k == "context.built":
+        b: ContextBuilt = e.typed()
+        if not b.transcript_reset:
+            return ctx
+        calls = ctx.evidence.recent_tool_calls
+        keep = calls[len(calls) - b.keep_last :] if b.keep_last > 0 else []
+        leaving = calls[: len(calls) - len(keep)]
+        view = _checkpoint_view(ctx, leaving, e.seq)
+        return ctx.model_copy(
+            update={
+                "evidence": ctx.evidence.model_copy(
+                    update={
+                        "recent_tool_calls": list(keep),
+                        "omitted_calls": ctx.evidence.omitted_calls + len(leaving),
+                        "omitted_summary": view.omitted_summary,
+                        "transcript_checkpoint": view,
+                    }
+                )
+            }
+        )
+    if k == "review.completed":
+        rv: ReviewCompleted = e.typed()
+        status = "completed" if rv.verdict == "approve" else "revising"
+        return ctx.model_copy(update={"plan": ctx.plan.model_copy(update={"status": status})})
+    if k == "recovery.decided":
+        d: RecoveryDecided = e.typed()
+        if d.decision == "stop":
+            return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": "failed"})})
+        if d.decision == "replan":
+            return ctx.model_copy(update={"plan": ctx.plan.model_copy(update={"status": "revising"})})
+        return ctx
+    if k == "task.completed":
+        tc: TaskCompleted = e.typed()
+        return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": tc.status})})
+    if k in ("memory.proposed", "memory.confirmed"):
+        m: MemoryNoted = e.typed()
+        mem = ctx.memory
+        if k == "memory.proposed":
+            mem = mem.model_copy(update={"working_memory": list(mem.working_memory) + [m.text]})
+        else:
+            field = {"fact": "durable_facts", "preference": "user_preferences", "convention": "project_conventions"}[m.kind]
+            mem = mem.model_copy(
+                update={
+                    field: list(getattr(mem, field)) + [m.text],
+                    "working_memory": [w for w in mem.working_memory if w != m.text],
+                }
+            )
+        return ctx.model_copy(update={"memory": mem})
+    # anything else only moves the cursor.
+    return ctx
+
+
+def apply_event(ctx: TaskContext, event: Event) -> TaskContext:
+    """Fold one event into ``ctx`` and return the new TaskContext.
+
+    Events with ``seq <= ctx.events.cursor`` are already folded and return ``ctx`` unchanged.
+    An event with ``seq == 0`` (not yet appended) is folded at ``cursor + 1``.
+    """
+    seq = event.seq or ctx.events.cursor + 1
+    if seq <= ctx.events.cursor:
+        return ctx
+    if event.seq == 0:
+        event = event.model_copy(update={"seq": seq})
+    out = _fold(ctx, event)
+    recent = list(out.events.recent) + [
+        EventSummary(seq=seq, kind=event.kind, actor=event.actor, timestamp=event.timestamp, summary=summarize_event(event))
+    ]
+    counts = dict(out.events.counts)
+    counts[event.kind] = counts.get(event.kind, 0) + 1
+    view_update: dict[str, object] = {"cursor": seq, "recent": recent[-RECENT_EVENTS_WINDOW:], "counts": counts}
+    if event.kind == "context.built":
+        role = event.payload["role"]
+        counts[f"context.built:{role}"] = counts.get(f"context.built:{role}", 0) + 1
+        fps = dict(out.events.prompt_fingerprints)
+        fps[role] = list(event.payload.get("fingerprints", []))
+        view_update["prompt_fingerprints"] = fps
+    elif event.kind == "resume.started":
+        view_update["last_resume_token"] = event.payload.get("token", "")
+    return out.model_copy(update={"events": out.events.model_copy(update=view_update)})

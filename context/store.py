@@ -1,0 +1,298 @@
+"""The event log and the artifact store, in their own SQLite tables and connection.
+
+* :class:`EventLog`: append-only, per task (``thread_id`` = ``task_id``), ``seq`` = 1, 2, ...
+  ``append`` is one transaction and checks that its first ``seq`` follows the log's last one
+  (``SequenceConflictError`` otherwise), so two writers can never interleave a task's events.
+* :class:`ArtifactStore`: content-addressed bytes. ``put(data) -> "artifact://sha256:<hex>"``;
+  ``get(ref)`` returns the exact bytes, or the lines a ``#L<start>-<end>`` fragment names
+  (1-based, inclusive).
+
+Both live in the project's SQLite file (default ``.taskctx/taskctx.sqlite``) beside the
+LangGraph checkpointer's tables, on a connection of their own, in WAL mode. A checkpoint never
+re-serialises history (DESIGN.md "Durability"; measured: an append-only list in graph state costs
+O(n²) bytes).
+
+Errors: ``StoreOpenError`` (file cannot be opened: names the path), ``SequenceConflictError``,
+``ArtifactNotFoundError``, ``InvalidRefError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from .errors import ArtifactNotFoundError, InvalidRefError, SequenceConflictError, StoreOpenError
+from .events import Event
+
+__all__ = [
+    "ArtifactRef",
+    "ArtifactStore",
+    "EventLog",
+    "EventLogProtocol",
+    "ArtifactStoreProtocol",
+    "SqliteStores",
+    "TaskRegistry",
+    "parse_ref",
+    "make_ref",
+    "slice_lines",
+]
+
+_REF_RE = re.compile(r"^artifact://sha256:([0-9a-f]{64})(?:#L(\d+)-(\d+))?$")
+
+
+@dataclass(frozen=True)
+class ArtifactRef:
+    """A parsed ``artifact://sha256:<hex>[#L<start>-<end>]`` ref (lines 1-based, inclusive)."""
+
+    digest: str
+    start: int | None = None
+    end: int | None = None
+
+    def __str__(self) -> str:
+        base = f"artifact://sha256:{self.digest}"
+        return base if self.start is None else f"{base}#L{self.start}-{self.end}"
+
+    def with_lines(self, start: int, end: int) -> "ArtifactRef":
+        return ArtifactRef(self.digest, start, end)
+
+
+def parse_ref(ref: str) -> ArtifactRef:
+    """Parse a ref; raises ``InvalidRefError`` naming the expected form."""
+    m = _REF_RE.match(ref.strip())
+    if not m:
+        raise InvalidRefError(
+            f"not an artifact ref: {ref!r}; expected artifact://sha256:<64 hex>[#L<start>-<end>]"
+        )
+    start = int(m.group(2)) if m.group(2) else None
+    end = int(m.group(3)) if m.group(3) else None
+    if start is not None and (start < 1 or end is None or end < start):
+        raise InvalidRefError(f"bad line range in {ref!r}: need 1 <= start <= end")
+    return ArtifactRef(m.group(1), start, end)
+
+
+def make_ref(data: bytes) -> ArtifactRef:
+    return ArtifactRef(hashlib.sha256(data).hexdigest())
+
+
+def slice_lines(data: bytes, start: int, end: int) -> bytes:
+    """Lines ``start..end`` (1-based, inclusive) of ``data``, with their line endings, byte-exact."""
+    lines = data.splitlines(keepends=True)
+    return b"".join(lines[start - 1 : end])
+
+
+class EventLogProtocol(Protocol):
+    def append(self, task_id: str, events: Sequence[Event]) -> list[Event]: ...
+    def read(self, task_id: str, after: int = 0, limit: int | None = None) -> list[Event]: ...
+    def last_seq(self, task_id: str) -> int: ...
+    def task_ids(self) -> list[str]: ...
+
+
+class ArtifactStoreProtocol(Protocol):
+    def put(self, data: bytes) -> str: ...
+    def get(self, ref: str) -> bytes: ...
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS taskctx_events (
+    task_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    timestamp TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    causation_id TEXT,
+    correlation_id TEXT,
+    PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE IF NOT EXISTS taskctx_tasks (
+    task_id TEXT PRIMARY KEY,
+    spec TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS taskctx_artifacts (
+    digest TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    data BLOB NOT NULL
+);
+"""
+
+
+class _Sqlite:
+    def __init__(self, path: str | Path):
+        self.path = str(path)
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreOpenError(
+                f"cannot open the taskctx database at {self.path}: {exc}; "
+                "pass --db with a writable file path (its folder is created)"
+            ) from exc
+        self.lock = threading.Lock()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class EventLog:
+    """Append-only event log per task, on its own SQLite connection."""
+
+    def __init__(self, db: _Sqlite):
+        self._db = db
+
+    def last_seq(self, task_id: str) -> int:
+        row = self._db.conn.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM taskctx_events WHERE task_id = ?", (task_id,)
+        ).fetchone()
+        return int(row[0])
+
+    def append(self, task_id: str, events: Sequence[Event]) -> list[Event]:
+        """Append ``events`` atomically; returns them with ``seq`` set.
+
+        Events that carry a ``seq`` must continue the log exactly (``SequenceConflictError``
+        otherwise); events with ``seq == 0`` get the next numbers.
+        """
+        if not events:
+            return []
+        with self._db.lock:
+            conn = self._db.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                last = self.last_seq(task_id)
+                out: list[Event] = []
+                for i, e in enumerate(events):
+                    want = last + 1 + i
+                    if e.seq and e.seq != want:
+                        raise SequenceConflictError(
+                            f"task {task_id!r}: event {e.kind} has seq {e.seq} but the log expects {want}; "
+                            "another process is writing this task: run one writer per thread_id"
+                        )
+                    e2 = e if e.seq == want else e.model_copy(update={"seq": want})
+                    conn.execute(
+                        "INSERT INTO taskctx_events VALUES (?,?,?,?,?,?,?,?,?)",
+                        (
+                            task_id,
+                            want,
+                            e2.id,
+                            e2.kind,
+                            e2.timestamp,
+                            e2.actor,
+                            json.dumps(e2.payload, sort_keys=True, ensure_ascii=False),
+                            e2.causation_id,
+                            e2.correlation_id,
+                        ),
+                    )
+                    out.append(e2)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return out
+
+    def read(self, task_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
+        """Events of ``task_id`` with ``seq > after``, in order."""
+        return list(self.iter(task_id, after, limit))
+
+    def iter(self, task_id: str, after: int = 0, limit: int | None = None) -> Iterator[Event]:
+        sql = (
+            "SELECT seq, id, kind, timestamp, actor, payload, causation_id, correlation_id "
+            "FROM taskctx_events WHERE task_id = ? AND seq > ? ORDER BY seq"
+        )
+        args: tuple[object, ...] = (task_id, after)
+        if limit is not None:
+            sql += " LIMIT ?"
+            args += (limit,)
+        for row in self._db.conn.execute(sql, args).fetchall():
+            yield Event.model_construct(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                timestamp=row[3],
+                actor=row[4],
+                payload=json.loads(row[5]),
+                causation_id=row[6],
+                correlation_id=row[7],
+            )
+
+    def task_ids(self) -> list[str]:
+        rows = self._db.conn.execute("SELECT DISTINCT task_id FROM taskctx_events ORDER BY task_id").fetchall()
+        return [r[0] for r in rows]
+
+
+class ArtifactStore:
+    """Content-addressed store of exact bytes (``artifact://sha256:<hex>``)."""
+
+    def __init__(self, db: _Sqlite):
+        self._db = db
+
+    def put(self, data: bytes | str) -> str:
+        """Store ``data`` (str is UTF-8 encoded) and return its ref; storing twice is free."""
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        ref = make_ref(raw)
+        with self._db.lock:
+            self._db.conn.execute(
+                "INSERT OR IGNORE INTO taskctx_artifacts VALUES (?,?,?)", (ref.digest, len(raw), raw)
+            )
+        return str(ref)
+
+    def get(self, ref: str) -> bytes:
+        """The exact bytes of ``ref``, or of its ``#L<a>-<b>`` line slice."""
+        r = parse_ref(ref)
+        row = self._db.conn.execute("SELECT data FROM taskctx_artifacts WHERE digest = ?", (r.digest,)).fetchone()
+        if row is None:
+            raise ArtifactNotFoundError(f"{ref} is not in the artifact store of {self._db.path}; check --db")
+        data = bytes(row[0])
+        return data if r.start is None else slice_lines(data, r.start, r.end or r.start)
+
+    def size(self, ref: str) -> int:
+        r = parse_ref(ref)
+        row = self._db.conn.execute("SELECT size FROM taskctx_artifacts WHERE digest = ?", (r.digest,)).fetchone()
+        if row is None:
+            raise ArtifactNotFoundError(f"{ref} is not in the artifact store of {self._db.path}")
+        return int(row[0])
+
+
+class TaskRegistry:
+    """How each task was started (JSON spec: kind, source, model, budget), so ``resume`` can
+    rebuild the same graph."""
+
+    def __init__(self, db: _Sqlite):
+        self._db = db
+
+    def register(self, task_id: str, spec: dict[str, object]) -> None:
+        with self._db.lock:
+            self._db.conn.execute(
+                "INSERT OR REPLACE INTO taskctx_tasks VALUES (?, ?)", (task_id, json.dumps(spec, sort_keys=True))
+            )
+
+    def get(self, task_id: str) -> dict[str, object] | None:
+        row = self._db.conn.execute("SELECT spec FROM taskctx_tasks WHERE task_id = ?", (task_id,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+
+class SqliteStores:
+    """The event log and artifact store of one SQLite file, sharing one connection.
+
+    ``SqliteStores(":memory:")`` gives throwaway stores for tests.
+    """
+
+    def __init__(self, path: str | Path):
+        self._db = _Sqlite(path)
+        self.path = self._db.path
+        self.events = EventLog(self._db)
+        self.artifacts = ArtifactStore(self._db)
+        self.tasks = TaskRegistry(self._db)
+
+    def close(self) -> None:
+        self._db.close()

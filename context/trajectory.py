@@ -1,0 +1,182 @@
+"""Recorded agent trajectories (the format of ``shared/data/trajectories/README.md``).
+
+Line 1 is a header ``{"id", "source_repo", "source_path", "license", "task", "n_steps", "meta"}``;
+each further line is ``{"step", "thought", "action", "observation"}``. ``action`` is either a
+JSON string ``{"name", "arguments"}`` (OpenHands, moatless-tools, tau-bench) or a raw command
+string (SWE-agent); :func:`parse_action` turns both into ``(tool name, arguments dict)``.
+
+Errors: ``TrajectoryError`` naming the file, the line and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .compression import ResultKind
+from .errors import TrajectoryError
+
+__all__ = [
+    "RecordedStep",
+    "Trajectory",
+    "load_trajectory",
+    "parse_action",
+    "classify_result",
+    "extract_constraints",
+    "agent_request",
+]
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    step: int
+    thought: str
+    action: str
+    observation: str
+    tool: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    id: str
+    task: str
+    meta: dict[str, Any]
+    steps: list[RecordedStep] = field(default_factory=list)
+    path: str = ""
+
+    @property
+    def request(self) -> str:
+        """What the agent was asked (see :func:`agent_request`)."""
+        return agent_request(self.task, self.meta)
+
+
+def agent_request(task: str, meta: dict[str, Any]) -> str:
+    """The request the recorded agent saw: tau-bench's ``task`` is the simulated user's
+    instruction (the agent never saw it), so its first user message is used instead."""
+    first = meta.get("first_user_message")
+    return first if isinstance(first, str) and first.strip() else task
+
+
+_INVALID = re.compile(r"^\[invalid tool call")
+
+
+def parse_action(action: str) -> tuple[str, dict[str, Any]]:
+    """``(tool, arguments)`` of a recorded action (JSON form or SWE-agent command string)."""
+    text = action.strip()
+    if text.startswith("{"):
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict) and isinstance(obj.get("name"), str):
+            args = obj.get("arguments")
+            if isinstance(args, str):
+                try:
+                    args = json.loads(args)
+                except json.JSONDecodeError:
+                    args = {"input": args}
+            if not isinstance(args, dict):
+                args = {"input": args}
+            return obj["name"], args
+    if _INVALID.match(text):
+        return "invalid_tool_call", {"recorded": text}
+    first = text.split(None, 1)[0] if text else "noop"
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", first)[:64] or "command"
+    return name, {"command": text}
+
+
+_SEARCH = {"semanticsearch", "findclass", "findfunction", "findcodesnippet", "grep", "search_dir", "search_file",
+           "find_file", "search", "search_history"}
+_READ = {"viewcode", "open", "read_file", "cat", "decompile"}
+
+
+def classify_result(tool: str, arguments: dict[str, Any]) -> ResultKind:
+    """Which compression rule a tool's output falls under."""
+    t = tool.lower()
+    if t in _SEARCH or t.startswith("search_") or t.startswith("find"):
+        return "search"
+    if t in _READ or (t == "str_replace_editor" and arguments.get("command") == "view"):
+        return "file_read"
+    return "command"
+
+
+_CONSTRAINT = re.compile(
+    r"(?<!\bI )(?<!\bwe )\b(do not|don't|must not|never|should not|shouldn't|not allowed|only if|without (?:modifying|changing))\b",
+    re.IGNORECASE,
+)
+
+
+def extract_constraints(request: str, limit: int = 8) -> list[str]:
+    """Hard constraints found in ``request``: each line (or sentence) that says "do not", "must
+    not", "never", ..., copied verbatim (stripped of list markers). At most ``limit``."""
+    out: list[str] = []
+    for line in request.splitlines():
+        s = line.strip().lstrip("-*0-9. ").strip()
+        if not s:
+            continue
+        parts = re.split(r"(?<=[.!?])\s+", s) if len(s) > 200 else [s]
+        for p in parts:
+            if _CONSTRAINT.search(p) and p not in out and len(p) <= 400:
+                out.append(p)
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def load_trajectory(path: str | Path) -> Trajectory:
+    """Read one trajectory file; raises ``TrajectoryError`` on a missing file or a bad line."""
+    p = Path(path)
+    if not p.is_file():
+        raise TrajectoryError(
+            f"trajectory file not found: {p}; pass a .jsonl from shared/data/trajectories/ "
+            "(format in its README)"
+        )
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TrajectoryError(f"cannot read trajectory {p}: {exc}; it must be UTF-8 JSON Lines") from exc
+    lines = [ln for ln in lines if ln.strip()]
+    if not lines:
+        raise TrajectoryError(f"trajectory {p} is empty; line 1 must be the header with id and task")
+
+    def obj(i: int) -> dict[str, Any]:
+        try:
+            o = json.loads(lines[i])
+        except json.JSONDecodeError as exc:
+            raise TrajectoryError(f"{p}:{i + 1}: not valid JSON ({exc.msg}); each line must be one JSON object") from exc
+        if not isinstance(o, dict):
+            raise TrajectoryError(f"{p}:{i + 1}: expected a JSON object, got {type(o).__name__}")
+        return o
+
+    head = obj(0)
+    for key in ("id", "task"):
+        if not isinstance(head.get(key), str) or not head[key].strip():
+            raise TrajectoryError(f"{p}:1: header lacks a non-empty string {key!r}; see the format in the README")
+    steps: list[RecordedStep] = []
+    for i in range(1, len(lines)):
+        o = obj(i)
+        for key in ("action", "observation"):
+            if not isinstance(o.get(key), str):
+                raise TrajectoryError(f"{p}:{i + 1}: step lacks a string {key!r}")
+        thought = o.get("thought") or ""
+        if not isinstance(thought, str):
+            raise TrajectoryError(f"{p}:{i + 1}: 'thought' must be a string or null")
+        tool, args = parse_action(o["action"])
+        steps.append(
+            RecordedStep(
+                step=int(o.get("step", i)),
+                thought=thought,
+                action=o["action"],
+                observation=o["observation"],
+                tool=tool,
+                arguments=args,
+            )
+        )
+    if not steps:
+        raise TrajectoryError(f"{p}: header only, no recorded steps to replay")
+    meta = head.get("meta") if isinstance(head.get("meta"), dict) else {}
+    return Trajectory(id=head["id"], task=head["task"], meta=meta, steps=steps, path=str(p))

@@ -1,0 +1,73 @@
+"""``taskctx inspect``: a task's state as a person reads it."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from context import Event, TaskContext
+
+__all__ = ["render_state"]
+
+
+def render_state(console: Console, ctx: TaskContext, events: list[Event], checkpoints: list[str], has_checkpoint: bool) -> None:
+    def h(title: str) -> None:
+        console.print(f"\n[bold]{title}[/bold]")
+
+    def p(text: str) -> None:
+        console.print(text, markup=False)
+
+    i = ctx.identity
+    console.print(f"[bold]task {i.task_id}[/bold]  status: {ctx.control.status}  plan v{ctx.plan.version} ({ctx.plan.status})")
+    h("Goal")
+    p(i.interpreted_goal or "(not interpreted yet)")
+    h("Original request (verbatim)")
+    p(i.original_request)
+    h("Success criteria")
+    for c in i.success_criteria or ["(none)"]:
+        p(f"- {c}")
+    h("Constraints")
+    for c in i.constraints or ["(none)"]:
+        p(f"- {c}")
+    h("Plan")
+    for s in ctx.plan.steps or []:
+        mark = "->" if s.id == ctx.plan.current_step_id else "  "
+        p(f"{mark} {s.id} [{s.status}] {s.title}")
+    h("Current step")
+    cs = ctx.current_step
+    p(f"{ctx.plan.current_step_id}: {cs.objective} (expected: {cs.expected_output or '-'}, risk {cs.risk_level})" if cs else "(none)")
+    h("Recent progress")
+    p(f"completed steps: {', '.join(ctx.progress.completed_steps) or '(none)'}; executor steps: {ctx.progress.executor_steps}")
+    if ctx.progress.last_step:
+        ls = ctx.progress.last_step
+        p(f"last step {ls.id} ({ls.result}): {ls.summary}")
+    if ctx.progress.changed_artifacts:
+        p(f"changed: {', '.join(ctx.progress.changed_artifacts)}")
+    h("Evidence")
+    for r in ctx.evidence.recent_tool_calls[-8:]:
+        p(f"- {r.id} {r.tool} -> {r.status}  {r.raw_ref or ''}")
+    for f in ctx.evidence.findings[-8:]:
+        p(f"- finding {f.id}: {f.statement}  [{', '.join(f.evidence_refs)}]")
+    h("Permissions")
+    pm = ctx.permissions
+    p(f"allowed: {', '.join(pm.allowed_tools) or '(all)'}; denied: {', '.join(pm.denied_tools) or '(none)'}; "
+      f"approval: {', '.join(pm.requires_approval) or '(none)'}; scopes: {', '.join(pm.file_scopes) or '(workspace)'}")
+    h("Pending approvals")
+    a = ctx.control.pending_approval
+    p(f"{a.tool} {a.arguments} ({a.risk}): {a.reason}" if a else "(none)")
+    denials = [e for e in events if e.kind in ("permission.denied", "permission.granted")]
+    for e in denials[-5:]:
+        p(f"- {e.kind}: {e.payload['tool']} {e.payload['reason']}")
+    h("Error history")
+    resolved = {e.id: e for e in ctx.errors.resolved_errors}
+    for e in ctx.errors.error_history or []:
+        state = f"resolved: {resolved[e.id].resolution}" if e.id in resolved else "open"
+        p(f"- {e.id} [{state}] {e.source} in {e.step_id}: {e.message}")
+    if not ctx.errors.error_history:
+        p("(none)")
+    h("Resolved errors")
+    p(", ".join(resolved) or "(none)")
+    h("Omitted history")
+    p(ctx.evidence.omitted_summary or "(nothing omitted)")
+    h("Checkpoints")
+    resumes = [e for e in events if e.kind == "resume.started"]
+    p(f"latest checkpoints: {', '.join(checkpoints) or '(none)'}; resumes: {len(resumes)}; events: {ctx.events.cursor}")

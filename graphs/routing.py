@@ -1,0 +1,60 @@
+"""Routers of the orchestrator graph: pure lookups on the TaskContext, never raising.
+
+(A router that raises ends a resume silently, so each one only reads fields.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END
+
+from context import TaskContext
+
+__all__ = ["after_planner", "after_executor", "after_tools", "after_recovery", "after_reviewer"]
+
+
+def _ctx(state: Any) -> TaskContext:
+    return state if isinstance(state, TaskContext) else TaskContext.model_validate(state)
+
+
+def _finished(ctx: TaskContext) -> bool:
+    return ctx.control.status in ("completed", "failed")
+
+
+def after_planner(state: Any) -> str:
+    ctx = _ctx(state)
+    return END if _finished(ctx) or not ctx.plan.steps else "executor"
+
+
+def after_executor(state: Any) -> str:
+    ctx = _ctx(state)
+    if _finished(ctx):
+        return END
+    if any(r.status == "pending" for r in ctx.evidence.recent_tool_calls):
+        return "tools"
+    if ctx.plan.current_step_id is not None or ctx.next_runnable_step() is not None:
+        return "executor"
+    return "reviewer"
+
+
+def after_tools(state: Any) -> str:
+    ctx = _ctx(state)
+    recorded = {e.call_id for e in ctx.errors.error_history}
+    if any(r.status == "error" and r.id not in recorded for r in ctx.evidence.recent_tool_calls):
+        return "recovery"
+    return "executor"
+
+
+def after_recovery(state: Any) -> str:
+    ctx = _ctx(state)
+    if _finished(ctx):
+        return END
+    return "planner" if ctx.plan.status == "revising" else "executor"
+
+
+def after_reviewer(state: Any) -> str:
+    ctx = _ctx(state)
+    if _finished(ctx):
+        return END
+    return "planner" if ctx.plan.status == "revising" else END

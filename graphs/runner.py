@@ -1,0 +1,136 @@
+"""Running a task's graph: start, stop after N executor steps, resume, export the run.
+
+``run_graph`` streams the graph with ``durability="sync"`` (every superstep's checkpoint is
+written before the next starts, so a SIGKILL loses at most the step in flight) and stops
+consuming after ``stop_after`` executor steps: the thread keeps its next node, and
+``resume`` continues from that checkpoint without redoing a finished step.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+
+from context import Event, SqliteStores, TaskContext, UnknownTaskError, replay
+
+__all__ = ["RECURSION_LIMIT", "RunResult", "export_run", "manifest_line", "run_graph", "thread_config"]
+
+#: Supersteps one invocation may take (a 50-step replay takes ~170).
+RECURSION_LIMIT = 100_000
+
+
+@dataclass
+class RunResult:
+    task_id: str
+    state: TaskContext
+    next_nodes: tuple[str, ...]
+    stopped_early: bool
+    calls: list[Event] = field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        return not self.next_nodes
+
+
+def thread_config(task_id: str, **configurable: Any) -> dict[str, Any]:
+    return {"configurable": {"thread_id": task_id, **configurable}, "recursion_limit": RECURSION_LIMIT}
+
+
+def run_graph(
+    graph: CompiledStateGraph,
+    stores: SqliteStores,
+    task_id: str,
+    input: TaskContext | None,
+    *,
+    stop_after: int | None = None,
+    resume: bool = False,
+    on_event: Callable[[Event], None] | None = None,
+) -> RunResult:
+    """Run (``input`` given) or resume (``input=None``) the thread ``task_id``.
+
+    ``stop_after``: stop once ``progress.executor_steps`` reaches this absolute count.
+    ``on_event`` sees every event appended during the run (for progress display).
+    Raises ``UnknownTaskError`` when resuming a thread that has no checkpoint.
+    """
+    extra: dict[str, Any] = {}
+    if resume:
+        snap = graph.get_state(thread_config(task_id))
+        if not snap.values:
+            raise UnknownTaskError(f"no task {task_id!r} in this database; list tasks with `taskctx inspect --list`")
+        extra["resume_token"] = uuid.uuid4().hex
+        extra["resumed_from_checkpoint"] = snap.config.get("configurable", {}).get("checkpoint_id")
+    config = thread_config(task_id, **extra)
+    seen = stores.events.last_seq(task_id)
+    calls: list[Event] = []
+    stopped = False
+    for update in graph.stream(input, config, stream_mode="updates", durability="sync"):
+        new = stores.events.read(task_id, after=seen)
+        if new:
+            seen = new[-1].seq
+            for e in new:
+                if e.kind == "context.built":
+                    calls.append(e)
+                if on_event:
+                    on_event(e)
+        if stop_after is not None and "tools" in update:
+            prog = (update["tools"] or {}).get("progress")
+            steps = prog.executor_steps if prog is not None and not isinstance(prog, dict) else (prog or {}).get("executor_steps")
+            if steps is not None and steps >= stop_after:
+                stopped = True
+                break
+    snap = graph.get_state(thread_config(task_id))
+    state = TaskContext.model_validate(snap.values)
+    return RunResult(task_id=task_id, state=state, next_nodes=tuple(snap.next), stopped_early=stopped, calls=calls)
+
+
+def manifest_line(e: Event) -> dict[str, Any]:
+    """One ``manifests.jsonl`` line from a ``context.built`` event."""
+    p = e.payload
+    return {
+        "call": p["call"],
+        "role": p["role"],
+        "step_id": p["step_id"],
+        "budget": p["budget"],
+        "prompt_tokens": p["prompt_tokens"],
+        "cached_prefix_tokens": p["cached_prefix_tokens"],
+        "transcript_reset": p["transcript_reset"],
+        "blocks": [
+            {k: b[k] for k in ("id", "layer", "kind", "trust", "tokens", "included", "reason")} for b in p["blocks"]
+        ],
+    }
+
+
+def export_run(stores: SqliteStores, task_id: str, out_root: str | Path) -> Path:
+    """Write ``<out_root>/<task_id>/``: ``trace.jsonl`` (every event), ``state.json`` (the
+    TaskContext replayed from the log), ``context_pack.md`` (the latest executor prompt as sent)
+    and ``manifests.jsonl`` (one line per model call). Returns the folder."""
+    events = stores.events.read(task_id)
+    if not events:
+        raise UnknownTaskError(f"no events for task {task_id!r}")
+    out = Path(out_root) / task_id
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "trace.jsonl", "w", encoding="utf-8") as fh:
+        for e in events:
+            fh.write(e.to_json() + "\n")
+    state = replay(events)
+    (out / "state.json").write_text(state.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    built = [e for e in events if e.kind == "context.built"]
+    with open(out / "manifests.jsonl", "w", encoding="utf-8") as fh:
+        for e in built:
+            fh.write(json.dumps(manifest_line(e), sort_keys=True) + "\n")
+    last_exec = [e for e in built if e.payload["role"] == "executor" and e.payload.get("prompt_ref")]
+    pack = "# context pack\n\n(no executor call yet)\n"
+    if last_exec:
+        e = last_exec[-1]
+        body = stores.artifacts.get(e.payload["prompt_ref"]).decode("utf-8")
+        pack = (f"# context pack: {task_id}, executor call {e.payload['call']} (step {e.payload['step_id']})\n\n"
+                f"prompt tokens: {e.payload['prompt_tokens']} of budget {e.payload['budget']}; "
+                f"cached prefix: {e.payload['cached_prefix_tokens']}\n\n{body}")
+    (out / "context_pack.md").write_text(pack, encoding="utf-8")
+    return out

@@ -1,0 +1,58 @@
+"""taskctx.nodes: one node per role, their renderers, the tool node and offline chat models.
+
+Depends on ``context`` (never on ``graphs``).
+"""
+
+from .models import resolve_model
+from .render import (
+    EXTERNAL_RULE,
+    ExecutorRenderer,
+    PlannerRenderer,
+    RecoveryRenderer,
+    Renderer,
+    ReviewerRenderer,
+    quote_external,
+)
+from .roles import (
+    make_executor_node,
+    make_planner_node,
+    make_recovery_node,
+    make_reviewer_node,
+)
+from .runtime import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, NodeRun, Rendered, cached_prefix_tokens, fingerprints
+from .testing import ReplayChatModel, ScriptedChatModel, complete, plan, recover, review, tool_call
+from .tools import ReplayTools, ToolExecutor, ToolOutcome, function_schema, make_tool_node
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "DEFAULT_RESERVE",
+    "EXTERNAL_RULE",
+    "ExecutorRenderer",
+    "NodeEnv",
+    "NodeRun",
+    "PlannerRenderer",
+    "RecoveryRenderer",
+    "Renderer",
+    "Rendered",
+    "ReplayChatModel",
+    "ReplayTools",
+    "ReviewerRenderer",
+    "ScriptedChatModel",
+    "ToolExecutor",
+    "ToolOutcome",
+    "cached_prefix_tokens",
+    "complete",
+    "fingerprints",
+    "function_schema",
+    "make_executor_node",
+    "make_planner_node",
+    "make_recovery_node",
+    "make_reviewer_node",
+    "make_tool_node",
+    "plan",
+    "quote_external",
+    "recover",
+    "resolve_model",
+    "review",
+    "tool_call",
+]

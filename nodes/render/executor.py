@@ -1,0 +1,183 @@
+"""The executor's renderer: core + step + recent + fetched refs, cache-aware.
+
+Layout (stable parts first, so call k+1 starts with call k's prompt):
+
+1. system: the executor's instructions (fixed text);
+2. core: original request verbatim, success criteria, hard constraints, permissions;
+3. checkpoint: the working state materialised at the last transcript restart
+   (``evidence.transcript_checkpoint``; identical on every call until the next restart);
+4. transcript: one AI tool-call message + one tool message per call since the restart,
+   append-only, tool output compressed and quoted as external content;
+5. delta: the current step, plan progress, last step, unresolved error, pending approval.
+   Small and volatile: the only part that changes in place.
+
+When the prompt would pass ``budget - reserve_for_output``, the transcript restarts: a
+``context.built`` event with ``transcript_reset`` and ``keep_last = KEEP_LAST`` is folded by the
+reducer, which materialises the checkpoint from the state (never a summary of a summary).
+If even then it does not fit, the older kept entries fall back to their one-line digest + ref,
+and last the builder drops ``normal`` blocks. The latest tool result is ``required``.
+
+Source: DESIGN.md "Cache-aware rendering"; prompt-caching practice of stable prefixes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
+
+from context import TaskContext, apply_event, new_event
+from context.events import ContextBuilt
+from context.models import ToolCallRecord
+
+from ..runtime import NodeEnv, Rendered
+from .common import EXTERNAL_RULE, assemble, block, core_blocks, permissions_text, quote_external
+
+__all__ = ["ExecutorRenderer", "EXECUTOR_SYSTEM", "KEEP_LAST", "checkpoint_text", "transcript_messages"]
+
+KEEP_LAST = 3
+
+EXECUTOR_SYSTEM = (
+    "You are the executor of a taskctx task. Work on the current step only, one tool call at a time. "
+    "When the step's expected output is reached, call complete_step with a short summary and your findings "
+    "(each with the artifact refs that support it). Never break a hard constraint. Fetch any omitted output "
+    "with read_artifact(ref) when you need it.\n" + EXTERNAL_RULE
+)
+
+
+def checkpoint_text(ctx: TaskContext) -> str | None:
+    cp = ctx.evidence.transcript_checkpoint
+    if cp is None:
+        return None
+    lines = [f"## Working state at the last checkpoint (materialised from the event log; plan v{cp.plan_version})"]
+    lines += [f"- {ln}" for ln in cp.plan_lines]
+    if cp.completed_summaries:
+        lines.append("Done before this transcript:")
+        lines += [f"- {ln}" for ln in cp.completed_summaries]
+    if cp.findings:
+        lines.append("Findings:")
+        lines += [f"- {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]" for f in cp.findings]
+    lines.append(cp.omitted_summary)
+    return "\n".join(lines)
+
+
+def _args(rec: ToolCallRecord) -> dict[str, Any]:
+    try:
+        val = json.loads(rec.arguments)
+    except json.JSONDecodeError:
+        return {"input": rec.arguments}
+    return val if isinstance(val, dict) else {"input": val}
+
+
+def transcript_messages(rec: ToolCallRecord, digest: bool = False) -> list[BaseMessage]:
+    """One call as an AI tool-call message and its tool message (never one without the other)."""
+    ai = AIMessage(
+        content=rec.thought,
+        tool_calls=[{"name": rec.tool, "args": _args(rec), "id": rec.id, "type": "tool_call"}],
+    )
+    if rec.status == "pending":
+        body = "(no result recorded yet)"
+    elif digest:
+        first = rec.result_summary.strip().splitlines()
+        body = f"[digest] {rec.status}; {(first[-1] if first else '')[:300]}"
+    else:
+        body = rec.result_summary
+    if rec.status == "denied":
+        body = f"[denied by the tool node] {body}"
+    content = quote_external(body, source=f"tool:{rec.tool}", ref=rec.raw_ref, call_id=rec.id)
+    return [ai, ToolMessage(content=content, tool_call_id=rec.id, status="error" if rec.status == "error" else "success")]
+
+
+def delta_text(ctx: TaskContext) -> str:
+    lines = ["## Now"]
+    step = ctx.step(ctx.plan.current_step_id)
+    cs = ctx.current_step
+    if step is not None and cs is not None:
+        lines.append(f"Current step {step.id}: {cs.objective or step.title}")
+        if cs.expected_output:
+            lines.append(f"Expected output: {cs.expected_output}")
+        if cs.allowed_tools:
+            lines.append(f"Tools for this step: {', '.join(cs.allowed_tools)}")
+        for c in cs.constraints:
+            lines.append(f"Step constraint: {c}")
+        lines.append(f"Risk: {cs.risk_level}")
+    else:
+        lines.append("No step is running.")
+    if ctx.plan.steps:
+        lines.append("Plan: " + " · ".join(f"{s.id} {s.status}" for s in ctx.plan.steps))
+    if ctx.progress.last_step is not None:
+        ls = ctx.progress.last_step
+        lines.append(f"Last step {ls.id} ({ls.result}): {ls.summary}")
+    if ctx.errors.last_error is not None:
+        e = ctx.errors.last_error
+        lines.append(f"Unresolved error {e.id} ({e.source}): {e.message}")
+    if ctx.control.pending_approval is not None:
+        a = ctx.control.pending_approval
+        lines.append(f"Waiting for approval of {a.tool} {a.arguments} ({a.risk} risk): {a.reason}")
+    return "\n".join(lines)
+
+
+class ExecutorRenderer:
+    role = "executor"
+
+    def __init__(self, keep_last: int = KEEP_LAST):
+        self.keep_last = keep_last
+
+    def _render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]], *, reset: bool, digest: int) -> Rendered:
+        cands = [b.model_copy(update={"slot": "msg:core"}) for b in core_blocks(ctx, env)]
+        cands.append(block(env, "core.permissions", permissions_text(ctx), kind="instruction", layer="core",
+                           source="task.created", priority="required", slot="msg:core"))
+        cp = checkpoint_text(ctx)
+        if cp is not None:
+            cands.append(block(env, "state.checkpoint", cp, kind="state", layer="recent", source="event log",
+                               priority="high", slot="msg:checkpoint"))
+        extra: dict[str, list[BaseMessage]] = {}
+        calls = ctx.evidence.recent_tool_calls
+        n = len(calls)
+        for i, rec in enumerate(calls):
+            age = n - 1 - i
+            msgs = transcript_messages(rec, digest=digest > 0 and 0 < age and age >= self.keep_last - digest)
+            bid = f"tool.{rec.id}"
+            extra[bid] = msgs
+            prio = "required" if age == 0 else ("high" if age < self.keep_last else "normal")
+            cands.append(block(env, bid, msgs[1].content if isinstance(msgs[1].content, str) else "", kind="tool_result",
+                               layer="recent", source=f"tool:{rec.tool}", priority=prio, trust="external_content",
+                               observed_at=rec.timestamp, relevance=1.0 - age / max(n, 1), slot="seq:transcript",
+                               compressed=rec.result_summary.endswith("]") and "artifact://" in rec.result_summary,
+                               tokens=count_tokens_approximately(msgs)))
+        cands.append(block(env, "step.delta", delta_text(ctx), kind="state", layer="step", source="TaskContext",
+                           priority="required", slot="msg:delta"))
+        return assemble(
+            role=self.role, env=env, system=EXECUTOR_SYSTEM, candidates=cands,
+            layout=["msg:core", "msg:checkpoint", "seq:transcript", "msg:delta"], tools=tools,
+            extra_messages=extra, transcript_reset=reset, keep_last=self.keep_last if reset else 0,
+        )
+
+    def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
+        """Render; restart the transcript if it would pass the budget (see module doc)."""
+        limit = env.budget - env.reserve_for_output
+        r = self._render(ctx, env, tools, reset=False, digest=0)
+        fits = r.prompt_tokens <= limit and not r.manifest.dropped
+        if fits:
+            return r
+        reset = len(ctx.evidence.recent_tool_calls) > self.keep_last
+        base = ctx
+        if reset:
+            prelim = new_event(
+                "context.built",
+                ContextBuilt(call=0, role=self.role, budget=env.budget, prompt_tokens=0,
+                             transcript_reset=True, keep_last=self.keep_last),
+                actor="system",
+            )
+            base = apply_event(ctx, prelim)
+            r = self._render(base, env, tools, reset=True, digest=0)
+            if r.prompt_tokens <= limit and not r.manifest.dropped:
+                return r
+        for d in range(1, self.keep_last):
+            r = self._render(base, env, tools, reset=reset, digest=d)
+            if r.prompt_tokens <= limit and not r.manifest.dropped:
+                return r
+        return r

@@ -1,0 +1,49 @@
+"""The recovery renderer: core + the recovery layer (failure, error history) + last good checkpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from context import TaskContext
+
+from ..runtime import NodeEnv, Rendered
+from .common import assemble, block, core_blocks, quote_external
+
+__all__ = ["RecoveryRenderer", "RECOVERY_SYSTEM", "ERROR_HISTORY_SHOWN"]
+
+ERROR_HISTORY_SHOWN = 5
+
+RECOVERY_SYSTEM = (
+    "You are the recovery role of a taskctx task. A step failed. Decide with decide_recovery: 'retry' "
+    "(the executor tries again, differently), 'replan' (the planner revises the remaining steps) or "
+    "'stop' (the task cannot succeed). Give a one-line reason."
+)
+
+
+class RecoveryRenderer:
+    role = "recovery"
+
+    def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
+        cands = core_blocks(ctx, env, criteria=False)
+        failing = [r for r in ctx.evidence.recent_tool_calls if r.status == "error"][-1:]
+        for r in failing:
+            text = quote_external(r.result_summary[-1500:], source=f"tool:{r.tool}", ref=r.raw_ref, call_id=r.id)
+            cands.append(block(env, f"failure.{r.id}", f"## Failure in {r.tool} {r.arguments}\n{text}",
+                               kind="tool_result", layer="recovery", source=f"tool:{r.tool}", priority="required",
+                               trust="external_content", slot="msg:recovery"))
+        hist = ctx.errors.error_history[-ERROR_HISTORY_SHOWN:]
+        resolved = {e.id for e in ctx.errors.resolved_errors}
+        lines = [f"- {e.id} [{'resolved' if e.id in resolved else 'open'}] {e.source}: {e.message}" for e in hist]
+        cands.append(block(env, "recovery.history", "## Error history\n" + ("\n".join(lines) or "(none)"),
+                           kind="state", layer="recovery", source="TaskContext.errors", priority="high",
+                           slot="msg:recovery"))
+        cp = ctx.control.checkpoint_id or "(none yet)"
+        done = ", ".join(ctx.progress.completed_steps) or "(none)"
+        cur = ctx.plan.current_step_id or "(none)"
+        cands.append(block(env, "recovery.checkpoint",
+                           f"## Last good checkpoint\ncheckpoint: {cp}; completed steps: {done}; current step: {cur}",
+                           kind="state", layer="recovery", source="TaskContext.control", priority="high",
+                           slot="msg:recovery"))
+        return assemble(role=self.role, env=env, system=RECOVERY_SYSTEM, candidates=cands,
+                        layout=["msg:core", "msg:recovery"], tools=tools)

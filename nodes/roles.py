@@ -1,0 +1,284 @@
+"""Node factories for the four roles: planner, executor, reviewer, recovery.
+
+Each factory takes a chat model, the :class:`~nodes.runtime.NodeEnv` and optionally a renderer,
+and returns a LangGraph node ``(state: TaskContext, config) -> dict`` of changed parts. A node:
+
+1. catches up (:class:`~nodes.runtime.NodeRun`): if its crashed earlier attempt already
+   recorded its output, it returns that without calling the model again;
+2. renders its role's prompt (only its layers), records a ``context.built`` event with the
+   manifest, calls the model with the manifest as run metadata;
+3. appends the events the answer means, in one transaction, and returns the folded parts.
+
+Wire them into your own ``StateGraph(TaskContext)``; ``graphs.build_orchestrator`` is one such
+wiring.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+
+from context import Event, Finding, PlanStep, TaskContext, replay
+from context.events import (
+    ErrorOccurred,
+    PlanCreated,
+    RecoveryDecided,
+    ReviewCompleted,
+    StepCompleted,
+    StepStarted,
+    TaskCompleted,
+    TaskCreated,
+    ToolCalled,
+)
+
+from .render import ExecutorRenderer, PlannerRenderer, RecoveryRenderer, Renderer, ReviewerRenderer
+from .runtime import NodeEnv, NodeRun
+from .schemas import COMPLETE_STEP, DECIDE_RECOVERY, SUBMIT_PLAN, SUBMIT_REVIEW
+from .tools import CONTROL_TOOLS, READ_ARTIFACT_SCHEMA, ToolExecutor
+
+__all__ = [
+    "MAX_REVIEW_ROUNDS",
+    "MAX_STEP_ERRORS",
+    "make_executor_node",
+    "make_planner_node",
+    "make_recovery_node",
+    "make_reviewer_node",
+    "task_created_event",
+]
+
+Node = Callable[[TaskContext, RunnableConfig], dict[str, Any]]
+
+#: Reviews that may send the work back before the task stops as failed.
+MAX_REVIEW_ROUNDS = 3
+#: Errors one step may meet before recovery stops the task whatever the model says.
+MAX_STEP_ERRORS = 10
+
+
+def _tool_args(ai: AIMessage, name: str) -> dict[str, Any] | None:
+    for tc in ai.tool_calls:
+        if tc["name"] == name:
+            return dict(tc["args"])
+    return None
+
+
+def task_created_event(run: NodeRun) -> Event:
+    """``task.created`` from the task's input state (identity + permissions)."""
+    i, p = run.input.identity, run.input.permissions
+    return run.make(
+        "task.created",
+        TaskCreated(
+            task_id=i.task_id, original_request=i.original_request, constraints=i.constraints,
+            success_criteria=i.success_criteria, non_goals=i.non_goals, allowed_tools=p.allowed_tools,
+            denied_tools=p.denied_tools, requires_approval=p.requires_approval, file_scopes=p.file_scopes,
+        ),
+        actor="user",
+    )
+
+
+def _prologue(run: NodeRun) -> tuple[list[Event], TaskContext]:
+    pre: list[Event] = []
+    if run.ctx.events.cursor == 0:
+        pre.append(task_created_event(run))
+    pre += run.resume_events()
+    return pre, replay(pre, run.ctx)
+
+
+def _model_call(run: NodeRun, model: BaseChatModel, renderer: Renderer, ctx: TaskContext,
+                tools: list[dict[str, Any]], step_id: str | None) -> tuple[Event, AIMessage]:
+    rendered = renderer.render(ctx, run.env, tools)
+    built = run.context_built(renderer.role, rendered, step_id, ctx)
+    ai = run.call_model(model, renderer.role, rendered, built, ctx)
+    return built, ai
+
+
+def _plan_steps(ctx: TaskContext, raw_steps: list[Any]) -> list[PlanStep]:
+    kept = [s for s in ctx.plan.steps if s.status in ("done", "skipped")]
+    used = {s.id for s in kept}
+    out = list(kept)
+    n = len(ctx.plan.steps)
+    for raw in raw_steps:
+        if not isinstance(raw, dict):
+            raw = {"title": str(raw)}
+        sid = str(raw.get("id") or "")
+        if not sid or sid in used:
+            n += 1
+            sid = f"s{n}"
+            while sid in used:
+                n += 1
+                sid = f"s{n}"
+        used.add(sid)
+        out.append(PlanStep(
+            id=sid, title=str(raw.get("title") or sid), description=str(raw.get("description") or ""),
+            expected_output=str(raw.get("expected_output") or ""),
+            depends_on=[str(d) for d in raw.get("depends_on") or [] if str(d) in used],
+        ))
+    return out
+
+
+def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> Node:
+    """The planner: writes ``plan.created`` (first plan) or ``plan.updated`` (re-plan)."""
+    rend = renderer or PlannerRenderer()
+
+    def planner(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
+        run = NodeRun(env, state, "planner", config)
+        if run.replayed:
+            return run.update()
+        pre, ctx = _prologue(run)
+        built, ai = _model_call(run, model, rend, ctx, [SUBMIT_PLAN], None)
+        args = _tool_args(ai, "submit_plan")
+        if args is None:
+            text = ai.content if isinstance(ai.content, str) else json.dumps(ai.content)
+            args = {"steps": [{"title": text.strip()[:200] or "Do the task"}], "reason": "model gave no submit_plan call"}
+        steps = _plan_steps(ctx, list(args.get("steps") or []))
+        payload = PlanCreated(
+            interpreted_goal=str(args.get("interpreted_goal") or ""),
+            success_criteria=[str(c) for c in args.get("success_criteria") or []],
+            non_goals=[str(c) for c in args.get("non_goals") or []],
+            steps=steps,
+            reason=str(args.get("reason") or ""),
+        )
+        kind = "plan.created" if ctx.plan.version == 0 else "plan.updated"
+        run.commit([*pre, built, run.make(kind, payload)])
+        return run.update()
+
+    return planner
+
+
+def _findings(ctx: TaskContext, step_id: str, raw: Any) -> list[Finding]:
+    refs = [r.raw_ref for r in ctx.evidence.recent_tool_calls if r.step_id == step_id and r.raw_ref][-3:]
+    out = []
+    for i, f in enumerate(raw or [], start=1):
+        if isinstance(f, dict):
+            stmt, ev = str(f.get("statement") or ""), [str(r) for r in f.get("evidence_refs") or []]
+        else:
+            stmt, ev = str(f), []
+        if stmt:
+            out.append(Finding(id=f"{step_id}.f{i}", statement=stmt, evidence_refs=ev or refs))
+    return out
+
+
+def make_executor_node(model: BaseChatModel, env: NodeEnv, tools: ToolExecutor,
+                       renderer: Renderer | None = None) -> Node:
+    """The executor: starts the next runnable step, asks the model for tool calls
+    (``tool.called``, run by the tool node) or ``complete_step`` (``step.completed``)."""
+    rend = renderer or ExecutorRenderer()
+
+    def executor(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
+        run = NodeRun(env, state, "executor", config)
+        if run.replayed:
+            return run.update()
+        pre, ctx = _prologue(run)
+        if ctx.plan.current_step_id is None:
+            nxt = ctx.next_runnable_step()
+            if nxt is None:
+                run.commit(pre)
+                return run.update()
+            started = run.make("step.started", StepStarted(
+                step_id=nxt.id, objective=nxt.title + (f": {nxt.description}" if nxt.description else ""),
+                expected_output=nxt.expected_output, constraints=[]))
+            pre.append(started)
+            ctx = replay([started], ctx)
+        step_id = ctx.plan.current_step_id
+        schemas = [*tools.schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
+        built, ai = _model_call(run, model, rend, ctx, schemas, step_id)
+        thought = ai.content if isinstance(ai.content, str) else json.dumps(ai.content)
+        work = [tc for tc in ai.tool_calls if tc["name"] not in CONTROL_TOOLS]
+        events: list[Event] = []
+        used = {r.id for r in ctx.evidence.recent_tool_calls}
+        if work:
+            for i, tc in enumerate(work):
+                cid = tc.get("id") or f"call_{uuid.uuid4().hex[:12]}"
+                if cid in used:
+                    cid = f"{cid}~{ctx.events.cursor}"
+                used.add(cid)
+                events.append(run.make("tool.called", ToolCalled(
+                    call_id=cid, step_id=step_id, tool=tc["name"],
+                    arguments=json.dumps(tc["args"], sort_keys=True, ensure_ascii=False),
+                    thought=thought if i == 0 else "", idempotency_key=f"{run.task_id}:{cid}",
+                    has_side_effects=tools.has_side_effects(tc["name"]))))
+        else:
+            args = _tool_args(ai, "complete_step") or {"summary": thought.strip()[:500]}
+            result = args.get("result") if args.get("result") in ("success", "partial", "failed", "blocked") else "success"
+            events.append(run.make("step.completed", StepCompleted(
+                step_id=step_id or "", result=result, summary=str(args.get("summary") or ""),
+                findings=_findings(ctx, step_id or "", args.get("findings")),
+                unresolved_issues=[str(u) for u in args.get("unresolved_issues") or []])))
+        run.commit([*pre, built, *events])
+        return run.update()
+
+    return executor
+
+
+def make_reviewer_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> Node:
+    """The reviewer: ``review.completed``; approve ends the task (``task.completed``), revise
+    sends it to the planner (at most ``MAX_REVIEW_ROUNDS`` times, then the task fails)."""
+    rend = renderer or ReviewerRenderer()
+
+    def reviewer(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
+        run = NodeRun(env, state, "reviewer", config)
+        if run.replayed:
+            return run.update()
+        pre, ctx = _prologue(run)
+        built, ai = _model_call(run, model, rend, ctx, [SUBMIT_REVIEW], None)
+        args = _tool_args(ai, "submit_review") or {"verdict": "approve", "summary": str(ai.content)[:500]}
+        verdict = "revise" if args.get("verdict") == "revise" else "approve"
+        review = ReviewCompleted(verdict=verdict, summary=str(args.get("summary") or ""),
+                                 issues=[str(i) for i in args.get("issues") or []])
+        events = [run.make("review.completed", review)]
+        rounds = ctx.events.counts.get("review.completed", 0) + 1
+        if verdict == "approve":
+            events.append(run.make("task.completed", TaskCompleted(status="completed", summary=review.summary)))
+        elif rounds >= MAX_REVIEW_ROUNDS:
+            events.append(run.make("task.completed", TaskCompleted(
+                status="failed", summary=f"review asked for revisions {rounds} times: {'; '.join(review.issues)}")))
+        run.commit([*pre, built, *events])
+        return run.update()
+
+    return reviewer
+
+
+def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> Node:
+    """Recovery: records each new failure in ``error_history`` (``error.occurred``), then
+    ``recovery.decided``: retry (back to the executor), replan (planner) or stop (task failed).
+    After ``MAX_STEP_ERRORS`` errors in one step it stops whatever the model says."""
+    rend = renderer or RecoveryRenderer()
+
+    def recovery(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
+        run = NodeRun(env, state, "recovery", config)
+        if run.replayed:
+            return run.update()
+        pre, ctx = _prologue(run)
+        seen = {e.call_id for e in ctx.errors.error_history}
+        n = len(ctx.errors.error_history)
+        for rec in ctx.evidence.recent_tool_calls:
+            if rec.status == "error" and rec.id not in seen:
+                n += 1
+                lines = rec.result_summary.strip().splitlines()
+                msg = next((ln for ln in lines if "rror" in ln or "Traceback" in ln), lines[0] if lines else "")
+                ev = run.make("error.occurred", ErrorOccurred(
+                    error_id=f"err-{n}", source=f"tool:{rec.tool}", message=msg.strip()[:300],
+                    step_id=rec.step_id, call_id=rec.id), actor="system")
+                pre.append(ev)
+                ctx = replay([ev], ctx)
+        built, ai = _model_call(run, model, rend, ctx, [DECIDE_RECOVERY], ctx.plan.current_step_id)
+        args = _tool_args(ai, "decide_recovery") or {"decision": "retry", "reason": str(ai.content)[:300]}
+        decision = args.get("decision") if args.get("decision") in ("retry", "replan", "stop") else "retry"
+        reason = str(args.get("reason") or "")
+        step_errors = sum(1 for e in ctx.errors.error_history if e.step_id == ctx.plan.current_step_id)
+        if decision == "retry" and step_errors >= MAX_STEP_ERRORS:
+            decision, reason = "stop", f"{step_errors} errors in step {ctx.plan.current_step_id}; {reason}"
+        last = ctx.errors.last_error
+        events = [run.make("recovery.decided", RecoveryDecided(
+            error_id=last.id if last else None, decision=decision, reason=reason))]
+        if decision == "stop":
+            events.append(run.make("task.completed", TaskCompleted(status="failed", summary=reason)))
+        run.commit([*pre, built, *events])
+        return run.update()
+
+    return recovery

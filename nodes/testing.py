@@ -1,0 +1,181 @@
+"""Chat models for tests and offline runs, shipped in the library.
+
+* :class:`ScriptedChatModel`: answers from a script per role. The answer index is the role's
+  call number, read from the call's metadata (``role_call``, set by every taskctx node), so a
+  script picks up at the right place after a resume in a new process. Outside taskctx nodes it
+  counts calls itself. Supports ``bind_tools`` (langchain's fake models raise there) and keeps
+  tool calls when streamed (one chunk).
+* :class:`ReplayChatModel`: replays a recorded trajectory. The planner gets a plan of one step per
+  ``chunk`` recorded actions; the executor gets recorded action ``executor_steps + 1`` as a tool
+  call with id ``rec-<i>`` (the :class:`~nodes.tools.ReplayTools` return its recorded
+  observation) and ``complete_step`` at the end of each chunk; the reviewer approves; recovery
+  retries (the recorded agent went on after its errors).
+
+Helpers build the control-tool answers: :func:`plan`, :func:`tool_call`, :func:`complete`,
+:func:`review`, :func:`recover`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from context import Trajectory
+
+__all__ = [
+    "REPLAY_CHUNK",
+    "ReplayChatModel",
+    "ScriptedChatModel",
+    "complete",
+    "plan",
+    "recover",
+    "review",
+    "tool_call",
+]
+
+REPLAY_CHUNK = 10
+
+_ids = itertools.count(1)
+
+
+def tool_call(name: str, args: dict[str, Any] | None = None, id: str | None = None, content: str = "") -> AIMessage:
+    """An AI message with one tool call (id ``call_<n>`` unless given)."""
+    return AIMessage(content=content, tool_calls=[{"name": name, "args": args or {}, "id": id or f"call_{next(_ids)}",
+                                                   "type": "tool_call"}])
+
+
+def plan(*titles: str, goal: str = "", criteria: Sequence[str] = (), reason: str = "",
+         steps: Sequence[dict[str, Any]] | None = None) -> AIMessage:
+    """A ``submit_plan`` answer; ``titles`` become steps s1, s2, ... unless ``steps`` is given."""
+    st = list(steps) if steps is not None else [{"title": t} for t in titles]
+    return tool_call("submit_plan", {"interpreted_goal": goal, "success_criteria": list(criteria), "steps": st,
+                                     "reason": reason})
+
+
+def complete(summary: str, findings: Sequence[str | dict[str, Any]] = (), result: str = "success") -> AIMessage:
+    fs = [f if isinstance(f, dict) else {"statement": f} for f in findings]
+    return tool_call("complete_step", {"summary": summary, "findings": fs, "result": result})
+
+
+def review(verdict: str = "approve", summary: str = "", issues: Sequence[str] = ()) -> AIMessage:
+    return tool_call("submit_review", {"verdict": verdict, "summary": summary, "issues": list(issues)})
+
+
+def recover(decision: str = "retry", reason: str = "") -> AIMessage:
+    return tool_call("decide_recovery", {"decision": decision, "reason": reason})
+
+
+Answer = AIMessage | Callable[[list[BaseMessage], dict[str, Any]], AIMessage]
+
+
+class _OfflineModel(BaseChatModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    def _answer(self, messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
+        raise NotImplementedError
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        meta = dict(run_manager.metadata) if run_manager and run_manager.metadata else {}
+        msg = self._answer(messages, meta)
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        msg = self._generate(messages, stop, run_manager, **kwargs).generations[0].message
+        chunk = AIMessageChunk(
+            content=msg.content,
+            tool_call_chunks=[{"name": tc["name"], "args": __import__("json").dumps(tc["args"]), "id": tc["id"],
+                               "index": i, "type": "tool_call_chunk"} for i, tc in enumerate(msg.tool_calls)],
+        )
+        yield ChatGenerationChunk(message=chunk)
+
+
+class ScriptedChatModel(_OfflineModel):
+    """Answers from ``script``: a list (any role, in order) or ``{role: [answers]}``.
+
+    An answer is an ``AIMessage`` or ``callable(messages, metadata) -> AIMessage``. Raises
+    ``IndexError`` naming the role and call when the script runs out.
+    """
+
+    script: dict[str, list[Any]] | list[Any] = Field(default_factory=list)
+    _counts: dict[str, int] = PrivateAttr(default_factory=dict)
+
+    @property
+    def _llm_type(self) -> str:
+        return "taskctx-scripted"
+
+    def _answer(self, messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
+        role = str(meta.get("role", "*"))
+        if isinstance(self.script, dict):
+            answers = self.script.get(role) or self.script.get("*") or []
+            key = role
+        else:
+            answers, key = self.script, "*"
+        if "role_call" in meta and isinstance(self.script, dict):
+            idx = int(meta["role_call"])
+        else:
+            idx = self._counts.get(key, 0)
+        self._counts[key] = idx + 1
+        if idx >= len(answers):
+            raise IndexError(f"ScriptedChatModel: no answer left for role {role!r} call {idx + 1} "
+                             f"(script has {len(answers)}); add answers to the script")
+        a = answers[idx]
+        return a(messages, meta) if callable(a) else a
+
+
+class ReplayChatModel(_OfflineModel):
+    """Replays ``trajectory`` role by role (see module doc); ``chunk`` recorded actions per plan step."""
+
+    trajectory: Trajectory
+    chunk: int = REPLAY_CHUNK
+
+    @property
+    def _llm_type(self) -> str:
+        return "taskctx-replay"
+
+    def chunks(self) -> list[tuple[int, int]]:
+        n = len(self.trajectory.steps)
+        return [(a, min(a + self.chunk - 1, n)) for a in range(1, n + 1, self.chunk)]
+
+    def _answer(self, messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
+        role = meta.get("role")
+        steps = self.trajectory.steps
+        if role == "planner":
+            plan_steps = []
+            for k, (a, b) in enumerate(self.chunks(), start=1):
+                tools = sorted({s.tool for s in steps[a - 1 : b]})
+                plan_steps.append({"id": f"s{k}", "title": f"Recorded steps {a}-{b} ({', '.join(tools)})",
+                                   "expected_output": f"the observations of recorded steps {a}-{b}",
+                                   "depends_on": [f"s{k - 1}"] if k > 1 else []})
+            lines = [ln.strip() for ln in self.trajectory.request.splitlines()]
+            first = next((ln for ln in lines if len(ln) > 10 and not ln.startswith("<")), lines[0] if lines else "")[:200]
+            return plan(goal=first, steps=plan_steps,
+                        criteria=[f"all {len(steps)} recorded actions replayed once, each observation recorded"])
+        if role == "executor":
+            pos = int(meta.get("executor_steps", 0))
+            sid = str(meta.get("step_id") or "s1")
+            k = int(sid[1:]) if sid[1:].isdigit() else 1
+            a, b = self.chunks()[min(k, len(self.chunks())) - 1]
+            if pos < b and pos < len(steps):
+                s = steps[pos]
+                return tool_call(s.tool, s.arguments, id=f"rec-{pos + 1}", content=s.thought)
+            last = next((s.thought for s in reversed(steps[a - 1 : b]) if s.thought), "")
+            finding = " ".join(last.split())[:300] or f"recorded steps {a}-{b} replayed"
+            return complete(f"Replayed recorded steps {a}-{b}", findings=[finding])
+        if role == "reviewer":
+            return review("approve", f"all {len(steps)} recorded steps replayed")
+        if role == "recovery":
+            return recover("retry", "the recorded agent went on after this error")
+        return AIMessage(content="")
