@@ -17,7 +17,6 @@ Rules (DESIGN.md "Tool results", thresholds in chars):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -70,14 +69,34 @@ def _head_tail(raw: str, ref: str, label: str) -> Compressed:
     return Compressed(text=text, compressed=True, summary=summary, raw_chars=len(raw))
 
 
-_FENCE_SECTION = re.compile(r"(?ms)^[^\n`]*\n```.*?^```[ \t]*$")
-
-
 def split_search_results(raw: str) -> list[str]:
-    """Split a search output into results (see module doc)."""
-    if "```" in raw:
-        return [m.group(0).strip("\n") for m in _FENCE_SECTION.finditer(raw)]
-    return [ln for ln in raw.splitlines() if ln.strip()]
+    """Split a search output into results (see module doc).
+
+    With fences, a result is a fenced block plus the non-empty line just before its opening
+    fence (its path line) when that line is not itself part of an earlier block.
+    """
+    if "```" not in raw:
+        return [ln for ln in raw.splitlines() if ln.strip()]
+    lines = raw.splitlines()
+    results: list[str] = []
+    cur: list[str] = []
+    in_fence = False
+    last_close = -1
+    for i, ln in enumerate(lines):
+        fence = ln.lstrip().startswith("```")
+        if not in_fence and fence:
+            in_fence = True
+            head = lines[i - 1] if i - 1 > last_close and i > 0 and lines[i - 1].strip() else None
+            cur = ([head] if head is not None else []) + [ln]
+        elif in_fence:
+            cur.append(ln)
+            if fence:
+                in_fence = False
+                last_close = i
+                results.append("\n".join(cur))
+    if in_fence and cur:
+        results.append("\n".join(cur))
+    return results
 
 
 def compress_tool_result(
@@ -95,6 +114,8 @@ def compress_tool_result(
         size = 0
         for ln in lines[:SNIPPET_LINES]:
             if size + len(ln) + 1 > SNIPPET_CHARS:
+                if not snippet_lines:  # one huge first line (minified code): show its start
+                    snippet_lines.append(ln[:SNIPPET_CHARS])
                 break
             snippet_lines.append(ln)
             size += len(ln) + 1

@@ -334,7 +334,7 @@ def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch
         if not b.transcript_reset:
             return ctx
         calls = ctx.evidence.recent_tool_calls
-        keep = calls[len(calls) - b.keep_last :] if b.keep_last > 0 else []
+        keep = calls[max(0, len(calls) - b.keep_last) :] if b.keep_last > 0 else []
         leaving = calls[: len(calls) - len(keep)]
         view = _checkpoint_view(ctx, leaving, e.seq)
         return ctx.model_copy(

@@ -179,6 +179,12 @@ class EventLog:
                             "another process is writing this task: run one writer per thread_id"
                         )
                     e2 = e if e.seq == want else e.model_copy(update={"seq": want})
+                    dup = conn.execute("SELECT task_id, seq FROM taskctx_events WHERE id = ?", (e2.id,)).fetchone()
+                    if dup is not None:
+                        raise SequenceConflictError(
+                            f"event {e2.id} ({e2.kind}) is already in the log as {dup[0]}#{dup[1]}; "
+                            "build a new event (new_event) instead of appending the same one twice"
+                        )
                     conn.execute(
                         "INSERT INTO taskctx_events VALUES (?,?,?,?,?,?,?,?,?)",
                         (

@@ -139,17 +139,18 @@ def load_trajectory(path: str | Path) -> Trajectory:
         lines = p.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise TrajectoryError(f"cannot read trajectory {p}: {exc}; it must be UTF-8 JSON Lines") from exc
-    lines = [ln for ln in lines if ln.strip()]
-    if not lines:
+    numbered = [(n, ln) for n, ln in enumerate(lines, start=1) if ln.strip()]
+    if not numbered:
         raise TrajectoryError(f"trajectory {p} is empty; line 1 must be the header with id and task")
 
     def obj(i: int) -> dict[str, Any]:
+        lineno, text = numbered[i]
         try:
-            o = json.loads(lines[i])
+            o = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise TrajectoryError(f"{p}:{i + 1}: not valid JSON ({exc.msg}); each line must be one JSON object") from exc
+            raise TrajectoryError(f"{p}:{lineno}: not valid JSON ({exc.msg}); each line must be one JSON object") from exc
         if not isinstance(o, dict):
-            raise TrajectoryError(f"{p}:{i + 1}: expected a JSON object, got {type(o).__name__}")
+            raise TrajectoryError(f"{p}:{lineno}: expected a JSON object, got {type(o).__name__}")
         return o
 
     head = obj(0)
@@ -157,14 +158,15 @@ def load_trajectory(path: str | Path) -> Trajectory:
         if not isinstance(head.get(key), str) or not head[key].strip():
             raise TrajectoryError(f"{p}:1: header lacks a non-empty string {key!r}; see the format in the README")
     steps: list[RecordedStep] = []
-    for i in range(1, len(lines)):
+    for i in range(1, len(numbered)):
         o = obj(i)
+        lineno = numbered[i][0]
         for key in ("action", "observation"):
             if not isinstance(o.get(key), str):
-                raise TrajectoryError(f"{p}:{i + 1}: step lacks a string {key!r}")
+                raise TrajectoryError(f"{p}:{lineno}: step lacks a string {key!r}")
         thought = o.get("thought") or ""
         if not isinstance(thought, str):
-            raise TrajectoryError(f"{p}:{i + 1}: 'thought' must be a string or null")
+            raise TrajectoryError(f"{p}:{lineno}: 'thought' must be a string or null")
         tool, args = parse_action(o["action"])
         steps.append(
             RecordedStep(

@@ -34,7 +34,7 @@ DEFAULT_OUT = Path(".taskctx/runs")
 
 
 def _fail(msg: str) -> None:
-    err.print(f"error: {msg}", markup=False)
+    err.print("error: " + " ".join(msg.split()), markup=False)
     raise typer.Exit(2)
 
 

@@ -65,15 +65,10 @@ class Project:
         try:
             from langgraph.checkpoint.sqlite import SqliteSaver
 
-            from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+            from .checkpoint import checkpoint_serde
 
-            import context.models as cm
-
-            allowed = [("context.models", name) for name in cm.__all__ if isinstance(getattr(cm, name), type)]
             self.conn = sqlite3.connect(path, check_same_thread=False)
-            self.checkpointer: BaseCheckpointSaver = SqliteSaver(
-                self.conn, serde=JsonPlusSerializer(allowed_msgpack_modules=allowed)
-            )
+            self.checkpointer: BaseCheckpointSaver = SqliteSaver(self.conn, serde=checkpoint_serde())
             self.checkpointer.setup()
         except sqlite3.Error as exc:
             raise StoreOpenError(f"cannot open the checkpointer at {path}: {exc}; pass --db with a writable file") from exc

@@ -33,6 +33,12 @@ def resolve_model(spec: str | BaseChatModel, **kwargs: Any) -> BaseChatModel:
             f"pip install langchain-{provider.replace('_', '-')}"
         ) from exc
     except ValueError as exc:
-        raise ModelConfigError(f"model {spec!r}: {exc}") from exc
+        text = str(exc)
+        supported = next((ln for ln in text.splitlines() if ln.startswith("Supported providers")), "")
+        if supported:
+            raise ModelConfigError(
+                f"model {spec!r}: unknown provider {provider!r}; {supported.lower()} (use provider:model)"
+            ) from exc
+        raise ModelConfigError(f"model {spec!r}: {' '.join(text.split())}") from exc
     except Exception as exc:  # provider client errors (e.g. a missing API key)
         raise ModelConfigError(f"model {spec!r} could not be created: {exc}") from exc

@@ -71,11 +71,14 @@ class NodeEnv:
     budget: int = DEFAULT_BUDGET
     reserve_for_output: int = DEFAULT_RESERVE
     count_tokens: Any = field(default=text_tokens)
+    #: The stores object when built by :meth:`sqlite` (``env.stores.close()`` closes it).
+    stores: Any = None
 
     @classmethod
     def sqlite(cls, path: str = ":memory:", **kw: Any) -> "NodeEnv":
+        """An env on a SQLite file (or ``:memory:``); ``env.stores`` keeps the connection."""
         stores = SqliteStores(path)
-        return cls(events=stores.events, artifacts=stores.artifacts, **kw)
+        return cls(events=stores.events, artifacts=stores.artifacts, stores=stores, **kw)
 
 
 @dataclass

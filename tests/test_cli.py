@@ -1,0 +1,145 @@
+"""CLI: the demo, replay with --max-steps then resume, inspect, and bad input (exit 2, one line,
+nothing recorded is damaged)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from context import replay
+from context.store import SqliteStores
+from graphs.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def _error_line(result) -> str:
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None:
+    db, out = tmp_path / "t.sqlite", tmp_path / "runs"
+    r = invoke("demo", "--db", str(db), "--out", str(out), "--task-id", "d1")
+    assert r.exit_code == 0, r.output
+    assert "interrupted after 3 executor steps" in r.stdout
+    assert "task d1: completed; 5 executor steps" in r.stdout
+    stores = SqliteStores(db)
+    kinds = [e.kind for e in stores.events.read("d1")]
+    assert kinds[:4] == ["task.created", "context.built", "plan.created", "step.started"]
+    assert kinds.count("resume.started") == 1
+    assert kinds.count("error.occurred") == 1 and kinds.count("error.resolved") == 1
+    assert kinds[-2:] == ["review.completed", "task.completed"]
+    ctx = replay(stores.events.read("d1"))
+    assert ctx.errors.error_history[0].id == "err-1"
+    assert ctx.errors.resolved_errors[0].resolution == "later call d-patch2 (write_file) succeeded"
+    assert ctx.progress.changed_artifacts == ["calc.py"]
+    run_dir = out / "d1"
+    assert sorted(p.name for p in run_dir.iterdir()) == ["context_pack.md", "manifests.jsonl", "state.json", "trace.jsonl"]
+    assert len((run_dir / "trace.jsonl").read_text().splitlines()) == len(kinds)
+    manifests = [json.loads(x) for x in (run_dir / "manifests.jsonl").read_text().splitlines()]
+    assert [m["role"] for m in manifests] == ["planner"] + ["executor"] * 5 + ["recovery"] + ["executor"] * 3 + ["reviewer"]
+    assert set(manifests[0]) == {"call", "role", "step_id", "budget", "prompt_tokens", "cached_prefix_tokens",
+                                 "transcript_reset", "blocks"}
+    assert set(manifests[0]["blocks"][0]) == {"id", "layer", "kind", "trust", "tokens", "included", "reason"}
+    pack = (run_dir / "context_pack.md").read_text()
+    assert "Do not modify tests/test_calc.py." in pack and "executor call 10" in pack
+
+    insp = invoke("inspect", "d1", "--db", str(db))
+    assert insp.exit_code == 0
+    for heading in ("Goal", "Success criteria", "Constraints", "Plan", "Current step", "Recent progress", "Evidence",
+                    "Permissions", "Pending approvals", "Error history", "Resolved errors", "Omitted history", "Checkpoints"):
+        assert f"\n{heading}\n" in insp.stdout
+    assert "err-1 [resolved: later call d-patch2 (write_file) succeeded]" in insp.stdout
+    assert "resumes: 1" in insp.stdout
+
+
+def test_replay_max_steps_then_resume(trajectories_dir: Path, tmp_path: Path) -> None:
+    db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
+    traj = str(trajectories_dir / "openhands-ponyc-4588.jsonl")
+    r = invoke("replay", traj, "--task-id", "t1", "--max-steps", "10", "--db", db, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert "stopped after 10 executor steps" in r.stdout
+    stores = SqliteStores(db)
+    assert sum(e.kind == "tool.result.received" for e in stores.events.read("t1")) == 10
+    r2 = invoke("resume", "t1", "--db", db, "--out", out)
+    assert r2.exit_code == 0, r2.output
+    assert "task t1: completed; 50 executor steps" in r2.stdout
+    evs = stores.events.read("t1")
+    ids = [e.payload["call_id"] for e in evs if e.kind == "tool.result.received"]
+    assert ids == [f"rec-{i}" for i in range(1, 51)]
+    assert [e.kind for e in evs].count("resume.started") == 1
+    # the duplicate start is refused and records nothing
+    n = len(evs)
+    r3 = invoke("replay", traj, "--task-id", "t1", "--db", db)
+    assert r3.exit_code == 2 and "already exists" in _error_line(r3)
+    assert stores.events.last_seq("t1") == n
+    # resuming a finished task changes nothing
+    r4 = invoke("resume", "t1", "--db", db, "--out", out)
+    assert r4.exit_code == 0 and "already finished" in r4.stdout
+    assert stores.events.last_seq("t1") == n
+
+
+def test_missing_trajectory(tmp_path: Path) -> None:
+    r = invoke("replay", str(tmp_path / "nope.jsonl"), "--db", str(tmp_path / "t.sqlite"))
+    assert r.exit_code == 2
+    assert "trajectory file not found" in _error_line(r)
+
+
+def test_malformed_trajectory(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x", "task": "t"}\n{"step": 1, "action": \n')
+    r = invoke("replay", str(bad), "--db", str(tmp_path / "t.sqlite"))
+    assert r.exit_code == 2
+    line = _error_line(r)
+    assert f"{bad}:2: not valid JSON" in line
+
+
+def test_unknown_task(tmp_path: Path) -> None:
+    db = tmp_path / "t.sqlite"
+    assert invoke("demo", "--db", str(db), "--task-id", "d1", "--out", str(tmp_path / "o")).exit_code == 0
+    for cmd in ("resume", "inspect"):
+        r = invoke(cmd, "nosuch", "--db", str(db))
+        assert r.exit_code == 2
+        assert re.search(r"no task 'nosuch' in .*\(tasks: d1\)", _error_line(r))
+    r = invoke("resume", "t1", "--db", str(tmp_path / "missing.sqlite"))
+    assert r.exit_code == 2 and "no database at" in _error_line(r)
+
+
+def test_unknown_model_provider(tmp_path: Path) -> None:
+    r = invoke("run", "do it", "--model", "nosuchprovider:m1", "--db", str(tmp_path / "t.sqlite"))
+    assert r.exit_code == 2
+    assert "nosuchprovider:m1" in _error_line(r)
+    r = invoke("run", "do it", "--model", "gpt-4o", "--db", str(tmp_path / "t.sqlite"))
+    assert r.exit_code == 2 and "provider:model" in _error_line(r)
+
+
+def test_run_without_model_points_to_replay_and_demo(tmp_path: Path) -> None:
+    r = invoke("run", "do it", "--db", str(tmp_path / "t.sqlite"))
+    assert r.exit_code == 2
+    line = _error_line(r)
+    assert "taskctx demo" in line and "taskctx replay" in line
+
+
+@pytest.mark.parametrize("kind", ["directory", "not-sqlite"])
+def test_database_that_cannot_be_opened(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "db"
+    if kind == "directory":
+        target.mkdir()
+    else:
+        target.write_bytes(b"precious notes, not a database\n")
+    r = invoke("demo", "--db", str(target), "--out", str(tmp_path / "o"))
+    assert r.exit_code == 2
+    assert str(target) in _error_line(r)
+    if kind == "not-sqlite":
+        assert target.read_bytes() == b"precious notes, not a database\n"
