@@ -156,7 +156,9 @@ def load_trajectory(path: str | Path) -> Trajectory:
     head = obj(0)
     for key in ("id", "task"):
         if not isinstance(head.get(key), str) or not head[key].strip():
-            raise TrajectoryError(f"{p}:1: header lacks a non-empty string {key!r}; see the format in the README")
+            raise TrajectoryError(
+                f"{p}:{numbered[0][0]}: header lacks a non-empty string {key!r}; see the format in the README"
+            )
     steps: list[RecordedStep] = []
     for i in range(1, len(numbered)):
         o = obj(i)

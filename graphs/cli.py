@@ -113,7 +113,7 @@ def replay(
         traj = load_trajectory(file)
         tid = task_id or traj.id
         project = _open(db)
-        if project.stores.tasks.get(tid) is not None or project.stores.events.last_seq(tid):
+        if project.stores.events.last_seq(tid):
             _fail(f"task {tid!r} already exists in {db}; continue it with `taskctx resume {tid}` or pick another --task-id")
         project.stores.tasks.register(tid, {"kind": "replay", "source": str(Path(file).resolve()), "budget": budget})
         g = build_orchestrator(ReplayChatModel(trajectory=traj), tools=ReplayTools(traj),
@@ -130,6 +130,7 @@ def replay(
 def resume(
     task_id: Annotated[str, typer.Argument(help="The task (thread) to continue.")],
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, help="Stop after N more executor steps.")] = None,
+    budget: Annotated[int | None, typer.Option("--budget", min=1000, help="New prompt budget in tokens.")] = None,
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
@@ -138,6 +139,9 @@ def resume(
         if not Path(db).exists():
             raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
         project = _open(db)
+        spec = project.stores.tasks.get(task_id)
+        if budget is not None and spec is not None:
+            project.stores.tasks.register(task_id, {**spec, "budget": budget})
         g, _ = _graph_for(project, task_id)
         snap = g.get_state(thread_config(task_id))
         if snap.values and not snap.next:

@@ -18,6 +18,7 @@ Helpers build the control-tool answers: :func:`plan`, :func:`tool_call`, :func:`
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -96,7 +97,7 @@ class _OfflineModel(BaseChatModel):
         msg = self._generate(messages, stop, run_manager, **kwargs).generations[0].message
         chunk = AIMessageChunk(
             content=msg.content,
-            tool_call_chunks=[{"name": tc["name"], "args": __import__("json").dumps(tc["args"]), "id": tc["id"],
+            tool_call_chunks=[{"name": tc["name"], "args": json.dumps(tc["args"]), "id": tc["id"],
                                "index": i, "type": "tool_call_chunk"} for i, tc in enumerate(msg.tool_calls)],
         )
         yield ChatGenerationChunk(message=chunk)
