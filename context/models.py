@@ -44,6 +44,7 @@ __all__ = [
     "ControlStatus",
     "RiskLevel",
     "RECENT_EVENTS_WINDOW",
+    "FINDINGS_WINDOW",
 ]
 
 PlanStatus = Literal["draft", "approved", "executing", "revising", "completed"]
@@ -54,6 +55,9 @@ RiskLevel = Literal["low", "medium", "high"]
 
 #: How many event summaries ``TaskContext.events.recent`` keeps (the full log is in the store).
 RECENT_EVENTS_WINDOW = 20
+#: How many findings ``TaskContext.evidence.findings`` keeps (older ones stay in the event log),
+#: so a checkpoint's size does not grow with the number of steps.
+FINDINGS_WINDOW = 20
 
 
 class _Part(BaseModel):

@@ -32,6 +32,7 @@ from .events import (
     ToolResultReceived,
 )
 from .models import (
+    FINDINGS_WINDOW,
     RECENT_EVENTS_WINDOW,
     ApprovalRequest,
     CurrentStep,
@@ -242,7 +243,7 @@ def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch
                     }
                 ),
                 "evidence": ctx.evidence.model_copy(
-                    update={"findings": list(ctx.evidence.findings) + list(c.findings)}
+                    update={"findings": (list(ctx.evidence.findings) + list(c.findings))[-FINDINGS_WINDOW:]}
                 ),
             }
         )

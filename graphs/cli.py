@@ -1,6 +1,6 @@
 """The ``taskctx`` command line (typer + rich).
 
-Commands: ``demo``, ``replay``, ``resume``, ``inspect``, ``run``. Every run exports
+Commands: ``demo``, ``replay``, ``resume``, ``inspect``, ``run``, ``bench``. Every run exports
 ``<out>/<task_id>/`` (trace.jsonl, state.json, context_pack.md, manifests.jsonl). Bad input
 prints one line naming the problem and the fix, and exits with code 2; nothing already recorded
 is changed.
@@ -27,6 +27,10 @@ __all__ = ["app", "main"]
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="taskctx: structured task context for LangGraph agents.")
 console = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+from .bench import bench as _bench  # noqa: E402
+
+app.command("bench")(_bench)
 
 DbOpt = Annotated[str, typer.Option("--db", help="SQLite file of checkpoints, event log and artifacts.")]
 OutOpt = Annotated[Path, typer.Option("--out", help="Folder the run is exported to (<out>/<task_id>/).")]

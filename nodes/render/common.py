@@ -8,9 +8,7 @@ parts first). Tool output is always ``external_content``: it is quoted inside
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -24,7 +22,6 @@ from ..runtime import NodeEnv, Rendered
 __all__ = [
     "EXTERNAL_RULE",
     "Renderer",
-    "BlockSpec",
     "core_blocks",
     "quote_external",
     "assemble",
@@ -79,15 +76,6 @@ def plan_text(ctx: TaskContext) -> str:
         dep = f" after {', '.join(s.depends_on)}" if s.depends_on else ""
         lines.append(f"- {s.id} [{s.status}] {s.title}{dep}" + (f": expected {s.expected_output}" if s.expected_output else ""))
     return "\n".join(lines)
-
-
-@dataclass
-class BlockSpec:
-    """A block plus the message slot it renders into (``system``, ``core``, ``state``, ...)."""
-
-    block: ContextBlock
-    slot: str
-    messages: list[BaseMessage] = field(default_factory=list)
 
 
 def _block(
@@ -177,11 +165,3 @@ def assemble(
         transcript_reset=transcript_reset,
         keep_last=keep_last,
     )
-
-
-def args_text(arguments: str) -> str:
-    """Arguments JSON text, normalised (sorted keys)."""
-    try:
-        return json.dumps(json.loads(arguments), sort_keys=True, ensure_ascii=False)
-    except (json.JSONDecodeError, TypeError):
-        return arguments

@@ -1,0 +1,262 @@
+"""The five context strategies ``taskctx bench`` compares, replayed over one recorded trajectory.
+
+Every strategy yields one :class:`Call` per executor model call: the prompt as LangChain
+messages (or, for taskctx, the prompt text the graph stored), its tool schemas and its token
+count by langchain-core's ``count_tokens_approximately`` (messages + tool schemas).
+
+Strategies 1-4 build, for recorded step k (0-based), the prompt the agent would send before
+taking that step: system + the request as the first user message, then for every earlier step
+an AI message (thought + tool call ``rec-<i>``) and a ToolMessage (the observation, per the
+strategy). They all use the same system text (the taskctx executor's) and the trajectory's
+recorded tool schemas, so only the context strategy differs.
+
+1. ``naive``: every thought, action and full observation kept.
+2. ``masking``: SWE-agent's ``LastNObservations(n=5)`` (polling 1): all but the last 5
+   observations become ``Old environment output: (N lines omitted)``. The request message plays
+   the "instance template" that SWE-agent never masks.
+3. ``clearing``: LangChain's ``ClearToolUsesEdit(trigger=budget, keep=3)`` itself (imported,
+   not copied), applied per call to a copy of the history as ``ContextEditingMiddleware`` does
+   with its default ``"approximate"`` counter (state messages only, no system/tools).
+4. ``summarization``: LangChain's ``SummarizationMiddleware`` itself with deepagents' settings
+   for a model with a profile: ``trigger=("fraction", 0.85)``, ``keep=("fraction", 0.10)`` of
+   a window equal to the budget. It rewrites the history it keeps (stateful, like the agent's
+   state). No model is available offline, so the summary is an **extractive stand-in of fixed
+   size** (:data:`SUMMARY_CHARS` characters, labelled as such in its text).
+5. ``taskctx``: the trajectory replayed through the real graph
+   (``graphs.build_orchestrator`` with ``ReplayChatModel``/``ReplayTools``); its executor
+   ``context.built`` events are the calls (the real ``ExecutorRenderer``, not a copy).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
+
+from context import Event, SqliteStores, Trajectory
+
+__all__ = [
+    "BASELINES",
+    "Call",
+    "MASK_N",
+    "CLEAR_KEEP",
+    "SUMMARY_CHARS",
+    "STRATEGIES",
+    "TaskctxRun",
+    "baseline_calls",
+    "orphan_tool_results",
+    "prompt_orphans",
+    "run_taskctx",
+]
+
+STRATEGIES = ("naive", "masking", "clearing", "summarization", "taskctx")
+BASELINES = STRATEGIES[:4]
+MASK_N = 5
+CLEAR_KEEP = 3
+SUMMARY_TRIGGER = 0.85
+SUMMARY_KEEP = 0.10
+#: Size of the extractive stand-in summary (about 500 tokens by the approximate counter).
+SUMMARY_CHARS = 2_000
+SUMMARY_LABEL = "[extractive stand-in for an LLM summary (no model offline); fixed size {n} chars]\n"
+
+
+@dataclass
+class Call:
+    """One executor model call of one strategy."""
+
+    index: int
+    prompt_tokens: int
+    fingerprints: list[str]
+    text: str  # every message's content (and tool-call args), for retention checks
+    orphans: int = 0  # tool results in the prompt whose call is not in it
+    elided: int = 0  # observations in the prompt not in full (masked / cleared / summarised)
+    role: str = "executor"
+    payload: dict[str, Any] = field(default_factory=dict)  # taskctx: the context.built payload
+
+
+def _system_text() -> str:
+    from nodes.render.executor import EXECUTOR_SYSTEM
+
+    return EXECUTOR_SYSTEM
+
+
+def step_messages(t: Trajectory, upto: int) -> list[BaseMessage]:
+    """AI + tool message per recorded step ``< upto`` (full observations)."""
+    out: list[BaseMessage] = []
+    for i, s in enumerate(t.steps[:upto], start=1):
+        cid = f"rec-{i}"
+        out.append(AIMessage(content=s.thought, tool_calls=[{"name": s.tool, "args": s.arguments, "id": cid,
+                                                              "type": "tool_call"}]))
+        out.append(ToolMessage(content=s.observation, tool_call_id=cid, name=s.tool))
+    return out
+
+
+def orphan_tool_results(messages: Sequence[BaseMessage]) -> int:
+    """Tool messages with no earlier AI message carrying their call id."""
+    seen: set[str] = set()
+    n = 0
+    for m in messages:
+        if isinstance(m, AIMessage):
+            seen.update(tc.get("id") or "" for tc in m.tool_calls)
+        elif isinstance(m, ToolMessage) and m.tool_call_id not in seen:
+            n += 1
+    return n
+
+
+def prompt_orphans(prompt: str) -> int:
+    """Same check on a stored taskctx prompt text (``nodes.runtime.prompt_text`` layout)."""
+    n = 0
+    for section in prompt.split("\n\n### ")[1:]:
+        if section.startswith("tool (tool_call_id="):
+            cid = section.split("tool_call_id=", 1)[1].split(")", 1)[0]
+            if f"(id={cid})" not in prompt:
+                n += 1
+    return n
+
+
+def _text(messages: Sequence[BaseMessage]) -> str:
+    parts = []
+    for m in messages:
+        parts.append(m.content if isinstance(m.content, str) else json.dumps(m.content))
+        for tc in getattr(m, "tool_calls", None) or []:
+            parts.append(json.dumps(tc["args"], sort_keys=True))
+    return "\n".join(parts)
+
+
+def _mask(history: list[BaseMessage], n: int) -> tuple[list[BaseMessage], int]:
+    """SWE-agent ``LastNObservations`` with ``polling=1``."""
+    obs = [i for i, m in enumerate(history) if isinstance(m, ToolMessage)]
+    omit = set(obs[: max(0, len(obs) - n)])
+    out: list[BaseMessage] = []
+    for i, m in enumerate(history):
+        if i in omit:
+            text = m.content if isinstance(m.content, str) else json.dumps(m.content)
+            out.append(m.model_copy(update={"content": f"Old environment output: ({text.count(chr(10)) + 1} lines omitted)"}))
+        else:
+            out.append(m)
+    return out, len(omit)
+
+
+def _extractive_summary(messages: Sequence[BaseMessage]) -> str:
+    """Fixed-size stand-in: the head of each summarised message, in order, cut/padded to size."""
+    head = SUMMARY_LABEL.format(n=SUMMARY_CHARS)
+    bits = []
+    for m in messages:
+        text = m.content if isinstance(m.content, str) else json.dumps(m.content)
+        calls = " ".join(f"{tc['name']}({json.dumps(tc['args'], sort_keys=True)[:80]})" for tc in getattr(m, "tool_calls", None) or [])
+        line = " ".join(f"{m.type}: {text} {calls}".split())[:160]
+        bits.append(line)
+    body = "\n".join(bits)
+    return (head + body)[:SUMMARY_CHARS].ljust(SUMMARY_CHARS)
+
+
+def _summarizer_middleware(budget: int) -> Any:
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.runnables import RunnableLambda
+
+    model = GenericFakeChatModel(messages=iter(()), profile={"max_input_tokens": budget})
+    return SummarizationMiddleware(
+        model=model,
+        trigger=("fraction", SUMMARY_TRIGGER),
+        keep=("fraction", SUMMARY_KEEP),
+        summarizer=RunnableLambda(_extractive_summary),
+    )
+
+
+def baseline_calls(t: Trajectory, strategy: str, budget: int, tools: list[dict[str, Any]]) -> list[Call]:
+    """One :class:`Call` per recorded step for a baseline strategy (see module doc)."""
+    from copy import deepcopy
+
+    from langchain.agents.middleware.context_editing import ClearToolUsesEdit
+    from langchain_core.messages import RemoveMessage
+
+    from nodes.runtime import fingerprints
+
+    system = SystemMessage(content=_system_text())
+    request = HumanMessage(content=t.request)
+    full = [request, *step_messages(t, len(t.steps))]
+    summ = _summarizer_middleware(budget) if strategy == "summarization" else None
+    state: list[BaseMessage] = [request]
+    calls: list[Call] = []
+    for k in range(len(t.steps)):
+        history = full[: 1 + 2 * k]
+        elided = 0
+        summarized = False
+        if strategy == "naive":
+            msgs = list(history)
+        elif strategy == "masking":
+            msgs, elided = _mask(history, MASK_N)
+        elif strategy == "clearing":
+            msgs = deepcopy(history)
+            ClearToolUsesEdit(trigger=budget, keep=CLEAR_KEEP).apply(msgs, count_tokens=count_tokens_approximately)
+            elided = sum(1 for m in msgs if isinstance(m, ToolMessage)
+                         and m.response_metadata.get("context_editing", {}).get("cleared"))
+        elif strategy == "summarization":
+            if k > 0:
+                state.extend(full[2 * k - 1 : 2 * k + 1])
+            upd = summ.before_model({"messages": state}, None)
+            summarized = bool(upd)
+            if upd:
+                state = [m for m in upd["messages"] if not isinstance(m, RemoveMessage)]
+            msgs = list(state)
+            kept = sum(1 for m in msgs if isinstance(m, ToolMessage))
+            elided = k - kept
+        else:
+            raise ValueError(f"unknown baseline strategy {strategy!r}; expected one of {BASELINES}")
+        prompt = [system, *msgs]
+        calls.append(Call(
+            index=k, prompt_tokens=count_tokens_approximately(prompt, tools=tools or None),
+            fingerprints=fingerprints(prompt, tools), text=_text(prompt),
+            orphans=orphan_tool_results(prompt), elided=elided, payload={"summarized": summarized},
+        ))
+    return calls
+
+
+@dataclass
+class TaskctxRun:
+    """The real graph's run of one trajectory: its stores and event log."""
+
+    trajectory: Trajectory
+    stores: SqliteStores
+    events: list[Event]
+    calls: list[Call]  # executor calls
+    other_calls: list[Call]  # planner / reviewer / recovery calls
+    finished: bool
+
+
+def run_taskctx(t: Trajectory, budget: int) -> TaskctxRun:
+    """Replay ``t`` through ``graphs.build_orchestrator`` and collect every ``context.built``."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from nodes import ReplayChatModel, ReplayTools
+
+    from .checkpoint import checkpoint_serde
+    from .orchestrator import build_orchestrator, new_task
+    from .runner import run_graph
+
+    stores = SqliteStores(":memory:")
+    g = build_orchestrator(ReplayChatModel(trajectory=t), tools=ReplayTools(t), stores=stores, budget=budget,
+                           checkpointer=InMemorySaver(serde=checkpoint_serde()))
+    res = run_graph(g, stores, t.id, new_task(t.request, t.id))
+    events = stores.events.read(t.id)
+    execs: list[Call] = []
+    others: list[Call] = []
+    for e in events:
+        if e.kind != "context.built":
+            continue
+        p = e.payload
+        text = stores.artifacts.get(p["prompt_ref"]).decode("utf-8") if p.get("prompt_ref") else ""
+        c = Call(index=0, prompt_tokens=p["prompt_tokens"], fingerprints=list(p.get("fingerprints") or []), text=text,
+                 orphans=prompt_orphans(text), role=p["role"], payload={**p, "seq": e.seq})
+        if p["role"] == "executor":
+            c.index = len(execs)
+            execs.append(c)
+        else:
+            c.index = len(others)
+            others.append(c)
+    return TaskctxRun(t, stores, events, execs, others, res.finished)
