@@ -14,6 +14,13 @@ first, then older evidence (``normal``, oldest first). Required blocks (the core
 approvals, unconsumed tool results) are never dropped; if they alone do not fit,
 ``BudgetError`` is raised, naming the budget and the tokens they need.
 
+Conflicts: a block may name, in ``supersedes``, blocks it overrides (a newer fact replacing an
+older summary, or a trusted block that governs what a user claim says). When the overriding
+block is at least as trusted, the manifest entry of each overridden block records
+``superseded_by`` and the reason; an overridden block that is not ``required`` leaves the
+prompt (unless its overrider is itself dropped), a ``required`` one stays, marked. A less trusted
+block cannot override a more trusted one (its reason says so).
+
 Token counts are whatever ``count_tokens`` returns (default :func:`approx_tokens`, 4 chars a
 token, rounded up: the same rule as langchain-core's ``count_tokens_approximately``).
 """
@@ -76,6 +83,8 @@ class ContextBlock(BaseModel):
     compressed: bool = False
     #: Free-form role hint for the renderer (e.g. which message the block goes into).
     slot: str = ""
+    #: Ids of candidate blocks this block overrides (see module doc).
+    supersedes: list[str] = Field(default_factory=list)
 
 
 def make_block(
@@ -106,6 +115,8 @@ class ManifestEntry(BaseModel):
     included: bool
     reason: str
     compressed: bool = False
+    #: The id of the block that overrides this one (see the module doc), if any.
+    superseded_by: str | None = None
 
 
 class Manifest(BaseModel):
@@ -168,13 +179,45 @@ def build_context(
     chosen: set[str] = {b.id for b in required}
     reasons: dict[str, str] = {b.id: "required" for b in required}
     used = need
-    for b in sorted((b for b in candidates if b.priority != "required"), key=_rank_key, reverse=True):
+    by_id = {b.id: b for b in candidates}
+    superseded: dict[str, str] = {}
+    refused: dict[str, list[str]] = {}
+    for w in candidates:
+        for x_id in w.supersedes:
+            x = by_id.get(x_id)
+            if x is None or x_id == w.id or x_id in superseded:
+                continue
+            if _TRUST_RANK[w.trust] < _TRUST_RANK[x.trust]:
+                refused.setdefault(w.id, []).append(x_id)
+            else:
+                superseded[x_id] = w.id
+    for x_id, w_id in superseded.items():
+        if x_id in chosen:
+            w = by_id[w_id]
+            reasons[x_id] = f"required; superseded in part by {w_id} ({w.trust})"
+    rest = [b for b in candidates if b.priority != "required" and b.id not in superseded]
+    for b in sorted(rest, key=_rank_key, reverse=True):
         if used + b.token_estimate <= available:
             chosen.add(b.id)
             used += b.token_estimate
             reasons[b.id] = f"fits ({b.priority}, {b.trust})"
         else:
             reasons[b.id] = f"dropped: over budget ({b.priority}, {b.trust}; needs {b.token_estimate}, {available - used} left)"
+    for b in candidates:
+        if b.id not in superseded or b.id in chosen:
+            continue
+        w = by_id[superseded[b.id]]
+        newer = ", newer" if w.observed_at and w.observed_at > b.observed_at else ""
+        if w.id in chosen:
+            reasons[b.id] = f"superseded by {w.id} ({w.trust}{newer})"
+        elif used + b.token_estimate <= available:  # its overrider was dropped: keep the older block
+            chosen.add(b.id)
+            used += b.token_estimate
+            reasons[b.id] = f"fits ({b.priority}, {b.trust}); its overrider {w.id} was dropped"
+        else:
+            reasons[b.id] = f"superseded by {w.id} ({w.trust}{newer}); both over budget"
+    for w_id, xs in refused.items():
+        reasons[w_id] += f"; cannot supersede {', '.join(xs)} (more trusted)"
     entries = [
         ManifestEntry(
             id=b.id,
@@ -186,6 +229,7 @@ def build_context(
             included=b.id in chosen,
             reason=reasons[b.id],
             compressed=b.compressed,
+            superseded_by=superseded.get(b.id),
         )
         for b in candidates
     ]

@@ -169,6 +169,8 @@ class Finding(_Part):
     id: str
     statement: str
     evidence_refs: list[str] = Field(default_factory=list)
+    #: Ids of earlier findings this one replaces (a ruled-out hypothesis, an outdated summary).
+    supersedes: list[str] = Field(default_factory=list)
 
 
 class TranscriptCheckpoint(_Part):

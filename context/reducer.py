@@ -143,6 +143,8 @@ def _checkpoint_view(ctx: TaskContext, leaving: list[ToolCallRecord], at_seq: in
         if len(args) > 80:
             args = args[:77] + "..."
         completed.append(f"{r.id} {r.tool} {args} -> {r.status}, {r.raw_ref or 'no output'}")
+    # Findings a later finding supersedes stay in the log, not in the checkpoint.
+    replaced = {x for f in ctx.evidence.findings for x in f.supersedes}
     summary = (
         f"{omitted_total} earlier tool calls are out of the transcript; their exact output "
         "stays in the artifact store (fetch a ref with read_artifact)."
@@ -152,7 +154,7 @@ def _checkpoint_view(ctx: TaskContext, leaving: list[ToolCallRecord], at_seq: in
         plan_version=ctx.plan.version,
         plan_lines=lines,
         completed_summaries=completed,
-        findings=ctx.evidence.findings[-CHECKPOINT_FINDINGS:],
+        findings=[f for f in ctx.evidence.findings if f.id not in replaced][-CHECKPOINT_FINDINGS:],
         omitted_summary=summary,
     )
 
@@ -281,6 +283,10 @@ def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch
         if ctx.control.pending_approval is not None and ctx.control.pending_approval.call_id == q.call_id:
             update["pending_approval"] = None
         out = ctx.model_copy(update={"control": ctx.control.model_copy(update=update)})
+        if k == "permission.granted" and q.arguments != "{}":
+            # the arguments that run (an approver may have edited them)
+            calls = _update_call(out, q.call_id, arguments=q.arguments)
+            out = out.model_copy(update={"evidence": out.evidence.model_copy(update={"recent_tool_calls": calls})})
         if k == "permission.denied":
             calls = _update_call(out, q.call_id, status="denied")
             out = out.model_copy(update={"evidence": out.evidence.model_copy(update={"recent_tool_calls": calls})})

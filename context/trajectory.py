@@ -105,7 +105,8 @@ def classify_result(tool: str, arguments: dict[str, Any]) -> ResultKind:
 
 
 _CONSTRAINT = re.compile(
-    r"(?<!\bI )(?<!\bwe )\b(do not|don't|must not|never|should not|shouldn't|not allowed|only if|without (?:modifying|changing))\b",
+    r"(?<!\bI )(?<!\bwe )\b(do not|don't|must not|must never|should never|should not|shouldn't|not allowed|only if"
+    r"|without (?:modifying|changing))\b|^never\b",
     re.IGNORECASE,
 )
 
@@ -130,6 +131,8 @@ def extract_constraints(request: str, limit: int = 8) -> list[str]:
 def load_trajectory(path: str | Path) -> Trajectory:
     """Read one trajectory file; raises ``TrajectoryError`` on a missing file or a bad line."""
     p = Path(path)
+    if p.is_dir():
+        raise TrajectoryError(f"{p} is a directory; pass one .jsonl file from it (or use `taskctx bench {p}`)")
     if not p.is_file():
         raise TrajectoryError(
             f"trajectory file not found: {p}; pass a .jsonl from shared/data/trajectories/ "
@@ -182,5 +185,11 @@ def load_trajectory(path: str | Path) -> Trajectory:
         )
     if not steps:
         raise TrajectoryError(f"{p}: header only, no recorded steps to replay")
+    declared = head.get("n_steps")
+    if isinstance(declared, int) and declared != len(steps):
+        raise TrajectoryError(
+            f"{p}: the header says n_steps={declared} but the file holds {len(steps)} steps; "
+            "the file looks truncated or edited: restore it from the source"
+        )
     meta = head.get("meta") if isinstance(head.get("meta"), dict) else {}
     return Trajectory(id=head["id"], task=head["task"], meta=meta, steps=steps, path=str(p))

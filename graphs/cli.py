@@ -1,6 +1,6 @@
 """The ``taskctx`` command line (typer + rich).
 
-Commands: ``demo``, ``replay``, ``resume``, ``inspect``, ``run``, ``bench``. Every run exports
+Commands: ``demo``, ``replay``, ``resume``, ``inspect``, ``run``, ``approve``, ``bench``. Every run exports
 ``<out>/<task_id>/`` (trace.jsonl, state.json, context_pack.md, manifests.jsonl). Bad input
 prints one line naming the problem and the fix, and exits with code 2; nothing already recorded
 is changed.
@@ -8,6 +8,7 @@ is changed.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,8 +20,8 @@ from rich.table import Table
 from context import Event, InvalidInputError, TaskctxError, TaskContext, UnknownTaskError, load_trajectory
 from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
 
-from .orchestrator import DEFAULT_DB, Project, build_orchestrator, new_task, open_project
-from .runner import RunResult, export_run, run_graph, thread_config
+from .orchestrator import DEFAULT_DB, Project, build_orchestrator, db_exists, new_task, open_project
+from .runner import RunResult, export_run, pending_approval, run_graph, run_with_approvals, thread_config
 
 __all__ = ["app", "main"]
 
@@ -32,7 +33,15 @@ from .bench import bench as _bench  # noqa: E402
 
 app.command("bench")(_bench)
 
-DbOpt = Annotated[str, typer.Option("--db", help="SQLite file of checkpoints, event log and artifacts.")]
+from .report import report_command  # noqa: E402
+
+app.command("report")(report_command)
+
+from .eval import eval_command  # noqa: E402
+
+app.command("eval")(eval_command)
+
+DbOpt = Annotated[str, typer.Option("--db", help="SQLite file, or postgresql:// URL, of checkpoints, event log and artifacts.")]
 OutOpt = Annotated[Path, typer.Option("--out", help="Folder the run is exported to (<out>/<task_id>/).")]
 DEFAULT_OUT = Path(".taskctx/runs")
 
@@ -40,6 +49,37 @@ DEFAULT_OUT = Path(".taskctx/runs")
 def _fail(msg: str) -> None:
     err.print("error: " + " ".join(msg.split()), markup=False)
     raise typer.Exit(2)
+
+
+def _describe(exc: BaseException, db: str) -> str:
+    """One line for an error: taskctx errors as they are; database and file errors named."""
+    if isinstance(exc, TaskctxError):
+        return str(exc)
+    if isinstance(exc, sqlite3.Error):
+        return f"database {db} cannot be used: {exc}; check that the file and its folder are writable, or pass another --db"
+    return f"{exc}; check the path and its permissions"
+
+
+def _check_task_id(task_id: str) -> str:
+    """Task ids name a thread and an export folder: no path separators, no '..', not empty."""
+    if not task_id.strip() or "/" in task_id or "\\" in task_id or task_id.startswith(".") or task_id != task_id.strip():
+        raise InvalidInputError(
+            f"--task-id {task_id!r} is not a valid task id; use letters, digits, '-', '_' or '.' "
+            "(no '/', no leading '.', not empty)"
+        )
+    return task_id
+
+
+def _prepare_out(out: Path) -> Path:
+    """Create the export folder now, so an unwritable --out fails before the run, not after."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".taskctx-write-check"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise InvalidInputError(f"--out {out} is not writable ({exc.strerror}); pass another --out") from exc
+    return out
 
 
 def _event_printer(total: int | None = None):
@@ -56,7 +96,9 @@ def _event_printer(total: int | None = None):
             console.print(f"      tool result {p['call_id']}: {p['status']} ({p['raw_chars']} chars"
                           + (", compressed" if p["compressed"] else "") + ")", markup=False)
         elif e.kind in ("plan.created", "plan.updated", "step.started", "step.completed", "error.occurred",
-                        "error.resolved", "recovery.decided", "review.completed", "task.completed", "resume.started"):
+                        "error.resolved", "recovery.decided", "review.completed", "task.completed", "resume.started",
+                        "permission.requested", "permission.denied") or (
+                            e.kind == "permission.granted" and e.actor == "user"):
             from context import summarize_event
 
             console.print(f"  [{e.seq}] {e.kind}: {summarize_event(e)}", markup=False)
@@ -75,13 +117,22 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
         g = build_orchestrator(ReplayChatModel(trajectory=traj), tools=ReplayTools(traj),
                                checkpointer=project.checkpointer, stores=project.stores, budget=budget)
     elif kind == "demo":
-        from .demo import DemoTools, demo_model
+        from .demo import demo_model, demo_tools
 
-        g = build_orchestrator(demo_model(), tools=DemoTools(), checkpointer=project.checkpointer,
-                               stores=project.stores, budget=budget)
+        if not spec.get("workspace"):
+            raise InvalidInputError(f"demo task {task_id!r} was recorded by an older taskctx without a workspace; "
+                                    "start a new one with `taskctx demo`")
+        g = build_orchestrator(demo_model(), tools=demo_tools(str(spec["workspace"]), spec.get("receipts")),
+                               checkpointer=project.checkpointer, stores=project.stores, budget=budget)
     elif kind == "run":
-        g = build_orchestrator(str(spec["model"]), checkpointer=project.checkpointer, stores=project.stores,
-                               budget=budget)
+        tools = None
+        if spec.get("workspace"):
+            from nodes import WorkspaceTools
+
+            tools = WorkspaceTools(str(spec["workspace"]), receipts_dir=spec.get("receipts"))
+            tools.strict_resolution = True
+        g = build_orchestrator(str(spec["model"]), tools=tools, checkpointer=project.checkpointer,
+                               stores=project.stores, budget=budget)
     else:
         raise InvalidInputError(f"task {task_id!r} has an unknown kind {kind!r} in {project.path}")
     return g, spec
@@ -90,7 +141,12 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
 def _finish(project: Project, result: RunResult, out: Path) -> None:
     folder = export_run(project.stores, result.task_id, out)
     s = result.state
-    if result.stopped_early:
+    req = result.waiting
+    if req is not None:
+        console.print(f"waiting for approval of {req.get('tool')} (call {req.get('call_id')}, {req.get('risk')} risk). "
+                      f"Answer with: taskctx approve {result.task_id} [--edit JSON | --reject REASON | --respond TEXT]",
+                      markup=False)
+    elif result.stopped_early:
         console.print(f"stopped after {s.progress.executor_steps} executor steps; next: {', '.join(result.next_nodes)}."
                       f" Continue with: taskctx resume {result.task_id}", markup=False)
     else:
@@ -115,7 +171,8 @@ def replay(
     """Run the whole graph over a recorded trajectory (replay model + replay tools)."""
     try:
         traj = load_trajectory(file)
-        tid = task_id or traj.id
+        tid = _check_task_id(task_id if task_id is not None else traj.id)
+        _prepare_out(out)
         project = _open(db)
         if project.stores.events.last_seq(tid):
             _fail(f"task {tid!r} already exists in {db}; continue it with `taskctx resume {tid}` or pick another --task-id")
@@ -126,8 +183,8 @@ def replay(
         result = run_graph(g, project.stores, tid, new_task(traj.request, tid), stop_after=max_steps,
                            on_event=_event_printer())
         _finish(project, result, out)
-    except TaskctxError as exc:
-        _fail(str(exc))
+    except (TaskctxError, sqlite3.Error, OSError) as exc:
+        _fail(_describe(exc, db))
 
 
 @app.command()
@@ -140,17 +197,18 @@ def resume(
 ) -> None:
     """Continue a task from its last checkpoint (records resume.started; never redoes a finished step)."""
     try:
-        if not Path(db).exists():
+        if not db_exists(db):
             raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
+        _prepare_out(out)
         project = _open(db)
         spec = project.stores.tasks.get(task_id)
         if budget is not None and spec is not None:
             project.stores.tasks.register(task_id, {**spec, "budget": budget})
         g, _ = _graph_for(project, task_id)
         snap = g.get_state(thread_config(task_id))
-        if snap.values and not snap.next:
-            console.print(f"task {task_id} is already finished ({TaskContext.model_validate(snap.values).control.status});"
-                          " nothing to resume", markup=False)
+        status = TaskContext.model_validate(snap.values).control.status if snap.values else "idle"
+        if snap.values and not snap.next and not snap.tasks and status in ("completed", "failed"):
+            console.print(f"task {task_id} is already finished ({status}); nothing to resume", markup=False)
             return
         done = TaskContext.model_validate(snap.values).progress.executor_steps if snap.values else 0
         stop = done + max_steps if max_steps else None
@@ -158,8 +216,8 @@ def resume(
                       f"({done} executor steps done; next: {', '.join(snap.next)})", markup=False)
         result = run_graph(g, project.stores, task_id, None, stop_after=stop, resume=True, on_event=_event_printer())
         _finish(project, result, out)
-    except TaskctxError as exc:
-        _fail(str(exc))
+    except (TaskctxError, sqlite3.Error, OSError) as exc:
+        _fail(_describe(exc, db))
 
 
 @app.command()
@@ -172,7 +230,7 @@ def inspect(
     from .inspect import render_state
 
     try:
-        if not Path(db).exists():
+        if not db_exists(db):
             raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
         project = _open(db)
         events = project.stores.events.read(task_id)
@@ -188,8 +246,121 @@ def inspect(
         checkpoints = [c.config["configurable"]["checkpoint_id"] for c in project.checkpointer.list(
             {"configurable": {"thread_id": task_id}}, limit=5)]
         render_state(console, ctx, events, checkpoints, snap is not None)
-    except TaskctxError as exc:
-        _fail(str(exc))
+    except (TaskctxError, sqlite3.Error, OSError) as exc:
+        _fail(_describe(exc, db))
+
+
+ApproveAllOpt = Annotated[bool, typer.Option("--approve-all", help="Approve every approval request (scripts).")]
+DenyAllOpt = Annotated[bool, typer.Option("--deny-all", help="Reject every approval request (scripts).")]
+
+
+def _show_request(req: dict[str, Any]) -> None:
+    import json as _json
+
+    args = _json.dumps(req.get("arguments"), sort_keys=True, ensure_ascii=False)
+    if len(args) > 600:
+        args = args[:597] + "..."
+    console.print(f"  approval requested: {req.get('tool')} {args}\n    risk {req.get('risk')}: {req.get('reason')}",
+                  markup=False)
+
+
+def _interactive_answer(req: dict[str, Any]) -> dict[str, Any] | None:
+    import json as _json
+
+    while True:
+        choice = typer.prompt("  approve [a], edit [e], reject [r], respond [s], stop [q]", default="a").strip().lower()
+        if choice in ("a", "approve"):
+            return {"action": "approve"}
+        if choice in ("r", "reject"):
+            return {"action": "reject", "reason": typer.prompt("  reason", default="rejected at the prompt")}
+        if choice in ("s", "respond"):
+            return {"action": "respond", "message": typer.prompt("  message to the agent")}
+        if choice in ("q", "stop"):
+            return None
+        if choice in ("e", "edit"):
+            raw = typer.prompt("  new arguments (JSON object)")
+            try:
+                val = _json.loads(raw)
+            except ValueError:
+                val = None
+            if isinstance(val, dict):
+                return {"action": "edit", "arguments": val}
+            console.print("  not a JSON object; try again", markup=False)
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty()
+
+
+def _answerer(approve_all: bool, deny_all: bool):
+    """How approval requests are answered: a flag, the terminal, or not at all (left pending)."""
+    if approve_all and deny_all:
+        raise InvalidInputError("--approve-all and --deny-all exclude each other; pass one")
+
+    def answer(req: dict[str, Any]) -> dict[str, Any] | None:
+        if approve_all:
+            console.print("    -> approved (--approve-all)", markup=False)
+            return {"action": "approve"}
+        if deny_all:
+            console.print("    -> rejected (--deny-all)", markup=False)
+            return {"action": "reject", "reason": "rejected by --deny-all"}
+        if _interactive():
+            return _interactive_answer(req)
+        return None
+    return answer
+
+
+def _state_dir(db: str) -> Path:
+    """Where a task's workspace copy and command receipts live: beside the SQLite file."""
+    return Path(".taskctx") if "://" in db else Path(db).resolve().parent
+
+
+@app.command()
+def approve(
+    task_id: Annotated[str, typer.Argument(help="The task waiting for an approval.")],
+    edit: Annotated[str | None, typer.Option("--edit", help="Approve with these arguments instead (JSON object).")] = None,
+    reject: Annotated[str | None, typer.Option("--reject", help="Reject the call, with this reason.")] = None,
+    respond: Annotated[str | None, typer.Option("--respond", help="Do not run the call; send the agent this message.")] = None,
+    db: DbOpt = DEFAULT_DB,
+    out: OutOpt = DEFAULT_OUT,
+) -> None:
+    """Answer a task's pending approval (approve by default) and continue the run."""
+    import json as _json
+
+    from langgraph.types import Command
+
+    try:
+        if sum(x is not None for x in (edit, reject, respond)) > 1:
+            raise InvalidInputError("pass at most one of --edit, --reject, --respond")
+        answer: dict[str, Any] = {"action": "approve"}
+        if edit is not None:
+            try:
+                val = _json.loads(edit)
+            except ValueError as exc:
+                raise InvalidInputError(f"--edit is not valid JSON ({exc}); pass an object such as '{{\"path\": \"a.txt\"}}'") from exc
+            if not isinstance(val, dict):
+                raise InvalidInputError("--edit must be a JSON object of the tool's arguments")
+            answer = {"action": "edit", "arguments": val}
+        elif reject is not None:
+            answer = {"action": "reject", "reason": reject}
+        elif respond is not None:
+            answer = {"action": "respond", "message": respond}
+        if not db_exists(db):
+            raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
+        project = _open(db)
+        g, _ = _graph_for(project, task_id)
+        req = pending_approval(g, task_id)
+        if req is None:
+            raise InvalidInputError(f"task {task_id!r} has no pending approval; nothing to answer "
+                                    f"(see `taskctx inspect {task_id}`)")
+        _show_request(req)
+        console.print(f"    -> {answer['action']}", markup=False)
+        result = run_graph(g, project.stores, task_id, Command(resume=answer), on_event=_event_printer())
+        if result.waiting is not None:
+            _show_request(result.waiting)
+        _finish(project, result, out)
+    except (TaskctxError, sqlite3.Error, OSError) as exc:
+        _fail(_describe(exc, db))
 
 
 @app.command()
@@ -200,10 +371,15 @@ def run(
     task_id: Annotated[str | None, typer.Option("--task-id")] = None,
     budget: Annotated[int, typer.Option("--budget", min=1000)] = DEFAULT_BUDGET,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1)] = None,
+    scope: Annotated[list[str] | None, typer.Option("--scope", help="File scope glob under the workspace (repeatable).")] = None,
+    deny_tool: Annotated[list[str] | None, typer.Option("--deny-tool", help="A tool the agent may not use (repeatable).")] = None,
+    require_approval: Annotated[list[str] | None, typer.Option("--require-approval", help="A tool that needs approval (repeatable).")] = None,
+    approve_all: ApproveAllOpt = False,
+    deny_all: DenyAllOpt = False,
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
-    """Drive the graph with a real chat model (any LangChain provider)."""
+    """Drive the graph with a real chat model (any LangChain provider), on --workspace DIR."""
     import uuid
 
     if not model:
@@ -212,18 +388,27 @@ def run(
     try:
         from nodes import resolve_model
 
-        chat = resolve_model(str(model))
+        resolve_model(str(model))  # a bad spec fails here, before anything is recorded
         tid = task_id or f"task-{uuid.uuid4().hex[:8]}"
         project = _open(db)
         if project.stores.tasks.get(tid) is not None:
             _fail(f"task {tid!r} already exists in {db}; use `taskctx resume {tid}` or another --task-id")
+        answer = _answerer(approve_all, deny_all)
+        if workspace is not None and not workspace.is_dir():
+            raise InvalidInputError(f"--workspace {workspace} is not a folder; pass the folder the agent works in")
         project.stores.tasks.register(tid, {"kind": "run", "model": model, "budget": budget,
-                                            "workspace": str(workspace.resolve()) if workspace else None})
-        g = build_orchestrator(chat, checkpointer=project.checkpointer, stores=project.stores, budget=budget)
-        result = run_graph(g, project.stores, tid, new_task(request, tid), stop_after=max_steps, on_event=_event_printer())
+                                            "workspace": str(workspace.resolve()) if workspace else None,
+                                            "receipts": str(_state_dir(db) / "receipts" / tid)})
+        g, _ = _graph_for(project, tid)
+        from context import Permissions
+
+        perms = Permissions(denied_tools=list(deny_tool or []), requires_approval=list(require_approval or []),
+                            file_scopes=list(scope or []))
+        result = run_with_approvals(g, project.stores, tid, new_task(request, tid, permissions=perms), answer=answer,
+                                    stop_after=max_steps, on_event=_event_printer(), on_request=_show_request)
         _finish(project, result, out)
-    except TaskctxError as exc:
-        _fail(str(exc))
+    except (TaskctxError, sqlite3.Error, OSError) as exc:
+        _fail(_describe(exc, db))
 
 
 @app.command()
@@ -231,30 +416,52 @@ def demo(
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
     task_id: Annotated[str | None, typer.Option("--task-id")] = None,
+    workspace: Annotated[Path | None, typer.Option(
+        "--workspace", help="Where the sample workspace is copied (default: workspaces/<task_id> beside --db).")] = None,
+    approve_all: ApproveAllOpt = False,
+    deny_all: DenyAllOpt = False,
 ) -> None:
-    """Offline demo: plan → execute → fail → recover → interrupted → resumed → reviewed."""
+    """Offline demo on a real sample workspace: explore → refused outside scope → approved fix →
+    failing test → recovery → interrupted → resumed → tests green → reviewed."""
     import uuid
 
-    from .demo import DEMO_REQUEST, DEMO_STOP_AFTER, DemoTools, demo_model
+    from .demo import DEMO_REQUEST, DEMO_STOP_AFTER, copy_sample, demo_model, demo_permissions, demo_tools
 
     try:
-        tid = task_id or f"demo-{uuid.uuid4().hex[:6]}"
+        tid = _check_task_id(task_id) if task_id is not None else f"demo-{uuid.uuid4().hex[:6]}"
+        answer = _answerer(approve_all, deny_all)
+        _prepare_out(out)
         project = _open(db)
         if project.stores.tasks.get(tid) is not None:
             _fail(f"task {tid!r} already exists in {db}; pick another --task-id")
-        project.stores.tasks.register(tid, {"kind": "demo", "budget": DEFAULT_BUDGET})
-        console.print(f"demo task {tid} (scripted model, SQLite at {db})\nrequest: {DEMO_REQUEST}", markup=False)
-        g = build_orchestrator(demo_model(), tools=DemoTools(), checkpointer=project.checkpointer, stores=project.stores)
-        first = run_graph(g, project.stores, tid, new_task(DEMO_REQUEST, tid), stop_after=DEMO_STOP_AFTER,
-                          on_event=_event_printer())
-        console.print(f"-- interrupted after {first.state.progress.executor_steps} executor steps "
-                      f"(checkpoint kept; next: {', '.join(first.next_nodes)}); resuming with a new graph --", markup=False)
-        g2, _ = _graph_for(project, tid)
-        result = run_graph(g2, project.stores, tid, None, resume=True, on_event=_event_printer())
+        ws = (workspace or _state_dir(db) / "workspaces" / tid).resolve()
+        try:
+            copy_sample(ws)
+        except FileExistsError:
+            raise InvalidInputError(f"--workspace {ws} is not empty; pass an empty or new folder") from None
+        receipts = _state_dir(db) / "receipts" / tid
+        project.stores.tasks.register(tid, {"kind": "demo", "budget": DEFAULT_BUDGET, "workspace": str(ws),
+                                            "receipts": str(receipts)})
+        console.print(f"demo task {tid} (scripted model, real workspace tools, SQLite at {db})\n"
+                      f"workspace: {ws} (a copy of the bundled sample)\nrequest: {DEMO_REQUEST}", markup=False)
+        g = build_orchestrator(demo_model(), tools=demo_tools(ws, receipts), checkpointer=project.checkpointer,
+                               stores=project.stores)
+        first = run_with_approvals(g, project.stores, tid, new_task(DEMO_REQUEST, tid, permissions=demo_permissions()),
+                                   answer=answer, stop_after=DEMO_STOP_AFTER, on_event=_event_printer(),
+                                   on_request=_show_request)
+        if first.stopped_early:
+            console.print(f"-- interrupted after {first.state.progress.executor_steps} executor steps "
+                          f"(checkpoint kept; next: {', '.join(first.next_nodes)}); resuming with a new graph --",
+                          markup=False)
+            g2, _ = _graph_for(project, tid)
+            result = run_with_approvals(g2, project.stores, tid, None, answer=answer, resume=True,
+                                        on_event=_event_printer(), on_request=_show_request)
+        else:
+            result = first
         _finish(project, result, out)
         console.print(f"inspect it: taskctx inspect {tid}" + (f" --db {db}" if db != DEFAULT_DB else ""), markup=False)
-    except TaskctxError as exc:
-        _fail(str(exc))
+    except (TaskctxError, sqlite3.Error, OSError) as exc:
+        _fail(_describe(exc, db))
 
 
 def main() -> None:

@@ -1,88 +1,152 @@
-"""``taskctx demo``: an offline task on the embedded defaults (scripted model, SQLite).
+"""``taskctx demo``: a real task on a bundled sample workspace, offline, in seconds.
 
-The task: make a failing unit test pass. The scripted policy plans three steps, reads the code,
-patches it, runs the tests (they fail: a failure that recovery records and retries), patches
-again, runs the tests green, and the reviewer approves. The CLI stops the run after 3 executor
-steps (an interruption) and resumes it from its checkpoint.
+The sample (``graphs/sample_workspace``, installed with the package) is an upload service behind
+an nginx proxy: uploads over 1 MB fail with HTTP 413 because ``proxy/nginx.conf`` sets
+``client_max_body_size 1m``; ``tests/test_upload.py`` shows it (a 5 MB upload through the proxy
+model gets 413). The demo copies the sample to a folder of its own and a scripted policy
+(:class:`~nodes.ScriptedChatModel`) drives the real :class:`~nodes.WorkspaceTools` on it:
 
-:class:`DemoTools` answers each call id with a fixed output, so the demo is deterministic.
+1. explores (``list_dir``, ``read_file`` of the proxy log, whose bearer token is masked, ``grep``);
+   the CLI stops the run after :data:`DEMO_STOP_AFTER` executor steps and resumes it from its
+   checkpoint with a new graph ("interrupted and resumed");
+2. reaches for ``secrets/prod.env``: outside its file scopes, refused (``permission.denied``);
+3. patches ``proxy/nginx.conf`` (``apply_patch``; a config file is high risk, so the tool node
+   asks for approval through ``interrupt()``) with the wrong unit (``10mb``);
+4. runs the tests: nginx would refuse the config, the tests error, recovery records the error
+   and retries; a second approved patch writes ``10m``; the tests pass and the error is
+   resolved by the same command succeeding;
+5. notes the fix in ``CHANGELOG.md`` (``write_file``, medium risk: no approval); the reviewer
+   approves.
 """
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
-from nodes import ScriptedChatModel, ToolOutcome, complete, function_schema, plan, recover, review, tool_call
+from context import Permissions
+from nodes import ScriptedChatModel, WorkspaceTools, complete, plan, recover, review, tool_call
 
-__all__ = ["DEMO_REQUEST", "DEMO_STOP_AFTER", "DemoTools", "demo_model"]
+__all__ = [
+    "DEMO_REQUEST",
+    "DEMO_STOP_AFTER",
+    "DEMO_TEST_ARGV",
+    "SAMPLE_WORKSPACE",
+    "copy_sample",
+    "demo_model",
+    "demo_permissions",
+    "demo_tools",
+]
+
+SAMPLE_WORKSPACE = Path(__file__).resolve().parent / "sample_workspace"
 
 DEMO_REQUEST = (
-    "The unit test tests/test_calc.py::test_mean fails: mean([]) raises ZeroDivisionError. "
-    "Make mean() return 0.0 for an empty list.\n"
-    "Do not modify tests/test_calc.py."
+    "Uploads larger than 1 MB fail with HTTP 413 (see logs/proxy_error.log). Uploads up to 10 MB must work. "
+    "Find the cause, fix it so that tests/test_upload.py passes, and note the fix under 'Unreleased' in "
+    "CHANGELOG.md.\n"
+    "Do not modify tests/test_upload.py."
 )
 DEMO_STOP_AFTER = 3
+DEMO_TEST_ARGV = ["python", "-m", "unittest", "-v", "tests/test_upload.py"]
 
-_CALC_V0 = "def mean(xs):\n    return sum(xs) / len(xs)\n"
-_TEST_FAIL = (
-    "============================= test session starts ==============================\n"
-    "tests/test_calc.py F.                                                    [100%]\n"
-    "=================================== FAILURES ===================================\n"
-    "___________________________________ test_mean __________________________________\n"
-    "Traceback (most recent call last):\n"
-    '  File "calc.py", line 3, in mean\n'
-    "    return sum(xs) / len(xs) if xs is not None else 0.0\n"
-    "ZeroDivisionError: division by zero\n"
-    "========================= 1 failed, 1 passed in 0.02s =========================\n"
-)
-_TEST_PASS = "tests/test_calc.py ..                                                    [100%]\n2 passed in 0.01s\n"
+_PATCH_WRONG_UNIT = """--- a/proxy/nginx.conf
++++ b/proxy/nginx.conf
+@@ -3,7 +3,7 @@
+     server {
+         listen 80;
+         server_name uploads.example.internal;
+-        client_max_body_size 1m;
++        client_max_body_size 10mb;
+ 
+         location /api/ {
+             proxy_pass http://app:8000;
+"""
 
-_OUTPUTS = {
-    "d-read": ToolOutcome("ok", _CALC_V0, "file_read", "calc.py"),
-    "d-patch1": ToolOutcome("ok", "wrote calc.py (1 line changed)", "command", "calc.py", "calc.py"),
-    "d-test1": ToolOutcome("error", _TEST_FAIL, "command"),
-    "d-patch2": ToolOutcome("ok", "wrote calc.py (1 line changed)", "command", "calc.py", "calc.py"),
-    "d-test2": ToolOutcome("ok", _TEST_PASS, "command"),
-}
+_PATCH_UNIT = """--- a/proxy/nginx.conf
++++ b/proxy/nginx.conf
+@@ -6,1 +6,1 @@
+-        client_max_body_size 10mb;
++        client_max_body_size 10m;
+"""
+
+_CHANGELOG = """# Changelog
+
+## Unreleased
+
+- Fix HTTP 413 for uploads over 1 MB: the proxy's `client_max_body_size` is now `10m`, the app's limit.
+
+## 1.4.0
+
+- Uploads are streamed to the app (`proxy_request_buffering off`).
+"""
 
 
-class DemoTools:
-    """Fixed outputs per call id (``d-read``, ``d-patch1``, ``d-test1``, ...)."""
+def demo_permissions() -> Permissions:
+    """What the demo task may do: the workspace tools, inside the listed folders only."""
+    return Permissions(
+        allowed_tools=["list_dir", "read_file", "grep", "apply_patch", "write_file", "run_command",
+                       "read_artifact", "search_history"],
+        denied_tools=[],
+        requires_approval=[],
+        file_scopes=["README.md", "CHANGELOG.md", "app/**", "proxy/**", "tests/**", "logs/**", "docs/**"],
+    )
 
-    def schemas(self) -> list[dict[str, Any]]:
-        return [
-            function_schema("read_file", "Read a file of the workspace.", {"path": {"type": "string"}}, ["path"]),
-            function_schema("write_file", "Write a file of the workspace.",
-                            {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]),
-            function_schema("run_tests", "Run the test suite.", {}),
-        ]
 
-    def has_side_effects(self, tool: str) -> bool:
-        return tool == "write_file"
+def copy_sample(dest: str | Path) -> Path:
+    """Copy the sample workspace to ``dest`` (which must not exist or be empty); returns it."""
+    d = Path(dest)
+    if d.exists() and any(d.iterdir()):
+        raise FileExistsError(f"{d} is not empty")
+    shutil.copytree(SAMPLE_WORKSPACE, d, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".taskctx"))
+    return d
 
-    def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
-        return _OUTPUTS.get(call_id, ToolOutcome("error", f"demo: no scripted output for {call_id}"))
+
+def demo_tools(workspace: str | Path, receipts_dir: str | Path | None = None, cls: Any = WorkspaceTools) -> Any:
+    """The demo's ToolExecutor on ``workspace`` (``cls`` lets tests wrap it)."""
+    tools = cls(workspace, receipts_dir=receipts_dir, timeout=60)
+    tools.strict_resolution = True
+    return tools
 
 
 def demo_model() -> ScriptedChatModel:
-    """The scripted policy of the demo (answers per role, in call order)."""
+    """The scripted policy of the demo (answers per role, in call order; resume-safe)."""
     return ScriptedChatModel(script={
-        "planner": [plan("Read calc.py", "Fix mean() for empty lists", "Run the tests",
-                         goal="mean([]) returns 0.0 and the test suite passes",
-                         criteria=["tests/test_calc.py passes"])],
+        "planner": [plan(
+            steps=[
+                {"id": "s1", "title": "Find where the 413 comes from",
+                 "expected_output": "the component and the setting that refuse bodies over 1 MB"},
+                {"id": "s2", "title": "Raise the proxy's body-size limit to the app's 10 MiB",
+                 "expected_output": "proxy/nginx.conf allows 10 MiB bodies", "depends_on": ["s1"]},
+                {"id": "s3", "title": "Run the upload tests and note the fix in CHANGELOG.md",
+                 "expected_output": "tests/test_upload.py passes; CHANGELOG.md has the entry", "depends_on": ["s2"]},
+            ],
+            goal="uploads up to 10 MB pass the proxy; tests/test_upload.py passes",
+            criteria=["tests/test_upload.py passes", "CHANGELOG.md notes the fix under Unreleased"],
+        )],
         "executor": [
-            tool_call("read_file", {"path": "calc.py"}, id="d-read", content="Look at mean() first."),
-            complete("mean() divides by len(xs) without a guard",
-                     findings=["calc.py: mean() divides by len(xs); an empty list raises ZeroDivisionError"]),
-            tool_call("write_file", {"path": "calc.py", "content": "def mean(xs):\n    return sum(xs) / len(xs) if xs is not None else 0.0\n"},
-                      id="d-patch1", content="Guard the division."),
-            complete("patched mean()"),
-            tool_call("run_tests", {}, id="d-test1", content="Check the fix."),
-            tool_call("write_file", {"path": "calc.py", "content": "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n"},
-                      id="d-patch2", content="The guard tested for None, not for emptiness; test truthiness."),
-            tool_call("run_tests", {}, id="d-test2", content="Run the tests again."),
-            complete("tests pass", findings=["2 tests pass after the second patch"]),
+            tool_call("list_dir", {"path": ".", "depth": 2}, id="d-ls", content="Look at the layout first."),
+            tool_call("read_file", {"path": "logs/proxy_error.log"}, id="d-log", content="Read the proxy's error log."),
+            tool_call("grep", {"pattern": "client_max_body_size|MAX_UPLOAD_BYTES", "path": "."}, id="d-grep",
+                      content="Which limits are configured?"),
+            tool_call("read_file", {"path": "secrets/prod.env"}, id="d-secrets",
+                      content="Check whether the bucket credentials play a part."),
+            complete("the proxy refuses bodies over 1 MB before they reach the app", findings=[
+                "proxy/nginx.conf sets client_max_body_size 1m at server level, so nginx answers 413",
+                "app/upload.py accepts up to 10 MiB (MAX_UPLOAD_BYTES)",
+            ]),
+            tool_call("apply_patch", {"patch": _PATCH_WRONG_UNIT}, id="d-fix1", content="Raise the limit to 10 MB."),
+            complete("raised client_max_body_size in proxy/nginx.conf"),
+            tool_call("run_command", {"argv": DEMO_TEST_ARGV}, id="d-test1", content="Run the upload tests."),
+            tool_call("apply_patch", {"patch": _PATCH_UNIT}, id="d-fix2",
+                      content="nginx sizes take k, m or g: 10m, not 10mb."),
+            tool_call("run_command", {"argv": DEMO_TEST_ARGV}, id="d-test2", content="Run the tests again."),
+            tool_call("write_file", {"path": "CHANGELOG.md", "content": _CHANGELOG}, id="d-changelog",
+                      content="Note the fix."),
+            complete("the upload tests pass; CHANGELOG.md notes the fix",
+                     findings=["tests/test_upload.py passes (3 tests) with client_max_body_size 10m"]),
         ],
-        "recovery": [recover("retry", "the guard is wrong: `xs is not None` is true for []; patch again")],
-        "reviewer": [review("approve", "mean([]) returns 0.0; tests pass; tests/test_calc.py untouched")],
+        "recovery": [recover("retry", "nginx rejects the size '10mb' (units are k, m, g); patch it to 10m")],
+        "reviewer": [review("approve", "5 MB uploads pass the proxy; tests pass; tests/test_upload.py untouched")],
     })

@@ -54,9 +54,16 @@ def render_state(console: Console, ctx: TaskContext, events: list[Event], checkp
     h("Pending approvals")
     a = ctx.control.pending_approval
     p(f"{a.tool} {a.arguments} ({a.risk}): {a.reason}" if a else "(none)")
-    denials = [e for e in events if e.kind in ("permission.denied", "permission.granted")]
-    for e in denials[-5:]:
-        p(f"- {e.kind}: {e.payload['tool']} {e.payload['reason']}")
+    h("Approvals and denials")
+    # requests, the user's answers and every refusal; calls the policy let run are only counted
+    shown = [e for e in events if e.kind in ("permission.requested", "permission.denied")
+             or (e.kind == "permission.granted" and e.actor == "user")]
+    for e in shown[-12:]:
+        who = "user" if e.actor == "user" else "policy"
+        p(f"- #{e.seq} {e.kind} ({who}): {e.payload['tool']} [{e.payload['call_id']}] {e.payload['reason']}")
+    auto = sum(1 for e in events if e.kind == "permission.granted" and e.actor != "user")
+    p(f"({len(shown)} shown; {auto} side-effecting calls allowed by policy without approval)" if shown or auto
+      else "(none)")
     h("Error history")
     resolved = {e.id: e for e in ctx.errors.resolved_errors}
     for e in ctx.errors.error_history or []:

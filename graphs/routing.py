@@ -40,6 +40,10 @@ def after_executor(state: Any) -> str:
 
 def after_tools(state: Any) -> str:
     ctx = _ctx(state)
+    if _finished(ctx):
+        return END
+    if any(r.status == "pending" for r in ctx.evidence.recent_tool_calls):
+        return "tools"  # a call waits for the next approval (one interrupt per tool-node run)
     recorded = {e.call_id for e in ctx.errors.error_history}
     if any(r.status == "error" and r.id not in recorded for r in ctx.evidence.recent_tool_calls):
         return "recovery"

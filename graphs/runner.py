@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
 
 from context import Event, SqliteStores, TaskContext, UnknownTaskError, replay
 
-__all__ = ["RECURSION_LIMIT", "RunResult", "export_run", "manifest_line", "run_graph", "thread_config"]
+__all__ = ["RECURSION_LIMIT", "RunResult", "export_run", "manifest_line", "pending_approval", "run_graph",
+           "run_with_approvals", "thread_config"]
 
 #: Supersteps one invocation may take (a 50-step replay takes ~170).
 RECURSION_LIMIT = 100_000
@@ -32,10 +34,17 @@ class RunResult:
     next_nodes: tuple[str, ...]
     stopped_early: bool
     calls: list[Event] = field(default_factory=list)
+    #: Values of the interrupts the thread waits on (approval requests of the tool node).
+    interrupts: list[Any] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
         return not self.next_nodes
+
+    @property
+    def waiting(self) -> dict[str, Any] | None:
+        """The approval request the run stopped at, if any."""
+        return self.interrupts[0] if self.interrupts else None
 
 
 def thread_config(task_id: str, **configurable: Any) -> dict[str, Any]:
@@ -46,13 +55,17 @@ def run_graph(
     graph: CompiledStateGraph,
     stores: SqliteStores,
     task_id: str,
-    input: TaskContext | None,
+    input: TaskContext | Command | None,
     *,
     stop_after: int | None = None,
     resume: bool = False,
     on_event: Callable[[Event], None] | None = None,
 ) -> RunResult:
-    """Run (``input`` given) or resume (``input=None``) the thread ``task_id``.
+    """Run (``input`` given) or resume (``input=None``) the thread ``task_id``; ``input`` may be
+    a ``Command(resume=answer)`` that answers a pending approval.
+
+    After an ``interrupt()`` the stream ends with the thread's next node pending; the result's
+    ``interrupts`` then holds the request (see :func:`run_with_approvals`).
 
     ``stop_after``: stop once ``progress.executor_steps`` reaches this absolute count.
     ``on_event`` sees every event appended during the run (for progress display).
@@ -86,7 +99,45 @@ def run_graph(
                 break
     snap = graph.get_state(thread_config(task_id))
     state = TaskContext.model_validate(snap.values)
-    return RunResult(task_id=task_id, state=state, next_nodes=tuple(snap.next), stopped_early=stopped, calls=calls)
+    waiting = [] if stopped else [i.value for i in (snap.interrupts or ())]
+    return RunResult(task_id=task_id, state=state, next_nodes=tuple(snap.next), stopped_early=stopped, calls=calls,
+                     interrupts=waiting)
+
+
+def pending_approval(graph: CompiledStateGraph, task_id: str) -> dict[str, Any] | None:
+    """The approval request thread ``task_id`` waits on, or None (``Command(resume=...)`` with
+    nothing pending is a silent no-op in LangGraph, so callers check this first)."""
+    snap = graph.get_state(thread_config(task_id))
+    for i in snap.interrupts or ():
+        if isinstance(i.value, dict) and i.value.get("type") == "approval":
+            return i.value
+    return None
+
+
+def run_with_approvals(
+    graph: CompiledStateGraph,
+    stores: SqliteStores,
+    task_id: str,
+    input: TaskContext | Command | None,
+    *,
+    answer: Callable[[dict[str, Any]], dict[str, Any] | None],
+    stop_after: int | None = None,
+    resume: bool = False,
+    on_event: Callable[[Event], None] | None = None,
+    on_request: Callable[[dict[str, Any]], None] | None = None,
+) -> RunResult:
+    """:func:`run_graph`, answering each approval request with ``answer(request)`` (which returns
+    ``{"action": "approve" | "edit" | "reject" | "respond", ...}``, or None to stop and leave the
+    request pending for ``taskctx approve``)."""
+    result = run_graph(graph, stores, task_id, input, stop_after=stop_after, resume=resume, on_event=on_event)
+    while result.waiting is not None:
+        if on_request:
+            on_request(result.waiting)
+        reply = answer(result.waiting)
+        if reply is None:
+            break
+        result = run_graph(graph, stores, task_id, Command(resume=reply), stop_after=stop_after, on_event=on_event)
+    return result
 
 
 def manifest_line(e: Event) -> dict[str, Any]:

@@ -21,16 +21,22 @@ from .roles import (
 )
 from .runtime import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, NodeRun, Rendered, cached_prefix_tokens, fingerprints
 from .testing import ReplayChatModel, ScriptedChatModel, complete, plan, recover, review, tool_call
-from .tools import ReplayTools, ToolExecutor, ToolOutcome, function_schema, make_tool_node
+from .permissions import Decision, PolicyError, assess
+from .secrets import mask_secrets
+from .tools import ReplayTools, ToolExecutor, ToolOutcome, function_schema, make_tool_node, normalize_answer
+from .workspace import Recovery, WorkspaceTools
 
 __all__ = [
     "DEFAULT_BUDGET",
     "DEFAULT_RESERVE",
+    "Decision",
     "EXTERNAL_RULE",
     "ExecutorRenderer",
     "NodeEnv",
     "NodeRun",
     "PlannerRenderer",
+    "PolicyError",
+    "Recovery",
     "RecoveryRenderer",
     "Renderer",
     "Rendered",
@@ -40,6 +46,8 @@ __all__ = [
     "ScriptedChatModel",
     "ToolExecutor",
     "ToolOutcome",
+    "WorkspaceTools",
+    "assess",
     "cached_prefix_tokens",
     "complete",
     "fingerprints",
@@ -49,6 +57,8 @@ __all__ = [
     "make_recovery_node",
     "make_reviewer_node",
     "make_tool_node",
+    "mask_secrets",
+    "normalize_answer",
     "plan",
     "quote_external",
     "recover",

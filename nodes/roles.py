@@ -40,10 +40,11 @@ from context.events import (
 from .render import ExecutorRenderer, PlannerRenderer, RecoveryRenderer, Renderer, ReviewerRenderer
 from .runtime import NodeEnv, NodeRun
 from .schemas import COMPLETE_STEP, DECIDE_RECOVERY, SUBMIT_PLAN, SUBMIT_REVIEW
-from .tools import CONTROL_TOOLS, READ_ARTIFACT_SCHEMA, ToolExecutor
+from .tools import CONTROL_TOOLS, READ_ARTIFACT_SCHEMA, REJECTED_AGAIN, ToolExecutor
 
 __all__ = [
     "MAX_REVIEW_ROUNDS",
+    "MAX_REJECTED_REPEATS",
     "MAX_STEP_ERRORS",
     "make_executor_node",
     "make_planner_node",
@@ -58,6 +59,9 @@ Node = Callable[[TaskContext, RunnableConfig], dict[str, Any]]
 MAX_REVIEW_ROUNDS = 3
 #: Errors one step may meet before recovery stops the task whatever the model says.
 MAX_STEP_ERRORS = 10
+#: Calls repeated after the user rejected them before recovery stops the task (the first
+#: repeat re-plans: retrying a rejected call would only repeat it).
+MAX_REJECTED_REPEATS = 2
 
 
 def _tool_args(ai: AIMessage, name: str) -> dict[str, Any] | None:
@@ -159,7 +163,8 @@ def _findings(ctx: TaskContext, step_id: str, raw: Any) -> list[Finding]:
         else:
             stmt, ev = str(f), []
         if stmt:
-            out.append(Finding(id=f"{step_id}.f{i}", statement=stmt, evidence_refs=ev or refs))
+            sup = [str(s) for s in f.get("supersedes") or []] if isinstance(f, dict) else []
+            out.append(Finding(id=f"{step_id}.f{i}", statement=stmt, evidence_refs=ev or refs, supersedes=sup))
     return out
 
 
@@ -260,7 +265,8 @@ def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
             if rec.status == "error" and rec.id not in seen:
                 n += 1
                 lines = rec.result_summary.strip().splitlines()
-                msg = next((ln for ln in lines if "rror" in ln or "Traceback" in ln), lines[0] if lines else "")
+                at = next((i for i, ln in enumerate(lines) if "rror" in ln or "Traceback" in ln), 0)
+                msg = " ".join(ln.strip() for ln in lines[at : at + 3] if ln.strip()) if lines else ""
                 ev = run.make("error.occurred", ErrorOccurred(
                     error_id=f"err-{n}", source=f"tool:{rec.tool}", message=msg.strip()[:300],
                     step_id=rec.step_id, call_id=rec.id), actor="system")
@@ -274,6 +280,12 @@ def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
         if decision == "retry" and step_errors >= MAX_STEP_ERRORS:
             decision, reason = "stop", f"{step_errors} errors in step {ctx.plan.current_step_id}; {reason}"
         last = ctx.errors.last_error
+        if last is not None and last.message.startswith(REJECTED_AGAIN):
+            repeats = sum(1 for e in ctx.errors.error_history if e.message.startswith(REJECTED_AGAIN))
+            if repeats >= MAX_REJECTED_REPEATS:
+                decision, reason = "stop", f"the agent repeated a call the user rejected {repeats} times; {reason}"
+            elif decision == "retry":
+                decision, reason = "replan", f"retrying would repeat a call the user rejected; {reason}"
         events = [run.make("recovery.decided", RecoveryDecided(
             error_id=last.id if last else None, decision=decision, reason=reason))]
         if decision == "stop":

@@ -161,7 +161,8 @@ class ReplayChatModel(_OfflineModel):
                                    "expected_output": f"the observations of recorded steps {a}-{b}",
                                    "depends_on": [f"s{k - 1}"] if k > 1 else []})
             lines = [ln.strip() for ln in self.trajectory.request.splitlines()]
-            first = next((ln for ln in lines if len(ln) > 10 and not ln.startswith("<")), lines[0] if lines else "")[:200]
+            first = next((ln for ln in lines if len(ln) > 10 and not ln.startswith(("<", "/"))),
+                         lines[0] if lines else "")[:200]
             return plan(goal=first, steps=plan_steps,
                         criteria=[f"all {len(steps)} recorded actions replayed once, each observation recorded"])
         if role == "executor":

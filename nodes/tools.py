@@ -1,13 +1,36 @@
-"""The tool node, the tool-executor protocol, the replay tools and ``read_artifact``.
+"""The tool node, the tool-executor protocol, the replay tools, ``read_artifact`` and
+``search_history``.
 
 The executor appends ``tool.called`` for each call the model issues; the tool node then runs
-every call still pending, one at a time: raw output → artifact store (exact bytes) →
-compression → ``tool.result.received`` (its own transaction, so a crash mid-batch keeps the
-results already recorded). A successful call resolves the task's open error
-(``error.resolved``). Tool output is external content: it never reaches a system message.
+every call still pending, one at a time: raw output → artifact store (exact bytes) → secrets
+masked → compression → ``tool.result.received`` (its own transaction, so a crash mid-batch keeps
+the results already recorded). A successful call resolves the task's open errors
+(``error.resolved``; with ``strict_resolution`` on the executor, only errors of an earlier call
+of the same tool with the same arguments). Tool output is external content: it never reaches a
+system message.
 
-Permissions are checked here, in code, for every call: a denied tool or a tool outside
-``allowed_tools`` gets a ``permission.denied`` event and a ``denied`` result.
+**Permissions** are checked here, in code, for every call (:func:`nodes.permissions.assess`):
+a refused call gets ``permission.denied`` and a ``denied`` result and never runs.
+
+**Approvals.** A call that needs approval (``requires_approval`` or high risk) records
+``permission.requested`` and calls LangGraph ``interrupt()`` with ``{type: "approval", call_id,
+tool, arguments, risk, reason}``. The answer (``Command(resume=...)``) is ``{"action":
+"approve"}``, ``{"action": "edit", "arguments": {...}}`` (checked by the policy again, not asked
+again), ``{"action": "reject", "reason": "..."}`` or ``{"action": "respond", "message":
+"..."}``. One interrupt per node run: a second call that needs approval waits for the next run
+of the node (the router sends the graph back here while calls are pending). A node re-runs from
+its first line on resume: ``permission.requested`` is appended only if the state (caught up with
+the node's own events, :class:`~nodes.runtime.NodeRun`) does not already wait for this call, so
+nothing is appended twice. A rejection is ``permission.denied`` by the user (the planner sees
+it); the same tool with the same arguments is never put up again in this task: it is refused
+with an ``error`` result (:data:`REJECTED_AGAIN`), which sends the run to recovery, which
+re-plans or stops.
+
+**Side effects.** Before a call with side effects runs, ``permission.granted`` is committed (by
+the user after an approval, else by the system with the policy's risk): the marker that it may
+have started. A call that has the marker but no result (the process died in between) is never
+re-run blindly: the executor's ``recover()`` checks the workspace and the call is recorded as
+done, run again, or put up for approval. Read-only calls simply run again.
 """
 
 from __future__ import annotations
@@ -20,6 +43,8 @@ from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 
+from langgraph.types import interrupt
+
 from context import (
     ArtifactNotFoundError,
     InvalidRefError,
@@ -27,15 +52,25 @@ from context import (
     Trajectory,
     classify_result,
     compress_tool_result,
+    parse_ref,
+    slice_lines,
+    summarize_event,
 )
 from context.compression import ResultKind
 from context.events import ErrorResolved, FileModified, PermissionEvent, ToolResultReceived
+from context.models import ToolCallRecord
 
+from .permissions import assess
 from .runtime import NodeEnv, NodeRun
+from .secrets import mask_secrets
 
 __all__ = [
+    "APPROVAL_ACTIONS",
     "CONTROL_TOOLS",
     "READ_ARTIFACT_SCHEMA",
+    "REJECTED_AGAIN",
+    "SEARCH_HISTORY_SCHEMA",
+    "normalize_answer",
     "ReplayTools",
     "ToolExecutor",
     "ToolOutcome",
@@ -48,13 +83,15 @@ __all__ = [
 @dataclass(frozen=True)
 class ToolOutcome:
     """What a tool returned: ``status`` ok|error, the raw ``output`` text, its compression
-    ``kind``, and for file reads/writes the ``path``."""
+    ``kind``, and for file reads/writes the ``path``; ``modified`` (and ``modified_all`` for
+    several files) the files the call changed."""
 
     status: str
     output: str
     kind: ResultKind = "command"
     path: str | None = None
     modified: str | None = None
+    modified_all: tuple[str, ...] = ()
 
 
 class ToolExecutor(Protocol):
@@ -81,6 +118,17 @@ READ_ARTIFACT_SCHEMA = function_schema(
     {"ref": {"type": "string"}},
     ["ref"],
 )
+
+SEARCH_HISTORY_SCHEMA = function_schema(
+    "search_history",
+    "Search this task's event log (tool calls, results, denials, errors, plans) for a text.",
+    {"query": {"type": "string"}},
+    ["query"],
+)
+
+#: Start of the result of a call the user already rejected (same tool, same arguments).
+REJECTED_AGAIN = "refused: the user already rejected this exact call"
+APPROVAL_ACTIONS = ("approve", "edit", "reject", "respond")
 
 #: Tools the nodes handle themselves (not run by a ToolExecutor).
 CONTROL_TOOLS = {"complete_step", "submit_plan", "submit_review", "decide_recovery"}
@@ -130,57 +178,212 @@ class ReplayTools:
 
 
 def _read_artifact(env: NodeEnv, arguments: dict[str, Any]) -> ToolOutcome:
+    """The artifact (or its ``#L`` slice), secrets masked: the whole artifact is masked first and
+    then sliced (masking keeps line numbers), so a slice inside a key block is masked too."""
     ref = str(arguments.get("ref", ""))
     try:
-        data = env.artifacts.get(ref)
+        r = parse_ref(ref)
+        data = env.artifacts.get(f"artifact://sha256:{r.digest}")
     except (InvalidRefError, ArtifactNotFoundError) as exc:
         return ToolOutcome("error", str(exc))
-    return ToolOutcome("ok", data.decode("utf-8", errors="replace"), "other")
+    text = mask_secrets(data.decode("utf-8", errors="replace")).text
+    if r.start is not None:
+        text = slice_lines(text.encode("utf-8"), r.start, r.end or r.start).decode("utf-8")
+    return ToolOutcome("ok", text, "other")
+
+
+def _search_history(env: NodeEnv, task_id: str, arguments: dict[str, Any], limit: int = 30) -> ToolOutcome:
+    query = str(arguments.get("query", "")).strip().lower()
+    if not query:
+        return ToolOutcome("error", "search_history needs a non-empty query")
+    hits = []
+    for e in env.events.read(task_id):
+        if e.kind == "context.built":
+            continue
+        line = f"#{e.seq} {e.kind} [{e.actor}] {summarize_event(e)}"
+        if query in line.lower() or query in json.dumps(e.payload, ensure_ascii=False).lower():
+            hits.append(line)
+    if not hits:
+        return ToolOutcome("ok", f"(no events match {query!r})\n", "other")
+    shown = hits[-limit:]
+    more = f"({len(hits) - len(shown)} older matches not shown)\n" if len(hits) > len(shown) else ""
+    return ToolOutcome("ok", more + "\n".join(shown) + "\n", "other")
+
+
+def _args_of(text: str) -> dict[str, Any]:
+    try:
+        args = json.loads(text)
+    except json.JSONDecodeError:
+        return {"input": text}
+    return args if isinstance(args, dict) else {"input": args}
+
+
+def _canon(args: dict[str, Any]) -> str:
+    return json.dumps(args, sort_keys=True, ensure_ascii=False)
+
+
+def normalize_answer(answer: Any) -> dict[str, Any]:
+    """An approval answer as ``{"action": ..., ...}``; anything unreadable is a rejection."""
+    if isinstance(answer, str) and answer in APPROVAL_ACTIONS:
+        answer = {"action": answer}
+    if not isinstance(answer, dict) or answer.get("action") not in APPROVAL_ACTIONS:
+        return {"action": "reject", "reason": f"unreadable approval answer {str(answer)[:100]!r}"}
+    out = dict(answer)
+    if out["action"] == "edit" and not isinstance(out.get("arguments"), dict):
+        return {"action": "reject", "reason": "edit without an arguments object"}
+    return out
+
+
+def _scoped_execute(tools: Any, call_id: str, tool: str, args: dict[str, Any], scopes: list[str]) -> ToolOutcome:
+    try:
+        if hasattr(tools, "check"):
+            return tools.execute(call_id, tool, args, scopes)
+        return tools.execute(call_id, tool, args)
+    except Exception as exc:  # a crashing tool is an error result, not a crashed graph
+        return ToolOutcome("error", f"error: tool {tool} raised {type(exc).__name__}: {exc}")
 
 
 def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> Callable[[TaskContext, RunnableConfig], dict[str, Any]]:
     """The graph's ``tools`` node: runs every pending call (see module doc)."""
+    strict = bool(getattr(tools, "strict_resolution", False))
+
+    def record(run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], out: ToolOutcome, note: str = "") -> None:
+        ref = env.artifacts.put(out.output)
+        masked = mask_secrets(out.output).text
+        comp = compress_tool_result(masked, out.kind, ref, path=out.path)
+        summary = f"[{note}]\n{comp.text}" if note else comp.text
+        batch = [run.make("tool.result.received", ToolResultReceived(
+            call_id=rec.id, status="ok" if out.status == "ok" else "error", result_summary=summary,
+            raw_ref=ref, raw_chars=len(out.output), compressed=comp.compressed), actor="tool")]
+        for path in out.modified_all or ((out.modified,) if out.modified else ()):
+            batch.append(run.make("file.modified", FileModified(path=path, call_id=rec.id, raw_ref=ref), actor="tool"))
+        if out.status == "ok":
+            done = {e.id for e in run.ctx.errors.resolved_errors}
+            calls = {r.id: r for r in run.ctx.evidence.recent_tool_calls}
+            for err in run.ctx.errors.error_history:
+                if err.id in done:
+                    continue
+                if strict:
+                    if err.source != f"tool:{rec.tool}":
+                        continue
+                    prev = calls.get(err.call_id or "")
+                    if prev is not None and _canon(_args_of(prev.arguments)) != _canon(args):
+                        continue
+                batch.append(run.make("error.resolved", ErrorResolved(
+                    error_id=err.id, resolution=f"later call {rec.id} ({rec.tool}) succeeded"), actor="system"))
+        run.commit(batch)
+
+    def deny(run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], reason: str, summary: str, *,
+             actor: str = "system", status: str = "denied", risk: str = "high") -> None:
+        run.commit([
+            run.make("permission.denied", PermissionEvent(call_id=rec.id, tool=rec.tool, arguments=_canon(args),
+                                                         risk=risk, reason=reason), actor=actor),
+            run.make("tool.result.received", ToolResultReceived(call_id=rec.id, status=status, result_summary=summary),
+                     actor="system"),
+        ])
+
+    def grant(run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, reason: str, actor: str) -> None:
+        run.commit([run.make("permission.granted", PermissionEvent(
+            call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason), actor=actor)])
+
+    def execute(run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], note: str = "") -> None:
+        if rec.tool == "read_artifact":
+            out = _read_artifact(env, args)
+        elif rec.tool == "search_history":
+            out = _search_history(env, run.task_id, args)
+        else:
+            out = _scoped_execute(tools, rec.id, rec.tool, args, list(run.ctx.permissions.file_scopes))
+        record(run, rec, args, out, note)
+
+    def rejected_before(run: NodeRun, tool: str, args: dict[str, Any]) -> str | None:
+        canon = _canon(args)
+        for e in env.events.read(run.task_id):
+            if (e.kind == "permission.denied" and e.actor == "user" and e.payload["tool"] == tool
+                    and e.payload["arguments"] == canon and e.payload["reason"].startswith("rejected by the user")):
+                return e.payload["reason"]
+        return None
+
+    def ask(run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, reason: str) -> dict[str, Any]:
+        pending = run.ctx.control.pending_approval
+        if pending is None or pending.call_id != rec.id:
+            run.commit([run.make("permission.requested", PermissionEvent(
+                call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason), actor="system")])
+        answer = interrupt({"type": "approval", "task_id": run.task_id, "call_id": rec.id, "step_id": rec.step_id,
+                            "tool": rec.tool, "arguments": args, "risk": risk, "reason": reason})
+        return normalize_answer(answer)
+
+    def answered(run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, ans: dict[str, Any],
+                 note: str = "") -> None:
+        action = ans["action"]
+        if action == "approve":
+            grant(run, rec, args, risk, "approved by the user", "user")
+            execute(run, rec, args, note)
+        elif action == "edit":
+            new = dict(ans["arguments"])
+            d = assess(rec.tool, new, run.ctx.permissions, tools)
+            if not d.allowed:
+                deny(run, rec, new, f"edited arguments refused: {d.reason}",
+                     f"refused by the tool node: the edited arguments break the policy ({d.reason}); not run")
+                return
+            grant(run, rec, new, d.risk, "approved with arguments edited by the user", "user")
+            execute(run, rec, new, "the user edited the arguments before approving" + (f"; {note}" if note else ""))
+        elif action == "reject":
+            why = " ".join(str(ans.get("reason") or "no reason given").split())[:500]
+            deny(run, rec, args, f"rejected by the user: {why}",
+                 f"the user rejected this call ({why}); it was not run. Do not ask for it again with the same "
+                 "arguments: choose another approach or finish the step.", actor="user", risk=risk)
+        else:
+            msg = " ".join(str(ans.get("message") or "").split())[:2000]
+            deny(run, rec, args, f"the user answered instead of approving: {msg}",
+                 f"not run; instead of approving, the user says: {msg}", actor="user", risk=risk)
 
     def tools_node(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
         run = NodeRun(env, state, "tools", config)
-        ctx = run.ctx
-        p = ctx.permissions
-        for rec in [r for r in ctx.evidence.recent_tool_calls if r.status == "pending"]:
-            try:
-                args = json.loads(rec.arguments)
-            except json.JSONDecodeError:
-                args = {"input": rec.arguments}
-            if not isinstance(args, dict):
-                args = {"input": args}
-            denied = rec.tool in p.denied_tools or (
-                bool(p.allowed_tools) and rec.tool not in p.allowed_tools and rec.tool != "read_artifact"
-            )
-            if denied:
-                why = "denied_tools" if rec.tool in p.denied_tools else "not in allowed_tools"
-                run.commit([
-                    run.make("permission.denied", PermissionEvent(call_id=rec.id, tool=rec.tool, arguments=rec.arguments,
-                                                                 reason=f"{rec.tool} is {why}"), actor="system"),
-                    run.make("tool.result.received", ToolResultReceived(
-                        call_id=rec.id, status="denied", result_summary=f"{rec.tool} is {why}; the call was not run"),
-                        actor="system"),
-                ])
+        asked = False
+        for rec in [r for r in run.ctx.evidence.recent_tool_calls if r.status == "pending"]:
+            marker = next((e for e in reversed(run.own) if e.kind == "permission.granted"
+                           and e.payload["call_id"] == rec.id), None)
+            args = _args_of(marker.payload["arguments"]) if marker is not None else _args_of(rec.arguments)
+            perms = run.ctx.permissions
+            d = assess(rec.tool, args, perms, tools)
+            if not d.allowed:
+                deny(run, rec, args, d.reason, f"refused by the tool node: {d.reason}; the call was not run")
                 continue
-            out = _read_artifact(env, args) if rec.tool == "read_artifact" else tools.execute(rec.id, rec.tool, args)
-            ref = env.artifacts.put(out.output)
-            comp = compress_tool_result(out.output, out.kind, ref, path=out.path)
-            batch = [run.make("tool.result.received", ToolResultReceived(
-                call_id=rec.id, status="ok" if out.status == "ok" else "error", result_summary=comp.text,
-                raw_ref=ref, raw_chars=comp.raw_chars, compressed=comp.compressed), actor="tool")]
-            if out.modified:
-                batch.append(run.make("file.modified", FileModified(path=out.modified, call_id=rec.id, raw_ref=ref),
-                                      actor="tool"))
-            if out.status == "ok":
-                done = {e.id for e in run.ctx.errors.resolved_errors}
-                for err in run.ctx.errors.error_history:
-                    if err.id not in done:
-                        batch.append(run.make("error.resolved", ErrorResolved(
-                            error_id=err.id, resolution=f"later call {rec.id} ({rec.tool}) succeeded"), actor="system"))
-            run.commit(batch)
+            side = tools.has_side_effects(rec.tool)
+            if marker is not None and side:
+                rcv = getattr(tools, "recover", None)
+                r = rcv(rec.id, rec.tool, args, list(perms.file_scopes)) if rcv else None
+                state_ = r.state if r is not None else "ask"
+                note_ = r.note if r is not None else "the tool cannot check its own side effects"
+                if state_ == "done" and r is not None and r.outcome is not None:
+                    record(run, rec, args, r.outcome, f"recovered after an interruption: {note_}")
+                elif state_ == "retry":
+                    execute(run, rec, args, f"run again after an interruption: {note_}")
+                else:
+                    if asked:
+                        break
+                    asked = True
+                    ans = ask(run, rec, args, "high", f"interrupted before its result was recorded: {note_}; "
+                                                     "run it again?")
+                    answered(run, rec, args, "high", ans, "run again after an interruption, approved by the user")
+                continue
+            if d.needs_approval and marker is None:
+                prior = rejected_before(run, rec.tool, args)
+                if prior is not None:
+                    deny(run, rec, args, f"already {prior}; not asked again",
+                         f"{REJECTED_AGAIN} ({prior}); it was not run and will not be put up for approval again. "
+                         "Choose another approach or stop.", status="error", risk=d.risk)
+                    continue
+                if asked:
+                    break
+                asked = True
+                ans = ask(run, rec, args, d.risk, d.reason or f"{rec.tool} needs approval")
+                answered(run, rec, args, d.risk, ans)
+                continue
+            if side and marker is None:
+                grant(run, rec, args, d.risk, f"allowed by policy ({d.risk} risk){': ' + d.reason if d.reason else ''}",
+                      "system")
+            execute(run, rec, args)
         return run.update()
 
     return tools_node

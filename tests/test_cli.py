@@ -29,39 +29,94 @@ def _error_line(result) -> str:
 
 
 def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None:
+    """``taskctx demo --approve-all`` on the bundled sample workspace: explores, is refused outside
+    its scopes, asks approval for the fix, hits a failing test, recovers, is interrupted and
+    resumed, and ends with the sample's test green."""
+    import subprocess
+    import sys
+
     db, out = tmp_path / "t.sqlite", tmp_path / "runs"
-    r = invoke("demo", "--db", str(db), "--out", str(out), "--task-id", "d1")
+    r = invoke("demo", "--db", str(db), "--out", str(out), "--task-id", "d1", "--approve-all")
     assert r.exit_code == 0, r.output
     assert "interrupted after 3 executor steps" in r.stdout
-    assert "task d1: completed; 5 executor steps" in r.stdout
+    assert r.stdout.count("approval requested: apply_patch") == 2
+    assert r.stdout.count("-> approved (--approve-all)") == 2
+    assert "permission.denied: read_file: secrets/prod.env is outside the task's file scopes" in r.stdout
+    assert "task d1: completed; 9 executor steps" in r.stdout
     stores = SqliteStores(db)
     kinds = [e.kind for e in stores.events.read("d1")]
     assert kinds[:4] == ["task.created", "context.built", "plan.created", "step.started"]
     assert kinds.count("resume.started") == 1
+    assert kinds.count("permission.denied") == 1 and kinds.count("permission.requested") == 2
     assert kinds.count("error.occurred") == 1 and kinds.count("error.resolved") == 1
     assert kinds[-2:] == ["review.completed", "task.completed"]
     ctx = replay(stores.events.read("d1"))
     assert ctx.errors.error_history[0].id == "err-1"
-    assert ctx.errors.resolved_errors[0].resolution == "later call d-patch2 (write_file) succeeded"
-    assert ctx.progress.changed_artifacts == ["calc.py"]
+    assert ctx.errors.resolved_errors[0].resolution == "later call d-test2 (run_command) succeeded"
+    assert ctx.progress.changed_artifacts == ["proxy/nginx.conf", "CHANGELOG.md"]
+    # the workspace copy: fixed, tests green, the test file untouched
+    ws = tmp_path / "workspaces" / "d1"
+    assert "client_max_body_size 10m;" in (ws / "proxy" / "nginx.conf").read_text()
+    from graphs.demo import SAMPLE_WORKSPACE
+
+    assert (ws / "tests" / "test_upload.py").read_bytes() == (SAMPLE_WORKSPACE / "tests" / "test_upload.py").read_bytes()
+    green = subprocess.run([sys.executable, "-m", "unittest", "tests/test_upload.py"], cwd=ws, capture_output=True,
+                           text=True, timeout=60)
+    assert green.returncode == 0, green.stderr
+    red = subprocess.run([sys.executable, "-m", "unittest", "tests/test_upload.py"], cwd=SAMPLE_WORKSPACE,
+                         capture_output=True, text=True, timeout=60, env={**__import__("os").environ,
+                                                                           "PYTHONDONTWRITEBYTECODE": "1"})
+    assert red.returncode != 0 and "413 != 201" in red.stderr  # the bundled sample shows the bug
+    # the bearer token of the proxy log never leaves the artifact store unmasked
+    trace = (out / "d1" / "trace.jsonl").read_text()
+    assert "eyJhbGciOiJIUzI1NiJ9" not in trace and "[REDACTED:jwt]" in trace
     run_dir = out / "d1"
     assert sorted(p.name for p in run_dir.iterdir()) == ["context_pack.md", "manifests.jsonl", "state.json", "trace.jsonl"]
     assert len((run_dir / "trace.jsonl").read_text().splitlines()) == len(kinds)
     manifests = [json.loads(x) for x in (run_dir / "manifests.jsonl").read_text().splitlines()]
-    assert [m["role"] for m in manifests] == ["planner"] + ["executor"] * 5 + ["recovery"] + ["executor"] * 3 + ["reviewer"]
+    assert [m["role"] for m in manifests] == ["planner"] + ["executor"] * 8 + ["recovery"] + ["executor"] * 4 + ["reviewer"]
     assert set(manifests[0]) == {"call", "role", "step_id", "budget", "prompt_tokens", "cached_prefix_tokens",
                                  "transcript_reset", "blocks"}
     assert set(manifests[0]["blocks"][0]) == {"id", "layer", "kind", "trust", "tokens", "included", "reason"}
     pack = (run_dir / "context_pack.md").read_text()
-    assert "Do not modify tests/test_calc.py." in pack and "executor call 10" in pack
+    assert "Do not modify tests/test_upload.py." in pack and "executor call 14" in pack
 
     insp = invoke("inspect", "d1", "--db", str(db))
     assert insp.exit_code == 0
     for heading in ("Goal", "Success criteria", "Constraints", "Plan", "Current step", "Recent progress", "Evidence",
-                    "Permissions", "Pending approvals", "Error history", "Resolved errors", "Omitted history", "Checkpoints"):
+                    "Permissions", "Pending approvals", "Approvals and denials", "Error history", "Resolved errors",
+                    "Omitted history", "Checkpoints"):
         assert f"\n{heading}\n" in insp.stdout
-    assert "err-1 [resolved: later call d-patch2 (write_file) succeeded]" in insp.stdout
+    assert "permission.denied (policy): read_file [d-secrets] secrets/prod.env is outside the task's file scopes" in insp.stdout
+    assert "permission.granted (user): apply_patch [d-fix1] approved by the user" in insp.stdout
+    assert "err-1 [resolved: later call d-test2 (run_command) succeeded] tool:run_command in s3" in insp.stdout
     assert "resumes: 1" in insp.stdout
+
+
+def test_demo_without_an_answer_waits_then_approve_from_another_process(tmp_path: Path) -> None:
+    """Non-interactive, no flag: the demo stops at the first approval; ``taskctx approve`` answers
+    it (then the next one); answering when nothing is pending is an error (exit 2, one line)."""
+    db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
+    r = invoke("demo", "--db", db, "--out", out, "--task-id", "w1")
+    assert r.exit_code == 0, r.output
+    assert "waiting for approval of apply_patch (call d-fix1, high risk)" in r.stdout
+    assert "taskctx approve w1" in r.stdout
+    ctx = replay(SqliteStores(db).events.read("w1"))
+    assert ctx.control.pending_approval is not None and ctx.control.status == "waiting_user"
+    bad = invoke("approve", "w1", "--edit", "[1, 2]", "--db", db)
+    assert bad.exit_code == 2 and "JSON object" in _error_line(bad)
+    r2 = invoke("approve", "w1", "--db", db, "--out", out)
+    assert r2.exit_code == 0, r2.output
+    assert "waiting for approval of apply_patch (call d-fix2, high risk)" in r2.stdout
+    r3 = invoke("approve", "w1", "--db", db, "--out", out)
+    assert r3.exit_code == 0, r3.output
+    assert "task w1: completed; 9 executor steps" in r3.stdout
+    n = SqliteStores(db).events.last_seq("w1")
+    r4 = invoke("approve", "w1", "--reject", "too late", "--db", db)
+    assert r4.exit_code == 2 and "has no pending approval" in _error_line(r4)
+    assert SqliteStores(db).events.last_seq("w1") == n
+    r5 = invoke("approve", "nosuch", "--db", db)
+    assert r5.exit_code == 2 and "no task 'nosuch'" in _error_line(r5)
 
 
 def test_replay_max_steps_then_resume(trajectories_dir: Path, tmp_path: Path) -> None:

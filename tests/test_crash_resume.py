@@ -44,6 +44,15 @@ CHILD = textwrap.dedent(
 
     traj = load_trajectory(path)
     project = open_project(db)
+    if where == "checkpoint":  # die while LangGraph writes a checkpoint: the node's writes are saved, the checkpoint is not
+        saver, puts = project.checkpointer, [0]
+        original_put = saver.put
+        def put(*args, **kwargs):
+            puts[0] += 1
+            if puts[0] == at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return original_put(*args, **kwargs)
+        saver.put = put
     project.stores.tasks.register(task_id, {"kind": "replay", "source": path, "budget": 8000})
     g = build_orchestrator(KillingModel(trajectory=traj), tools=KillingTools(traj),
                            checkpointer=project.checkpointer, stores=project.stores)
@@ -72,7 +81,7 @@ def _taskctx(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           timeout=300, env={**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true"})
 
 
-@pytest.mark.parametrize("where,at", [("tool", 7), ("model", 23), ("tool", 41)])
+@pytest.mark.parametrize("where,at", [("tool", 7), ("model", 23), ("tool", 41), ("checkpoint", 60), ("checkpoint", 61)])
 def test_sigkill_then_resume_matches_clean_run(trajectories_dir: Path, tmp_path: Path, where: str, at: int) -> None:
     traj = trajectories_dir / "openhands-ponyc-4588.jsonl"
     db = tmp_path / "crash.sqlite"

@@ -18,7 +18,6 @@ HEADER = {
     "source_path": "runs/demo.json",
     "license": "MIT",
     "task": "Fix the bug in foo.py",
-    "n_steps": 3,
     "meta": {"model": "gpt-x", "first_user_message": "Hi, please fix foo"},
 }
 
@@ -118,8 +117,6 @@ def test_missing_file(tmp_path):
     with pytest.raises(TrajectoryError, match="trajectory file not found") as ei:
         load_trajectory(p)
     assert str(p) in str(ei.value)
-    with pytest.raises(TrajectoryError, match="trajectory file not found"):
-        load_trajectory(tmp_path)  # a directory is not a file
 
 
 @pytest.mark.parametrize("content", ["", "\n\n  \n"])
@@ -191,3 +188,19 @@ def test_all_recorded_trajectories_load_with_header_step_counts():
         assert t.id == header["id"], f.name
         assert len(t.steps) == header["n_steps"], f.name
         assert all(s.tool for s in t.steps), f.name
+
+
+def test_header_n_steps_must_match_the_steps(tmp_path):
+    p = write(tmp_path, [{**HEADER, "n_steps": 3}, step(1, "ls")])
+    with pytest.raises(TrajectoryError) as ei:
+        load_trajectory(p)
+    assert str(ei.value) == (
+        f"{p}: the header says n_steps=3 but the file holds 1 steps; "
+        "the file looks truncated or edited: restore it from the source"
+    )
+
+
+def test_directory_is_named_as_such(tmp_path):
+    with pytest.raises(TrajectoryError) as ei:
+        load_trajectory(tmp_path)
+    assert str(ei.value).startswith(f"{tmp_path} is a directory; pass one .jsonl file")

@@ -23,6 +23,7 @@ __all__ = [
     "EXTERNAL_RULE",
     "Renderer",
     "core_blocks",
+    "governed_claims",
     "quote_external",
     "assemble",
     "permissions_text",
@@ -66,6 +67,14 @@ def permissions_text(ctx: TaskContext) -> str:
         f"require approval: {show(p.requires_approval)}\n"
         f"file scopes: {show(p.file_scopes) if p.file_scopes else '(whole workspace)'}"
     )
+
+
+def governed_claims(ctx: TaskContext) -> list[str]:
+    """Blocks whose claims about permissions the trusted permissions block overrides: the user's
+    request (``user_claim``), whenever the task has any permission rule. The builder records it
+    in the manifest (``superseded_by``); the request itself stays verbatim."""
+    p = ctx.permissions
+    return ["core.request"] if (p.allowed_tools or p.denied_tools or p.requires_approval or p.file_scopes) else []
 
 
 def plan_text(ctx: TaskContext) -> str:

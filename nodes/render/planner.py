@@ -8,7 +8,7 @@ from typing import Any
 from context import TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import assemble, block, core_blocks, permissions_text, plan_text
+from .common import assemble, block, core_blocks, governed_claims, permissions_text, plan_text, quote_external
 
 __all__ = ["PlannerRenderer", "PLANNER_SYSTEM"]
 
@@ -28,7 +28,9 @@ def progress_text(ctx: TaskContext) -> str:
         lines.append(f"last step {ls.id} ({ls.result}): {ls.summary}")
         lines += [f"unresolved: {u}" for u in ls.unresolved_issues]
     if ctx.errors.last_error is not None:
-        lines.append(f"unresolved error {ctx.errors.last_error.id}: {ctx.errors.last_error.message}")
+        le = ctx.errors.last_error  # its message is cut from tool output: quoted as external content
+        lines.append(f"unresolved error {le.id} ({le.source}), message quoted from the tool output:\n"
+                     + quote_external(le.message, source=le.source or "error"))
     for s in ctx.events.recent:
         if s.kind in ("review.completed", "recovery.decided", "permission.denied"):
             lines.append(f"{s.kind}: {s.summary}")
@@ -41,7 +43,7 @@ class PlannerRenderer:
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
         cands = core_blocks(ctx, env)
         cands.append(block(env, "core.permissions", permissions_text(ctx), kind="instruction", layer="core",
-                           source="task.created", priority="required"))
+                           source="task.created", priority="required").model_copy(update={"supersedes": governed_claims(ctx)}))
         cands.append(block(env, "state.plan", plan_text(ctx), kind="state", layer="step", source="TaskContext.plan",
                            priority="high", slot="msg:state"))
         cands.append(block(env, "state.progress", progress_text(ctx), kind="state", layer="recent",
@@ -50,6 +52,7 @@ class PlannerRenderer:
         for i, f in enumerate(ctx.evidence.findings):
             cands.append(block(env, f"finding.{f.id}", f"- finding: {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]",
                                kind="state", layer="recent", source="step.completed", priority="normal",
-                               relevance=(i + 1) / n, slot="msg:state"))
+                               relevance=(i + 1) / n, slot="msg:state",
+                               ).model_copy(update={"supersedes": [f"finding.{x}" for x in f.supersedes]}))
         return assemble(role=self.role, env=env, system=PLANNER_SYSTEM, candidates=cands,
                         layout=["msg:core", "msg:state"], tools=tools)

@@ -35,8 +35,11 @@ class RecoveryRenderer:
         hist = ctx.errors.error_history[-ERROR_HISTORY_SHOWN:]
         resolved = {e.id for e in ctx.errors.resolved_errors}
         lines = [f"- {e.id} [{'resolved' if e.id in resolved else 'open'}] {e.source}: {e.message}" for e in hist]
-        cands.append(block(env, "recovery.history", "## Error history\n" + ("\n".join(lines) or "(none)"),
+        # error messages are cut from tool output: the list is quoted as external content
+        history = quote_external("\n".join(lines), source="error history") if lines else "(none)"
+        cands.append(block(env, "recovery.history", "## Error history (messages quoted from tool output)\n" + history,
                            kind="state", layer="recovery", source="TaskContext.errors", priority="high",
+                           trust="external_content" if lines else "trusted_app",
                            slot="msg:recovery"))
         cp = ctx.control.checkpoint_id or "(none yet)"
         done = ", ".join(ctx.progress.completed_steps) or "(none)"

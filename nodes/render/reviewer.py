@@ -35,6 +35,7 @@ class ReviewerRenderer:
             cands.append(block(env, f"finding.{f.id}",
                                f"- finding {f.id}: {f.statement}\n  evidence: {', '.join(f.evidence_refs) or '(none)'}",
                                kind="state", layer="recent", source="step.completed", priority="normal",
-                               relevance=(i + 1) / n, slot="msg:state"))
+                               relevance=(i + 1) / n, slot="msg:state",
+                               ).model_copy(update={"supersedes": [f"finding.{x}" for x in f.supersedes]}))
         return assemble(role=self.role, env=env, system=REVIEWER_SYSTEM, candidates=cands,
                         layout=["msg:core", "msg:state"], tools=tools)

@@ -1,0 +1,76 @@
+"""Permission checks of the tool node, in code (never by prompt wording).
+
+:func:`assess` decides, for one tool call, before anything runs:
+
+1. ``denied_tools`` wins; then ``allowed_tools`` (when set; ``read_artifact`` and
+   ``search_history`` are always allowed: they only read this task's own records); then the tool
+   must be one the executor was offered (a tool named in injected text is not);
+2. the executor's own policy, when it has one (``check(tool, args, file_scopes)``, e.g.
+   :class:`~nodes.workspace.WorkspaceTools`: paths resolved with symlinks followed and checked
+   against the workspace root and ``file_scopes``; ``run_command`` argv policy), which also
+   gives the call's risk level;
+3. approval is needed when the tool is in ``requires_approval`` or the risk is ``high``.
+
+The result is a :class:`Decision`; the tool node turns a refusal into ``permission.denied``
+and an approval into a LangGraph ``interrupt()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from context import Permissions
+
+__all__ = ["ALWAYS_ALLOWED", "Decision", "PolicyError", "assess"]
+
+#: Tools handled by the tool node itself that only read the task's own records.
+ALWAYS_ALLOWED = frozenset({"read_artifact", "search_history"})
+
+
+class PolicyError(Exception):
+    """A call refused by a tool policy; ``str(exc)`` is the reason (one line)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    risk: str = "low"
+    reason: str = ""
+    needs_approval: bool = False
+    #: Workspace-relative paths the call touches (resolved), for the record.
+    paths: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _tool_names(schemas: Iterable[dict[str, Any]]) -> set[str]:
+    out = set()
+    for s in schemas:
+        fn = s.get("function", s)
+        if isinstance(fn, dict) and fn.get("name"):
+            out.add(str(fn["name"]))
+    return out
+
+
+def assess(tool: str, args: dict[str, Any], perms: Permissions, tools: Any) -> Decision:
+    """The decision for one call (see module doc). ``tools`` is the task's ToolExecutor."""
+    if tool in perms.denied_tools:
+        return Decision(False, "high", f"{tool} is in denied_tools")
+    if perms.allowed_tools and tool not in perms.allowed_tools and tool not in ALWAYS_ALLOWED:
+        return Decision(False, "high", f"{tool} is not in allowed_tools")
+    offered = _tool_names(tools.schemas()) | ALWAYS_ALLOWED
+    if tool not in offered:
+        return Decision(False, "high", f"{tool} is not a tool of this task")
+    risk, reason, paths = "low", "", ()
+    check = getattr(tools, "check", None)
+    if check is not None:
+        try:
+            risk, reason, paths = check(tool, args, list(perms.file_scopes))
+        except PolicyError as exc:
+            return Decision(False, "high", str(exc))
+    elif tools.has_side_effects(tool):
+        risk, reason = "medium", f"{tool} has side effects"
+    needs = tool in perms.requires_approval or risk == "high"
+    if tool in perms.requires_approval:
+        reason = f"{tool} requires approval (task permissions)" + (f"; {reason}" if reason else "")
+    return Decision(True, risk, reason, needs, tuple(paths))

@@ -1,0 +1,164 @@
+"""Approvals through LangGraph ``interrupt()``: approve, edit, reject, respond; one interrupt per
+tool-node run; nothing appended twice when the node re-runs on resume; a rejected call is never
+put up again (no reject loop: the run re-plans, then stops)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from context import Permissions, SqliteStores, replay
+from graphs import build_orchestrator, new_task
+from graphs.checkpoint import checkpoint_serde
+from graphs.runner import pending_approval, run_graph, run_with_approvals, thread_config
+from nodes import ScriptedChatModel, WorkspaceTools, complete, plan, recover, review, tool_call
+from nodes.tools import REJECTED_AGAIN
+
+CONF = {"path": "app/proxy.conf", "content": "client_max_body_size 10m;\n"}
+
+
+def _graph(tmp_path: Path, script: dict[str, list[Any]], stores: SqliteStores | None = None):
+    root = tmp_path / "ws"
+    (root / "app").mkdir(parents=True, exist_ok=True)
+    (root / "app" / "proxy.conf").write_text("client_max_body_size 1m;\n")
+    stores = stores or SqliteStores(":memory:")
+    tools = WorkspaceTools(root, receipts_dir=tmp_path / "receipts")
+    g = build_orchestrator(ScriptedChatModel(script=script), tools=tools,
+                           checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores)
+    return g, stores, root
+
+
+def _task(tid: str, **perm: Any):
+    return new_task("Raise the proxy body-size limit.", tid, permissions=Permissions(file_scopes=["app/**"], **perm))
+
+
+def test_rejecting_the_same_call_does_not_loop(tmp_path: Path) -> None:
+    same = lambda messages, meta: tool_call("write_file", CONF, id=f"w{meta['role_call']}")  # noqa: E731
+    g, stores, root = _graph(tmp_path, {
+        "planner": [plan("Patch the config")] * 5,
+        "executor": [same] * 50,
+        "recovery": [recover("retry", "try again")] * 5,  # the model asks to retry; the node will not
+        "reviewer": [review("approve")],
+    })
+    asked: list[dict[str, Any]] = []
+
+    def reject(req: dict[str, Any]) -> dict[str, Any]:
+        asked.append(req)
+        return {"action": "reject", "reason": "do not touch the proxy config"}
+
+    r = run_with_approvals(g, stores, "rj", _task("rj"), answer=reject)
+    events = stores.events.read("rj")
+    kinds = [e.kind for e in events]
+    # asked once; every repeat refused without asking; re-planned once, then stopped
+    assert len(asked) == 1 and asked[0]["tool"] == "write_file" and asked[0]["risk"] == "high"
+    assert kinds.count("permission.requested") == 1
+    user_rejects = [e for e in events if e.kind == "permission.denied" and e.actor == "user"]
+    repeats = [e for e in events if e.kind == "tool.result.received" and e.payload["result_summary"].startswith(REJECTED_AGAIN)]
+    assert len(user_rejects) == 1 and len(repeats) == 2
+    assert [e.payload["decision"] for e in events if e.kind == "recovery.decided"] == ["replan", "stop"]
+    assert kinds.count("plan.updated") == 1
+    assert r.state.control.status == "failed" and r.finished
+    assert (root / "app" / "proxy.conf").read_text() == "client_max_body_size 1m;\n"
+    # the planner saw the rejection
+    planner_prompts = [e for e in events if e.kind == "context.built" and e.payload["role"] == "planner"]
+    second = stores.artifacts.get(planner_prompts[1].payload["prompt_ref"]).decode()
+    assert "rejected by the user: do not touch the proxy config" in second
+    assert len(events) < 60  # bounded
+
+
+def test_approve_edit_and_respond(tmp_path: Path) -> None:
+    g, stores, root = _graph(tmp_path, {
+        "planner": [plan("Patch the config")],
+        "executor": [
+            tool_call("write_file", CONF, id="w1"),
+            tool_call("write_file", {"path": "app/proxy.conf", "content": "client_max_body_size 99m;\n"}, id="w2"),
+            tool_call("write_file", {"path": "app/other.conf", "content": "x\n"}, id="w3"),
+            complete("done"),
+        ],
+        "reviewer": [review("approve")],
+    })
+    answers = iter([
+        {"action": "edit", "arguments": {"path": "app/proxy.conf", "content": "client_max_body_size 20m;\n"}},
+        {"action": "edit", "arguments": {"path": "../escape.conf", "content": "x\n"}},
+        {"action": "respond", "message": "use 20m, already done; stop here"},
+    ])
+    r = run_with_approvals(g, stores, "ed", _task("ed"), answer=lambda req: next(answers))
+    assert r.state.control.status == "completed"
+    assert (root / "app" / "proxy.conf").read_text() == "client_max_body_size 20m;\n"  # the edited call ran
+    assert not (tmp_path / "escape.conf").exists() and not (root / "app" / "other.conf").exists()
+    events = stores.events.read("ed")
+    ctx = replay(events)
+    w1 = next(c for c in ctx.evidence.recent_tool_calls if c.id == "w1")
+    assert json.loads(w1.arguments)["content"] == "client_max_body_size 20m;\n" and w1.status == "ok"
+    assert "the user edited the arguments before approving" in w1.result_summary
+    denied = {e.payload["call_id"]: e for e in events if e.kind == "permission.denied"}
+    assert denied["w2"].payload["reason"].startswith("edited arguments refused:") and denied["w2"].actor == "system"
+    assert denied["w3"].actor == "user" and "use 20m, already done" in denied["w3"].payload["reason"]
+    w3 = next(c for c in ctx.evidence.recent_tool_calls if c.id == "w3")
+    assert w3.status == "denied" and "the user says: use 20m, already done; stop here" in w3.result_summary
+
+
+def test_one_interrupt_per_node_and_nothing_appended_twice(tmp_path: Path) -> None:
+    two = AIMessage(content="both", tool_calls=[
+        {"name": "write_file", "args": CONF, "id": "a1", "type": "tool_call"},
+        {"name": "write_file", "args": {"path": "app/second.conf", "content": "y\n"}, "id": "a2", "type": "tool_call"},
+    ])
+    g, stores, root = _graph(tmp_path, {"planner": [plan("Patch")], "executor": [two, complete("done")],
+                                        "reviewer": [review("approve")]})
+    first = run_graph(g, stores, "one", _task("one"))
+    assert first.waiting is not None and first.waiting["call_id"] == "a1"
+    assert first.next_nodes == ("tools",)
+    # resuming without an answer re-runs the node: it interrupts again, appends nothing new
+    n = stores.events.last_seq("one")
+    again = run_graph(g, stores, "one", None)
+    assert again.waiting is not None and again.waiting["call_id"] == "a1"
+    assert stores.events.last_seq("one") == n
+    second = run_graph(g, stores, "one", Command(resume={"action": "approve"}))
+    assert second.waiting is not None and second.waiting["call_id"] == "a2"  # the next node run asks for a2
+    done = run_graph(g, stores, "one", Command(resume={"action": "approve"}))
+    assert done.waiting is None and done.state.control.status == "completed"
+    events = stores.events.read("one")
+    for kind in ("permission.requested", "permission.granted", "tool.result.received"):
+        assert sorted(e.payload["call_id"] for e in events if e.kind == kind) == ["a1", "a2"], kind
+    assert (root / "app" / "second.conf").read_text() == "y\n"
+    # nothing pending now: a Command(resume=...) would be a silent no-op, so callers check first
+    assert pending_approval(g, "one") is None
+    assert not g.get_state(thread_config("one")).interrupts
+
+
+def test_requires_approval_list_and_low_risk_calls(tmp_path: Path) -> None:
+    g, stores, root = _graph(tmp_path, {
+        "planner": [plan("Look")],
+        "executor": [tool_call("list_dir", {"path": "app"}, id="l1"), tool_call("read_file", {"path": "app/proxy.conf"}, id="r1"),
+                     complete("looked")],
+        "reviewer": [review("approve")],
+    })
+    seen: list[str] = []
+    r = run_with_approvals(g, stores, "ra", _task("ra", requires_approval=["read_file"]),
+                           answer=lambda req: seen.append(req["call_id"]) or {"action": "approve"})
+    assert seen == ["r1"] and r.state.control.status == "completed"
+    grants = [e for e in stores.events.read("ra") if e.kind == "permission.granted"]
+    assert [(e.payload["call_id"], e.actor) for e in grants] == [("r1", "user")]
+
+
+def test_cli_interactive_prompt(tmp_path: Path, monkeypatch) -> None:
+    """In a terminal, ``taskctx demo`` asks at each approval: [a]pprove ... [q] stops and leaves it pending."""
+    import graphs.cli as cli
+    from typer.testing import CliRunner
+
+    answers = iter(["a", "q"])
+    monkeypatch.setattr(cli, "_interactive", lambda: True)
+    monkeypatch.setattr(cli.typer, "prompt", lambda *a, **k: next(answers))
+    r = CliRunner().invoke(cli.app, ["demo", "--db", str(tmp_path / "t.sqlite"), "--out", str(tmp_path / "o"),
+                                     "--task-id", "i1"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.count("approval requested: apply_patch") == 2
+    assert "waiting for approval of apply_patch (call d-fix2, high risk)" in r.stdout
+    events = SqliteStores(tmp_path / "t.sqlite").events.read("i1")
+    assert [(e.payload["call_id"], e.actor) for e in events if e.kind == "permission.granted" and e.actor == "user"] == \
+        [("d-fix1", "user")]
