@@ -18,6 +18,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from context import Identity, Permissions, SqliteStores, StoreOpenError, TaskContext, extract_constraints
+from context.pg_store import PgStores, is_postgres_url
 from nodes import (
     DEFAULT_BUDGET,
     DEFAULT_RESERVE,
@@ -33,7 +34,7 @@ from nodes import (
 
 from . import routing
 
-__all__ = ["DEFAULT_DB", "NoTools", "Project", "build_orchestrator", "new_task", "open_project"]
+__all__ = ["DEFAULT_DB", "NoTools", "Project", "build_orchestrator", "db_exists", "new_task", "open_project"]
 
 DEFAULT_DB = ".taskctx/taskctx.sqlite"
 
@@ -56,34 +57,76 @@ class NoTools:
 class Project:
     """One taskctx database: the LangGraph checkpointer and the event/artifact stores.
 
-    Both use the same SQLite file on separate connections (``path``), or ``:memory:``.
+    ``path`` is a SQLite file (or ``:memory:``): checkpointer and stores share the file on
+    separate connections. Or a ``postgresql://`` URL: ``PostgresSaver`` on a checked connection
+    pool (:mod:`graphs.postgres`) and the stores of :class:`context.pg_store.PgStores`, each
+    retrying a call when its connection drops. ``path`` is then the URL without its password.
     """
 
     def __init__(self, path: str):
         self.path = path
+        self.url: str | None = None
+        self.conn: sqlite3.Connection | None = None
+        self._pool: Any = None
+        self.checkpointer: BaseCheckpointSaver
+        from .checkpoint import checkpoint_serde
+
+        if is_postgres_url(path):
+            from .postgres import open_postgres_checkpointer
+
+            pg = PgStores(path)
+            self.stores: SqliteStores | PgStores = pg
+            self.url, self.path = pg.url, pg.path
+            try:
+                self.checkpointer, self._pool = open_postgres_checkpointer(pg.url, serde=checkpoint_serde())
+            except BaseException:
+                pg.close()
+                raise
+            return
         self.stores = SqliteStores(path)
         try:
             from langgraph.checkpoint.sqlite import SqliteSaver
 
-            from .checkpoint import checkpoint_serde
-
             self.conn = sqlite3.connect(path, check_same_thread=False)
-            self.checkpointer: BaseCheckpointSaver = SqliteSaver(self.conn, serde=checkpoint_serde())
+            self.checkpointer = SqliteSaver(self.conn, serde=checkpoint_serde())
             self.checkpointer.setup()
         except sqlite3.Error as exc:
             raise StoreOpenError(f"cannot open the checkpointer at {path}: {exc}; pass --db with a writable file") from exc
 
+    @property
+    def is_postgres(self) -> bool:
+        return self.url is not None
+
     def close(self) -> None:
-        self.conn.close()
+        if self.conn is not None:
+            self.conn.close()
+        if self._pool is not None:
+            self._pool.close()
         self.stores.close()
+
+    def __enter__(self) -> "Project":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def db_exists(db: str | Path) -> bool:
+    """Whether ``--db`` names an existing database: a file that exists, ``:memory:``, or a
+    ``postgresql://`` URL (whose tables are created on open)."""
+    return is_postgres_url(str(db)) or str(db) == ":memory:" or Path(db).exists()
 
 
 def open_project(db: str | Path = DEFAULT_DB) -> Project:
-    """Open (creating it and its folder if needed) the project database at ``db``.
+    """Open (creating it and its folder if needed) the project database at ``db``: a SQLite
+    file path, ``:memory:``, or a ``postgresql://user@host:port/dbname`` URL.
 
-    Raises ``StoreOpenError`` naming the path when it cannot be opened.
+    Raises ``StoreOpenError`` naming the path (the URL without its password) when it cannot be
+    opened.
     """
     path = str(db)
+    if is_postgres_url(path):
+        return Project(path)
     if path != ":memory:":
         p = Path(path)
         if p.exists() and p.is_dir():
@@ -128,7 +171,7 @@ def build_orchestrator(
     *,
     tools: ToolExecutor | None = None,
     checkpointer: BaseCheckpointSaver | None = None,
-    stores: SqliteStores | None = None,
+    stores: SqliteStores | PgStores | None = None,
     budget: int = DEFAULT_BUDGET,
     reserve_for_output: int = DEFAULT_RESERVE,
     env: NodeEnv | None = None,
@@ -145,15 +188,15 @@ def build_orchestrator(
         env = NodeEnv(events=st.events, artifacts=st.artifacts, budget=budget, reserve_for_output=reserve_for_output)
     tx = tools or NoTools()
     g = StateGraph(TaskContext)
-    g.add_node("planner", make_planner_node(chat, env))
-    g.add_node("executor", make_executor_node(chat, env, tx))
-    g.add_node("tools", make_tool_node(env, tx))
-    g.add_node("reviewer", make_reviewer_node(chat, env))
-    g.add_node("recovery", make_recovery_node(chat, env))
+    g.add_node("planner", make_planner_node(chat, env), metadata={"role": "planner"})
+    g.add_node("executor", make_executor_node(chat, env, tx), metadata={"role": "executor"})
+    g.add_node("tools", make_tool_node(env, tx), metadata={"role": "tools"})
+    g.add_node("reviewer", make_reviewer_node(chat, env), metadata={"role": "reviewer"})
+    g.add_node("recovery", make_recovery_node(chat, env), metadata={"role": "recovery"})
     g.add_edge(START, "planner")
     g.add_conditional_edges("planner", routing.after_planner, ["executor", "__end__"])
     g.add_conditional_edges("executor", routing.after_executor, ["tools", "executor", "reviewer", "__end__"])
-    g.add_conditional_edges("tools", routing.after_tools, ["recovery", "executor"])
+    g.add_conditional_edges("tools", routing.after_tools, ["recovery", "executor", "tools", "__end__"])
     g.add_conditional_edges("recovery", routing.after_recovery, ["planner", "executor", "__end__"])
     g.add_conditional_edges("reviewer", routing.after_reviewer, ["planner", "__end__"])
-    return g.compile(checkpointer=checkpointer)
+    return g.compile(checkpointer=checkpointer, name="taskctx")  # the root run of each trace

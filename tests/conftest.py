@@ -18,3 +18,42 @@ def trajectories_dir() -> Path:
     if not TRAJECTORIES.is_dir() or not list(TRAJECTORIES.glob("*.jsonl")):
         pytest.skip(f"shared trajectories not found at {TRAJECTORIES} (clone beside ../shared or set TASKCTX_TRAJECTORIES)")
     return TRAJECTORIES
+
+
+# --- Postgres (tests/test_postgres.py, tests/test_server.py) ---------------------------------
+PG_URL = os.environ.get("TASKCTX_TEST_PG", "")
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> str:
+    """The URL of a throwaway Postgres server (``.ci/run`` starts one and sets TASKCTX_TEST_PG)."""
+    if not PG_URL:
+        pytest.skip("TASKCTX_TEST_PG is not set: no Postgres server to test against (.ci/run starts one; "
+                    "see ../shared/RUNBOOK.md and set TASKCTX_TEST_PG=postgresql://postgres@127.0.0.1:5433/postgres)")
+    try:
+        import psycopg
+    except ImportError:
+        pytest.skip("psycopg is not installed: pip install -e '.[dev]' (or '.[postgres]')")
+    try:
+        with psycopg.connect(PG_URL, connect_timeout=5):
+            pass
+    except psycopg.Error as exc:
+        pytest.fail(f"TASKCTX_TEST_PG={PG_URL} is set but the server cannot be reached: {exc}")
+    return PG_URL
+
+
+@pytest.fixture
+def pg_db(pg_url: str):
+    """A fresh, empty database on the test server (its URL); dropped after the test."""
+    import uuid
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    name = f"taskctx_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(pg_url)
+    yield urlunsplit(parts._replace(path="/" + name))
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

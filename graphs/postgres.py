@@ -1,0 +1,126 @@
+"""The Postgres checkpointer for ``--db postgresql://...``.
+
+:func:`open_postgres_checkpointer` returns a :class:`RetryingPostgresSaver` on a
+``psycopg_pool.ConnectionPool`` (``autocommit``, ``prepare_threshold=0``, ``dict_row``, as
+``PostgresSaver`` needs) that checks each connection before handing it out, so a connection the
+server dropped while idle (``pg_terminate_backend``, a restart, a proxy timeout) is replaced.
+A connection that drops *during* a call raises ``psycopg.OperationalError``; the saver retries
+the call on a fresh connection (every write of ``PostgresSaver`` is an upsert or
+``ON CONFLICT DO NOTHING``, so a retried write cannot duplicate anything). ``setup()`` runs under
+a session advisory lock so several workers can start on a fresh database at once.
+Connections carry ``application_name=taskctx-checkpointer``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from context import StoreOpenError
+from context.pg_store import _SCHEMA_LOCK, redact_url
+
+__all__ = ["CHECKPOINTER_APPLICATION_NAME", "RetryingPostgresSaver", "open_postgres_checkpointer"]
+
+T = TypeVar("T")
+
+CHECKPOINTER_APPLICATION_NAME = "taskctx-checkpointer"
+
+try:  # optional: pip install 'taskctx[postgres]'
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+except ImportError:  # pragma: no cover - depends on the install
+    PostgresSaver = object  # type: ignore[assignment,misc]
+    psycopg = None  # type: ignore[assignment]
+
+
+class RetryingPostgresSaver(PostgresSaver):  # type: ignore[misc,valid-type]
+    """``PostgresSaver`` whose calls are retried when the connection drops (see module doc)."""
+
+    retries: int = 3
+
+    def __init__(self, conn: Any, pipe: Any = None, serde: Any = None) -> None:
+        super().__init__(conn, pipe, serde)
+        # shared with the shallow copies LangGraph makes (``with_allowlist``)
+        self._retried = [0]
+        if isinstance(conn, ConnectionPool):
+            # each call takes its own pooled connection: PostgresSaver's per-instance lock (there
+            # for a single shared connection) would serialise all threads of a worker for nothing
+            self.lock = contextlib.nullcontext()  # type: ignore[assignment]
+
+    def _retry(self, fn: Callable[[], T]) -> T:
+        delay = 0.05
+        for attempt in range(self.retries + 1):
+            try:
+                return fn()
+            except psycopg.OperationalError:
+                if attempt >= self.retries:
+                    raise
+                self._retried[0] += 1
+                time.sleep(delay)
+                delay *= 4
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @property
+    def retried(self) -> int:
+        """Calls retried after a dropped connection so far (diagnostics)."""
+        return self._retried[0]
+
+    def get_tuple(self, config):  # type: ignore[no-untyped-def]
+        return self._retry(lambda: super(RetryingPostgresSaver, self).get_tuple(config))
+
+    def put(self, config, checkpoint, metadata, new_versions):  # type: ignore[no-untyped-def]
+        return self._retry(lambda: super(RetryingPostgresSaver, self).put(config, checkpoint, metadata, new_versions))
+
+    def put_writes(self, config, writes, task_id, task_path=""):  # type: ignore[no-untyped-def]
+        return self._retry(lambda: super(RetryingPostgresSaver, self).put_writes(config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id):  # type: ignore[no-untyped-def]
+        return self._retry(lambda: super(RetryingPostgresSaver, self).delete_thread(thread_id))
+
+    def list(self, config, *, filter=None, before=None, limit=None) -> Iterator[Any]:  # type: ignore[no-untyped-def]
+        # retried only until the first item is out (a half-consumed listing is not replayed)
+        return iter(self._retry(lambda: list(super(RetryingPostgresSaver, self).list(
+            config, filter=filter, before=before, limit=limit))))
+
+
+def open_postgres_checkpointer(url: str, *, serde: Any = None, max_size: int = 4,
+                               check: bool = True) -> tuple[RetryingPostgresSaver, Any]:
+    """A set-up :class:`RetryingPostgresSaver` on a new pool, and the pool (close it when done).
+
+    Each call of the saver takes its own connection (no per-instance lock), so ``max_size``
+    bounds the concurrent checkpoint reads and writes of one worker. ``check=False``
+    (tests only) hands out connections unchecked, to exercise the retry path.
+    """
+    if psycopg is None:  # pragma: no cover
+        raise StoreOpenError(f"--db {redact_url(url)} needs langgraph-checkpoint-postgres and psycopg: "
+                             "pip install 'taskctx[postgres]'")
+    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
+              "application_name": CHECKPOINTER_APPLICATION_NAME, "connect_timeout": 10}
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as lock_conn:
+            # poll, never wait inside a statement: setup() runs CREATE INDEX CONCURRENTLY, which
+            # waits for every open transaction, including a blocked pg_advisory_lock (deadlock)
+            deadline = time.monotonic() + 120
+            while not lock_conn.execute("SELECT pg_try_advisory_lock(%s)", (_SCHEMA_LOCK + 1,)).fetchone()[0]:
+                if time.monotonic() > deadline:
+                    raise StoreOpenError(f"timed out waiting for another worker to set up the checkpointer "
+                                         f"tables in {redact_url(url)}")
+                time.sleep(0.05)
+            pool = ConnectionPool(url, min_size=1, max_size=max_size, kwargs=kwargs, open=True, timeout=30,
+                                  check=ConnectionPool.check_connection if check else None,
+                                  name="taskctx-checkpointer")
+            try:
+                saver = RetryingPostgresSaver(pool, serde=serde)
+                saver.setup()
+            except BaseException:
+                pool.close()
+                raise
+            lock_conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK + 1,))
+    except psycopg.Error as exc:
+        raise StoreOpenError(f"cannot open the checkpointer at {redact_url(url)}: {' '.join(str(exc).split())}; "
+                             "check the URL and that the server runs") from exc
+    return saver, pool

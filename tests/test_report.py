@@ -1,0 +1,229 @@
+"""``taskctx report``: the HTML page of a run, checked as text and in headless Chromium.
+
+The run: a scripted task whose test command fails once (recovery records the error and retries,
+a later success resolves it), stopped after its third executor step; then a pending approval
+is recorded. Tool output carries HTML/JS that must be shown as text, never run. The browser test
+loads the file with ``chromium --headless --dump-dom`` and reads the DOM after the page's script
+ran: the goal is shown, ``data-ready="1"`` (the script ran to its end), ``data-js-errors="0"``
+and an empty ``#js-errors`` (no script error; a control page with a broken script shows that the
+check can fail), and the planted script did not run. Without Chromium the browser tests skip
+with the install command, unless ``TASKCTX_REQUIRE_CHROMIUM=1`` (set in .ci/run) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+GOAL = "The report test suite passes on an empty input"
+INJECTION = '<script>document.body.dataset.pwned="1"</script></table><img src=x onerror="document.body.dataset.pwned=2">'
+
+
+class Tools:
+    """``run_tests`` fails the first time, then passes; ``read_file`` returns hostile HTML."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def schemas(self) -> list[dict[str, Any]]:
+        from nodes import function_schema
+
+        return [function_schema("read_file", "Read a file.", {"path": {"type": "string"}}, ["path"]),
+                function_schema("run_tests", "Run the tests.", {})]
+
+    def has_side_effects(self, tool: str) -> bool:
+        return False
+
+    def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> Any:
+        from nodes import ToolOutcome
+
+        if tool == "read_file":
+            return ToolOutcome("ok", f"<h1>page</h1>\n{INJECTION}\n", "file_read", "page.html")
+        self.runs += 1
+        if call_id == "t-1":
+            return ToolOutcome("error", "Traceback (most recent call last):\nAssertionError: empty input\n1 failed", "command")
+        return ToolOutcome("ok", "3 passed in 0.01s", "command")
+
+
+def _model() -> Any:
+    from nodes import ScriptedChatModel, complete, plan, recover, review, tool_call
+
+    return ScriptedChatModel(script={
+        "planner": [plan("Read the page", "Run the tests", goal=GOAL, criteria=["3 tests pass"])],
+        "executor": [
+            tool_call("read_file", {"path": "page.html"}, id="r-1"),
+            complete("read the page", findings=["page.html holds inline markup"]),
+            tool_call("run_tests", {}, id="t-1"),
+            tool_call("run_tests", {}, id="t-2"),
+            complete("tests pass", findings=["3 tests pass"]),
+        ],
+        "recovery": [recover("retry", "flaky first run; run again")],
+        "reviewer": [review("approve", "ok")],
+    })
+
+
+@pytest.fixture(scope="module")
+def run_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite project with one finished task (``rep-1``) and one waiting for approval (``rep-2``)."""
+    from context.events import PermissionEvent
+    from context import new_event
+    from graphs import build_orchestrator, new_task, open_project, run_graph
+
+    db = tmp_path_factory.mktemp("report") / "taskctx.sqlite"
+    project = open_project(db)
+    g = build_orchestrator(_model(), tools=Tools(), checkpointer=project.checkpointer, stores=project.stores)
+    done = run_graph(g, project.stores, "rep-1", new_task("Make the report tests pass.\nDo not modify tests/.", "rep-1"))
+    assert done.state.control.status == "completed"
+    assert [e.id for e in done.state.errors.resolved_errors] == ["err-1"]
+    g2 = build_orchestrator(_model(), tools=Tools(), checkpointer=project.checkpointer, stores=project.stores)
+    part = run_graph(g2, project.stores, "rep-2", new_task("Make the report tests pass.", "rep-2"), stop_after=1)
+    assert part.stopped_early
+    project.stores.events.append("rep-2", [new_event("permission.requested", PermissionEvent(
+        call_id="w-1", tool="write_file", arguments='{"path": "calc.py"}', risk="high",
+        reason="writes a file outside the step's scope"), actor="system", correlation_id="rep-2")])
+    project.close()
+    return db
+
+
+def _cli(args: list[str]) -> Any:
+    from graphs.report import report_command
+
+    app = typer.Typer()
+    app.command("report")(report_command)
+    app.command("noop")(lambda: None)  # two commands, so "report" is a sub-command as in taskctx
+    return CliRunner().invoke(app, ["report", *args])
+
+
+def test_report_page_content(run_db: Path, tmp_path: Path) -> None:
+    from context import SqliteStores
+
+    out = tmp_path / "r" / "rep-1.html"
+    res = _cli(["rep-1", "--html", str(out), "--db", str(run_db)])
+    assert res.exit_code == 0, res.output
+    assert "report of rep-1" in res.output
+    page = out.read_text(encoding="utf-8")
+    stores = SqliteStores(run_db)
+    events = stores.events.read("rep-1")
+    calls = [e.payload for e in events if e.kind == "context.built"]
+    # goal, request, timeline (one row per event), one manifest per call, chart bars per call
+    assert f'<p id="goal">{GOAL}</p>' in page
+    assert "Make the report tests pass.\nDo not modify tests/." in page
+    assert page.count('<tr data-kind="') == len(events)
+    assert page.count('<details class="manifest"') == len(calls) == 8
+    assert page.count('<g class="bar"') == len(calls)
+    for c in calls:
+        assert f'id="call-{c["call"]}"' in page
+        for b in c["blocks"]:
+            assert f"<code>{html.escape(b['id'])}</code>" in page
+    assert "dropped: over budget" not in page or any(not b["included"] for c in calls for b in c["blocks"])
+    # errors: err-1 recorded and resolved
+    assert re.search(r'<tr class="resolved"><td>err-1</td><td>resolved: later call t-2', page)
+    assert 'No approval pending.' in page
+    # hostile tool output is escaped (the summary shows as text), no external resource is referenced
+    assert INJECTION not in page and html.escape(INJECTION, quote=True)[:40] in page
+    assert not re.search(r'(src|href)="(https?:)?//', page)
+    # the artifact store is never read: raw output appears only as the event log's summary
+    raw_refs = [e.payload["raw_ref"] for e in events if e.kind == "tool.result.received"]
+    assert all(r in page for r in raw_refs)
+
+
+def test_report_pending_approval_and_errors(run_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rep-2.html"
+    assert _cli(["rep-2", "--html", str(out), "--db", str(run_db)]).exit_code == 0
+    page = out.read_text(encoding="utf-8")
+    assert '<div class="pending" id="pending-approval"><b>Pending approval</b>: <code>write_file</code>' in page
+    assert "writes a file outside the step&#x27;s scope" in page
+    assert 'data-status="waiting_user"' in page
+
+
+def test_report_bad_input(run_db: Path, tmp_path: Path) -> None:
+    res = _cli(["nope", "--html", str(tmp_path / "x.html"), "--db", str(run_db)])
+    assert res.exit_code == 2 and "no task 'nope'" in res.output and "rep-1" in res.output
+    assert not (tmp_path / "x.html").exists()
+    res = _cli(["rep-1", "--html", str(tmp_path / "x.html"), "--db", str(tmp_path / "missing.sqlite")])
+    assert res.exit_code == 2 and "no database at" in res.output
+    assert not (tmp_path / "missing.sqlite").exists()
+
+
+def test_taskctx_report_command(run_db: Path, tmp_path: Path) -> None:
+    """The real ``taskctx`` app, once graphs/cli.py registers ``report`` (skips until then)."""
+    from graphs.cli import app
+
+    if "report" not in [c.name or c.callback.__name__ for c in app.registered_commands]:
+        pytest.skip("`report` is not registered in graphs/cli.py yet: app.command(\"report\")(report_command)")
+    out = tmp_path / "cli.html"
+    res = CliRunner().invoke(app, ["report", "rep-1", "--db", str(run_db), "--html", str(out)])
+    assert res.exit_code == 0, res.output
+    assert f'<p id="goal">{GOAL}</p>' in out.read_text(encoding="utf-8")
+
+
+# ---- headless Chromium ----------------------------------------------------------------------
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+#: Set by .ci/run: there a missing browser is a failure, not a skip.
+REQUIRE_CHROMIUM = os.environ.get("TASKCTX_REQUIRE_CHROMIUM", "") not in ("", "0", "false")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None and not REQUIRE_CHROMIUM,
+    reason="chromium not installed (apt-get install -y chromium); .ci/run installs it, so CI runs this test",
+)
+
+
+def test_chromium_present_when_required() -> None:
+    if REQUIRE_CHROMIUM:
+        assert CHROMIUM, "TASKCTX_REQUIRE_CHROMIUM is set but chromium is not on PATH: apt-get install -y chromium"
+
+
+def _dump_dom(page: Path, profile: Path) -> tuple[str, str]:
+    assert CHROMIUM, "chromium not on PATH"
+    proc = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-extensions",
+         f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom", page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout, proc.stderr
+
+
+def _body_attrs(dom: str) -> dict[str, str]:
+    m = re.search(r"<body([^>]*)>", dom)
+    assert m, dom[:500]
+    return dict(re.findall(r'([\w-]+)="([^"]*)"', m.group(1)))
+
+
+@needs_chromium
+def test_report_in_headless_chromium(run_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rep-1.html"
+    assert _cli(["rep-1", "--html", str(out), "--db", str(run_db)]).exit_code == 0
+    dom, log = _dump_dom(out, tmp_path / "profile")
+    body = _body_attrs(dom)
+    assert body.get("data-ready") == "1", "the page's script did not run to its end"
+    assert body.get("data-js-errors") == "0", re.search(r'<ul id="js-errors".*?</ul>', dom, re.S).group(0)
+    assert re.search(r'<ul id="js-errors" hidden="">\s*</ul>', dom)
+    assert "Uncaught" not in log, log[-2000:]
+    assert "data-pwned" not in dom, "script text from tool output ran"
+    assert f'<p id="goal">{GOAL}</p>' in dom
+    # the script filled in the summary from the embedded data (DOM after scripts, not the file)
+    assert re.search(r'<span id="js-summary">\d+ events, 8 model calls, \d+ prompt tokens in all</span>', dom)
+    assert re.search(r'<span id="shown">(\d+) of \1 events</span>', dom)
+
+
+@needs_chromium
+def test_headless_check_catches_script_errors(run_db: Path, tmp_path: Path) -> None:
+    """Control: a page whose script throws is reported as such (the check above can fail)."""
+    out = tmp_path / "rep-1.html"
+    assert _cli(["rep-1", "--html", str(out), "--db", str(run_db)]).exit_code == 0
+    broken = tmp_path / "broken.html"
+    broken.write_text(out.read_text(encoding="utf-8").replace('id="filter"', 'id="filter-renamed"', 1), encoding="utf-8")
+    dom, _ = _dump_dom(broken, tmp_path / "profile2")
+    body = _body_attrs(dom)
+    assert body.get("data-ready") == "1" and body.get("data-js-errors") == "1"
+    assert re.search(r'<ul id="js-errors"><li>[^<]*(null|filter)[^<]*</li></ul>', dom), dom[:3000]
