@@ -97,8 +97,10 @@ class _M(BaseModel):
 
 
 class Generated(_M):
-    """A generated output: ``line`` (``{n}`` = its 1-based number) repeated ``count`` times, or
-    repeated until the output is exactly ``bytes`` bytes long (ASCII ``line`` only)."""
+    """A generated output: ``line`` (``{n}`` = its 1-based number, ``{call}`` = the call id)
+    repeated ``count`` times, or repeated until the output is exactly ``bytes`` bytes long (ASCII
+    ``line`` only). ``{call}`` makes each call's output distinct, so the executor does not render
+    it as a pointer to an identical earlier output."""
 
     line: str
     count: int | None = Field(default=None, ge=1)
@@ -133,8 +135,8 @@ class ToolResult(_M):
     path: str | None = None
     modified: str | None = None
 
-    def outcome(self) -> ToolOutcome:
-        out = self.output if isinstance(self.output, str) else self.output.text()
+    def outcome(self, call_id: str = "") -> ToolOutcome:
+        out = self.output if isinstance(self.output, str) else self.output.text().replace("{call}", call_id)
         return ToolOutcome(self.status, out, self.kind, self.path, self.modified)
 
 
@@ -572,7 +574,7 @@ class CaseTools:
         self.executed.append(call_id)
         spec = self.compiled.results.get(call_id)
         if spec is not None:
-            out = spec.outcome()
+            out = spec.outcome(call_id)
         elif self.workspace is not None and tool in self._ws_names():
             out = self.workspace.execute(call_id, tool, arguments, scopes)
         else:

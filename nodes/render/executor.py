@@ -36,7 +36,7 @@ from context.models import ToolCallRecord
 from ..runtime import NodeEnv, Rendered
 from .common import EXTERNAL_RULE, assemble, block, core_blocks, governed_claims, permissions_text, quote_external
 
-__all__ = ["ExecutorRenderer", "EXECUTOR_SYSTEM", "KEEP_LAST", "checkpoint_text", "transcript_messages"]
+__all__ = ["ExecutorRenderer", "EXECUTOR_SYSTEM", "KEEP_LAST", "REUSE_MIN_CHARS", "checkpoint_text", "transcript_messages"]
 
 KEEP_LAST = 3
 
@@ -72,14 +72,26 @@ def _args(rec: ToolCallRecord) -> dict[str, Any]:
     return val if isinstance(val, dict) else {"input": val}
 
 
-def transcript_messages(rec: ToolCallRecord, digest: bool = False) -> list[BaseMessage]:
-    """One call as an AI tool-call message and its tool message (never one without the other)."""
+#: An output at least this long (chars of its prompt form) that is byte-identical to an earlier
+#: output in the same transcript is rendered as a pointer to that call (same artifact ref).
+REUSE_MIN_CHARS = 300
+
+
+def transcript_messages(rec: ToolCallRecord, digest: bool = False, same_as: str | None = None) -> list[BaseMessage]:
+    """One call as an AI tool-call message and its tool message (never one without the other).
+
+    ``same_as``: the id of an earlier call in the same transcript whose output has the same
+    artifact ref; the body then points to it instead of repeating it (identical-artifact reuse:
+    the entry depends only on earlier entries, so the transcript stays append-only)."""
     ai = AIMessage(
         content=rec.thought,
         tool_calls=[{"name": rec.tool, "args": _args(rec), "id": rec.id, "type": "tool_call"}],
     )
     if rec.status == "pending":
         body = "(no result recorded yet)"
+    elif same_as is not None:
+        body = (f"[identical to the output of call {same_as} above ({len(rec.result_summary)} chars); "
+                f"full output: {rec.raw_ref}]")
     elif digest:
         first = rec.result_summary.strip().splitlines()
         body = f"[digest] {rec.status}; {(first[-1] if first else '')[:300]}"
@@ -140,9 +152,15 @@ class ExecutorRenderer:
         extra: dict[str, list[BaseMessage]] = {}
         calls = ctx.evidence.recent_tool_calls
         n = len(calls)
+        first_by_ref: dict[str, str] = {}
         for i, rec in enumerate(calls):
             age = n - 1 - i
-            msgs = transcript_messages(rec, digest=digest > 0 and 0 < age and age >= self.keep_last - digest)
+            same_as = None
+            if rec.raw_ref and rec.status == "ok" and len(rec.result_summary) >= REUSE_MIN_CHARS:
+                same_as = first_by_ref.get(rec.raw_ref)
+                first_by_ref.setdefault(rec.raw_ref, rec.id)
+            msgs = transcript_messages(rec, digest=digest > 0 and 0 < age and age >= self.keep_last - digest,
+                                       same_as=same_as)
             bid = f"tool.{rec.id}"
             extra[bid] = msgs
             prio = "required" if age == 0 else ("high" if age < self.keep_last else "normal")
