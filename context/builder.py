@@ -9,8 +9,10 @@ it went in, why, its tokens and whether it was compressed.
 
 Ranking, highest first: priority (high > normal > low), then trust (trusted_app > user_claim >
 external_content), then relevance (0..1, given by the renderer), then recency (``observed_at``).
-Dropping follows the same order reversed, so when the budget is tight raw history (``low``) goes
-first, then older evidence (``normal``, oldest first). Required blocks (the core layer, pending
+Dropping follows the same order reversed, strictly: once a block does not fit, every block ranked
+below it is dropped too (no smaller, lower-ranked block slips in after it), so when the budget is
+tight raw history (``low``) goes first, then older evidence (``normal``, oldest first), and a
+transcript never has a gap. Required blocks (the core layer, pending
 approvals, unconsumed tool results) are never dropped; if they alone do not fit,
 ``BudgetError`` is raised, naming the budget and the tokens they need.
 
@@ -196,13 +198,17 @@ def build_context(
             w = by_id[w_id]
             reasons[x_id] = f"required; superseded in part by {w_id} ({w.trust})"
     rest = [b for b in candidates if b.priority != "required" and b.id not in superseded]
+    stopped_at: ContextBlock | None = None
     for b in sorted(rest, key=_rank_key, reverse=True):
-        if used + b.token_estimate <= available:
+        if stopped_at is None and used + b.token_estimate <= available:
             chosen.add(b.id)
             used += b.token_estimate
             reasons[b.id] = f"fits ({b.priority}, {b.trust})"
-        else:
+        elif stopped_at is None:
+            stopped_at = b
             reasons[b.id] = f"dropped: over budget ({b.priority}, {b.trust}; needs {b.token_estimate}, {available - used} left)"
+        else:  # strict drop order: nothing ranked below a dropped block goes in
+            reasons[b.id] = f"dropped: ranked below {stopped_at.id}, which did not fit ({b.priority}, {b.trust})"
     for b in candidates:
         if b.id not in superseded or b.id in chosen:
             continue

@@ -10,6 +10,7 @@ Every error names the thing that is wrong and the fix. The tree::
     ├── StoreError                 the event log or artifact store cannot be used
     │   ├── StoreOpenError         the database cannot be opened or created
     │   ├── SequenceConflictError  an append would break the per-task sequence
+    │   ├── LogAheadError          the log holds events a checkpoint does not know (a fork)
     │   └── ArtifactNotFoundError  an ``artifact://`` ref that is not stored
     ├── InvalidRefError            an artifact ref that does not parse
     └── BudgetError                required blocks alone exceed the token budget
@@ -22,6 +23,7 @@ __all__ = [
     "BudgetError",
     "InvalidInputError",
     "InvalidRefError",
+    "LogAheadError",
     "ModelConfigError",
     "SequenceConflictError",
     "StoreError",
@@ -62,6 +64,11 @@ class StoreOpenError(StoreError):
 
 class SequenceConflictError(StoreError):
     """An append whose first sequence number does not follow the log's last one."""
+
+
+class LogAheadError(StoreError):
+    """A node started from a checkpoint older than the task's event log (time travel / a fork):
+    the log is append-only per task, so only the latest checkpoint can be continued."""
 
 
 class ArtifactNotFoundError(StoreError):

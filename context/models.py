@@ -276,6 +276,21 @@ class TaskContext(BaseModel):
                 return s
         return None
 
+    def unrecorded_tool_errors(self) -> list[ToolCallRecord]:
+        """Failed tool calls not yet in ``error_history`` (recovery records them; routing sends
+        the graph to recovery while there are any)."""
+        recorded = {e.call_id for e in self.errors.error_history}
+        return [r for r in self.evidence.recent_tool_calls if r.status == "error" and r.id not in recorded]
+
+    def failed_step(self) -> LastStep | None:
+        """The last step when it ended ``failed`` or ``blocked`` and recovery has not decided on it
+        yet (its plan step still has that status; a retry sets it back to pending)."""
+        ls = self.progress.last_step
+        if ls is None or ls.result not in ("failed", "blocked"):
+            return None
+        step = self.step(ls.id)
+        return ls if step is not None and step.status in ("failed", "blocked") else None
+
     def step(self, step_id: str | None) -> PlanStep | None:
         """The plan step with this id, or None."""
         for s in self.plan.steps:

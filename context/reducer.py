@@ -366,7 +366,10 @@ def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch
             return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": "failed"})})
         if d.decision == "replan":
             return ctx.model_copy(update={"plan": ctx.plan.model_copy(update={"status": "revising"})})
-        return ctx
+        # retry: a step that ended failed or blocked runs again
+        steps = [s.model_copy(update={"status": "pending"}) if s.status in ("failed", "blocked") else s
+                 for s in ctx.plan.steps]
+        return ctx if steps == ctx.plan.steps else ctx.model_copy(update={"plan": ctx.plan.model_copy(update={"steps": steps})})
     if k == "task.completed":
         tc: TaskCompleted = e.typed()
         return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": tc.status})})

@@ -15,7 +15,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from context import Event, InvalidInputError, TaskctxError, TaskContext, UnknownTaskError, load_trajectory
 from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
@@ -389,9 +388,10 @@ def run(
         from nodes import resolve_model
 
         resolve_model(str(model))  # a bad spec fails here, before anything is recorded
-        tid = task_id or f"task-{uuid.uuid4().hex[:8]}"
+        tid = _check_task_id(task_id) if task_id is not None else f"task-{uuid.uuid4().hex[:8]}"
+        _prepare_out(out)
         project = _open(db)
-        if project.stores.tasks.get(tid) is not None:
+        if project.stores.events.last_seq(tid):
             _fail(f"task {tid!r} already exists in {db}; use `taskctx resume {tid}` or another --task-id")
         answer = _answerer(approve_all, deny_all)
         if workspace is not None and not workspace.is_dir():
@@ -432,7 +432,7 @@ def demo(
         answer = _answerer(approve_all, deny_all)
         _prepare_out(out)
         project = _open(db)
-        if project.stores.tasks.get(tid) is not None:
+        if project.stores.events.last_seq(tid):
             _fail(f"task {tid!r} already exists in {db}; pick another --task-id")
         ws = (workspace or _state_dir(db) / "workspaces" / tid).resolve()
         try:

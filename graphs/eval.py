@@ -42,7 +42,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 from langchain_core.messages import AIMessage
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from context import Event, InvalidInputError, Permissions, TaskContext, replay
 from nodes import ScriptedChatModel, ToolOutcome, complete, function_schema, plan, recover, review, tool_call

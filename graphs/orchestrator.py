@@ -195,7 +195,7 @@ def build_orchestrator(
     g.add_node("recovery", make_recovery_node(chat, env), metadata={"role": "recovery"})
     g.add_edge(START, "planner")
     g.add_conditional_edges("planner", routing.after_planner, ["executor", "__end__"])
-    g.add_conditional_edges("executor", routing.after_executor, ["tools", "executor", "reviewer", "__end__"])
+    g.add_conditional_edges("executor", routing.after_executor, ["tools", "recovery", "executor", "reviewer", "__end__"])
     g.add_conditional_edges("tools", routing.after_tools, ["recovery", "executor", "tools", "__end__"])
     g.add_conditional_edges("recovery", routing.after_recovery, ["planner", "executor", "__end__"])
     g.add_conditional_edges("reviewer", routing.after_reviewer, ["planner", "__end__"])

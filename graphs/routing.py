@@ -23,34 +23,43 @@ def _finished(ctx: TaskContext) -> bool:
 
 
 def after_planner(state: Any) -> str:
+    """``"executor"`` when the plan has steps; ``END`` when the task finished or has no plan."""
     ctx = _ctx(state)
     return END if _finished(ctx) or not ctx.plan.steps else "executor"
 
 
 def after_executor(state: Any) -> str:
+    """``"tools"`` while a call is pending; ``"recovery"`` when the step ended failed/blocked and
+    recovery has not decided on it; ``"executor"`` while a step runs or one is runnable;
+    ``"reviewer"`` when no step is left; ``END`` when the task finished. A graph wired with this
+    router needs all four node names (plus ``END``) among its edge's destinations."""
     ctx = _ctx(state)
     if _finished(ctx):
         return END
     if any(r.status == "pending" for r in ctx.evidence.recent_tool_calls):
         return "tools"
+    if ctx.failed_step() is not None:
+        return "recovery"
     if ctx.plan.current_step_id is not None or ctx.next_runnable_step() is not None:
         return "executor"
     return "reviewer"
 
 
 def after_tools(state: Any) -> str:
+    """``"tools"`` while a call waits for approval; ``"recovery"`` when a tool call failed and is
+    not yet in ``error_history``; else ``"executor"`` (``END`` when the task finished)."""
     ctx = _ctx(state)
     if _finished(ctx):
         return END
     if any(r.status == "pending" for r in ctx.evidence.recent_tool_calls):
         return "tools"  # a call waits for the next approval (one interrupt per tool-node run)
-    recorded = {e.call_id for e in ctx.errors.error_history}
-    if any(r.status == "error" and r.id not in recorded for r in ctx.evidence.recent_tool_calls):
+    if ctx.unrecorded_tool_errors():
         return "recovery"
     return "executor"
 
 
 def after_recovery(state: Any) -> str:
+    """``"planner"`` after a replan decision, ``END`` after stop, else ``"executor"`` (retry)."""
     ctx = _ctx(state)
     if _finished(ctx):
         return END
@@ -58,6 +67,7 @@ def after_recovery(state: Any) -> str:
 
 
 def after_reviewer(state: Any) -> str:
+    """``"planner"`` when the review asked for revisions, else ``END``."""
     ctx = _ctx(state)
     if _finished(ctx):
         return END

@@ -27,6 +27,7 @@ from langchain_core.runnables import RunnableConfig
 from context import Event, Finding, PlanStep, TaskContext, replay
 from context.events import (
     ErrorOccurred,
+    ErrorResolved,
     PlanCreated,
     RecoveryDecided,
     ReviewCompleted,
@@ -148,7 +149,10 @@ def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | N
             reason=str(args.get("reason") or ""),
         )
         kind = "plan.created" if ctx.plan.version == 0 else "plan.updated"
-        run.commit([*pre, built, run.make(kind, payload)])
+        events = [run.make(kind, payload)]
+        if not steps:  # nothing to execute: the task ends here, and says why
+            events.append(run.make("task.completed", TaskCompleted(status="failed", summary="the planner gave no steps")))
+        run.commit([*pre, built, *events])
         return run.update()
 
     return planner
@@ -166,6 +170,18 @@ def _findings(ctx: TaskContext, step_id: str, raw: Any) -> list[Finding]:
             sup = [str(s) for s in f.get("supersedes") or []] if isinstance(f, dict) else []
             out.append(Finding(id=f"{step_id}.f{i}", statement=stmt, evidence_refs=ev or refs, supersedes=sup))
     return out
+
+
+def _resolved_by_step(run: NodeRun, ctx: TaskContext, step_id: str) -> list[Event]:
+    """``error.resolved`` for each open error that a successful step settles: errors of this
+    step, and errors of steps a re-plan replaced (their work is what this step did instead)."""
+    done = {e.id for e in ctx.errors.resolved_errors}
+    in_plan = {s.id for s in ctx.plan.steps}
+    return [
+        run.make("error.resolved", ErrorResolved(error_id=e.id, resolution=f"step {step_id} completed"), actor="system")
+        for e in ctx.errors.error_history
+        if e.id not in done and (e.step_id == step_id or (e.step_id is not None and e.step_id not in in_plan))
+    ]
 
 
 def make_executor_node(model: BaseChatModel, env: NodeEnv, tools: ToolExecutor,
@@ -214,6 +230,8 @@ def make_executor_node(model: BaseChatModel, env: NodeEnv, tools: ToolExecutor,
                 step_id=step_id or "", result=result, summary=str(args.get("summary") or ""),
                 findings=_findings(ctx, step_id or "", args.get("findings")),
                 unresolved_issues=[str(u) for u in args.get("unresolved_issues") or []])))
+            if result in ("success", "partial"):
+                events += _resolved_by_step(run, ctx, step_id or "")
         run.commit([*pre, built, *events])
         return run.update()
 
@@ -231,7 +249,10 @@ def make_reviewer_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
             return run.update()
         pre, ctx = _prologue(run)
         built, ai = _model_call(run, model, rend, ctx, [SUBMIT_REVIEW], None)
-        args = _tool_args(ai, "submit_review") or {"verdict": "approve", "summary": str(ai.content)[:500]}
+        # no verdict is no approval: a reviewer that answers in prose sends the work back
+        args = _tool_args(ai, "submit_review") or {
+            "verdict": "revise", "summary": str(ai.content)[:500],
+            "issues": ["the reviewer gave no verdict (no submit_review call)"]}
         verdict = "revise" if args.get("verdict") == "revise" else "approve"
         review = ReviewCompleted(verdict=verdict, summary=str(args.get("summary") or ""),
                                  issues=[str(i) for i in args.get("issues") or []])
@@ -259,26 +280,33 @@ def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
         if run.replayed:
             return run.update()
         pre, ctx = _prologue(run)
-        seen = {e.call_id for e in ctx.errors.error_history}
         n = len(ctx.errors.error_history)
-        for rec in ctx.evidence.recent_tool_calls:
-            if rec.status == "error" and rec.id not in seen:
-                n += 1
-                lines = rec.result_summary.strip().splitlines()
-                at = next((i for i, ln in enumerate(lines) if "rror" in ln or "Traceback" in ln), 0)
-                msg = " ".join(ln.strip() for ln in lines[at : at + 3] if ln.strip()) if lines else ""
-                ev = run.make("error.occurred", ErrorOccurred(
-                    error_id=f"err-{n}", source=f"tool:{rec.tool}", message=msg.strip()[:300],
-                    step_id=rec.step_id, call_id=rec.id), actor="system")
-                pre.append(ev)
-                ctx = replay([ev], ctx)
-        built, ai = _model_call(run, model, rend, ctx, [DECIDE_RECOVERY], ctx.plan.current_step_id)
+        failures: list[ErrorOccurred] = []
+        for rec in ctx.unrecorded_tool_errors():
+            n += 1
+            lines = rec.result_summary.strip().splitlines()
+            at = next((i for i, ln in enumerate(lines) if "rror" in ln or "Traceback" in ln), 0)
+            msg = " ".join(ln.strip() for ln in lines[at : at + 3] if ln.strip()) if lines else ""
+            failures.append(ErrorOccurred(error_id=f"err-{n}", source=f"tool:{rec.tool}", message=msg.strip()[:300],
+                                          step_id=rec.step_id, call_id=rec.id))
+        failed = ctx.failed_step()
+        if failed is not None:
+            n += 1
+            failures.append(ErrorOccurred(error_id=f"err-{n}", source=f"step:{failed.id}",
+                                          message=f"step {failed.id} ended {failed.result}: {failed.summary}"[:300],
+                                          step_id=failed.id))
+        for f in failures:
+            ev = run.make("error.occurred", f, actor="system")
+            pre.append(ev)
+            ctx = replay([ev], ctx)
+        step_id = ctx.plan.current_step_id or (failed.id if failed is not None else None)
+        built, ai = _model_call(run, model, rend, ctx, [DECIDE_RECOVERY], step_id)
         args = _tool_args(ai, "decide_recovery") or {"decision": "retry", "reason": str(ai.content)[:300]}
         decision = args.get("decision") if args.get("decision") in ("retry", "replan", "stop") else "retry"
         reason = str(args.get("reason") or "")
-        step_errors = sum(1 for e in ctx.errors.error_history if e.step_id == ctx.plan.current_step_id)
+        step_errors = sum(1 for e in ctx.errors.error_history if e.step_id == step_id)
         if decision == "retry" and step_errors >= MAX_STEP_ERRORS:
-            decision, reason = "stop", f"{step_errors} errors in step {ctx.plan.current_step_id}; {reason}"
+            decision, reason = "stop", f"{step_errors} errors in step {step_id}; {reason}"
         last = ctx.errors.last_error
         if last is not None and last.message.startswith(REJECTED_AGAIN):
             repeats = sum(1 for e in ctx.errors.error_history if e.message.startswith(REJECTED_AGAIN))

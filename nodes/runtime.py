@@ -26,6 +26,7 @@ from langchain_core.runnables import RunnableConfig
 from context import (
     ContextBlock,
     Event,
+    LogAheadError,
     Manifest,
     SqliteStores,
     TaskContext,
@@ -141,7 +142,12 @@ def prompt_text(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]
 class NodeRun:
     """One attempt of one node over one state: catch-up, emit, commit.
 
-    ``own`` holds the events a crashed earlier attempt of this node already appended.
+    Every event the attempt appends carries ``causation_id = attempt`` =
+    ``"<task_id>#<input cursor>:<node>"``. ``own`` holds the events an earlier, crashed attempt of
+    this same node on this same checkpoint already appended; they are folded, not redone. Any
+    other event past the checkpoint's cursor means the graph was started from an older
+    checkpoint than the log (time travel, a fork): ``LogAheadError`` is raised, because the log is
+    append-only per task and cannot branch.
     """
 
     def __init__(self, env: NodeEnv, state: TaskContext | dict[str, Any], node: str, config: RunnableConfig | None):
@@ -153,7 +159,17 @@ class NodeRun:
         if not task_id:
             raise ValueError("TaskContext.identity.task_id is empty; start a task with graphs.new_task(...)")
         self.task_id = task_id
-        self.own: list[Event] = env.events.read(task_id, after=self.input.events.cursor)
+        cursor = self.input.events.cursor
+        self.attempt = f"{task_id}#{cursor}:{node}"
+        past = env.events.read(task_id, after=cursor)
+        foreign = [e for e in past if e.causation_id != self.attempt]
+        if foreign:
+            raise LogAheadError(
+                f"task {task_id!r}: the event log is at seq {past[-1].seq} but this checkpoint knows seq {cursor} "
+                f"(event {foreign[0].seq} {foreign[0].kind} came from another node run): continuing from an older "
+                "checkpoint (time travel, a fork) is not supported; resume from the latest checkpoint"
+            )
+        self.own: list[Event] = past
         self.ctx = replay(self.own, self.input)
         self._new: list[Event] = []
 
@@ -162,18 +178,18 @@ class NodeRun:
         """True when an earlier attempt of this node already recorded its output."""
         return bool(self.own)
 
-    def event(self, kind: str, payload: Any, actor: str = "agent", causation_id: str | None = None) -> Event:
+    def event(self, kind: str, payload: Any, actor: str = "agent") -> Event:
         """Append one event now (own transaction) and fold it into ``ctx``."""
-        return self.commit([self.make(kind, payload, actor, causation_id)])[0]
+        return self.commit([self.make(kind, payload, actor)])[0]
 
-    def make(self, kind: str, payload: Any, actor: str = "agent", causation_id: str | None = None) -> Event:
-        last = self.ctx.events.recent[-1].seq if self.ctx.events.recent else None
+    def make(self, kind: str, payload: Any, actor: str = "agent") -> Event:
+        """A new event of this attempt (not yet appended): ``causation_id`` is the attempt key."""
         return new_event(
             kind,  # type: ignore[arg-type]
             payload,
             actor=actor,  # type: ignore[arg-type]
             correlation_id=self.task_id,
-            causation_id=causation_id or (f"{self.task_id}#{last}" if last else None),
+            causation_id=self.attempt,
         )
 
     def commit(self, events: Sequence[Event]) -> list[Event]:

@@ -97,7 +97,7 @@ def test_drop_order_low_before_normal_before_high():
     assert r.manifest.included == ["req", "high"]
     assert r.manifest.used == 40
     assert [e.reason for e in r.manifest.entries] == [
-        "dropped: over budget (low, trusted_app; needs 20, 5 left)",
+        "dropped: ranked below normal, which did not fit (low, trusted_app)",
         "dropped: over budget (normal, trusted_app; needs 20, 5 left)",
         "required",
         "fits (high, trusted_app)",
@@ -121,7 +121,7 @@ def test_same_priority_lower_trust_dropped_first():
     assert r.manifest.included == ["app"]
     assert r.manifest.used == 10
     assert [e.reason for e in r.manifest.entries] == [
-        "dropped: over budget (normal, external_content; needs 10, 9 left)",
+        "dropped: ranked below claim, which did not fit (normal, external_content)",
         "dropped: over budget (normal, user_claim; needs 10, 9 left)",
         "fits (normal, trusted_app)",
     ]
@@ -154,12 +154,14 @@ def test_relevance_ranks_before_recency():
     assert build_context(blocks, budget=10, reserve_for_output=0).manifest.included == ["old_relevant"]
 
 
-def test_a_dropped_block_does_not_stop_smaller_lower_ranked_blocks():
-    blocks = [blk("big_high", 30, priority="high"), blk("small_low", 5, priority="low")]
+def test_nothing_ranked_below_a_dropped_block_goes_in():
+    """DESIGN's drop order is strict: raw history (low) never stays while evidence (normal) goes."""
+    blocks = [blk("big_high", 30, priority="high"), blk("mid", 4, priority="normal"), blk("small_low", 5, priority="low")]
     r = build_context(blocks, budget=20, reserve_for_output=0)
     assert r.manifest.entries[0].reason == "dropped: over budget (high, trusted_app; needs 30, 20 left)"
-    assert r.manifest.entries[1].reason == "fits (low, trusted_app)"
-    assert r.manifest.used == 5
+    assert r.manifest.entries[1].reason == "dropped: ranked below big_high, which did not fit (normal, trusted_app)"
+    assert r.manifest.entries[2].reason == "dropped: ranked below big_high, which did not fit (low, trusted_app)"
+    assert r.manifest.used == 0
 
 
 def test_budget_error_when_required_blocks_exceed_the_budget():

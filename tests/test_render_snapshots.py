@@ -72,8 +72,9 @@ def test_rendered_prompt_snapshot(role: str) -> None:
     text += f"\n---\nprompt_tokens={r.prompt_tokens}\n" + "\n".join(
         f"{e.id} layer={e.layer} trust={e.trust} tokens={e.tokens} included={e.included}" for e in r.manifest.entries)
     path = SNAP / f"{role}.txt"
-    if os.environ.get("TASKCTX_UPDATE_SNAPSHOTS") == "1" or not path.exists():
+    if os.environ.get("TASKCTX_UPDATE_SNAPSHOTS") == "1":
         path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"no snapshot {path}; create it with TASKCTX_UPDATE_SNAPSHOTS=1 and review it"
     assert text == path.read_text(encoding="utf-8")
 
 

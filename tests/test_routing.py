@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from context import Control, ErrorRecord, Errors, Evidence, Plan, PlanStep, TaskContext, ToolCallRecord
+from context import (
+    Control,
+    ErrorRecord,
+    Errors,
+    Evidence,
+    LastStep,
+    Plan,
+    PlanStep,
+    Progress,
+    TaskContext,
+    ToolCallRecord,
+)
 from graphs import routing
 from langgraph.graph import END
 
@@ -28,6 +39,9 @@ def test_after_executor() -> None:
     done = [s.model_copy(update={"status": "done"}) for s in STEPS]
     assert routing.after_executor(ctx(plan=Plan(steps=done))) == "reviewer"
     blocked = [STEPS[0].model_copy(update={"status": "failed"}), STEPS[1]]
+    # a failed step goes to recovery first; once recovery has decided (step no longer failed), on
+    failed_last = Progress(last_step=LastStep(id="s1", result="failed", summary="no"))
+    assert routing.after_executor(ctx(plan=Plan(steps=blocked), progress=failed_last)) == "recovery"
     assert routing.after_executor(ctx(plan=Plan(steps=blocked))) == "reviewer"
     assert routing.after_executor(ctx(plan=Plan(steps=STEPS), control=Control(status="completed"))) == END
     # a dict (as get_state returns) routes the same
@@ -49,3 +63,31 @@ def test_after_recovery_and_reviewer() -> None:
     assert routing.after_recovery(ctx(control=Control(status="failed"))) == END
     assert routing.after_reviewer(ctx(plan=Plan(steps=STEPS, status="revising"))) == "planner"
     assert routing.after_reviewer(ctx(control=Control(status="completed"))) == END
+
+
+def test_failed_step_goes_to_recovery_and_retry_runs_it_again(tmp_path) -> None:
+    """A step the model ends as failed is recorded by recovery and, on retry, runs again; a
+    reviewer that answers without a verdict does not approve."""
+    from context import replay
+    from graphs import build_orchestrator, new_task, open_project, run_graph
+    from nodes import ScriptedChatModel, complete, plan, recover, review
+    from langchain_core.messages import AIMessage
+
+    model = ScriptedChatModel(script={
+        "planner": [plan("a"), plan(reason="s1 is done; nothing left")],
+        "executor": [complete("could not do it", result="failed"), complete("done now")],
+        "recovery": [recover("retry", "try again")],
+        "reviewer": [AIMessage(content="Looks fine to me."), review("approve", "ok")],
+        })
+    project = open_project(str(tmp_path / "t.sqlite"))
+    g = build_orchestrator(model, checkpointer=project.checkpointer, stores=project.stores)
+    r = run_graph(g, project.stores, "fs", new_task("do a", "fs"))
+    kinds = [e.kind for e in project.stores.events.read("fs")]
+    assert [k for k in kinds if k in ("step.completed", "error.occurred", "recovery.decided", "review.completed",
+                                      "task.completed", "plan.updated")] == [
+        "step.completed", "error.occurred", "recovery.decided", "step.completed",
+        "review.completed", "plan.updated", "review.completed", "task.completed"]
+    ctx = replay(project.stores.events.read("fs"))
+    assert ctx.errors.error_history[0].source == "step:s1"
+    assert ctx.errors.error_history[0].message == "step s1 ended failed: could not do it"
+    assert [s.status for s in ctx.plan.steps] == ["done"] and r.state.control.status == "completed"

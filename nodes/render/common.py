@@ -23,6 +23,7 @@ __all__ = [
     "EXTERNAL_RULE",
     "Renderer",
     "core_blocks",
+    "error_block",
     "governed_claims",
     "quote_external",
     "assemble",
@@ -100,10 +101,14 @@ def _block(
     return b if tokens is None else b.model_copy(update={"token_estimate": tokens})
 
 
-def core_blocks(ctx: TaskContext, env: NodeEnv, *, criteria: bool = True, constraints: bool = True) -> list[ContextBlock]:
-    """The core layer: the original request verbatim, success criteria, hard constraints.
+def core_blocks(ctx: TaskContext, env: NodeEnv, *, criteria: bool = True, constraints: bool = True,
+                permissions: bool = True) -> list[ContextBlock]:
+    """The core layer (DESIGN.md: in every call, verbatim): the original request, success
+    criteria, hard constraints and permissions, in slot ``msg:core``.
 
-    All ``required``: the builder never drops them.
+    All ``required``: the builder never drops them (``BudgetError`` if they alone do not fit).
+    The permissions block supersedes what the request claims about permissions
+    (:func:`governed_claims`), so the manifest says which one governs.
     """
     ident = ctx.identity
     out = [
@@ -118,7 +123,23 @@ def core_blocks(ctx: TaskContext, env: NodeEnv, *, criteria: bool = True, constr
         text = "\n".join(f"- {c}" for c in ident.constraints) or "- (none given)"
         out.append(_block(env, "core.constraints", f"## Hard constraints (verbatim, never break them)\n{text}",
                           kind="user", layer="core", source="task.created", priority="required", trust="user_claim"))
+    if permissions:
+        out.append(_block(env, "core.permissions", permissions_text(ctx), kind="instruction", layer="core",
+                          source="task.created", priority="required").model_copy(
+                              update={"supersedes": governed_claims(ctx)}))
     return out
+
+
+def error_block(ctx: TaskContext, env: NodeEnv, *, slot: str) -> ContextBlock | None:
+    """The task's unresolved error, if any. Its message is cut from tool output, so the block is
+    ``external_content`` and the message is quoted as such (never trusted text)."""
+    e = ctx.errors.last_error
+    if e is None:
+        return None
+    text = (f"Unresolved error {e.id} ({e.source}), message quoted from the tool output:\n"
+            + quote_external(e.message, source=e.source or "error"))
+    return _block(env, "state.last_error", text, kind="tool_result", layer="recent", source=e.source or "error",
+                  priority="high", trust="external_content", observed_at=e.timestamp, slot=slot)
 
 
 block = _block

@@ -34,7 +34,7 @@ from context.events import ContextBuilt
 from context.models import ToolCallRecord
 
 from ..runtime import NodeEnv, Rendered
-from .common import EXTERNAL_RULE, assemble, block, core_blocks, governed_claims, permissions_text, quote_external
+from .common import EXTERNAL_RULE, assemble, block, core_blocks, error_block, quote_external
 
 __all__ = ["ExecutorRenderer", "EXECUTOR_SYSTEM", "KEEP_LAST", "REUSE_MIN_CHARS", "checkpoint_text", "transcript_messages"]
 
@@ -123,11 +123,6 @@ def delta_text(ctx: TaskContext) -> str:
     if ctx.progress.last_step is not None:
         ls = ctx.progress.last_step
         lines.append(f"Last step {ls.id} ({ls.result}): {ls.summary}")
-    if ctx.errors.last_error is not None:
-        e = ctx.errors.last_error
-        # the message is cut from tool output: external content, quoted like it
-        lines.append(f"Unresolved error {e.id} ({e.source}), message quoted from the tool output:\n"
-                     + quote_external(e.message, source=e.source or "error"))
     if ctx.control.pending_approval is not None:
         a = ctx.control.pending_approval
         lines.append(f"Waiting for approval of {a.tool} {a.arguments} ({a.risk} risk): {a.reason}")
@@ -141,10 +136,7 @@ class ExecutorRenderer:
         self.keep_last = keep_last
 
     def _render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]], *, reset: bool, digest: int) -> Rendered:
-        cands = [b.model_copy(update={"slot": "msg:core"}) for b in core_blocks(ctx, env)]
-        cands.append(block(env, "core.permissions", permissions_text(ctx), kind="instruction", layer="core",
-                           source="task.created", priority="required", slot="msg:core",
-                           ).model_copy(update={"supersedes": governed_claims(ctx)}))
+        cands = core_blocks(ctx, env)
         cp = checkpoint_text(ctx)
         if cp is not None:
             cands.append(block(env, "state.checkpoint", cp, kind="state", layer="recent", source="event log",
@@ -171,6 +163,9 @@ class ExecutorRenderer:
                                tokens=count_tokens_approximately(msgs)))
         cands.append(block(env, "step.delta", delta_text(ctx), kind="state", layer="step", source="TaskContext",
                            priority="required", slot="msg:delta"))
+        err = error_block(ctx, env, slot="msg:delta")
+        if err is not None:
+            cands.append(err)
         return assemble(
             role=self.role, env=env, system=EXECUTOR_SYSTEM, candidates=cands,
             layout=["msg:core", "msg:checkpoint", "seq:transcript", "msg:delta"], tools=tools,

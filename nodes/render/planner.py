@@ -8,7 +8,7 @@ from typing import Any
 from context import TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import assemble, block, core_blocks, governed_claims, permissions_text, plan_text, quote_external
+from .common import assemble, block, core_blocks, error_block, plan_text
 
 __all__ = ["PlannerRenderer", "PLANNER_SYSTEM"]
 
@@ -27,10 +27,6 @@ def progress_text(ctx: TaskContext) -> str:
         ls = ctx.progress.last_step
         lines.append(f"last step {ls.id} ({ls.result}): {ls.summary}")
         lines += [f"unresolved: {u}" for u in ls.unresolved_issues]
-    if ctx.errors.last_error is not None:
-        le = ctx.errors.last_error  # its message is cut from tool output: quoted as external content
-        lines.append(f"unresolved error {le.id} ({le.source}), message quoted from the tool output:\n"
-                     + quote_external(le.message, source=le.source or "error"))
     for s in ctx.events.recent:
         if s.kind in ("review.completed", "recovery.decided", "permission.denied"):
             lines.append(f"{s.kind}: {s.summary}")
@@ -42,12 +38,13 @@ class PlannerRenderer:
 
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
         cands = core_blocks(ctx, env)
-        cands.append(block(env, "core.permissions", permissions_text(ctx), kind="instruction", layer="core",
-                           source="task.created", priority="required").model_copy(update={"supersedes": governed_claims(ctx)}))
         cands.append(block(env, "state.plan", plan_text(ctx), kind="state", layer="step", source="TaskContext.plan",
                            priority="high", slot="msg:state"))
         cands.append(block(env, "state.progress", progress_text(ctx), kind="state", layer="recent",
                            source="TaskContext.progress", priority="high", slot="msg:state"))
+        err = error_block(ctx, env, slot="msg:state")
+        if err is not None:
+            cands.append(err)
         n = len(ctx.evidence.findings)
         for i, f in enumerate(ctx.evidence.findings):
             cands.append(block(env, f"finding.{f.id}", f"- finding: {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]",

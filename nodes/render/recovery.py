@@ -25,7 +25,7 @@ class RecoveryRenderer:
     role = "recovery"
 
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
-        cands = core_blocks(ctx, env, criteria=False)
+        cands = core_blocks(ctx, env)
         failing = [r for r in ctx.evidence.recent_tool_calls if r.status == "error"][-1:]
         for r in failing:
             text = quote_external(r.result_summary[-1500:], source=f"tool:{r.tool}", ref=r.raw_ref, call_id=r.id)
