@@ -242,11 +242,20 @@ class PgEventLog:
                 "run one writer per thread_id"
             ) from exc
 
-    def read(self, task_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
-        """Events of ``task_id`` with ``seq > after``, in order."""
+    def read(self, task_id: str, after: int = 0, limit: int | None = None,
+             kinds: Sequence[str] | None = None) -> list[Event]:
+        """Events of ``task_id`` with ``seq > after``, in order; with ``kinds``, only events of
+        those kinds (``kind IN (...)`` in SQL; ``limit`` counts the matching events)."""
         sql = ("SELECT seq, id, kind, timestamp, actor, payload, causation_id, correlation_id "
-               "FROM taskctx_events WHERE task_id = %s AND seq > %s ORDER BY seq")
+               "FROM taskctx_events WHERE task_id = %s AND seq > %s")
         args: tuple[Any, ...] = (task_id, after)
+        if kinds is not None:
+            kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+            if not kinds:
+                return []
+            sql += f" AND kind IN ({', '.join(['%s'] * len(kinds))})"
+            args += tuple(kinds)
+        sql += " ORDER BY seq"
         if limit is not None:
             sql += " LIMIT %s"
             args += (limit,)
@@ -255,8 +264,10 @@ class PgEventLog:
             return [_row_event(r) for r in conn.execute(sql, args).fetchall()]
         return self._db.run(q)
 
-    def iter(self, task_id: str, after: int = 0, limit: int | None = None) -> Iterator[Event]:
-        yield from self.read(task_id, after, limit)
+    def iter(self, task_id: str, after: int = 0, limit: int | None = None,
+             kinds: Sequence[str] | None = None) -> Iterator[Event]:
+        """As :meth:`read`, one event at a time."""
+        yield from self.read(task_id, after, limit, kinds)
 
     def task_ids(self) -> list[str]:
         def q(conn: Any, _: int) -> list[str]:

@@ -89,7 +89,10 @@ def slice_lines(data: bytes, start: int, end: int) -> bytes:
 
 class EventLogProtocol(Protocol):
     def append(self, task_id: str, events: Sequence[Event]) -> list[Event]: ...
-    def read(self, task_id: str, after: int = 0, limit: int | None = None) -> list[Event]: ...
+    def read(self, task_id: str, after: int = 0, limit: int | None = None,
+             kinds: Sequence[str] | None = None) -> list[Event]: ...
+    def iter(self, task_id: str, after: int = 0, limit: int | None = None,
+             kinds: Sequence[str] | None = None) -> Iterator[Event]: ...
     def last_seq(self, task_id: str) -> int: ...
     def task_ids(self) -> list[str]: ...
 
@@ -206,16 +209,28 @@ class EventLog:
                 raise
         return out
 
-    def read(self, task_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
-        """Events of ``task_id`` with ``seq > after``, in order."""
-        return list(self.iter(task_id, after, limit))
+    def read(self, task_id: str, after: int = 0, limit: int | None = None,
+             kinds: Sequence[str] | None = None) -> list[Event]:
+        """Events of ``task_id`` with ``seq > after``, in order; with ``kinds``, only events of
+        those kinds (filtered in SQL: the other payloads are never read or parsed; ``limit``
+        counts the matching events)."""
+        return list(self.iter(task_id, after, limit, kinds))
 
-    def iter(self, task_id: str, after: int = 0, limit: int | None = None) -> Iterator[Event]:
+    def iter(self, task_id: str, after: int = 0, limit: int | None = None,
+             kinds: Sequence[str] | None = None) -> Iterator[Event]:
+        """As :meth:`read`, one event at a time."""
         sql = (
             "SELECT seq, id, kind, timestamp, actor, payload, causation_id, correlation_id "
-            "FROM taskctx_events WHERE task_id = ? AND seq > ? ORDER BY seq"
+            "FROM taskctx_events WHERE task_id = ? AND seq > ?"
         )
         args: tuple[object, ...] = (task_id, after)
+        if kinds is not None:
+            kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+            if not kinds:
+                return
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            args += tuple(kinds)
+        sql += " ORDER BY seq"
         if limit is not None:
             sql += " LIMIT ?"
             args += (limit,)

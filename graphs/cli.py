@@ -353,6 +353,8 @@ def approve(
             raise InvalidInputError(f"task {task_id!r} has no pending approval; nothing to answer "
                                     f"(see `taskctx inspect {task_id}`)")
         _show_request(req)
+        if "request_id" in req:
+            answer = {**answer, "request_id": req["request_id"]}  # answers exactly this question
         console.print(f"    -> {answer['action']}", markup=False)
         result = run_graph(g, project.stores, task_id, Command(resume=answer), on_event=_event_printer())
         if result.waiting is not None:

@@ -549,6 +549,8 @@ class CaseTools:
     the call named by ``kill_call`` the first time it is run.
     """
 
+    accepts_scopes = True  # execute(call_id, tool, arguments, scopes)
+
     def __init__(self, case: Case, compiled: _Plan, kill_call: str | None = None, sigkill: bool = False):
         self.case = case
         self.compiled = compiled

@@ -136,6 +136,8 @@ def run_with_approvals(
         reply = answer(result.waiting)
         if reply is None:
             break
+        if "request_id" in result.waiting and "request_id" not in reply:
+            reply = {**reply, "request_id": result.waiting["request_id"]}  # a stale answer never fits another question
         result = run_graph(graph, stores, task_id, Command(resume=reply), stop_after=stop_after, on_event=on_event)
     return result
 

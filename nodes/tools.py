@@ -4,10 +4,10 @@
 The executor appends ``tool.called`` for each call the model issues; the tool node then runs
 every call still pending, one at a time: raw output → artifact store (exact bytes) → secrets
 masked → compression → ``tool.result.received`` (its own transaction, so a crash mid-batch keeps
-the results already recorded). A successful call resolves the task's open errors
-(``error.resolved``; with ``strict_resolution`` on the executor, only errors of an earlier call
-of the same tool with the same arguments). Tool output is external content: it never reaches a
-system message.
+the results already recorded). A successful call resolves the open errors of its own plan step
+(``error.resolved`` for each error whose ``step_id`` is the call's; with ``strict_resolution``
+on the executor, instead only errors of an earlier call of the same tool with the same
+arguments). Tool output is external content: it never reaches a system message.
 
 **Permissions** are checked here, in code, for every call (:func:`nodes.permissions.assess`):
 a refused call gets ``permission.denied`` and a ``denied`` result and never runs.
@@ -17,14 +17,27 @@ a refused call gets ``permission.denied`` and a ``denied`` result and never runs
 tool, arguments, risk, reason}``. The answer (``Command(resume=...)``) is ``{"action":
 "approve"}``, ``{"action": "edit", "arguments": {...}}`` (checked by the policy again, not asked
 again), ``{"action": "reject", "reason": "..."}`` or ``{"action": "respond", "message":
-"..."}``. One interrupt per node run: a second call that needs approval waits for the next run
-of the node (the router sends the graph back here while calls are pending). A node re-runs from
-its first line on resume: ``permission.requested`` is appended only if the state (caught up with
-the node's own events, :class:`~nodes.runtime.NodeRun`) does not already wait for this call, so
-nothing is appended twice. A rejection is ``permission.denied`` by the user (the planner sees
-it); the same tool with the same arguments is never put up again in this task: it is refused
-with an ``error`` result (:data:`REJECTED_AGAIN`), which sends the run to recovery, which
-re-plans or stops.
+"..."}``. Every payload also carries ``request_id`` (the id of its ``permission.requested``
+event); an answer that names another ``request_id`` is not an answer to this question, which is
+asked again. One question per node run: a second call that needs approval waits for the next run
+of the node (the router sends the graph back here while calls are pending); the one exception is
+a call approved in this run whose process died before its result was recorded, which may be put
+up again ("run it again?").
+
+A node re-runs from its first line on resume, and LangGraph matches resume values to
+``interrupt()`` calls by their order within the node run. The ``permission.requested`` events
+the node's earlier attempts appended (:class:`~nodes.runtime.NodeRun` ``own``) are the questions
+of this node run in that order: each re-run calls ``interrupt()`` for them again, in the same
+order, before it asks anything new (each returns its stored answer; an answer already acted on,
+i.e. followed by ``permission.granted``/``denied``, is not acted on again). So a stored answer
+never answers a new question, and ``permission.requested`` is appended once per question. A
+``taskctx resume`` (a ``resume_token`` not yet recorded) is recorded first, ``resume.started``
+in a batch of its own, so a resume that stops at an approval here is on the record too.
+
+A rejection is ``permission.denied`` by the user (the planner sees it); the same tool with the
+same arguments is never put up again in this task: it is refused with an ``error`` result
+(:data:`REJECTED_AGAIN`), which sends the run to recovery, which re-plans or stops. Earlier
+rejections are looked up with the log's ``kinds`` filter (only ``permission.denied`` is read).
 
 **Side effects.** Before a call with side effects runs, ``permission.granted`` is committed (by
 the user after an approval, else by the system with the policy's risk): the marker that it may
@@ -35,11 +48,12 @@ done, run again, or put up for approval. Read-only calls simply run again.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
 from langchain_core.runnables import RunnableConfig
 
@@ -57,7 +71,7 @@ from context import (
     summarize_event,
 )
 from context.compression import ResultKind
-from context.events import ErrorResolved, FileModified, PermissionEvent, ToolResultReceived
+from context.events import ErrorResolved, Event, EventKind, FileModified, PermissionEvent, ToolResultReceived
 from context.models import ToolCallRecord
 
 from .permissions import assess
@@ -67,6 +81,7 @@ from .secrets import mask_secrets
 __all__ = [
     "APPROVAL_ACTIONS",
     "CONTROL_TOOLS",
+    "accepts_scopes",
     "READ_ARTIFACT_SCHEMA",
     "REJECTED_AGAIN",
     "SEARCH_HISTORY_SCHEMA",
@@ -95,7 +110,21 @@ class ToolOutcome:
 
 
 class ToolExecutor(Protocol):
-    """Runs the task's tools. ``schemas()`` are OpenAI-format tool dicts offered to the executor."""
+    """Runs the task's tools. ``schemas()`` are OpenAI-format tool dicts offered to the executor.
+
+    Optional class attributes and methods the tool node looks for:
+
+    * ``accepts_scopes = True``: ``execute`` takes a fourth argument, the task's ``file_scopes``
+      (``execute(call_id, tool, arguments, scopes)``); without it ``execute`` is called with three
+      (:class:`~nodes.workspace.WorkspaceTools` sets it). When the attribute is missing, an
+      ``execute`` with a parameter named ``scopes`` gets them too.
+    * ``strict_resolution = True``: a success resolves only errors of an earlier call of the same
+      tool with the same arguments (default: the open errors of the call's plan step).
+    * ``check(tool, arguments, scopes) -> (risk, reason, paths)``: the executor's own policy
+      (:func:`nodes.permissions.assess`; raise ``PolicyError`` to refuse).
+    * ``recover(call_id, tool, arguments, scopes) -> Recovery``: checks a side-effecting call
+      interrupted before its result was recorded (``done``, ``retry`` or ``ask``).
+    """
 
     def schemas(self) -> list[dict[str, Any]]: ...
     def has_side_effects(self, tool: str) -> bool: ...
@@ -192,14 +221,16 @@ def _read_artifact(env: NodeEnv, arguments: dict[str, Any]) -> ToolOutcome:
     return ToolOutcome("ok", text, "other")
 
 
+#: Every event kind but ``context.built`` (manifests are large and not history to search).
+_SEARCHED_KINDS = tuple(k for k in get_args(EventKind) if k != "context.built")
+
+
 def _search_history(env: NodeEnv, task_id: str, arguments: dict[str, Any], limit: int = 30) -> ToolOutcome:
     query = str(arguments.get("query", "")).strip().lower()
     if not query:
         return ToolOutcome("error", "search_history needs a non-empty query")
     hits = []
-    for e in env.events.read(task_id):
-        if e.kind == "context.built":
-            continue
+    for e in env.events.read(task_id, kinds=_SEARCHED_KINDS):
         line = f"#{e.seq} {e.kind} [{e.actor}] {summarize_event(e)}"
         if query in line.lower() or query in json.dumps(e.payload, ensure_ascii=False).lower():
             hits.append(line)
@@ -234,13 +265,41 @@ def normalize_answer(answer: Any) -> dict[str, Any]:
     return out
 
 
+def accepts_scopes(tools: Any) -> bool:
+    """Whether ``tools.execute`` takes the file scopes as a fourth argument: the executor's
+    ``accepts_scopes`` attribute, else whether ``execute`` has a parameter named ``scopes``."""
+    flag = getattr(tools, "accepts_scopes", None)
+    if flag is not None:
+        return bool(flag)
+    try:
+        return "scopes" in inspect.signature(tools.execute).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _scoped_execute(tools: Any, call_id: str, tool: str, args: dict[str, Any], scopes: list[str]) -> ToolOutcome:
     try:
-        if hasattr(tools, "check"):
+        if accepts_scopes(tools):
             return tools.execute(call_id, tool, args, scopes)
         return tools.execute(call_id, tool, args)
     except Exception as exc:  # a crashing tool is an error result, not a crashed graph
         return ToolOutcome("error", f"error: tool {tool} raised {type(exc).__name__}: {exc}")
+
+
+class _Questions:
+    """The approval questions of one node run, in ``interrupt()`` order: the
+    ``permission.requested`` events its earlier attempts appended (``own``), then the ones this
+    attempt appends. ``pos``: how many of them this attempt has put so far."""
+
+    def __init__(self, own: Sequence[Event]):
+        self.own = list(own)
+        self.asked: list[Event] = [e for e in own if e.kind == "permission.requested"]
+        self.pos = 0
+
+    def acted_on(self, req: Event) -> bool:
+        """An earlier attempt acted on the answer to ``req`` (granted or denied the call after it)."""
+        return any(e.kind in ("permission.granted", "permission.denied") and e.seq > req.seq
+                   and e.payload["call_id"] == req.payload["call_id"] for e in self.own)
 
 
 def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> Callable[[TaskContext, RunnableConfig], dict[str, Any]]:
@@ -269,6 +328,8 @@ def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> Callable[[TaskContext, 
                     prev = calls.get(err.call_id or "")
                     if prev is not None and _canon(_args_of(prev.arguments)) != _canon(args):
                         continue
+                elif err.step_id != rec.step_id:
+                    continue
                 batch.append(run.make("error.resolved", ErrorResolved(
                     error_id=err.id, resolution=f"later call {rec.id} ({rec.tool}) succeeded"), actor="system"))
         run.commit(batch)
@@ -297,20 +358,48 @@ def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> Callable[[TaskContext, 
 
     def rejected_before(run: NodeRun, tool: str, args: dict[str, Any]) -> str | None:
         canon = _canon(args)
-        for e in env.events.read(run.task_id):
-            if (e.kind == "permission.denied" and e.actor == "user" and e.payload["tool"] == tool
+        for e in env.events.read(run.task_id, kinds=("permission.denied",)):
+            if (e.actor == "user" and e.payload["tool"] == tool
                     and e.payload["arguments"] == canon and e.payload["reason"].startswith("rejected by the user")):
                 return e.payload["reason"]
         return None
 
-    def ask(run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, reason: str) -> dict[str, Any]:
-        pending = run.ctx.control.pending_approval
-        if pending is None or pending.call_id != rec.id:
-            run.commit([run.make("permission.requested", PermissionEvent(
-                call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason), actor="system")])
-        answer = interrupt({"type": "approval", "task_id": run.task_id, "call_id": rec.id, "step_id": rec.step_id,
-                            "tool": rec.tool, "arguments": args, "risk": risk, "reason": reason})
-        return normalize_answer(answer)
+    def payload(run: NodeRun, req: Event) -> dict[str, Any]:
+        """The ``interrupt()`` value of the question ``req`` (a ``permission.requested`` event)."""
+        p = req.payload
+        rec = next((r for r in run.ctx.evidence.recent_tool_calls if r.id == p["call_id"]), None)
+        return {"type": "approval", "task_id": run.task_id, "call_id": p["call_id"],
+                "step_id": rec.step_id if rec is not None else None, "tool": p["tool"],
+                "arguments": _args_of(p["arguments"]), "risk": p["risk"], "reason": p["reason"],
+                "request_id": req.id}
+
+    def put(run: NodeRun, req: Event) -> Any:
+        """``interrupt()`` for ``req`` until the answer is one to ``req``: an answer naming
+        another ``request_id`` is not an answer to this question (it is asked again). Re-runs
+        make the same calls in the same order, so LangGraph hands back the same answers."""
+        while True:
+            answer = interrupt(payload(run, req))
+            rid = answer.get("request_id") if isinstance(answer, dict) else None
+            if rid is None or rid == req.id:
+                return answer
+
+    def ask(run: NodeRun, q: _Questions, rec: ToolCallRecord, args: dict[str, Any], risk: str,
+            reason: str) -> dict[str, Any]:
+        # The questions earlier attempts of this node run put, in order: ask each again (LangGraph
+        # returns its stored answer: resume values are matched to interrupt() calls by order).
+        # The last one, when it is about this call and its answer was not acted on yet, is the
+        # question asked now; any other answer was acted on already and is not used again.
+        while q.pos < len(q.asked):
+            req = q.asked[q.pos]
+            q.pos += 1
+            if q.pos == len(q.asked) and req.payload["call_id"] == rec.id and not q.acted_on(req):
+                return normalize_answer(put(run, req))
+            put(run, req)
+        req = run.commit([run.make("permission.requested", PermissionEvent(
+            call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason), actor="system")])[0]
+        q.asked.append(req)
+        q.pos += 1
+        return normalize_answer(put(run, req))
 
     def answered(run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, ans: dict[str, Any],
                  note: str = "") -> None:
@@ -339,6 +428,13 @@ def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> Callable[[TaskContext, 
 
     def tools_node(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
         run = NodeRun(env, state, "tools", config)
+        resumed = run.resume_events()
+        if resumed:  # a `taskctx resume` (token not yet recorded): its own batch, before anything else
+            run.commit(resumed)
+        q = _Questions(run.own)
+        # calls whose question this node run already put and acted on: one question per node run,
+        # except putting such a call up again when it was cut off before its result was recorded
+        put_before = {e.payload["call_id"] for e in q.asked if q.acted_on(e)}
         asked = False
         for rec in [r for r in run.ctx.evidence.recent_tool_calls if r.status == "pending"]:
             marker = next((e for e in reversed(run.own) if e.kind == "permission.granted"
@@ -360,11 +456,11 @@ def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> Callable[[TaskContext, 
                 elif state_ == "retry":
                     execute(run, rec, args, f"run again after an interruption: {note_}")
                 else:
-                    if asked:
+                    if asked or (put_before - {rec.id}):
                         break
                     asked = True
-                    ans = ask(run, rec, args, "high", f"interrupted before its result was recorded: {note_}; "
-                                                     "run it again?")
+                    ans = ask(run, q, rec, args, "high", f"interrupted before its result was recorded: {note_}; "
+                                                        "run it again?")
                     answered(run, rec, args, "high", ans, "run again after an interruption, approved by the user")
                 continue
             if d.needs_approval and marker is None:
@@ -374,10 +470,10 @@ def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> Callable[[TaskContext, 
                          f"{REJECTED_AGAIN} ({prior}); it was not run and will not be put up for approval again. "
                          "Choose another approach or stop.", status="error", risk=d.risk)
                     continue
-                if asked:
+                if asked or put_before:
                     break
                 asked = True
-                ans = ask(run, rec, args, d.risk, d.reason or f"{rec.tool} needs approval")
+                ans = ask(run, q, rec, args, d.risk, d.reason or f"{rec.tool} needs approval")
                 answered(run, rec, args, d.risk, ans)
                 continue
             if side and marker is None:

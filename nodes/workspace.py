@@ -319,10 +319,13 @@ class WorkspaceTools:
     ``timeout``: default seconds per command; ``receipts_dir``: where command receipts live
     (default ``<root>/.taskctx/receipts``; the CLI uses a folder per task beside the database).
     ``strict_resolution``: an error is resolved only by a later success of the same tool with
-    the same arguments (the failing test passing), not by any later success.
+    the same arguments (the failing test passing), not by any later success of its step.
+    ``accepts_scopes``: :meth:`execute` takes the task's ``file_scopes`` as a fourth argument
+    (the tool node passes them; see :class:`nodes.tools.ToolExecutor`).
     """
 
     strict_resolution = True
+    accepts_scopes = True
 
     def __init__(self, root: str | Path, *, programs: Sequence[str] = DEFAULT_PROGRAMS, timeout: int = 120,
                  receipts_dir: str | Path | None = None):

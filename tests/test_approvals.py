@@ -162,3 +162,63 @@ def test_cli_interactive_prompt(tmp_path: Path, monkeypatch) -> None:
     events = SqliteStores(tmp_path / "t.sqlite").events.read("i1")
     assert [(e.payload["call_id"], e.actor) for e in events if e.kind == "permission.granted" and e.actor == "user"] == \
         [("d-fix1", "user")]
+
+
+class Crash(BaseException):
+    """Stands in for a killed process (not an Exception: the tool node does not catch it)."""
+
+
+def test_a_stored_answer_never_answers_a_later_question_after_a_crash(tmp_path: Path) -> None:
+    """a1 and a2 both need approval; a1 is approved and the process dies inside it (after the
+    write). On resume a1 is found done on disk; a2 must then be asked, not approved by a1's
+    stored answer (LangGraph hands resume values to interrupt() calls by their order)."""
+    crash = {"a1"}
+
+    class Crashing(WorkspaceTools):
+        def execute(self, call_id, tool, arguments, scopes=()):
+            out = super().execute(call_id, tool, arguments, scopes)
+            if call_id in crash:
+                crash.discard(call_id)
+                raise Crash(call_id)
+            return out
+
+    root = tmp_path / "ws"
+    (root / "app").mkdir(parents=True)
+    (root / "app" / "proxy.conf").write_text("client_max_body_size 1m;\n")
+    two = AIMessage(content="both", tool_calls=[
+        {"name": "write_file", "args": CONF, "id": "a1", "type": "tool_call"},
+        {"name": "write_file", "args": {"path": "app/second.conf", "content": "y\n"}, "id": "a2", "type": "tool_call"},
+    ])
+    stores = SqliteStores(":memory:")
+    g = build_orchestrator(ScriptedChatModel(script={"planner": [plan("Patch")], "executor": [two, complete("done")],
+                                                     "reviewer": [review("approve")]}),
+                           tools=Crashing(root, receipts_dir=tmp_path / "receipts"),
+                           checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores)
+    first = run_graph(g, stores, "cr", _task("cr"))
+    assert first.waiting is not None and first.waiting["call_id"] == "a1"
+    try:
+        run_graph(g, stores, "cr", Command(resume={"action": "approve", "request_id": first.waiting.get("request_id")}))
+        raise AssertionError("the crash did not happen")
+    except Crash:
+        pass
+    assert (root / "app" / "proxy.conf").read_text() == CONF["content"]
+    resumed = run_graph(g, stores, "cr", None, resume=True)
+    assert resumed.waiting is not None and resumed.waiting["call_id"] == "a2", resumed.waiting
+    assert not (root / "app" / "second.conf").exists()  # not approved by a1's stored answer
+    assert first.waiting["request_id"].startswith("evt_") and resumed.waiting["request_id"] != first.waiting["request_id"]
+    events = stores.events.read("cr")
+    a1 = next(e for e in events if e.kind == "tool.result.received" and e.payload["call_id"] == "a1")
+    assert a1.payload["result_summary"].startswith("[recovered after an interruption:")
+    # an answer naming another request is not an answer to this one: a2 is asked again, nothing appended
+    n = stores.events.last_seq("cr")
+    stale = run_graph(g, stores, "cr", Command(resume={"action": "approve", "request_id": first.waiting["request_id"]}))
+    assert stale.waiting is not None and stale.waiting["request_id"] == resumed.waiting["request_id"]
+    assert stores.events.last_seq("cr") == n and not (root / "app" / "second.conf").exists()
+    done = run_graph(g, stores, "cr", Command(resume={"action": "approve", "request_id": resumed.waiting["request_id"]}))
+    assert done.waiting is None and done.state.control.status == "completed"
+    assert (root / "app" / "second.conf").read_text() == "y\n"
+    events = stores.events.read("cr")
+    for kind in ("permission.requested", "permission.granted", "tool.result.received"):
+        assert sorted(e.payload["call_id"] for e in events if e.kind == kind) == ["a1", "a2"], kind
+    assert [e.actor for e in events if e.kind == "permission.granted"] == ["user", "user"]
+    assert replay(events) == done.state

@@ -34,13 +34,16 @@ CHILD = textwrap.dedent(
     from nodes import WorkspaceTools
 
     db, tid, ws, receipts, kill_call, when = sys.argv[1:7]
+    needs_approval = [t for t in (sys.argv[7] if len(sys.argv) > 7 else "").split(",") if t]
 
     class Killing(WorkspaceTools):
         def execute(self, call_id, tool, arguments, scopes=()):
             if call_id == kill_call and when == "before":
                 os.kill(os.getpid(), signal.SIGKILL)
             out = super().execute(call_id, tool, arguments, scopes)
-            if call_id == kill_call and when == "after":
+            if call_id == kill_call and when == "mid":  # as if killed while the command still ran
+                self._receipt(call_id).write_text('{"call_id": "%s", "status": "started"}' % call_id)
+            if call_id == kill_call and when in ("after", "mid"):
                 os.kill(os.getpid(), signal.SIGKILL)
             return out
 
@@ -52,7 +55,8 @@ CHILD = textwrap.dedent(
     project.stores.tasks.register(tid, {"kind": "demo", "budget": 8000, "workspace": ws, "receipts": receipts})
     g = build_orchestrator(demo_model(), tools=demo_tools(ws, receipts, cls=Killing),
                            checkpointer=project.checkpointer, stores=project.stores)
-    run_with_approvals(g, project.stores, tid, new_task(DEMO_REQUEST, tid, permissions=demo_permissions()),
+    perms = demo_permissions().model_copy(update={"requires_approval": needs_approval})
+    run_with_approvals(g, project.stores, tid, new_task(DEMO_REQUEST, tid, permissions=perms),
                        answer=lambda req: {"action": "approve"})
     print("finished without being killed")
     """
@@ -167,3 +171,54 @@ def test_command_cut_off_mid_run_asks_before_running_again(tmp_path: Path) -> No
     assert ok.returncode == 0, ok.stderr
     assert "task k2: completed; 9 executor steps" in ok.stdout
     assert (ws / "runs.log").read_text().count("run\n") == 3  # run again, once, after the approval
+
+
+@pytest.mark.parametrize("answer", ["approve", "reject"])
+def test_a_call_approved_then_cut_off_is_put_up_again_not_approved_by_the_old_answer(tmp_path: Path,
+                                                                                    answer: str) -> None:
+    """The user approved ``d-test2`` (run_command needs approval here); the process died while the
+    command ran. ``taskctx resume`` must not take the stored "approve" as the answer to the new
+    question ("interrupted before its result was recorded... run it again?"): LangGraph matches
+    resume values to interrupt() calls by order, so the re-run puts the original question first
+    (its stored answer, already acted on) and then asks the new one, which waits for the user."""
+    db, ws, receipts = tmp_path / "t.sqlite", tmp_path / "ws", tmp_path / "receipts" / "k3"
+    child = subprocess.run([sys.executable, "-c", CHILD, str(db), "k3", str(ws), str(receipts), "d-test2", "mid",
+                            "run_command"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
+    assert (ws / "runs.log").read_text().count("run\n") == 2  # d-test1 and d-test2
+    stores = SqliteStores(db)
+    before = stores.events.read("k3")
+    grants = lambda evs: [e.actor for e in evs if e.kind == "permission.granted" and e.payload["call_id"] == "d-test2"]  # noqa: E731
+    asks = lambda evs: [e for e in evs if e.kind == "permission.requested" and e.payload["call_id"] == "d-test2"]  # noqa: E731
+    assert grants(before) == ["user"] and len(asks(before)) == 1
+    stores.close()
+
+    resumed = _taskctx("resume", "k3", "--db", str(db), "--out", str(tmp_path / "runs"), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "waiting for approval of run_command (call d-test2, high risk)" in resumed.stdout, resumed.stdout
+    assert (ws / "runs.log").read_text().count("run\n") == 2  # not run again on the old answer
+    stores = SqliteStores(db)
+    events = stores.events.read("k3")
+    new = events[len(before):]
+    assert [e.kind for e in new] == ["resume.started", "permission.requested"], [e.kind for e in new]
+    assert "interrupted before its result was recorded" in new[1].payload["reason"]
+    assert grants(events) == ["user"]
+    stores.close()
+
+    flags = ["--reject", "ran already"] if answer == "reject" else []
+    done = _taskctx("approve", "k3", *flags, "--db", str(db), "--out", str(tmp_path / "runs"), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    stores = SqliteStores(db)
+    events = stores.events.read("k3")
+    assert len(asks(events)) == 2 and [e.kind for e in events].count("resume.started") == 1
+    results = [e for e in events if e.kind == "tool.result.received" and e.payload["call_id"] == "d-test2"]
+    assert len(results) == 1
+    runs = (ws / "runs.log").read_text().count("run\n")
+    if answer == "approve":
+        assert grants(events) == ["user", "user"] and runs == 3  # run again once, on the new answer
+        assert results[0].payload["result_summary"].startswith("[run again after an interruption, approved by the user]")
+        assert "task k3: completed" in done.stdout, done.stdout
+    else:
+        assert grants(events) == ["user"] and runs == 2  # the side effect ran exactly once
+        assert results[0].payload["status"] == "denied"
+    assert replay(events).control.pending_approval is None
