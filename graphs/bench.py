@@ -40,7 +40,7 @@ from typing import Annotated, Any
 
 import typer
 
-from context import TaskContext, Trajectory, extract_constraints, load_trajectory, replay
+from context import TaskctxError, TaskContext, Trajectory, extract_constraints, load_trajectory, replay
 from context.trajectory import RecordedStep
 
 from .bench_strategies import (
@@ -580,12 +580,15 @@ def bench(
     d = Path(dir)
     if not d.is_absolute():
         d = Path.cwd() / d
+    if out.exists() and not out.is_dir():
+        typer.echo(f"error: --out {out} is a file; pass a folder for results.md, results.csv and the plots", err=True)
+        raise typer.Exit(2)
     try:
         r = run_bench(d, budget)
-    except FileNotFoundError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        files = write_outputs(r, out)
+    except (FileNotFoundError, TaskctxError, OSError) as exc:
+        typer.echo("error: " + " ".join(str(exc).split()), err=True)
         raise typer.Exit(2) from exc
-    files = write_outputs(r, out)
     typer.echo(markdown(r).split("## Effective cost per trajectory")[0].rstrip())
     typer.echo("")
     for f in files:

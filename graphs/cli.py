@@ -8,6 +8,8 @@ is changed.
 
 from __future__ import annotations
 
+import re
+import shutil
 import sqlite3
 import sys
 from pathlib import Path
@@ -59,12 +61,16 @@ def _describe(exc: BaseException, db: str) -> str:
     return f"{exc}; check the path and its permissions"
 
 
+_TASK_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+
+
 def _check_task_id(task_id: str) -> str:
-    """Task ids name a thread and an export folder: no path separators, no '..', not empty."""
-    if not task_id.strip() or "/" in task_id or "\\" in task_id or task_id.startswith(".") or task_id != task_id.strip():
+    """Task ids name a thread and an export folder: 1-128 of letters, digits, '-', '_', '.',
+    not starting with '.' (so no path separators, no '..', nothing empty)."""
+    if not _TASK_ID.fullmatch(task_id):
         raise InvalidInputError(
-            f"--task-id {task_id!r} is not a valid task id; use letters, digits, '-', '_' or '.' "
-            "(no '/', no leading '.', not empty)"
+            f"--task-id {task_id[:60]!r} is not a valid task id; use 1-128 letters, digits, '-', '_' or '.' "
+            "(not starting with '.')"
         )
     return task_id
 
@@ -191,11 +197,17 @@ def resume(
     task_id: Annotated[str, typer.Argument(help="The task (thread) to continue.")],
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, help="Stop after N more executor steps.")] = None,
     budget: Annotated[int | None, typer.Option("--budget", min=1000, help="New prompt budget in tokens.")] = None,
+    approve_all: Annotated[bool, typer.Option("--approve-all", help="Approve every approval request (scripts).")] = False,
+    deny_all: Annotated[bool, typer.Option("--deny-all", help="Reject every approval request (scripts).")] = False,
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
-    """Continue a task from its last checkpoint (records resume.started; never redoes a finished step)."""
+    """Continue a task from its last checkpoint (records resume.started; never redoes a finished step).
+
+    Approvals are answered as in ``run``/``demo``: --approve-all, --deny-all, the terminal, or
+    left pending for ``taskctx approve`` (the flags of the first run are not remembered)."""
     try:
+        answer = _answerer(approve_all, deny_all)
         if not db_exists(db):
             raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
         _prepare_out(out)
@@ -206,14 +218,21 @@ def resume(
         g, _ = _graph_for(project, task_id)
         snap = g.get_state(thread_config(task_id))
         status = TaskContext.model_validate(snap.values).control.status if snap.values else "idle"
-        if snap.values and not snap.next and not snap.tasks and status in ("completed", "failed"):
-            console.print(f"task {task_id} is already finished ({status}); nothing to resume", markup=False)
+        if not snap.values:
+            raise UnknownTaskError(
+                f"task {task_id!r} was registered but never started (no checkpoint yet); start it again with the "
+                f"same command and --task-id {task_id}")
+        if not snap.next and not snap.tasks and status in ("completed", "failed"):
+            folder = export_run(project.stores, task_id, out)
+            console.print(f"task {task_id} is already finished ({status}); nothing to resume; exported {folder}/",
+                          markup=False)
             return
         done = TaskContext.model_validate(snap.values).progress.executor_steps if snap.values else 0
         stop = done + max_steps if max_steps else None
         console.print(f"resume {task_id} at checkpoint {snap.config['configurable'].get('checkpoint_id')} "
                       f"({done} executor steps done; next: {', '.join(snap.next)})", markup=False)
-        result = run_graph(g, project.stores, task_id, None, stop_after=stop, resume=True, on_event=_event_printer())
+        result = run_with_approvals(g, project.stores, task_id, None, answer=answer, stop_after=stop, resume=True,
+                                    on_event=_event_printer(), on_request=_show_request)
         _finish(project, result, out)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db))
@@ -437,6 +456,9 @@ def demo(
         if project.stores.events.last_seq(tid):
             _fail(f"task {tid!r} already exists in {db}; pick another --task-id")
         ws = (workspace or _state_dir(db) / "workspaces" / tid).resolve()
+        spec = project.stores.tasks.get(tid)
+        if spec is not None and spec.get("workspace") == str(ws) and ws.is_dir():
+            shutil.rmtree(ws)  # a start of this task that recorded nothing (killed at once): start it afresh
         try:
             copy_sample(ws)
         except FileExistsError:

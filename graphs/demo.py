@@ -110,6 +110,20 @@ def demo_tools(workspace: str | Path, receipts_dir: str | Path | None = None, cl
     return tools
 
 
+def _unless_refused(answer: Any) -> Any:
+    """The scripted answer, unless the user refused the previous call (reject or respond at an
+    approval, or ``--deny-all``): then the step ends blocked and recovery stops the task."""
+
+    def pick(messages: list[Any], meta: dict[str, Any]) -> Any:
+        tools = [m for m in messages if getattr(m, "type", "") == "tool"]
+        last = str(tools[-1].content) if tools else ""
+        if "[denied" in last or "rejected" in last.lower() or "the user answered" in last.lower():
+            return complete("the user declined the change; stopping this step", result="blocked")
+        return answer
+
+    return pick
+
+
 def demo_model() -> ScriptedChatModel:
     """The scripted policy of the demo (answers per role, in call order; resume-safe)."""
     return ScriptedChatModel(script={
@@ -137,7 +151,7 @@ def demo_model() -> ScriptedChatModel:
                 "app/upload.py accepts up to 10 MiB (MAX_UPLOAD_BYTES)",
             ]),
             tool_call("apply_patch", {"patch": _PATCH_WRONG_UNIT}, id="d-fix1", content="Raise the limit to 10 MB."),
-            complete("raised client_max_body_size in proxy/nginx.conf"),
+            _unless_refused(complete("raised client_max_body_size in proxy/nginx.conf")),
             tool_call("run_command", {"argv": DEMO_TEST_ARGV}, id="d-test1", content="Run the upload tests."),
             tool_call("apply_patch", {"patch": _PATCH_UNIT}, id="d-fix2",
                       content="nginx sizes take k, m or g: 10m, not 10mb."),
@@ -149,4 +163,10 @@ def demo_model() -> ScriptedChatModel:
         ],
         "recovery": [recover("retry", "nginx rejects the size '10mb' (units are k, m, g); patch it to 10m")],
         "reviewer": [review("approve", "5 MB uploads pass the proxy; tests pass; tests/test_upload.py untouched")],
+    }, fallback={
+        # off the scripted path (the user rejected or answered an approval): end cleanly
+        "recovery": recover("stop", "the user declined the fix; the task stops here"),
+        "executor": complete("nothing more to do without the declined change", result="blocked"),
+        "reviewer": review("revise", "the fix was declined", issues=["the proxy limit is unchanged"]),
+        "planner": plan(reason="the fix was declined; nothing left to plan"),
     })

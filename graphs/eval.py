@@ -1198,10 +1198,14 @@ def _rate(v: dict[str, int]) -> float | None:
 def run_eval(folder: str | Path | None = None, *, only: Iterable[str] | None = None,
              categories: Iterable[str] | None = None, budget: int | None = None,
              on_result: Callable[[CaseResult], None] | None = None) -> EvalReport:
-    """Load and run every case of ``folder`` (default :func:`default_cases_dir`)."""
+    """Load and run every case of ``folder`` (default :func:`default_cases_dir`); ``only`` picks
+    case ids (``CaseError`` names any that does not exist)."""
     d = Path(folder) if folder is not None else default_cases_dir()
     cases = load_cases(d)
     ids, cats = set(only or ()), set(categories or ())
+    unknown = sorted(ids - {c.id for _, c in cases})
+    if unknown:
+        raise CaseError(f"no case with id {', '.join(unknown)} in {d}; run `taskctx eval` without --case to list them")
     results = []
     for p, c in cases:
         if (ids and c.id not in ids) or (cats and c.category not in cats):

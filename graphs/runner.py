@@ -75,7 +75,7 @@ def run_graph(
     if resume:
         snap = graph.get_state(thread_config(task_id))
         if not snap.values:
-            raise UnknownTaskError(f"no task {task_id!r} in this database; list tasks with `taskctx inspect --list`")
+            raise UnknownTaskError(f"no task {task_id!r} in this database; check the task id and --db")
         extra["resume_token"] = uuid.uuid4().hex
         extra["resumed_from_checkpoint"] = snap.config.get("configurable", {}).get("checkpoint_id")
     config = thread_config(task_id, **extra)

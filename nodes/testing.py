@@ -106,11 +106,13 @@ class _OfflineModel(BaseChatModel):
 class ScriptedChatModel(_OfflineModel):
     """Answers from ``script``: a list (any role, in order) or ``{role: [answers]}``.
 
-    An answer is an ``AIMessage`` or ``callable(messages, metadata) -> AIMessage``. Raises
-    ``IndexError`` naming the role and call when the script runs out.
+    An answer is an ``AIMessage`` or ``callable(messages, metadata) -> AIMessage``. When the
+    script of a role runs out, ``fallback[role]`` answers (if given); otherwise ``IndexError``
+    names the role and the call.
     """
 
     script: dict[str, list[Any]] | list[Any] = Field(default_factory=list)
+    fallback: dict[str, Any] = Field(default_factory=dict)
     _counts: dict[str, int] = PrivateAttr(default_factory=dict)
 
     @property
@@ -129,6 +131,9 @@ class ScriptedChatModel(_OfflineModel):
         else:
             idx = self._counts.get(key, 0)
         self._counts[key] = idx + 1
+        if idx >= len(answers) and role in self.fallback:
+            a = self.fallback[role]
+            return a(messages, meta) if callable(a) else a
         if idx >= len(answers):
             raise IndexError(f"ScriptedChatModel: no answer left for role {role!r} call {idx + 1} "
                              f"(script has {len(answers)}); add answers to the script")

@@ -198,3 +198,40 @@ def test_database_that_cannot_be_opened(tmp_path: Path, kind: str) -> None:
     assert str(target) in _error_line(r)
     if kind == "not-sqlite":
         assert target.read_bytes() == b"precious notes, not a database\n"
+
+
+def test_demo_deny_all_ends_cleanly_as_failed(tmp_path: Path) -> None:
+    r = invoke("demo", "--deny-all", "--db", str(tmp_path / "t.sqlite"), "--out", str(tmp_path / "o"), "--task-id", "dn")
+    assert r.exit_code == 0, r.output
+    assert "task dn: failed" in r.stdout
+    ctx = replay(SqliteStores(tmp_path / "t.sqlite").events.read("dn"))
+    assert ctx.control.status == "failed"
+    assert ctx.progress.last_step.result == "blocked"
+    assert (tmp_path / "o" / "dn" / "trace.jsonl").exists()
+
+
+@pytest.mark.parametrize("bad", ["a b", "x" * 129, "../x", ".hidden", ""])
+def test_task_ids_are_checked_before_anything_runs(tmp_path: Path, bad: str) -> None:
+    r = invoke("demo", "--approve-all", "--db", str(tmp_path / "t.sqlite"), "--task-id", bad, "--out", str(tmp_path / "o"))
+    assert r.exit_code == 2
+    assert "is not a valid task id" in _error_line(r)
+    assert not (tmp_path / "t.sqlite").exists()
+
+
+def test_resume_of_a_task_that_never_started(tmp_path: Path) -> None:
+    from graphs import open_project
+
+    db = tmp_path / "t.sqlite"
+    traj = str(Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trajectories" / "taubench-airline-t17-r3.jsonl")
+    if not Path(traj).exists():
+        pytest.skip("shared trajectories not found")
+    open_project(str(db)).stores.tasks.register("ns", {"kind": "replay", "source": traj, "budget": 8000})
+    r = invoke("resume", "ns", "--db", str(db), "--out", str(tmp_path / "o"))
+    assert r.exit_code == 2
+    assert "was registered but never started" in _error_line(r)
+
+
+def test_eval_unknown_case_is_an_error() -> None:
+    r = invoke("eval", "--case", "no-such-case")
+    assert r.exit_code == 2
+    assert "no case with id no-such-case" in _error_line(r)
