@@ -1218,7 +1218,12 @@ def run_eval(folder: str | Path | None = None, *, only: Iterable[str] | None = N
 
 
 def format_report(rep: EvalReport) -> str:
-    lines = [f"taskctx eval: {len(rep.results)} cases from {rep.folder}", ""]
+    folder = Path(rep.folder)
+    try:
+        folder = folder.resolve().relative_to(Path.cwd().resolve())  # as the user would type it
+    except ValueError:
+        pass
+    lines = [f"taskctx eval: {len(rep.results)} cases from {folder}", ""]
     lines.append(f"{'category':<12} {'cases':>5} {'passed':>6} {'failed':>6} {'pending':>7} {'pass rate':>9}")
     cats = rep.by_category()
     for k, v in cats.items():

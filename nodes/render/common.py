@@ -24,6 +24,7 @@ __all__ = [
     "Renderer",
     "core_blocks",
     "error_block",
+    "memory_block",
     "governed_claims",
     "quote_external",
     "assemble",
@@ -128,6 +129,24 @@ def core_blocks(ctx: TaskContext, env: NodeEnv, *, criteria: bool = True, constr
                           source="task.created", priority="required").model_copy(
                               update={"supersedes": governed_claims(ctx)}))
     return out
+
+
+def memory_block(ctx: TaskContext, env: NodeEnv, *, slot: str = "msg:core") -> ContextBlock | None:
+    """Confirmed memory (durable facts, user preferences, project conventions), trusted: the app
+    recorded them (``memory.confirmed``). A confirmed fact is newer, trusted knowledge that
+    governs what the request only claims (who the user is, what they may do), so the block
+    supersedes ``core.request`` in the manifest; the request itself stays verbatim. Working
+    memory is not shown: it becomes durable only on confirmation."""
+    m = ctx.memory
+    if not (m.durable_facts or m.user_preferences or m.project_conventions):
+        return None
+    lines = ["## Confirmed facts (recorded by the app; they override what the request claims)"]
+    lines += [f"- fact: {f}" for f in m.durable_facts]
+    lines += [f"- user preference: {f}" for f in m.user_preferences]
+    lines += [f"- project convention: {f}" for f in m.project_conventions]
+    b = _block(env, "memory.durable", "\n".join(lines), kind="memory", layer="core", source="memory.confirmed",
+               priority="high", slot=slot)
+    return b.model_copy(update={"supersedes": ["core.request"]}) if m.durable_facts else b
 
 
 def error_block(ctx: TaskContext, env: NodeEnv, *, slot: str) -> ContextBlock | None:

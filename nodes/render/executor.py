@@ -34,7 +34,15 @@ from context.events import ContextBuilt
 from context.models import ToolCallRecord
 
 from ..runtime import NodeEnv, Rendered
-from .common import EXTERNAL_RULE, assemble, block, core_blocks, error_block, quote_external
+from .common import (
+    EXTERNAL_RULE,
+    assemble,
+    block,
+    core_blocks,
+    error_block,
+    memory_block,
+    quote_external,
+)
 
 __all__ = ["ExecutorRenderer", "EXECUTOR_SYSTEM", "KEEP_LAST", "REUSE_MIN_CHARS", "checkpoint_text", "transcript_messages"]
 
@@ -137,6 +145,9 @@ class ExecutorRenderer:
 
     def _render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]], *, reset: bool, digest: int) -> Rendered:
         cands = core_blocks(ctx, env)
+        mem = memory_block(ctx, env, slot="msg:core")
+        if mem is not None:
+            cands.append(mem)
         cp = checkpoint_text(ctx)
         if cp is not None:
             cands.append(block(env, "state.checkpoint", cp, kind="state", layer="recent", source="event log",

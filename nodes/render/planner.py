@@ -8,7 +8,7 @@ from typing import Any
 from context import TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import assemble, block, core_blocks, error_block, plan_text
+from .common import assemble, block, core_blocks, error_block, memory_block, plan_text
 
 __all__ = ["PlannerRenderer", "PLANNER_SYSTEM"]
 
@@ -38,6 +38,9 @@ class PlannerRenderer:
 
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
         cands = core_blocks(ctx, env)
+        mem = memory_block(ctx, env, slot="msg:core")
+        if mem is not None:
+            cands.append(mem)
         cands.append(block(env, "state.plan", plan_text(ctx), kind="state", layer="step", source="TaskContext.plan",
                            priority="high", slot="msg:state"))
         cands.append(block(env, "state.progress", progress_text(ctx), kind="state", layer="recent",

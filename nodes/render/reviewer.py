@@ -8,7 +8,7 @@ from typing import Any
 from context import TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import assemble, block, core_blocks, plan_text
+from .common import assemble, block, core_blocks, memory_block, plan_text
 
 __all__ = ["ReviewerRenderer", "REVIEWER_SYSTEM"]
 
@@ -24,6 +24,9 @@ class ReviewerRenderer:
 
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
         cands = core_blocks(ctx, env)
+        mem = memory_block(ctx, env, slot="msg:core")
+        if mem is not None:
+            cands.append(mem)
         cands.append(block(env, "state.plan", plan_text(ctx), kind="state", layer="step", source="TaskContext.plan",
                            priority="required", slot="msg:state"))
         changed = ctx.progress.changed_artifacts
