@@ -25,8 +25,7 @@ SUBMIT_PLAN = function_schema(
             "items": {
                 "type": "object",
                 "properties": {"id": _STR, "title": _STR, "description": _STR, "expected_output": _STR,
-                               "depends_on": _STRS, "allowed_tools": _STRS,
-                               "risk_level": {"type": "string", "enum": ["low", "medium", "high"]}},
+                               "depends_on": _STRS},
                 "required": ["title"],
             },
         },
