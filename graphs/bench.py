@@ -170,6 +170,18 @@ class BenchResult:
 
 
 # ---------------------------------------------------------------------------------------- metrics
+def _count_call(s: Stats, c: Call, cached: int, budget: int, request: str, constraints: list[str]) -> None:
+    """Add one call (``cached`` prefix tokens) to the totals of ``s``."""
+    s.calls += 1
+    s.input_tokens += c.prompt_tokens
+    s.peak_prompt_tokens = max(s.peak_prompt_tokens, c.prompt_tokens)
+    s.cached_prefix_tokens += cached
+    s.effective_cost += (c.prompt_tokens - cached) + CACHE_DISCOUNT * cached
+    s.over_budget += c.prompt_tokens > budget
+    s.retained += request in c.text and all(k in c.text for k in constraints)
+    s.orphans += c.orphans
+
+
 def _stats(traj: str, strategy: str, calls: list[Call], budget: int, request: str, constraints: list[str]) -> Stats:
     from nodes.runtime import cached_prefix_tokens
 
@@ -178,14 +190,7 @@ def _stats(traj: str, strategy: str, calls: list[Call], budget: int, request: st
     for c in calls:
         cached = cached_prefix_tokens(prev, c.fingerprints) if prev else 0
         prev = c.fingerprints
-        s.calls += 1
-        s.input_tokens += c.prompt_tokens
-        s.peak_prompt_tokens = max(s.peak_prompt_tokens, c.prompt_tokens)
-        s.cached_prefix_tokens += cached
-        s.effective_cost += (c.prompt_tokens - cached) + CACHE_DISCOUNT * cached
-        s.over_budget += c.prompt_tokens > budget
-        s.retained += request in c.text and all(k in c.text for k in constraints)
-        s.orphans += c.orphans
+        _count_call(s, c, cached, budget, request, constraints)
         s.elided += c.elided
         s.summaries += bool(c.payload.get("summarized"))
     return s
@@ -243,15 +248,7 @@ def _logged_stats(traj: str, strategy: str, calls: list[Call], budget: int, requ
                   constraints: list[str]) -> Stats:
     s = Stats(traj, strategy)
     for c in calls:
-        cached = int(c.payload.get("cached_prefix_tokens", 0))
-        s.calls += 1
-        s.input_tokens += c.prompt_tokens
-        s.peak_prompt_tokens = max(s.peak_prompt_tokens, c.prompt_tokens)
-        s.cached_prefix_tokens += cached
-        s.effective_cost += (c.prompt_tokens - cached) + CACHE_DISCOUNT * cached
-        s.over_budget += c.prompt_tokens > budget
-        s.retained += request in c.text and all(k in c.text for k in constraints)
-        s.orphans += c.orphans
+        _count_call(s, c, int(c.payload.get("cached_prefix_tokens", 0)), budget, request, constraints)
     return s
 
 
