@@ -26,6 +26,7 @@ from langchain_core.runnables import RunnableConfig
 
 from context import Event, Finding, PlanStep, TaskContext, replay
 from context.events import (
+    CheckpointCreated,
     ErrorOccurred,
     ErrorResolved,
     PlanCreated,
@@ -232,6 +233,11 @@ def make_executor_node(model: BaseChatModel, env: NodeEnv, tools: ToolExecutor,
                 unresolved_issues=[str(u) for u in args.get("unresolved_issues") or []])))
             if result in ("success", "partial"):
                 events += _resolved_by_step(run, ctx, step_id or "")
+                # the checkpoint this node started from holds the step's recorded work: the last
+                # good checkpoint recovery can point at (LangGraph passes it as checkpoint_map[""])
+                cp = ((run.config.get("configurable") or {}).get("checkpoint_map") or {}).get("")
+                if cp:
+                    events.append(run.make("checkpoint.created", CheckpointCreated(checkpoint_id=str(cp)), actor="system"))
         run.commit([*pre, built, *events])
         return run.update()
 

@@ -64,10 +64,10 @@ CHILD = textwrap.dedent(
 
 def _normal(ctx: TaskContext) -> dict:
     """The state without what a resume legitimately changes: the event window and cursor,
-    timestamps, and the sequence number a checkpoint was taken at."""
+    timestamps, the sequence number a checkpoint was taken at, and checkpoint ids (per thread)."""
     def strip(x):
         if isinstance(x, dict):
-            return {k: strip(v) for k, v in x.items() if k not in ("timestamp", "at_seq")}
+            return {k: strip(v) for k, v in x.items() if k not in ("timestamp", "at_seq", "checkpoint_id")}
         if isinstance(x, list):
             return [strip(v) for v in x]
         return x
