@@ -22,7 +22,8 @@ tool schemas. Per trajectory and in total:
   from (reported as 0 when they elided any, n/a otherwise);
 * orchestrator overhead (reduce + build + render, model time excluded) per executor step on the
   real runs and on a synthetic run (labelled synthetic), and checkpoint bytes (the TaskContext
-  serialised with the checkpointer's serde) at 100 / 1,000 / 5,000 events of a synthetic run.
+  serialised with the checkpointer's serde; mean of the 100 states around each point) at 100 /
+  1,000 / 5,000 events of a synthetic run.
 
 taskctx also makes planner / reviewer / recovery calls and one ``complete_step`` executor call per
 plan step; its main row counts every executor call (so it has more calls than the recorded steps)
@@ -313,6 +314,12 @@ def synthetic_trajectory(n_steps: int, seed: int = 7) -> Trajectory:
     return Trajectory(id=f"synthetic-{n_steps}", task=req, meta={}, steps=steps, path="")
 
 
+#: Checkpoint bytes at n events are the mean over the states at events n-50+1 .. n+50: a
+#: checkpoint's size swings with the executor transcript between two restarts, so one state
+#: alone measures where in that cycle n falls, not how the size grows with the log.
+CHECKPOINT_WINDOW = 100
+
+
 def _checkpoint_sizes(events: list[Any], counts: tuple[int, ...]) -> tuple[dict[int, int], dict[int, dict[str, int]]]:
     from nodes.runtime import PARTS
 
@@ -321,16 +328,25 @@ def _checkpoint_sizes(events: list[Any], counts: tuple[int, ...]) -> tuple[dict[
     serde = checkpoint_serde()
     sizes: dict[int, int] = {}
     parts: dict[int, dict[str, int]] = {}
-    ctx: TaskContext | None = None
-    done = 0
     for n in sorted(counts):
         if n > len(events):
             continue
-        ctx = replay(events[done:n], ctx)
-        done = n
-        dump = ctx.model_dump()
-        sizes[n] = len(serde.dumps_typed(dump)[1])
-        parts[n] = {p: len(serde.dumps_typed(dump[p])[1]) for p in PARTS if p in dump}
+        lo = max(1, n - CHECKPOINT_WINDOW // 2 + 1)
+        hi = min(len(events), n + CHECKPOINT_WINDOW // 2)
+        ctx = replay(events[:lo])
+        totals: dict[str, int] = {}
+        size_sum = 0
+        for i in range(lo, hi + 1):
+            if i > lo:
+                ctx = replay(events[i - 1 : i], ctx)
+            dump = ctx.model_dump()
+            size_sum += len(serde.dumps_typed(dump)[1])
+            for p in PARTS:
+                if p in dump:
+                    totals[p] = totals.get(p, 0) + len(serde.dumps_typed(dump[p])[1])
+        k = hi - lo + 1
+        sizes[n] = round(size_sum / k)
+        parts[n] = {p: round(v / k) for p, v in totals.items()}
     return sizes, parts
 
 
