@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from .errors import ArtifactNotFoundError, SequenceConflictError, StoreError, StoreOpenError
 from .events import Event
-from .store import SqliteStores, make_ref, parse_ref, slice_lines
+from .store import SqliteStores, duplicate_message, event_row, make_ref, number_events, parse_ref, slice_lines
 
 __all__ = [
     "APPLICATION_NAME",
@@ -207,31 +207,14 @@ class PgEventLog:
                         # the COMMIT of an earlier attempt went through before the connection dropped
                         seqs = [where[i][1] for i in ids]
                         return [e.model_copy(update={"seq": s}) for e, s in zip(events, seqs)]
-                    first = next(i for i in ids if i in where)
-                    t, s = where[first]
-                    raise SequenceConflictError(
-                        f"event {first} is already in the log as {t}#{s}; "
-                        "build a new event (new_event) instead of appending the same one twice"
-                    )
+                    first = next(e for e in events if e.id in where)
+                    raise SequenceConflictError(duplicate_message(first, *where[first.id]))
                 row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM taskctx_events WHERE task_id = %s",
                                    (task_id,)).fetchone()
-                last = int(row[0])
-                out: list[Event] = []
-                for i, e in enumerate(events):
-                    want = last + 1 + i
-                    if e.seq and e.seq != want:
-                        raise SequenceConflictError(
-                            f"task {task_id!r}: event {e.kind} has seq {e.seq} but the log expects {want}; "
-                            "another process is writing this task: run one writer per thread_id"
-                        )
-                    out.append(e if e.seq == want else e.model_copy(update={"seq": want}))
+                out = number_events(task_id, events, int(row[0]))
                 with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO taskctx_events VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                        [(task_id, e.seq, e.id, e.kind, e.timestamp, e.actor,
-                          json.dumps(e.payload, sort_keys=True, ensure_ascii=False), e.causation_id,
-                          e.correlation_id) for e in out],
-                    )
+                    cur.executemany("INSERT INTO taskctx_events VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                                    [event_row(task_id, e) for e in out])
                 return out
 
         try:

@@ -102,6 +102,32 @@ class ArtifactStoreProtocol(Protocol):
     def get(self, ref: str) -> bytes: ...
 
 
+def number_events(task_id: str, events: Sequence[Event], last: int) -> list[Event]:
+    """``events`` numbered to continue a log whose last ``seq`` is ``last``; an event that already
+    carries another ``seq`` raises ``SequenceConflictError`` (another writer got there first)."""
+    out: list[Event] = []
+    for i, e in enumerate(events):
+        want = last + 1 + i
+        if e.seq and e.seq != want:
+            raise SequenceConflictError(
+                f"task {task_id!r}: event {e.kind} has seq {e.seq} but the log expects {want}; "
+                "another process is writing this task: run one writer per thread_id"
+            )
+        out.append(e if e.seq == want else e.model_copy(update={"seq": want}))
+    return out
+
+
+def event_row(task_id: str, e: Event) -> tuple[object, ...]:
+    """The ``taskctx_events`` row of a numbered event (same column order in SQLite and Postgres)."""
+    return (task_id, e.seq, e.id, e.kind, e.timestamp, e.actor,
+            json.dumps(e.payload, sort_keys=True, ensure_ascii=False), e.causation_id, e.correlation_id)
+
+
+def duplicate_message(e: Event, task_id: str, seq: int) -> str:
+    return (f"event {e.id} ({e.kind}) is already in the log as {task_id}#{seq}; "
+            "build a new event (new_event) instead of appending the same one twice")
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS taskctx_events (
     task_id TEXT NOT NULL,
@@ -172,37 +198,12 @@ class EventLog:
             conn = self._db.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
-                last = self.last_seq(task_id)
-                out: list[Event] = []
-                for i, e in enumerate(events):
-                    want = last + 1 + i
-                    if e.seq and e.seq != want:
-                        raise SequenceConflictError(
-                            f"task {task_id!r}: event {e.kind} has seq {e.seq} but the log expects {want}; "
-                            "another process is writing this task: run one writer per thread_id"
-                        )
-                    e2 = e if e.seq == want else e.model_copy(update={"seq": want})
-                    dup = conn.execute("SELECT task_id, seq FROM taskctx_events WHERE id = ?", (e2.id,)).fetchone()
+                out = number_events(task_id, events, self.last_seq(task_id))
+                for e in out:
+                    dup = conn.execute("SELECT task_id, seq FROM taskctx_events WHERE id = ?", (e.id,)).fetchone()
                     if dup is not None:
-                        raise SequenceConflictError(
-                            f"event {e2.id} ({e2.kind}) is already in the log as {dup[0]}#{dup[1]}; "
-                            "build a new event (new_event) instead of appending the same one twice"
-                        )
-                    conn.execute(
-                        "INSERT INTO taskctx_events VALUES (?,?,?,?,?,?,?,?,?)",
-                        (
-                            task_id,
-                            want,
-                            e2.id,
-                            e2.kind,
-                            e2.timestamp,
-                            e2.actor,
-                            json.dumps(e2.payload, sort_keys=True, ensure_ascii=False),
-                            e2.causation_id,
-                            e2.correlation_id,
-                        ),
-                    )
-                    out.append(e2)
+                        raise SequenceConflictError(duplicate_message(e, dup[0], dup[1]))
+                    conn.execute("INSERT INTO taskctx_events VALUES (?,?,?,?,?,?,?,?,?)", event_row(task_id, e))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
