@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "ApprovalRequest",
+    "arguments_dict",
     "Control",
     "CurrentStep",
     "ErrorRecord",
@@ -149,6 +150,17 @@ class Permissions(_Part):
 
 
 # 6. evidence ------------------------------------------------------------------------------
+def arguments_dict(text: str) -> dict[str, object]:
+    """A call's arguments JSON text as a dict (``{"input": value}`` when it is not a JSON object)."""
+    import json
+
+    try:
+        val = json.loads(text)
+    except json.JSONDecodeError:
+        return {"input": text}
+    return val if isinstance(val, dict) else {"input": val}
+
+
 class ToolCallRecord(_Part):
     id: str
     step_id: str | None = None
@@ -163,6 +175,8 @@ class ToolCallRecord(_Part):
     raw_ref: str | None = None
     #: Addition: the agent's text that accompanied the call.
     thought: str = ""
+    #: Addition: ``result_summary`` is a compressed form of the raw output (from the event).
+    compressed: bool = False
 
 
 class Finding(_Part):

@@ -264,7 +264,8 @@ def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch
         return ctx.model_copy(update={"evidence": ctx.evidence.model_copy(update={"recent_tool_calls": calls})})
     if k == "tool.result.received":
         r: ToolResultReceived = e.typed()
-        calls = _update_call(ctx, r.call_id, status=r.status, result_summary=r.result_summary, raw_ref=r.raw_ref)
+        calls = _update_call(ctx, r.call_id, status=r.status, result_summary=r.result_summary, raw_ref=r.raw_ref,
+                             compressed=r.compressed)
         return ctx.model_copy(
             update={
                 "evidence": ctx.evidence.model_copy(update={"recent_tool_calls": calls}),

@@ -56,7 +56,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol, get_args
 
 from langchain_core.runnables import RunnableConfig
-
 from langgraph.types import interrupt
 
 from context import (
@@ -71,8 +70,15 @@ from context import (
     summarize_event,
 )
 from context.compression import ResultKind
-from context.events import ErrorResolved, Event, EventKind, FileModified, PermissionEvent, ToolResultReceived
-from context.models import ToolCallRecord
+from context.events import (
+    ErrorResolved,
+    Event,
+    EventKind,
+    FileModified,
+    PermissionEvent,
+    ToolResultReceived,
+)
+from context.models import ToolCallRecord, arguments_dict
 
 from .permissions import assess
 from .runtime import NodeEnv, NodeRun
@@ -241,14 +247,6 @@ def _search_history(env: NodeEnv, task_id: str, arguments: dict[str, Any], limit
     return ToolOutcome("ok", more + "\n".join(shown) + "\n", "other")
 
 
-def _args_of(text: str) -> dict[str, Any]:
-    try:
-        args = json.loads(text)
-    except json.JSONDecodeError:
-        return {"input": text}
-    return args if isinstance(args, dict) else {"input": args}
-
-
 def _canon(args: dict[str, Any]) -> str:
     return json.dumps(args, sort_keys=True, ensure_ascii=False)
 
@@ -326,7 +324,7 @@ def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> Callable[[TaskContext, 
                     if err.source != f"tool:{rec.tool}":
                         continue
                     prev = calls.get(err.call_id or "")
-                    if prev is not None and _canon(_args_of(prev.arguments)) != _canon(args):
+                    if prev is not None and _canon(arguments_dict(prev.arguments)) != _canon(args):
                         continue
                 elif err.step_id != rec.step_id:
                     continue
@@ -370,7 +368,7 @@ def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> Callable[[TaskContext, 
         rec = next((r for r in run.ctx.evidence.recent_tool_calls if r.id == p["call_id"]), None)
         return {"type": "approval", "task_id": run.task_id, "call_id": p["call_id"],
                 "step_id": rec.step_id if rec is not None else None, "tool": p["tool"],
-                "arguments": _args_of(p["arguments"]), "risk": p["risk"], "reason": p["reason"],
+                "arguments": arguments_dict(p["arguments"]), "risk": p["risk"], "reason": p["reason"],
                 "request_id": req.id}
 
     def put(run: NodeRun, req: Event) -> Any:
@@ -439,7 +437,7 @@ def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> Callable[[TaskContext, 
         for rec in [r for r in run.ctx.evidence.recent_tool_calls if r.status == "pending"]:
             marker = next((e for e in reversed(run.own) if e.kind == "permission.granted"
                            and e.payload["call_id"] == rec.id), None)
-            args = _args_of(marker.payload["arguments"]) if marker is not None else _args_of(rec.arguments)
+            args = arguments_dict(marker.payload["arguments"]) if marker is not None else arguments_dict(rec.arguments)
             perms = run.ctx.permissions
             d = assess(rec.tool, args, perms, tools)
             if not d.allowed:

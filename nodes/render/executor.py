@@ -22,7 +22,6 @@ Source: DESIGN.md "Cache-aware rendering"; prompt-caching practice of stable pre
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,7 +30,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from context import TaskContext, apply_event, new_event
 from context.events import ContextBuilt
-from context.models import ToolCallRecord
+from context.models import ToolCallRecord, arguments_dict
 
 from ..runtime import NodeEnv, Rendered
 from .common import (
@@ -72,14 +71,6 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
     return "\n".join(lines)
 
 
-def _args(rec: ToolCallRecord) -> dict[str, Any]:
-    try:
-        val = json.loads(rec.arguments)
-    except json.JSONDecodeError:
-        return {"input": rec.arguments}
-    return val if isinstance(val, dict) else {"input": val}
-
-
 #: An output at least this long (chars of its prompt form) that is byte-identical to an earlier
 #: output in the same transcript is rendered as a pointer to that call (same artifact ref).
 REUSE_MIN_CHARS = 300
@@ -93,7 +84,7 @@ def transcript_messages(rec: ToolCallRecord, digest: bool = False, same_as: str 
     the entry depends only on earlier entries, so the transcript stays append-only)."""
     ai = AIMessage(
         content=rec.thought,
-        tool_calls=[{"name": rec.tool, "args": _args(rec), "id": rec.id, "type": "tool_call"}],
+        tool_calls=[{"name": rec.tool, "args": arguments_dict(rec.arguments), "id": rec.id, "type": "tool_call"}],
     )
     if rec.status == "pending":
         body = "(no result recorded yet)"
@@ -170,7 +161,7 @@ class ExecutorRenderer:
             cands.append(block(env, bid, msgs[1].content if isinstance(msgs[1].content, str) else "", kind="tool_result",
                                layer="recent", source=f"tool:{rec.tool}", priority=prio, trust="external_content",
                                observed_at=rec.timestamp, relevance=1.0 - age / max(n, 1), slot="seq:transcript",
-                               compressed=rec.result_summary.endswith("]") and "artifact://" in rec.result_summary,
+                               compressed=rec.compressed,
                                tokens=count_tokens_approximately(msgs)))
         cands.append(block(env, "step.delta", delta_text(ctx), kind="state", layer="step", source="TaskContext",
                            priority="required", slot="msg:delta"))
