@@ -12,12 +12,18 @@ from graphs import build_orchestrator, new_task, open_project, run_graph
 from nodes import ReplayChatModel, ReplayTools
 
 
-def test_time_travel_is_refused_and_changes_nothing(trajectories_dir: Path, tmp_path: Path) -> None:
+def _replayed(trajectories_dir: Path, tmp_path: Path, task_id: str):
+    """The pydicom run (12 recorded steps) replayed to the end: (graph, project)."""
     traj = load_trajectory(trajectories_dir / "sweagent-pydicom-1458.jsonl")
     project = open_project(str(tmp_path / "t.sqlite"))
     g = build_orchestrator(ReplayChatModel(trajectory=traj), tools=ReplayTools(traj),
                            checkpointer=project.checkpointer, stores=project.stores)
-    run_graph(g, project.stores, "f1", new_task(traj.request, "f1"))
+    run_graph(g, project.stores, task_id, new_task(traj.request, task_id))
+    return g, project
+
+
+def test_time_travel_is_refused_and_changes_nothing(trajectories_dir: Path, tmp_path: Path) -> None:
+    g, project = _replayed(trajectories_dir, tmp_path, "f1")
     before = [e.id for e in project.stores.events.read("f1")]
     old = [s for s in g.get_state_history({"configurable": {"thread_id": "f1"}}) if s.next == ("executor",)][-1]
     with pytest.raises(LogAheadError, match=r"^task 'f1': the event log is at seq \d+ but this checkpoint knows seq \d+"):
@@ -28,11 +34,7 @@ def test_time_travel_is_refused_and_changes_nothing(trajectories_dir: Path, tmp_
 def test_completed_steps_name_their_last_good_checkpoint(trajectories_dir: Path, tmp_path: Path) -> None:
     from context import replay
 
-    traj = load_trajectory(trajectories_dir / "sweagent-pydicom-1458.jsonl")
-    project = open_project(str(tmp_path / "t.sqlite"))
-    g = build_orchestrator(ReplayChatModel(trajectory=traj), tools=ReplayTools(traj),
-                           checkpointer=project.checkpointer, stores=project.stores)
-    run_graph(g, project.stores, "c1", new_task(traj.request, "c1"))
+    g, project = _replayed(trajectories_dir, tmp_path, "c1")
     events = project.stores.events.read("c1")
     created = [e.payload["checkpoint_id"] for e in events if e.kind == "checkpoint.created"]
     completed = [e for e in events if e.kind == "step.completed"]

@@ -15,10 +15,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_packages_resolve_to_this_distribution() -> None:
     dist = md.distribution("taskctx")
-    top = {name for name in (dist.read_text("top_level.txt") or "").split()}
-    if not top:  # editable installs may not write top_level.txt
-        top = {p.parts[0] for p in (dist.files or []) if p.suffix == ".py" and len(p.parts) > 1}
-    assert {"context", "nodes", "graphs"} <= top | {"context", "nodes", "graphs"}
+    assert dist.metadata["Name"] == "taskctx"
+    owners = md.packages_distributions()
+    for name in ("context", "nodes", "graphs"):  # no other installed distribution ships these names
+        assert set(owners.get(name, [])) == {"taskctx"}, (name, owners.get(name))
     for name in ("context", "nodes", "graphs"):
         mod = importlib.import_module(name)
         assert Path(mod.__file__).resolve().parent == REPO / name, f"{name} resolves to {mod.__file__}"
