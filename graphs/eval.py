@@ -1205,7 +1205,7 @@ def run_eval(folder: str | Path | None = None, *, only: Iterable[str] | None = N
     ids, cats = set(only or ()), set(categories or ())
     unknown = sorted(ids - {c.id for _, c in cases})
     if unknown:
-        raise CaseError(f"no case with id {', '.join(unknown)} in {d}; run `taskctx eval` without --case to list them")
+        raise CaseError(f"no case with id {', '.join(unknown)} in {d}; `taskctx eval --json` lists the case ids")
     results = []
     for p, c in cases:
         if (ids and c.id not in ids) or (cats and c.category not in cats):
