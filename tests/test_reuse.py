@@ -52,3 +52,35 @@ def test_after_a_restart_the_repeat_is_rendered_in_full() -> None:
     ctx = replay(ev)
     assert [r.id for r in ctx.evidence.recent_tool_calls] == ["c2", "c3", "c4"]
     assert big in _tool_bodies(env, ctx)["c4"]
+
+
+def test_a_run_of_lines_shown_earlier_becomes_a_pointer() -> None:
+    from nodes.render.reuse import SPAN_MIN_CHARS, reuse_spans
+
+    code = [f"    {n}\tdef function_number_{n}(argument): return argument * {n}" for n in range(10, 20)]
+    first = "\n".join(["header of the first view", *code])
+    # the second view repeats lines 3-8 of the first (code[1:7]) between two new lines
+    second = "\n".join(["new line before", *code[1:7], "new line after"])
+    out = reuse_spans(second, [("c1", first)])
+    assert out == "new line before\n[6 lines identical to lines 3-8 of the output of call c1 above]\nnew line after"
+    assert sum(len(x) + 1 for x in code[1:7]) >= SPAN_MIN_CHARS
+    # two lines, or a short run, are sent as they are
+    assert reuse_spans("\n".join(code[1:3]), [("c1", first)]) == "\n".join(code[1:3])
+    short = "\n".join(["a = 1", "b = 2", "c = 3", "d = 4"])
+    assert reuse_spans(short, [("c1", short)]) == short
+    # the longest run wins; on a tie the oldest entry
+    assert reuse_spans("\n".join(code), [("c0", "\n".join(code[:4])), ("c1", first)]) == (
+        "[10 lines identical to lines 2-11 of the output of call c1 above]")
+    assert reuse_spans("\n".join(code[:5]), [("c0", "\n".join(code[:5])), ("c1", first)]) == (
+        "[5 lines identical to lines 1-5 of the output of call c0 above]")
+
+
+def test_the_renderer_points_to_lines_of_an_earlier_call_in_the_transcript() -> None:
+    env = NodeEnv.sqlite()
+    view = "".join(f"{n:>6}\tvalue_{n} = compute_something(value_{n - 1}, factor={n})\n" for n in range(1, 41))
+    lines = view.splitlines()
+    reread = "\n".join(["edited file, lines 11-30:", *lines[10:30], "(end)"]) + "\n"
+    bodies = _tool_bodies(env, replay(_events(env, [view, reread])))
+    assert view in bodies["c1"]
+    assert "[20 lines identical to lines 11-30 of the output of call c1 above]\n(end)" in bodies["c2"]
+    assert lines[15] not in bodies["c2"]

@@ -7,7 +7,8 @@ Layout (stable parts first, so call k+1 starts with call k's prompt):
 3. checkpoint: the working state materialised at the last transcript restart
    (``evidence.transcript_checkpoint``; identical on every call until the next restart);
 4. transcript: one AI tool-call message + one tool message per call since the restart,
-   append-only, tool output compressed and quoted as external content;
+   append-only, tool output compressed and quoted as external content; an output (or a run of
+   its lines) already shown by an earlier entry is sent as a pointer to it (:mod:`.reuse`);
 5. delta: the current step, plan progress, last step, unresolved error, pending approval.
    Small and volatile: the only part that changes in place.
 
@@ -42,6 +43,7 @@ from .common import (
     memory_block,
     quote_external,
 )
+from .reuse import reuse_spans
 
 __all__ = ["ExecutorRenderer", "EXECUTOR_SYSTEM", "KEEP_LAST", "REUSE_MIN_CHARS", "checkpoint_text", "transcript_messages"]
 
@@ -76,16 +78,31 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
 REUSE_MIN_CHARS = 300
 
 
-def transcript_messages(rec: ToolCallRecord, digest: bool = False, same_as: str | None = None) -> list[BaseMessage]:
+def transcript_messages(rec: ToolCallRecord, digest: bool = False, same_as: str | None = None,
+                        earlier: Sequence[tuple[str, str]] = ()) -> list[BaseMessage]:
     """One call as an AI tool-call message and its tool message (never one without the other).
 
     ``same_as``: the id of an earlier call in the same transcript whose output has the same
-    artifact ref; the body then points to it instead of repeating it (identical-artifact reuse:
-    the entry depends only on earlier entries, so the transcript stays append-only)."""
+    artifact ref; the body then points to it instead of repeating it (identical-artifact reuse).
+    ``earlier``: ``(call id, output as shown)`` of the entries before it; runs of lines shown
+    there become pointers (:func:`~nodes.render.reuse.reuse_spans`). Either way the entry
+    depends only on earlier entries, so the transcript stays append-only."""
+    return entry_messages(rec, shown_output(rec, digest=digest, same_as=same_as, earlier=earlier))
+
+
+def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
+    """The AI tool-call message of ``rec`` and its tool message showing ``body`` as external content."""
     ai = AIMessage(
         content=rec.thought,
         tool_calls=[{"name": rec.tool, "args": arguments_dict(rec.arguments), "id": rec.id, "type": "tool_call"}],
     )
+    content = quote_external(body, source=f"tool:{rec.tool}", ref=rec.raw_ref, call_id=rec.id)
+    return [ai, ToolMessage(content=content, tool_call_id=rec.id, status="error" if rec.status == "error" else "success")]
+
+
+def shown_output(rec: ToolCallRecord, *, digest: bool = False, same_as: str | None = None,
+                 earlier: Sequence[tuple[str, str]] = ()) -> str:
+    """The output of one call as its tool message shows it (inside the external-content tags)."""
     if rec.status == "pending":
         body = "(no result recorded yet)"
     elif same_as is not None:
@@ -95,11 +112,10 @@ def transcript_messages(rec: ToolCallRecord, digest: bool = False, same_as: str 
         first = rec.result_summary.strip().splitlines()
         body = f"[digest] {rec.status}; {(first[-1] if first else '')[:300]}"
     else:
-        body = rec.result_summary
+        body = reuse_spans(rec.result_summary, earlier)
     if rec.status == "denied":
         body = f"[denied by the tool node] {body}"
-    content = quote_external(body, source=f"tool:{rec.tool}", ref=rec.raw_ref, call_id=rec.id)
-    return [ai, ToolMessage(content=content, tool_call_id=rec.id, status="error" if rec.status == "error" else "success")]
+    return body
 
 
 def delta_text(ctx: TaskContext) -> str:
@@ -147,14 +163,17 @@ class ExecutorRenderer:
         calls = ctx.evidence.recent_tool_calls
         n = len(calls)
         first_by_ref: dict[str, str] = {}
+        shown: list[tuple[str, str]] = []
         for i, rec in enumerate(calls):
             age = n - 1 - i
             same_as = None
             if rec.raw_ref and rec.status == "ok" and len(rec.result_summary) >= REUSE_MIN_CHARS:
                 same_as = first_by_ref.get(rec.raw_ref)
                 first_by_ref.setdefault(rec.raw_ref, rec.id)
-            msgs = transcript_messages(rec, digest=digest > 0 and 0 < age and age >= self.keep_last - digest,
-                                       same_as=same_as)
+            dig = digest > 0 and 0 < age and age >= self.keep_last - digest
+            body = shown_output(rec, digest=dig, same_as=same_as, earlier=shown)
+            shown.append((rec.id, body))
+            msgs = entry_messages(rec, body)
             bid = f"tool.{rec.id}"
             extra[bid] = msgs
             prio = "required" if age == 0 else ("high" if age < self.keep_last else "normal")
