@@ -51,6 +51,7 @@ from .models import (
     Identity,
     LastStep,
     Memory,
+    PendingCompletion,
     Permissions,
     Plan,
     PlanStep,
@@ -73,6 +74,7 @@ from .trajectory import (
 
 __all__ = [
     "ApprovalRequest",
+    "PendingCompletion",
     "ArtifactNotFoundError",
     "ArtifactRef",
     "ArtifactStore",

@@ -33,6 +33,7 @@ __all__ = [
     "PlanCreated",
     "StepStarted",
     "StepCompleted",
+    "StepCompletionRequested",
     "ToolCalled",
     "ToolResultReceived",
     "PermissionEvent",
@@ -57,6 +58,7 @@ EventKind = Literal[
     "plan.updated",
     "step.started",
     "step.completed",
+    "step.completion.requested",
     "tool.called",
     "tool.result.received",
     "permission.requested",
@@ -119,6 +121,18 @@ class StepCompleted(_Payload):
     summary: str = ""
     findings: list[Finding] = Field(default_factory=list)
     changed_artifacts: list[str] = Field(default_factory=list)
+    unresolved_issues: list[str] = Field(default_factory=list)
+
+
+class StepCompletionRequested(_Payload):
+    """Addition: ``complete_step`` sent with the step's last tool calls (``after_calls``); see
+    :class:`~context.models.PendingCompletion`."""
+
+    step_id: str
+    after_calls: list[str] = Field(default_factory=list)
+    result: StepResult = "success"
+    summary: str = ""
+    findings: list[Finding] = Field(default_factory=list)
     unresolved_issues: list[str] = Field(default_factory=list)
 
 
@@ -236,6 +250,7 @@ PAYLOAD_MODELS: dict[str, type[_Payload]] = {
     "plan.updated": PlanCreated,
     "step.started": StepStarted,
     "step.completed": StepCompleted,
+    "step.completion.requested": StepCompletionRequested,
     "tool.called": ToolCalled,
     "tool.result.received": ToolResultReceived,
     "permission.requested": PermissionEvent,

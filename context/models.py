@@ -34,6 +34,7 @@ __all__ = [
     "Memory",
     "Permissions",
     "Plan",
+    "PendingCompletion",
     "PlanStep",
     "Progress",
     "TaskContext",
@@ -133,10 +134,34 @@ class ApprovalRequest(_Part):
     reason: str = ""
 
 
+class Finding(_Part):
+    id: str
+    statement: str
+    evidence_refs: list[str] = Field(default_factory=list)
+    #: Ids of earlier findings this one replaces (a ruled-out hypothesis, an outdated summary).
+    supersedes: list[str] = Field(default_factory=list)
+
+
+class PendingCompletion(_Part):
+    """Addition: a ``complete_step`` the executor model sent together with the step's last tool
+    calls (``step.completion.requested``). The executor records ``step.completed`` from it,
+    without another model call, once every call in ``after_calls`` returned ``ok``; if one of
+    them failed or was denied, it is ignored and the model is asked again."""
+
+    step_id: str
+    after_calls: list[str] = Field(default_factory=list)
+    result: StepResult = "success"
+    summary: str = ""
+    #: Findings as the model gave them; one without refs gets the step's last refs on completion.
+    findings: list[Finding] = Field(default_factory=list)
+    unresolved_issues: list[str] = Field(default_factory=list)
+
+
 class Control(_Part):
     status: ControlStatus = "idle"
     pending_question: str | None = None
     pending_approval: ApprovalRequest | None = None
+    pending_completion: PendingCompletion | None = None
     checkpoint_id: str | None = None
     rollback_available: bool = False
 
@@ -177,14 +202,6 @@ class ToolCallRecord(_Part):
     thought: str = ""
     #: Addition: ``result_summary`` is a compressed form of the raw output (from the event).
     compressed: bool = False
-
-
-class Finding(_Part):
-    id: str
-    statement: str
-    evidence_refs: list[str] = Field(default_factory=list)
-    #: Ids of earlier findings this one replaces (a ruled-out hypothesis, an outdated summary).
-    supersedes: list[str] = Field(default_factory=list)
 
 
 class TranscriptCheckpoint(_Part):

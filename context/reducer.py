@@ -25,6 +25,7 @@ from .events import (
     RecoveryDecided,
     ReviewCompleted,
     StepCompleted,
+    StepCompletionRequested,
     StepStarted,
     TaskCompleted,
     TaskCreated,
@@ -39,6 +40,7 @@ from .models import (
     ErrorRecord,
     EventSummary,
     LastStep,
+    PendingCompletion,
     PlanStep,
     TaskContext,
     ToolCallRecord,
@@ -73,6 +75,8 @@ def summarize_event(e: Event) -> str:
         text = f"{p['step_id']}: {p['objective']}"
     elif k == "step.completed":
         text = f"{p['step_id']} {p['result']}: {p['summary']}"
+    elif k == "step.completion.requested":
+        text = f"{p['step_id']} {p['result']} once {', '.join(p['after_calls'])} succeed: {p['summary']}"
     elif k == "tool.called":
         text = f"{p['tool']} {p['arguments']}"
     elif k == "tool.result.received":
@@ -163,6 +167,12 @@ def _update_call(ctx: TaskContext, call_id: str, **changes: object) -> list[Tool
     return [r.model_copy(update=changes) if r.id == call_id else r for r in ctx.evidence.recent_tool_calls]
 
 
+def _drop_pending_completion(ctx: TaskContext) -> TaskContext:
+    if ctx.control.pending_completion is None:
+        return ctx
+    return ctx.model_copy(update={"control": ctx.control.model_copy(update={"pending_completion": None})})
+
+
 def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch per kind
     k = e.kind
     if k == "task.created":
@@ -190,7 +200,14 @@ def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch
             }
         )
     if k in ("plan.created", "plan.updated"):
-        return _fold_plan(ctx, e.typed())
+        out = _fold_plan(ctx, e.typed())
+        return _drop_pending_completion(out)
+    if k == "step.completion.requested":
+        q_: StepCompletionRequested = e.typed()
+        pc = PendingCompletion(step_id=q_.step_id, after_calls=list(q_.after_calls), result=q_.result,
+                               summary=q_.summary, findings=list(q_.findings),
+                               unresolved_issues=list(q_.unresolved_issues))
+        return ctx.model_copy(update={"control": ctx.control.model_copy(update={"pending_completion": pc})})
     if k == "step.started":
         s: StepStarted = e.typed()
         return ctx.model_copy(
@@ -210,7 +227,7 @@ def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch
                     constraints=list(s.constraints),
                     risk_level=s.risk_level,
                 ),
-                "control": ctx.control.model_copy(update={"status": "running"}),
+                "control": ctx.control.model_copy(update={"status": "running", "pending_completion": None}),
             }
         )
     if k == "step.completed":
@@ -247,6 +264,7 @@ def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch
                 "evidence": ctx.evidence.model_copy(
                     update={"findings": (list(ctx.evidence.findings) + list(c.findings))[-FINDINGS_WINDOW:]}
                 ),
+                "control": ctx.control.model_copy(update={"pending_completion": None}),
             }
         )
     if k == "tool.called":

@@ -25,9 +25,10 @@ tool schemas. Per trajectory and in total:
   serialised with the checkpointer's serde; mean of the 100 states around each point) at 100 /
   1,000 / 5,000 events of a synthetic run.
 
-taskctx also makes planner / reviewer / recovery calls and one ``complete_step`` executor call per
-plan step; its main row counts every executor call (so it has more calls than the recorded steps)
-and a separate row ``taskctx (all roles)`` adds the other roles.
+taskctx also makes planner / reviewer / recovery calls. Its executor sends ``complete_step`` with
+each plan step's last recorded action (the step completes when that action succeeds), and alone
+only when that action failed; its main row counts every executor call and a separate row
+``taskctx (all roles)`` adds the other roles.
 """
 
 from __future__ import annotations
@@ -496,8 +497,9 @@ def markdown(r: BenchResult) -> str:
               f"ClearToolUsesEdit(trigger=budget, keep={CLEAR_KEEP}); summarization = LangChain SummarizationMiddleware "
               "with deepagents' fractions (trigger 0.85, keep 0.10 of a window = budget) and an **extractive stand-in "
               f"summary of fixed size ({SUMMARY_CHARS} chars; no model offline)**; taskctx = the real graph "
-              "(executor calls; it makes one extra `complete_step` executor call per plan step, so it has more calls "
-              "than recorded steps). `taskctx (all roles)` adds planner / reviewer / recovery calls.", ""]
+              "(executor calls; `complete_step` rides on each plan step's last recorded action, and takes a call of "
+              "its own only when that action failed). `taskctx (all roles)` adds planner / reviewer / recovery "
+              "calls.", ""]
     lines += ["## Totals", ""]
     lines += _table([T[s] for s in [*STRATEGIES, "taskctx (all roles)"]], T["naive"])
     lines += ["", f"Summarization rewrote the history {T['summarization'].summaries} times; with a real model each is an "

@@ -20,7 +20,7 @@ from .roles import (
     make_reviewer_node,
 )
 from .runtime import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, NodeRun, Rendered, cached_prefix_tokens, fingerprints
-from .testing import ReplayChatModel, ScriptedChatModel, complete, plan, recover, review, tool_call
+from .testing import ReplayChatModel, ScriptedChatModel, and_complete, complete, plan, recover, review, tool_call
 from .permissions import Decision, PolicyError, assess
 from .secrets import mask_secrets
 from .tools import ReplayTools, ToolExecutor, ToolOutcome, function_schema, make_tool_node, normalize_answer
@@ -49,6 +49,7 @@ __all__ = [
     "WorkspaceTools",
     "assess",
     "cached_prefix_tokens",
+    "and_complete",
     "complete",
     "fingerprints",
     "function_schema",

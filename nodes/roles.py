@@ -33,6 +33,7 @@ from context.events import (
     RecoveryDecided,
     ReviewCompleted,
     StepCompleted,
+    StepCompletionRequested,
     StepStarted,
     TaskCompleted,
     TaskCreated,
@@ -159,8 +160,8 @@ def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | N
     return planner
 
 
-def _findings(ctx: TaskContext, step_id: str, raw: Any) -> list[Finding]:
-    refs = [r.raw_ref for r in ctx.evidence.recent_tool_calls if r.step_id == step_id and r.raw_ref][-3:]
+def _raw_findings(step_id: str, raw: Any) -> list[Finding]:
+    """The findings of a ``complete_step`` call as the model gave them (refs may be empty)."""
     out = []
     for i, f in enumerate(raw or [], start=1):
         if isinstance(f, dict):
@@ -169,8 +170,47 @@ def _findings(ctx: TaskContext, step_id: str, raw: Any) -> list[Finding]:
             stmt, ev = str(f), []
         if stmt:
             sup = [str(s) for s in f.get("supersedes") or []] if isinstance(f, dict) else []
-            out.append(Finding(id=f"{step_id}.f{i}", statement=stmt, evidence_refs=ev or refs, supersedes=sup))
+            out.append(Finding(id=f"{step_id}.f{i}", statement=stmt, evidence_refs=ev, supersedes=sup))
     return out
+
+
+def _with_refs(ctx: TaskContext, step_id: str, findings: list[Finding]) -> list[Finding]:
+    """A finding without refs gets the refs of the step's last 3 tool results."""
+    refs = [r.raw_ref for r in ctx.evidence.recent_tool_calls if r.step_id == step_id and r.raw_ref][-3:]
+    return [f if f.evidence_refs else f.model_copy(update={"evidence_refs": list(refs)}) for f in findings]
+
+
+def _completion_args(step_id: str, args: dict[str, Any]) -> tuple[str, str, list[Finding], list[str]]:
+    """``(result, summary, findings, unresolved_issues)`` of a ``complete_step`` call."""
+    result = args.get("result") if args.get("result") in ("success", "partial", "failed", "blocked") else "success"
+    return (str(result), str(args.get("summary") or ""), _raw_findings(step_id, args.get("findings")),
+            [str(u) for u in args.get("unresolved_issues") or []])
+
+
+def _completion_ready(ctx: TaskContext) -> bool:
+    """A pending ``complete_step`` for the running step whose calls all returned ``ok``."""
+    pc = ctx.control.pending_completion
+    if pc is None or pc.step_id != ctx.plan.current_step_id:
+        return False
+    status = {r.id: r.status for r in ctx.evidence.recent_tool_calls}
+    return all(status.get(c) == "ok" for c in pc.after_calls)
+
+
+def _step_completed(run: NodeRun, ctx: TaskContext, step_id: str, result: str, summary: str,
+                    findings: list[Finding], unresolved: list[str]) -> list[Event]:
+    """``step.completed`` and, for a step that succeeded, the errors it settles and the last
+    good checkpoint."""
+    events = [run.make("step.completed", StepCompleted(
+        step_id=step_id, result=result, summary=summary, findings=_with_refs(ctx, step_id, findings),
+        unresolved_issues=unresolved))]
+    if result in ("success", "partial"):
+        events += _resolved_by_step(run, ctx, step_id)
+        # the checkpoint this node started from holds the step's recorded work: the last
+        # good checkpoint recovery can point at (LangGraph passes it as checkpoint_map[""])
+        cp = ((run.config.get("configurable") or {}).get("checkpoint_map") or {}).get("")
+        if cp:
+            events.append(run.make("checkpoint.created", CheckpointCreated(checkpoint_id=str(cp)), actor="system"))
+    return events
 
 
 def _resolved_by_step(run: NodeRun, ctx: TaskContext, step_id: str) -> list[Event]:
@@ -207,6 +247,12 @@ def make_executor_node(model: BaseChatModel, env: NodeEnv, tools: ToolExecutor,
             pre.append(started)
             ctx = replay([started], ctx)
         step_id = ctx.plan.current_step_id
+        if _completion_ready(ctx):  # complete_step came with the step's last calls, and they all succeeded
+            pc = ctx.control.pending_completion
+            assert pc is not None
+            run.commit([*pre, *_step_completed(run, ctx, pc.step_id, pc.result, pc.summary, list(pc.findings),
+                                               list(pc.unresolved_issues))])
+            return run.update()
         schemas = [*tools.schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
         built, ai = _model_call(run, model, rend, ctx, schemas, step_id)
         thought = ai.content if isinstance(ai.content, str) else json.dumps(ai.content)
@@ -224,20 +270,16 @@ def make_executor_node(model: BaseChatModel, env: NodeEnv, tools: ToolExecutor,
                     arguments=json.dumps(tc["args"], sort_keys=True, ensure_ascii=False),
                     thought=thought if i == 0 else "", idempotency_key=f"{run.task_id}:{cid}",
                     has_side_effects=tools.has_side_effects(tc["name"]))))
+            done = _tool_args(ai, "complete_step")
+            if done is not None and step_id is not None:  # finish the step once these calls succeed
+                result, summary, findings, unresolved = _completion_args(step_id, done)
+                events.append(run.make("step.completion.requested", StepCompletionRequested(
+                    step_id=step_id, after_calls=[ev.payload["call_id"] for ev in events], result=result,
+                    summary=summary, findings=findings, unresolved_issues=unresolved)))
         else:
             args = _tool_args(ai, "complete_step") or {"summary": thought.strip()[:500]}
-            result = args.get("result") if args.get("result") in ("success", "partial", "failed", "blocked") else "success"
-            events.append(run.make("step.completed", StepCompleted(
-                step_id=step_id or "", result=result, summary=str(args.get("summary") or ""),
-                findings=_findings(ctx, step_id or "", args.get("findings")),
-                unresolved_issues=[str(u) for u in args.get("unresolved_issues") or []])))
-            if result in ("success", "partial"):
-                events += _resolved_by_step(run, ctx, step_id or "")
-                # the checkpoint this node started from holds the step's recorded work: the last
-                # good checkpoint recovery can point at (LangGraph passes it as checkpoint_map[""])
-                cp = ((run.config.get("configurable") or {}).get("checkpoint_map") or {}).get("")
-                if cp:
-                    events.append(run.make("checkpoint.created", CheckpointCreated(checkpoint_id=str(cp)), actor="system"))
+            result, summary, findings, unresolved = _completion_args(step_id or "", args)
+            events += _step_completed(run, ctx, step_id or "", result, summary, findings, unresolved)
         run.commit([*pre, built, *events])
         return run.update()
 

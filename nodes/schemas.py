@@ -36,7 +36,8 @@ SUBMIT_PLAN = function_schema(
 
 COMPLETE_STEP = function_schema(
     "complete_step",
-    "Finish the current step with a summary and findings (each with its evidence refs).",
+    "Finish the current step with a summary and findings (each with its evidence refs); "
+    "sent with tool calls, once they all succeed.",
     {"summary": _STR, "result": {"type": "string", "enum": ["success", "partial", "failed", "blocked"]},
      "findings": _FINDINGS, "unresolved_issues": _STRS},
     ["summary"],

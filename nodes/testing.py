@@ -8,11 +8,12 @@
 * :class:`ReplayChatModel`: replays a recorded trajectory. The planner gets a plan of one step per
   ``chunk`` recorded actions; the executor gets recorded action ``executor_steps + 1`` as a tool
   call with id ``rec-<i>`` (the :class:`~nodes.tools.ReplayTools` return its recorded
-  observation) and ``complete_step`` at the end of each chunk; the reviewer approves; recovery
+  observation), with ``complete_step`` alongside the last action of each chunk (or alone, when
+  that action failed); the reviewer approves; recovery
   retries (the recorded agent went on after its errors).
 
 Helpers build the control-tool answers: :func:`plan`, :func:`tool_call`, :func:`complete`,
-:func:`review`, :func:`recover`.
+:func:`and_complete`, :func:`review`, :func:`recover`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "REPLAY_CHUNK",
     "ReplayChatModel",
     "ScriptedChatModel",
+    "and_complete",
     "complete",
     "plan",
     "recover",
@@ -64,6 +66,13 @@ def plan(*titles: str, goal: str = "", criteria: Sequence[str] = (), reason: str
 def complete(summary: str, findings: Sequence[str | dict[str, Any]] = (), result: str = "success") -> AIMessage:
     fs = [f if isinstance(f, dict) else {"statement": f} for f in findings]
     return tool_call("complete_step", {"summary": summary, "findings": fs, "result": result})
+
+
+def and_complete(msg: AIMessage, summary: str, findings: Sequence[str | dict[str, Any]] = (),
+                 result: str = "success") -> AIMessage:
+    """``msg`` (an answer with tool calls) plus ``complete_step``: the step completes once those
+    calls succeed, without another executor call."""
+    return AIMessage(content=msg.content, tool_calls=[*msg.tool_calls, *complete(summary, findings, result).tool_calls])
 
 
 def review(verdict: str = "approve", summary: str = "", issues: Sequence[str] = ()) -> AIMessage:
@@ -175,11 +184,14 @@ class ReplayChatModel(_OfflineModel):
             sid = str(meta.get("step_id") or "s1")
             k = int(sid[1:]) if sid[1:].isdigit() else 1
             a, b = self.chunks()[min(k, len(self.chunks())) - 1]
+            last = next((s.thought for s in reversed(steps[a - 1 : min(b, pos + 1)]) if s.thought), "")
+            finding = " ".join(last.split())[:300] or f"recorded steps {a}-{b} replayed"
             if pos < b and pos < len(steps):
                 s = steps[pos]
-                return tool_call(s.tool, s.arguments, id=f"rec-{pos + 1}", content=s.thought)
-            last = next((s.thought for s in reversed(steps[a - 1 : b]) if s.thought), "")
-            finding = " ".join(last.split())[:300] or f"recorded steps {a}-{b} replayed"
+                call = tool_call(s.tool, s.arguments, id=f"rec-{pos + 1}", content=s.thought)
+                if pos + 1 == min(b, len(steps)):  # the chunk's last action: complete the step with it
+                    return and_complete(call, f"Replayed recorded steps {a}-{b}", findings=[finding])
+                return call
             return complete(f"Replayed recorded steps {a}-{b}", findings=[finding])
         if role == "reviewer":
             return review("approve", f"all {len(steps)} recorded steps replayed")

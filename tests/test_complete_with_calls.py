@@ -1,0 +1,89 @@
+"""``complete_step`` sent together with the step's last tool calls: the step completes once they
+all succeed, without another executor model call; a failed or denied call withdraws nothing
+from the log but leaves the completion unused, and the model is asked again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from context import SqliteStores, replay
+from graphs import build_orchestrator, new_task
+from graphs.checkpoint import checkpoint_serde
+from graphs.runner import run_graph
+from nodes import ScriptedChatModel, ToolOutcome, and_complete, complete, plan, recover, review, tool_call
+from nodes.tools import function_schema
+
+
+class Probe:
+    """``probe``: call ids starting with ``e`` fail, the others return ``probe <id> ok``."""
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [function_schema("probe", "Probe something.")]
+
+    def has_side_effects(self, tool: str) -> bool:
+        return False
+
+    def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
+        if call_id.startswith("e"):
+            return ToolOutcome("error", f"Error: probe {call_id} failed\n")
+        return ToolOutcome("ok", f"probe {call_id} ok\n")
+
+
+def _run(executor: list[Any]) -> tuple[list[Any], Any]:
+    stores = SqliteStores(":memory:")
+    model = ScriptedChatModel(script={
+        "planner": [plan("Probe twice")], "executor": executor, "reviewer": [review("approve", "ok")],
+        "recovery": [recover("retry", "try again")]})
+    g = build_orchestrator(model, tools=Probe(), stores=stores, checkpointer=InMemorySaver(serde=checkpoint_serde()))
+    res = run_graph(g, stores, "cw", new_task("Probe twice.", "cw"))
+    assert res.finished
+    return stores.events.read("cw"), res
+
+
+def _kinds(events: list[Any]) -> list[str]:
+    return [e.kind if e.kind != "context.built" else f"built:{e.payload['role']}" for e in events]
+
+
+def test_the_step_completes_after_its_last_call_without_another_model_call() -> None:
+    events, _ = _run([
+        tool_call("probe", {"n": 1}, id="a1"),
+        and_complete(tool_call("probe", {"n": 2}, id="a2"), "probed twice", findings=["both probes ok"]),
+    ])
+    assert _kinds(events) == [
+        "task.created", "built:planner", "plan.created",
+        "step.started", "built:executor", "tool.called", "tool.result.received",
+        "built:executor", "tool.called", "step.completion.requested", "tool.result.received",
+        "step.completed", "checkpoint.created",
+        "built:reviewer", "review.completed", "task.completed",
+    ]
+    req = next(e for e in events if e.kind == "step.completion.requested").payload
+    assert (req["step_id"], req["after_calls"], req["summary"]) == ("s1", ["a2"], "probed twice")
+    assert req["findings"][0]["evidence_refs"] == []  # no refs yet: the results are not in
+    done = next(e for e in events if e.kind == "step.completed").payload
+    refs = [e.payload["raw_ref"] for e in events if e.kind == "tool.result.received"]
+    # on completion the finding gets the step's refs (the result of a2 included)
+    assert done["findings"] == [{"id": "s1.f1", "statement": "both probes ok", "evidence_refs": refs, "supersedes": []}]
+    assert done["summary"] == "probed twice" and done["result"] == "success"
+    # folded: pending between the request and step.completed, cleared after it
+    at = next(i for i, e in enumerate(events) if e.kind == "step.completion.requested")
+    pending = replay(events[: at + 1]).control.pending_completion
+    assert pending is not None and pending.after_calls == ["a2"]
+    assert replay(events).control.pending_completion is None
+
+
+def test_a_failed_call_leaves_the_completion_unused_and_asks_the_model_again() -> None:
+    events, _ = _run([
+        and_complete(tool_call("probe", {"n": 1}, id="e1"), "probed", findings=["probe ok"]),
+        complete("probe failed, step done anyway", findings=["probe e1 failed"]),
+    ])
+    assert _kinds(events) == [
+        "task.created", "built:planner", "plan.created",
+        "step.started", "built:executor", "tool.called", "step.completion.requested", "tool.result.received",
+        "error.occurred", "built:recovery", "recovery.decided",
+        "built:executor", "step.completed", "error.resolved", "checkpoint.created",
+        "built:reviewer", "review.completed", "task.completed",
+    ]
+    done = next(e for e in events if e.kind == "step.completed").payload
+    assert done["summary"] == "probe failed, step done anyway"
