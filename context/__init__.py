@@ -59,6 +59,7 @@ from .models import (
     TaskContext,
     ToolCallRecord,
     TranscriptCheckpoint,
+    TranscriptNote,
 )
 from .reducer import apply_event, replay, summarize_event
 from .store import ArtifactRef, ArtifactStore, EventLog, SqliteStores, make_ref, parse_ref, slice_lines
@@ -121,6 +122,7 @@ __all__ = [
     "Trajectory",
     "TrajectoryError",
     "TranscriptCheckpoint",
+    "TranscriptNote",
     "UnknownTaskError",
     "agent_request",
     "apply_event",

@@ -212,6 +212,9 @@ class ContextBuilt(_Payload):
     transcript_reset: bool = False
     #: With ``transcript_reset``: how many most recent tool calls stay in the transcript.
     keep_last: int = 0
+    #: Executor: the state delta appended to the transcript at this call (it changed since the
+    #: last one shown), folded into ``evidence.transcript_notes``.
+    delta_note: str | None = None
     #: The manifest: every candidate block, in or out, with why and its tokens.
     blocks: list[ManifestEntry] = Field(default_factory=list)
     #: ``artifact://`` ref of the prompt as sent (rendered as text).

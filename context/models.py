@@ -40,6 +40,7 @@ __all__ = [
     "TaskContext",
     "ToolCallRecord",
     "TranscriptCheckpoint",
+    "TranscriptNote",
     "PlanStatus",
     "StepStatus",
     "StepResult",
@@ -217,9 +218,20 @@ class TranscriptCheckpoint(_Part):
     omitted_summary: str = ""
 
 
+class TranscriptNote(_Part):
+    """Addition: a state delta ("## Now": current step, plan progress, last step, pending
+    approval) the executor transcript shows after its first ``at`` tool calls. The executor
+    appends one only when the delta changed, so an unchanged delta is not sent again."""
+
+    at: int
+    text: str
+
+
 class Evidence(_Part):
     #: Tool calls since the executor transcript last restarted (oldest first).
     recent_tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    #: Addition: state deltas shown in the executor transcript since it last restarted.
+    transcript_notes: list[TranscriptNote] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     omitted_summary: str = ""
     #: Addition: how many tool calls have left the transcript (their refs stay in the log).

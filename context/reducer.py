@@ -45,6 +45,7 @@ from .models import (
     TaskContext,
     ToolCallRecord,
     TranscriptCheckpoint,
+    TranscriptNote,
 )
 
 __all__ = ["apply_event", "replay", "summarize_event", "CHECKPOINT_FINDINGS", "CHECKPOINT_OMITTED_LINES"]
@@ -357,24 +358,29 @@ def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch
         return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": "running"})})
     if k == "context.built":
         b: ContextBuilt = e.typed()
-        if not b.transcript_reset:
-            return ctx
-        calls = ctx.evidence.recent_tool_calls
-        keep = calls[max(0, len(calls) - b.keep_last) :] if b.keep_last > 0 else []
-        leaving = calls[: len(calls) - len(keep)]
-        view = _checkpoint_view(ctx, leaving, e.seq)
-        return ctx.model_copy(
-            update={
-                "evidence": ctx.evidence.model_copy(
-                    update={
-                        "recent_tool_calls": list(keep),
-                        "omitted_calls": ctx.evidence.omitted_calls + len(leaving),
-                        "omitted_summary": view.omitted_summary,
-                        "transcript_checkpoint": view,
-                    }
-                )
-            }
-        )
+        if b.transcript_reset:
+            calls = ctx.evidence.recent_tool_calls
+            keep = calls[max(0, len(calls) - b.keep_last) :] if b.keep_last > 0 else []
+            leaving = calls[: len(calls) - len(keep)]
+            view = _checkpoint_view(ctx, leaving, e.seq)
+            ctx = ctx.model_copy(
+                update={
+                    "evidence": ctx.evidence.model_copy(
+                        update={
+                            "recent_tool_calls": list(keep),
+                            "transcript_notes": [],
+                            "omitted_calls": ctx.evidence.omitted_calls + len(leaving),
+                            "omitted_summary": view.omitted_summary,
+                            "transcript_checkpoint": view,
+                        }
+                    )
+                }
+            )
+        if b.delta_note is not None:
+            note = TranscriptNote(at=len(ctx.evidence.recent_tool_calls), text=b.delta_note)
+            ctx = ctx.model_copy(update={"evidence": ctx.evidence.model_copy(
+                update={"transcript_notes": [*ctx.evidence.transcript_notes, note]})})
+        return ctx
     if k == "review.completed":
         rv: ReviewCompleted = e.typed()
         status = "completed" if rv.verdict == "approve" else "revising"

@@ -93,6 +93,8 @@ class Rendered:
     prompt_tokens: int
     transcript_reset: bool = False
     keep_last: int = 0
+    #: Executor: the state delta this prompt appends to the transcript (None: unchanged).
+    delta_note: str | None = None
 
 
 def fingerprints(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]) -> list[str]:
@@ -231,6 +233,7 @@ class NodeRun:
             blocks_out=len(m.dropped),
             transcript_reset=rendered.transcript_reset,
             keep_last=rendered.keep_last,
+            delta_note=rendered.delta_note,
             blocks=m.entries,
             prompt_ref=prompt_ref,
             fingerprints=fps,

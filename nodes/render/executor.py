@@ -9,8 +9,10 @@ Layout (stable parts first, so call k+1 starts with call k's prompt):
 4. transcript: one AI tool-call message + one tool message per call since the restart,
    append-only, tool output compressed and quoted as external content; an output (or a run of
    its lines) already shown by an earlier entry is sent as a pointer to it (:mod:`.reuse`);
-5. delta: the current step, plan progress, last step, unresolved error, pending approval.
-   Small and volatile: the only part that changes in place.
+5. delta: the current step, plan progress, last step, pending approval ("## Now"). It goes into
+   the transcript as a note, and only when it changed since the last note shown
+   (``evidence.transcript_notes``), so an unchanged delta is not sent again; an unresolved
+   error follows the transcript while it is open.
 
 When the prompt would pass ``budget - reserve_for_output``, the transcript restarts: a
 ``context.built`` event with ``transcript_reset`` and ``keep_last = KEEP_LAST`` is folded by the
@@ -24,14 +26,15 @@ Source: DESIGN.md "Cache-aware rendering"; prompt-caching practice of stable pre
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from context import TaskContext, apply_event, new_event
 from context.events import ContextBuilt
-from context.models import ToolCallRecord, arguments_dict
+from context.models import ToolCallRecord, TranscriptNote, arguments_dict
 
 from ..runtime import NodeEnv, Rendered
 from .common import (
@@ -162,9 +165,28 @@ class ExecutorRenderer:
         extra: dict[str, list[BaseMessage]] = {}
         calls = ctx.evidence.recent_tool_calls
         n = len(calls)
+        # the state delta: appended to the transcript only when it changed since the last one shown
+        notes = list(ctx.evidence.transcript_notes)
+        now = delta_text(ctx)
+        delta_note = None if notes and notes[-1].text == now else now
+        if delta_note is not None:
+            notes.append(TranscriptNote(at=n, text=now))
+
+        def add_notes(upto: int) -> None:
+            while notes and notes[0].at <= upto:
+                note = notes.pop(0)
+                latest = not notes
+                bid = "step.delta" if latest else f"note.{note.at}.{len(extra)}"
+                extra[bid] = [HumanMessage(content=note.text)]
+                cands.append(block(env, bid, note.text, kind="state", layer="step", source="TaskContext",
+                                   priority="required" if latest else "normal", slot="seq:transcript",
+                                   relevance=1.0 - (n - note.at) / max(n, 1),
+                                   tokens=count_tokens_approximately(extra[bid])))
+
         first_by_ref: dict[str, str] = {}
         shown: list[tuple[str, str]] = []
         for i, rec in enumerate(calls):
+            add_notes(i)
             age = n - 1 - i
             same_as = None
             if rec.raw_ref and rec.status == "ok" and len(rec.result_summary) >= REUSE_MIN_CHARS:
@@ -182,16 +204,16 @@ class ExecutorRenderer:
                                observed_at=rec.timestamp, relevance=1.0 - age / max(n, 1), slot="seq:transcript",
                                compressed=rec.compressed,
                                tokens=count_tokens_approximately(msgs)))
-        cands.append(block(env, "step.delta", delta_text(ctx), kind="state", layer="step", source="TaskContext",
-                           priority="required", slot="msg:delta"))
+        add_notes(n)
         err = error_block(ctx, env, slot="msg:delta")
         if err is not None:
             cands.append(err)
-        return assemble(
+        r = assemble(
             role=self.role, env=env, system=EXECUTOR_SYSTEM, candidates=cands,
             layout=["msg:core", "msg:checkpoint", "seq:transcript", "msg:delta"], tools=tools,
             extra_messages=extra, transcript_reset=reset, keep_last=self.keep_last if reset else 0,
         )
+        return replace(r, delta_note=delta_note)
 
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
         """Render; restart the transcript if it would pass the budget (see module doc)."""
