@@ -99,7 +99,9 @@ def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
         content=rec.thought,
         tool_calls=[{"name": rec.tool, "args": arguments_dict(rec.arguments), "id": rec.id, "type": "tool_call"}],
     )
-    content = quote_external(body, source=f"tool:{rec.tool}", ref=rec.raw_ref, call_id=rec.id)
+    # the tool message names its call (tool_call_id); the ref is given once (a compressed body ends with it)
+    ref = None if rec.raw_ref and rec.raw_ref in body else rec.raw_ref
+    content = quote_external(body, source=f"tool:{rec.tool}", ref=ref)
     return [ai, ToolMessage(content=content, tool_call_id=rec.id, status="error" if rec.status == "error" else "success")]
 
 
