@@ -55,7 +55,7 @@ def test_after_a_restart_the_repeat_is_rendered_in_full() -> None:
 
 
 def test_a_run_of_lines_shown_earlier_becomes_a_pointer() -> None:
-    from nodes.render.reuse import SPAN_MIN_CHARS, reuse_spans
+    from nodes.render.reuse import SPAN_MIN_RATIO, reuse_spans, span_marker
 
     code = [f"    {n}\tdef function_number_{n}(argument): return argument * {n}" for n in range(10, 20)]
     first = "\n".join(["header of the first view", *code])
@@ -63,9 +63,13 @@ def test_a_run_of_lines_shown_earlier_becomes_a_pointer() -> None:
     second = "\n".join(["new line before", *code[1:7], "new line after"])
     out = reuse_spans(second, [("c1", first)])
     assert out == "new line before\n[6 lines identical to lines 3-8 of the output of call c1 above]\nnew line after"
-    assert sum(len(x) + 1 for x in code[1:7]) >= SPAN_MIN_CHARS
-    # two lines, or a short run, are sent as they are
+    assert sum(len(x) + 1 for x in code[1:7]) >= SPAN_MIN_RATIO * len(span_marker(6, 3, 8, "c1"))
+    # a run shorter than twice its marker is sent as it is
     assert reuse_spans("\n".join(code[1:3]), [("c1", first)]) == "\n".join(code[1:3])
+    # two lines are enough when they are long (here 2 x 100 chars against a 75-char marker)
+    wide = ["a" * 99, "b" * 99]
+    assert reuse_spans("\n".join(["x", *wide]), [("c7", "\n".join(wide))]) == (
+        "x\n[2 lines identical to lines 1-2 of the output of call c7 above]")
     short = "\n".join(["a = 1", "b = 2", "c = 3", "d = 4"])
     assert reuse_spans(short, [("c1", short)]) == short
     # the longest run wins; on a tie the oldest entry

@@ -14,7 +14,9 @@ Layout (stable parts first, so call k+1 starts with call k's prompt):
    (``evidence.transcript_notes``), so an unchanged delta is not sent again; an unresolved
    error follows the transcript while it is open.
 
-When the prompt would pass ``budget - reserve_for_output``, the transcript restarts: a
+When the prompt would pass ``budget - reserve_for_output`` (or earlier: once past
+``RESTART_FILL`` of it, when what a restart sends again is under ``RESTART_GAIN`` of what it
+takes out, e.g. after large outputs followed by small ones), the transcript restarts: a
 ``context.built`` event with ``transcript_reset`` and ``keep_last = KEEP_LAST`` is folded by the
 reducer, which materialises the checkpoint from the state (never a summary of a summary).
 If even then it does not fit, the older kept entries fall back to their one-line digest + ref,
@@ -51,6 +53,13 @@ from .reuse import reuse_spans
 __all__ = ["ExecutorRenderer", "EXECUTOR_SYSTEM", "KEEP_LAST", "REUSE_MIN_CHARS", "checkpoint_text", "transcript_messages"]
 
 KEEP_LAST = 3
+#: An early restart is considered once the prompt passes this share of ``budget - reserve`` ...
+RESTART_FILL = 0.5
+#: ... and taken when what it sends again (the new checkpoint block, the kept calls but the
+#: latest) is under this share of what it takes out (the old checkpoint, the calls that leave).
+#: Both chosen by a sweep over the shared trajectories (``taskctx bench``): restarting only at
+#: the budget re-sends large kept calls; restarting at every chance re-sends too often.
+RESTART_GAIN = 0.4
 
 EXECUTOR_SYSTEM = (
     "You are the executor of a taskctx task. Work on the current step only, one tool call at a time. "
@@ -217,28 +226,51 @@ class ExecutorRenderer:
         )
         return replace(r, delta_note=delta_note)
 
+    def _restarted(self, ctx: TaskContext) -> TaskContext:
+        prelim = new_event(
+            "context.built",
+            ContextBuilt(call=0, role=self.role, budget=0, prompt_tokens=0,
+                         transcript_reset=True, keep_last=self.keep_last),
+            actor="system",
+        )
+        return apply_event(ctx, prelim)
+
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
-        """Render; restart the transcript if it would pass the budget (see module doc)."""
+        """Render; restart the transcript if it would pass the budget, or early when that is
+        cheap (see module doc)."""
         limit = env.budget - env.reserve_for_output
         r = self._render(ctx, env, tools, reset=False, digest=0)
         fits = r.prompt_tokens <= limit and not r.manifest.dropped
-        if fits:
-            return r
         reset = len(ctx.evidence.recent_tool_calls) > self.keep_last
-        base = ctx
+        if fits and not (reset and r.prompt_tokens > RESTART_FILL * limit):
+            return r
+        base = self._restarted(ctx) if reset else ctx
         if reset:
-            prelim = new_event(
-                "context.built",
-                ContextBuilt(call=0, role=self.role, budget=env.budget, prompt_tokens=0,
-                             transcript_reset=True, keep_last=self.keep_last),
-                actor="system",
-            )
-            base = apply_event(ctx, prelim)
-            r = self._render(base, env, tools, reset=True, digest=0)
-            if r.prompt_tokens <= limit and not r.manifest.dropped:
-                return r
+            r2 = self._render(base, env, tools, reset=True, digest=0)
+            r2_fits = r2.prompt_tokens <= limit and not r2.manifest.dropped
+            if fits:  # an early restart: only when what it sends again is small next to what it drops
+                return r2 if r2_fits and _resent(r2) < RESTART_GAIN * _dropped(r, r2) else r
+            if r2_fits:
+                return r2
         for d in range(1, self.keep_last):
             r = self._render(base, env, tools, reset=reset, digest=d)
             if r.prompt_tokens <= limit and not r.manifest.dropped:
                 return r
         return r
+
+
+def _tokens(r: Rendered, ids: set[str]) -> int:
+    return sum(b.token_estimate for b in r.blocks if b.id in ids)
+
+
+def _resent(restarted: Rendered) -> int:
+    """Tokens a restart sends again: the new checkpoint block and the kept calls but the latest
+    (which is new in this prompt either way)."""
+    calls = [b.id for b in restarted.blocks if b.id.startswith("tool.")]
+    return _tokens(restarted, {"state.checkpoint", *calls[:-1]})
+
+
+def _dropped(r: Rendered, restarted: Rendered) -> int:
+    """Tokens a restart takes out of the prompt: the old checkpoint block and the calls that leave."""
+    kept = {b.id for b in restarted.blocks if b.id.startswith("tool.")}
+    return _tokens(r, {"state.checkpoint"} | {b.id for b in r.blocks if b.id.startswith("tool.") and b.id not in kept})

@@ -5,8 +5,9 @@ Agents re-read what they have already seen: the same file region opened twice, a
 hits overlap an earlier view, a test run whose long preamble repeats. Inside one executor
 transcript those lines are already in the prompt (in an earlier tool message), so sending them
 again only costs tokens. :func:`reuse_spans` replaces each run of at least
-:data:`SPAN_MIN_LINES` consecutive lines (and :data:`SPAN_MIN_CHARS` chars) that equals a run of
-lines of one earlier entry, as shown there, by a marker such as::
+:data:`SPAN_MIN_LINES` consecutive lines that equals a run of lines of one earlier entry, as
+shown there, and is at least :data:`SPAN_MIN_RATIO` times as long as its marker (chars), by the
+marker, such as::
 
     [23 lines identical to lines 14-36 of the output of call rec-3 above]
 
@@ -23,13 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["SPAN_MIN_CHARS", "SPAN_MIN_LINES", "reuse_spans", "span_marker"]
+__all__ = ["SPAN_MIN_LINES", "SPAN_MIN_RATIO", "reuse_spans", "span_marker"]
 
 #: A run shorter than this many lines is sent as is.
-SPAN_MIN_LINES = 3
-#: A run shorter than this many chars (with its newlines) is sent as is: the marker itself is
-#: about 70 chars.
-SPAN_MIN_CHARS = 200
+SPAN_MIN_LINES = 2
+#: A run is replaced only when its chars (with newlines) are at least this many times its
+#: marker's (a marker is about 75 chars, so runs of about 150 chars and more).
+SPAN_MIN_RATIO = 2
 
 
 def span_marker(n_lines: int, first: int, last: int, call_id: str) -> str:
@@ -46,7 +47,7 @@ def reuse_spans(text: str, earlier: Sequence[tuple[str, str]]) -> str:
     longest match wins, the oldest entry on a tie. Returns ``text`` unchanged when nothing
     qualifies. Cost: O(lines of ``earlier`` + lines of ``text`` x matches per line).
     """
-    if not earlier or len(text) < SPAN_MIN_CHARS:
+    if not earlier:
         return text
     shown = [(cid, body.split("\n")) for cid, body in earlier]
     index: dict[str, list[tuple[int, int]]] = {}
@@ -67,9 +68,10 @@ def reuse_spans(text: str, earlier: Sequence[tuple[str, str]]) -> str:
                 n += 1
             if n > best_n:
                 best_n, best_at = n, (e, k)
-        if best_n >= SPAN_MIN_LINES and sum(len(x) + 1 for x in lines[i : i + best_n]) >= SPAN_MIN_CHARS:
-            e, k = best_at
-            out.append(span_marker(best_n, k + 1, k + best_n, shown[e][0]))
+        e, k = best_at
+        marker = span_marker(best_n, k + 1, k + best_n, shown[e][0]) if best_n >= SPAN_MIN_LINES else ""
+        if marker and sum(len(x) + 1 for x in lines[i : i + best_n]) >= SPAN_MIN_RATIO * len(marker):
+            out.append(marker)
             i += best_n
             changed = True
         else:
