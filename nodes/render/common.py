@@ -94,12 +94,12 @@ def _block(
     priority: Priority = "normal", trust: Trust = "trusted_app", observed_at: str = "", relevance: float = 0.5,
     slot: str = "msg:core", compressed: bool = False, tokens: int | None = None,
 ) -> ContextBlock:
-    b = make_block(
-        id, text, kind=kind, layer=layer, source=source, count_tokens=env.count_tokens,
+    count = env.count_tokens if tokens is None else (lambda _text: tokens)
+    return make_block(
+        id, text, kind=kind, layer=layer, source=source, count_tokens=count,
         priority=priority, trust=trust, observed_at=observed_at, relevance=relevance, slot=slot,
         compressed=compressed,
     )
-    return b if tokens is None else b.model_copy(update={"token_estimate": tokens})
 
 
 def core_blocks(ctx: TaskContext, env: NodeEnv, *, criteria: bool = True, constraints: bool = True,

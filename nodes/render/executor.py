@@ -27,6 +27,9 @@ Source: DESIGN.md "Cache-aware rendering"; prompt-caching practice of stable pre
 
 from __future__ import annotations
 
+import itertools
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -60,6 +63,8 @@ RESTART_FILL = 0.5
 #: Both chosen by a sweep over the shared trajectories (``taskctx bench``): restarting only at
 #: the budget re-sends large kept calls; restarting at every chance re-sends too often.
 RESTART_GAIN = 0.4
+#: Rendered transcript entries the renderer keeps (LRU).
+ENTRY_CACHE = 1024
 
 EXECUTOR_SYSTEM = (
     "You are the executor of a taskctx task. Work on the current step only, one tool call at a time. "
@@ -163,6 +168,31 @@ class ExecutorRenderer:
 
     def __init__(self, keep_last: int = KEEP_LAST):
         self.keep_last = keep_last
+        # transcript entries as rendered, keyed by the entry and everything before it in the
+        # transcript (an entry's form depends only on earlier entries): append-only, so each
+        # call renders only its new entries. Bounded (LRU), shared by the threads of a graph.
+        self._entries: OrderedDict[tuple[Any, ...], tuple[int, str, list[BaseMessage], int]] = OrderedDict()
+        self._entry_ids = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def _entry(self, prev: int, rec: ToolCallRecord, *, digest: bool, same_as: str | None,
+               shown: Sequence[tuple[str, str]]) -> tuple[int, str, list[BaseMessage], int]:
+        """``(entry id, shown output, messages, tokens)`` of one transcript entry (cached)."""
+        key = (prev, rec.id, rec.status, rec.raw_ref, rec.result_summary, rec.thought, rec.tool, rec.arguments,
+               digest, same_as)
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+                return hit
+        body = shown_output(rec, digest=digest, same_as=same_as, earlier=shown)
+        msgs = entry_messages(rec, body)
+        entry = (next(self._entry_ids), body, msgs, count_tokens_approximately(msgs))
+        with self._lock:
+            self._entries[key] = entry
+            while len(self._entries) > ENTRY_CACHE:
+                self._entries.popitem(last=False)
+        return entry
 
     def _render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]], *, reset: bool, digest: int) -> Rendered:
         cands = core_blocks(ctx, env)
@@ -196,6 +226,7 @@ class ExecutorRenderer:
 
         first_by_ref: dict[str, str] = {}
         shown: list[tuple[str, str]] = []
+        prev = 0
         for i, rec in enumerate(calls):
             add_notes(i)
             age = n - 1 - i
@@ -204,17 +235,15 @@ class ExecutorRenderer:
                 same_as = first_by_ref.get(rec.raw_ref)
                 first_by_ref.setdefault(rec.raw_ref, rec.id)
             dig = digest > 0 and 0 < age and age >= self.keep_last - digest
-            body = shown_output(rec, digest=dig, same_as=same_as, earlier=shown)
+            prev, body, msgs, tokens = self._entry(prev, rec, digest=dig, same_as=same_as, shown=shown)
             shown.append((rec.id, body))
-            msgs = entry_messages(rec, body)
             bid = f"tool.{rec.id}"
             extra[bid] = msgs
             prio = "required" if age == 0 else ("high" if age < self.keep_last else "normal")
             cands.append(block(env, bid, msgs[1].content if isinstance(msgs[1].content, str) else "", kind="tool_result",
                                layer="recent", source=f"tool:{rec.tool}", priority=prio, trust="external_content",
                                observed_at=rec.timestamp, relevance=1.0 - age / max(n, 1), slot="seq:transcript",
-                               compressed=rec.compressed,
-                               tokens=count_tokens_approximately(msgs)))
+                               compressed=rec.compressed, tokens=tokens))
         add_notes(n)
         err = error_block(ctx, env, slot="msg:delta")
         if err is not None:
@@ -242,16 +271,15 @@ class ExecutorRenderer:
         r = self._render(ctx, env, tools, reset=False, digest=0)
         fits = r.prompt_tokens <= limit and not r.manifest.dropped
         reset = len(ctx.evidence.recent_tool_calls) > self.keep_last
-        if fits and not (reset and r.prompt_tokens > RESTART_FILL * limit):
+        if fits and not (reset and r.prompt_tokens > RESTART_FILL * limit and _cheap_restart(r, self.keep_last)):
             return r
         base = self._restarted(ctx) if reset else ctx
         if reset:
             r2 = self._render(base, env, tools, reset=True, digest=0)
-            r2_fits = r2.prompt_tokens <= limit and not r2.manifest.dropped
-            if fits:  # an early restart: only when what it sends again is small next to what it drops
-                return r2 if r2_fits and _resent(r2) < RESTART_GAIN * _dropped(r, r2) else r
-            if r2_fits:
+            if r2.prompt_tokens <= limit and not r2.manifest.dropped:
                 return r2
+            if fits:  # (an early restart that would not fit: keep the transcript as it is)
+                return r
         for d in range(1, self.keep_last):
             r = self._render(base, env, tools, reset=reset, digest=d)
             if r.prompt_tokens <= limit and not r.manifest.dropped:
@@ -259,18 +287,13 @@ class ExecutorRenderer:
         return r
 
 
-def _tokens(r: Rendered, ids: set[str]) -> int:
-    return sum(b.token_estimate for b in r.blocks if b.id in ids)
-
-
-def _resent(restarted: Rendered) -> int:
-    """Tokens a restart sends again: the new checkpoint block and the kept calls but the latest
-    (which is new in this prompt either way)."""
-    calls = [b.id for b in restarted.blocks if b.id.startswith("tool.")]
-    return _tokens(restarted, {"state.checkpoint", *calls[:-1]})
-
-
-def _dropped(r: Rendered, restarted: Rendered) -> int:
-    """Tokens a restart takes out of the prompt: the old checkpoint block and the calls that leave."""
-    kept = {b.id for b in restarted.blocks if b.id.startswith("tool.")}
-    return _tokens(r, {"state.checkpoint"} | {b.id for b in r.blocks if b.id.startswith("tool.") and b.id not in kept})
+def _cheap_restart(r: Rendered, keep_last: int) -> bool:
+    """Whether restarting now sends again (the checkpoint block, the kept calls but the latest,
+    as ``r`` shows them) under ``RESTART_GAIN`` of what it takes out (the checkpoint block and
+    the calls that leave)."""
+    tok = {b.id: b.token_estimate for b in r.blocks}
+    calls = [b.id for b in r.blocks if b.id.startswith("tool.")]
+    cp = tok.get("state.checkpoint", 0)
+    resent = cp + sum(tok[c] for c in calls[-keep_last:-1])
+    dropped = cp + sum(tok[c] for c in calls[:-keep_last])
+    return resent < RESTART_GAIN * dropped
