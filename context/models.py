@@ -60,7 +60,7 @@ RiskLevel = Literal["low", "medium", "high"]
 RECENT_EVENTS_WINDOW = 20
 #: How many findings ``TaskContext.evidence.findings`` keeps (older ones stay in the event log),
 #: so a checkpoint's size does not grow with the number of steps.
-FINDINGS_WINDOW = 20
+FINDINGS_WINDOW = 10
 
 
 class _Part(BaseModel):

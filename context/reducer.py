@@ -51,7 +51,7 @@ from .models import (
 __all__ = ["apply_event", "replay", "summarize_event", "CHECKPOINT_FINDINGS", "CHECKPOINT_OMITTED_LINES"]
 
 #: Findings a transcript checkpoint keeps (the most recent ones).
-CHECKPOINT_FINDINGS = 10
+CHECKPOINT_FINDINGS = 5
 #: One-line entries for tool calls leaving the transcript that a checkpoint keeps.
 CHECKPOINT_OMITTED_LINES = 8
 

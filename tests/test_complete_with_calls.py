@@ -87,3 +87,21 @@ def test_a_failed_call_leaves_the_completion_unused_and_asks_the_model_again() -
     ]
     done = next(e for e in events if e.kind == "step.completed").payload
     assert done["summary"] == "probe failed, step done anyway"
+
+
+def test_the_reviewer_reads_every_finding_from_the_log() -> None:
+    from context.models import FINDINGS_WINDOW
+
+    n = FINDINGS_WINDOW + 2
+    stores = SqliteStores(":memory:")
+    model = ScriptedChatModel(script={
+        "planner": [plan(*[f"Step {i}" for i in range(1, n + 1)])],
+        "executor": [complete(f"step {i} done", findings=[f"fact {i}"]) for i in range(1, n + 1)],
+        "reviewer": [review("approve", "ok")]})
+    g = build_orchestrator(model, tools=Probe(), stores=stores, checkpointer=InMemorySaver(serde=checkpoint_serde()))
+    res = run_graph(g, stores, "rf", new_task("Collect facts.", "rf"))
+    assert res.finished
+    events = stores.events.read("rf")
+    assert [f.id for f in replay(events).evidence.findings] == [f"s{i}.f1" for i in range(3, n + 1)]
+    rev = next(e for e in events if e.kind == "context.built" and e.payload["role"] == "reviewer").payload
+    assert [b["id"] for b in rev["blocks"] if b["id"].startswith("finding.")] == [f"finding.s{i}.f1" for i in range(1, n + 1)]

@@ -1,22 +1,39 @@
-"""The reviewer's renderer: core (success criteria) + plan + changed artifacts + findings with refs."""
+"""The reviewer's renderer: core (success criteria) + plan + changed artifacts + findings with refs
+(all of the task's findings, read from the event log; the builder drops the oldest first when
+they do not fit)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from context import TaskContext
+from context import Finding, TaskContext
 
 from ..runtime import NodeEnv, Rendered
 from .common import assemble, block, core_blocks, memory_block, plan_text
 
-__all__ = ["ReviewerRenderer", "REVIEWER_SYSTEM"]
+__all__ = ["ReviewerRenderer", "REVIEWER_SYSTEM", "all_findings"]
 
 REVIEWER_SYSTEM = (
     "You are the reviewer of a taskctx task. Check the work against every success criterion and hard "
     "constraint, using the findings and their evidence refs. Call submit_review with verdict 'approve', "
     "or 'revise' and the issues that must be fixed."
 )
+
+
+def all_findings(ctx: TaskContext, env: NodeEnv) -> list[Finding]:
+    """Every finding of the task up to ``ctx``'s cursor, oldest first: from the event log's
+    ``step.completed`` events (the state keeps only the last ``FINDINGS_WINDOW``), plus any in
+    the state's window that the log does not hold (a TaskContext folded from events that were
+    never appended)."""
+    out: list[Finding] = []
+    if ctx.identity.task_id:
+        for e in env.events.iter(ctx.identity.task_id, kinds=["step.completed"]):
+            if e.seq > ctx.events.cursor:
+                break
+            out += e.typed().findings
+    seen = {f.id for f in out}
+    return out + [f for f in ctx.evidence.findings if f.id not in seen]
 
 
 class ReviewerRenderer:
@@ -33,8 +50,9 @@ class ReviewerRenderer:
         text = "## Changed artifacts\n" + ("\n".join(f"- {a}" for a in changed) or "(none recorded)")
         cands.append(block(env, "state.changed", text, kind="state", layer="recent", source="step.completed",
                            priority="high", slot="msg:state"))
-        n = len(ctx.evidence.findings)
-        for i, f in enumerate(ctx.evidence.findings):
+        findings = all_findings(ctx, env)
+        n = len(findings)
+        for i, f in enumerate(findings):
             cands.append(block(env, f"finding.{f.id}",
                                f"- finding {f.id}: {f.statement}\n  evidence: {', '.join(f.evidence_refs) or '(none)'}",
                                kind="state", layer="recent", source="step.completed", priority="normal",
