@@ -53,7 +53,7 @@ __all__ = ["apply_event", "replay", "summarize_event", "CHECKPOINT_FINDINGS", "C
 #: Findings a transcript checkpoint keeps (the most recent ones).
 CHECKPOINT_FINDINGS = 5
 #: One-line entries for tool calls leaving the transcript that a checkpoint keeps.
-CHECKPOINT_OMITTED_LINES = 8
+CHECKPOINT_OMITTED_LINES = 3
 
 
 def replay(events: Iterable[Event], ctx: TaskContext | None = None) -> TaskContext:

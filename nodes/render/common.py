@@ -47,15 +47,17 @@ class Renderer(Protocol):
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered: ...
 
 
-def quote_external(text: str, *, source: str, ref: str | None = None, call_id: str | None = None) -> str:
-    """Wrap tool output as quoted data; a closing tag inside the text is neutralised."""
+def quote_external(text: str, *, source: str | None, ref: str | None = None, call_id: str | None = None) -> str:
+    """Wrap tool output as quoted data; a closing tag inside the text is neutralised.
+    ``source=None`` where the surrounding message already names it (a tool message answers a
+    tool call)."""
     safe = text.replace("</external_content", "<\\/external_content").replace("<external_content", "<\\external_content")
-    attrs = f'source="{source}"'
+    attrs = f' source="{source}"' if source else ""
     if call_id:
         attrs += f' call_id="{call_id}"'
     if ref:
         attrs += f' ref="{ref}"'
-    return f"<external_content {attrs}>\n{safe}\n</external_content>"
+    return f"<external_content{attrs}>\n{safe}\n</external_content>"
 
 
 def permissions_text(ctx: TaskContext) -> str:

@@ -62,7 +62,7 @@ RESTART_FILL = 0.5
 #: latest) is under this share of what it takes out (the old checkpoint, the calls that leave).
 #: Both chosen by a sweep over the shared trajectories (``taskctx bench``): restarting only at
 #: the budget re-sends large kept calls; restarting at every chance re-sends too often.
-RESTART_GAIN = 0.4
+RESTART_GAIN = 0.3
 #: Rendered transcript entries the renderer keeps (LRU).
 ENTRY_CACHE = 1024
 
@@ -113,9 +113,10 @@ def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
         content=rec.thought,
         tool_calls=[{"name": rec.tool, "args": arguments_dict(rec.arguments), "id": rec.id, "type": "tool_call"}],
     )
-    # the tool message names its call (tool_call_id); the ref is given once (a compressed body ends with it)
+    # the tool message answers its call (tool_call_id, and the tool is named there); the ref is
+    # given once (a compressed body already ends with it)
     ref = None if rec.raw_ref and rec.raw_ref in body else rec.raw_ref
-    content = quote_external(body, source=f"tool:{rec.tool}", ref=ref)
+    content = quote_external(body, source=None, ref=ref)
     return [ai, ToolMessage(content=content, tool_call_id=rec.id, status="error" if rec.status == "error" else "success")]
 
 
