@@ -88,3 +88,17 @@ def test_the_renderer_points_to_lines_of_an_earlier_call_in_the_transcript() -> 
     assert view in bodies["c1"]
     assert "[20 lines identical to lines 11-30 of the output of call c1 above]\n(end)" in bodies["c2"]
     assert lines[15] not in bodies["c2"]
+
+
+def test_a_repeat_never_points_to_a_digest_or_a_dropped_call() -> None:
+    """c1 and c3 return the same long output; c2's huge arguments leave no room for c1 (the
+    builder drops it): c3 is then sent in full, not as a pointer to a call the prompt lacks."""
+    env = NodeEnv.sqlite(budget=8000)
+    big = "".join(f"config line {i}: value_{i * 7919 % 1000} = enabled\n" for i in range(80))
+    ev = _events(env, [big, "ok\n", big])
+    ev[5] = new_event("tool.called", {"call_id": "c2", "step_id": "s1", "tool": "cat",
+                                      "arguments": '{"note": "' + "x" * 24000 + '"}'}, actor="agent", timestamp=TS)
+    r = ExecutorRenderer().render(replay(ev), env, [])
+    bodies = {m.tool_call_id: m.content for m in r.messages if m.type == "tool"}
+    assert "c1" not in bodies and [e.id for e in r.manifest.entries if not e.included] == ["tool.c1", "tool.c2"]
+    assert big in bodies["c3"] and "identical" not in bodies["c3"]

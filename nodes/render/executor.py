@@ -177,16 +177,17 @@ class ExecutorRenderer:
         self._lock = threading.Lock()
 
     def _entry(self, prev: int, rec: ToolCallRecord, *, digest: bool, same_as: str | None,
-               shown: Sequence[tuple[str, str]]) -> tuple[int, str, list[BaseMessage], int]:
-        """``(entry id, shown output, messages, tokens)`` of one transcript entry (cached)."""
+               shown: Sequence[tuple[str, str]], reuse: bool) -> tuple[int, str, list[BaseMessage], int]:
+        """``(entry id, shown output, messages, tokens)`` of one transcript entry (cached);
+        ``reuse=False``: no span pointers (``shown`` is ignored)."""
         key = (prev, rec.id, rec.status, rec.raw_ref, rec.result_summary, rec.thought, rec.tool, rec.arguments,
-               digest, same_as)
+               digest, same_as, reuse)
         with self._lock:
             hit = self._entries.get(key)
             if hit is not None:
                 self._entries.move_to_end(key)
                 return hit
-        body = shown_output(rec, digest=digest, same_as=same_as, earlier=shown)
+        body = shown_output(rec, digest=digest, same_as=same_as, earlier=shown if reuse else ())
         msgs = entry_messages(rec, body)
         entry = (next(self._entry_ids), body, msgs, count_tokens_approximately(msgs))
         with self._lock:
@@ -195,7 +196,8 @@ class ExecutorRenderer:
                 self._entries.popitem(last=False)
         return entry
 
-    def _render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]], *, reset: bool, digest: int) -> Rendered:
+    def _render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]], *, reset: bool, digest: int,
+                reuse: bool = True) -> Rendered:
         cands = core_blocks(ctx, env)
         mem = memory_block(ctx, env, slot="msg:core")
         if mem is not None:
@@ -231,12 +233,14 @@ class ExecutorRenderer:
         for i, rec in enumerate(calls):
             add_notes(i)
             age = n - 1 - i
-            same_as = None
-            if rec.raw_ref and rec.status == "ok" and len(rec.result_summary) >= REUSE_MIN_CHARS:
-                same_as = first_by_ref.get(rec.raw_ref)
-                first_by_ref.setdefault(rec.raw_ref, rec.id)
             dig = digest > 0 and 0 < age and age >= self.keep_last - digest
-            prev, body, msgs, tokens = self._entry(prev, rec, digest=dig, same_as=same_as, shown=shown)
+            # point only to an earlier output shown in full in this prompt (never to a digest)
+            reusable = reuse and rec.raw_ref and rec.status == "ok" and len(rec.result_summary) >= REUSE_MIN_CHARS
+            same_as = first_by_ref.get(rec.raw_ref) if reusable and not dig else None
+            if reusable and same_as is None and not dig:
+                first_by_ref[rec.raw_ref] = rec.id
+            prev, body, msgs, tokens = self._entry(prev, rec, digest=dig, same_as=same_as, shown=shown,
+                                                   reuse=reuse)
             shown.append((rec.id, body))
             bid = f"tool.{rec.id}"
             extra[bid] = msgs
@@ -285,7 +289,8 @@ class ExecutorRenderer:
             r = self._render(base, env, tools, reset=reset, digest=d)
             if r.prompt_tokens <= limit and not r.manifest.dropped:
                 return r
-        return r
+        # the builder has to drop calls: no pointers at all, so none can point to a dropped call
+        return self._render(base, env, tools, reset=reset, digest=self.keep_last - 1, reuse=False)
 
 
 def _cheap_restart(r: Rendered, keep_last: int) -> bool:
