@@ -146,8 +146,10 @@ class Finding(_Part):
 class PendingCompletion(_Part):
     """Addition: a ``complete_step`` the executor model sent together with the step's last tool
     calls (``step.completion.requested``). The executor records ``step.completed`` from it,
-    without another model call, once every call in ``after_calls`` returned ``ok``; if one of
-    them failed or was denied, it is ignored and the model is asked again."""
+    without another model call, once every call in ``after_calls`` has finished: all ``ok`` for a
+    ``success``/``partial`` result, any status for ``failed``/``blocked``. A call that failed or
+    was rejected (for a success) or whose arguments the approver edited sets ``not_applied``:
+    the model is then asked again, and its prompt says why."""
 
     step_id: str
     after_calls: list[str] = Field(default_factory=list)
@@ -156,6 +158,9 @@ class PendingCompletion(_Part):
     #: Findings as the model gave them; one without refs gets the step's last refs on completion.
     findings: list[Finding] = Field(default_factory=list)
     unresolved_issues: list[str] = Field(default_factory=list)
+    #: Why it will not be applied (a call failed or was rejected, or the approver edited its
+    #: arguments); empty while it may still be. The executor prompt says so, and the model is asked again.
+    not_applied: str = ""
 
 
 class Control(_Part):

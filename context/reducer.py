@@ -168,6 +168,26 @@ def _update_call(ctx: TaskContext, call_id: str, **changes: object) -> list[Tool
     return [r.model_copy(update=changes) if r.id == call_id else r for r in ctx.evidence.recent_tool_calls]
 
 
+def _same_json(a: str, b: str) -> bool | None:
+    """Whether two JSON texts hold the same value (None when one does not parse)."""
+    try:
+        return bool(json.loads(a) == json.loads(b))
+    except json.JSONDecodeError:
+        return None
+
+
+def _completion_not_applied(ctx: TaskContext, call_id: str, reason: str, *, only_success: bool = False) -> TaskContext:
+    """Mark the pending ``complete_step`` not applied when ``call_id`` is one of its calls (for a
+    failure of the call: only when it claims success; a failed/blocked step ends either way)."""
+    pc = ctx.control.pending_completion
+    if pc is None or call_id not in pc.after_calls or pc.not_applied:
+        return ctx
+    if only_success and pc.result in ("failed", "blocked"):
+        return ctx
+    return ctx.model_copy(update={"control": ctx.control.model_copy(
+        update={"pending_completion": pc.model_copy(update={"not_applied": reason})})})
+
+
 def _drop_pending_completion(ctx: TaskContext) -> TaskContext:
     if ctx.control.pending_completion is None:
         return ctx
@@ -285,12 +305,14 @@ def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch
         r: ToolResultReceived = e.typed()
         calls = _update_call(ctx, r.call_id, status=r.status, result_summary=r.result_summary, raw_ref=r.raw_ref,
                              compressed=r.compressed)
-        return ctx.model_copy(
+        out = ctx.model_copy(
             update={
                 "evidence": ctx.evidence.model_copy(update={"recent_tool_calls": calls}),
                 "progress": ctx.progress.model_copy(update={"executor_steps": ctx.progress.executor_steps + 1}),
             }
         )
+        return out if r.status == "ok" else _completion_not_applied(out, r.call_id, f"{r.call_id} returned {r.status}",
+                                                                     only_success=True)
     if k == "permission.requested":
         q: PermissionEvent = e.typed()
         req = ApprovalRequest(call_id=q.call_id, tool=q.tool, arguments=q.arguments, risk=q.risk, reason=q.reason)
@@ -305,11 +327,15 @@ def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch
         out = ctx.model_copy(update={"control": ctx.control.model_copy(update=update)})
         if k == "permission.granted" and q.arguments != "{}":
             # the arguments that run (an approver may have edited them)
+            before = {c.id: c.arguments for c in out.evidence.recent_tool_calls}.get(q.call_id)
             calls = _update_call(out, q.call_id, arguments=q.arguments)
             out = out.model_copy(update={"evidence": out.evidence.model_copy(update={"recent_tool_calls": calls})})
+            if before is not None and _same_json(before, q.arguments) is False:
+                out = _completion_not_applied(out, q.call_id, f"the approver edited the arguments of {q.call_id}")
         if k == "permission.denied":
             calls = _update_call(out, q.call_id, status="denied")
             out = out.model_copy(update={"evidence": out.evidence.model_copy(update={"recent_tool_calls": calls})})
+            out = _completion_not_applied(out, q.call_id, f"{q.call_id} was rejected", only_success=True)
         return out
     if k == "checkpoint.created":
         return ctx.model_copy(

@@ -8,7 +8,7 @@ from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from context import SqliteStores, replay
+from context import SqliteStores, new_event, replay
 from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import run_graph
@@ -31,11 +31,11 @@ class Probe:
         return ToolOutcome("ok", f"probe {call_id} ok\n")
 
 
-def _run(executor: list[Any]) -> tuple[list[Any], Any]:
+def _run(executor: list[Any], recoveries: int = 1) -> tuple[list[Any], Any]:
     stores = SqliteStores(":memory:")
     model = ScriptedChatModel(script={
         "planner": [plan("Probe twice")], "executor": executor, "reviewer": [review("approve", "ok")],
-        "recovery": [recover("retry", "try again")]})
+        "recovery": [recover("retry", "try again")] * recoveries})
     g = build_orchestrator(model, tools=Probe(), stores=stores, checkpointer=InMemorySaver(serde=checkpoint_serde()))
     res = run_graph(g, stores, "cw", new_task("Probe twice.", "cw"))
     assert res.finished
@@ -87,6 +87,51 @@ def test_a_failed_call_leaves_the_completion_unused_and_asks_the_model_again() -
     ]
     done = next(e for e in events if e.kind == "step.completed").payload
     assert done["summary"] == "probe failed, step done anyway"
+    # the executor prompt that follows says why the step did not complete
+    pending = replay(events[: next(i for i, e in enumerate(events) if e.kind == "error.occurred")]).control
+    assert pending.pending_completion is not None and pending.pending_completion.not_applied == "e1 returned error"
+
+
+def test_the_next_prompt_says_the_completion_was_not_applied() -> None:
+    stores = SqliteStores(":memory:")
+    model = ScriptedChatModel(script={
+        "planner": [plan("Probe")], "reviewer": [review("approve", "ok")], "recovery": [recover("retry", "again")],
+        "executor": [and_complete(tool_call("probe", {"n": 1}, id="e1"), "probed"), complete("done after all")]})
+    g = build_orchestrator(model, tools=Probe(), stores=stores, checkpointer=InMemorySaver(serde=checkpoint_serde()))
+    assert run_graph(g, stores, "na", new_task("Probe.", "na")).finished
+    built = [e for e in stores.events.read("na") if e.kind == "context.built" and e.payload["role"] == "executor"]
+    second = stores.artifacts.get(built[1].payload["prompt_ref"]).decode()
+    assert ("Your complete_step sent with e1 was not applied: e1 returned error. "
+            "Call complete_step again when the step is done.") in second
+
+
+def test_a_failed_step_sent_with_a_call_ends_failed_whatever_the_call_returns() -> None:
+    events, _ = _run([
+        and_complete(tool_call("probe", {"n": 1}, id="e1"), "cannot probe", result="failed"),
+        complete("recovered", findings=["ok now"]),
+    ], recoveries=2)
+    done = [e.payload for e in events if e.kind == "step.completed"]
+    assert [(d["result"], d["summary"]) for d in done] == [("failed", "cannot probe"), ("success", "recovered")]
+    assert [e.payload["decision"] for e in events if e.kind == "recovery.decided"] == ["retry", "retry"]
+
+
+def test_an_edited_approval_leaves_the_completion_unapplied() -> None:
+    def ev(kind: str, payload: dict[str, Any]) -> Any:
+        return new_event(kind, payload, actor="agent")  # type: ignore[arg-type]
+
+    base = [ev("task.created", {"task_id": "ea", "original_request": "Deploy."}),
+            ev("plan.created", {"steps": [{"id": "s1", "title": "deploy"}]}), ev("step.started", {"step_id": "s1"}),
+            ev("tool.called", {"call_id": "d1", "step_id": "s1", "tool": "deploy", "arguments": '{"env": "staging"}'}),
+            ev("step.completion.requested", {"step_id": "s1", "after_calls": ["d1"], "summary": "deployed"}),
+            ev("permission.requested", {"call_id": "d1", "tool": "deploy", "arguments": '{"env": "staging"}'})]
+    same = replay([*base, ev("permission.granted", {"call_id": "d1", "tool": "deploy", "arguments": '{"env":"staging"}'})])
+    assert same.control.pending_completion is not None and same.control.pending_completion.not_applied == ""
+    edited = replay([*base, ev("permission.granted", {"call_id": "d1", "tool": "deploy", "arguments": '{"env": "qa"}'})])
+    assert edited.control.pending_completion is not None
+    assert edited.control.pending_completion.not_applied == "the approver edited the arguments of d1"
+    denied = replay([*base, ev("permission.denied", {"call_id": "d1", "tool": "deploy", "reason": "no"})])
+    assert denied.control.pending_completion is not None
+    assert denied.control.pending_completion.not_applied == "d1 was rejected"
 
 
 def test_the_reviewer_reads_every_finding_from_the_log() -> None:

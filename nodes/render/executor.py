@@ -158,6 +158,10 @@ def delta_text(ctx: TaskContext) -> str:
     if ctx.progress.last_step is not None:
         ls = ctx.progress.last_step
         lines.append(f"Last step {ls.id} ({ls.result}): {ls.summary}")
+    pc = ctx.control.pending_completion
+    if pc is not None and pc.not_applied and pc.step_id == ctx.plan.current_step_id:
+        lines.append(f"Your complete_step sent with {', '.join(pc.after_calls)} was not applied: {pc.not_applied}. "
+                     "Call complete_step again when the step is done.")
     if ctx.control.pending_approval is not None:
         a = ctx.control.pending_approval
         lines.append(f"Waiting for approval of {a.tool} {a.arguments} ({a.risk} risk): {a.reason}")
