@@ -48,6 +48,8 @@ __all__ = [
     "RiskLevel",
     "RECENT_EVENTS_WINDOW",
     "FINDINGS_WINDOW",
+    "PLAN_FULL_STEPS",
+    "PLAN_RUN_MIN",
 ]
 
 PlanStatus = Literal["draft", "approved", "executing", "revising", "completed"]
@@ -61,6 +63,10 @@ RECENT_EVENTS_WINDOW = 20
 #: How many findings ``TaskContext.evidence.findings`` keeps (older ones stay in the event log),
 #: so a checkpoint's size does not grow with the number of steps.
 FINDINGS_WINDOW = 10
+#: Prompts collapse a run of at least this many consecutive done (or skipped) plan steps ...
+PLAN_RUN_MIN = 3
+#: ... in plans of more than this many steps (the executor's one-line plan status: always).
+PLAN_FULL_STEPS = 20
 
 
 class _Part(BaseModel):
@@ -94,6 +100,34 @@ class Plan(_Part):
     status: PlanStatus = "draft"
     steps: list[PlanStep] = Field(default_factory=list)
     current_step_id: str | None = None
+
+    def runs(self, *, min_run: int = PLAN_RUN_MIN, statuses: tuple[str, ...] = ("done", "skipped")) -> list[list[PlanStep]]:
+        """The steps in order, grouped: each group is one step, or a run of at least ``min_run``
+        consecutive steps with the same status in ``statuses`` (for prompts of long plans: "s1-s150
+        done" instead of 150 lines; the steps stay in the state and the log)."""
+        out: list[list[PlanStep]] = []
+        for step in self.steps:
+            if out and step.status in statuses and out[-1][-1].status == step.status:
+                out[-1].append(step)
+            else:
+                out.append([step])
+        return [g for grp in out for g in ([grp] if len(grp) >= min_run else [[x] for x in grp])]
+
+    def lines(self, *, detail: bool = True) -> list[str]:
+        """One line per step (``s1 [done] Title after s0: expected ...``; without ``detail``
+        only ``s1 [done] Title``), runs of done steps collapsed into one line when the plan has
+        more than ``PLAN_FULL_STEPS`` steps."""
+        groups = self.runs() if len(self.steps) > PLAN_FULL_STEPS else [[x] for x in self.steps]
+        out = []
+        for g in groups:
+            if len(g) > 1:
+                out.append(f"{g[0].id}-{g[-1].id} [{g[0].status}] {len(g)} steps (titles and results in the event log)")
+                continue
+            s = g[0]
+            dep = f" after {', '.join(s.depends_on)}" if s.depends_on and detail else ""
+            exp = f": expected {s.expected_output}" if s.expected_output and detail else ""
+            out.append(f"{s.id} [{s.status}] {s.title}{dep}{exp}")
+        return out
 
 
 # 3. current_step --------------------------------------------------------------------------

@@ -138,7 +138,7 @@ def _set_step_status(steps: list[PlanStep], step_id: str, status: str) -> list[P
 
 def _checkpoint_view(ctx: TaskContext, leaving: list[ToolCallRecord], at_seq: int) -> TranscriptCheckpoint:
     omitted_total = ctx.evidence.omitted_calls + len(leaving)
-    lines = [f"{s.id} [{s.status}] {s.title}" for s in ctx.plan.steps]
+    lines = ctx.plan.lines(detail=False)
     completed = []
     if ctx.progress.last_step is not None:
         ls = ctx.progress.last_step

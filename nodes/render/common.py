@@ -84,11 +84,7 @@ def governed_claims(ctx: TaskContext) -> list[str]:
 def plan_text(ctx: TaskContext) -> str:
     if not ctx.plan.steps:
         return "## Plan\n(no plan yet)"
-    lines = [f"## Plan v{ctx.plan.version} ({ctx.plan.status})"]
-    for s in ctx.plan.steps:
-        dep = f" after {', '.join(s.depends_on)}" if s.depends_on else ""
-        lines.append(f"- {s.id} [{s.status}] {s.title}{dep}" + (f": expected {s.expected_output}" if s.expected_output else ""))
-    return "\n".join(lines)
+    return "\n".join([f"## Plan v{ctx.plan.version} ({ctx.plan.status})", *(f"- {ln}" for ln in ctx.plan.lines())])
 
 
 def _block(

@@ -154,7 +154,9 @@ def delta_text(ctx: TaskContext) -> str:
     else:
         lines.append("No step is running.")
     if ctx.plan.steps:
-        lines.append("Plan: " + " · ".join(f"{s.id} {s.status}" for s in ctx.plan.steps))
+        groups = ctx.plan.runs(statuses=("done", "skipped", "pending"))
+        lines.append("Plan: " + " · ".join(f"{g[0].id} {g[0].status}" if len(g) == 1
+                                            else f"{g[0].id}-{g[-1].id} {g[0].status}" for g in groups))
     if ctx.progress.last_step is not None:
         ls = ctx.progress.last_step
         lines.append(f"Last step {ls.id} ({ls.result}): {ls.summary}")
