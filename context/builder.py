@@ -175,8 +175,7 @@ def build_context(
     if need > available:
         raise BudgetError(
             f"{role or 'prompt'}: required blocks need {need} tokens but the budget leaves {available} "
-            f"(budget {budget} - reserve {reserve_for_output} - overhead {overhead_tokens}); raise --budget "
-            "(taskctx resume TASK_ID --budget N continues with a larger one)"
+            f"(budget {budget} - reserve {reserve_for_output} - overhead {overhead_tokens}); raise the budget"
         )
     chosen: set[str] = {b.id for b in required}
     reasons: dict[str, str] = {b.id: "required" for b in required}

@@ -42,7 +42,7 @@ from typing import Annotated, Any
 
 import typer
 
-from context import TaskctxError, TaskContext, Trajectory, extract_constraints, load_trajectory, replay
+from context import BudgetError, TaskctxError, TaskContext, Trajectory, extract_constraints, load_trajectory, replay
 from context.trajectory import RecordedStep
 
 from .bench_strategies import (
@@ -352,6 +352,14 @@ def _checkpoint_sizes(events: list[Any], counts: tuple[int, ...]) -> tuple[dict[
 
 
 # ------------------------------------------------------------------------------------------ main
+def _run_taskctx(t: Trajectory, budget: int) -> TaskctxRun:
+    try:
+        return run_taskctx(t, budget)
+    except BudgetError as exc:
+        raise BudgetError(f"trajectory {t.id} ({len(t.steps)} steps) does not fit budget {budget}: {exc}; "
+                          "pass a larger --budget") from exc
+
+
 def run_bench(
     dir: str | Path = DEFAULT_DIR,
     budget: int = 8_000,
@@ -368,16 +376,20 @@ def run_bench(
 
     t_start = time.perf_counter()
     d = Path(dir)
-    if not d.is_dir():
+    if d.is_file():
+        paths = [d]  # one trajectory
+    elif d.is_dir():
+        paths = sorted(p for p in d.glob("*.jsonl") if p.is_file())
+    else:
         raise FileNotFoundError(f"trajectory folder not found: {d.resolve()}; pass DIR (default {DEFAULT_DIR})")
-    paths = sorted(d.glob("*.jsonl"))
     trajs = [load_trajectory(p) for p in paths]
     if only:
         trajs = [t for t in trajs if t.id in only]
     if limit is not None:
         trajs = trajs[:limit]
     if not trajs:
-        raise FileNotFoundError(f"no trajectories (*.jsonl) to run in {d.resolve()}")
+        raise FileNotFoundError(f"no trajectories (*.jsonl) to run in {d.resolve()}; pass a folder of recorded "
+                                f"runs or one .jsonl file (default {DEFAULT_DIR})")
     rows: list[Stats] = []
     series: dict[str, dict[str, list[int]]] = {}
     other: dict[str, dict[str, int]] = {}
@@ -396,7 +408,7 @@ def run_bench(
             rows.append(st)
             totals[s].add(st)
             series[t.id][s] = [c.prompt_tokens for c in calls]
-        run = run_taskctx(t, budget)
+        run = _run_taskctx(t, budget)
         finished[t.id] = run.finished
         ex, allr = _taskctx_stats(run, budget, constraints)
         rows.append(ex)
@@ -420,7 +432,7 @@ def run_bench(
     if need:
         # about 3.3 events per executor step when no error occurs; run until the log is long enough
         n_steps = max(10, int(need / 3.2) + 10)
-        run = run_taskctx(synthetic_trajectory(n_steps), budget)
+        run = _run_taskctx(synthetic_trajectory(n_steps), budget)
         if synthetic_events:
             lo = int(synthetic_events * 0.9)
             times, _, same = _overhead(run, budget, window=(lo, synthetic_events))
@@ -587,7 +599,7 @@ def write_outputs(r: BenchResult, out: str | Path) -> list[Path]:
 
 
 def bench(
-    dir: Annotated[Path, typer.Argument(help="Folder of recorded trajectories (*.jsonl), relative to the cwd.")] = DEFAULT_DIR,  # noqa: A002
+    dir: Annotated[Path, typer.Argument(help="Folder of recorded trajectories (*.jsonl), or one .jsonl file.")] = DEFAULT_DIR,  # noqa: A002
     budget: Annotated[int, typer.Option("--budget", min=1000, help="Prompt budget in tokens.")] = 8_000,
     out: Annotated[Path, typer.Option("--out", help="Folder for results.md, results.csv and the plots.")] = DEFAULT_OUT,
 ) -> None:
@@ -598,6 +610,11 @@ def bench(
     if out.exists() and not out.is_dir():
         typer.echo(f"error: --out {out} is a file; pass a folder for results.md, results.csv and the plots", err=True)
         raise typer.Exit(2)
+    try:  # before the run, so a bad --out does not waste it
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        typer.echo(f"error: --out {out} cannot be created ({exc.strerror or exc}); pass a writable folder", err=True)
+        raise typer.Exit(2) from exc
     try:
         r = run_bench(d, budget)
         files = write_outputs(r, out)

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from context import Event, InvalidInputError, TaskctxError, TaskContext, UnknownTaskError, load_trajectory
+from context import BudgetError, Event, InvalidInputError, TaskctxError, TaskContext, UnknownTaskError, load_trajectory
 from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
 
 from .orchestrator import DEFAULT_DB, Project, build_orchestrator, db_exists, new_task, open_project
@@ -52,8 +52,15 @@ def _fail(msg: str) -> None:
     raise typer.Exit(2)
 
 
-def _describe(exc: BaseException, db: str) -> str:
-    """One line for an error: taskctx errors as they are; database and file errors named."""
+def _db_opt(db: str) -> str:
+    return f" --db {db}" if db != DEFAULT_DB else ""
+
+
+def _describe(exc: BaseException, db: str, task_id: str | None = None) -> str:
+    """One line for an error: taskctx errors as they are (a budget error with the command that
+    continues the task); database and file errors named."""
+    if isinstance(exc, BudgetError) and task_id:
+        return f"{exc}: `taskctx resume {task_id} --budget N{_db_opt(db)}` continues with a larger one"
     if isinstance(exc, TaskctxError):
         return str(exc)
     if isinstance(exc, sqlite3.Error):
@@ -143,17 +150,18 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
     return g, spec
 
 
-def _finish(project: Project, result: RunResult, out: Path) -> None:
+def _finish(project: Project, result: RunResult, out: Path, db: str) -> None:
     folder = export_run(project.stores, result.task_id, out)
     s = result.state
     req = result.waiting
     if req is not None:
         console.print(f"waiting for approval of {req.get('tool')} (call {req.get('call_id')}, {req.get('risk')} risk). "
-                      f"Answer with: taskctx approve {result.task_id} [--edit JSON | --reject REASON | --respond TEXT]",
+                      f"Answer with: taskctx approve {result.task_id}{_db_opt(db)} "
+                      "[--edit JSON | --reject REASON | --respond TEXT]",
                       markup=False)
     elif result.stopped_early:
         console.print(f"stopped after {s.progress.executor_steps} executor steps; next: {', '.join(result.next_nodes)}."
-                      f" Continue with: taskctx resume {result.task_id}", markup=False)
+                      f" Continue with: taskctx resume {result.task_id}{_db_opt(db)}", markup=False)
     else:
         console.print(f"task {result.task_id}: {s.control.status}; {s.progress.executor_steps} executor steps, "
                       f"{s.events.cursor} events", markup=False)
@@ -174,22 +182,24 @@ def replay(
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
     """Run the whole graph over a recorded trajectory (replay model + replay tools)."""
+    tid = task_id  # (named in a budget error's hint)
     try:
         traj = load_trajectory(file)
         tid = _check_task_id(task_id if task_id is not None else traj.id)
         _prepare_out(out)
         project = _open(db)
         if project.stores.events.last_seq(tid):
-            _fail(f"task {tid!r} already exists in {db}; continue it with `taskctx resume {tid}` or pick another --task-id")
+            _fail(f"task {tid!r} already exists in {db}; continue it with `taskctx resume {tid}{_db_opt(db)}` "
+                  "or pick another --task-id")
         project.stores.tasks.register(tid, {"kind": "replay", "source": str(Path(file).resolve()), "budget": budget})
         g = build_orchestrator(ReplayChatModel(trajectory=traj), tools=ReplayTools(traj),
                                checkpointer=project.checkpointer, stores=project.stores, budget=budget)
         console.print(f"replay {traj.id}: {len(traj.steps)} recorded steps, budget {budget} tokens, task {tid}", markup=False)
         result = run_graph(g, project.stores, tid, new_task(traj.request, tid), stop_after=max_steps,
                            on_event=_event_printer())
-        _finish(project, result, out)
+        _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db))
+        _fail(_describe(exc, db, tid))
 
 
 @app.command()
@@ -233,9 +243,9 @@ def resume(
                       f"({done} executor steps done; next: {', '.join(snap.next)})", markup=False)
         result = run_with_approvals(g, project.stores, task_id, None, answer=answer, stop_after=stop, resume=True,
                                     on_event=_event_printer(), on_request=_show_request)
-        _finish(project, result, out)
+        _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db))
+        _fail(_describe(exc, db, task_id))
 
 
 @app.command()
@@ -378,9 +388,9 @@ def approve(
         result = run_graph(g, project.stores, task_id, Command(resume=answer), on_event=_event_printer())
         if result.waiting is not None:
             _show_request(result.waiting)
-        _finish(project, result, out)
+        _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db))
+        _fail(_describe(exc, db, task_id))
 
 
 @app.command()
@@ -405,6 +415,7 @@ def run(
     if not model:
         _fail("no model given: pass --model provider:name (e.g. openai:gpt-4o); to run offline use "
               "`taskctx demo` or `taskctx replay FILE`")
+    tid = task_id  # (named in a budget error's hint)
     try:
         from nodes import resolve_model
 
@@ -427,9 +438,9 @@ def run(
                             file_scopes=list(scope or []))
         result = run_with_approvals(g, project.stores, tid, new_task(request, tid, permissions=perms), answer=answer,
                                     stop_after=max_steps, on_event=_event_printer(), on_request=_show_request)
-        _finish(project, result, out)
+        _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db))
+        _fail(_describe(exc, db, tid))
 
 
 @app.command()
@@ -442,12 +453,13 @@ def demo(
     approve_all: ApproveAllOpt = False,
     deny_all: DenyAllOpt = False,
 ) -> None:
-    """Offline demo on a real sample workspace: explore → refused outside scope → approved fix →
-    failing test → recovery → interrupted → resumed → tests green → reviewed."""
+    """Offline demo on a real sample workspace: explore → interrupted → resumed → refused outside
+    scope → approved fix → failing test → recovery → tests green → reviewed."""
     import uuid
 
     from .demo import DEMO_REQUEST, DEMO_STOP_AFTER, copy_sample, demo_model, demo_permissions, demo_tools
 
+    tid = task_id  # (named in a budget error's hint)
     try:
         tid = _check_task_id(task_id) if task_id is not None else f"demo-{uuid.uuid4().hex[:6]}"
         answer = _answerer(approve_all, deny_all)
@@ -482,10 +494,10 @@ def demo(
                                         on_event=_event_printer(), on_request=_show_request)
         else:
             result = first
-        _finish(project, result, out)
+        _finish(project, result, out, db)
         console.print(f"inspect it: taskctx inspect {tid}" + (f" --db {db}" if db != DEFAULT_DB else ""), markup=False)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db))
+        _fail(_describe(exc, db, tid))
 
 
 def main() -> None:

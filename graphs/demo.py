@@ -110,6 +110,9 @@ def demo_tools(workspace: str | Path, receipts_dir: str | Path | None = None, cl
     return tools
 
 
+_DECLINED = "the user declined the change; stopping this step"
+
+
 def _unless_refused(answer: Any) -> Any:
     """The scripted answer, unless the user refused the previous call (reject or respond at an
     approval, or ``--deny-all``): then the step ends blocked and recovery stops the task."""
@@ -118,7 +121,19 @@ def _unless_refused(answer: Any) -> Any:
         tools = [m for m in messages if getattr(m, "type", "") == "tool"]
         last = str(tools[-1].content) if tools else ""
         if "[denied" in last or "rejected" in last.lower() or "the user answered" in last.lower():
-            return complete("the user declined the change; stopping this step", result="blocked")
+            return complete(_DECLINED, result="blocked")
+        return answer
+
+    return pick
+
+
+def _stop_if_declined(answer: Any) -> Any:
+    """The scripted recovery answer, unless the failure is a step the user's refusal ended
+    (see :func:`_unless_refused`): then recovery stops the task."""
+
+    def pick(messages: list[Any], meta: dict[str, Any]) -> Any:
+        if any(_DECLINED in str(m.content) for m in messages):
+            return recover("stop", "the user declined the fix; the task stops here")
         return answer
 
     return pick
@@ -161,7 +176,7 @@ def demo_model() -> ScriptedChatModel:
             complete("the upload tests pass; CHANGELOG.md notes the fix",
                      findings=["tests/test_upload.py passes (3 tests) with client_max_body_size 10m"]),
         ],
-        "recovery": [recover("retry", "nginx rejects the size '10mb' (units are k, m, g); patch it to 10m")],
+        "recovery": [_stop_if_declined(recover("retry", "nginx rejects the size '10mb' (units are k, m, g); patch it to 10m"))],
         "reviewer": [review("approve", "5 MB uploads pass the proxy; tests pass; tests/test_upload.py untouched")],
     }, fallback={
         # off the scripted path (the user rejected or answered an approval): end cleanly

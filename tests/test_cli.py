@@ -204,9 +204,15 @@ def test_demo_deny_all_ends_cleanly_as_failed(tmp_path: Path) -> None:
     r = invoke("demo", "--deny-all", "--db", str(tmp_path / "t.sqlite"), "--out", str(tmp_path / "o"), "--task-id", "dn")
     assert r.exit_code == 0, r.output
     assert "task dn: failed" in r.stdout
-    ctx = replay(SqliteStores(tmp_path / "t.sqlite").events.read("dn"))
+    events = SqliteStores(tmp_path / "t.sqlite").events.read("dn")
+    ctx = replay(events)
     assert ctx.control.status == "failed"
     assert ctx.progress.last_step.result == "blocked"
+    # the refused fix ends s2 blocked and recovery stops there (s3 never starts)
+    assert [(e.payload["step_id"], e.payload["result"]) for e in events if e.kind == "step.completed"] == [
+        ("s1", "success"), ("s2", "blocked")]
+    assert [e.payload["decision"] for e in events if e.kind == "recovery.decided"] == ["stop"]
+    assert [e.payload["step_id"] for e in events if e.kind == "step.started"] == ["s1", "s2"]
     assert (tmp_path / "o" / "dn" / "trace.jsonl").exists()
 
 
@@ -235,3 +241,15 @@ def test_eval_unknown_case_is_an_error() -> None:
     r = invoke("eval", "--case", "no-such-case")
     assert r.exit_code == 2
     assert "no case with id no-such-case" in _error_line(r)
+
+
+def test_bench_refuses_bad_input_before_running(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    r = invoke("bench", str(tmp_path), "--out", str(tmp_path / "afile" / "sub"))
+    assert r.exit_code == 2
+    assert _error_line(r) == f"error: --out {tmp_path / 'afile' / 'sub'} cannot be created (Not a directory); pass a writable folder"
+    (tmp_path / "empty").mkdir()
+    r = invoke("bench", str(tmp_path / "empty"), "--out", str(tmp_path / "o"))
+    assert r.exit_code == 2
+    assert _error_line(r) == (f"error: no trajectories (*.jsonl) to run in {tmp_path / 'empty'}; pass a folder of "
+                              "recorded runs or one .jsonl file (default ../shared/data/trajectories)")
