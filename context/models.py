@@ -364,6 +364,16 @@ class TaskContext(BaseModel):
         recorded = {e.call_id for e in self.errors.error_history}
         return [r for r in self.evidence.recent_tool_calls if r.status == "error" and r.id not in recorded]
 
+    def completion_ready(self) -> bool:
+        """A pending ``complete_step`` for the running step, still applicable, whose calls have
+        all finished (see :class:`PendingCompletion`): the executor records ``step.completed``
+        from it without a model call."""
+        pc = self.control.pending_completion
+        if pc is None or pc.step_id != self.plan.current_step_id or pc.not_applied:
+            return False
+        status = {r.id: r.status for r in self.evidence.recent_tool_calls}
+        return all(status.get(c) not in (None, "pending") for c in pc.after_calls)
+
     def failed_step(self) -> LastStep | None:
         """The last step when it ended ``failed`` or ``blocked`` and recovery has not decided on it
         yet (its plan step still has that status; a retry sets it back to pending)."""

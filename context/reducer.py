@@ -335,7 +335,9 @@ def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch
         if k == "permission.denied":
             calls = _update_call(out, q.call_id, status="denied")
             out = out.model_copy(update={"evidence": out.evidence.model_copy(update={"recent_tool_calls": calls})})
-            out = _completion_not_applied(out, q.call_id, f"{q.call_id} was rejected", only_success=True)
+            why = " ".join(q.reason.split())[:120]
+            out = _completion_not_applied(out, q.call_id, f"{q.call_id} was not run" + (f" ({why})" if why else ""),
+                                          only_success=True)
         return out
     if k == "checkpoint.created":
         return ctx.model_copy(

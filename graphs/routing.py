@@ -46,13 +46,18 @@ def after_executor(state: Any) -> str:
 
 
 def after_tools(state: Any) -> str:
-    """``"tools"`` while a call waits for approval; ``"recovery"`` when a tool call failed and is
-    not yet in ``error_history``; else ``"executor"`` (``END`` when the task finished)."""
+    """``"tools"`` while a call waits for approval; ``"executor"`` when a ``complete_step`` that
+    ends the step failed/blocked came with the calls and they have finished; ``"recovery"`` when a
+    tool call failed and is not yet in ``error_history``; else ``"executor"`` (``END`` when the
+    task finished)."""
     ctx = _ctx(state)
     if _finished(ctx):
         return END
     if any(r.status == "pending" for r in ctx.evidence.recent_tool_calls):
         return "tools"  # a call waits for the next approval (one interrupt per tool-node run)
+    pc = ctx.control.pending_completion
+    if pc is not None and pc.result in ("failed", "blocked") and ctx.completion_ready():
+        return "executor"  # the model already said how the step ends: record it, then recovery sees both
     if ctx.unrecorded_tool_errors():
         return "recovery"
     return "executor"

@@ -187,16 +187,6 @@ def _completion_args(step_id: str, args: dict[str, Any]) -> tuple[str, str, list
             [str(u) for u in args.get("unresolved_issues") or []])
 
 
-def _completion_ready(ctx: TaskContext) -> bool:
-    """A pending ``complete_step`` for the running step, still applicable, whose calls have all
-    finished (see :class:`~context.models.PendingCompletion`)."""
-    pc = ctx.control.pending_completion
-    if pc is None or pc.step_id != ctx.plan.current_step_id or pc.not_applied:
-        return False
-    status = {r.id: r.status for r in ctx.evidence.recent_tool_calls}
-    return all(status.get(c) not in (None, "pending") for c in pc.after_calls)
-
-
 def _step_completed(run: NodeRun, ctx: TaskContext, step_id: str, result: str, summary: str,
                     findings: list[Finding], unresolved: list[str]) -> list[Event]:
     """``step.completed`` and, for a step that succeeded, the errors it settles and the last
@@ -248,7 +238,7 @@ def make_executor_node(model: BaseChatModel, env: NodeEnv, tools: ToolExecutor,
             pre.append(started)
             ctx = replay([started], ctx)
         step_id = ctx.plan.current_step_id
-        if _completion_ready(ctx):  # complete_step came with the step's last calls, and they have finished
+        if ctx.completion_ready():  # complete_step came with the step's last calls, and they have finished
             pc = ctx.control.pending_completion
             assert pc is not None
             run.commit([*pre, *_step_completed(run, ctx, pc.step_id, pc.result, pc.summary, list(pc.findings),
