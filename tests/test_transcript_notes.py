@@ -64,3 +64,25 @@ def test_the_delta_is_sent_once_per_change() -> None:
     assert ctx.evidence.transcript_notes == [] and [c.id for c in ctx.evidence.recent_tool_calls] == ["c2", "c3", "c4"]
     r4 = rend.render(ctx, env, [])
     assert r4.delta_note == r3.delta_note and r4.messages[-1].content == r3.delta_note
+
+
+def test_a_transcript_full_of_notes_restarts() -> None:
+    from nodes.render.executor import MAX_NOTES
+
+    env = NodeEnv.sqlite()
+    n = MAX_NOTES + 2
+    ev = [_ev("task.created", {"task_id": "m", "original_request": "Tick every box."}, "user"),
+          _ev("plan.created", {"steps": [{"id": f"s{i}", "title": f"box {i}"} for i in range(1, n + 1)]})]
+    for i in range(1, MAX_NOTES + 1):  # steps that end without a tool call: a note each, no calls
+        ev += [_ev("step.started", {"step_id": f"s{i}"}),
+               _ev("context.built", {"call": i, "role": "executor", "budget": 8000, "prompt_tokens": 1,
+                                     "delta_note": f"note {i}"}, "system"),
+               _ev("step.completed", {"step_id": f"s{i}", "summary": "ticked"})]
+    ev.append(_ev("step.started", {"step_id": f"s{MAX_NOTES + 1}"}))
+    ctx = replay(ev)
+    assert len(ctx.evidence.transcript_notes) == MAX_NOTES and ctx.evidence.recent_tool_calls == []
+    r = ExecutorRenderer().render(ctx, env, [])
+    assert r.transcript_reset and r.delta_note == delta_text(ctx)
+    assert [m.type for m in r.messages] == ["system", "human", "human", "human"]  # core, checkpoint, the note
+    after = replay([_built(r, reset=True, keep=r.keep_last)], ctx)
+    assert [(x.at, x.text) for x in after.evidence.transcript_notes] == [(0, r.delta_note)]

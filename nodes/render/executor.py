@@ -63,6 +63,9 @@ RESTART_FILL = 0.5
 #: Both chosen by a sweep over the shared trajectories (``taskctx bench``): restarting only at
 #: the budget re-sends large kept calls; restarting at every chance re-sends too often.
 RESTART_GAIN = 0.3
+#: A transcript holding this many state-delta notes restarts (steps that end without tool calls
+#: add notes but no calls, so the budget alone would never restart it).
+MAX_NOTES = 12
 #: Rendered transcript entries the renderer keeps (LRU).
 ENTRY_CACHE = 1024
 
@@ -281,8 +284,10 @@ class ExecutorRenderer:
         limit = env.budget - env.reserve_for_output
         r = self._render(ctx, env, tools, reset=False, digest=0)
         fits = r.prompt_tokens <= limit and not r.manifest.dropped
-        reset = len(ctx.evidence.recent_tool_calls) > self.keep_last
-        if fits and not (reset and r.prompt_tokens > RESTART_FILL * limit and _cheap_restart(r, self.keep_last)):
+        notes_full = len(ctx.evidence.transcript_notes) >= MAX_NOTES
+        reset = len(ctx.evidence.recent_tool_calls) > self.keep_last or notes_full
+        early = reset and r.prompt_tokens > RESTART_FILL * limit and _cheap_restart(r, self.keep_last)
+        if fits and not notes_full and not early:
             return r
         base = self._restarted(ctx) if reset else ctx
         if reset:
