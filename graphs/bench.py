@@ -356,8 +356,7 @@ def _run_taskctx(t: Trajectory, budget: int) -> TaskctxRun:
     try:
         return run_taskctx(t, budget)
     except BudgetError as exc:
-        raise BudgetError(f"trajectory {t.id} ({len(t.steps)} steps) does not fit budget {budget}: {exc}; "
-                          "pass a larger --budget") from exc
+        raise BudgetError(f"trajectory {t.id} ({len(t.steps)} steps) does not fit --budget {budget}: {exc}") from exc
 
 
 def run_bench(

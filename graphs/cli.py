@@ -9,6 +9,7 @@ is changed.
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import sqlite3
 import sys
@@ -19,6 +20,7 @@ import typer
 from rich.console import Console
 
 from context import BudgetError, Event, InvalidInputError, TaskctxError, TaskContext, UnknownTaskError, load_trajectory
+from context.pg_store import redact_url
 from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
 
 from .orchestrator import DEFAULT_DB, Project, build_orchestrator, db_exists, new_task, open_project
@@ -53,7 +55,8 @@ def _fail(msg: str) -> None:
 
 
 def _db_opt(db: str) -> str:
-    return f" --db {db}" if db != DEFAULT_DB else ""
+    """`` --db DB`` for a hint (empty for the default), quoted for a shell, password hidden."""
+    return f" --db {shlex.quote(redact_url(db))}" if db != DEFAULT_DB else ""
 
 
 def _describe(exc: BaseException, db: str, task_id: str | None = None) -> str:
@@ -380,7 +383,7 @@ def approve(
         req = pending_approval(g, task_id)
         if req is None:
             raise InvalidInputError(f"task {task_id!r} has no pending approval; nothing to answer "
-                                    f"(see `taskctx inspect {task_id}`)")
+                                    f"(see `taskctx inspect {task_id}{_db_opt(db)}`)")
         _show_request(req)
         if "request_id" in req:
             answer = {**answer, "request_id": req["request_id"]}  # answers exactly this question
@@ -424,7 +427,7 @@ def run(
         _prepare_out(out)
         project = _open(db)
         if project.stores.events.last_seq(tid):
-            _fail(f"task {tid!r} already exists in {db}; use `taskctx resume {tid}` or another --task-id")
+            _fail(f"task {tid!r} already exists in {db}; use `taskctx resume {tid}{_db_opt(db)}` or another --task-id")
         answer = _answerer(approve_all, deny_all)
         if workspace is not None and not workspace.is_dir():
             raise InvalidInputError(f"--workspace {workspace} is not a folder; pass the folder the agent works in")
@@ -495,7 +498,7 @@ def demo(
         else:
             result = first
         _finish(project, result, out, db)
-        console.print(f"inspect it: taskctx inspect {tid}" + (f" --db {db}" if db != DEFAULT_DB else ""), markup=False)
+        console.print(f"inspect it: taskctx inspect {tid}{_db_opt(db)}", markup=False)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db, tid))
 

@@ -253,3 +253,12 @@ def test_bench_refuses_bad_input_before_running(tmp_path: Path) -> None:
     assert r.exit_code == 2
     assert _error_line(r) == (f"error: no trajectories (*.jsonl) to run in {tmp_path / 'empty'}; pass a folder of "
                               "recorded runs or one .jsonl file (default ../shared/data/trajectories)")
+
+
+def test_hints_name_the_db_quoted_and_without_its_password() -> None:
+    from graphs.cli import _db_opt
+    from graphs.orchestrator import DEFAULT_DB
+
+    assert _db_opt(DEFAULT_DB) == ""
+    assert _db_opt("/tmp/my runs/t.sqlite") == " --db '/tmp/my runs/t.sqlite'"
+    assert _db_opt("postgresql://app:s3cret@127.0.0.1:5433/tasks") == " --db 'postgresql://app:***@127.0.0.1:5433/tasks'"
