@@ -46,6 +46,7 @@ from .models import (
     ToolCallRecord,
     TranscriptCheckpoint,
     TranscriptNote,
+    arguments_dict,
 )
 
 __all__ = ["apply_event", "replay", "summarize_event", "CHECKPOINT_FINDINGS", "CHECKPOINT_OMITTED_LINES"]
@@ -166,14 +167,6 @@ def _checkpoint_view(ctx: TaskContext, leaving: list[ToolCallRecord], at_seq: in
 
 def _update_call(ctx: TaskContext, call_id: str, **changes: object) -> list[ToolCallRecord]:
     return [r.model_copy(update=changes) if r.id == call_id else r for r in ctx.evidence.recent_tool_calls]
-
-
-def _same_json(a: str, b: str) -> bool | None:
-    """Whether two JSON texts hold the same value (None when one does not parse)."""
-    try:
-        return bool(json.loads(a) == json.loads(b))
-    except json.JSONDecodeError:
-        return None
 
 
 def _completion_not_applied(ctx: TaskContext, call_id: str, reason: str, *, only_success: bool = False) -> TaskContext:
@@ -330,7 +323,7 @@ def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch
             before = {c.id: c.arguments for c in out.evidence.recent_tool_calls}.get(q.call_id)
             calls = _update_call(out, q.call_id, arguments=q.arguments)
             out = out.model_copy(update={"evidence": out.evidence.model_copy(update={"recent_tool_calls": calls})})
-            if before is not None and _same_json(before, q.arguments) is False:
+            if before is not None and arguments_dict(before) != arguments_dict(q.arguments):
                 out = _completion_not_applied(out, q.call_id, f"the approver edited the arguments of {q.call_id}")
         if k == "permission.denied":
             calls = _update_call(out, q.call_id, status="denied")

@@ -53,7 +53,7 @@ from .common import (
 )
 from .reuse import reuse_spans
 
-__all__ = ["ExecutorRenderer", "EXECUTOR_SYSTEM", "KEEP_LAST", "REUSE_MIN_CHARS", "checkpoint_text", "transcript_messages"]
+__all__ = ["ExecutorRenderer", "EXECUTOR_SYSTEM", "KEEP_LAST", "REUSE_MIN_CHARS", "checkpoint_text"]
 
 KEEP_LAST = 3
 #: An early restart is considered once the prompt passes this share of ``budget - reserve`` ...
@@ -98,20 +98,9 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
 REUSE_MIN_CHARS = 300
 
 
-def transcript_messages(rec: ToolCallRecord, digest: bool = False, same_as: str | None = None,
-                        earlier: Sequence[tuple[str, str]] = ()) -> list[BaseMessage]:
-    """One call as an AI tool-call message and its tool message (never one without the other).
-
-    ``same_as``: the id of an earlier call in the same transcript whose output has the same
-    artifact ref; the body then points to it instead of repeating it (identical-artifact reuse).
-    ``earlier``: ``(call id, output as shown)`` of the entries before it; runs of lines shown
-    there become pointers (:func:`~nodes.render.reuse.reuse_spans`). Either way the entry
-    depends only on earlier entries, so the transcript stays append-only."""
-    return entry_messages(rec, shown_output(rec, digest=digest, same_as=same_as, earlier=earlier))
-
-
 def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
-    """The AI tool-call message of ``rec`` and its tool message showing ``body`` as external content."""
+    """One call as its AI tool-call message and its tool message showing ``body`` as external
+    content (never one without the other)."""
     ai = AIMessage(
         content=rec.thought,
         tool_calls=[{"name": rec.tool, "args": arguments_dict(rec.arguments), "id": rec.id, "type": "tool_call"}],
@@ -125,7 +114,13 @@ def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
 
 def shown_output(rec: ToolCallRecord, *, digest: bool = False, same_as: str | None = None,
                  earlier: Sequence[tuple[str, str]] = ()) -> str:
-    """The output of one call as its tool message shows it (inside the external-content tags)."""
+    """The output of one call as its tool message shows it (inside the external-content tags).
+
+    ``same_as``: the id of an earlier call in the transcript with the same artifact ref, shown in
+    full; the output is then a pointer to it (identical-artifact reuse). ``earlier``: ``(call id,
+    output as shown)`` of the entries before it; runs of lines shown there become pointers
+    (:func:`~nodes.render.reuse.reuse_spans`). Either way an entry depends only on earlier ones,
+    so the transcript stays append-only."""
     if rec.status == "pending":
         body = "(no result recorded yet)"
     elif same_as is not None:
