@@ -31,7 +31,16 @@ from typing import Any, TypeVar
 
 from .errors import ArtifactNotFoundError, SequenceConflictError, StoreError, StoreOpenError
 from .events import Event
-from .store import SqliteStores, duplicate_message, event_row, make_ref, number_events, parse_ref, slice_lines
+from .store import (
+    SqliteStores,
+    duplicate_message,
+    event_row,
+    make_ref,
+    number_events,
+    parse_ref,
+    schema_sql,
+    slice_lines,
+)
 
 __all__ = [
     "APPLICATION_NAME",
@@ -54,29 +63,7 @@ _URL_RE = re.compile(r"^postgres(ql)?(\+\w+)?://", re.I)
 _LOCK_CLASS = 0x7A5C
 _SCHEMA_LOCK = 0x7A5C0001
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS taskctx_events (
-    task_id TEXT NOT NULL,
-    seq BIGINT NOT NULL,
-    id TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    timestamp TEXT NOT NULL,
-    actor TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    causation_id TEXT,
-    correlation_id TEXT,
-    PRIMARY KEY (task_id, seq)
-);
-CREATE TABLE IF NOT EXISTS taskctx_tasks (
-    task_id TEXT PRIMARY KEY,
-    spec TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS taskctx_artifacts (
-    digest TEXT PRIMARY KEY,
-    size BIGINT NOT NULL,
-    data BYTEA NOT NULL
-);
-"""
+_SCHEMA = schema_sql(bigint="BIGINT", blob="BYTEA")
 
 
 def is_postgres_url(db: object) -> bool:

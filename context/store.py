@@ -128,10 +128,14 @@ def duplicate_message(e: Event, task_id: str, seq: int) -> str:
             "build a new event (new_event) instead of appending the same one twice")
 
 
-_SCHEMA = """
+def schema_sql(*, bigint: str, blob: str) -> str:
+    """The DDL of taskctx's three tables (events, tasks, artifacts), with the backend's names
+    for a 64-bit integer and a byte string (SQLite ``INTEGER``/``BLOB``, Postgres
+    ``BIGINT``/``BYTEA``); SQLite and Postgres stores share it."""
+    return f"""
 CREATE TABLE IF NOT EXISTS taskctx_events (
     task_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
+    seq {bigint} NOT NULL,
     id TEXT NOT NULL UNIQUE,
     kind TEXT NOT NULL,
     timestamp TEXT NOT NULL,
@@ -147,10 +151,13 @@ CREATE TABLE IF NOT EXISTS taskctx_tasks (
 );
 CREATE TABLE IF NOT EXISTS taskctx_artifacts (
     digest TEXT PRIMARY KEY,
-    size INTEGER NOT NULL,
-    data BLOB NOT NULL
+    size {bigint} NOT NULL,
+    data {blob} NOT NULL
 );
 """
+
+
+_SCHEMA = schema_sql(bigint="INTEGER", blob="BLOB")
 
 
 class _Sqlite:
