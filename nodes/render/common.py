@@ -183,9 +183,10 @@ def assemble(
     """
     tools = list(tools)
     sys_msg = SystemMessage(content=system)
-    # Overhead: tool schemas, the system message, per-message framing of every slot.
-    n_slots_max = len(layout) + 2 * sum(1 for b in candidates if b.slot.startswith("seq:"))
-    overhead = count_tokens_approximately([sys_msg], tools=tools or None) + 4 * n_slots_max
+    # Overhead: tool schemas, the system message, the framing of each "msg" slot's message.
+    # (a "seq" block's tokens are counted over its messages, framing included; a "msg" slot is
+    # one message whose framing is not in its blocks' text tokens)
+    overhead = count_tokens_approximately([sys_msg], tools=tools or None) + 4 * len(layout)
     result = build_context(
         candidates, budget=env.budget, reserve_for_output=env.reserve_for_output, overhead_tokens=overhead, role=role
     )

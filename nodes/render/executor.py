@@ -63,8 +63,8 @@ RESTART_FILL = 0.5
 #: Both chosen by a sweep over the shared trajectories (``taskctx bench``): restarting only at
 #: the budget re-sends large kept calls; restarting at every chance re-sends too often.
 RESTART_GAIN = 0.3
-#: A transcript holding this many state-delta notes restarts (steps that end without tool calls
-#: add notes but no calls, so the budget alone would never restart it).
+#: A transcript holding this many state-delta notes restarts: steps that end without tool calls
+#: add notes but no calls, and the notes live in the checkpointed state until a restart.
 MAX_NOTES = 12
 #: Rendered transcript entries the renderer keeps (LRU).
 ENTRY_CACHE = 1024
