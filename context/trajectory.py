@@ -29,6 +29,9 @@ __all__ = [
     "agent_request",
 ]
 
+#: Where the trajectory format is described (as the README's paths give it).
+_FORMAT_DOC = "../shared/data/trajectories/README.md"
+
 
 @dataclass(frozen=True)
 class RecordedStep:
@@ -135,8 +138,8 @@ def load_trajectory(path: str | Path) -> Trajectory:
         raise TrajectoryError(f"{p} is a directory; pass one .jsonl file from it (or use `taskctx bench {p}`)")
     if not p.is_file():
         raise TrajectoryError(
-            f"trajectory file not found: {p}; pass a .jsonl from shared/data/trajectories/ "
-            "(format in its README)"
+            f"trajectory file not found: {p}; pass a .jsonl from ../shared/data/trajectories/ "
+            f"(format in {_FORMAT_DOC})"
         )
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
@@ -160,7 +163,8 @@ def load_trajectory(path: str | Path) -> Trajectory:
     for key in ("id", "task"):
         if not isinstance(head.get(key), str) or not head[key].strip():
             raise TrajectoryError(
-                f"{p}:{numbered[0][0]}: header lacks a non-empty string {key!r}; see the format in the README"
+                f"{p}:{numbered[0][0]}: header lacks a non-empty string {key!r}; see the format in "
+                f"{_FORMAT_DOC}"
             )
     steps: list[RecordedStep] = []
     for i in range(1, len(numbered)):

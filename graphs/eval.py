@@ -1223,7 +1223,8 @@ def format_report(rep: EvalReport) -> str:
         folder = folder.resolve().relative_to(Path.cwd().resolve())  # as the user would type it
     except ValueError:
         pass
-    lines = [f"taskctx eval: {len(rep.results)} cases from {folder}", ""]
+    n = len(rep.results)
+    lines = [f"taskctx eval: {n} case{'' if n == 1 else 's'} from {folder}", ""]
     lines.append(f"{'category':<12} {'cases':>5} {'passed':>6} {'failed':>6} {'pending':>7} {'pass rate':>9}")
     cats = rep.by_category()
     for k, v in cats.items():

@@ -160,7 +160,7 @@ def test_header_without_task(tmp_path, task):
     p = write(tmp_path, [head, step(1, "ls")])
     with pytest.raises(TrajectoryError) as ei:
         load_trajectory(p)
-    assert str(ei.value) == f"{p}:1: header lacks a non-empty string 'task'; see the format in the README"
+    assert str(ei.value) == f"{p}:1: header lacks a non-empty string 'task'; see the format in ../shared/data/trajectories/README.md"
 
 
 def test_header_only_and_step_without_observation(tmp_path):
