@@ -240,7 +240,7 @@ def test_bad_json_and_duplicate_ids(tmp_path: Path) -> None:
 
 
 def test_repeat_expands_with_nested_placeholders() -> None:
-    from graphs.eval import Turn, expand
+    from graphs.eval.cases import Turn, expand
 
     t = Turn.model_validate({"repeat": 2, "var": "s", "turns": [
         {"repeat": 2, "turns": [{"tool": "run", "id": "s{s}c{i}", "args": {"n": "{i}"}}]}, {"complete": "step {s}"}]})
