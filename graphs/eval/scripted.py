@@ -52,7 +52,7 @@ def _compile(case: Case) -> _Plan:
 
 
 class CaseTools:
-    """The tool executor of a case: scripted results by call id (as ``graphs.demo.DemoTools``).
+    """The tool executor of a case: scripted results by call id.
 
     Records every call it really runs in ``executed``; dies (``SimulatedKill`` or SIGKILL) inside
     the call named by ``kill_call`` the first time it is run.
