@@ -1,6 +1,50 @@
-"""taskctx.graphs: LangGraph wiring (state graph, routing, checkpointer setup), the CLI, the benchmark.
+"""taskctx.graphs: the LangGraph wiring of taskctx and its public API. Depends on ``nodes`` and
+``context``.
 
-Depends on ``nodes`` and ``context``.
+The graph (:func:`build_orchestrator`; the state is one :class:`context.TaskContext`)::
+
+    START --> planner --> executor <------> tools
+               ^  ^        |  ^               |
+               |  |        |  +--- retry ---+ | a tool call failed
+               |  |        |                | v
+               |  +--------|--- replan --- recovery <-- executor: a step ended failed or blocked
+               |           |                  |
+               |           v                  +--- stop ---> END
+               +-revise-- reviewer --approve--> END
+
+The executor goes to the reviewer when no plan step is left; every router returns ``END`` once
+the task has completed or failed (:mod:`.routing`).
+
+Each node is a turn of the pipeline: a role node (planner, executor, reviewer, recovery) runs it
+from the events to the model call and records what the model answered; the ``tools`` node runs
+the tool calls and records their results::
+
+    events --> reducer --> TaskContext --> builder --> renderer --> model --> tool node --> events
+
+(``context.events``, ``context.reducer``, ``context.models``, ``context.builder``,
+``nodes.render``, the chat model called by ``nodes.runtime``, ``nodes.tools``.) The nodes come
+from ``nodes`` (``make_*_node``); the checkpointer keeps the TaskContext between them; the event
+log and the artifacts live in the ``context`` stores of a :class:`Project`.
+
+Modules (the wiring; none of them imports an application below):
+
+- :mod:`.orchestrator`: :func:`build_orchestrator` (nodes, edges, compile), :func:`new_task`,
+  :func:`open_project` (stores + checkpointer of one SQLite file or Postgres URL);
+- :mod:`.routing`: the routers after each node, pure lookups on the TaskContext;
+- :mod:`.checkpoint`: the checkpointer's serializer (:func:`checkpoint_serde`);
+- :mod:`.runner`: :func:`run_graph` (start, stop after N executor steps, resume),
+  :func:`run_with_approvals`, :func:`export_run`;
+- :mod:`.postgres`: the Postgres checkpointer; :mod:`.server`: the graph for LangGraph Server
+  (``langgraph.json``); :mod:`.tracing`: the run tree a run leaves in LangSmith.
+
+Applications built on the wiring, each a subpackage (they import the wiring, never the reverse;
+import-linter enforces it):
+
+- :mod:`graphs.cli`: the ``taskctx`` command line;
+- :mod:`graphs.demo`: the offline demo and its sample workspace;
+- :mod:`graphs.bench`: ``taskctx bench``, five context strategies over recorded trajectories;
+- :mod:`graphs.eval`: ``taskctx eval``, the scenario cases and their checks;
+- :mod:`graphs.report`: the HTML report and the ``inspect`` text view.
 """
 
 from .checkpoint import CHECKPOINT_TYPES, checkpoint_serde

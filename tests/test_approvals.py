@@ -148,13 +148,15 @@ def test_requires_approval_list_and_low_risk_calls(tmp_path: Path) -> None:
 
 def test_cli_interactive_prompt(tmp_path: Path, monkeypatch) -> None:
     """In a terminal, ``taskctx demo`` asks at each approval: [a]pprove ... [q] stops and leaves it pending."""
-    import graphs.cli as cli
     from typer.testing import CliRunner
 
+    import graphs.cli.approve as approvals
+    from graphs.cli import app
+
     answers = iter(["a", "q"])
-    monkeypatch.setattr(cli, "_interactive", lambda: True)
-    monkeypatch.setattr(cli.typer, "prompt", lambda *a, **k: next(answers))
-    r = CliRunner().invoke(cli.app, ["demo", "--db", str(tmp_path / "t.sqlite"), "--out", str(tmp_path / "o"),
+    monkeypatch.setattr(approvals, "_interactive", lambda: True)
+    monkeypatch.setattr(approvals.typer, "prompt", lambda *a, **k: next(answers))
+    r = CliRunner().invoke(app, ["demo", "--db", str(tmp_path / "t.sqlite"), "--out", str(tmp_path / "o"),
                                      "--task-id", "i1"])
     assert r.exit_code == 0, r.output
     assert r.stdout.count("approval requested: apply_patch") == 2

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from graphs.bench import run_bench, write_outputs
-from graphs.bench_strategies import BASELINES, STRATEGIES
+from graphs.bench.strategies import BASELINES, STRATEGIES
 
 TRAJECTORIES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trajectories"
 SMALL = ["moatless-django-15695", "moatless-matplotlib-23299"]  # 11 and 17 steps, both with compressed outputs

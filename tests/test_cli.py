@@ -256,7 +256,7 @@ def test_bench_refuses_bad_input_before_running(tmp_path: Path) -> None:
 
 
 def test_hints_name_the_db_quoted_and_without_its_password() -> None:
-    from graphs.cli import _db_opt
+    from graphs.cli.common import _db_opt
     from graphs.orchestrator import DEFAULT_DB
 
     assert _db_opt(DEFAULT_DB) == ""

@@ -239,8 +239,33 @@ def test_bad_json_and_duplicate_ids(tmp_path: Path) -> None:
         load_cases(tmp_path / "b")
 
 
+def test_the_check_table_is_the_list_of_check_kinds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``CHECKS`` maps each check model to its handler; a case's checks parse by that table and
+    ``run_check`` dispatches through it (an empty selection fails before any handler)."""
+    import graphs.eval.checks as checks
+    from graphs.eval import CaseError, load_case
+
+    kinds = [m.model_fields["check"].annotation.__args__[0] for m in checks.CHECKS]
+    assert kinds == ["prompt_contains", "prompt_excludes", "external_only", "manifest", "within_budget", "resets",
+                     "refetch", "state", "events", "event", "tools_run"]
+    d = json.loads(json.dumps(SMALL))
+    d["checks"] = [{"check": "nope"}]
+    with pytest.raises(CaseError) as exc:
+        load_case(_write(tmp_path, "nope.json", d))
+    assert ("does not match any of the expected tags: " + ", ".join(f"'{k}'" for k in kinds)) in str(exc.value)
+    d["checks"] = [{"check": "tools_run", "once": ["x1"]}, {"check": "prompt_contains", "role": "nobody", "text": ["a"]}]
+    case = load_case(_write(tmp_path, "two.json", d))
+    assert [type(c) for c in case.checks] == [checks.ToolsRunCheck, checks.PromptContains]
+    seen: list[tuple[str, list[Any]]] = []
+    monkeypatch.setitem(checks.CHECKS, checks.ToolsRunCheck, lambda run, chk, calls: seen.append((chk.check, calls)) or ["x"])
+    run = type("Run", (), {"events": [], "inject_seq": None})()
+    assert checks.run_check(run, case.checks[0]) == ["x"]
+    assert seen == [("tools_run", [])]
+    assert checks.run_check(run, case.checks[1]) == ["prompt_contains: no nobody model call matches the selection"]
+
+
 def test_repeat_expands_with_nested_placeholders() -> None:
-    from graphs.eval import Turn, expand
+    from graphs.eval.cases import Turn, expand
 
     t = Turn.model_validate({"repeat": 2, "var": "s", "turns": [
         {"repeat": 2, "turns": [{"tool": "run", "id": "s{s}c{i}", "args": {"n": "{i}"}}]}, {"complete": "step {s}"}]})

@@ -1,5 +1,5 @@
-"""The wheel holds exactly context, nodes, graphs; they resolve to this distribution; the layers
-hold (import-linter)."""
+"""The wheel holds exactly context, nodes, graphs (with the listed subpackages and the demo's
+sample workspace); they resolve to this distribution; the layers hold (import-linter)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,26 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+#: Every package of the wheel, as pyproject.toml lists them.
+PACKAGES = ["context", "nodes", "nodes.render", "graphs", "graphs.cli", "graphs.bench", "graphs.eval", "graphs.demo",
+            "graphs.report"]
+SAMPLE = "graphs/demo/sample_workspace"
+
+
+def _sample_files() -> set[str]:
+    root = REPO / SAMPLE
+    return {f"{SAMPLE}/{p.relative_to(root).as_posix()}" for p in root.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+
+
+def test_pyproject_lists_every_package_on_disk() -> None:
+    import tomllib
+
+    listed = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]
+    assert listed == PACKAGES
+    on_disk = sorted(".".join(p.parent.relative_to(REPO).parts) for top in ("context", "nodes", "graphs")
+                     for p in (REPO / top).rglob("__init__.py") if "sample_workspace" not in p.parts)
+    assert on_disk == sorted(PACKAGES)
 
 
 def test_packages_resolve_to_this_distribution() -> None:
@@ -33,8 +53,13 @@ def test_wheel_holds_exactly_the_three_packages(tmp_path: Path) -> None:
         import pytest
 
         pytest.skip("setuptools not installed")
+    # build from a copy without build/: setuptools reuses build/lib, so files of an older layout
+    # left there (graphs/cli.py beside graphs/cli/) would end up in the wheel
+    src = tmp_path / "src"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__",
+                                                             ".taskctx", ".pytest_cache"))
     out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path),
-                          str(REPO)], capture_output=True, text=True, timeout=300)
+                          str(src)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     import zipfile
 
@@ -43,6 +68,13 @@ def test_wheel_holds_exactly_the_three_packages(tmp_path: Path) -> None:
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}
     assert tops == {"context", "nodes", "graphs"}
     assert "context/__init__.py" in names and "nodes/render/executor.py" in names
+    packages = {n.rsplit("/", 1)[0].replace("/", ".") for n in names
+                if n.endswith("/__init__.py") and not n.startswith(SAMPLE + "/")}
+    assert packages == set(PACKAGES)
+    assert "graphs/cli/__main__.py" in names and "graphs/eval/checks.py" in names and "graphs/bench/strategies.py" in names
+    sample = {n for n in names if n.startswith(SAMPLE + "/")}
+    assert f"{SAMPLE}/proxy/nginx.conf" in sample and f"{SAMPLE}/tests/test_upload.py" in sample
+    assert sample == _sample_files()
 
 
 def test_import_layers() -> None:
@@ -50,11 +82,12 @@ def test_import_layers() -> None:
     out = subprocess.run([exe, "--config", str(REPO / "pyproject.toml")], cwd=REPO, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "3 kept, 0 broken" in out.stdout
+    assert "4 kept, 0 broken" in out.stdout
+    assert "graphs wiring never imports the applications (cli, bench, eval, demo, report) KEPT" in out.stdout
 
 
 def test_every_package_has_one_all() -> None:
-    for name in ("context", "nodes", "graphs"):
+    for name in PACKAGES:
         mod = importlib.import_module(name)
         assert isinstance(getattr(mod, "__all__", None), list), name
         for sym in mod.__all__:

@@ -1,4 +1,4 @@
-"""``taskctx report TASK_ID --html FILE``: one static HTML page for a run.
+"""The HTML report of a run (``taskctx report TASK_ID --html FILE``): one static page.
 
 The page is built from the task's event log only (never from the artifact store, so raw tool
 output and the prompts' text stay out of it; refs are shown as text): the goal and the request,
@@ -10,27 +10,22 @@ file: no external script, style sheet or font. Its inline script adds a filter t
 and sets ``document.body.dataset.ready = "1"``; a script error is caught and listed in the page
 (``#js-errors``, ``data-js-errors`` on ``<body>``), so a headless browser can check both.
 
-``build_report(events)`` returns the HTML; ``write_report(stores, task_id, path)`` writes it;
-``report_command`` is the typer command (registered by the CLI as ``report``).
+``build_report(events)`` returns the HTML; ``write_report(stores, task_id, path)`` writes it
+(:mod:`graphs.report.command` is the typer command, registered by the CLI as ``report``).
 """
 
 from __future__ import annotations
 
 import html as _html
 import json
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
+from context import Event, TaskContext, UnknownTaskError, replay, summarize_event
 
-from context import Event, TaskctxError, TaskContext, UnknownTaskError, replay, summarize_event
-
-from .orchestrator import DEFAULT_DB, open_project
-
-__all__ = ["ROLE_COLORS", "build_report", "report_command", "token_chart_svg", "write_report"]
+__all__ = ["ROLE_COLORS", "build_report", "token_chart_svg", "write_report"]
 
 ROLE_COLORS = {"planner": "#6f42c1", "executor": "#1f77b4", "reviewer": "#2ca02c", "recovery": "#d62728"}
 _OTHER_COLOR = "#7f7f7f"
@@ -288,27 +283,3 @@ def write_report(stores: Any, task_id: str, path: str | Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(build_report(events), encoding="utf-8")
     return out
-
-
-def report_command(
-    task_id: Annotated[str, typer.Argument(help="The task to report on.")],
-    html: Annotated[Path | None, typer.Option("--html", help="HTML file to write (default .taskctx/runs/<task_id>/report.html).")] = None,
-    db: Annotated[str, typer.Option("--db", help="SQLite file of checkpoints, event log and artifacts.")] = DEFAULT_DB,
-) -> None:
-    """Write one static HTML page for a run: timeline, manifests, token chart, approvals, errors."""
-    try:
-        if "://" not in db and not Path(db).exists():
-            raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
-        project = open_project(db)
-        try:
-            target = html or Path(".taskctx/runs") / task_id / "report.html"
-            out = write_report(project.stores, task_id, target)
-        finally:
-            project.close()
-    except TaskctxError as exc:
-        sys.stderr.write("error: " + " ".join(str(exc).split()) + "\n")
-        raise typer.Exit(2) from None
-    except OSError as exc:
-        sys.stderr.write(f"error: cannot write the report to {html}: {exc}; pass --html with a writable path\n")
-        raise typer.Exit(2) from None
-    typer.echo(f"report of {task_id}: {out} ({out.stat().st_size:,} bytes)")

@@ -1,4 +1,4 @@
-"""``taskctx inspect``: a task's state as a person reads it."""
+"""The text view of a task that ``taskctx inspect`` prints: its state as a person reads it."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ __all__ = ["render_state"]
 
 
 def render_state(console: Console, ctx: TaskContext, events: list[Event], checkpoints: list[str], has_checkpoint: bool) -> None:
+    """Print ``ctx`` (folded from ``events``) on ``console``, one titled section each: goal,
+    request, criteria, constraints, plan, current step, progress, evidence, permissions,
+    approvals, errors, omitted history, checkpoints (``checkpoints``: the newest ids, as listed
+    by the checkpointer). ``has_checkpoint`` is not used (kept for callers)."""
     def h(title: str) -> None:
         console.print(f"\n[bold]{title}[/bold]")
 

@@ -1,6 +1,6 @@
-"""``taskctx demo``: a real task on a bundled sample workspace, offline, in seconds.
+"""The demo's scenario: a real task on a bundled sample workspace, offline, in seconds.
 
-The sample (``graphs/sample_workspace``, installed with the package) is an upload service behind
+The sample (``graphs/demo/sample_workspace``, installed with the package) is an upload service behind
 an nginx proxy: uploads over 1 MB fail with HTTP 413 because ``proxy/nginx.conf`` sets
 ``client_max_body_size 1m``; ``tests/test_upload.py`` shows it (a 5 MB upload through the proxy
 model gets 413). The demo copies the sample to a folder of its own and a scripted policy

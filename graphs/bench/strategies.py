@@ -235,9 +235,9 @@ def run_taskctx(t: Trajectory, budget: int) -> TaskctxRun:
 
     from nodes import ReplayChatModel, ReplayTools
 
-    from .checkpoint import checkpoint_serde
-    from .orchestrator import build_orchestrator, new_task
-    from .runner import run_graph
+    from ..checkpoint import checkpoint_serde
+    from ..orchestrator import build_orchestrator, new_task
+    from ..runner import run_graph
 
     stores = SqliteStores(":memory:")
     g = build_orchestrator(ReplayChatModel(trajectory=t), tools=ReplayTools(t), stores=stores, budget=budget,

@@ -1,0 +1,80 @@
+"""graphs.bench: ``taskctx bench``, recorded trajectories replayed through five context strategies.
+
+Strategies (see :mod:`graphs.bench.strategies`): naive append-all, SWE-agent observation masking
+(``LastNObservations(n=5)``), LangChain tool-result clearing (``ClearToolUsesEdit(keep=3)``
+triggered at the budget), deepagents-style threshold summarisation (85% / keep 10%, extractive
+stand-in summary of fixed size) and taskctx itself (the real graph and executor renderer).
+
+All token counts are langchain-core's ``count_tokens_approximately`` over the messages plus the
+tool schemas. Per trajectory and in total:
+
+* ``input_tokens``: sum of prompt tokens over executor calls; ``peak``: largest prompt;
+* ``cached``: longest common prefix, in whole messages (tool schemas first), with the previous
+  call (``nodes.runtime.fingerprints`` / ``cached_prefix_tokens``); ``effective cost`` =
+  uncached + 0.1 × cached;
+* ``over_budget``: calls whose prompt passes the budget;
+* ``retention``: share of calls holding the original request verbatim and every hard
+  constraint (``context.extract_constraints``); ``floor`` (taskctx only): share of executor
+  calls with the core layer, the working state and the last 3 steps (thought, action and
+  compressed observation with its ref); ``orphans``: tool results without their call;
+* ``restorability``: share of compressed observations whose ref returns the recorded
+  observation byte-exact (taskctx); baselines that elide observations have nothing to restore
+  from (reported as 0 when they elided any, n/a otherwise);
+* orchestrator overhead (reduce + build + render, model time excluded) per executor step on the
+  real runs and on a synthetic run (labelled synthetic), and checkpoint bytes (the TaskContext
+  serialised with the checkpointer's serde; mean of the 100 states around each point) at 100 /
+  1,000 / 5,000 events of a synthetic run.
+
+taskctx also makes planner / reviewer / recovery calls. Its executor sends ``complete_step`` with
+each plan step's last recorded action (the step completes when that action succeeds), and alone
+only when that action failed; its main row counts every executor call and a separate row
+``taskctx (all roles)`` adds the other roles.
+
+Where it sits in the pipeline: the baselines build LangChain message lists themselves; taskctx is
+the real graph, replaying the trajectory::
+
+    recorded trajectory (*.jsonl, context.load_trajectory)
+      |-- strategies.baseline_calls: naive | masking | clearing | summarization (messages per step)
+      '-- strategies.run_taskctx: the real graph on in-memory stores
+            events --> reducer --> TaskContext --> builder --> renderer --> model --> tool node --> events
+                                                                      ReplayChatModel   ReplayTools
+            its executor ``context.built`` events (manifest + stored prompt) are the calls
+      --> metrics.py: Stats per (trajectory, strategy)
+      --> overhead.py: reducer + builder + renderer timed again over the log; checkpoint bytes
+      --> runner.run_bench: BenchResult --> table.py: results.md   plots.py: the two PNGs
+                                        --> command.py: results.csv, ``taskctx bench`` itself
+
+Modules: :mod:`.strategies` (the five strategies), :mod:`.metrics` (:class:`Stats`),
+:mod:`.overhead` (timings, synthetic trajectory, checkpoint bytes), :mod:`.runner`
+(:func:`run_bench`, :class:`BenchResult`), :mod:`.table` (``results.md``), :mod:`.plots`
+(``prompt_tokens.png``, ``effective_cost.png``), :mod:`.command` (:func:`write_outputs`, the
+``bench`` typer command). Imports the wiring (``graphs.build_orchestrator``, ``graphs.runner``,
+``graphs.checkpoint``); the wiring never imports it.
+"""
+
+from .command import DEFAULT_OUT, bench, write_outputs
+from .metrics import Stats
+from .overhead import Timing, synthetic_trajectory
+from .runner import DEFAULT_DIR, BenchResult, run_bench
+from .strategies import BASELINES, STRATEGIES, Call, TaskctxRun, baseline_calls, run_taskctx
+from .table import markdown, targets
+
+__all__ = [
+    "BASELINES",
+    "BenchResult",
+    "Call",
+    "DEFAULT_DIR",
+    "DEFAULT_OUT",
+    "STRATEGIES",
+    "Stats",
+    "TaskctxRun",
+    "Timing",
+    "baseline_calls",
+    "bench",
+    "markdown",
+    "run_bench",
+    "run_taskctx",
+    "synthetic_trajectory",
+    "targets",
+    "write_outputs",
+]

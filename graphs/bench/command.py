@@ -1,0 +1,67 @@
+"""``taskctx bench [DIR] [--budget N] [--out DIR]``: run the bench (:mod:`.runner`), write
+``results.md``, ``results.csv`` and the two plots, print the totals and targets."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from context import TaskctxError
+
+from .plots import plot_effective_cost, plot_prompt_tokens
+from .runner import DEFAULT_DIR, BenchResult, run_bench
+from .strategies import STRATEGIES
+from .table import markdown
+
+__all__ = ["DEFAULT_OUT", "bench", "write_outputs"]
+
+DEFAULT_OUT = Path(".taskctx/bench")
+
+
+def write_outputs(r: BenchResult, out: str | Path) -> list[Path]:
+    """``results.md``, ``results.csv``, ``prompt_tokens.png``, ``effective_cost.png`` under ``out``."""
+    o = Path(out)
+    o.mkdir(parents=True, exist_ok=True)
+    md = o / "results.md"
+    md.write_text(markdown(r), encoding="utf-8")
+    cs = o / "results.csv"
+    rows = [x.row() for x in r.rows] + [r.totals[s].row() for s in [*STRATEGIES, "taskctx (all roles)"]]
+    with open(cs, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    p1 = plot_prompt_tokens(r, o / "prompt_tokens.png")
+    p2 = plot_effective_cost(r, o / "effective_cost.png")
+    return [md, cs, p1, p2]
+
+
+def bench(
+    dir: Annotated[Path, typer.Argument(help="Folder of recorded trajectories (*.jsonl), or one .jsonl file.")] = DEFAULT_DIR,  # noqa: A002
+    budget: Annotated[int, typer.Option("--budget", min=1000, help="Prompt budget in tokens.")] = 8_000,
+    out: Annotated[Path, typer.Option("--out", help="Folder for results.md, results.csv and the plots.")] = DEFAULT_OUT,
+) -> None:
+    """Replay every trajectory in DIR through five context strategies and write the results."""
+    d = Path(dir)
+    if not d.is_absolute():
+        d = Path.cwd() / d
+    if out.exists() and not out.is_dir():
+        typer.echo(f"error: --out {out} is a file; pass a folder for results.md, results.csv and the plots", err=True)
+        raise typer.Exit(2)
+    try:  # before the run, so a bad --out does not waste it
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        typer.echo(f"error: --out {out} cannot be created ({exc.strerror or exc}); pass a writable folder", err=True)
+        raise typer.Exit(2) from exc
+    try:
+        r = run_bench(d, budget)
+        files = write_outputs(r, out)
+    except (FileNotFoundError, TaskctxError, OSError) as exc:
+        typer.echo("error: " + " ".join(str(exc).split()), err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(markdown(r).split("## Effective cost per trajectory")[0].rstrip())
+    typer.echo("")
+    for f in files:
+        typer.echo(f"wrote {f}")

@@ -1,0 +1,42 @@
+"""graphs.demo: ``taskctx demo``, a real task on a bundled sample workspace, offline.
+
+The demo runs the whole pipeline; this package only supplies the model's script and the tools::
+
+    events --> reducer --> TaskContext --> builder --> renderer --> model --> tool node --> events
+                                                                      ^           ^
+                                                scenario.demo_model() |           | scenario.demo_tools(ws)
+                                        a ScriptedChatModel, per role             real WorkspaceTools on a
+                                          in call order (resume-safe)             copy of sample_workspace/
+
+- :mod:`.scenario`: the request, the permissions (file scopes), the script (explore, refused
+  read outside the scopes, approved patch, failing test, recovery, green tests, review) and
+  ``copy_sample(dest)``;
+- ``sample_workspace/``: the bundled upload service behind an nginx proxy whose 1 MB limit is
+  the bug (package data; ``copy_sample`` copies it and the demo works on the copy).
+
+The CLI command ``taskctx demo`` is :mod:`graphs.cli.demo`; it builds the graph with
+``graphs.build_orchestrator`` and runs it with ``graphs.runner``. The wiring never imports this
+package.
+"""
+
+from .scenario import (
+    DEMO_REQUEST,
+    DEMO_STOP_AFTER,
+    DEMO_TEST_ARGV,
+    SAMPLE_WORKSPACE,
+    copy_sample,
+    demo_model,
+    demo_permissions,
+    demo_tools,
+)
+
+__all__ = [
+    "DEMO_REQUEST",
+    "DEMO_STOP_AFTER",
+    "DEMO_TEST_ARGV",
+    "SAMPLE_WORKSPACE",
+    "copy_sample",
+    "demo_model",
+    "demo_permissions",
+    "demo_tools",
+]

@@ -1,0 +1,61 @@
+"""``taskctx eval [--cases DIR] [--json] [--case ID]``: run a folder of cases
+(:func:`run_eval`) and print the report; exit code 0 when no case fails, 1 when one does, 2 on a
+bad case file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .cases import CaseError, default_cases_dir, load_cases
+from .harness import CaseResult, run_case
+from .printing import EvalReport, format_report
+
+__all__ = ["eval_command", "run_eval"]
+
+
+def run_eval(folder: str | Path | None = None, *, only: Iterable[str] | None = None,
+             categories: Iterable[str] | None = None, budget: int | None = None,
+             on_result: Callable[[CaseResult], None] | None = None) -> EvalReport:
+    """Load and run every case of ``folder`` (default :func:`default_cases_dir`); ``only`` picks
+    case ids (``CaseError`` names any that does not exist)."""
+    d = Path(folder) if folder is not None else default_cases_dir()
+    cases = load_cases(d)
+    ids, cats = set(only or ()), set(categories or ())
+    unknown = sorted(ids - {c.id for _, c in cases})
+    if unknown:
+        raise CaseError(f"no case with id {', '.join(unknown)} in {d}; `taskctx eval --json` lists the case ids")
+    results = []
+    for p, c in cases:
+        if (ids and c.id not in ids) or (cats and c.category not in cats):
+            continue
+        r = run_case(c, p, budget=budget)
+        results.append(r)
+        if on_result:
+            on_result(r)
+    return EvalReport(d, results)
+
+
+
+def eval_command(
+    cases: Annotated[Path | None, typer.Option("--cases", help="Folder of case files (*.json); default tests/eval_cases.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    case_id: Annotated[list[str] | None, typer.Option("--case", help="Run only this case id (repeatable).")] = None,
+) -> None:
+    """Run the scenario cases: pass rate per category and context statistics."""
+    try:
+        rep = run_eval(cases, only=case_id)
+    except CaseError as exc:
+        sys.stderr.write("error: " + " ".join(str(exc).split()) + "\n")
+        raise typer.Exit(2) from exc
+    if as_json:
+        sys.stdout.write(json.dumps(rep.to_json(), indent=2) + "\n")
+    else:
+        sys.stdout.write(format_report(rep) + "\n")
+    if rep.failed:
+        raise typer.Exit(1)

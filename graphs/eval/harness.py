@@ -1,0 +1,323 @@
+"""Run one case: the real default graph (``build_orchestrator``) with the case's scripted model
+and tools on throwaway SQLite stores, through its crash points (each followed by a resume with a
+new graph object), injected events and approval answers; then the invariants, the case's checks
+(:func:`graphs.eval.checks.run_check`) and the context statistics (:data:`STAT_KEYS`)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from context import Event, TaskContext, replay
+
+from ..orchestrator import Project, build_orchestrator, new_task, open_project
+from ..runner import run_graph, thread_config
+from .cases import Case, CaseError, Crash, Inject, load_case
+from .checks import run_check
+from .scripted import CaseModel, CaseTools, SimulatedKill, WorkspaceCaseTools, _compile, _Plan
+
+__all__ = ["FEATURES", "STAT_KEYS", "CaseResult", "probe", "run_case"]
+
+STAT_KEYS = (
+    "state_updates",
+    "context_packs_built",
+    "tool_results_compressed",
+    "checkpoint_saves",
+    "resume_events",
+    "tasks_with_compression",
+    "tasks_with_resume",
+)
+#: Features a case may require, each waiting for issue 3 until its probe passes.
+FEATURES = {
+    "approvals": "requires_approval enforced with an approval interrupt (issue 3)",
+    "path_scopes": "file_scopes enforced on path arguments in the tool node (issue 3)",
+}
+
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    path: Path | None
+    status: Literal["passed", "failed", "pending"]
+    failures: list[str] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    note: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+@dataclass
+class _Run:
+    case: Case
+    events: list[Event]
+    state: TaskContext
+    prompts: dict[str, str]
+    executed: list[str]
+    raw: dict[str, str]
+    stores: Any
+    checkpoints: int
+    inject_seq: int | None
+    run_error: str | None
+    project: Any = None
+    tmp: Any = None
+
+
+_PROBES: dict[str, bool] = {}
+
+
+def _new_project(path: str) -> Project:
+    return open_project(path)
+
+
+def _tools(case: Case, compiled: _Plan, root: str | Path, **kw: Any) -> CaseTools:
+    if case.workspace is None:
+        return CaseTools(case, compiled, **kw)
+    ws = Path(root) / "workspace"
+    if ws.exists():  # a resume after a SIGKILL: the child's workspace, as it left it
+        return WorkspaceCaseTools(case, compiled, ws, **kw)
+    for rel, text in case.workspace.items():
+        f = ws / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text, encoding="utf-8")
+    ws.mkdir(parents=True, exist_ok=True)
+    return WorkspaceCaseTools(case, compiled, ws, **kw)
+
+
+def _graph(case: Case, project: Project, model: CaseModel, tools: CaseTools, budget: int | None) -> Any:
+    return build_orchestrator(model, tools=tools, checkpointer=project.checkpointer, stores=project.stores,
+                              budget=budget or case.budget, reserve_for_output=case.reserve_for_output)
+
+
+def _task(case: Case) -> TaskContext:
+    return new_task(case.request, case.id, constraints=case.constraints, success_criteria=case.success_criteria,
+                    permissions=case.permissions)
+
+
+def _child_main() -> None:  # pragma: no cover - runs in a subprocess that SIGKILLs itself
+    """``python -c 'from graphs.eval.harness import _child_main; _child_main()' CASE DB [BUDGET]``: run a
+    case's first segment until its sigkill crash point."""
+    case = load_case(sys.argv[1])
+    budget = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] else None
+    compiled = _compile(case)
+    crash = case.crashes[0]
+    tools = _tools(case, compiled, Path(sys.argv[2]).parent, kill_call=crash.in_tool_call, sigkill=True)
+    model = CaseModel(script=compiled.script, sigkill=True,
+                      kill_at=(crash.in_model_call.role, crash.in_model_call.call) if crash.in_model_call else None)
+    project = _new_project(sys.argv[2])
+    run_graph(_graph(case, project, model, tools, budget), project.stores, case.id, _task(case))
+    print("finished without being killed")
+
+
+def _execute(case: Case, path: Path | None, budget: int | None) -> _Run:
+    compiled = _compile(case)
+    tmp = tempfile.TemporaryDirectory(prefix="taskctx-eval-")
+    sigkill = bool(case.crashes) and case.crashes[0].mode == "sigkill"
+    crashes = list(case.crashes)
+    db = ":memory:"
+    run_error: str | None = None
+    input_state: TaskContext | None = _task(case)
+    resume = False
+    if sigkill:
+        if path is None:
+            raise CaseError(f"case {case.id}: a sigkill crash needs the case file on disk")
+        db = str(Path(tmp.name) / "eval.sqlite")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
+                                                                          os.environ.get("PYTHONPATH")]))}
+        child = subprocess.run(
+            [sys.executable, "-c", "from graphs.eval.harness import _child_main; _child_main()", str(path), db, str(budget or "")],
+            capture_output=True, text=True, timeout=120, env=env,
+        )
+        if child.returncode != -signal.SIGKILL:
+            raise RuntimeError(f"the child process was not killed (exit {child.returncode}): "
+                               f"{(child.stdout + child.stderr).strip()[-500:]}")
+        crashes.pop(0)
+        input_state, resume = None, True
+    project = _new_project(db)
+    tools = _tools(case, compiled, tmp.name)
+    model = CaseModel(script=compiled.script)
+    stops: dict[int, list[Any]] = {}
+    for c in crashes:
+        if c.after_executor_steps is not None:
+            stops.setdefault(c.after_executor_steps, []).append(c)
+    for inj in case.inject:
+        stops.setdefault(inj.after_executor_steps, []).append(inj)
+    pending_kills = [c for c in crashes if c.after_executor_steps is None]
+    approvals = list(case.approvals)
+    inject_seq: int | None = None
+    for _segment in range(200):
+        if pending_kills and tools.kill_call is None and model.kill_at is None:
+            k = pending_kills.pop(0)
+            tools.kill_call = k.in_tool_call
+            model.kill_at = (k.in_model_call.role, k.in_model_call.call) if k.in_model_call else None
+        g = _graph(case, project, model, tools, budget)
+        done_steps = 0
+        if input_state is None:
+            vals = g.get_state(thread_config(case.id)).values
+            done_steps = TaskContext.model_validate(vals).progress.executor_steps if vals else 0
+        nxt = min((s for s in stops if s > done_steps), default=None)
+        try:
+            res = run_graph(g, project.stores, case.id, input_state, stop_after=nxt, resume=resume)
+        except SimulatedKill:
+            input_state, resume = None, True
+            continue
+        except Exception as exc:  # noqa: BLE001 - a case run that raises is a failed case
+            run_error = f"{type(exc).__name__}: {exc}"
+            break
+        input_state = None
+        if res.stopped_early and nxt is not None:
+            resume = False
+            for item in stops.pop(nxt):
+                if isinstance(item, Crash):
+                    resume = True
+                else:
+                    inject_seq = _inject(project, g, case.id, item, inject_seq)
+            continue
+        snap = g.get_state(thread_config(case.id))
+        interrupts = [i for t in snap.tasks for i in getattr(t, "interrupts", ())]
+        if interrupts and approvals:
+            from langgraph.types import Command
+
+            input_state, resume = Command(resume=approvals.pop(0)), False  # type: ignore[assignment]
+            continue
+        if interrupts:
+            run_error = f"the run is waiting on an interrupt and the case has no approval answer left: {interrupts[0].value!r}"
+        break
+    else:
+        run_error = "the run did not finish in 200 segments"
+    if run_error is None and (stops or pending_kills or tools.kill_call or model.kill_at):
+        left = sorted(stops) or [k.in_tool_call or k.in_model_call for k in pending_kills] or [tools.kill_call or model.kill_at]
+        run_error = f"the run finished before these crash or inject points were reached: {left}"
+    events = project.stores.events.read(case.id)
+    vals = _graph(case, project, model, tools, budget).get_state(thread_config(case.id)).values
+    state = TaskContext.model_validate(vals) if vals else replay(events)
+    nck = project.conn.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''",
+                               (case.id,)).fetchone()[0]
+    run = _Run(case=case, events=events, state=state, prompts={}, executed=tools.executed, raw=tools.raw,
+               stores=project.stores, checkpoints=int(nck), inject_seq=inject_seq, run_error=run_error,
+               project=project, tmp=tmp)
+    return run
+
+
+def _inject(project: Project, graph: Any, task_id: str, inj: Inject, first_seq: int | None) -> int:
+    """Append the injected events and fold them into the checkpoint (as the tools node did)."""
+    from context import new_event
+
+    cfg = thread_config(task_id)
+    ctx = TaskContext.model_validate(graph.get_state(cfg).values)
+    evs = [new_event(e.kind, e.payload, actor=e.actor, correlation_id=task_id) for e in inj.events]  # type: ignore[arg-type]
+    numbered = [e.model_copy(update={"seq": ctx.events.cursor + 1 + i}) for i, e in enumerate(evs)]
+    appended = project.stores.events.append(task_id, numbered)
+    new = replay(appended, ctx)
+    parts = {p: getattr(new, p) for p in type(new).model_fields if getattr(new, p) != getattr(ctx, p)}
+    graph.update_state(cfg, parts, as_node="tools")
+    return first_seq if first_seq is not None else appended[0].seq
+
+
+def _invariants(run: _Run) -> list[str]:
+    f = []
+    folded = replay(run.events)
+    if folded != run.state:
+        diff = [p for p in type(folded).model_fields if getattr(folded, p) != getattr(run.state, p)]
+        f.append(f"invariant: the event log does not fold to the checkpointed state (parts differ: {', '.join(diff)})")
+    for e in run.events:
+        if e.kind == "tool.result.received" and e.payload.get("raw_ref"):
+            raw = run.raw.get(e.payload["call_id"])
+            data = run.stores.artifacts.get(e.payload["raw_ref"])
+            if raw is not None and data != raw.encode("utf-8"):
+                f.append(f"invariant: artifact of {e.payload['call_id']} is not the exact tool output")
+    return f
+
+
+def _stats(run: _Run) -> dict[str, int]:
+    cnt = Counter(e.kind for e in run.events)
+    compressed = sum(1 for e in run.events if e.kind == "tool.result.received" and e.payload.get("compressed"))
+    return {
+        "state_updates": max(0, run.checkpoints - 1),
+        "context_packs_built": cnt["context.built"],
+        "tool_results_compressed": compressed,
+        "checkpoint_saves": run.checkpoints,
+        "resume_events": cnt["resume.started"],
+        "tasks_with_compression": int(compressed > 0),
+        "tasks_with_resume": int(cnt["resume.started"] > 0),
+    }
+
+
+def _close(run: _Run) -> None:
+    run.project.close()
+    run.tmp.cleanup()
+
+
+def probe(feature: str) -> bool:
+    """Whether a feature a case may require is there (checked by behaviour, once per process)."""
+    if feature in _PROBES:
+        return _PROBES[feature]
+    ok = False
+    try:
+        if feature == "approvals":
+            case = Case.model_validate({
+                "id": "probe-approvals", "category": "security", "request": "probe",
+                "permissions": {"requires_approval": ["deploy"]},
+                "script": {"planner": [{"plan": ["deploy"]}],
+                           "executor": [{"tool": "deploy", "id": "p1", "result": {"output": "deployed"}},
+                                        {"complete": "done"}],
+                           "reviewer": [{"review": "approve"}]},
+                "approvals": [{"action": "reject", "reason": "probe"}],
+                "checks": [{"check": "events", "contains": []}],
+            })
+            run = _execute(case, None, None)
+            kinds = {e.kind for e in run.events}
+            ok = "permission.requested" in kinds and "p1" not in run.executed
+            _close(run)
+        elif feature == "path_scopes":
+            case = Case.model_validate({
+                "id": "probe-paths", "category": "security", "request": "probe",
+                "permissions": {"file_scopes": ["src/**"]}, "workspace": {"src/a.txt": "a", "secret.txt": "s"},
+                "script": {"planner": [{"plan": ["read"]}],
+                           "executor": [{"tool": "read_file", "args": {"path": "../secret.txt"}, "id": "p1",
+                                         "result": {"output": "secret", "kind": "file_read"}},
+                                        {"complete": "done"}],
+                           "reviewer": [{"review": "approve"}]},
+                "checks": [{"check": "events", "contains": []}],
+            })
+            run = _execute(case, None, None)
+            ok = "p1" not in run.executed and any(e.kind == "permission.denied" for e in run.events)
+            _close(run)
+    except Exception:  # noqa: BLE001 - a probe that crashes means the feature is not usable
+        ok = False
+    _PROBES[feature] = ok
+    return ok
+
+
+def run_case(case: Case, path: Path | None = None, *, budget: int | None = None) -> CaseResult:
+    """Run one case and its checks (``budget`` overrides the case's)."""
+    missing = [f for f in case.requires if not probe(f)]
+    if missing:
+        return CaseResult(case, path, "pending", note="waits for " + "; ".join(FEATURES[m] for m in missing))
+    t0 = time.perf_counter()
+    try:
+        run = _execute(case, path, budget)
+    except Exception as exc:  # noqa: BLE001
+        return CaseResult(case, path, "failed", [f"run: {type(exc).__name__}: {exc}"], seconds=time.perf_counter() - t0)
+    failures: list[str] = []
+    try:
+        if run.run_error:
+            failures.append(f"run: {run.run_error}")
+        failures += _invariants(run)
+        for chk in case.checks:
+            failures += run_check(run, chk)
+        stats = _stats(run)
+    finally:
+        _close(run)
+    return CaseResult(case, path, "failed" if failures else "passed", failures, stats, time.perf_counter() - t0)

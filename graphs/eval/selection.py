@@ -1,0 +1,104 @@
+"""Which model calls a check looks at: the ``context.built`` events of a run, numbered per role,
+filtered by a check's selection fields (:class:`_Sel`), and the prompt each one stored."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from context import Event
+
+if TYPE_CHECKING:
+    from .harness import _Run
+
+
+class _CheckModel(BaseModel):
+    """The base of every check kind's model (unknown fields are an error)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+CallsSel = Literal["all", "first", "last", "after_first_reset"] | list[int]
+
+
+class _Sel(_CheckModel):
+    """The model calls a check looks at (the fields every selecting check kind shares)."""
+
+    #: Whose model calls: a role, or ``*`` for every role.
+    role: str = "executor"
+    #: ``all``, ``first``, ``last``, ``after_first_reset`` or role-call numbers (1-based, negative from the end).
+    calls: CallsSel = "all"
+    #: Only calls made after at least this many tool results.
+    min_steps: int = 0
+    #: Only calls made after the first injected event (see ``inject``).
+    after_inject: bool = False
+    #: Only calls made before the event of this kind (first occurrence), e.g. ``permission.granted``.
+    before_event: str | None = None
+
+
+@dataclass
+class _Call:
+    event: Event
+    role: str
+    role_call: int
+    steps_before: int
+    reset: bool
+
+
+def _calls(run: _Run) -> list[_Call]:
+    out: list[_Call] = []
+    steps = 0
+    per_role: Counter[str] = Counter()
+    for e in run.events:
+        if e.kind == "tool.result.received":
+            steps += 1
+        elif e.kind == "context.built":
+            role = e.payload["role"]
+            per_role[role] += 1
+            out.append(_Call(e, role, per_role[role], steps, bool(e.payload.get("transcript_reset"))))
+    return out
+
+
+def _select(run: _Run, sel: _Sel) -> list[_Call]:
+    calls = [c for c in _calls(run) if sel.role == "*" or c.role == sel.role]
+    if sel.min_steps:
+        calls = [c for c in calls if c.steps_before >= sel.min_steps]
+    if sel.after_inject:
+        calls = [c for c in calls if run.inject_seq is not None and c.event.seq > run.inject_seq]
+    if sel.before_event:
+        first = next((e.seq for e in run.events if e.kind == sel.before_event), None)
+        if first is not None:
+            calls = [c for c in calls if c.event.seq < first]
+    if sel.calls == "all":
+        return calls
+    if sel.calls == "first":
+        return calls[:1]
+    if sel.calls == "last":
+        return calls[-1:]
+    if sel.calls == "after_first_reset":
+        idx = next((i for i, c in enumerate(calls) if c.reset), None)
+        return [] if idx is None else calls[idx:]
+    by_n = {c.role_call: c for c in calls}
+    n = len(calls)
+    out = []
+    for k in sel.calls:
+        c = by_n.get(k) if k > 0 else (calls[n + k] if -n <= k < 0 else None)
+        if c is not None:
+            out.append(c)
+    return out
+
+
+def _prompt(run: _Run, c: _Call) -> str:
+    ref = c.event.payload.get("prompt_ref")
+    if not ref:
+        return ""
+    if ref not in run.prompts:
+        run.prompts[ref] = run.stores.artifacts.get(ref).decode("utf-8")
+    return run.prompts[ref]
+
+
+def _where(c: _Call) -> str:
+    return f"{c.role} call {c.role_call} (after {c.steps_before} tool results)"

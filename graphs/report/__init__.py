@@ -1,0 +1,22 @@
+"""graphs.report: what a person reads about a run, built from its event log only.
+
+Its part of the pipeline is the read side: it folds the log again, it never calls a model::
+
+    events (event log) --> reducer (context.replay) --> TaskContext --+--> page.py:  one HTML page
+        |  context.built: manifests, prompt and cached tokens         |    (taskctx report)
+        |  tool.result.received: the recorded (compressed) results  --+--> text.py:  the text view
+        +-------------------------------------------------------------+    (taskctx inspect)
+
+- :mod:`.page`: ``build_report(events)`` (the HTML: token chart, plan, approvals, errors,
+  manifests, tool calls, timeline) and ``write_report(stores, task_id, path)``;
+- :mod:`.text`: ``render_state``, the ``taskctx inspect`` view on a rich console;
+- :mod:`.command`: ``report_command``, the ``taskctx report`` typer command.
+
+Imports the wiring (``graphs.orchestrator``) and ``context``; the wiring never imports it.
+"""
+
+from .command import report_command
+from .page import ROLE_COLORS, build_report, token_chart_svg, write_report
+from .text import render_state
+
+__all__ = ["ROLE_COLORS", "build_report", "render_state", "report_command", "token_chart_svg", "write_report"]

@@ -1,0 +1,40 @@
+"""``taskctx report TASK_ID [--html FILE] [--db DB]``: write the HTML page of a run (:mod:`.page`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from context import TaskctxError, UnknownTaskError
+
+from ..orchestrator import DEFAULT_DB, open_project
+from .page import write_report
+
+__all__ = ["report_command"]
+
+
+def report_command(
+    task_id: Annotated[str, typer.Argument(help="The task to report on.")],
+    html: Annotated[Path | None, typer.Option("--html", help="HTML file to write (default .taskctx/runs/<task_id>/report.html).")] = None,
+    db: Annotated[str, typer.Option("--db", help="SQLite file of checkpoints, event log and artifacts.")] = DEFAULT_DB,
+) -> None:
+    """Write one static HTML page for a run: timeline, manifests, token chart, approvals, errors."""
+    try:
+        if "://" not in db and not Path(db).exists():
+            raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
+        project = open_project(db)
+        try:
+            target = html or Path(".taskctx/runs") / task_id / "report.html"
+            out = write_report(project.stores, task_id, target)
+        finally:
+            project.close()
+    except TaskctxError as exc:
+        sys.stderr.write("error: " + " ".join(str(exc).split()) + "\n")
+        raise typer.Exit(2) from None
+    except OSError as exc:
+        sys.stderr.write(f"error: cannot write the report to {html}: {exc}; pass --html with a writable path\n")
+        raise typer.Exit(2) from None
+    typer.echo(f"report of {task_id}: {out} ({out.stat().st_size:,} bytes)")
