@@ -23,7 +23,15 @@ from .runtime import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, NodeRun, Rendered
 from .testing import ReplayChatModel, ScriptedChatModel, and_complete, complete, plan, recover, review, tool_call
 from .permissions import Decision, PolicyError, assess
 from .secrets import mask_secrets
-from .tools import ReplayTools, ToolExecutor, ToolOutcome, function_schema, make_tool_node, normalize_answer
+from .tools import (
+    ReplayTools,
+    TaskToolNode,
+    ToolExecutor,
+    ToolOutcome,
+    function_schema,
+    make_tool_node,
+    normalize_answer,
+)
 from .workspace import Recovery, WorkspaceTools
 
 __all__ = [
@@ -44,6 +52,7 @@ __all__ = [
     "ReplayTools",
     "ReviewerRenderer",
     "ScriptedChatModel",
+    "TaskToolNode",
     "ToolExecutor",
     "ToolOutcome",
     "WorkspaceTools",

@@ -1,5 +1,5 @@
-"""The tool node, the tool-executor protocol, the replay tools, ``read_artifact`` and
-``search_history``.
+"""The tool node, :class:`TaskToolNode`: runs the calls the executor recorded, with
+permissions, approvals and side-effect-safe resume.
 
 The executor appends ``tool.called`` for each call the model issues; the tool node then runs
 every call still pending, one at a time: raw output → artifact store (exact bytes) → secrets
@@ -48,203 +48,29 @@ done, run again, or put up for approval. Read-only calls simply run again.
 
 from __future__ import annotations
 
-import inspect
 import json
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, get_args
+from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 
-from context import (
-    ArtifactNotFoundError,
-    InvalidRefError,
-    TaskContext,
-    Trajectory,
-    classify_result,
-    compress_tool_result,
-    parse_ref,
-    slice_lines,
-    summarize_event,
-)
-from context.compression import ResultKind
-from context.events import (
-    ErrorResolved,
-    Event,
-    EventKind,
-    FileModified,
-    PermissionEvent,
-    ToolResultReceived,
-)
+from context import TaskContext, compress_tool_result
+from context.events import ErrorResolved, Event, FileModified, PermissionEvent, ToolResultReceived
 from context.models import ToolCallRecord, arguments_dict
 
-from .permissions import assess
-from .runtime import NodeEnv, NodeRun
-from .secrets import mask_secrets
+from ..permissions import Decision, assess
+from ..runtime import NodeEnv, NodeRun
+from ..secrets import mask_secrets
+from .builtin import read_artifact, search_history
+from .protocol import ToolExecutor, ToolOutcome, scoped_execute
 
-__all__ = [
-    "APPROVAL_ACTIONS",
-    "CONTROL_TOOLS",
-    "accepts_scopes",
-    "READ_ARTIFACT_SCHEMA",
-    "REJECTED_AGAIN",
-    "SEARCH_HISTORY_SCHEMA",
-    "normalize_answer",
-    "ReplayTools",
-    "ToolExecutor",
-    "ToolOutcome",
-    "function_schema",
-    "make_tool_node",
-    "RECORDED_ERROR",
-]
-
-
-@dataclass(frozen=True)
-class ToolOutcome:
-    """What a tool returned: ``status`` ok|error, the raw ``output`` text, its compression
-    ``kind``, and for file reads/writes the ``path``; ``modified`` (and ``modified_all`` for
-    several files) the files the call changed."""
-
-    status: str
-    output: str
-    kind: ResultKind = "command"
-    path: str | None = None
-    modified: str | None = None
-    modified_all: tuple[str, ...] = ()
-
-
-class ToolExecutor(Protocol):
-    """Runs the task's tools. ``schemas()`` are OpenAI-format tool dicts offered to the executor.
-
-    Optional class attributes and methods the tool node looks for:
-
-    * ``accepts_scopes = True``: ``execute`` takes a fourth argument, the task's ``file_scopes``
-      (``execute(call_id, tool, arguments, scopes)``); without it ``execute`` is called with three
-      (:class:`~nodes.workspace.WorkspaceTools` sets it). When the attribute is missing, an
-      ``execute`` with a parameter named ``scopes`` gets them too.
-    * ``strict_resolution = True``: a success resolves only errors of an earlier call of the same
-      tool with the same arguments (default: the open errors of the call's plan step).
-    * ``check(tool, arguments, scopes) -> (risk, reason, paths)``: the executor's own policy
-      (:func:`nodes.permissions.assess`; raise ``PolicyError`` to refuse).
-    * ``recover(call_id, tool, arguments, scopes) -> Recovery``: checks a side-effecting call
-      interrupted before its result was recorded (``done``, ``retry`` or ``ask``).
-    """
-
-    def schemas(self) -> list[dict[str, Any]]: ...
-    def has_side_effects(self, tool: str) -> bool: ...
-    def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolOutcome: ...
-
-
-def function_schema(name: str, description: str, properties: dict[str, Any] | None = None,
-                    required: Sequence[str] = ()) -> dict[str, Any]:
-    params: dict[str, Any] = {"type": "object", "properties": properties or {}}
-    if required:
-        params["required"] = list(required)
-    if properties is None:
-        params["additionalProperties"] = True
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
-
-
-READ_ARTIFACT_SCHEMA = function_schema(
-    "read_artifact",
-    "Fetch the exact text of an artifact ref (artifact://sha256:<hex>, optionally #L<start>-<end>).",
-    {"ref": {"type": "string"}},
-    ["ref"],
-)
-
-SEARCH_HISTORY_SCHEMA = function_schema(
-    "search_history",
-    "Search this task's event log (tool calls, results, denials, errors, plans) for a text.",
-    {"query": {"type": "string"}},
-    ["query"],
-)
+__all__ = ["APPROVAL_ACTIONS", "ApprovalQuestions", "REJECTED_AGAIN", "TaskToolNode", "make_tool_node",
+           "normalize_answer"]
 
 #: Start of the result of a call the user already rejected (same tool, same arguments).
 REJECTED_AGAIN = "refused: the user already rejected this exact call"
 APPROVAL_ACTIONS = ("approve", "edit", "reject", "respond")
-
-#: Tools the nodes handle themselves (not run by a ToolExecutor).
-CONTROL_TOOLS = {"complete_step", "submit_plan", "submit_review", "decide_recovery"}
-
-#: Marks a recorded observation as a failed call (checked on its first 2,000 chars).
-RECORDED_ERROR = re.compile(
-    r"^(Error|ERROR|error:)|Traceback \(most recent call last\)|command not found|No such file or directory"
-    r"|^\[invalid tool call|ERROR:",
-    re.M,
-)
-
-
-class ReplayTools:
-    """Tools of a recorded trajectory: call ``rec-<i>`` returns step i's recorded observation.
-
-    A call id that is not in the recording is an error outcome (never a crash). An observation
-    matching :data:`RECORDED_ERROR` is returned with status ``error``.
-    """
-
-    def __init__(self, trajectory: Trajectory):
-        self.trajectory = trajectory
-        self.by_id = {f"rec-{i}": s for i, s in enumerate(trajectory.steps, start=1)}
-
-    def schemas(self) -> list[dict[str, Any]]:
-        names = sorted({s.tool for s in self.trajectory.steps})
-        return [function_schema(n, f"Recorded tool {n} (replayed from {self.trajectory.id}).") for n in names]
-
-    def has_side_effects(self, tool: str) -> bool:
-        return False
-
-    def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
-        step = self.by_id.get(call_id)
-        if step is None:
-            return ToolOutcome("error", f"replay: no recorded step for call id {call_id!r}")
-        status = "error" if RECORDED_ERROR.search(step.observation[:2000]) else "ok"
-        kind = classify_result(step.tool, step.arguments)
-        path = step.arguments.get("path") or step.arguments.get("file_path")
-        if not path and isinstance(step.arguments.get("files"), list) and step.arguments["files"]:
-            first = step.arguments["files"][0]
-            path = first.get("file_path") if isinstance(first, dict) else None
-        modified = None
-        if step.tool == "str_replace_editor" and step.arguments.get("command") in ("create", "str_replace", "insert"):
-            modified = str(path) if path else None
-        elif step.tool in ("edit", "create") and isinstance(path, str):
-            modified = path
-        return ToolOutcome(status, step.observation, kind, str(path) if path else None, modified)
-
-
-def _read_artifact(env: NodeEnv, arguments: dict[str, Any]) -> ToolOutcome:
-    """The artifact (or its ``#L`` slice), secrets masked: the whole artifact is masked first and
-    then sliced (masking keeps line numbers), so a slice inside a key block is masked too."""
-    ref = str(arguments.get("ref", ""))
-    try:
-        r = parse_ref(ref)
-        data = env.artifacts.get(f"artifact://sha256:{r.digest}")
-    except (InvalidRefError, ArtifactNotFoundError) as exc:
-        return ToolOutcome("error", str(exc))
-    text = mask_secrets(data.decode("utf-8", errors="replace")).text
-    if r.start is not None:
-        text = slice_lines(text.encode("utf-8"), r.start, r.end or r.start).decode("utf-8")
-    return ToolOutcome("ok", text, "other")
-
-
-#: Every event kind but ``context.built`` (manifests are large and not history to search).
-_SEARCHED_KINDS = tuple(k for k in get_args(EventKind) if k != "context.built")
-
-
-def _search_history(env: NodeEnv, task_id: str, arguments: dict[str, Any], limit: int = 30) -> ToolOutcome:
-    query = str(arguments.get("query", "")).strip().lower()
-    if not query:
-        return ToolOutcome("error", "search_history needs a non-empty query")
-    hits = []
-    for e in env.events.read(task_id, kinds=_SEARCHED_KINDS):
-        line = f"#{e.seq} {e.kind} [{e.actor}] {summarize_event(e)}"
-        if query in line.lower() or query in json.dumps(e.payload, ensure_ascii=False).lower():
-            hits.append(line)
-    if not hits:
-        return ToolOutcome("ok", f"(no events match {query!r})\n", "other")
-    shown = hits[-limit:]
-    more = f"({len(hits) - len(shown)} older matches not shown)\n" if len(hits) > len(shown) else ""
-    return ToolOutcome("ok", more + "\n".join(shown) + "\n", "other")
 
 
 def _canon(args: dict[str, Any]) -> str:
@@ -263,49 +89,150 @@ def normalize_answer(answer: Any) -> dict[str, Any]:
     return out
 
 
-def accepts_scopes(tools: Any) -> bool:
-    """Whether ``tools.execute`` takes the file scopes as a fourth argument: the executor's
-    ``accepts_scopes`` attribute, else whether ``execute`` has a parameter named ``scopes``."""
-    flag = getattr(tools, "accepts_scopes", None)
-    if flag is not None:
-        return bool(flag)
-    try:
-        return "scopes" in inspect.signature(tools.execute).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def _scoped_execute(tools: Any, call_id: str, tool: str, args: dict[str, Any], scopes: list[str]) -> ToolOutcome:
-    try:
-        if accepts_scopes(tools):
-            return tools.execute(call_id, tool, args, scopes)
-        return tools.execute(call_id, tool, args)
-    except Exception as exc:  # a crashing tool is an error result, not a crashed graph
-        return ToolOutcome("error", f"error: tool {tool} raised {type(exc).__name__}: {exc}")
-
-
-class _Questions:
+class ApprovalQuestions:
     """The approval questions of one node run, in ``interrupt()`` order: the
     ``permission.requested`` events its earlier attempts appended (``own``), then the ones this
-    attempt appends. ``pos``: how many of them this attempt has put so far."""
+    attempt appends (``asked``). ``pos``: how many of them this attempt has put so far.
+    ``put_before``: the calls whose question an earlier attempt put and acted on; ``put_now``:
+    whether this attempt has put a question (one question per node run)."""
 
     def __init__(self, own: Sequence[Event]):
         self.own = list(own)
         self.asked: list[Event] = [e for e in own if e.kind == "permission.requested"]
         self.pos = 0
+        self.put_before = {e.payload["call_id"] for e in self.asked if self.acted_on(e)}
+        self.put_now = False
 
     def acted_on(self, req: Event) -> bool:
         """An earlier attempt acted on the answer to ``req`` (granted or denied the call after it)."""
         return any(e.kind in ("permission.granted", "permission.denied") and e.seq > req.seq
                    and e.payload["call_id"] == req.payload["call_id"] for e in self.own)
 
+    def may_ask(self, again: str | None = None) -> bool:
+        """Whether this attempt may put a new question: none put yet, in this attempt or (acted
+        on) in an earlier one. ``again``: the call id being put up again after an interruption;
+        its own earlier question does not count."""
+        return not self.put_now and not (self.put_before - {again})
 
-def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> Callable[[TaskContext, RunnableConfig], dict[str, Any]]:
-    """The graph's ``tools`` node: runs every pending call (see module doc)."""
-    strict = bool(getattr(tools, "strict_resolution", False))
 
-    def record(run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], out: ToolOutcome, note: str = "") -> None:
-        ref = env.artifacts.put(out.output)
+class TaskToolNode:
+    """The graph's ``tools`` node: ``node(state, config) -> state update`` runs every pending
+    call of ``state`` (a :class:`~context.TaskContext`) through ``tools`` (see module doc).
+
+    ``env``: the node environment (event log, artifact store); ``tools``: the task's
+    :class:`ToolExecutor`. Like LangGraph's prebuilt ``ToolNode`` it runs the calls the model
+    issued, but it reads them from the event log and records every step there: permission
+    checks, approvals (``interrupt()``), side-effect markers, results. Each ``record``/``deny``/
+    ``grant``/``ask`` commits its events at once (its own transaction), so a crash keeps what
+    was recorded; one instance serves every run (per-run state lives in a
+    :class:`~nodes.runtime.NodeRun` and an :class:`ApprovalQuestions`).
+    """
+
+    def __init__(self, env: NodeEnv, tools: ToolExecutor):
+        self.env = env
+        self.tools = tools
+        #: the executor's ``strict_resolution`` (see :meth:`resolutions`)
+        self.strict = bool(getattr(tools, "strict_resolution", False))
+
+    def __call__(self, state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
+        """One node run: a ``taskctx resume`` not yet recorded is recorded first
+        (``resume.started``, a batch of its own); then each pending call in order
+        (:meth:`handle`) until one has to wait for the next run. Returns the state update."""
+        run = NodeRun(self.env, state, "tools", config)
+        resumed = run.resume_events()
+        if resumed:  # a `taskctx resume` (token not yet recorded): its own batch, before anything else
+            run.commit(resumed)
+        q = ApprovalQuestions(run.own)
+        for rec in [r for r in run.ctx.evidence.recent_tool_calls if r.status == "pending"]:
+            if not self.handle(run, q, rec):
+                break
+        return run.update()
+
+    def handle(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord) -> bool:
+        """Run, refuse, recover or ask about one pending call. A call with a
+        ``permission.granted`` marker from an earlier attempt uses the marker's arguments.
+        Refused by the policy: ``permission.denied`` + a ``denied`` result. A side-effecting call
+        with a marker: :meth:`resume_interrupted`. Needs approval: :meth:`seek_approval`. Else a
+        side-effecting call gets ``permission.granted`` (system, the policy's risk) and then runs
+        (:meth:`execute`). Returns False when the call waits for the next node run."""
+        marker = next((e for e in reversed(run.own) if e.kind == "permission.granted"
+                       and e.payload["call_id"] == rec.id), None)
+        args = arguments_dict(marker.payload["arguments"]) if marker is not None else arguments_dict(rec.arguments)
+        d = assess(rec.tool, args, run.ctx.permissions, self.tools)
+        if not d.allowed:
+            self.deny(run, rec, args, d.reason, f"refused by the tool node: {d.reason}; the call was not run")
+            return True
+        side = self.tools.has_side_effects(rec.tool)
+        if marker is not None and side:
+            return self.resume_interrupted(run, q, rec, args)
+        if d.needs_approval and marker is None:
+            return self.seek_approval(run, q, rec, args, d)
+        if side and marker is None:
+            self.grant(run, rec, args, d.risk, f"allowed by policy ({d.risk} risk){': ' + d.reason if d.reason else ''}",
+                       "system")
+        self.execute(run, rec, args)
+        return True
+
+    def resume_interrupted(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord,
+                           args: dict[str, Any]) -> bool:
+        """A side-effecting call that may have started (it has its ``permission.granted``) but
+        has no result: the executor's ``recover()`` checks the workspace. ``done``: its outcome is
+        recorded (:meth:`record`); ``retry``: it runs again (:meth:`execute`); ``ask`` (or no
+        ``recover``): put up as a ``high`` risk question "run it again?" (:meth:`ask`,
+        :meth:`answered`). Returns False when that question has to wait for the next node run."""
+        recover = getattr(self.tools, "recover", None)
+        r = recover(rec.id, rec.tool, args, list(run.ctx.permissions.file_scopes)) if recover else None
+        state = r.state if r is not None else "ask"
+        note = r.note if r is not None else "the tool cannot check its own side effects"
+        if state == "done" and r is not None and r.outcome is not None:
+            self.record(run, rec, args, r.outcome, f"recovered after an interruption: {note}")
+        elif state == "retry":
+            self.execute(run, rec, args, f"run again after an interruption: {note}")
+        else:
+            if not q.may_ask(again=rec.id):
+                return False
+            ans = self.ask(run, q, rec, args, "high", f"interrupted before its result was recorded: {note}; "
+                                                      "run it again?")
+            self.answered(run, rec, args, "high", ans, "run again after an interruption, approved by the user")
+        return True
+
+    def seek_approval(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord, args: dict[str, Any],
+                      d: Decision) -> bool:
+        """A call the policy ``d`` says needs approval. Rejected by the user before (same tool,
+        same arguments): ``permission.denied`` + an ``error`` result starting
+        :data:`REJECTED_AGAIN`, not asked again. Else asked (:meth:`ask`) and the answer acted on
+        (:meth:`answered`). Returns False when the question has to wait for the next node run."""
+        prior = self.rejected_before(run, rec.tool, args)
+        if prior is not None:
+            self.deny(run, rec, args, f"already {prior}; not asked again",
+                      f"{REJECTED_AGAIN} ({prior}); it was not run and will not be put up for approval again. "
+                      "Choose another approach or stop.", status="error", risk=d.risk)
+            return True
+        if not q.may_ask():
+            return False
+        ans = self.ask(run, q, rec, args, d.risk, d.reason or f"{rec.tool} needs approval")
+        self.answered(run, rec, args, d.risk, ans)
+        return True
+
+    def execute(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], note: str = "") -> None:
+        """Run the call now and :meth:`record` its outcome: ``read_artifact`` and
+        ``search_history`` are answered from the task's own stores, every other tool by the
+        executor (with the task's file scopes when it takes them). ``note`` heads the summary."""
+        if rec.tool == "read_artifact":
+            out = read_artifact(self.env, args)
+        elif rec.tool == "search_history":
+            out = search_history(self.env, run.task_id, args)
+        else:
+            out = scoped_execute(self.tools, rec.id, rec.tool, args, list(run.ctx.permissions.file_scopes))
+        self.record(run, rec, args, out, note)
+
+    def record(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], out: ToolOutcome,
+               note: str = "") -> None:
+        """Commit one batch: ``tool.result.received`` (raw output in the artifact store, exact
+        bytes; the summary secrets-masked and compressed, headed ``[note]``), one
+        ``file.modified`` per file the call changed, and on success the ``error.resolved`` events
+        of :meth:`resolutions`."""
+        ref = self.env.artifacts.put(out.output)
         masked = mask_secrets(out.output).text
         comp = compress_tool_result(masked, out.kind, ref, path=out.path)
         summary = f"[{note}]\n{comp.text}" if note else comp.text
@@ -315,25 +242,36 @@ def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> Callable[[TaskContext, 
         for path in out.modified_all or ((out.modified,) if out.modified else ()):
             batch.append(run.make("file.modified", FileModified(path=path, call_id=rec.id, raw_ref=ref), actor="tool"))
         if out.status == "ok":
-            done = {e.id for e in run.ctx.errors.resolved_errors}
-            calls = {r.id: r for r in run.ctx.evidence.recent_tool_calls}
-            for err in run.ctx.errors.error_history:
-                if err.id in done:
-                    continue
-                if strict:
-                    if err.source != f"tool:{rec.tool}":
-                        continue
-                    prev = calls.get(err.call_id or "")
-                    if prev is not None and _canon(arguments_dict(prev.arguments)) != _canon(args):
-                        continue
-                elif err.step_id != rec.step_id:
-                    continue
-                batch.append(run.make("error.resolved", ErrorResolved(
-                    error_id=err.id, resolution=f"later call {rec.id} ({rec.tool}) succeeded"), actor="system"))
+            batch += self.resolutions(run, rec, args)
         run.commit(batch)
 
-    def deny(run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], reason: str, summary: str, *,
+    def resolutions(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any]) -> list[Event]:
+        """The ``error.resolved`` events (not yet committed) a success of ``rec`` earns: every
+        open error of its plan step; with ``strict`` resolution instead every open error of an
+        earlier call of the same tool with the same arguments (or of no known call)."""
+        done = {e.id for e in run.ctx.errors.resolved_errors}
+        calls = {r.id: r for r in run.ctx.evidence.recent_tool_calls}
+        out = []
+        for err in run.ctx.errors.error_history:
+            if err.id in done:
+                continue
+            if self.strict:
+                if err.source != f"tool:{rec.tool}":
+                    continue
+                prev = calls.get(err.call_id or "")
+                if prev is not None and _canon(arguments_dict(prev.arguments)) != _canon(args):
+                    continue
+            elif err.step_id != rec.step_id:
+                continue
+            out.append(run.make("error.resolved", ErrorResolved(
+                error_id=err.id, resolution=f"later call {rec.id} ({rec.tool}) succeeded"), actor="system"))
+        return out
+
+    def deny(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], reason: str, summary: str, *,
              actor: str = "system", status: str = "denied", risk: str = "high") -> None:
+        """Commit ``permission.denied`` (by ``actor``: the system's policy or the user) and the
+        call's result (``status`` denied, or error for a call rejected before) in one batch: the
+        call is never run."""
         run.commit([
             run.make("permission.denied", PermissionEvent(call_id=rec.id, tool=rec.tool, arguments=_canon(args),
                                                          risk=risk, reason=reason), actor=actor),
@@ -341,29 +279,26 @@ def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> Callable[[TaskContext, 
                      actor="system"),
         ])
 
-    def grant(run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, reason: str, actor: str) -> None:
+    def grant(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, reason: str,
+              actor: str) -> None:
+        """Commit ``permission.granted`` (by the user after an approval, else by the system):
+        for a side-effecting call, the marker that it may have started."""
         run.commit([run.make("permission.granted", PermissionEvent(
             call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason), actor=actor)])
 
-    def execute(run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], note: str = "") -> None:
-        if rec.tool == "read_artifact":
-            out = _read_artifact(env, args)
-        elif rec.tool == "search_history":
-            out = _search_history(env, run.task_id, args)
-        else:
-            out = _scoped_execute(tools, rec.id, rec.tool, args, list(run.ctx.permissions.file_scopes))
-        record(run, rec, args, out, note)
-
-    def rejected_before(run: NodeRun, tool: str, args: dict[str, Any]) -> str | None:
+    def rejected_before(self, run: NodeRun, tool: str, args: dict[str, Any]) -> str | None:
+        """The reason of the user's earlier rejection of ``tool`` with these exact arguments in
+        this task (read from ``permission.denied`` events only), or None."""
         canon = _canon(args)
-        for e in env.events.read(run.task_id, kinds=("permission.denied",)):
+        for e in self.env.events.read(run.task_id, kinds=("permission.denied",)):
             if (e.actor == "user" and e.payload["tool"] == tool
                     and e.payload["arguments"] == canon and e.payload["reason"].startswith("rejected by the user")):
                 return e.payload["reason"]
         return None
 
-    def payload(run: NodeRun, req: Event) -> dict[str, Any]:
-        """The ``interrupt()`` value of the question ``req`` (a ``permission.requested`` event)."""
+    def payload(self, run: NodeRun, req: Event) -> dict[str, Any]:
+        """The ``interrupt()`` value of the question ``req`` (a ``permission.requested`` event):
+        ``{type: "approval", task_id, call_id, step_id, tool, arguments, risk, reason, request_id}``."""
         p = req.payload
         rec = next((r for r in run.ctx.evidence.recent_tool_calls if r.id == p["call_id"]), None)
         return {"type": "approval", "task_id": run.task_id, "call_id": p["call_id"],
@@ -371,113 +306,68 @@ def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> Callable[[TaskContext, 
                 "arguments": arguments_dict(p["arguments"]), "risk": p["risk"], "reason": p["reason"],
                 "request_id": req.id}
 
-    def put(run: NodeRun, req: Event) -> Any:
+    def put(self, run: NodeRun, req: Event) -> Any:
         """``interrupt()`` for ``req`` until the answer is one to ``req``: an answer naming
         another ``request_id`` is not an answer to this question (it is asked again). Re-runs
         make the same calls in the same order, so LangGraph hands back the same answers."""
         while True:
-            answer = interrupt(payload(run, req))
+            answer = interrupt(self.payload(run, req))
             rid = answer.get("request_id") if isinstance(answer, dict) else None
             if rid is None or rid == req.id:
                 return answer
 
-    def ask(run: NodeRun, q: _Questions, rec: ToolCallRecord, args: dict[str, Any], risk: str,
+    def ask(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord, args: dict[str, Any], risk: str,
             reason: str) -> dict[str, Any]:
-        # The questions earlier attempts of this node run put, in order: ask each again (LangGraph
-        # returns its stored answer: resume values are matched to interrupt() calls by order).
-        # The last one, when it is about this call and its answer was not acted on yet, is the
-        # question asked now; any other answer was acted on already and is not used again.
+        """The user's answer about ``rec`` (:func:`normalize_answer`). First the questions
+        earlier attempts of this node run put are put again, in order (LangGraph returns their
+        stored answers: resume values match ``interrupt()`` calls by order); the last one, when it
+        is about this call and its answer was not acted on yet, is the question asked now. Else
+        ``permission.requested`` is committed and put (raises LangGraph's interrupt until
+        answered)."""
+        q.put_now = True
         while q.pos < len(q.asked):
             req = q.asked[q.pos]
             q.pos += 1
             if q.pos == len(q.asked) and req.payload["call_id"] == rec.id and not q.acted_on(req):
-                return normalize_answer(put(run, req))
-            put(run, req)
+                return normalize_answer(self.put(run, req))
+            self.put(run, req)
         req = run.commit([run.make("permission.requested", PermissionEvent(
             call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason), actor="system")])[0]
         q.asked.append(req)
         q.pos += 1
-        return normalize_answer(put(run, req))
+        return normalize_answer(self.put(run, req))
 
-    def answered(run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, ans: dict[str, Any],
+    def answered(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, ans: dict[str, Any],
                  note: str = "") -> None:
+        """Act on the answer ``ans``. approve: ``permission.granted`` (user), then run. edit: the
+        edited arguments are checked by the policy again (refused: ``permission.denied``, not
+        run), then granted and run. reject / respond: ``permission.denied`` by the user and a
+        ``denied`` result carrying the user's reason or message."""
         action = ans["action"]
         if action == "approve":
-            grant(run, rec, args, risk, "approved by the user", "user")
-            execute(run, rec, args, note)
+            self.grant(run, rec, args, risk, "approved by the user", "user")
+            self.execute(run, rec, args, note)
         elif action == "edit":
             new = dict(ans["arguments"])
-            d = assess(rec.tool, new, run.ctx.permissions, tools)
+            d = assess(rec.tool, new, run.ctx.permissions, self.tools)
             if not d.allowed:
-                deny(run, rec, new, f"edited arguments refused: {d.reason}",
-                     f"refused by the tool node: the edited arguments break the policy ({d.reason}); not run")
+                self.deny(run, rec, new, f"edited arguments refused: {d.reason}",
+                          f"refused by the tool node: the edited arguments break the policy ({d.reason}); not run")
                 return
-            grant(run, rec, new, d.risk, "approved with arguments edited by the user", "user")
-            execute(run, rec, new, "the user edited the arguments before approving" + (f"; {note}" if note else ""))
+            self.grant(run, rec, new, d.risk, "approved with arguments edited by the user", "user")
+            self.execute(run, rec, new, "the user edited the arguments before approving" + (f"; {note}" if note else ""))
         elif action == "reject":
             why = " ".join(str(ans.get("reason") or "no reason given").split())[:500]
-            deny(run, rec, args, f"rejected by the user: {why}",
-                 f"the user rejected this call ({why}); it was not run. Do not ask for it again with the same "
-                 "arguments: choose another approach or finish the step.", actor="user", risk=risk)
+            self.deny(run, rec, args, f"rejected by the user: {why}",
+                      f"the user rejected this call ({why}); it was not run. Do not ask for it again with the same "
+                      "arguments: choose another approach or finish the step.", actor="user", risk=risk)
         else:
             msg = " ".join(str(ans.get("message") or "").split())[:2000]
-            deny(run, rec, args, f"the user answered instead of approving: {msg}",
-                 f"not run; instead of approving, the user says: {msg}", actor="user", risk=risk)
+            self.deny(run, rec, args, f"the user answered instead of approving: {msg}",
+                      f"not run; instead of approving, the user says: {msg}", actor="user", risk=risk)
 
-    def tools_node(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
-        run = NodeRun(env, state, "tools", config)
-        resumed = run.resume_events()
-        if resumed:  # a `taskctx resume` (token not yet recorded): its own batch, before anything else
-            run.commit(resumed)
-        q = _Questions(run.own)
-        # calls whose question this node run already put and acted on: one question per node run,
-        # except putting such a call up again when it was cut off before its result was recorded
-        put_before = {e.payload["call_id"] for e in q.asked if q.acted_on(e)}
-        asked = False
-        for rec in [r for r in run.ctx.evidence.recent_tool_calls if r.status == "pending"]:
-            marker = next((e for e in reversed(run.own) if e.kind == "permission.granted"
-                           and e.payload["call_id"] == rec.id), None)
-            args = arguments_dict(marker.payload["arguments"]) if marker is not None else arguments_dict(rec.arguments)
-            perms = run.ctx.permissions
-            d = assess(rec.tool, args, perms, tools)
-            if not d.allowed:
-                deny(run, rec, args, d.reason, f"refused by the tool node: {d.reason}; the call was not run")
-                continue
-            side = tools.has_side_effects(rec.tool)
-            if marker is not None and side:
-                rcv = getattr(tools, "recover", None)
-                r = rcv(rec.id, rec.tool, args, list(perms.file_scopes)) if rcv else None
-                state_ = r.state if r is not None else "ask"
-                note_ = r.note if r is not None else "the tool cannot check its own side effects"
-                if state_ == "done" and r is not None and r.outcome is not None:
-                    record(run, rec, args, r.outcome, f"recovered after an interruption: {note_}")
-                elif state_ == "retry":
-                    execute(run, rec, args, f"run again after an interruption: {note_}")
-                else:
-                    if asked or (put_before - {rec.id}):
-                        break
-                    asked = True
-                    ans = ask(run, q, rec, args, "high", f"interrupted before its result was recorded: {note_}; "
-                                                        "run it again?")
-                    answered(run, rec, args, "high", ans, "run again after an interruption, approved by the user")
-                continue
-            if d.needs_approval and marker is None:
-                prior = rejected_before(run, rec.tool, args)
-                if prior is not None:
-                    deny(run, rec, args, f"already {prior}; not asked again",
-                         f"{REJECTED_AGAIN} ({prior}); it was not run and will not be put up for approval again. "
-                         "Choose another approach or stop.", status="error", risk=d.risk)
-                    continue
-                if asked or put_before:
-                    break
-                asked = True
-                ans = ask(run, q, rec, args, d.risk, d.reason or f"{rec.tool} needs approval")
-                answered(run, rec, args, d.risk, ans)
-                continue
-            if side and marker is None:
-                grant(run, rec, args, d.risk, f"allowed by policy ({d.risk} risk){': ' + d.reason if d.reason else ''}",
-                      "system")
-            execute(run, rec, args)
-        return run.update()
 
-    return tools_node
+def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> TaskToolNode:
+    """The graph's ``tools`` node over ``env`` and ``tools``: a :class:`TaskToolNode`, callable
+    as ``node(state, config) -> state update`` (see module doc)."""
+    return TaskToolNode(env, tools)
