@@ -43,6 +43,7 @@ def test_wheel_holds_exactly_the_three_packages(tmp_path: Path) -> None:
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}
     assert tops == {"context", "nodes", "graphs"}
     assert "context/__init__.py" in names and "nodes/render/executor.py" in names and "nodes/tools/node.py" in names
+    assert "nodes/workspace/commands.py" in names
 
 
 def test_import_layers() -> None:
@@ -54,7 +55,7 @@ def test_import_layers() -> None:
 
 
 def test_every_package_has_one_all() -> None:
-    for name in ("context", "nodes", "nodes.render", "nodes.tools", "graphs"):
+    for name in ("context", "nodes", "nodes.render", "nodes.tools", "nodes.workspace", "graphs"):
         mod = importlib.import_module(name)
         assert isinstance(getattr(mod, "__all__", None), list), name
         for sym in mod.__all__:
