@@ -32,13 +32,17 @@ class ReplayTools:
         self.by_id = {f"rec-{i}": s for i, s in enumerate(trajectory.steps, start=1)}
 
     def schemas(self) -> list[dict[str, Any]]:
+        """One schema (any arguments) per tool name the recording uses, sorted by name."""
         names = sorted({s.tool for s in self.trajectory.steps})
         return [function_schema(n, f"Recorded tool {n} (replayed from {self.trajectory.id}).") for n in names]
 
     def has_side_effects(self, tool: str) -> bool:
+        """Always False: a replay changes nothing."""
         return False
 
     def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Step i's recorded observation for ``rec-<i>`` (``tool`` and ``arguments`` are not
+        used: the recording's own are), with its compression kind and the file it read or changed."""
         step = self.by_id.get(call_id)
         if step is None:
             return ToolOutcome("error", f"replay: no recorded step for call id {call_id!r}")

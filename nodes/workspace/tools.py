@@ -77,6 +77,7 @@ class WorkspaceTools:
 
     # protocol ---------------------------------------------------------------------------
     def schemas(self) -> list[dict[str, Any]]:
+        """The OpenAI-format schemas of the workspace tools and ``search_history``."""
         return [
             function_schema("list_dir", "List a folder of the workspace (paths relative to its root).",
                             {"path": _S, "depth": _I}),
@@ -94,6 +95,7 @@ class WorkspaceTools:
         ]
 
     def has_side_effects(self, tool: str) -> bool:
+        """``write_file``, ``apply_patch`` and ``run_command`` (:data:`SIDE_EFFECT_TOOLS`)."""
         return tool in SIDE_EFFECT_TOOLS
 
     # policy -----------------------------------------------------------------------------
