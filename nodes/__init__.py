@@ -1,6 +1,41 @@
 """taskctx.nodes: one node per role, their renderers, the tool node and offline chat models.
 
-Depends on ``context`` (never on ``graphs``).
+Depends on ``context`` (never on ``graphs``, which wires these nodes into a ``StateGraph``).
+One model call of a role node, and what the tool node does with the calls it asked for::
+
+    TaskContext (the state: the event log folded by context.reducer)
+      │  NodeRun (runtime.py): catch up on this node's crashed attempt, or go on
+      ▼
+    renderer (render/): the role's layers as context blocks
+      │  context.build_context: chosen within the token budget, manifest
+      ▼
+    messages + tool schemas (schemas.py, tools/, workspace/) ── context.built event
+      ▼
+    chat model (models.py resolves "provider:model"; testing.py: scripted / replay models)
+      ▼
+    role node (roles.py): the answer as events (plan.created, tool.called, step.completed, ...)
+      ▼
+    tool node (tools/node.py): each pending call ─ permissions.py: allowed? risk? approval?
+      │  (interrupt() for approvals) ─ the ToolExecutor runs it (workspace/, tools/replay.py)
+      │  ─ output → artifact store, secrets.py masks, context compresses
+      ▼
+    events (tool.result.received, permission.*, file.modified, error.resolved) ─▶ next node
+
+Modules:
+
+* ``roles.py``: the planner, executor, reviewer and recovery nodes (``make_*_node``).
+* ``runtime.py``: what every node shares: :class:`NodeEnv` (stores, budget), :class:`NodeRun`
+  (catch-up rule, commits, ``context.built``, model calls with metadata), prompt fingerprints.
+* ``render/``: one renderer per role (see its package doc).
+* ``schemas.py``: the control tools the role nodes offer (``submit_plan``, ``complete_step``...).
+* ``tools/``: the tool node (:class:`TaskToolNode`), the :class:`ToolExecutor` protocol,
+  ``read_artifact`` / ``search_history``, :class:`ReplayTools` (see its package doc).
+* ``workspace/``: :class:`WorkspaceTools`, the executor over a real folder: path and command
+  policy, unified diffs, side-effect-safe recovery (see its package doc).
+* ``permissions.py``: :func:`assess`, the tool node's permission decision per call.
+* ``secrets.py``: :func:`mask_secrets`, applied to everything that leaves the artifact store.
+* ``testing.py``: :class:`ScriptedChatModel`, :class:`ReplayChatModel` and the answer helpers.
+* ``models.py``: :func:`resolve_model`, ``provider:model`` strings to chat models.
 """
 
 from .models import resolve_model
@@ -23,7 +58,15 @@ from .runtime import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, NodeRun, Rendered
 from .testing import ReplayChatModel, ScriptedChatModel, and_complete, complete, plan, recover, review, tool_call
 from .permissions import Decision, PolicyError, assess
 from .secrets import mask_secrets
-from .tools import ReplayTools, ToolExecutor, ToolOutcome, function_schema, make_tool_node, normalize_answer
+from .tools import (
+    ReplayTools,
+    TaskToolNode,
+    ToolExecutor,
+    ToolOutcome,
+    function_schema,
+    make_tool_node,
+    normalize_answer,
+)
 from .workspace import Recovery, WorkspaceTools
 
 __all__ = [
@@ -44,6 +87,7 @@ __all__ = [
     "ReplayTools",
     "ReviewerRenderer",
     "ScriptedChatModel",
+    "TaskToolNode",
     "ToolExecutor",
     "ToolOutcome",
     "WorkspaceTools",

@@ -12,8 +12,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 #: Every package of the wheel, as pyproject.toml lists them.
-PACKAGES = ["context", "nodes", "nodes.render", "graphs", "graphs.cli", "graphs.bench", "graphs.eval", "graphs.demo",
-            "graphs.report"]
+PACKAGES = ["context", "nodes", "nodes.render", "nodes.tools", "nodes.workspace", "graphs", "graphs.cli", "graphs.bench",
+            "graphs.eval", "graphs.demo", "graphs.report"]
 SAMPLE = "graphs/demo/sample_workspace"
 
 
@@ -75,6 +75,7 @@ def test_wheel_holds_exactly_the_three_packages(tmp_path: Path) -> None:
     sample = {n for n in names if n.startswith(SAMPLE + "/")}
     assert f"{SAMPLE}/proxy/nginx.conf" in sample and f"{SAMPLE}/tests/test_upload.py" in sample
     assert sample == _sample_files()
+    assert "nodes/tools/node.py" in names and "nodes/workspace/commands.py" in names
 
 
 def test_import_layers() -> None:

@@ -42,7 +42,7 @@ CHILD = textwrap.dedent(
                 os.kill(os.getpid(), signal.SIGKILL)
             out = super().execute(call_id, tool, arguments, scopes)
             if call_id == kill_call and when == "mid":  # as if killed while the command still ran
-                self._receipt(call_id).write_text('{"call_id": "%s", "status": "started"}' % call_id)
+                self.receipt(call_id).write_text('{"call_id": "%s", "status": "started"}' % call_id)
             if call_id == kill_call and when in ("after", "mid"):
                 os.kill(os.getpid(), signal.SIGKILL)
             return out
@@ -142,7 +142,7 @@ def test_recover_decisions(tmp_path: Path) -> None:
     cmd = {"argv": ["ls", "app"]}
     assert t.recover("c3", "run_command", cmd).state == "retry"  # never started
     t.receipts_dir.mkdir(parents=True, exist_ok=True)
-    t._receipt("c3").write_text(json.dumps({"call_id": "c3", "status": "started"}))
+    t.receipt("c3").write_text(json.dumps({"call_id": "c3", "status": "started"}))
     asked = t.recover("c3", "run_command", cmd)
     assert asked.state == "ask" and "cut off" in asked.note
     out = t.execute("c4", "run_command", cmd)
@@ -157,7 +157,7 @@ def test_command_cut_off_mid_run_asks_before_running_again(tmp_path: Path) -> No
     child = subprocess.run([sys.executable, "-c", CHILD, str(db), "k2", str(ws), str(receipts), "d-test2", "after"],
                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
-    receipt = WorkspaceTools(ws, receipts_dir=receipts)._receipt("d-test2")
+    receipt = WorkspaceTools(ws, receipts_dir=receipts).receipt("d-test2")
     receipt.write_text(json.dumps({"call_id": "d-test2", "status": "started"}))  # as if killed mid-run
     resumed = _taskctx("resume", "k2", "--db", str(db), "--out", str(tmp_path / "runs"), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr

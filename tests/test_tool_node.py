@@ -14,13 +14,13 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from context import Permissions, SqliteStores, new_event, replay
+from context import Permissions, SqliteStores, TaskContext, new_event, replay
 from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import run_graph, run_with_approvals
 from nodes import ScriptedChatModel, ToolOutcome, WorkspaceTools, complete, plan, recover, review, tool_call
 from nodes.runtime import NodeEnv
-from nodes.tools import function_schema, make_tool_node
+from nodes.tools import TaskToolNode, function_schema, make_tool_node
 
 CONF = {"path": "app/proxy.conf", "content": "client_max_body_size 10m;\n"}
 
@@ -48,8 +48,9 @@ def _ev(kind: str, payload: dict[str, Any], actor: str = "system") -> Any:
     return new_event(kind, payload, actor=actor)  # type: ignore[arg-type]
 
 
-def _resolution_run(tools: Any, calls: list[tuple[str, str, dict[str, Any]]]) -> tuple[Any, list[Any]]:
-    """Run the tool node on a task whose step s1 has an open error (call e1 of ``probe``
+def _resolution_run(tools: Any, calls: list[tuple[str, str, dict[str, Any]]],
+                    node_cls: type[TaskToolNode] = TaskToolNode) -> tuple[Any, list[Any]]:
+    """Run the tool node (a ``node_cls``) on a task whose step s1 has an open error (call e1 of ``probe``
     ``{"n": 1}``) and whose pending calls are ``calls`` (id, step, args); the events it appended."""
     stores = SqliteStores(":memory:")
     env = NodeEnv(events=stores.events, artifacts=stores.artifacts)
@@ -65,7 +66,9 @@ def _resolution_run(tools: Any, calls: list[tuple[str, str, dict[str, Any]]]) ->
     ]
     logged = stores.events.append("er", evs)
     state = replay(logged)
-    make_tool_node(env, tools)(state, {})
+    node = make_tool_node(env, tools) if node_cls is TaskToolNode else node_cls(env, tools)
+    assert type(node) is node_cls
+    node(state, {})
     return state, stores.events.read("er", after=len(logged))
 
 
@@ -84,6 +87,22 @@ def test_a_success_resolves_only_open_errors_of_its_own_plan_step() -> None:
     assert [e.kind for e in new] == ["tool.result.received"]
     _, new = _resolution_run(strict, [("ok5", "s2", {"n": 1})])
     assert [e.kind for e in new] == ["tool.result.received", "error.resolved"]
+
+
+class NoResolutions(TaskToolNode):
+    """One step of the node replaced: a success resolves no error."""
+
+    def resolutions(self, run: Any, rec: Any, args: dict[str, Any]) -> list[Any]:
+        return []
+
+
+def test_the_tool_node_is_a_class_whose_steps_are_methods() -> None:
+    _, new = _resolution_run(FlakyTools(), [("ok3", "s1", {"n": 9})], NoResolutions)
+    assert [(e.kind, e.payload["call_id"], e.payload["status"]) for e in new] == [("tool.result.received", "ok3", "ok")]
+    # the graph's "tools" node is the instance itself; LangGraph infers its input schema from __call__
+    g = build_orchestrator(ScriptedChatModel(script=[]), tools=FlakyTools())
+    spec = g.builder.nodes["tools"]
+    assert isinstance(spec.runnable.func, TaskToolNode) and spec.input_schema is TaskContext
 
 
 def _approval_graph(tmp_path: Path, stores: Any, executor: list[Any]):

@@ -14,6 +14,7 @@ from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import run_graph
 from nodes import ScriptedChatModel, WorkspaceTools, complete, mask_secrets, plan, review, tool_call
+from nodes import PolicyError
 from nodes.workspace import PatchError, apply_unified_diff, glob_match, parse_unified_diff
 
 
@@ -87,6 +88,29 @@ def test_run_command(ws: WorkspaceTools, monkeypatch: pytest.MonkeyPatch) -> Non
     assert ws.check("run_command", {"argv": ["python", "slow.py"]})[0] == "high"
     assert ws.check("write_file", {"path": "deploy.yml", "content": ""})[0] == "high"
     assert ws.check("write_file", {"path": "src/x.py", "content": ""})[0] == "medium"
+
+
+def test_the_command_table_is_the_one_command_policy(ws: WorkspaceTools) -> None:
+    from nodes.workspace import COMMANDS, DEFAULT_PROGRAMS, FORBIDDEN_PROGRAMS, GIT_READ_ONLY, PYTHON_MODULES
+
+    names = [n for row in COMMANDS for n in row.names]
+    assert len(names) == len(set(names)) == 64  # every program in one row
+    assert DEFAULT_PROGRAMS == ("ls", "cat", "head", "tail", "wc", "grep", "diff", "git", "python", "python3", "pytest",
+                                "echo", "pwd")
+    assert len(FORBIDDEN_PROGRAMS) == 51 and {"bash", "env", "xargs", "sudo", "sed", "curl", "pip"} <= FORBIDDEN_PROGRAMS
+    assert GIT_READ_ONLY == {"status", "diff", "log", "show", "ls-files", "rev-parse", "blame"}
+    assert PYTHON_MODULES == {"pytest", "unittest", "py_compile"}
+    # the row's risk, unless its argument rule says otherwise; a program in no row: medium
+    assert [ws.check("run_command", {"argv": argv})[:2] for argv in (["wc", "notes.md"], ["pytest", "-q"])] == [
+        ("low", "runs wc"), ("medium", "runs pytest")]
+    extra = WorkspaceTools(ws.root, programs=("sort", "bash", "ls"))
+    assert extra.programs == {"sort", "ls"}
+    assert extra.check("run_command", {"argv": ["sort", "notes.md"]})[:2] == ("medium", "runs sort")
+    with pytest.raises(PolicyError, match=r"^bash is a shell, launcher or interpreter that is never run$"):
+        extra.check("run_command", {"argv": ["bash"]})
+    with pytest.raises(PolicyError, match=r"^git commit is not a read-only git subcommand \(blame, diff, log, ls-files, "
+                                          r"rev-parse, show, status\)$"):
+        ws.check("run_command", {"argv": ["git", "commit"]})
 
 
 def test_globs() -> None:

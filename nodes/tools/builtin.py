@@ -1,0 +1,72 @@
+"""The tools the tool node answers itself from the task's own stores: ``read_artifact`` (the
+executor node offers it) and ``search_history`` (offered by executors that want it, e.g.
+:class:`~nodes.workspace.WorkspaceTools`). Neither has side effects; both are ``low`` risk."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, get_args
+
+from context import ArtifactNotFoundError, InvalidRefError, parse_ref, slice_lines, summarize_event
+from context.events import EventKind
+
+from ..runtime import NodeEnv
+from ..secrets import mask_secrets
+from .protocol import ToolOutcome, function_schema
+
+__all__ = ["BUILTIN_TOOLS", "READ_ARTIFACT_SCHEMA", "SEARCH_HISTORY_SCHEMA", "read_artifact", "search_history"]
+
+READ_ARTIFACT_SCHEMA = function_schema(
+    "read_artifact",
+    "Fetch the exact text of an artifact ref (artifact://sha256:<hex>, optionally #L<start>-<end>).",
+    {"ref": {"type": "string"}},
+    ["ref"],
+)
+
+SEARCH_HISTORY_SCHEMA = function_schema(
+    "search_history",
+    "Search this task's event log (tool calls, results, denials, errors, plans) for a text.",
+    {"query": {"type": "string"}},
+    ["query"],
+)
+
+#: Tool names answered by the tool node itself, not by the task's ToolExecutor.
+BUILTIN_TOOLS = ("read_artifact", "search_history")
+
+#: Every event kind but ``context.built`` (manifests are large and not history to search).
+_SEARCHED_KINDS = tuple(k for k in get_args(EventKind) if k != "context.built")
+
+
+def read_artifact(env: NodeEnv, arguments: dict[str, Any]) -> ToolOutcome:
+    """The artifact ``arguments["ref"]`` names (or its ``#L`` slice), secrets masked: the whole
+    artifact is masked first and then sliced (masking keeps line numbers), so a slice inside a
+    key block is masked too. A bad or unknown ref is an ``error`` outcome with the reason."""
+    ref = str(arguments.get("ref", ""))
+    try:
+        r = parse_ref(ref)
+        data = env.artifacts.get(f"artifact://sha256:{r.digest}")
+    except (InvalidRefError, ArtifactNotFoundError) as exc:
+        return ToolOutcome("error", str(exc))
+    text = mask_secrets(data.decode("utf-8", errors="replace")).text
+    if r.start is not None:
+        text = slice_lines(text.encode("utf-8"), r.start, r.end or r.start).decode("utf-8")
+    return ToolOutcome("ok", text, "other")
+
+
+def search_history(env: NodeEnv, task_id: str, arguments: dict[str, Any], limit: int = 30) -> ToolOutcome:
+    """Events of ``task_id`` whose one-line summary or payload holds ``arguments["query"]``
+    (case-insensitive), one ``#seq kind [actor] summary`` line each, the newest ``limit``; an
+    empty query is an ``error`` outcome."""
+    query = str(arguments.get("query", "")).strip().lower()
+    if not query:
+        return ToolOutcome("error", "search_history needs a non-empty query")
+    hits = []
+    for e in env.events.read(task_id, kinds=_SEARCHED_KINDS):
+        line = f"#{e.seq} {e.kind} [{e.actor}] {summarize_event(e)}"
+        if query in line.lower() or query in json.dumps(e.payload, ensure_ascii=False).lower():
+            hits.append(line)
+    if not hits:
+        return ToolOutcome("ok", f"(no events match {query!r})\n", "other")
+    shown = hits[-limit:]
+    more = f"({len(hits) - len(shown)} older matches not shown)\n" if len(hits) > len(shown) else ""
+    return ToolOutcome("ok", more + "\n".join(shown) + "\n", "other")

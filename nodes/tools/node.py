@@ -1,0 +1,373 @@
+"""The tool node, :class:`TaskToolNode`: runs the calls the executor recorded, with
+permissions, approvals and side-effect-safe resume.
+
+The executor appends ``tool.called`` for each call the model issues; the tool node then runs
+every call still pending, one at a time: raw output → artifact store (exact bytes) → secrets
+masked → compression → ``tool.result.received`` (its own transaction, so a crash mid-batch keeps
+the results already recorded). A successful call resolves the open errors of its own plan step
+(``error.resolved`` for each error whose ``step_id`` is the call's; with ``strict_resolution``
+on the executor, instead only errors of an earlier call of the same tool with the same
+arguments). Tool output is external content: it never reaches a system message.
+
+**Permissions** are checked here, in code, for every call (:func:`nodes.permissions.assess`):
+a refused call gets ``permission.denied`` and a ``denied`` result and never runs.
+
+**Approvals.** A call that needs approval (``requires_approval`` or high risk) records
+``permission.requested`` and calls LangGraph ``interrupt()`` with ``{type: "approval", call_id,
+tool, arguments, risk, reason}``. The answer (``Command(resume=...)``) is ``{"action":
+"approve"}``, ``{"action": "edit", "arguments": {...}}`` (checked by the policy again, not asked
+again), ``{"action": "reject", "reason": "..."}`` or ``{"action": "respond", "message":
+"..."}``. Every payload also carries ``request_id`` (the id of its ``permission.requested``
+event); an answer that names another ``request_id`` is not an answer to this question, which is
+asked again. One question per node run: a second call that needs approval waits for the next run
+of the node (the router sends the graph back here while calls are pending); the one exception is
+a call approved in this run whose process died before its result was recorded, which may be put
+up again ("run it again?").
+
+A node re-runs from its first line on resume, and LangGraph matches resume values to
+``interrupt()`` calls by their order within the node run. The ``permission.requested`` events
+the node's earlier attempts appended (:class:`~nodes.runtime.NodeRun` ``own``) are the questions
+of this node run in that order: each re-run calls ``interrupt()`` for them again, in the same
+order, before it asks anything new (each returns its stored answer; an answer already acted on,
+i.e. followed by ``permission.granted``/``denied``, is not acted on again). So a stored answer
+never answers a new question, and ``permission.requested`` is appended once per question. A
+``taskctx resume`` (a ``resume_token`` not yet recorded) is recorded first, ``resume.started``
+in a batch of its own, so a resume that stops at an approval here is on the record too.
+
+A rejection is ``permission.denied`` by the user (the planner sees it); the same tool with the
+same arguments is never put up again in this task: it is refused with an ``error`` result
+(:data:`REJECTED_AGAIN`), which sends the run to recovery, which re-plans or stops. Earlier
+rejections are looked up with the log's ``kinds`` filter (only ``permission.denied`` is read).
+
+**Side effects.** Before a call with side effects runs, ``permission.granted`` is committed (by
+the user after an approval, else by the system with the policy's risk): the marker that it may
+have started. A call that has the marker but no result (the process died in between) is never
+re-run blindly: the executor's ``recover()`` checks the workspace and the call is recorded as
+done, run again, or put up for approval. Read-only calls simply run again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import interrupt
+
+from context import TaskContext, compress_tool_result
+from context.events import ErrorResolved, Event, FileModified, PermissionEvent, ToolResultReceived
+from context.models import ToolCallRecord, arguments_dict
+
+from ..permissions import Decision, assess
+from ..runtime import NodeEnv, NodeRun
+from ..secrets import mask_secrets
+from .builtin import read_artifact, search_history
+from .protocol import ToolExecutor, ToolOutcome, scoped_execute
+
+__all__ = ["APPROVAL_ACTIONS", "ApprovalQuestions", "REJECTED_AGAIN", "TaskToolNode", "make_tool_node",
+           "normalize_answer"]
+
+#: Start of the result of a call the user already rejected (same tool, same arguments).
+REJECTED_AGAIN = "refused: the user already rejected this exact call"
+APPROVAL_ACTIONS = ("approve", "edit", "reject", "respond")
+
+
+def _canon(args: dict[str, Any]) -> str:
+    return json.dumps(args, sort_keys=True, ensure_ascii=False)
+
+
+def normalize_answer(answer: Any) -> dict[str, Any]:
+    """An approval answer as ``{"action": ..., ...}``; anything unreadable is a rejection."""
+    if isinstance(answer, str) and answer in APPROVAL_ACTIONS:
+        answer = {"action": answer}
+    if not isinstance(answer, dict) or answer.get("action") not in APPROVAL_ACTIONS:
+        return {"action": "reject", "reason": f"unreadable approval answer {str(answer)[:100]!r}"}
+    out = dict(answer)
+    if out["action"] == "edit" and not isinstance(out.get("arguments"), dict):
+        return {"action": "reject", "reason": "edit without an arguments object"}
+    return out
+
+
+class ApprovalQuestions:
+    """The approval questions of one node run, in ``interrupt()`` order: the
+    ``permission.requested`` events its earlier attempts appended (``own``), then the ones this
+    attempt appends (``asked``). ``pos``: how many of them this attempt has put so far.
+    ``put_before``: the calls whose question an earlier attempt put and acted on; ``put_now``:
+    whether this attempt has put a question (one question per node run)."""
+
+    def __init__(self, own: Sequence[Event]):
+        self.own = list(own)
+        self.asked: list[Event] = [e for e in own if e.kind == "permission.requested"]
+        self.pos = 0
+        self.put_before = {e.payload["call_id"] for e in self.asked if self.acted_on(e)}
+        self.put_now = False
+
+    def acted_on(self, req: Event) -> bool:
+        """An earlier attempt acted on the answer to ``req`` (granted or denied the call after it)."""
+        return any(e.kind in ("permission.granted", "permission.denied") and e.seq > req.seq
+                   and e.payload["call_id"] == req.payload["call_id"] for e in self.own)
+
+    def may_ask(self, again: str | None = None) -> bool:
+        """Whether this attempt may put a new question: none put yet, in this attempt or (acted
+        on) in an earlier one. ``again``: the call id being put up again after an interruption;
+        its own earlier question does not count."""
+        return not self.put_now and not (self.put_before - {again})
+
+
+class TaskToolNode:
+    """The graph's ``tools`` node: ``node(state, config) -> state update`` runs every pending
+    call of ``state`` (a :class:`~context.TaskContext`) through ``tools`` (see module doc).
+
+    ``env``: the node environment (event log, artifact store); ``tools``: the task's
+    :class:`ToolExecutor`. Like LangGraph's prebuilt ``ToolNode`` it runs the calls the model
+    issued, but it reads them from the event log and records every step there: permission
+    checks, approvals (``interrupt()``), side-effect markers, results. Each ``record``/``deny``/
+    ``grant``/``ask`` commits its events at once (its own transaction), so a crash keeps what
+    was recorded; one instance serves every run (per-run state lives in a
+    :class:`~nodes.runtime.NodeRun` and an :class:`ApprovalQuestions`).
+    """
+
+    def __init__(self, env: NodeEnv, tools: ToolExecutor):
+        self.env = env
+        self.tools = tools
+        #: the executor's ``strict_resolution`` (see :meth:`resolutions`)
+        self.strict = bool(getattr(tools, "strict_resolution", False))
+
+    def __call__(self, state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
+        """One node run: a ``taskctx resume`` not yet recorded is recorded first
+        (``resume.started``, a batch of its own); then each pending call in order
+        (:meth:`handle`) until one has to wait for the next run. Returns the state update."""
+        run = NodeRun(self.env, state, "tools", config)
+        resumed = run.resume_events()
+        if resumed:  # a `taskctx resume` (token not yet recorded): its own batch, before anything else
+            run.commit(resumed)
+        q = ApprovalQuestions(run.own)
+        for rec in [r for r in run.ctx.evidence.recent_tool_calls if r.status == "pending"]:
+            if not self.handle(run, q, rec):
+                break
+        return run.update()
+
+    def handle(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord) -> bool:
+        """Run, refuse, recover or ask about one pending call. A call with a
+        ``permission.granted`` marker from an earlier attempt uses the marker's arguments.
+        Refused by the policy: ``permission.denied`` + a ``denied`` result. A side-effecting call
+        with a marker: :meth:`resume_interrupted`. Needs approval: :meth:`seek_approval`. Else a
+        side-effecting call gets ``permission.granted`` (system, the policy's risk) and then runs
+        (:meth:`execute`). Returns False when the call waits for the next node run."""
+        marker = next((e for e in reversed(run.own) if e.kind == "permission.granted"
+                       and e.payload["call_id"] == rec.id), None)
+        args = arguments_dict(marker.payload["arguments"]) if marker is not None else arguments_dict(rec.arguments)
+        d = assess(rec.tool, args, run.ctx.permissions, self.tools)
+        if not d.allowed:
+            self.deny(run, rec, args, d.reason, f"refused by the tool node: {d.reason}; the call was not run")
+            return True
+        side = self.tools.has_side_effects(rec.tool)
+        if marker is not None and side:
+            return self.resume_interrupted(run, q, rec, args)
+        if d.needs_approval and marker is None:
+            return self.seek_approval(run, q, rec, args, d)
+        if side and marker is None:
+            self.grant(run, rec, args, d.risk, f"allowed by policy ({d.risk} risk){': ' + d.reason if d.reason else ''}",
+                       "system")
+        self.execute(run, rec, args)
+        return True
+
+    def resume_interrupted(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord,
+                           args: dict[str, Any]) -> bool:
+        """A side-effecting call that may have started (it has its ``permission.granted``) but
+        has no result: the executor's ``recover()`` checks the workspace. ``done``: its outcome is
+        recorded (:meth:`record`); ``retry``: it runs again (:meth:`execute`); ``ask`` (or no
+        ``recover``): put up as a ``high`` risk question "run it again?" (:meth:`ask`,
+        :meth:`answered`). Returns False when that question has to wait for the next node run."""
+        recover = getattr(self.tools, "recover", None)
+        r = recover(rec.id, rec.tool, args, list(run.ctx.permissions.file_scopes)) if recover else None
+        state = r.state if r is not None else "ask"
+        note = r.note if r is not None else "the tool cannot check its own side effects"
+        if state == "done" and r is not None and r.outcome is not None:
+            self.record(run, rec, args, r.outcome, f"recovered after an interruption: {note}")
+        elif state == "retry":
+            self.execute(run, rec, args, f"run again after an interruption: {note}")
+        else:
+            if not q.may_ask(again=rec.id):
+                return False
+            ans = self.ask(run, q, rec, args, "high", f"interrupted before its result was recorded: {note}; "
+                                                      "run it again?")
+            self.answered(run, rec, args, "high", ans, "run again after an interruption, approved by the user")
+        return True
+
+    def seek_approval(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord, args: dict[str, Any],
+                      d: Decision) -> bool:
+        """A call the policy ``d`` says needs approval. Rejected by the user before (same tool,
+        same arguments): ``permission.denied`` + an ``error`` result starting
+        :data:`REJECTED_AGAIN`, not asked again. Else asked (:meth:`ask`) and the answer acted on
+        (:meth:`answered`). Returns False when the question has to wait for the next node run."""
+        prior = self.rejected_before(run, rec.tool, args)
+        if prior is not None:
+            self.deny(run, rec, args, f"already {prior}; not asked again",
+                      f"{REJECTED_AGAIN} ({prior}); it was not run and will not be put up for approval again. "
+                      "Choose another approach or stop.", status="error", risk=d.risk)
+            return True
+        if not q.may_ask():
+            return False
+        ans = self.ask(run, q, rec, args, d.risk, d.reason or f"{rec.tool} needs approval")
+        self.answered(run, rec, args, d.risk, ans)
+        return True
+
+    def execute(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], note: str = "") -> None:
+        """Run the call now and :meth:`record` its outcome: ``read_artifact`` and
+        ``search_history`` are answered from the task's own stores, every other tool by the
+        executor (with the task's file scopes when it takes them). ``note`` heads the summary."""
+        if rec.tool == "read_artifact":
+            out = read_artifact(self.env, args)
+        elif rec.tool == "search_history":
+            out = search_history(self.env, run.task_id, args)
+        else:
+            out = scoped_execute(self.tools, rec.id, rec.tool, args, list(run.ctx.permissions.file_scopes))
+        self.record(run, rec, args, out, note)
+
+    def record(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], out: ToolOutcome,
+               note: str = "") -> None:
+        """Commit one batch: ``tool.result.received`` (raw output in the artifact store, exact
+        bytes; the summary secrets-masked and compressed, headed ``[note]``), one
+        ``file.modified`` per file the call changed, and on success the ``error.resolved`` events
+        of :meth:`resolutions`."""
+        ref = self.env.artifacts.put(out.output)
+        masked = mask_secrets(out.output).text
+        comp = compress_tool_result(masked, out.kind, ref, path=out.path)
+        summary = f"[{note}]\n{comp.text}" if note else comp.text
+        batch = [run.make("tool.result.received", ToolResultReceived(
+            call_id=rec.id, status="ok" if out.status == "ok" else "error", result_summary=summary,
+            raw_ref=ref, raw_chars=len(out.output), compressed=comp.compressed), actor="tool")]
+        for path in out.modified_all or ((out.modified,) if out.modified else ()):
+            batch.append(run.make("file.modified", FileModified(path=path, call_id=rec.id, raw_ref=ref), actor="tool"))
+        if out.status == "ok":
+            batch += self.resolutions(run, rec, args)
+        run.commit(batch)
+
+    def resolutions(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any]) -> list[Event]:
+        """The ``error.resolved`` events (not yet committed) a success of ``rec`` earns: every
+        open error of its plan step; with ``strict`` resolution instead every open error of an
+        earlier call of the same tool with the same arguments (or of no known call)."""
+        done = {e.id for e in run.ctx.errors.resolved_errors}
+        calls = {r.id: r for r in run.ctx.evidence.recent_tool_calls}
+        out = []
+        for err in run.ctx.errors.error_history:
+            if err.id in done:
+                continue
+            if self.strict:
+                if err.source != f"tool:{rec.tool}":
+                    continue
+                prev = calls.get(err.call_id or "")
+                if prev is not None and _canon(arguments_dict(prev.arguments)) != _canon(args):
+                    continue
+            elif err.step_id != rec.step_id:
+                continue
+            out.append(run.make("error.resolved", ErrorResolved(
+                error_id=err.id, resolution=f"later call {rec.id} ({rec.tool}) succeeded"), actor="system"))
+        return out
+
+    def deny(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], reason: str, summary: str, *,
+             actor: str = "system", status: str = "denied", risk: str = "high") -> None:
+        """Commit ``permission.denied`` (by ``actor``: the system's policy or the user) and the
+        call's result (``status`` denied, or error for a call rejected before) in one batch: the
+        call is never run."""
+        run.commit([
+            run.make("permission.denied", PermissionEvent(call_id=rec.id, tool=rec.tool, arguments=_canon(args),
+                                                         risk=risk, reason=reason), actor=actor),
+            run.make("tool.result.received", ToolResultReceived(call_id=rec.id, status=status, result_summary=summary),
+                     actor="system"),
+        ])
+
+    def grant(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, reason: str,
+              actor: str) -> None:
+        """Commit ``permission.granted`` (by the user after an approval, else by the system):
+        for a side-effecting call, the marker that it may have started."""
+        run.commit([run.make("permission.granted", PermissionEvent(
+            call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason), actor=actor)])
+
+    def rejected_before(self, run: NodeRun, tool: str, args: dict[str, Any]) -> str | None:
+        """The reason of the user's earlier rejection of ``tool`` with these exact arguments in
+        this task (read from ``permission.denied`` events only), or None."""
+        canon = _canon(args)
+        for e in self.env.events.read(run.task_id, kinds=("permission.denied",)):
+            if (e.actor == "user" and e.payload["tool"] == tool
+                    and e.payload["arguments"] == canon and e.payload["reason"].startswith("rejected by the user")):
+                return e.payload["reason"]
+        return None
+
+    def payload(self, run: NodeRun, req: Event) -> dict[str, Any]:
+        """The ``interrupt()`` value of the question ``req`` (a ``permission.requested`` event):
+        ``{type: "approval", task_id, call_id, step_id, tool, arguments, risk, reason, request_id}``."""
+        p = req.payload
+        rec = next((r for r in run.ctx.evidence.recent_tool_calls if r.id == p["call_id"]), None)
+        return {"type": "approval", "task_id": run.task_id, "call_id": p["call_id"],
+                "step_id": rec.step_id if rec is not None else None, "tool": p["tool"],
+                "arguments": arguments_dict(p["arguments"]), "risk": p["risk"], "reason": p["reason"],
+                "request_id": req.id}
+
+    def put(self, run: NodeRun, req: Event) -> Any:
+        """``interrupt()`` for ``req`` until the answer is one to ``req``: an answer naming
+        another ``request_id`` is not an answer to this question (it is asked again). Re-runs
+        make the same calls in the same order, so LangGraph hands back the same answers."""
+        while True:
+            answer = interrupt(self.payload(run, req))
+            rid = answer.get("request_id") if isinstance(answer, dict) else None
+            if rid is None or rid == req.id:
+                return answer
+
+    def ask(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord, args: dict[str, Any], risk: str,
+            reason: str) -> dict[str, Any]:
+        """The user's answer about ``rec`` (:func:`normalize_answer`). First the questions
+        earlier attempts of this node run put are put again, in order (LangGraph returns their
+        stored answers: resume values match ``interrupt()`` calls by order); the last one, when it
+        is about this call and its answer was not acted on yet, is the question asked now. Else
+        ``permission.requested`` is committed and put (raises LangGraph's interrupt until
+        answered)."""
+        q.put_now = True
+        while q.pos < len(q.asked):
+            req = q.asked[q.pos]
+            q.pos += 1
+            if q.pos == len(q.asked) and req.payload["call_id"] == rec.id and not q.acted_on(req):
+                return normalize_answer(self.put(run, req))
+            self.put(run, req)
+        req = run.commit([run.make("permission.requested", PermissionEvent(
+            call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason), actor="system")])[0]
+        q.asked.append(req)
+        q.pos += 1
+        return normalize_answer(self.put(run, req))
+
+    def answered(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, ans: dict[str, Any],
+                 note: str = "") -> None:
+        """Act on the answer ``ans``. approve: ``permission.granted`` (user), then run. edit: the
+        edited arguments are checked by the policy again (refused: ``permission.denied``, not
+        run), then granted and run. reject / respond: ``permission.denied`` by the user and a
+        ``denied`` result carrying the user's reason or message."""
+        action = ans["action"]
+        if action == "approve":
+            self.grant(run, rec, args, risk, "approved by the user", "user")
+            self.execute(run, rec, args, note)
+        elif action == "edit":
+            new = dict(ans["arguments"])
+            d = assess(rec.tool, new, run.ctx.permissions, self.tools)
+            if not d.allowed:
+                self.deny(run, rec, new, f"edited arguments refused: {d.reason}",
+                          f"refused by the tool node: the edited arguments break the policy ({d.reason}); not run")
+                return
+            self.grant(run, rec, new, d.risk, "approved with arguments edited by the user", "user")
+            self.execute(run, rec, new, "the user edited the arguments before approving" + (f"; {note}" if note else ""))
+        elif action == "reject":
+            why = " ".join(str(ans.get("reason") or "no reason given").split())[:500]
+            self.deny(run, rec, args, f"rejected by the user: {why}",
+                      f"the user rejected this call ({why}); it was not run. Do not ask for it again with the same "
+                      "arguments: choose another approach or finish the step.", actor="user", risk=risk)
+        else:
+            msg = " ".join(str(ans.get("message") or "").split())[:2000]
+            self.deny(run, rec, args, f"the user answered instead of approving: {msg}",
+                      f"not run; instead of approving, the user says: {msg}", actor="user", risk=risk)
+
+
+def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> TaskToolNode:
+    """The graph's ``tools`` node over ``env`` and ``tools``: a :class:`TaskToolNode`, callable
+    as ``node(state, config) -> state update`` (see module doc)."""
+    return TaskToolNode(env, tools)

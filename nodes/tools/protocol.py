@@ -1,0 +1,88 @@
+"""What a tool executor is to the tool node: the :class:`ToolExecutor` protocol, the
+:class:`ToolOutcome` it returns, OpenAI-format tool schemas (:func:`function_schema`), and how
+the node calls ``execute`` (:func:`accepts_scopes`, :func:`scoped_execute`)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from context.compression import ResultKind
+
+__all__ = ["CONTROL_TOOLS", "ToolExecutor", "ToolOutcome", "accepts_scopes", "function_schema", "scoped_execute"]
+
+#: Tools the nodes handle themselves (not run by a ToolExecutor).
+CONTROL_TOOLS = {"complete_step", "submit_plan", "submit_review", "decide_recovery"}
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What a tool returned: ``status`` ok|error, the raw ``output`` text, its compression
+    ``kind``, and for file reads/writes the ``path``; ``modified`` (and ``modified_all`` for
+    several files) the files the call changed."""
+
+    status: str
+    output: str
+    kind: ResultKind = "command"
+    path: str | None = None
+    modified: str | None = None
+    modified_all: tuple[str, ...] = ()
+
+
+class ToolExecutor(Protocol):
+    """Runs the task's tools. ``schemas()`` are OpenAI-format tool dicts offered to the executor.
+
+    Optional class attributes and methods the tool node looks for:
+
+    * ``accepts_scopes = True``: ``execute`` takes a fourth argument, the task's ``file_scopes``
+      (``execute(call_id, tool, arguments, scopes)``); without it ``execute`` is called with three
+      (:class:`~nodes.workspace.WorkspaceTools` sets it). When the attribute is missing, an
+      ``execute`` with a parameter named ``scopes`` gets them too.
+    * ``strict_resolution = True``: a success resolves only errors of an earlier call of the same
+      tool with the same arguments (default: the open errors of the call's plan step).
+    * ``check(tool, arguments, scopes) -> (risk, reason, paths)``: the executor's own policy
+      (:func:`nodes.permissions.assess`; raise ``PolicyError`` to refuse).
+    * ``recover(call_id, tool, arguments, scopes) -> Recovery``: checks a side-effecting call
+      interrupted before its result was recorded (``done``, ``retry`` or ``ask``).
+    """
+
+    def schemas(self) -> list[dict[str, Any]]: ...
+    def has_side_effects(self, tool: str) -> bool: ...
+    def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolOutcome: ...
+
+
+def function_schema(name: str, description: str, properties: dict[str, Any] | None = None,
+                    required: Sequence[str] = ()) -> dict[str, Any]:
+    """An OpenAI-format tool dict ``{"type": "function", "function": {name, description,
+    parameters}}``; ``properties`` None: any arguments (``additionalProperties: true``)."""
+    params: dict[str, Any] = {"type": "object", "properties": properties or {}}
+    if required:
+        params["required"] = list(required)
+    if properties is None:
+        params["additionalProperties"] = True
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
+
+
+def accepts_scopes(tools: Any) -> bool:
+    """Whether ``tools.execute`` takes the file scopes as a fourth argument: the executor's
+    ``accepts_scopes`` attribute, else whether ``execute`` has a parameter named ``scopes``."""
+    flag = getattr(tools, "accepts_scopes", None)
+    if flag is not None:
+        return bool(flag)
+    try:
+        return "scopes" in inspect.signature(tools.execute).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def scoped_execute(tools: Any, call_id: str, tool: str, args: dict[str, Any], scopes: list[str]) -> ToolOutcome:
+    """``tools.execute`` with the scopes when it takes them (:func:`accepts_scopes`). A tool that
+    raises is an ``error`` outcome naming the exception, never a crashed graph."""
+    try:
+        if accepts_scopes(tools):
+            return tools.execute(call_id, tool, args, scopes)
+        return tools.execute(call_id, tool, args)
+    except Exception as exc:  # a crashing tool is an error result, not a crashed graph
+        return ToolOutcome("error", f"error: tool {tool} raised {type(exc).__name__}: {exc}")

@@ -1,0 +1,314 @@
+"""The workspace ToolExecutor, :class:`WorkspaceTools`, and its tools.
+
+Tools: ``list_dir``, ``read_file`` (line ranges), ``grep`` (regex, path glob), ``write_file``,
+``apply_patch`` (unified diff), ``run_command`` (argv list, no shell, timeout), and
+``search_history`` (offered here, answered by the tool node like ``read_artifact``, which the
+executor node offers: both read the task's own stores). Paths go through
+:mod:`~nodes.workspace.paths`, commands through :mod:`~nodes.workspace.commands`; an
+interrupted call is checked by :mod:`~nodes.workspace.recovery`. Children get
+``PR_SET_PDEATHSIG`` (Linux) so they die with a killed parent.
+
+Risk: reads are ``low``; writes ``medium``, ``high`` for config, CI, build, secret or executable
+files (:data:`~nodes.workspace.paths.HIGH_RISK_FILES`); commands per program (the command table).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from ..permissions import PolicyError
+from ..tools import SEARCH_HISTORY_SCHEMA, ToolOutcome, function_schema
+from .commands import DEFAULT_PROGRAMS, FORBIDDEN_PROGRAMS, command_policy
+from .patch import FilePatch, PatchError, apply_unified_diff, parse_unified_diff
+from .paths import atomic_write, dir_may_hold_scope, glob_match, in_scope, resolve, sha256_hex, write_risk
+from .recovery import Recovery, receipt_path, recover, write_receipt
+
+__all__ = ["MAX_READ_BYTES", "MAX_TIMEOUT", "SIDE_EFFECT_TOOLS", "WorkspaceTools"]
+
+SIDE_EFFECT_TOOLS = frozenset({"write_file", "apply_patch", "run_command"})
+MAX_READ_BYTES = 2_000_000
+MAX_TIMEOUT = 600
+
+
+def _pdeathsig() -> None:  # pragma: no cover - runs in the child
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+_S = {"type": "string"}
+_I = {"type": "integer"}
+
+
+class WorkspaceTools:
+    """The workspace ToolExecutor (see module doc).
+
+    ``root``: the workspace folder; ``programs``: bare program names ``run_command`` may start;
+    ``timeout``: default seconds per command; ``receipts_dir``: where command receipts live
+    (default ``<root>/.taskctx/receipts``; the CLI uses a folder per task beside the database).
+    ``strict_resolution``: an error is resolved only by a later success of the same tool with
+    the same arguments (the failing test passing), not by any later success of its step.
+    ``accepts_scopes``: :meth:`execute` takes the task's ``file_scopes`` as a fourth argument
+    (the tool node passes them; see :class:`nodes.tools.ToolExecutor`).
+    """
+
+    strict_resolution = True
+    accepts_scopes = True
+
+    def __init__(self, root: str | Path, *, programs: Sequence[str] = DEFAULT_PROGRAMS, timeout: int = 120,
+                 receipts_dir: str | Path | None = None):
+        real = Path(os.path.realpath(root))
+        if not real.is_dir():
+            raise FileNotFoundError(f"workspace {root} is not a folder")
+        self.root = real
+        self.programs = frozenset(p for p in programs if p not in FORBIDDEN_PROGRAMS)
+        self.timeout = timeout
+        self.receipts_dir = Path(receipts_dir) if receipts_dir else real / ".taskctx" / "receipts"
+
+    # protocol ---------------------------------------------------------------------------
+    def schemas(self) -> list[dict[str, Any]]:
+        """The OpenAI-format schemas of the workspace tools and ``search_history``."""
+        return [
+            function_schema("list_dir", "List a folder of the workspace (paths relative to its root).",
+                            {"path": _S, "depth": _I}),
+            function_schema("read_file", "Read a text file; optional 1-based inclusive line range.",
+                            {"path": _S, "start_line": _I, "end_line": _I}, ["path"]),
+            function_schema("grep", "Search files for a Python regex; optional folder and file glob (e.g. *.py).",
+                            {"pattern": _S, "path": _S, "glob": _S}, ["pattern"]),
+            function_schema("write_file", "Write (create or replace) a text file.", {"path": _S, "content": _S},
+                            ["path", "content"]),
+            function_schema("apply_patch", "Apply a unified diff (--- a/path, +++ b/path, @@ hunks).",
+                            {"patch": _S}, ["patch"]),
+            function_schema("run_command", "Run a program with an argv list (no shell), in the workspace root.",
+                            {"argv": {"type": "array", "items": _S}, "timeout": _I}, ["argv"]),
+            SEARCH_HISTORY_SCHEMA,  # read_artifact is offered by the executor node itself
+        ]
+
+    def has_side_effects(self, tool: str) -> bool:
+        """``write_file``, ``apply_patch`` and ``run_command`` (:data:`SIDE_EFFECT_TOOLS`)."""
+        return tool in SIDE_EFFECT_TOOLS
+
+    # policy -----------------------------------------------------------------------------
+    def resolve(self, path: Any, scopes: Sequence[str] = (), *, write: bool = False, kind: str = "any") -> tuple[Path, str]:
+        """The real path and workspace-relative path of ``path``, or ``PolicyError``
+        (:func:`nodes.workspace.paths.resolve`)."""
+        return resolve(self.root, path, scopes, write=write, kind=kind)
+
+    def command_policy(self, argv: Any, scopes: Sequence[str] = ()) -> tuple[list[str], str, str]:
+        """``(argv to exec, risk, reason)`` for a command, or ``PolicyError``
+        (:func:`nodes.workspace.commands.command_policy` over :attr:`programs`)."""
+        return command_policy(argv, scopes, root=self.root, programs=self.programs)
+
+    def check(self, tool: str, args: dict[str, Any], scopes: Sequence[str] = ()) -> tuple[str, str, tuple[str, ...]]:
+        """``(risk, reason, paths)`` for a call, or ``PolicyError`` (used by :func:`nodes.permissions.assess`)."""
+        if tool in ("read_artifact", "search_history"):
+            return "low", "", ()
+        if tool == "list_dir":
+            _, rel = self.resolve(args.get("path", ".") or ".", scopes, kind="dir")
+            return "low", "", (rel,)
+        if tool == "read_file":
+            _, rel = self.resolve(args.get("path"), scopes, kind="file")
+            return "low", "", (rel,)
+        if tool == "grep":
+            _, rel = self.resolve(args.get("path", ".") or ".", scopes)
+            try:
+                re.compile(str(args.get("pattern", "")))
+            except re.error as exc:
+                raise PolicyError(f"bad regex: {exc}") from exc
+            return "low", "", (rel,)
+        if tool == "write_file":
+            if not isinstance(args.get("content"), str):
+                raise PolicyError("write_file needs content as a string")
+            _, rel = self.resolve(args.get("path"), scopes, write=True, kind="file")
+            risk, reason = write_risk([rel])
+            return risk, reason, (rel,)
+        if tool == "apply_patch":
+            rels = self._patch_paths(args, scopes)
+            risk, reason = write_risk(rels)
+            return risk, reason, tuple(rels)
+        if tool == "run_command":
+            _, risk, reason = self.command_policy(args.get("argv"), scopes)
+            t = args.get("timeout")
+            if t is not None and (not isinstance(t, int) or not 0 < t <= MAX_TIMEOUT):
+                raise PolicyError(f"timeout must be 1..{MAX_TIMEOUT} seconds")
+            return risk, reason, ()
+        raise PolicyError(f"{tool} is not a workspace tool")
+
+    def _patch_paths(self, args: dict[str, Any], scopes: Sequence[str]) -> list[str]:
+        """The files a patch writes (relative paths, once each); ``PolicyError`` for a patch that
+        does not parse, deletes or renames a file, or names a path the path rules refuse."""
+        try:
+            files = parse_unified_diff(str(args.get("patch", "")))
+        except PatchError as exc:
+            raise PolicyError(f"not a unified diff: {exc}") from exc
+        rels = []
+        for fp in files:
+            if fp.new_path is None:
+                raise PolicyError(f"patch deletes {fp.old_path}; deleting files is not supported")
+            if fp.old_path is not None and fp.old_path != fp.new_path:
+                raise PolicyError(f"patch renames {fp.old_path} to {fp.new_path}; renaming is not supported")
+            for p in {fp.old_path, fp.new_path} - {None}:
+                rels.append(self.resolve(p, scopes, write=True, kind="file")[1])
+        return list(dict.fromkeys(rels))
+
+    # execution --------------------------------------------------------------------------
+    def execute(self, call_id: str, tool: str, arguments: dict[str, Any], scopes: Sequence[str] = ()) -> ToolOutcome:
+        """Run one call. Policy is checked again here (defense in depth); a refusal is an error outcome."""
+        try:
+            self.check(tool, arguments, scopes)
+            fn = getattr(self, f"_t_{tool}", None)
+            if fn is None:
+                return ToolOutcome("error", f"unknown tool {tool!r}")
+            return fn(call_id, arguments, scopes)
+        except PolicyError as exc:
+            return ToolOutcome("error", f"refused: {exc}")
+        except PatchError as exc:
+            return ToolOutcome("error", f"error: patch does not apply: {exc}")
+        except OSError as exc:
+            return ToolOutcome("error", f"error: {exc.strerror or exc}")
+
+    def _t_list_dir(self, call_id: str, a: dict[str, Any], scopes: Sequence[str]) -> ToolOutcome:
+        real, rel = self.resolve(a.get("path", ".") or ".", scopes, kind="dir")
+        depth = max(1, min(int(a.get("depth") or 1), 4))
+        out: list[str] = []
+
+        def walk(d: Path, level: int) -> None:
+            for entry in sorted(d.iterdir(), key=lambda p: p.name):
+                r = entry.relative_to(self.root).as_posix()
+                if r.split("/")[0] in (".git", ".taskctx"):
+                    continue
+                if entry.is_symlink():
+                    out.append(f"{r}@")
+                elif entry.is_dir():
+                    if dir_may_hold_scope(r, scopes):
+                        out.append(f"{r}/")
+                        if level < depth:
+                            walk(entry, level + 1)
+                elif in_scope(r, scopes):
+                    out.append(r)
+
+        walk(real, 1)
+        return ToolOutcome("ok", "\n".join(out) + "\n" if out else "(empty)\n", "other", rel)
+
+    def _t_read_file(self, call_id: str, a: dict[str, Any], scopes: Sequence[str]) -> ToolOutcome:
+        real, rel = self.resolve(a.get("path"), scopes, kind="file")
+        if not real.is_file():
+            return ToolOutcome("error", f"error: {rel}: No such file", "file_read", rel)
+        if real.stat().st_size > MAX_READ_BYTES:
+            return ToolOutcome("error", f"error: {rel} is larger than {MAX_READ_BYTES} bytes; read a line range with grep first")
+        data = real.read_bytes()
+        if b"\x00" in data[:8192]:
+            return ToolOutcome("error", f"error: {rel} is a binary file", "file_read", rel)
+        text = data.decode("utf-8", errors="replace")
+        s, e = a.get("start_line"), a.get("end_line")
+        if s is not None or e is not None:
+            lines = text.splitlines(keepends=True)
+            s = max(1, int(s or 1))
+            e = min(len(lines), int(e or len(lines)))
+            text = "".join(lines[s - 1 : e])
+        return ToolOutcome("ok", text, "file_read", rel)
+
+    def _t_grep(self, call_id: str, a: dict[str, Any], scopes: Sequence[str]) -> ToolOutcome:
+        real, rel = self.resolve(a.get("path", ".") or ".", scopes)
+        rx = re.compile(str(a.get("pattern", "")))
+        glob = a.get("glob")
+        hits: list[str] = []
+        files = [real] if real.is_file() else []
+        if real.is_dir():
+            for d, dirs, names in os.walk(real, followlinks=False):
+                dirs[:] = sorted(x for x in dirs if x not in (".git", ".taskctx", "__pycache__"))
+                files += [Path(d) / n for n in sorted(names)]
+        for f in files:
+            if f.is_symlink() or not f.is_file():
+                continue
+            r = f.relative_to(self.root).as_posix()
+            if not in_scope(r, scopes):
+                continue
+            if glob and not (glob_match(r, glob) if "/" in glob else fnmatchcase(f.name, glob)):
+                continue
+            try:
+                data = f.read_bytes()[:MAX_READ_BYTES]
+            except OSError:
+                continue
+            if b"\x00" in data[:8192]:
+                continue
+            for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+                if rx.search(line[:2000]):
+                    hits.append(f"{r}:{n}: {line[:300]}")
+                    if len(hits) >= 500:
+                        break
+        return ToolOutcome("ok", "\n".join(hits) + "\n" if hits else "(no matches)\n", "search", rel)
+
+    def _t_write_file(self, call_id: str, a: dict[str, Any], scopes: Sequence[str]) -> ToolOutcome:
+        real, rel = self.resolve(a.get("path"), scopes, write=True, kind="file")
+        data = str(a["content"]).encode("utf-8")
+        atomic_write(real, data)
+        return ToolOutcome("ok", f"wrote {rel}: {len(data)} bytes, sha256 {sha256_hex(data)[:12]}", "command", rel, rel)
+
+    def patch_plan(self, a: dict[str, Any], scopes: Sequence[str]) -> list[tuple[Path, str, FilePatch, str | None]]:
+        """``(real path, relative path, file patch, current text or None)`` per file of the
+        patch ``a["patch"]``; ``PatchError`` / ``PolicyError`` for a bad patch or path."""
+        out = []
+        for fp in parse_unified_diff(str(a.get("patch", ""))):
+            real, rel = self.resolve(fp.new_path, scopes, write=True, kind="file")
+            cur = real.read_text(encoding="utf-8") if real.is_file() else None
+            out.append((real, rel, fp, cur))
+        return out
+
+    def _t_apply_patch(self, call_id: str, a: dict[str, Any], scopes: Sequence[str]) -> ToolOutcome:
+        plan = self.patch_plan(a, scopes)
+        results = []
+        for real, rel, fp, cur in plan:
+            if fp.old_path is not None and cur is None:
+                raise PatchError(f"{rel} does not exist")
+            if fp.old_path is None and cur is not None:
+                raise PatchError(f"{rel} already exists (the patch creates it)")
+            results.append((real, rel, apply_unified_diff(cur, fp), len(fp.hunks)))
+        for real, _, text, _ in results:  # all hunks checked before anything is written
+            atomic_write(real, text.encode("utf-8"))
+        desc = ", ".join(f"{rel} ({n} hunk{'s' if n != 1 else ''})" for _, rel, _, n in results)
+        rels = tuple(rel for _, rel, _, _ in results)
+        return ToolOutcome("ok", f"patched {desc}", "command", rels[0], rels[0], rels)
+
+    def receipt(self, call_id: str) -> Path:
+        """The receipt file of a ``run_command`` call (:func:`nodes.workspace.recovery.receipt_path`)."""
+        return receipt_path(self.receipts_dir, call_id)
+
+    def _t_run_command(self, call_id: str, a: dict[str, Any], scopes: Sequence[str]) -> ToolOutcome:
+        argv, _, _ = self.command_policy(a.get("argv"), scopes)
+        timeout = int(a.get("timeout") or self.timeout)
+        receipt = self.receipt(call_id)
+        receipt.parent.mkdir(parents=True, exist_ok=True)
+        shown = " ".join(a["argv"])
+        write_receipt(receipt, {"call_id": call_id, "argv": a["argv"], "status": "started"})
+        env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(self.receipts_dir), "LANG": "C.UTF-8",
+               "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "NO_COLOR": "1", "GIT_TERMINAL_PROMPT": "0",
+               "GIT_CONFIG_NOSYSTEM": "1", "GIT_PAGER": "cat", "PAGER": "cat", "TERM": "dumb"}
+        try:
+            proc = subprocess.run(argv, cwd=self.root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, timeout=timeout, preexec_fn=_pdeathsig,
+                                  start_new_session=True)
+            out, rc = proc.stdout.decode("utf-8", errors="replace"), proc.returncode
+        except subprocess.TimeoutExpired as exc:
+            out = (exc.stdout or b"").decode("utf-8", errors="replace") + f"\nerror: timed out after {timeout}s\n"
+            rc = -9
+        text = f"$ {shown}\n{out}" + ("" if out.endswith("\n") or not out else "\n") + f"[exit code {rc}]\n"
+        write_receipt(receipt, {"call_id": call_id, "argv": a["argv"], "status": "finished", "returncode": rc,
+                                "output": text})
+        return ToolOutcome("ok" if rc == 0 else "error", text, "command")
+
+    # recovery ---------------------------------------------------------------------------
+    def recover(self, call_id: str, tool: str, arguments: dict[str, Any], scopes: Sequence[str] = ()) -> Recovery:
+        """Check an interrupted side-effecting call against the workspace
+        (:func:`nodes.workspace.recovery.recover`)."""
+        return recover(self, call_id, tool, arguments, scopes)
