@@ -1,5 +1,5 @@
 """The wheel holds exactly context, nodes, graphs; they resolve to this distribution; the layers
-hold (import-linter)."""
+hold (import-linter); context/ is mypy-clean."""
 
 from __future__ import annotations
 
@@ -51,6 +51,13 @@ def test_import_layers() -> None:
                          timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "3 kept, 0 broken" in out.stdout
+
+
+def test_context_is_mypy_clean() -> None:
+    out = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml")], cwd=REPO,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "Success: no issues found in 10 source files"
 
 
 def test_every_package_has_one_all() -> None:

@@ -42,7 +42,7 @@ PAYLOADS: dict[str, dict[str, object]] = {
 
 
 def _ev(kind: str, payload: dict[str, object], seq: int = 0):
-    e = new_event(kind, payload, actor="agent", timestamp=TS)  # type: ignore[arg-type]
+    e = new_event(kind, payload, actor="agent", timestamp=TS)
     return e.model_copy(update={"seq": seq}) if seq else e
 
 
@@ -98,7 +98,7 @@ def test_each_kind_has_its_own_named_handler():
 
 def test_the_table_is_read_only():
     with pytest.raises(TypeError):
-        FOLDS["task.created"] = FOLDS["task.completed"]  # type: ignore[index]
+        FOLDS["task.created"] = FOLDS["task.completed"]
 
 
 @pytest.mark.parametrize("kind", sorted(FOLDS))
