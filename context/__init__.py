@@ -1,9 +1,39 @@
 """taskctx.context: the TaskContext contract and its machinery.
 
-Pydantic models of the eight parts, the event union, the pure reducer, the SQLite event log and
-artifact store, tool-result compression, context blocks, the builder, budget and manifest. It
-never imports langgraph or langchain-core (enforced by import-linter), so it is testable without
-a graph.
+One turn of the loop, and who does each step. The steps in context/ are named by module; the
+renderer, the model and the tool node live in ``nodes`` (public names given), wired by ``graphs``::
+
+    events        events.py: Event, EventKind, one payload model per kind (PAYLOAD_MODELS).
+      |           The append-only log that holds them, and the artifact store of exact
+      |           tool outputs: store.py (SQLite) or pg_store.py (Postgres).
+      v
+    reducer       reducer.py: apply_event / replay, a pure left fold of the log; one
+      |           handler per kind (FOLDS).
+      v
+    TaskContext   models.py: its parts (identity, plan, current_step, progress, control,
+      |           permissions, evidence, events (a view of the log), memory, errors).
+      v
+    builder       builder.py: candidate ContextBlocks (trust-labelled) fitted into the token
+      |           budget by build_context; its Manifest says what went in and why.
+      v
+    renderer      nodes: one per role (PlannerRenderer, ExecutorRenderer, ReviewerRenderer,
+      |           RecoveryRenderer): TaskContext -> blocks -> chat messages.
+      v
+    model         a LangChain chat model (nodes.resolve_model; offline: nodes.ScriptedChatModel,
+      |           nodes.ReplayChatModel).
+      v
+    tool node     nodes.make_tool_node: checks permissions, runs the calls, puts each raw
+      |           output in the artifact store and its prompt form from compression.py
+      |           (compress_tool_result) into tool.result.received.
+      +--> new events appended to the log --> back to the top
+
+Beside the loop: errors.py is the error tree that every step raises from (TaskctxError and
+below; drawn in its docstring); trajectory.py loads recorded agent runs
+(load_trajectory), which `taskctx replay` and the bench feed through the loop (replay model
+and replay tools).
+
+This package never imports langgraph or langchain-core (enforced by import-linter), so it is
+testable without a graph.
 """
 
 from .builder import (

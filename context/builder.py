@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,6 +39,7 @@ from .errors import BudgetError
 
 __all__ = [
     "BlockKind",
+    "BlockOptions",
     "BuildResult",
     "ContextBlock",
     "Layer",
@@ -89,6 +90,18 @@ class ContextBlock(BaseModel):
     supersedes: list[str] = Field(default_factory=list)
 
 
+class BlockOptions(TypedDict, total=False):
+    """The optional fields of a :class:`ContextBlock` that :func:`make_block` passes through."""
+
+    observed_at: str
+    priority: Priority
+    trust: Trust
+    relevance: float
+    compressed: bool
+    slot: str
+    supersedes: list[str]
+
+
 def make_block(
     id: str,
     text: str,
@@ -97,9 +110,11 @@ def make_block(
     layer: Layer,
     source: str,
     count_tokens: TokenCounter = approx_tokens,
-    **kw: object,
+    **kw: Unpack[BlockOptions],
 ) -> ContextBlock:
-    """A block whose ``token_estimate`` is ``count_tokens(text)``."""
+    """A block whose ``token_estimate`` is ``count_tokens(text)`` (tokens); ``kw`` are the other
+    :class:`ContextBlock` fields (:class:`BlockOptions`). A wrong field raises
+    ``pydantic.ValidationError`` naming it."""
     return ContextBlock(
         id=id, text=text, kind=kind, layer=layer, source=source, token_estimate=count_tokens(text), **kw
     )

@@ -9,6 +9,13 @@ Rules (DESIGN.md "Tool results", thresholds in chars):
   ``HEAD_CHARS`` + the last ``TAIL_CHARS`` chars, a one-line summary and the ref.
 * ``file_read`` over ``FILE_LIMIT`` = 8,000 chars: path, line range and a snippet of the first
   ``SNIPPET_LINES`` lines (at most ``SNIPPET_CHARS``), and the ref with a ``#L`` fragment.
+* Long lines: when an output cut head/tail has a line longer than ``COMMAND_LIMIT`` (minified
+  code, a JSON dump, a progress bar without newlines), a ``#L`` slice cannot bring that line into
+  a prompt whole, so the note counts characters: the chars shown (``chars 1-1200 and ...``), the
+  total in chars and UTF-8 bytes, which lines the omitted middle lies in, the long lines'
+  lengths, and the ``#L`` slice of the omitted lines when that is not the whole output. A file
+  read whose first line is longer than ``SNIPPET_CHARS`` says ``shown: chars 1-2000`` instead of
+  a line range. Line numbers count LF, CRLF and CR endings, as ``#L`` slices do.
 * ``search`` with more than ``SEARCH_LIMIT`` = 5 results: the first 5, the omitted count and the
   ref. A result is a fenced code section with its path line when the output has fences,
   otherwise a non-empty line.
@@ -17,6 +24,8 @@ Rules (DESIGN.md "Tool results", thresholds in chars):
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Literal
 
@@ -59,10 +68,65 @@ class Compressed:
     raw_chars: int
 
 
-def _head_tail(raw: str, ref: str, label: str) -> Compressed:
-    n_lines = raw.count("\n") + (0 if raw.endswith("\n") or not raw else 1)
+def _lines(n: int) -> str:
+    return f"{n} line" if n == 1 else f"{n} lines"
+
+
+_EOL = re.compile(r"\r\n|\r|\n")
+
+
+def _line_spans(raw: str) -> list[tuple[int, int]]:
+    """``(start, end)`` char offsets of each line without its ending, split as
+    ``bytes.splitlines`` splits (LF, CRLF, CR) so line numbers match ``#L`` slices."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for m in _EOL.finditer(raw):
+        spans.append((pos, m.start()))
+        pos = m.end()
+    if pos < len(raw):
+        spans.append((pos, len(raw)))
+    return spans
+
+
+def _line_of(spans: list[tuple[int, int]], offset: int) -> int:
+    """The 1-based number of the line holding char ``offset`` (its ending belongs to it)."""
+    return max(1, bisect_right([start for start, _ in spans], offset))
+
+
+def _long_lines(spans: list[tuple[int, int]], shown: int = 3) -> str:
+    """``lines over 4000 chars (...): 1 (1500000 chars), 2 (...)``, the first ``shown`` of them."""
+    long = [(i + 1, end - start) for i, (start, end) in enumerate(spans) if end - start > COMMAND_LIMIT]
+    text = ", ".join(f"{no} ({size} chars)" for no, size in long[:shown])
+    more = f" and {len(long) - shown} more" if len(long) > shown else ""
+    return f"lines over {COMMAND_LIMIT} chars (cut to their ends even when read alone): {text}{more}"
+
+
+def _has_long_line(spans: list[tuple[int, int]]) -> bool:
+    return any(end - start > COMMAND_LIMIT for start, end in spans)
+
+
+def _head_tail(raw: str, ref: str, label: str, *, of_ref: bool = True) -> Compressed:
+    """The first ``HEAD_CHARS`` and last ``TAIL_CHARS`` chars with a note. ``of_ref``: ``raw``
+    is the text ``ref`` holds, so the note may give char and line positions within it."""
     omitted = len(raw) - HEAD_CHARS - TAIL_CHARS
-    summary = f"{label}: {n_lines} lines, {len(raw)} chars; {omitted} chars omitted from the middle; full output: {ref}"
+    spans = _line_spans(raw) if of_ref else []
+    if of_ref and _has_long_line(spans):
+        n = len(raw)
+        head = f"{label}: {_lines(len(spans))}, {n} chars ({len(raw.encode('utf-8'))} bytes); "
+        shown = f"shown: chars 1-{HEAD_CHARS} and {n - TAIL_CHARS + 1}-{n}; {omitted} chars omitted from the middle"
+        if len(spans) == 1:
+            summary = f"{head}{shown}; full output: {ref} (one line, so a #L slice cannot narrow it)"
+        else:
+            first, last = _line_of(spans, HEAD_CHARS), _line_of(spans, n - TAIL_CHARS - 1)
+            where = f"line {first}" if first == last else f"lines {first}-{last}"
+            part = "" if (first, last) == (1, len(spans)) else f"; the omitted {where}: {ref}#L{first}-{last}"
+            summary = f"{head}{shown}, in {where}; {_long_lines(spans)}; full output: {ref}{part}"
+    else:
+        n_lines = raw.count("\n") + (0 if raw.endswith("\n") or not raw else 1)
+        summary = (
+            f"{label}: {_lines(n_lines)}, {len(raw)} chars; {omitted} chars omitted from the middle; "
+            f"full output: {ref}"
+        )
     text = (
         f"{raw[:HEAD_CHARS]}\n[... {omitted} chars omitted ...]\n{raw[-TAIL_CHARS:]}\n[{summary}]"
     )
@@ -112,19 +176,32 @@ def compress_tool_result(
         lines = raw.splitlines()
         snippet_lines: list[str] = []
         size = 0
+        cut = False
         for ln in lines[:SNIPPET_LINES]:
             if size + len(ln) + 1 > SNIPPET_CHARS:
                 if not snippet_lines:  # one huge first line (minified code): show its start
                     snippet_lines.append(ln[:SNIPPET_CHARS])
+                    cut = len(ln) > SNIPPET_CHARS
                 break
             snippet_lines.append(ln)
             size += len(ln) + 1
         shown = len(snippet_lines)
-        where = path or "file"
-        summary = (
-            f"file read {where}: {len(lines)} lines, {n} chars; showing lines 1-{shown}; "
-            f"full text: {ref}; a slice: {ref}#L<start>-<end>"
-        )
+        where = f"file read {path}" if path else "file read"
+        if cut:  # the snippet is the start of line 1
+            spans = _line_spans(raw)
+            head = f"{where}: {_lines(len(spans))}, {n} chars ({len(raw.encode('utf-8'))} bytes); "
+            if len(spans) == 1:
+                summary = f"{head}shown: chars 1-{SNIPPET_CHARS}; full text: {ref} (one line, so a #L slice cannot narrow it)"
+            else:
+                summary = (
+                    f"{head}shown: chars 1-{SNIPPET_CHARS} of line 1 ({len(lines[0])} chars); "
+                    f"{_long_lines(spans)}; full text: {ref}; a slice: {ref}#L<start>-<end>"
+                )
+        else:
+            summary = (
+                f"{where}: {_lines(len(lines))}, {n} chars; showing lines 1-{shown}; "
+                f"full text: {ref}; a slice: {ref}#L<start>-<end>"
+            )
         text = "\n".join(snippet_lines) + f"\n[{summary}]"
         return Compressed(text=text, compressed=True, summary=summary, raw_chars=n)
     if kind == "search":
@@ -134,7 +211,7 @@ def compress_tool_result(
             summary = f"search: {len(results)} results, first {SEARCH_LIMIT} shown, {omitted} omitted; full list: {ref}"
             text = "\n".join(results[:SEARCH_LIMIT]) + f"\n[{summary}]"
             if len(text) > COMMAND_LIMIT:
-                inner = _head_tail(text, ref, "search (first 5 results)")
+                inner = _head_tail(text, ref, "search (first 5 results)", of_ref=False)
                 return Compressed(text=inner.text + f"\n[{summary}]", compressed=True, summary=summary, raw_chars=n)
             return Compressed(text=text, compressed=True, summary=summary, raw_chars=n)
     limit = FILE_LIMIT if kind == "file_read" else COMMAND_LIMIT

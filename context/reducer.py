@@ -2,8 +2,11 @@
 
 Pure: it reads nothing but its arguments (no clock, no store) and never mutates ``ctx``; it
 returns a new TaskContext that shares unchanged parts. Total: every kind in ``EventKind`` is
-handled, and an event whose ``seq`` is not past ``ctx.events.cursor`` is ignored, so folding
-the same event twice is a no-op (idempotent catch-up after a crash).
+either folded by its handler in the table :data:`FOLDS` (``_on_<kind>(ctx, event) -> ctx``) or
+listed in :data:`UNFOLDED_KINDS` (only the cursor and the events view move); a test checks that
+the two together are exactly ``EventKind``. An event whose ``seq`` is not past
+``ctx.events.cursor`` is ignored, so folding the same event twice is a no-op (idempotent
+catch-up after a crash).
 
 Source: DESIGN.md "events: the log; every other view is derived from it"; the seed idea of
 event sourcing (a left fold of the log into state).
@@ -12,13 +15,15 @@ event sourcing (a left fold of the log into state).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 
 from .events import (
     ContextBuilt,
     ErrorOccurred,
     ErrorResolved,
     Event,
+    EventKind,
     MemoryNoted,
     PermissionEvent,
     PlanCreated,
@@ -49,7 +54,16 @@ from .models import (
     arguments_dict,
 )
 
-__all__ = ["apply_event", "replay", "summarize_event", "CHECKPOINT_FINDINGS", "CHECKPOINT_OMITTED_LINES"]
+__all__ = [
+    "apply_event",
+    "replay",
+    "summarize_event",
+    "CHECKPOINT_FINDINGS",
+    "CHECKPOINT_OMITTED_LINES",
+    "FOLDS",
+    "UNFOLDED_KINDS",
+    "Fold",
+]
 
 #: Findings a transcript checkpoint keeps (the most recent ones).
 CHECKPOINT_FINDINGS = 5
@@ -187,254 +201,335 @@ def _drop_pending_completion(ctx: TaskContext) -> TaskContext:
     return ctx.model_copy(update={"control": ctx.control.model_copy(update={"pending_completion": None})})
 
 
-def _fold(ctx: TaskContext, e: Event) -> TaskContext:  # noqa: C901 - one branch per kind
-    k = e.kind
-    if k == "task.created":
-        p: TaskCreated = e.typed()
-        return ctx.model_copy(
-            update={
-                "identity": ctx.identity.model_copy(
-                    update={
-                        "task_id": p.task_id,
-                        "original_request": p.original_request,
-                        "constraints": list(p.constraints),
-                        "success_criteria": list(p.success_criteria),
-                        "non_goals": list(p.non_goals),
-                    }
-                ),
-                "permissions": ctx.permissions.model_copy(
-                    update={
-                        "allowed_tools": list(p.allowed_tools),
-                        "denied_tools": list(p.denied_tools),
-                        "requires_approval": list(p.requires_approval),
-                        "file_scopes": list(p.file_scopes),
-                    }
-                ),
-                "control": ctx.control.model_copy(update={"status": "running"}),
-            }
-        )
-    if k in ("plan.created", "plan.updated"):
-        out = _fold_plan(ctx, e.typed())
-        return _drop_pending_completion(out)
-    if k == "step.completion.requested":
-        q_: StepCompletionRequested = e.typed()
-        pc = PendingCompletion(step_id=q_.step_id, after_calls=list(q_.after_calls), result=q_.result,
-                               summary=q_.summary, findings=list(q_.findings),
-                               unresolved_issues=list(q_.unresolved_issues))
-        return ctx.model_copy(update={"control": ctx.control.model_copy(update={"pending_completion": pc})})
-    if k == "step.started":
-        s: StepStarted = e.typed()
-        return ctx.model_copy(
-            update={
-                "plan": ctx.plan.model_copy(
-                    update={
-                        "status": "executing",
-                        "current_step_id": s.step_id,
-                        "steps": _set_step_status(ctx.plan.steps, s.step_id, "running"),
-                    }
-                ),
-                "current_step": CurrentStep(
-                    objective=s.objective,
-                    expected_output=s.expected_output,
-                    input_context=list(s.input_context),
-                    allowed_tools=list(s.allowed_tools),
-                    constraints=list(s.constraints),
-                    risk_level=s.risk_level,
-                ),
-                "control": ctx.control.model_copy(update={"status": "running", "pending_completion": None}),
-            }
-        )
-    if k == "step.completed":
-        c: StepCompleted = e.typed()
-        status = {"success": "done", "partial": "done", "failed": "failed", "blocked": "blocked"}[c.result]
-        steps = _set_step_status(ctx.plan.steps, c.step_id, status)
-        completed = list(ctx.progress.completed_steps)
-        if status == "done" and c.step_id not in completed:
-            completed.append(c.step_id)
-        all_done = bool(steps) and all(s.status in ("done", "skipped") for s in steps)
-        return ctx.model_copy(
-            update={
-                "plan": ctx.plan.model_copy(
-                    update={
-                        "steps": steps,
-                        "current_step_id": None,
-                        "status": "completed" if all_done else ctx.plan.status,
-                    }
-                ),
-                "current_step": None,
-                "progress": ctx.progress.model_copy(
-                    update={
-                        "completed_steps": completed,
-                        "last_step": LastStep(
-                            id=c.step_id,
-                            result=c.result,
-                            summary=c.summary,
-                            findings=[f.statement for f in c.findings],
-                            changed_artifacts=list(c.changed_artifacts),
-                            unresolved_issues=list(c.unresolved_issues),
-                        ),
-                    }
-                ),
-                "evidence": ctx.evidence.model_copy(
-                    update={"findings": (list(ctx.evidence.findings) + list(c.findings))[-FINDINGS_WINDOW:]}
-                ),
-                "control": ctx.control.model_copy(update={"pending_completion": None}),
-            }
-        )
-    if k == "tool.called":
-        t: ToolCalled = e.typed()
-        rec = ToolCallRecord(
-            id=t.call_id,
-            step_id=t.step_id,
-            tool=t.tool,
-            arguments=t.arguments,
-            status="pending",
-            timestamp=e.timestamp,
-            thought=t.thought,
-        )
-        calls = [r for r in ctx.evidence.recent_tool_calls if r.id != t.call_id] + [rec]
-        return ctx.model_copy(update={"evidence": ctx.evidence.model_copy(update={"recent_tool_calls": calls})})
-    if k == "tool.result.received":
-        r: ToolResultReceived = e.typed()
-        calls = _update_call(ctx, r.call_id, status=r.status, result_summary=r.result_summary, raw_ref=r.raw_ref,
-                             compressed=r.compressed)
-        out = ctx.model_copy(
-            update={
-                "evidence": ctx.evidence.model_copy(update={"recent_tool_calls": calls}),
-                "progress": ctx.progress.model_copy(update={"executor_steps": ctx.progress.executor_steps + 1}),
-            }
-        )
-        return out if r.status == "ok" else _completion_not_applied(out, r.call_id, f"{r.call_id} returned {r.status}",
-                                                                     only_success=True)
-    if k == "permission.requested":
-        q: PermissionEvent = e.typed()
-        req = ApprovalRequest(call_id=q.call_id, tool=q.tool, arguments=q.arguments, risk=q.risk, reason=q.reason)
-        return ctx.model_copy(
-            update={"control": ctx.control.model_copy(update={"pending_approval": req, "status": "waiting_user"})}
-        )
-    if k in ("permission.granted", "permission.denied"):
-        q = e.typed()
-        update: dict[str, object] = {"status": "running"}
-        if ctx.control.pending_approval is not None and ctx.control.pending_approval.call_id == q.call_id:
-            update["pending_approval"] = None
-        out = ctx.model_copy(update={"control": ctx.control.model_copy(update=update)})
-        if k == "permission.granted" and q.arguments != "{}":
-            # the arguments that run (an approver may have edited them)
-            before = {c.id: c.arguments for c in out.evidence.recent_tool_calls}.get(q.call_id)
-            calls = _update_call(out, q.call_id, arguments=q.arguments)
-            out = out.model_copy(update={"evidence": out.evidence.model_copy(update={"recent_tool_calls": calls})})
-            if before is not None and arguments_dict(before) != arguments_dict(q.arguments):
-                out = _completion_not_applied(out, q.call_id, f"the approver edited the arguments of {q.call_id}")
-        if k == "permission.denied":
-            calls = _update_call(out, q.call_id, status="denied")
-            out = out.model_copy(update={"evidence": out.evidence.model_copy(update={"recent_tool_calls": calls})})
-            why = " ".join(q.reason.split())[:120]
-            out = _completion_not_applied(out, q.call_id, f"{q.call_id} was not run" + (f" ({why})" if why else ""),
-                                          only_success=True)
-        return out
-    if k == "checkpoint.created":
-        return ctx.model_copy(
-            update={
-                "control": ctx.control.model_copy(
-                    update={"checkpoint_id": e.payload["checkpoint_id"], "rollback_available": True}
-                )
-            }
-        )
-    if k == "file.modified":
-        path = e.payload["path"]
-        if path in ctx.progress.changed_artifacts:
-            return ctx
-        return ctx.model_copy(
-            update={"progress": ctx.progress.model_copy(update={"changed_artifacts": [*ctx.progress.changed_artifacts, path]})}
-        )
-    if k == "error.occurred":
-        o: ErrorOccurred = e.typed()
-        rec_e = ErrorRecord(
-            id=o.error_id, step_id=o.step_id, source=o.source, message=o.message, call_id=o.call_id, timestamp=e.timestamp
-        )
-        return ctx.model_copy(
-            update={
-                "errors": ctx.errors.model_copy(
-                    update={"last_error": rec_e, "error_history": list(ctx.errors.error_history) + [rec_e]}
-                )
-            }
-        )
-    if k == "error.resolved":
-        res: ErrorResolved = e.typed()
-        if any(x.id == res.error_id for x in ctx.errors.resolved_errors):
-            return ctx
-        found = [x for x in ctx.errors.error_history if x.id == res.error_id]
-        resolved = list(ctx.errors.resolved_errors)
-        if found:
-            resolved.append(found[-1].model_copy(update={"resolution": res.resolution}))
-        last = ctx.errors.last_error
-        if last is not None and last.id == res.error_id:
-            last = None
-        return ctx.model_copy(
-            update={"errors": ctx.errors.model_copy(update={"resolved_errors": resolved, "last_error": last})}
-        )
-    if k == "user.interrupted":
-        return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": "idle"})})
-    if k == "resume.started":
-        return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": "running"})})
-    if k == "context.built":
-        b: ContextBuilt = e.typed()
-        if b.transcript_reset:
-            calls = ctx.evidence.recent_tool_calls
-            keep = calls[max(0, len(calls) - b.keep_last) :] if b.keep_last > 0 else []
-            leaving = calls[: len(calls) - len(keep)]
-            view = _checkpoint_view(ctx, leaving, e.seq)
-            ctx = ctx.model_copy(
+def _on_task_created(ctx: TaskContext, e: Event) -> TaskContext:
+    p: TaskCreated = e.typed()
+    return ctx.model_copy(
+        update={
+            "identity": ctx.identity.model_copy(
                 update={
-                    "evidence": ctx.evidence.model_copy(
-                        update={
-                            "recent_tool_calls": list(keep),
-                            "transcript_notes": [],
-                            "omitted_calls": ctx.evidence.omitted_calls + len(leaving),
-                            "omitted_summary": view.omitted_summary,
-                            "transcript_checkpoint": view,
-                        }
-                    )
+                    "task_id": p.task_id,
+                    "original_request": p.original_request,
+                    "constraints": list(p.constraints),
+                    "success_criteria": list(p.success_criteria),
+                    "non_goals": list(p.non_goals),
                 }
+            ),
+            "permissions": ctx.permissions.model_copy(
+                update={
+                    "allowed_tools": list(p.allowed_tools),
+                    "denied_tools": list(p.denied_tools),
+                    "requires_approval": list(p.requires_approval),
+                    "file_scopes": list(p.file_scopes),
+                }
+            ),
+            "control": ctx.control.model_copy(update={"status": "running"}),
+        }
+    )
+
+
+def _on_plan_created(ctx: TaskContext, e: Event) -> TaskContext:
+    """``plan.created`` and ``plan.updated``: a new plan version replaces the plan."""
+    return _drop_pending_completion(_fold_plan(ctx, e.typed()))
+
+
+def _on_step_completion_requested(ctx: TaskContext, e: Event) -> TaskContext:
+    q: StepCompletionRequested = e.typed()
+    pc = PendingCompletion(step_id=q.step_id, after_calls=list(q.after_calls), result=q.result,
+                           summary=q.summary, findings=list(q.findings),
+                           unresolved_issues=list(q.unresolved_issues))
+    return ctx.model_copy(update={"control": ctx.control.model_copy(update={"pending_completion": pc})})
+
+
+def _on_step_started(ctx: TaskContext, e: Event) -> TaskContext:
+    s: StepStarted = e.typed()
+    return ctx.model_copy(
+        update={
+            "plan": ctx.plan.model_copy(
+                update={
+                    "status": "executing",
+                    "current_step_id": s.step_id,
+                    "steps": _set_step_status(ctx.plan.steps, s.step_id, "running"),
+                }
+            ),
+            "current_step": CurrentStep(
+                objective=s.objective,
+                expected_output=s.expected_output,
+                input_context=list(s.input_context),
+                allowed_tools=list(s.allowed_tools),
+                constraints=list(s.constraints),
+                risk_level=s.risk_level,
+            ),
+            "control": ctx.control.model_copy(update={"status": "running", "pending_completion": None}),
+        }
+    )
+
+
+def _on_step_completed(ctx: TaskContext, e: Event) -> TaskContext:
+    c: StepCompleted = e.typed()
+    status = {"success": "done", "partial": "done", "failed": "failed", "blocked": "blocked"}[c.result]
+    steps = _set_step_status(ctx.plan.steps, c.step_id, status)
+    completed = list(ctx.progress.completed_steps)
+    if status == "done" and c.step_id not in completed:
+        completed.append(c.step_id)
+    all_done = bool(steps) and all(s.status in ("done", "skipped") for s in steps)
+    return ctx.model_copy(
+        update={
+            "plan": ctx.plan.model_copy(
+                update={
+                    "steps": steps,
+                    "current_step_id": None,
+                    "status": "completed" if all_done else ctx.plan.status,
+                }
+            ),
+            "current_step": None,
+            "progress": ctx.progress.model_copy(
+                update={
+                    "completed_steps": completed,
+                    "last_step": LastStep(
+                        id=c.step_id,
+                        result=c.result,
+                        summary=c.summary,
+                        findings=[f.statement for f in c.findings],
+                        changed_artifacts=list(c.changed_artifacts),
+                        unresolved_issues=list(c.unresolved_issues),
+                    ),
+                }
+            ),
+            "evidence": ctx.evidence.model_copy(
+                update={"findings": (list(ctx.evidence.findings) + list(c.findings))[-FINDINGS_WINDOW:]}
+            ),
+            "control": ctx.control.model_copy(update={"pending_completion": None}),
+        }
+    )
+
+
+def _on_tool_called(ctx: TaskContext, e: Event) -> TaskContext:
+    t: ToolCalled = e.typed()
+    rec = ToolCallRecord(
+        id=t.call_id,
+        step_id=t.step_id,
+        tool=t.tool,
+        arguments=t.arguments,
+        status="pending",
+        timestamp=e.timestamp,
+        thought=t.thought,
+    )
+    calls = [r for r in ctx.evidence.recent_tool_calls if r.id != t.call_id] + [rec]
+    return ctx.model_copy(update={"evidence": ctx.evidence.model_copy(update={"recent_tool_calls": calls})})
+
+
+def _on_tool_result_received(ctx: TaskContext, e: Event) -> TaskContext:
+    r: ToolResultReceived = e.typed()
+    calls = _update_call(ctx, r.call_id, status=r.status, result_summary=r.result_summary, raw_ref=r.raw_ref,
+                         compressed=r.compressed)
+    out = ctx.model_copy(
+        update={
+            "evidence": ctx.evidence.model_copy(update={"recent_tool_calls": calls}),
+            "progress": ctx.progress.model_copy(update={"executor_steps": ctx.progress.executor_steps + 1}),
+        }
+    )
+    return out if r.status == "ok" else _completion_not_applied(out, r.call_id, f"{r.call_id} returned {r.status}",
+                                                                 only_success=True)
+
+
+def _on_permission_requested(ctx: TaskContext, e: Event) -> TaskContext:
+    q: PermissionEvent = e.typed()
+    req = ApprovalRequest(call_id=q.call_id, tool=q.tool, arguments=q.arguments, risk=q.risk, reason=q.reason)
+    return ctx.model_copy(
+        update={"control": ctx.control.model_copy(update={"pending_approval": req, "status": "waiting_user"})}
+    )
+
+
+def _approval_answered(ctx: TaskContext, q: PermissionEvent) -> TaskContext:
+    """Back to running; the pending approval is cleared when it is the one for ``q.call_id``."""
+    update: dict[str, object] = {"status": "running"}
+    if ctx.control.pending_approval is not None and ctx.control.pending_approval.call_id == q.call_id:
+        update["pending_approval"] = None
+    return ctx.model_copy(update={"control": ctx.control.model_copy(update=update)})
+
+
+def _on_permission_granted(ctx: TaskContext, e: Event) -> TaskContext:
+    q: PermissionEvent = e.typed()
+    out = _approval_answered(ctx, q)
+    if q.arguments != "{}":
+        # the arguments that run (an approver may have edited them)
+        before = {c.id: c.arguments for c in out.evidence.recent_tool_calls}.get(q.call_id)
+        calls = _update_call(out, q.call_id, arguments=q.arguments)
+        out = out.model_copy(update={"evidence": out.evidence.model_copy(update={"recent_tool_calls": calls})})
+        if before is not None and arguments_dict(before) != arguments_dict(q.arguments):
+            out = _completion_not_applied(out, q.call_id, f"the approver edited the arguments of {q.call_id}")
+    return out
+
+
+def _on_permission_denied(ctx: TaskContext, e: Event) -> TaskContext:
+    q: PermissionEvent = e.typed()
+    out = _approval_answered(ctx, q)
+    calls = _update_call(out, q.call_id, status="denied")
+    out = out.model_copy(update={"evidence": out.evidence.model_copy(update={"recent_tool_calls": calls})})
+    why = " ".join(q.reason.split())[:120]
+    return _completion_not_applied(out, q.call_id, f"{q.call_id} was not run" + (f" ({why})" if why else ""),
+                                   only_success=True)
+
+
+def _on_checkpoint_created(ctx: TaskContext, e: Event) -> TaskContext:
+    return ctx.model_copy(
+        update={
+            "control": ctx.control.model_copy(
+                update={"checkpoint_id": e.payload["checkpoint_id"], "rollback_available": True}
             )
-        if b.delta_note is not None:
-            note = TranscriptNote(at=len(ctx.evidence.recent_tool_calls), text=b.delta_note)
-            ctx = ctx.model_copy(update={"evidence": ctx.evidence.model_copy(
-                update={"transcript_notes": [*ctx.evidence.transcript_notes, note]})})
+        }
+    )
+
+
+def _on_file_modified(ctx: TaskContext, e: Event) -> TaskContext:
+    path = e.payload["path"]
+    if path in ctx.progress.changed_artifacts:
         return ctx
-    if k == "review.completed":
-        rv: ReviewCompleted = e.typed()
-        status = "completed" if rv.verdict == "approve" else "revising"
-        return ctx.model_copy(update={"plan": ctx.plan.model_copy(update={"status": status})})
-    if k == "recovery.decided":
-        d: RecoveryDecided = e.typed()
-        if d.decision == "stop":
-            return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": "failed"})})
-        if d.decision == "replan":
-            return ctx.model_copy(update={"plan": ctx.plan.model_copy(update={"status": "revising"})})
-        # retry: a step that ended failed or blocked runs again
-        steps = [s.model_copy(update={"status": "pending"}) if s.status in ("failed", "blocked") else s
-                 for s in ctx.plan.steps]
-        return ctx if steps == ctx.plan.steps else ctx.model_copy(update={"plan": ctx.plan.model_copy(update={"steps": steps})})
-    if k == "task.completed":
-        tc: TaskCompleted = e.typed()
-        return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": tc.status})})
-    if k in ("memory.proposed", "memory.confirmed"):
-        m: MemoryNoted = e.typed()
-        mem = ctx.memory
-        if k == "memory.proposed":
-            mem = mem.model_copy(update={"working_memory": list(mem.working_memory) + [m.text]})
-        else:
-            field = {"fact": "durable_facts", "preference": "user_preferences", "convention": "project_conventions"}[m.kind]
-            mem = mem.model_copy(
-                update={
-                    field: list(getattr(mem, field)) + [m.text],
-                    "working_memory": [w for w in mem.working_memory if w != m.text],
-                }
+    return ctx.model_copy(
+        update={"progress": ctx.progress.model_copy(update={"changed_artifacts": [*ctx.progress.changed_artifacts, path]})}
+    )
+
+
+def _on_error_occurred(ctx: TaskContext, e: Event) -> TaskContext:
+    o: ErrorOccurred = e.typed()
+    rec = ErrorRecord(
+        id=o.error_id, step_id=o.step_id, source=o.source, message=o.message, call_id=o.call_id, timestamp=e.timestamp
+    )
+    return ctx.model_copy(
+        update={
+            "errors": ctx.errors.model_copy(
+                update={"last_error": rec, "error_history": list(ctx.errors.error_history) + [rec]}
             )
-        return ctx.model_copy(update={"memory": mem})
-    # anything else only moves the cursor.
+        }
+    )
+
+
+def _on_error_resolved(ctx: TaskContext, e: Event) -> TaskContext:
+    res: ErrorResolved = e.typed()
+    if any(x.id == res.error_id for x in ctx.errors.resolved_errors):
+        return ctx
+    found = [x for x in ctx.errors.error_history if x.id == res.error_id]
+    resolved = list(ctx.errors.resolved_errors)
+    if found:
+        resolved.append(found[-1].model_copy(update={"resolution": res.resolution}))
+    last = ctx.errors.last_error
+    if last is not None and last.id == res.error_id:
+        last = None
+    return ctx.model_copy(
+        update={"errors": ctx.errors.model_copy(update={"resolved_errors": resolved, "last_error": last})}
+    )
+
+
+def _on_user_interrupted(ctx: TaskContext, e: Event) -> TaskContext:
+    return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": "idle"})})
+
+
+def _on_resume_started(ctx: TaskContext, e: Event) -> TaskContext:
+    return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": "running"})})
+
+
+def _on_context_built(ctx: TaskContext, e: Event) -> TaskContext:
+    b: ContextBuilt = e.typed()
+    if b.transcript_reset:
+        calls = ctx.evidence.recent_tool_calls
+        keep = calls[max(0, len(calls) - b.keep_last) :] if b.keep_last > 0 else []
+        leaving = calls[: len(calls) - len(keep)]
+        view = _checkpoint_view(ctx, leaving, e.seq)
+        ctx = ctx.model_copy(
+            update={
+                "evidence": ctx.evidence.model_copy(
+                    update={
+                        "recent_tool_calls": list(keep),
+                        "transcript_notes": [],
+                        "omitted_calls": ctx.evidence.omitted_calls + len(leaving),
+                        "omitted_summary": view.omitted_summary,
+                        "transcript_checkpoint": view,
+                    }
+                )
+            }
+        )
+    if b.delta_note is not None:
+        note = TranscriptNote(at=len(ctx.evidence.recent_tool_calls), text=b.delta_note)
+        ctx = ctx.model_copy(update={"evidence": ctx.evidence.model_copy(
+            update={"transcript_notes": [*ctx.evidence.transcript_notes, note]})})
     return ctx
+
+
+def _on_review_completed(ctx: TaskContext, e: Event) -> TaskContext:
+    rv: ReviewCompleted = e.typed()
+    status = "completed" if rv.verdict == "approve" else "revising"
+    return ctx.model_copy(update={"plan": ctx.plan.model_copy(update={"status": status})})
+
+
+def _on_recovery_decided(ctx: TaskContext, e: Event) -> TaskContext:
+    d: RecoveryDecided = e.typed()
+    if d.decision == "stop":
+        return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": "failed"})})
+    if d.decision == "replan":
+        return ctx.model_copy(update={"plan": ctx.plan.model_copy(update={"status": "revising"})})
+    # retry: a step that ended failed or blocked runs again
+    steps = [s.model_copy(update={"status": "pending"}) if s.status in ("failed", "blocked") else s
+             for s in ctx.plan.steps]
+    return ctx if steps == ctx.plan.steps else ctx.model_copy(update={"plan": ctx.plan.model_copy(update={"steps": steps})})
+
+
+def _on_task_completed(ctx: TaskContext, e: Event) -> TaskContext:
+    tc: TaskCompleted = e.typed()
+    return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": tc.status})})
+
+
+def _on_memory_proposed(ctx: TaskContext, e: Event) -> TaskContext:
+    m: MemoryNoted = e.typed()
+    mem = ctx.memory.model_copy(update={"working_memory": list(ctx.memory.working_memory) + [m.text]})
+    return ctx.model_copy(update={"memory": mem})
+
+
+def _on_memory_confirmed(ctx: TaskContext, e: Event) -> TaskContext:
+    m: MemoryNoted = e.typed()
+    mem = ctx.memory
+    field = {"fact": "durable_facts", "preference": "user_preferences", "convention": "project_conventions"}[m.kind]
+    mem = mem.model_copy(
+        update={
+            field: list(getattr(mem, field)) + [m.text],
+            "working_memory": [w for w in mem.working_memory if w != m.text],
+        }
+    )
+    return ctx.model_copy(update={"memory": mem})
+
+
+#: One event's fold: ``(ctx, event) -> new ctx``, pure (no clock, no store, ``ctx`` not mutated).
+Fold = Callable[[TaskContext, Event], TaskContext]
+
+#: The kinds the reducer folds, each with its handler: the list of kinds the reducer knows.
+FOLDS: Mapping[EventKind, Fold] = MappingProxyType({
+    "task.created": _on_task_created,
+    "plan.created": _on_plan_created,
+    "plan.updated": _on_plan_created,
+    "step.started": _on_step_started,
+    "step.completed": _on_step_completed,
+    "step.completion.requested": _on_step_completion_requested,
+    "tool.called": _on_tool_called,
+    "tool.result.received": _on_tool_result_received,
+    "permission.requested": _on_permission_requested,
+    "permission.granted": _on_permission_granted,
+    "permission.denied": _on_permission_denied,
+    "checkpoint.created": _on_checkpoint_created,
+    "file.modified": _on_file_modified,
+    "error.occurred": _on_error_occurred,
+    "error.resolved": _on_error_resolved,
+    "user.interrupted": _on_user_interrupted,
+    "resume.started": _on_resume_started,
+    "context.built": _on_context_built,
+    "review.completed": _on_review_completed,
+    "recovery.decided": _on_recovery_decided,
+    "task.completed": _on_task_completed,
+    "memory.proposed": _on_memory_proposed,
+    "memory.confirmed": _on_memory_confirmed,
+})
+
+#: Kinds the reducer deliberately does not fold: their events only move the cursor and the
+#: events view (``apply_event``). Empty today: every kind changes the TaskContext.
+UNFOLDED_KINDS: frozenset[EventKind] = frozenset()
 
 
 def apply_event(ctx: TaskContext, event: Event) -> TaskContext:
@@ -448,7 +543,7 @@ def apply_event(ctx: TaskContext, event: Event) -> TaskContext:
         return ctx
     if event.seq == 0:
         event = event.model_copy(update={"seq": seq})
-    out = _fold(ctx, event)
+    out = ctx if event.kind in UNFOLDED_KINDS else FOLDS[event.kind](ctx, event)
     recent = list(out.events.recent) + [
         EventSummary(seq=seq, kind=event.kind, actor=event.actor, timestamp=event.timestamp, summary=summarize_event(event))
     ]

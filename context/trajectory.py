@@ -195,5 +195,7 @@ def load_trajectory(path: str | Path) -> Trajectory:
             f"{p}: the header says n_steps={declared} but the file holds {len(steps)} steps; "
             "the file looks truncated or edited: restore it from the source"
         )
-    meta = head.get("meta") if isinstance(head.get("meta"), dict) else {}
+    meta = head.get("meta")
+    if not isinstance(meta, dict):
+        meta = {}
     return Trajectory(id=head["id"], task=head["task"], meta=meta, steps=steps, path=str(p))

@@ -99,11 +99,11 @@ def test_file_read_over_8000_chars_gives_snippet_path_and_ref():
     assert c == Compressed(text="\n".join(lines[:25]) + f"\n[{summary}]", compressed=True, summary=summary, raw_chars=8001)
 
 
-def test_file_read_snippet_is_capped_at_40_lines_and_path_defaults_to_file():
+def test_file_read_snippet_is_capped_at_40_lines_and_a_read_without_path_says_file_read():
     raw = "".join(f"line {i:04d}\n" for i in range(1, 1001))  # 10_000 chars, short lines
     c = compress_tool_result(raw, "file_read", REF)
     assert c.summary == (
-        f"file read file: 1000 lines, 10000 chars; showing lines 1-40; full text: {REF}; a slice: {REF}#L<start>-<end>"
+        f"file read: 1000 lines, 10000 chars; showing lines 1-40; full text: {REF}; a slice: {REF}#L<start>-<end>"
     )
     assert c.text == "".join(f"line {i:04d}\n" for i in range(1, 41)) + f"[{c.summary}]"
 
@@ -123,6 +123,93 @@ def test_file_read_with_one_huge_line_still_shows_a_snippet():
     assert c.text.startswith("var a=1;" * 250 + "\n[")
     assert "lines 1-0" not in c.summary
     assert c.compressed is True
+    assert c.summary == (
+        f"file read app.min.js: 1 line, 9600 chars (9600 bytes); shown: chars 1-2000; "
+        f"full text: {REF} (one line, so a #L slice cannot narrow it)"
+    )
+
+
+# ------------------------------------------------------------------- huge lines (issue 10)
+# A line over COMMAND_LIMIT cannot enter a prompt whole, not even as a #L slice: the note counts
+# chars (shown, omitted, total, UTF-8 bytes) and says which lines the cut falls in.
+
+
+def test_a_3_000_000_char_single_line_command_output():
+    raw = "0123456789" * 300_000
+    c = compress_tool_result(raw, "command", REF)
+    summary = (
+        "command output: 1 line, 3000000 chars (3000000 bytes); shown: chars 1-1200 and 2998801-3000000; "
+        f"2997600 chars omitted from the middle; full output: {REF} (one line, so a #L slice cannot narrow it)"
+    )
+    assert c == Compressed(
+        text="0123456789" * 120 + "\n[... 2997600 chars omitted ...]\n" + "0123456789" * 120 + f"\n[{summary}]",
+        compressed=True,
+        summary=summary,
+        raw_chars=3_000_000,
+    )
+
+
+def test_a_3_000_000_char_single_line_file_read():
+    raw = "x=1;" * 750_000
+    c = compress_tool_result(raw, "file_read", REF)
+    summary = (
+        f"file read: 1 line, 3000000 chars (3000000 bytes); shown: chars 1-2000; "
+        f"full text: {REF} (one line, so a #L slice cannot narrow it)"
+    )
+    assert c == Compressed(text="x=1;" * 500 + f"\n[{summary}]", compressed=True, summary=summary,
+                           raw_chars=3_000_000)
+
+
+def test_two_very_long_lines():
+    raw = "a" * 1_500_000 + "\n" + "b" * 1_500_000 + "\n"
+    c = compress_tool_result(raw, "command", REF)
+    summary = (
+        "command output: 2 lines, 3000002 chars (3000002 bytes); shown: chars 1-1200 and 2998803-3000002; "
+        "2997602 chars omitted from the middle, in lines 1-2; lines over 4000 chars (cut to their ends even "
+        f"when read alone): 1 (1500000 chars), 2 (1500000 chars); full output: {REF}"
+    )
+    assert c.summary == summary
+    assert c.text == "a" * 1200 + "\n[... 2997602 chars omitted ...]\n" + "b" * 1199 + f"\n\n[{summary}]"
+    f = compress_tool_result(raw, "file_read", REF, path="dump.json")
+    assert f.summary == (
+        "file read dump.json: 2 lines, 3000002 chars (3000002 bytes); shown: chars 1-2000 of line 1 "
+        "(1500000 chars); lines over 4000 chars (cut to their ends even when read alone): 1 (1500000 chars), "
+        f"2 (1500000 chars); full text: {REF}; a slice: {REF}#L<start>-<end>"
+    )
+    assert f.text == "a" * 2000 + f"\n[{f.summary}]"
+
+
+def test_a_cjk_single_line_counts_chars_and_utf8_bytes():
+    raw = "漢字" * 500_000  # 1,000,000 chars, 3 bytes each in UTF-8
+    c = compress_tool_result(raw, "file_read", REF, path="data/zh.txt")
+    summary = (
+        f"file read data/zh.txt: 1 line, 1000000 chars (3000000 bytes); shown: chars 1-2000; "
+        f"full text: {REF} (one line, so a #L slice cannot narrow it)"
+    )
+    assert c == Compressed(text="漢字" * 1000 + f"\n[{summary}]", compressed=True, summary=summary,
+                           raw_chars=1_000_000)
+    o = compress_tool_result(raw, "command", REF)
+    assert o.summary == (
+        "command output: 1 line, 1000000 chars (3000000 bytes); shown: chars 1-1200 and 998801-1000000; "
+        f"997600 chars omitted from the middle; full output: {REF} (one line, so a #L slice cannot narrow it)"
+    )
+
+
+def test_a_long_line_among_short_ones_names_the_omitted_lines_and_the_slice_fetches_them(stores):
+    # 300 short lines ending \r\n (counted as #L slices count them), one 6,000-char line, 300 more
+    short = "".join(f"row {i:03d}\r\n" for i in range(300))  # 300 x 9 chars
+    raw = short + "z" * 6000 + "\n" + short
+    ref = stores.artifacts.put(raw)
+    c = compress_tool_result(raw, "command", ref)
+    assert c.summary == (
+        "command output: 601 lines, 11401 chars (11401 bytes); shown: chars 1-1200 and 10202-11401; "
+        "9001 chars omitted from the middle, in lines 134-468; lines over 4000 chars (cut to their ends even "
+        f"when read alone): 301 (6000 chars); full output: {ref}; the omitted lines 134-468: {ref}#L134-468"
+    )
+    got = stores.artifacts.get(f"{ref}#L134-468").decode("utf-8")
+    assert raw[1200:-1200] in got
+    assert raw[1200:-1200] not in stores.artifacts.get(f"{ref}#L135-468").decode("utf-8")
+    assert raw[1200:-1200] not in stores.artifacts.get(f"{ref}#L134-467").decode("utf-8")
 
 
 # ---------------------------------------------------------------------------------- search

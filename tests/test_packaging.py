@@ -1,5 +1,6 @@
 """The wheel holds exactly context, nodes, graphs (with the listed subpackages and the demo's
-sample workspace); they resolve to this distribution; the layers hold (import-linter)."""
+sample workspace); they resolve to this distribution; the layers hold (import-linter); context/ is
+mypy-clean."""
 
 from __future__ import annotations
 
@@ -85,6 +86,13 @@ def test_import_layers() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     assert "4 kept, 0 broken" in out.stdout
     assert "graphs wiring never imports the applications (cli, bench, eval, demo, report) KEPT" in out.stdout
+
+
+def test_context_is_mypy_clean() -> None:
+    out = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml")], cwd=REPO,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "Success: no issues found in 10 source files"
 
 
 def test_every_package_has_one_all() -> None:
