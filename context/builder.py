@@ -220,7 +220,9 @@ def build_context(
             reasons[b.id] = f"fits ({b.priority}, {b.trust})"
         elif stopped_at is None:
             stopped_at = b
-            reasons[b.id] = f"dropped: over budget ({b.priority}, {b.trust}; needs {b.token_estimate}, {available - used} left)"
+            reasons[b.id] = (
+                f"dropped: over budget ({b.priority}, {b.trust}; needs {b.token_estimate}, {available - used} left)"
+            )
         else:  # strict drop order: nothing ranked below a dropped block goes in
             reasons[b.id] = f"dropped: ranked below {stopped_at.id}, which did not fit ({b.priority}, {b.trust})"
     for b in candidates:

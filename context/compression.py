@@ -124,12 +124,9 @@ def _head_tail(raw: str, ref: str, label: str, *, of_ref: bool = True) -> Compre
     else:
         n_lines = raw.count("\n") + (0 if raw.endswith("\n") or not raw else 1)
         summary = (
-            f"{label}: {_lines(n_lines)}, {len(raw)} chars; {omitted} chars omitted from the middle; "
-            f"full output: {ref}"
+            f"{label}: {_lines(n_lines)}, {len(raw)} chars; {omitted} chars omitted from the middle; full output: {ref}"
         )
-    text = (
-        f"{raw[:HEAD_CHARS]}\n[... {omitted} chars omitted ...]\n{raw[-TAIL_CHARS:]}\n[{summary}]"
-    )
+    text = f"{raw[:HEAD_CHARS]}\n[... {omitted} chars omitted ...]\n{raw[-TAIL_CHARS:]}\n[{summary}]"
     return Compressed(text=text, compressed=True, summary=summary, raw_chars=len(raw))
 
 
@@ -191,7 +188,9 @@ def compress_tool_result(
             spans = _line_spans(raw)
             head = f"{where}: {_lines(len(spans))}, {n} chars ({len(raw.encode('utf-8'))} bytes); "
             if len(spans) == 1:
-                summary = f"{head}shown: chars 1-{SNIPPET_CHARS}; full text: {ref} (one line, so a #L slice cannot narrow it)"
+                summary = (
+                    f"{head}shown: chars 1-{SNIPPET_CHARS}; full text: {ref} (one line, so a #L slice cannot narrow it)"
+                )
             else:
                 summary = (
                     f"{head}shown: chars 1-{SNIPPET_CHARS} of line 1 ({len(lines[0])} chars); "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -276,7 +276,7 @@ PAYLOAD_MODELS: dict[str, type[_Payload]] = {
 
 def utc_now() -> str:
     """The current time as ISO-8601 UTC with milliseconds, e.g. ``2026-11-30T12:00:00.000Z``."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Event(BaseModel):
@@ -298,7 +298,7 @@ class Event(BaseModel):
     correlation_id: str | None = None
 
     @model_validator(mode="after")
-    def _check_payload(self) -> "Event":
+    def _check_payload(self) -> Event:
         model = PAYLOAD_MODELS[self.kind]
         # Normalise: defaults filled in, so equal events compare equal after a round trip.
         object.__setattr__(self, "payload", model.model_validate(self.payload).model_dump(mode="json"))

@@ -101,7 +101,9 @@ class Plan(_Part):
     steps: list[PlanStep] = Field(default_factory=list)
     current_step_id: str | None = None
 
-    def runs(self, *, min_run: int = PLAN_RUN_MIN, statuses: tuple[str, ...] = ("done", "skipped")) -> list[list[PlanStep]]:
+    def runs(
+        self, *, min_run: int = PLAN_RUN_MIN, statuses: tuple[str, ...] = ("done", "skipped")
+    ) -> list[list[PlanStep]]:
         """The steps in order, grouped: each group is one step, or a run of at least ``min_run``
         consecutive steps with the same status in ``statuses`` (for prompts of long plans: "s1-s150
         done" instead of 150 lines; the steps stay in the state and the log)."""

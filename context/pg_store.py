@@ -89,8 +89,7 @@ def _plain_url(url: str) -> str:
 class _Pg:
     """A checked connection pool plus the retry rule every store call goes through."""
 
-    def __init__(self, url: str, *, max_size: int = 4, check: bool = True, retries: int = 3,
-                 connect_timeout: int = 10):
+    def __init__(self, url: str, *, max_size: int = 4, check: bool = True, retries: int = 3, connect_timeout: int = 10):
         try:
             import psycopg
             from psycopg_pool import ConnectionPool, PoolTimeout
@@ -106,8 +105,11 @@ class _Pg:
         self.retries = retries
         #: calls retried after a dropped connection (diagnostics)
         self.retried = 0
-        kwargs: dict[str, Any] = {"autocommit": True, "application_name": APPLICATION_NAME,
-                                  "connect_timeout": connect_timeout}
+        kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "application_name": APPLICATION_NAME,
+            "connect_timeout": connect_timeout,
+        }
         try:
             # one direct connection first: a clear error for a wrong URL, and the schema
             with psycopg.connect(self.url, **kwargs) as conn:
@@ -120,7 +122,12 @@ class _Pg:
                 "check the URL (postgresql://user[:password]@host:port/dbname) and that the server runs"
             ) from exc
         self.pool = ConnectionPool(
-            self.url, min_size=1, max_size=max_size, kwargs=kwargs, open=True, timeout=30,
+            self.url,
+            min_size=1,
+            max_size=max_size,
+            kwargs=kwargs,
+            open=True,
+            timeout=30,
             check=ConnectionPool.check_connection if check else None,
             name="taskctx-store",
         )
@@ -155,8 +162,14 @@ class _Pg:
 
 def _row_event(row: Sequence[Any]) -> Event:
     return Event.model_construct(
-        seq=int(row[0]), id=row[1], kind=row[2], timestamp=row[3], actor=row[4],
-        payload=json.loads(row[5]), causation_id=row[6], correlation_id=row[7],
+        seq=int(row[0]),
+        id=row[1],
+        kind=row[2],
+        timestamp=row[3],
+        actor=row[4],
+        payload=json.loads(row[5]),
+        causation_id=row[6],
+        correlation_id=row[7],
     )
 
 
@@ -168,9 +181,11 @@ class PgEventLog:
 
     def last_seq(self, task_id: str) -> int:
         def q(conn: Any, _: int) -> int:
-            row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM taskctx_events WHERE task_id = %s",
-                               (task_id,)).fetchone()
+            row = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM taskctx_events WHERE task_id = %s", (task_id,)
+            ).fetchone()
             return int(row[0])
+
         return self._db.run(q)
 
     def append(self, task_id: str, events: Sequence[Event]) -> list[Event]:
@@ -186,8 +201,9 @@ class PgEventLog:
         def tx(conn: Any, attempt: int) -> list[Event]:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_CLASS, _lock_key(task_id)))
-                found = conn.execute("SELECT id, task_id, seq FROM taskctx_events WHERE id = ANY(%s)",
-                                     (ids,)).fetchall()
+                found = conn.execute(
+                    "SELECT id, task_id, seq FROM taskctx_events WHERE id = ANY(%s)", (ids,)
+                ).fetchall()
                 if found:
                     where = {r[0]: (r[1], int(r[2])) for r in found}
                     if attempt > 0 and len(where) == len(ids) and all(where[i][0] == task_id for i in ids):
@@ -196,12 +212,15 @@ class PgEventLog:
                         return [e.model_copy(update={"seq": s}) for e, s in zip(events, seqs)]
                     first = next(e for e in events if e.id in where)
                     raise SequenceConflictError(duplicate_message(first, *where[first.id]))
-                row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM taskctx_events WHERE task_id = %s",
-                                   (task_id,)).fetchone()
+                row = conn.execute(
+                    "SELECT COALESCE(MAX(seq), 0) FROM taskctx_events WHERE task_id = %s", (task_id,)
+                ).fetchone()
                 out = number_events(task_id, events, int(row[0]))
                 with conn.cursor() as cur:
-                    cur.executemany("INSERT INTO taskctx_events VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                                    [event_row(task_id, e) for e in out])
+                    cur.executemany(
+                        "INSERT INTO taskctx_events VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                        [event_row(task_id, e) for e in out],
+                    )
                 return out
 
         try:
@@ -212,12 +231,15 @@ class PgEventLog:
                 "run one writer per thread_id"
             ) from exc
 
-    def read(self, task_id: str, after: int = 0, limit: int | None = None,
-             kinds: Sequence[str] | None = None) -> list[Event]:
+    def read(
+        self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
+    ) -> list[Event]:
         """Events of ``task_id`` with ``seq > after``, in order; with ``kinds``, only events of
         those kinds (``kind IN (...)`` in SQL; ``limit`` counts the matching events)."""
-        sql = ("SELECT seq, id, kind, timestamp, actor, payload, causation_id, correlation_id "
-               "FROM taskctx_events WHERE task_id = %s AND seq > %s")
+        sql = (
+            "SELECT seq, id, kind, timestamp, actor, payload, causation_id, correlation_id "
+            "FROM taskctx_events WHERE task_id = %s AND seq > %s"
+        )
         args: tuple[Any, ...] = (task_id, after)
         if kinds is not None:
             kinds = [kinds] if isinstance(kinds, str) else list(kinds)
@@ -232,17 +254,21 @@ class PgEventLog:
 
         def q(conn: Any, _: int) -> list[Event]:
             return [_row_event(r) for r in conn.execute(sql, args).fetchall()]
+
         return self._db.run(q)
 
-    def iter(self, task_id: str, after: int = 0, limit: int | None = None,
-             kinds: Sequence[str] | None = None) -> Iterator[Event]:
+    def iter(
+        self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
+    ) -> Iterator[Event]:
         """As :meth:`read`, one event at a time."""
         yield from self.read(task_id, after, limit, kinds)
 
     def task_ids(self) -> list[str]:
         def q(conn: Any, _: int) -> list[str]:
-            return [r[0] for r in conn.execute(
-                "SELECT DISTINCT task_id FROM taskctx_events ORDER BY task_id").fetchall()]
+            return [
+                r[0] for r in conn.execute("SELECT DISTINCT task_id FROM taskctx_events ORDER BY task_id").fetchall()
+            ]
+
         return self._db.run(q)
 
 
@@ -256,15 +282,21 @@ class PgArtifactStore:
         """Store ``data`` (str is UTF-8 encoded) and return its ref; storing twice is free."""
         raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
         ref = make_ref(raw)
-        self._db.run(lambda conn, _: conn.execute(
-            "INSERT INTO taskctx_artifacts VALUES (%s, %s, %s) ON CONFLICT (digest) DO NOTHING",
-            (ref.digest, len(raw), raw)))
+        self._db.run(
+            lambda conn, _: conn.execute(
+                "INSERT INTO taskctx_artifacts VALUES (%s, %s, %s) ON CONFLICT (digest) DO NOTHING",
+                (ref.digest, len(raw), raw),
+            )
+        )
         return str(ref)
 
     def _row(self, ref: str, col: str) -> tuple[Any, Any]:
         r = parse_ref(ref)
-        row = self._db.run(lambda conn, _: conn.execute(
-            f"SELECT {col} FROM taskctx_artifacts WHERE digest = %s", (r.digest,)).fetchone())
+        row = self._db.run(
+            lambda conn, _: conn.execute(
+                f"SELECT {col} FROM taskctx_artifacts WHERE digest = %s", (r.digest,)
+            ).fetchone()
+        )
         if row is None:
             raise ArtifactNotFoundError(f"{ref} is not in the artifact store of {self._db.path}; check --db")
         return r, row[0]
@@ -286,13 +318,17 @@ class PgTaskRegistry:
         self._db = db
 
     def register(self, task_id: str, spec: dict[str, object]) -> None:
-        self._db.run(lambda conn, _: conn.execute(
-            "INSERT INTO taskctx_tasks VALUES (%s, %s) ON CONFLICT (task_id) DO UPDATE SET spec = EXCLUDED.spec",
-            (task_id, json.dumps(spec, sort_keys=True))))
+        self._db.run(
+            lambda conn, _: conn.execute(
+                "INSERT INTO taskctx_tasks VALUES (%s, %s) ON CONFLICT (task_id) DO UPDATE SET spec = EXCLUDED.spec",
+                (task_id, json.dumps(spec, sort_keys=True)),
+            )
+        )
 
     def get(self, task_id: str) -> dict[str, object] | None:
-        row = self._db.run(lambda conn, _: conn.execute(
-            "SELECT spec FROM taskctx_tasks WHERE task_id = %s", (task_id,)).fetchone())
+        row = self._db.run(
+            lambda conn, _: conn.execute("SELECT spec FROM taskctx_tasks WHERE task_id = %s", (task_id,)).fetchone()
+        )
         return None if row is None else json.loads(row[0])
 
 

@@ -191,8 +191,13 @@ def _completion_not_applied(ctx: TaskContext, call_id: str, reason: str, *, only
         return ctx
     if only_success and pc.result in ("failed", "blocked"):
         return ctx
-    return ctx.model_copy(update={"control": ctx.control.model_copy(
-        update={"pending_completion": pc.model_copy(update={"not_applied": reason})})})
+    return ctx.model_copy(
+        update={
+            "control": ctx.control.model_copy(
+                update={"pending_completion": pc.model_copy(update={"not_applied": reason})}
+            )
+        }
+    )
 
 
 def _drop_pending_completion(ctx: TaskContext) -> TaskContext:
@@ -234,9 +239,14 @@ def _on_plan_created(ctx: TaskContext, e: Event) -> TaskContext:
 
 def _on_step_completion_requested(ctx: TaskContext, e: Event) -> TaskContext:
     q: StepCompletionRequested = e.typed()
-    pc = PendingCompletion(step_id=q.step_id, after_calls=list(q.after_calls), result=q.result,
-                           summary=q.summary, findings=list(q.findings),
-                           unresolved_issues=list(q.unresolved_issues))
+    pc = PendingCompletion(
+        step_id=q.step_id,
+        after_calls=list(q.after_calls),
+        result=q.result,
+        summary=q.summary,
+        findings=list(q.findings),
+        unresolved_issues=list(q.unresolved_issues),
+    )
     return ctx.model_copy(update={"control": ctx.control.model_copy(update={"pending_completion": pc})})
 
 
@@ -320,16 +330,20 @@ def _on_tool_called(ctx: TaskContext, e: Event) -> TaskContext:
 
 def _on_tool_result_received(ctx: TaskContext, e: Event) -> TaskContext:
     r: ToolResultReceived = e.typed()
-    calls = _update_call(ctx, r.call_id, status=r.status, result_summary=r.result_summary, raw_ref=r.raw_ref,
-                         compressed=r.compressed)
+    calls = _update_call(
+        ctx, r.call_id, status=r.status, result_summary=r.result_summary, raw_ref=r.raw_ref, compressed=r.compressed
+    )
     out = ctx.model_copy(
         update={
             "evidence": ctx.evidence.model_copy(update={"recent_tool_calls": calls}),
             "progress": ctx.progress.model_copy(update={"executor_steps": ctx.progress.executor_steps + 1}),
         }
     )
-    return out if r.status == "ok" else _completion_not_applied(out, r.call_id, f"{r.call_id} returned {r.status}",
-                                                                 only_success=True)
+    return (
+        out
+        if r.status == "ok"
+        else _completion_not_applied(out, r.call_id, f"{r.call_id} returned {r.status}", only_success=True)
+    )
 
 
 def _on_permission_requested(ctx: TaskContext, e: Event) -> TaskContext:
@@ -367,8 +381,9 @@ def _on_permission_denied(ctx: TaskContext, e: Event) -> TaskContext:
     calls = _update_call(out, q.call_id, status="denied")
     out = out.model_copy(update={"evidence": out.evidence.model_copy(update={"recent_tool_calls": calls})})
     why = " ".join(q.reason.split())[:120]
-    return _completion_not_applied(out, q.call_id, f"{q.call_id} was not run" + (f" ({why})" if why else ""),
-                                   only_success=True)
+    return _completion_not_applied(
+        out, q.call_id, f"{q.call_id} was not run" + (f" ({why})" if why else ""), only_success=True
+    )
 
 
 def _on_checkpoint_created(ctx: TaskContext, e: Event) -> TaskContext:
@@ -386,7 +401,9 @@ def _on_file_modified(ctx: TaskContext, e: Event) -> TaskContext:
     if path in ctx.progress.changed_artifacts:
         return ctx
     return ctx.model_copy(
-        update={"progress": ctx.progress.model_copy(update={"changed_artifacts": [*ctx.progress.changed_artifacts, path]})}
+        update={
+            "progress": ctx.progress.model_copy(update={"changed_artifacts": [*ctx.progress.changed_artifacts, path]})
+        }
     )
 
 
@@ -450,8 +467,11 @@ def _on_context_built(ctx: TaskContext, e: Event) -> TaskContext:
         )
     if b.delta_note is not None:
         note = TranscriptNote(at=len(ctx.evidence.recent_tool_calls), text=b.delta_note)
-        ctx = ctx.model_copy(update={"evidence": ctx.evidence.model_copy(
-            update={"transcript_notes": [*ctx.evidence.transcript_notes, note]})})
+        ctx = ctx.model_copy(
+            update={
+                "evidence": ctx.evidence.model_copy(update={"transcript_notes": [*ctx.evidence.transcript_notes, note]})
+            }
+        )
     return ctx
 
 
@@ -468,9 +488,14 @@ def _on_recovery_decided(ctx: TaskContext, e: Event) -> TaskContext:
     if d.decision == "replan":
         return ctx.model_copy(update={"plan": ctx.plan.model_copy(update={"status": "revising"})})
     # retry: a step that ended failed or blocked runs again
-    steps = [s.model_copy(update={"status": "pending"}) if s.status in ("failed", "blocked") else s
-             for s in ctx.plan.steps]
-    return ctx if steps == ctx.plan.steps else ctx.model_copy(update={"plan": ctx.plan.model_copy(update={"steps": steps})})
+    steps = [
+        s.model_copy(update={"status": "pending"}) if s.status in ("failed", "blocked") else s for s in ctx.plan.steps
+    ]
+    return (
+        ctx
+        if steps == ctx.plan.steps
+        else ctx.model_copy(update={"plan": ctx.plan.model_copy(update={"steps": steps})})
+    )
 
 
 def _on_task_completed(ctx: TaskContext, e: Event) -> TaskContext:
@@ -501,31 +526,33 @@ def _on_memory_confirmed(ctx: TaskContext, e: Event) -> TaskContext:
 Fold = Callable[[TaskContext, Event], TaskContext]
 
 #: The kinds the reducer folds, each with its handler: the list of kinds the reducer knows.
-FOLDS: Mapping[EventKind, Fold] = MappingProxyType({
-    "task.created": _on_task_created,
-    "plan.created": _on_plan_created,
-    "plan.updated": _on_plan_created,
-    "step.started": _on_step_started,
-    "step.completed": _on_step_completed,
-    "step.completion.requested": _on_step_completion_requested,
-    "tool.called": _on_tool_called,
-    "tool.result.received": _on_tool_result_received,
-    "permission.requested": _on_permission_requested,
-    "permission.granted": _on_permission_granted,
-    "permission.denied": _on_permission_denied,
-    "checkpoint.created": _on_checkpoint_created,
-    "file.modified": _on_file_modified,
-    "error.occurred": _on_error_occurred,
-    "error.resolved": _on_error_resolved,
-    "user.interrupted": _on_user_interrupted,
-    "resume.started": _on_resume_started,
-    "context.built": _on_context_built,
-    "review.completed": _on_review_completed,
-    "recovery.decided": _on_recovery_decided,
-    "task.completed": _on_task_completed,
-    "memory.proposed": _on_memory_proposed,
-    "memory.confirmed": _on_memory_confirmed,
-})
+FOLDS: Mapping[EventKind, Fold] = MappingProxyType(
+    {
+        "task.created": _on_task_created,
+        "plan.created": _on_plan_created,
+        "plan.updated": _on_plan_created,
+        "step.started": _on_step_started,
+        "step.completed": _on_step_completed,
+        "step.completion.requested": _on_step_completion_requested,
+        "tool.called": _on_tool_called,
+        "tool.result.received": _on_tool_result_received,
+        "permission.requested": _on_permission_requested,
+        "permission.granted": _on_permission_granted,
+        "permission.denied": _on_permission_denied,
+        "checkpoint.created": _on_checkpoint_created,
+        "file.modified": _on_file_modified,
+        "error.occurred": _on_error_occurred,
+        "error.resolved": _on_error_resolved,
+        "user.interrupted": _on_user_interrupted,
+        "resume.started": _on_resume_started,
+        "context.built": _on_context_built,
+        "review.completed": _on_review_completed,
+        "recovery.decided": _on_recovery_decided,
+        "task.completed": _on_task_completed,
+        "memory.proposed": _on_memory_proposed,
+        "memory.confirmed": _on_memory_confirmed,
+    }
+)
 
 #: Kinds the reducer deliberately does not fold: their events only move the cursor and the
 #: events view (``apply_event``). Empty today: every kind changes the TaskContext.
@@ -545,7 +572,9 @@ def apply_event(ctx: TaskContext, event: Event) -> TaskContext:
         event = event.model_copy(update={"seq": seq})
     out = ctx if event.kind in UNFOLDED_KINDS else FOLDS[event.kind](ctx, event)
     recent = list(out.events.recent) + [
-        EventSummary(seq=seq, kind=event.kind, actor=event.actor, timestamp=event.timestamp, summary=summarize_event(event))
+        EventSummary(
+            seq=seq, kind=event.kind, actor=event.actor, timestamp=event.timestamp, summary=summarize_event(event)
+        )
     ]
     counts = dict(out.events.counts)
     counts[event.kind] = counts.get(event.kind, 0) + 1

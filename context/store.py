@@ -59,7 +59,7 @@ class ArtifactRef:
         base = f"artifact://sha256:{self.digest}"
         return base if self.start is None else f"{base}#L{self.start}-{self.end}"
 
-    def with_lines(self, start: int, end: int) -> "ArtifactRef":
+    def with_lines(self, start: int, end: int) -> ArtifactRef:
         return ArtifactRef(self.digest, start, end)
 
 
@@ -67,9 +67,7 @@ def parse_ref(ref: str) -> ArtifactRef:
     """Parse a ref; raises ``InvalidRefError`` naming the expected form."""
     m = _REF_RE.match(ref.strip())
     if not m:
-        raise InvalidRefError(
-            f"not an artifact ref: {ref!r}; expected artifact://sha256:<64 hex>[#L<start>-<end>]"
-        )
+        raise InvalidRefError(f"not an artifact ref: {ref!r}; expected artifact://sha256:<64 hex>[#L<start>-<end>]")
     start = int(m.group(2)) if m.group(2) else None
     end = int(m.group(3)) if m.group(3) else None
     if start is not None and (start < 1 or end is None or end < start):
@@ -89,10 +87,12 @@ def slice_lines(data: bytes, start: int, end: int) -> bytes:
 
 class EventLogProtocol(Protocol):
     def append(self, task_id: str, events: Sequence[Event]) -> list[Event]: ...
-    def read(self, task_id: str, after: int = 0, limit: int | None = None,
-             kinds: Sequence[str] | None = None) -> list[Event]: ...
-    def iter(self, task_id: str, after: int = 0, limit: int | None = None,
-             kinds: Sequence[str] | None = None) -> Iterator[Event]: ...
+    def read(
+        self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
+    ) -> list[Event]: ...
+    def iter(
+        self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
+    ) -> Iterator[Event]: ...
     def last_seq(self, task_id: str) -> int: ...
     def task_ids(self) -> list[str]: ...
 
@@ -119,13 +119,24 @@ def number_events(task_id: str, events: Sequence[Event], last: int) -> list[Even
 
 def event_row(task_id: str, e: Event) -> tuple[object, ...]:
     """The ``taskctx_events`` row of a numbered event (same column order in SQLite and Postgres)."""
-    return (task_id, e.seq, e.id, e.kind, e.timestamp, e.actor,
-            json.dumps(e.payload, sort_keys=True, ensure_ascii=False), e.causation_id, e.correlation_id)
+    return (
+        task_id,
+        e.seq,
+        e.id,
+        e.kind,
+        e.timestamp,
+        e.actor,
+        json.dumps(e.payload, sort_keys=True, ensure_ascii=False),
+        e.causation_id,
+        e.correlation_id,
+    )
 
 
 def duplicate_message(e: Event, task_id: str, seq: int) -> str:
-    return (f"event {e.id} ({e.kind}) is already in the log as {task_id}#{seq}; "
-            "build a new event (new_event) instead of appending the same one twice")
+    return (
+        f"event {e.id} ({e.kind}) is already in the log as {task_id}#{seq}; "
+        "build a new event (new_event) instead of appending the same one twice"
+    )
 
 
 def schema_sql(*, bigint: str, blob: str) -> str:
@@ -217,15 +228,17 @@ class EventLog:
                 raise
         return out
 
-    def read(self, task_id: str, after: int = 0, limit: int | None = None,
-             kinds: Sequence[str] | None = None) -> list[Event]:
+    def read(
+        self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
+    ) -> list[Event]:
         """Events of ``task_id`` with ``seq > after``, in order; with ``kinds``, only events of
         those kinds (filtered in SQL: the other payloads are never read or parsed; ``limit``
         counts the matching events)."""
         return list(self.iter(task_id, after, limit, kinds))
 
-    def iter(self, task_id: str, after: int = 0, limit: int | None = None,
-             kinds: Sequence[str] | None = None) -> Iterator[Event]:
+    def iter(
+        self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
+    ) -> Iterator[Event]:
         """As :meth:`read`, one event at a time."""
         sql = (
             "SELECT seq, id, kind, timestamp, actor, payload, causation_id, correlation_id "
@@ -270,9 +283,7 @@ class ArtifactStore:
         raw = data.encode("utf-8") if isinstance(data, str) else data
         ref = make_ref(raw)
         with self._db.lock:
-            self._db.conn.execute(
-                "INSERT OR IGNORE INTO taskctx_artifacts VALUES (?,?,?)", (ref.digest, len(raw), raw)
-            )
+            self._db.conn.execute("INSERT OR IGNORE INTO taskctx_artifacts VALUES (?,?,?)", (ref.digest, len(raw), raw))
         return str(ref)
 
     def get(self, ref: str) -> bytes:

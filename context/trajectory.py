@@ -92,8 +92,18 @@ def parse_action(action: str) -> tuple[str, dict[str, Any]]:
     return name, {"command": text}
 
 
-_SEARCH = {"semanticsearch", "findclass", "findfunction", "findcodesnippet", "grep", "search_dir", "search_file",
-           "find_file", "search", "search_history"}
+_SEARCH = {
+    "semanticsearch",
+    "findclass",
+    "findfunction",
+    "findcodesnippet",
+    "grep",
+    "search_dir",
+    "search_file",
+    "find_file",
+    "search",
+    "search_history",
+}
 _READ = {"viewcode", "open", "read_file", "cat", "decompile"}
 
 
@@ -119,7 +129,7 @@ def extract_constraints(request: str, limit: int = 8) -> list[str]:
     not", "never", ..., copied verbatim (stripped of list markers). At most ``limit``."""
     out: list[str] = []
     for line in request.splitlines():
-        s = line.strip().lstrip("-*0-9. ").strip()
+        s = line.strip().lstrip("-*0-9. ").strip()  # noqa: B005 - a char set (issue 13 reworks this)
         if not s:
             continue
         parts = re.split(r"(?<=[.!?])\s+", s) if len(s) > 200 else [s]
@@ -138,8 +148,7 @@ def load_trajectory(path: str | Path) -> Trajectory:
         raise TrajectoryError(f"{p} is a directory; pass one .jsonl file from it (or use `taskctx bench {p}`)")
     if not p.is_file():
         raise TrajectoryError(
-            f"trajectory file not found: {p}; pass a .jsonl from ../shared/data/trajectories/ "
-            f"(format in {_FORMAT_DOC})"
+            f"trajectory file not found: {p}; pass a .jsonl from ../shared/data/trajectories/ (format in {_FORMAT_DOC})"
         )
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
@@ -154,7 +163,9 @@ def load_trajectory(path: str | Path) -> Trajectory:
         try:
             o = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise TrajectoryError(f"{p}:{lineno}: not valid JSON ({exc.msg}); each line must be one JSON object") from exc
+            raise TrajectoryError(
+                f"{p}:{lineno}: not valid JSON ({exc.msg}); each line must be one JSON object"
+            ) from exc
         if not isinstance(o, dict):
             raise TrajectoryError(f"{p}:{lineno}: expected a JSON object, got {type(o).__name__}")
         return o
@@ -163,8 +174,7 @@ def load_trajectory(path: str | Path) -> Trajectory:
     for key in ("id", "task"):
         if not isinstance(head.get(key), str) or not head[key].strip():
             raise TrajectoryError(
-                f"{p}:{numbered[0][0]}: header lacks a non-empty string {key!r}; see the format in "
-                f"{_FORMAT_DOC}"
+                f"{p}:{numbered[0][0]}: header lacks a non-empty string {key!r}; see the format in {_FORMAT_DOC}"
             )
     steps: list[RecordedStep] = []
     for i in range(1, len(numbered)):

@@ -91,7 +91,9 @@ class Project:
             self.checkpointer = SqliteSaver(self.conn, serde=checkpoint_serde())
             self.checkpointer.setup()
         except sqlite3.Error as exc:
-            raise StoreOpenError(f"cannot open the checkpointer at {path}: {exc}; pass --db with a writable file") from exc
+            raise StoreOpenError(
+                f"cannot open the checkpointer at {path}: {exc}; pass --db with a writable file"
+            ) from exc
 
     @property
     def is_postgres(self) -> bool:
@@ -104,7 +106,7 @@ class Project:
             self._pool.close()
         self.stores.close()
 
-    def __enter__(self) -> "Project":
+    def __enter__(self) -> Project:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -195,7 +197,9 @@ def build_orchestrator(
     g.add_node("recovery", make_recovery_node(chat, env), metadata={"role": "recovery"})
     g.add_edge(START, "planner")
     g.add_conditional_edges("planner", routing.after_planner, ["executor", "__end__"])
-    g.add_conditional_edges("executor", routing.after_executor, ["tools", "recovery", "executor", "reviewer", "__end__"])
+    g.add_conditional_edges(
+        "executor", routing.after_executor, ["tools", "recovery", "executor", "reviewer", "__end__"]
+    )
     g.add_conditional_edges("tools", routing.after_tools, ["recovery", "executor", "tools", "__end__"])
     g.add_conditional_edges("recovery", routing.after_recovery, ["planner", "executor", "__end__"])
     g.add_conditional_edges("reviewer", routing.after_reviewer, ["planner", "__end__"])

@@ -83,12 +83,16 @@ class RetryingPostgresSaver(PostgresSaver):  # type: ignore[misc,valid-type]
 
     def list(self, config, *, filter=None, before=None, limit=None) -> Iterator[Any]:  # type: ignore[no-untyped-def]
         # retried only until the first item is out (a half-consumed listing is not replayed)
-        return iter(self._retry(lambda: list(super(RetryingPostgresSaver, self).list(
-            config, filter=filter, before=before, limit=limit))))
+        return iter(
+            self._retry(
+                lambda: list(super(RetryingPostgresSaver, self).list(config, filter=filter, before=before, limit=limit))
+            )
+        )
 
 
-def open_postgres_checkpointer(url: str, *, serde: Any = None, max_size: int = 4,
-                               check: bool = True) -> tuple[RetryingPostgresSaver, Any]:
+def open_postgres_checkpointer(
+    url: str, *, serde: Any = None, max_size: int = 4, check: bool = True
+) -> tuple[RetryingPostgresSaver, Any]:
     """A set-up :class:`RetryingPostgresSaver` on a new pool, and the pool (close it when done).
 
     Each call of the saver takes its own connection (no per-instance lock), so ``max_size``
@@ -96,10 +100,16 @@ def open_postgres_checkpointer(url: str, *, serde: Any = None, max_size: int = 4
     (tests only) hands out connections unchecked, to exercise the retry path.
     """
     if psycopg is None:  # pragma: no cover
-        raise StoreOpenError(f"--db {redact_url(url)} needs langgraph-checkpoint-postgres and psycopg: "
-                             "pip install 'taskctx[postgres]'")
-    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
-              "application_name": CHECKPOINTER_APPLICATION_NAME, "connect_timeout": 10}
+        raise StoreOpenError(
+            f"--db {redact_url(url)} needs langgraph-checkpoint-postgres and psycopg: pip install 'taskctx[postgres]'"
+        )
+    kwargs = {
+        "autocommit": True,
+        "prepare_threshold": 0,
+        "row_factory": dict_row,
+        "application_name": CHECKPOINTER_APPLICATION_NAME,
+        "connect_timeout": 10,
+    }
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as lock_conn:
             # poll, never wait inside a statement: setup() runs CREATE INDEX CONCURRENTLY, which
@@ -107,12 +117,20 @@ def open_postgres_checkpointer(url: str, *, serde: Any = None, max_size: int = 4
             deadline = time.monotonic() + 120
             while not lock_conn.execute("SELECT pg_try_advisory_lock(%s)", (_SCHEMA_LOCK + 1,)).fetchone()[0]:
                 if time.monotonic() > deadline:
-                    raise StoreOpenError(f"timed out waiting for another worker to set up the checkpointer "
-                                         f"tables in {redact_url(url)}")
+                    raise StoreOpenError(
+                        f"timed out waiting for another worker to set up the checkpointer tables in {redact_url(url)}"
+                    )
                 time.sleep(0.05)
-            pool = ConnectionPool(url, min_size=1, max_size=max_size, kwargs=kwargs, open=True, timeout=30,
-                                  check=ConnectionPool.check_connection if check else None,
-                                  name="taskctx-checkpointer")
+            pool = ConnectionPool(
+                url,
+                min_size=1,
+                max_size=max_size,
+                kwargs=kwargs,
+                open=True,
+                timeout=30,
+                check=ConnectionPool.check_connection if check else None,
+                name="taskctx-checkpointer",
+            )
             try:
                 saver = RetryingPostgresSaver(pool, serde=serde)
                 saver.setup()
@@ -121,6 +139,8 @@ def open_postgres_checkpointer(url: str, *, serde: Any = None, max_size: int = 4
                 raise
             lock_conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK + 1,))
     except psycopg.Error as exc:
-        raise StoreOpenError(f"cannot open the checkpointer at {redact_url(url)}: {' '.join(str(exc).split())}; "
-                             "check the URL and that the server runs") from exc
+        raise StoreOpenError(
+            f"cannot open the checkpointer at {redact_url(url)}: {' '.join(str(exc).split())}; "
+            "check the URL and that the server runs"
+        ) from exc
     return saver, pool

@@ -20,8 +20,16 @@ from langgraph.types import Command
 
 from context import Event, SqliteStores, TaskContext, UnknownTaskError, replay
 
-__all__ = ["RECURSION_LIMIT", "RunResult", "export_run", "manifest_line", "pending_approval", "run_graph",
-           "run_with_approvals", "thread_config"]
+__all__ = [
+    "RECURSION_LIMIT",
+    "RunResult",
+    "export_run",
+    "manifest_line",
+    "pending_approval",
+    "run_graph",
+    "run_with_approvals",
+    "thread_config",
+]
 
 #: Supersteps one invocation may take (a 50-step replay takes ~170).
 RECURSION_LIMIT = 100_000
@@ -93,15 +101,25 @@ def run_graph(
                     on_event(e)
         if stop_after is not None and "tools" in update:
             prog = (update["tools"] or {}).get("progress")
-            steps = prog.executor_steps if prog is not None and not isinstance(prog, dict) else (prog or {}).get("executor_steps")
+            steps = (
+                prog.executor_steps
+                if prog is not None and not isinstance(prog, dict)
+                else (prog or {}).get("executor_steps")
+            )
             if steps is not None and steps >= stop_after:
                 stopped = True
                 break
     snap = graph.get_state(thread_config(task_id))
     state = TaskContext.model_validate(snap.values)
     waiting = [] if stopped else [i.value for i in (snap.interrupts or ())]
-    return RunResult(task_id=task_id, state=state, next_nodes=tuple(snap.next), stopped_early=stopped, calls=calls,
-                     interrupts=waiting)
+    return RunResult(
+        task_id=task_id,
+        state=state,
+        next_nodes=tuple(snap.next),
+        stopped_early=stopped,
+        calls=calls,
+        interrupts=waiting,
+    )
 
 
 def pending_approval(graph: CompiledStateGraph, task_id: str) -> dict[str, Any] | None:
@@ -182,8 +200,10 @@ def export_run(stores: SqliteStores, task_id: str, out_root: str | Path) -> Path
     if last_exec:
         e = last_exec[-1]
         body = stores.artifacts.get(e.payload["prompt_ref"]).decode("utf-8")
-        pack = (f"# context pack: {task_id}, executor call {e.payload['call']} (step {e.payload['step_id']})\n\n"
-                f"prompt tokens: {e.payload['prompt_tokens']} of budget {e.payload['budget']}; "
-                f"cached prefix: {e.payload['cached_prefix_tokens']}\n\n{body}")
+        pack = (
+            f"# context pack: {task_id}, executor call {e.payload['call']} (step {e.payload['step_id']})\n\n"
+            f"prompt tokens: {e.payload['prompt_tokens']} of budget {e.payload['budget']}; "
+            f"cached prefix: {e.payload['cached_prefix_tokens']}\n\n{body}"
+        )
     (out / "context_pack.md").write_text(pack, encoding="utf-8")
     return out

@@ -83,8 +83,9 @@ class UnconfiguredModel(BaseChatModel):
     def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
         return self
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         raise InvalidInputError(
             "this run's config names no model: pass config={'configurable': {'trajectory': PATH}} (replay) "
             "or {'configurable': {'model': 'provider:name'}} when you create the thread or the run"
@@ -126,8 +127,9 @@ def build_server_graph(config: RunnableConfig | None = None) -> CompiledStateGra
         if not p.is_file():
             raise InvalidInputError(f"the trajectory of this thread, {p}, is no longer on the server")
         traj = _trajectory(str(p), p.stat().st_mtime)
-        return build_orchestrator(ReplayChatModel(trajectory=traj), tools=ReplayTools(traj), stores=stores,
-                                  budget=budget)
+        return build_orchestrator(
+            ReplayChatModel(trajectory=traj), tools=ReplayTools(traj), stores=stores, budget=budget
+        )
     if spec.get("kind") == "run":
         return build_orchestrator(str(spec["model"]), stores=stores, budget=budget)
     return build_orchestrator(UnconfiguredModel(), stores=stores, budget=budget)

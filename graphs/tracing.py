@@ -51,8 +51,10 @@ def run_tree_lines(run: Any, *, hide_routers: bool = True) -> list[str]:
         if tags:
             line += " " + " ".join(tags)
         if r.run_type in ("llm", "chat_model") and "prompt_tokens" in meta:
-            line += (f" step={meta.get('step_id')} prompt={meta['prompt_tokens']}"
-                     f" cached={meta.get('cached_prefix_tokens')} budget={meta.get('budget')}")
+            line += (
+                f" step={meta.get('step_id')} prompt={meta['prompt_tokens']}"
+                f" cached={meta.get('cached_prefix_tokens')} budget={meta.get('budget')}"
+            )
         elif depth == 0 and meta.get("thread_id"):
             line += f" thread_id={meta['thread_id']}"
         out.append(line)

@@ -39,6 +39,7 @@ Modules:
 """
 
 from .models import resolve_model
+from .permissions import Decision, PolicyError, assess
 from .render import (
     EXTERNAL_RULE,
     ExecutorRenderer,
@@ -55,9 +56,8 @@ from .roles import (
     make_reviewer_node,
 )
 from .runtime import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, NodeRun, Rendered, cached_prefix_tokens, fingerprints
-from .testing import ReplayChatModel, ScriptedChatModel, and_complete, complete, plan, recover, review, tool_call
-from .permissions import Decision, PolicyError, assess
 from .secrets import mask_secrets
+from .testing import ReplayChatModel, ScriptedChatModel, and_complete, complete, plan, recover, review, tool_call
 from .tools import (
     ReplayTools,
     TaskToolNode,

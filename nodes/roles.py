@@ -80,9 +80,15 @@ def task_created_event(run: NodeRun) -> Event:
     return run.make(
         "task.created",
         TaskCreated(
-            task_id=i.task_id, original_request=i.original_request, constraints=i.constraints,
-            success_criteria=i.success_criteria, non_goals=i.non_goals, allowed_tools=p.allowed_tools,
-            denied_tools=p.denied_tools, requires_approval=p.requires_approval, file_scopes=p.file_scopes,
+            task_id=i.task_id,
+            original_request=i.original_request,
+            constraints=i.constraints,
+            success_criteria=i.success_criteria,
+            non_goals=i.non_goals,
+            allowed_tools=p.allowed_tools,
+            denied_tools=p.denied_tools,
+            requires_approval=p.requires_approval,
+            file_scopes=p.file_scopes,
         ),
         actor="user",
     )
@@ -96,8 +102,14 @@ def _prologue(run: NodeRun) -> tuple[list[Event], TaskContext]:
     return pre, replay(pre, run.ctx)
 
 
-def _model_call(run: NodeRun, model: BaseChatModel, renderer: Renderer, ctx: TaskContext,
-                tools: list[dict[str, Any]], step_id: str | None) -> tuple[Event, AIMessage]:
+def _model_call(
+    run: NodeRun,
+    model: BaseChatModel,
+    renderer: Renderer,
+    ctx: TaskContext,
+    tools: list[dict[str, Any]],
+    step_id: str | None,
+) -> tuple[Event, AIMessage]:
     rendered = renderer.render(ctx, run.env, tools)
     built = run.context_built(renderer.role, rendered, step_id, ctx)
     ai = run.call_model(model, renderer.role, rendered, built, ctx)
@@ -120,11 +132,15 @@ def _plan_steps(ctx: TaskContext, raw_steps: list[Any]) -> list[PlanStep]:
                 n += 1
                 sid = f"s{n}"
         used.add(sid)
-        out.append(PlanStep(
-            id=sid, title=str(raw.get("title") or sid), description=str(raw.get("description") or ""),
-            expected_output=str(raw.get("expected_output") or ""),
-            depends_on=[str(d) for d in raw.get("depends_on") or [] if str(d) in used],
-        ))
+        out.append(
+            PlanStep(
+                id=sid,
+                title=str(raw.get("title") or sid),
+                description=str(raw.get("description") or ""),
+                expected_output=str(raw.get("expected_output") or ""),
+                depends_on=[str(d) for d in raw.get("depends_on") or [] if str(d) in used],
+            )
+        )
     return out
 
 
@@ -141,7 +157,10 @@ def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | N
         args = _tool_args(ai, "submit_plan")
         if args is None:
             text = ai.content if isinstance(ai.content, str) else json.dumps(ai.content)
-            args = {"steps": [{"title": text.strip()[:200] or "Do the task"}], "reason": "model gave no submit_plan call"}
+            args = {
+                "steps": [{"title": text.strip()[:200] or "Do the task"}],
+                "reason": "model gave no submit_plan call",
+            }
         steps = _plan_steps(ctx, list(args.get("steps") or []))
         payload = PlanCreated(
             interpreted_goal=str(args.get("interpreted_goal") or ""),
@@ -153,7 +172,9 @@ def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | N
         kind = "plan.created" if ctx.plan.version == 0 else "plan.updated"
         events = [run.make(kind, payload)]
         if not steps:  # nothing to execute: the task ends here, and says why
-            events.append(run.make("task.completed", TaskCompleted(status="failed", summary="the planner gave no steps")))
+            events.append(
+                run.make("task.completed", TaskCompleted(status="failed", summary="the planner gave no steps"))
+            )
         run.commit([*pre, built, *events])
         return run.update()
 
@@ -183,17 +204,37 @@ def _with_refs(ctx: TaskContext, step_id: str, findings: list[Finding]) -> list[
 def _completion_args(step_id: str, args: dict[str, Any]) -> tuple[str, str, list[Finding], list[str]]:
     """``(result, summary, findings, unresolved_issues)`` of a ``complete_step`` call."""
     result = args.get("result") if args.get("result") in ("success", "partial", "failed", "blocked") else "success"
-    return (str(result), str(args.get("summary") or ""), _raw_findings(step_id, args.get("findings")),
-            [str(u) for u in args.get("unresolved_issues") or []])
+    return (
+        str(result),
+        str(args.get("summary") or ""),
+        _raw_findings(step_id, args.get("findings")),
+        [str(u) for u in args.get("unresolved_issues") or []],
+    )
 
 
-def _step_completed(run: NodeRun, ctx: TaskContext, step_id: str, result: str, summary: str,
-                    findings: list[Finding], unresolved: list[str]) -> list[Event]:
+def _step_completed(
+    run: NodeRun,
+    ctx: TaskContext,
+    step_id: str,
+    result: str,
+    summary: str,
+    findings: list[Finding],
+    unresolved: list[str],
+) -> list[Event]:
     """``step.completed`` and, for a step that succeeded, the errors it settles and the last
     good checkpoint."""
-    events = [run.make("step.completed", StepCompleted(
-        step_id=step_id, result=result, summary=summary, findings=_with_refs(ctx, step_id, findings),
-        unresolved_issues=unresolved))]
+    events = [
+        run.make(
+            "step.completed",
+            StepCompleted(
+                step_id=step_id,
+                result=result,
+                summary=summary,
+                findings=_with_refs(ctx, step_id, findings),
+                unresolved_issues=unresolved,
+            ),
+        )
+    ]
     if result in ("success", "partial"):
         events += _resolved_by_step(run, ctx, step_id)
         # the checkpoint this node started from holds the step's recorded work: the last
@@ -216,8 +257,9 @@ def _resolved_by_step(run: NodeRun, ctx: TaskContext, step_id: str) -> list[Even
     ]
 
 
-def make_executor_node(model: BaseChatModel, env: NodeEnv, tools: ToolExecutor,
-                       renderer: Renderer | None = None) -> Node:
+def make_executor_node(
+    model: BaseChatModel, env: NodeEnv, tools: ToolExecutor, renderer: Renderer | None = None
+) -> Node:
     """The executor: starts the next runnable step, asks the model for tool calls
     (``tool.called``, run by the tool node) or ``complete_step`` (``step.completed``)."""
     rend = renderer or ExecutorRenderer()
@@ -232,17 +274,29 @@ def make_executor_node(model: BaseChatModel, env: NodeEnv, tools: ToolExecutor,
             if nxt is None:
                 run.commit(pre)
                 return run.update()
-            started = run.make("step.started", StepStarted(
-                step_id=nxt.id, objective=nxt.title + (f": {nxt.description}" if nxt.description else ""),
-                expected_output=nxt.expected_output, constraints=[]))
+            started = run.make(
+                "step.started",
+                StepStarted(
+                    step_id=nxt.id,
+                    objective=nxt.title + (f": {nxt.description}" if nxt.description else ""),
+                    expected_output=nxt.expected_output,
+                    constraints=[],
+                ),
+            )
             pre.append(started)
             ctx = replay([started], ctx)
         step_id = ctx.plan.current_step_id
         if ctx.completion_ready():  # complete_step came with the step's last calls, and they have finished
             pc = ctx.control.pending_completion
             assert pc is not None
-            run.commit([*pre, *_step_completed(run, ctx, pc.step_id, pc.result, pc.summary, list(pc.findings),
-                                               list(pc.unresolved_issues))])
+            run.commit(
+                [
+                    *pre,
+                    *_step_completed(
+                        run, ctx, pc.step_id, pc.result, pc.summary, list(pc.findings), list(pc.unresolved_issues)
+                    ),
+                ]
+            )
             return run.update()
         schemas = [*tools.schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
         built, ai = _model_call(run, model, rend, ctx, schemas, step_id)
@@ -256,17 +310,36 @@ def make_executor_node(model: BaseChatModel, env: NodeEnv, tools: ToolExecutor,
                 if cid in used:
                     cid = f"{cid}~{ctx.events.cursor}"
                 used.add(cid)
-                events.append(run.make("tool.called", ToolCalled(
-                    call_id=cid, step_id=step_id, tool=tc["name"],
-                    arguments=json.dumps(tc["args"], sort_keys=True, ensure_ascii=False),
-                    thought=thought if i == 0 else "", idempotency_key=f"{run.task_id}:{cid}",
-                    has_side_effects=tools.has_side_effects(tc["name"]))))
+                events.append(
+                    run.make(
+                        "tool.called",
+                        ToolCalled(
+                            call_id=cid,
+                            step_id=step_id,
+                            tool=tc["name"],
+                            arguments=json.dumps(tc["args"], sort_keys=True, ensure_ascii=False),
+                            thought=thought if i == 0 else "",
+                            idempotency_key=f"{run.task_id}:{cid}",
+                            has_side_effects=tools.has_side_effects(tc["name"]),
+                        ),
+                    )
+                )
             done = _tool_args(ai, "complete_step")
             if done is not None and step_id is not None:  # finish the step once these calls succeed
                 result, summary, findings, unresolved = _completion_args(step_id, done)
-                events.append(run.make("step.completion.requested", StepCompletionRequested(
-                    step_id=step_id, after_calls=[ev.payload["call_id"] for ev in events], result=result,
-                    summary=summary, findings=findings, unresolved_issues=unresolved)))
+                events.append(
+                    run.make(
+                        "step.completion.requested",
+                        StepCompletionRequested(
+                            step_id=step_id,
+                            after_calls=[ev.payload["call_id"] for ev in events],
+                            result=result,
+                            summary=summary,
+                            findings=findings,
+                            unresolved_issues=unresolved,
+                        ),
+                    )
+                )
         else:
             args = _tool_args(ai, "complete_step") or {"summary": thought.strip()[:500]}
             result, summary, findings, unresolved = _completion_args(step_id or "", args)
@@ -290,18 +363,28 @@ def make_reviewer_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
         built, ai = _model_call(run, model, rend, ctx, [SUBMIT_REVIEW], None)
         # no verdict is no approval: a reviewer that answers in prose sends the work back
         args = _tool_args(ai, "submit_review") or {
-            "verdict": "revise", "summary": str(ai.content)[:500],
-            "issues": ["the reviewer gave no verdict (no submit_review call)"]}
+            "verdict": "revise",
+            "summary": str(ai.content)[:500],
+            "issues": ["the reviewer gave no verdict (no submit_review call)"],
+        }
         verdict = "revise" if args.get("verdict") == "revise" else "approve"
-        review = ReviewCompleted(verdict=verdict, summary=str(args.get("summary") or ""),
-                                 issues=[str(i) for i in args.get("issues") or []])
+        review = ReviewCompleted(
+            verdict=verdict, summary=str(args.get("summary") or ""), issues=[str(i) for i in args.get("issues") or []]
+        )
         events = [run.make("review.completed", review)]
         rounds = ctx.events.counts.get("review.completed", 0) + 1
         if verdict == "approve":
             events.append(run.make("task.completed", TaskCompleted(status="completed", summary=review.summary)))
         elif rounds >= MAX_REVIEW_ROUNDS:
-            events.append(run.make("task.completed", TaskCompleted(
-                status="failed", summary=f"review asked for revisions {rounds} times: {'; '.join(review.issues)}")))
+            events.append(
+                run.make(
+                    "task.completed",
+                    TaskCompleted(
+                        status="failed",
+                        summary=f"review asked for revisions {rounds} times: {'; '.join(review.issues)}",
+                    ),
+                )
+            )
         run.commit([*pre, built, *events])
         return run.update()
 
@@ -326,14 +409,26 @@ def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
             lines = rec.result_summary.strip().splitlines()
             at = next((i for i, ln in enumerate(lines) if "rror" in ln or "Traceback" in ln), 0)
             msg = " ".join(ln.strip() for ln in lines[at : at + 3] if ln.strip()) if lines else ""
-            failures.append(ErrorOccurred(error_id=f"err-{n}", source=f"tool:{rec.tool}", message=msg.strip()[:300],
-                                          step_id=rec.step_id, call_id=rec.id))
+            failures.append(
+                ErrorOccurred(
+                    error_id=f"err-{n}",
+                    source=f"tool:{rec.tool}",
+                    message=msg.strip()[:300],
+                    step_id=rec.step_id,
+                    call_id=rec.id,
+                )
+            )
         failed = ctx.failed_step()
         if failed is not None:
             n += 1
-            failures.append(ErrorOccurred(error_id=f"err-{n}", source=f"step:{failed.id}",
-                                          message=f"step {failed.id} ended {failed.result}: {failed.summary}"[:300],
-                                          step_id=failed.id))
+            failures.append(
+                ErrorOccurred(
+                    error_id=f"err-{n}",
+                    source=f"step:{failed.id}",
+                    message=f"step {failed.id} ended {failed.result}: {failed.summary}"[:300],
+                    step_id=failed.id,
+                )
+            )
         for f in failures:
             ev = run.make("error.occurred", f, actor="system")
             pre.append(ev)
@@ -353,8 +448,12 @@ def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
                 decision, reason = "stop", f"the agent repeated a call the user rejected {repeats} times; {reason}"
             elif decision == "retry":
                 decision, reason = "replan", f"retrying would repeat a call the user rejected; {reason}"
-        events = [run.make("recovery.decided", RecoveryDecided(
-            error_id=last.id if last else None, decision=decision, reason=reason))]
+        events = [
+            run.make(
+                "recovery.decided",
+                RecoveryDecided(error_id=last.id if last else None, decision=decision, reason=reason),
+            )
+        ]
         if decision == "stop":
             events.append(run.make("task.completed", TaskCompleted(status="failed", summary=reason)))
         run.commit([*pre, built, *events])

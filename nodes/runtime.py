@@ -51,7 +51,18 @@ __all__ = [
 
 DEFAULT_BUDGET = 8_000
 DEFAULT_RESERVE = 1_000
-PARTS = ("identity", "plan", "current_step", "progress", "control", "permissions", "evidence", "events", "memory", "errors")
+PARTS = (
+    "identity",
+    "plan",
+    "current_step",
+    "progress",
+    "control",
+    "permissions",
+    "evidence",
+    "events",
+    "memory",
+    "errors",
+)
 
 
 def text_tokens(text: str) -> int:
@@ -76,7 +87,7 @@ class NodeEnv:
     stores: Any = None
 
     @classmethod
-    def sqlite(cls, path: str = ":memory:", **kw: Any) -> "NodeEnv":
+    def sqlite(cls, path: str = ":memory:", **kw: Any) -> NodeEnv:
         """An env on a SQLite file (or ``:memory:``); ``env.stores`` keeps the connection."""
         stores = SqliteStores(path)
         return cls(events=stores.events, artifacts=stores.artifacts, stores=stores, **kw)
@@ -102,12 +113,19 @@ def fingerprints(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]
     out = []
     if tools:
         blob = json.dumps(list(tools), sort_keys=True)
-        out.append(f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}:{count_tokens_approximately([], tools=list(tools))}")
+        out.append(
+            f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}:{count_tokens_approximately([], tools=list(tools))}"
+        )
     for m in messages:
         blob = json.dumps(
-            {"type": m.type, "content": m.content, "tool_calls": getattr(m, "tool_calls", None),
-             "tool_call_id": getattr(m, "tool_call_id", None)},
-            sort_keys=True, default=str,
+            {
+                "type": m.type,
+                "content": m.content,
+                "tool_calls": getattr(m, "tool_calls", None),
+                "tool_call_id": getattr(m, "tool_call_id", None),
+            },
+            sort_keys=True,
+            default=str,
         )
         out.append(f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}:{count_tokens_approximately([m])}")
     return out
@@ -136,7 +154,9 @@ def prompt_text(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]
         body = m.content if isinstance(m.content, str) else json.dumps(m.content)
         calls = getattr(m, "tool_calls", None)
         if calls:
-            body += "".join(f"\n-> tool call {c['name']} {json.dumps(c['args'], sort_keys=True)} (id={c['id']})" for c in calls)
+            body += "".join(
+                f"\n-> tool call {c['name']} {json.dumps(c['args'], sort_keys=True)} (id={c['id']})" for c in calls
+            )
         parts.append(f"{head}\n{body}")
     return "\n\n".join(parts) + "\n"
 
@@ -215,7 +235,9 @@ class NodeRun:
         return {p: getattr(self.ctx, p) for p in PARTS if getattr(self.ctx, p) != getattr(self.input, p)}
 
     # model calls -----------------------------------------------------------------------
-    def context_built(self, role: str, rendered: Rendered, step_id: str | None, ctx: TaskContext | None = None) -> Event:
+    def context_built(
+        self, role: str, rendered: Rendered, step_id: str | None, ctx: TaskContext | None = None
+    ) -> Event:
         """The ``context.built`` event for a prompt (not yet committed): manifest, tokens, refs."""
         ctx = ctx or self.ctx
         fps = fingerprints(rendered.messages, rendered.tools)
@@ -240,8 +262,9 @@ class NodeRun:
         )
         return self.make("context.built", payload, actor="system")
 
-    def call_model(self, model: BaseChatModel, role: str, rendered: Rendered, built: Event,
-                   ctx: TaskContext | None = None) -> AIMessage:
+    def call_model(
+        self, model: BaseChatModel, role: str, rendered: Rendered, built: Event, ctx: TaskContext | None = None
+    ) -> AIMessage:
         """Invoke ``model`` (with the rendered tools bound) under a config that names the role
         and carries the manifest as metadata (LangSmith shows it on the model run)."""
         ctx = ctx or self.ctx

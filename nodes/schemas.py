@@ -24,8 +24,13 @@ SUBMIT_PLAN = function_schema(
             "type": "array",
             "items": {
                 "type": "object",
-                "properties": {"id": _STR, "title": _STR, "description": _STR, "expected_output": _STR,
-                               "depends_on": _STRS},
+                "properties": {
+                    "id": _STR,
+                    "title": _STR,
+                    "description": _STR,
+                    "expected_output": _STR,
+                    "depends_on": _STRS,
+                },
                 "required": ["title"],
             },
         },
@@ -38,8 +43,12 @@ COMPLETE_STEP = function_schema(
     "complete_step",
     "Finish the current step with a summary and findings (each with its evidence refs); "
     "sent with tool calls, once they all succeed.",
-    {"summary": _STR, "result": {"type": "string", "enum": ["success", "partial", "failed", "blocked"]},
-     "findings": _FINDINGS, "unresolved_issues": _STRS},
+    {
+        "summary": _STR,
+        "result": {"type": "string", "enum": ["success", "partial", "failed", "blocked"]},
+        "findings": _FINDINGS,
+        "unresolved_issues": _STRS,
+    },
     ["summary"],
 )
 

@@ -32,8 +32,10 @@ _PEM = re.compile(
     re.S,
 )
 
-_KEY = (r"(?i)\b[\w.\-]*?(?:api[_\-]?key|secret(?:[_\-]?key)?|token|passw(?:or)?d|pwd|private[_\-]?key"
-        r"|access[_\-]?key)\b[\"']?")
+_KEY = (
+    r"(?i)\b[\w.\-]*?(?:api[_\-]?key|secret(?:[_\-]?key)?|token|passw(?:or)?d|pwd|private[_\-]?key"
+    r"|access[_\-]?key)\b[\"']?"
+)
 
 #: (kind, pattern, group holding the secret value (0 = whole match)).
 SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
@@ -96,6 +98,7 @@ def mask_secrets(text: str) -> Masked:
 
     out = _PEM.sub(pem, text)
     for kind, pat, group in SECRET_PATTERNS:
+
         def repl(m: re.Match[str], kind: str = kind, group: int = group) -> str:
             nonlocal count
             value = m.group(group)
@@ -109,6 +112,7 @@ def mask_secrets(text: str) -> Masked:
             start, end = m.start(group) - m.start(0), m.end(group) - m.start(0)
             whole = m.group(0)
             return whole[:start] + mask + whole[end:]
+
         out = _sub_on_hint_lines(pat, repl, out) if kind == "credential" else pat.sub(repl, out)
     return Masked(out, count, tuple(dict.fromkeys(kinds)))
 

@@ -51,16 +51,24 @@ _ids = itertools.count(1)
 
 def tool_call(name: str, args: dict[str, Any] | None = None, id: str | None = None, content: str = "") -> AIMessage:
     """An AI message with one tool call (id ``call_<n>`` unless given)."""
-    return AIMessage(content=content, tool_calls=[{"name": name, "args": args or {}, "id": id or f"call_{next(_ids)}",
-                                                   "type": "tool_call"}])
+    return AIMessage(
+        content=content,
+        tool_calls=[{"name": name, "args": args or {}, "id": id or f"call_{next(_ids)}", "type": "tool_call"}],
+    )
 
 
-def plan(*titles: str, goal: str = "", criteria: Sequence[str] = (), reason: str = "",
-         steps: Sequence[dict[str, Any]] | None = None) -> AIMessage:
+def plan(
+    *titles: str,
+    goal: str = "",
+    criteria: Sequence[str] = (),
+    reason: str = "",
+    steps: Sequence[dict[str, Any]] | None = None,
+) -> AIMessage:
     """A ``submit_plan`` answer; ``titles`` become steps s1, s2, ... unless ``steps`` is given."""
     st = list(steps) if steps is not None else [{"title": t} for t in titles]
-    return tool_call("submit_plan", {"interpreted_goal": goal, "success_criteria": list(criteria), "steps": st,
-                                     "reason": reason})
+    return tool_call(
+        "submit_plan", {"interpreted_goal": goal, "success_criteria": list(criteria), "steps": st, "reason": reason}
+    )
 
 
 def complete(summary: str, findings: Sequence[str | dict[str, Any]] = (), result: str = "success") -> AIMessage:
@@ -68,8 +76,9 @@ def complete(summary: str, findings: Sequence[str | dict[str, Any]] = (), result
     return tool_call("complete_step", {"summary": summary, "findings": fs, "result": result})
 
 
-def and_complete(msg: AIMessage, summary: str, findings: Sequence[str | dict[str, Any]] = (),
-                 result: str = "success") -> AIMessage:
+def and_complete(
+    msg: AIMessage, summary: str, findings: Sequence[str | dict[str, Any]] = (), result: str = "success"
+) -> AIMessage:
     """``msg`` (an answer with tool calls) plus ``complete_step``: the step completes once those
     calls succeed, without another executor call."""
     return AIMessage(content=msg.content, tool_calls=[*msg.tool_calls, *complete(summary, findings, result).tool_calls])
@@ -95,19 +104,37 @@ class _OfflineModel(BaseChatModel):
     def _answer(self, messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
         raise NotImplementedError
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         meta = dict(run_manager.metadata) if run_manager and run_manager.metadata else {}
         msg = self._answer(messages, meta)
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
-    def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
         msg = self._generate(messages, stop, run_manager, **kwargs).generations[0].message
         chunk = AIMessageChunk(
             content=msg.content,
-            tool_call_chunks=[{"name": tc["name"], "args": json.dumps(tc["args"]), "id": tc["id"],
-                               "index": i, "type": "tool_call_chunk"} for i, tc in enumerate(msg.tool_calls)],
+            tool_call_chunks=[
+                {
+                    "name": tc["name"],
+                    "args": json.dumps(tc["args"]),
+                    "id": tc["id"],
+                    "index": i,
+                    "type": "tool_call_chunk",
+                }
+                for i, tc in enumerate(msg.tool_calls)
+            ],
         )
         yield ChatGenerationChunk(message=chunk)
 
@@ -144,8 +171,10 @@ class ScriptedChatModel(_OfflineModel):
             a = self.fallback[role]
             return a(messages, meta) if callable(a) else a
         if idx >= len(answers):
-            raise IndexError(f"ScriptedChatModel: no answer left for role {role!r} call {idx + 1} "
-                             f"(script has {len(answers)}); add answers to the script")
+            raise IndexError(
+                f"ScriptedChatModel: no answer left for role {role!r} call {idx + 1} "
+                f"(script has {len(answers)}); add answers to the script"
+            )
         a = answers[idx]
         return a(messages, meta) if callable(a) else a
 
@@ -171,14 +200,23 @@ class ReplayChatModel(_OfflineModel):
             plan_steps = []
             for k, (a, b) in enumerate(self.chunks(), start=1):
                 tools = sorted({s.tool for s in steps[a - 1 : b]})
-                plan_steps.append({"id": f"s{k}", "title": f"Recorded steps {a}-{b} ({', '.join(tools)})",
-                                   "expected_output": f"the observations of recorded steps {a}-{b}",
-                                   "depends_on": [f"s{k - 1}"] if k > 1 else []})
+                plan_steps.append(
+                    {
+                        "id": f"s{k}",
+                        "title": f"Recorded steps {a}-{b} ({', '.join(tools)})",
+                        "expected_output": f"the observations of recorded steps {a}-{b}",
+                        "depends_on": [f"s{k - 1}"] if k > 1 else [],
+                    }
+                )
             lines = [ln.strip() for ln in self.trajectory.request.splitlines()]
-            first = next((ln for ln in lines if len(ln) > 10 and not ln.startswith(("<", "/"))),
-                         lines[0] if lines else "")[:200]
-            return plan(goal=first, steps=plan_steps,
-                        criteria=[f"all {len(steps)} recorded actions replayed once, each observation recorded"])
+            first = next(
+                (ln for ln in lines if len(ln) > 10 and not ln.startswith(("<", "/"))), lines[0] if lines else ""
+            )[:200]
+            return plan(
+                goal=first,
+                steps=plan_steps,
+                criteria=[f"all {len(steps)} recorded actions replayed once, each observation recorded"],
+            )
         if role == "executor":
             pos = int(meta.get("executor_steps", 0))
             sid = str(meta.get("step_id") or "s1")

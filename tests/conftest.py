@@ -16,7 +16,9 @@ TRAJECTORIES = Path(os.environ.get("TASKCTX_TRAJECTORIES", REPO.parent / "shared
 @pytest.fixture
 def trajectories_dir() -> Path:
     if not TRAJECTORIES.is_dir() or not list(TRAJECTORIES.glob("*.jsonl")):
-        pytest.skip(f"shared trajectories not found at {TRAJECTORIES} (clone beside ../shared or set TASKCTX_TRAJECTORIES)")
+        pytest.skip(
+            f"shared trajectories not found at {TRAJECTORIES} (clone beside ../shared or set TASKCTX_TRAJECTORIES)"
+        )
     return TRAJECTORIES
 
 
@@ -28,8 +30,10 @@ PG_URL = os.environ.get("TASKCTX_TEST_PG", "")
 def pg_url() -> str:
     """The URL of a throwaway Postgres server (``.ci/run`` starts one and sets TASKCTX_TEST_PG)."""
     if not PG_URL:
-        pytest.skip("TASKCTX_TEST_PG is not set: no Postgres server to test against (.ci/run starts one; "
-                    "see ../shared/RUNBOOK.md and set TASKCTX_TEST_PG=postgresql://postgres@127.0.0.1:5433/postgres)")
+        pytest.skip(
+            "TASKCTX_TEST_PG is not set: no Postgres server to test against (.ci/run starts one; "
+            "see ../shared/RUNBOOK.md and set TASKCTX_TEST_PG=postgresql://postgres@127.0.0.1:5433/postgres)"
+        )
     try:
         import psycopg
     except ImportError:

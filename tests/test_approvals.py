@@ -28,8 +28,12 @@ def _graph(tmp_path: Path, script: dict[str, list[Any]], stores: SqliteStores | 
     (root / "app" / "proxy.conf").write_text("client_max_body_size 1m;\n")
     stores = stores or SqliteStores(":memory:")
     tools = WorkspaceTools(root, receipts_dir=tmp_path / "receipts")
-    g = build_orchestrator(ScriptedChatModel(script=script), tools=tools,
-                           checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores)
+    g = build_orchestrator(
+        ScriptedChatModel(script=script),
+        tools=tools,
+        checkpointer=InMemorySaver(serde=checkpoint_serde()),
+        stores=stores,
+    )
     return g, stores, root
 
 
@@ -39,12 +43,15 @@ def _task(tid: str, **perm: Any):
 
 def test_rejecting_the_same_call_does_not_loop(tmp_path: Path) -> None:
     same = lambda messages, meta: tool_call("write_file", CONF, id=f"w{meta['role_call']}")  # noqa: E731
-    g, stores, root = _graph(tmp_path, {
-        "planner": [plan("Patch the config")] * 5,
-        "executor": [same] * 50,
-        "recovery": [recover("retry", "try again")] * 5,  # the model asks to retry; the node will not
-        "reviewer": [review("approve")],
-    })
+    g, stores, root = _graph(
+        tmp_path,
+        {
+            "planner": [plan("Patch the config")] * 5,
+            "executor": [same] * 50,
+            "recovery": [recover("retry", "try again")] * 5,  # the model asks to retry; the node will not
+            "reviewer": [review("approve")],
+        },
+    )
     asked: list[dict[str, Any]] = []
 
     def reject(req: dict[str, Any]) -> dict[str, Any]:
@@ -58,7 +65,9 @@ def test_rejecting_the_same_call_does_not_loop(tmp_path: Path) -> None:
     assert len(asked) == 1 and asked[0]["tool"] == "write_file" and asked[0]["risk"] == "high"
     assert kinds.count("permission.requested") == 1
     user_rejects = [e for e in events if e.kind == "permission.denied" and e.actor == "user"]
-    repeats = [e for e in events if e.kind == "tool.result.received" and e.payload["result_summary"].startswith(REJECTED_AGAIN)]
+    repeats = [
+        e for e in events if e.kind == "tool.result.received" and e.payload["result_summary"].startswith(REJECTED_AGAIN)
+    ]
     assert len(user_rejects) == 1 and len(repeats) == 2
     assert [e.payload["decision"] for e in events if e.kind == "recovery.decided"] == ["replan", "stop"]
     assert kinds.count("plan.updated") == 1
@@ -72,21 +81,26 @@ def test_rejecting_the_same_call_does_not_loop(tmp_path: Path) -> None:
 
 
 def test_approve_edit_and_respond(tmp_path: Path) -> None:
-    g, stores, root = _graph(tmp_path, {
-        "planner": [plan("Patch the config")],
-        "executor": [
-            tool_call("write_file", CONF, id="w1"),
-            tool_call("write_file", {"path": "app/proxy.conf", "content": "client_max_body_size 99m;\n"}, id="w2"),
-            tool_call("write_file", {"path": "app/other.conf", "content": "x\n"}, id="w3"),
-            complete("done"),
-        ],
-        "reviewer": [review("approve")],
-    })
-    answers = iter([
-        {"action": "edit", "arguments": {"path": "app/proxy.conf", "content": "client_max_body_size 20m;\n"}},
-        {"action": "edit", "arguments": {"path": "../escape.conf", "content": "x\n"}},
-        {"action": "respond", "message": "use 20m, already done; stop here"},
-    ])
+    g, stores, root = _graph(
+        tmp_path,
+        {
+            "planner": [plan("Patch the config")],
+            "executor": [
+                tool_call("write_file", CONF, id="w1"),
+                tool_call("write_file", {"path": "app/proxy.conf", "content": "client_max_body_size 99m;\n"}, id="w2"),
+                tool_call("write_file", {"path": "app/other.conf", "content": "x\n"}, id="w3"),
+                complete("done"),
+            ],
+            "reviewer": [review("approve")],
+        },
+    )
+    answers = iter(
+        [
+            {"action": "edit", "arguments": {"path": "app/proxy.conf", "content": "client_max_body_size 20m;\n"}},
+            {"action": "edit", "arguments": {"path": "../escape.conf", "content": "x\n"}},
+            {"action": "respond", "message": "use 20m, already done; stop here"},
+        ]
+    )
     r = run_with_approvals(g, stores, "ed", _task("ed"), answer=lambda req: next(answers))
     assert r.state.control.status == "completed"
     assert (root / "app" / "proxy.conf").read_text() == "client_max_body_size 20m;\n"  # the edited call ran
@@ -104,12 +118,21 @@ def test_approve_edit_and_respond(tmp_path: Path) -> None:
 
 
 def test_one_interrupt_per_node_and_nothing_appended_twice(tmp_path: Path) -> None:
-    two = AIMessage(content="both", tool_calls=[
-        {"name": "write_file", "args": CONF, "id": "a1", "type": "tool_call"},
-        {"name": "write_file", "args": {"path": "app/second.conf", "content": "y\n"}, "id": "a2", "type": "tool_call"},
-    ])
-    g, stores, root = _graph(tmp_path, {"planner": [plan("Patch")], "executor": [two, complete("done")],
-                                        "reviewer": [review("approve")]})
+    two = AIMessage(
+        content="both",
+        tool_calls=[
+            {"name": "write_file", "args": CONF, "id": "a1", "type": "tool_call"},
+            {
+                "name": "write_file",
+                "args": {"path": "app/second.conf", "content": "y\n"},
+                "id": "a2",
+                "type": "tool_call",
+            },
+        ],
+    )
+    g, stores, root = _graph(
+        tmp_path, {"planner": [plan("Patch")], "executor": [two, complete("done")], "reviewer": [review("approve")]}
+    )
     first = run_graph(g, stores, "one", _task("one"))
     assert first.waiting is not None and first.waiting["call_id"] == "a1"
     assert first.next_nodes == ("tools",)
@@ -132,15 +155,26 @@ def test_one_interrupt_per_node_and_nothing_appended_twice(tmp_path: Path) -> No
 
 
 def test_requires_approval_list_and_low_risk_calls(tmp_path: Path) -> None:
-    g, stores, root = _graph(tmp_path, {
-        "planner": [plan("Look")],
-        "executor": [tool_call("list_dir", {"path": "app"}, id="l1"), tool_call("read_file", {"path": "app/proxy.conf"}, id="r1"),
-                     complete("looked")],
-        "reviewer": [review("approve")],
-    })
+    g, stores, root = _graph(
+        tmp_path,
+        {
+            "planner": [plan("Look")],
+            "executor": [
+                tool_call("list_dir", {"path": "app"}, id="l1"),
+                tool_call("read_file", {"path": "app/proxy.conf"}, id="r1"),
+                complete("looked"),
+            ],
+            "reviewer": [review("approve")],
+        },
+    )
     seen: list[str] = []
-    r = run_with_approvals(g, stores, "ra", _task("ra", requires_approval=["read_file"]),
-                           answer=lambda req: seen.append(req["call_id"]) or {"action": "approve"})
+    r = run_with_approvals(
+        g,
+        stores,
+        "ra",
+        _task("ra", requires_approval=["read_file"]),
+        answer=lambda req: seen.append(req["call_id"]) or {"action": "approve"},
+    )
     assert seen == ["r1"] and r.state.control.status == "completed"
     grants = [e for e in stores.events.read("ra") if e.kind == "permission.granted"]
     assert [(e.payload["call_id"], e.actor) for e in grants] == [("r1", "user")]
@@ -156,14 +190,16 @@ def test_cli_interactive_prompt(tmp_path: Path, monkeypatch) -> None:
     answers = iter(["a", "q"])
     monkeypatch.setattr(approvals, "_interactive", lambda: True)
     monkeypatch.setattr(approvals.typer, "prompt", lambda *a, **k: next(answers))
-    r = CliRunner().invoke(app, ["demo", "--db", str(tmp_path / "t.sqlite"), "--out", str(tmp_path / "o"),
-                                     "--task-id", "i1"])
+    r = CliRunner().invoke(
+        app, ["demo", "--db", str(tmp_path / "t.sqlite"), "--out", str(tmp_path / "o"), "--task-id", "i1"]
+    )
     assert r.exit_code == 0, r.output
     assert r.stdout.count("approval requested: apply_patch") == 2
     assert "waiting for approval of apply_patch (call d-fix2, high risk)" in r.stdout
     events = SqliteStores(tmp_path / "t.sqlite").events.read("i1")
-    assert [(e.payload["call_id"], e.actor) for e in events if e.kind == "permission.granted" and e.actor == "user"] == \
-        [("d-fix1", "user")]
+    assert [
+        (e.payload["call_id"], e.actor) for e in events if e.kind == "permission.granted" and e.actor == "user"
+    ] == [("d-fix1", "user")]
 
 
 class Crash(BaseException):
@@ -187,15 +223,27 @@ def test_a_stored_answer_never_answers_a_later_question_after_a_crash(tmp_path: 
     root = tmp_path / "ws"
     (root / "app").mkdir(parents=True)
     (root / "app" / "proxy.conf").write_text("client_max_body_size 1m;\n")
-    two = AIMessage(content="both", tool_calls=[
-        {"name": "write_file", "args": CONF, "id": "a1", "type": "tool_call"},
-        {"name": "write_file", "args": {"path": "app/second.conf", "content": "y\n"}, "id": "a2", "type": "tool_call"},
-    ])
+    two = AIMessage(
+        content="both",
+        tool_calls=[
+            {"name": "write_file", "args": CONF, "id": "a1", "type": "tool_call"},
+            {
+                "name": "write_file",
+                "args": {"path": "app/second.conf", "content": "y\n"},
+                "id": "a2",
+                "type": "tool_call",
+            },
+        ],
+    )
     stores = SqliteStores(":memory:")
-    g = build_orchestrator(ScriptedChatModel(script={"planner": [plan("Patch")], "executor": [two, complete("done")],
-                                                     "reviewer": [review("approve")]}),
-                           tools=Crashing(root, receipts_dir=tmp_path / "receipts"),
-                           checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores)
+    g = build_orchestrator(
+        ScriptedChatModel(
+            script={"planner": [plan("Patch")], "executor": [two, complete("done")], "reviewer": [review("approve")]}
+        ),
+        tools=Crashing(root, receipts_dir=tmp_path / "receipts"),
+        checkpointer=InMemorySaver(serde=checkpoint_serde()),
+        stores=stores,
+    )
     first = run_graph(g, stores, "cr", _task("cr"))
     assert first.waiting is not None and first.waiting["call_id"] == "a1"
     try:
@@ -207,7 +255,9 @@ def test_a_stored_answer_never_answers_a_later_question_after_a_crash(tmp_path: 
     resumed = run_graph(g, stores, "cr", None, resume=True)
     assert resumed.waiting is not None and resumed.waiting["call_id"] == "a2", resumed.waiting
     assert not (root / "app" / "second.conf").exists()  # not approved by a1's stored answer
-    assert first.waiting["request_id"].startswith("evt_") and resumed.waiting["request_id"] != first.waiting["request_id"]
+    assert (
+        first.waiting["request_id"].startswith("evt_") and resumed.waiting["request_id"] != first.waiting["request_id"]
+    )
     events = stores.events.read("cr")
     a1 = next(e for e in events if e.kind == "tool.result.received" and e.payload["call_id"] == "a1")
     assert a1.payload["result_summary"].startswith("[recovered after an interruption:")
@@ -216,7 +266,9 @@ def test_a_stored_answer_never_answers_a_later_question_after_a_crash(tmp_path: 
     stale = run_graph(g, stores, "cr", Command(resume={"action": "approve", "request_id": first.waiting["request_id"]}))
     assert stale.waiting is not None and stale.waiting["request_id"] == resumed.waiting["request_id"]
     assert stores.events.last_seq("cr") == n and not (root / "app" / "second.conf").exists()
-    done = run_graph(g, stores, "cr", Command(resume={"action": "approve", "request_id": resumed.waiting["request_id"]}))
+    done = run_graph(
+        g, stores, "cr", Command(resume={"action": "approve", "request_id": resumed.waiting["request_id"]})
+    )
     assert done.waiting is None and done.state.control.status == "completed"
     assert (root / "app" / "second.conf").read_text() == "y\n"
     events = stores.events.read("cr")

@@ -7,7 +7,17 @@ import pytest
 from context import BudgetError, ContextBlock, ManifestEntry, approx_tokens, build_context, make_block
 
 
-def blk(id, tokens, priority="normal", trust="trusted_app", observed_at="", relevance=0.5, layer="recent", kind="state", compressed=False):
+def blk(
+    id,
+    tokens,
+    priority="normal",
+    trust="trusted_app",
+    observed_at="",
+    relevance=0.5,
+    layer="recent",
+    kind="state",
+    compressed=False,
+):
     return ContextBlock(
         id=id,
         kind=kind,
@@ -41,7 +51,9 @@ def test_approx_tokens_and_make_block():
     assert [approx_tokens(s) for s in ("", "a", "abcd", "abcde", "x" * 40)] == [0, 1, 1, 2, 10]
     b = make_block("core.request", "x" * 41, kind="user", layer="core", source="task.created", priority="required")
     assert (b.token_estimate, b.priority, b.trust, b.text) == (11, "required", "trusted_app", "x" * 41)
-    c = make_block("k", "one two three", kind="knowledge", layer="referenced", source="s", count_tokens=lambda t: len(t.split()))
+    c = make_block(
+        "k", "one two three", kind="knowledge", layer="referenced", source="s", count_tokens=lambda t: len(t.split())
+    )
     assert c.token_estimate == 3
 
 
@@ -54,7 +66,14 @@ def test_everything_fits_manifest_in_input_order():
     r = build_context(blocks, budget=100, reserve_for_output=20, overhead_tokens=5, role="executor")
     assert [b.id for b in r.blocks] == ["low", "req", "high"]
     m = r.manifest
-    assert (m.role, m.budget, m.reserve_for_output, m.overhead_tokens, m.available, m.used) == ("executor", 100, 20, 5, 75, 22)
+    assert (m.role, m.budget, m.reserve_for_output, m.overhead_tokens, m.available, m.used) == (
+        "executor",
+        100,
+        20,
+        5,
+        75,
+        22,
+    )
     assert m.entries == [
         entry(blocks[0], True, "fits (low, external_content)"),
         entry(blocks[1], True, "required"),
@@ -156,7 +175,11 @@ def test_relevance_ranks_before_recency():
 
 def test_nothing_ranked_below_a_dropped_block_goes_in():
     """DESIGN's drop order is strict: raw history (low) never stays while evidence (normal) goes."""
-    blocks = [blk("big_high", 30, priority="high"), blk("mid", 4, priority="normal"), blk("small_low", 5, priority="low")]
+    blocks = [
+        blk("big_high", 30, priority="high"),
+        blk("mid", 4, priority="normal"),
+        blk("small_low", 5, priority="low"),
+    ]
     r = build_context(blocks, budget=20, reserve_for_output=0)
     assert r.manifest.entries[0].reason == "dropped: over budget (high, trusted_app; needs 30, 20 left)"
     assert r.manifest.entries[1].reason == "dropped: ranked below big_high, which did not fit (normal, trusted_app)"

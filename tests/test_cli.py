@@ -59,35 +59,74 @@ def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None
     assert "client_max_body_size 10m;" in (ws / "proxy" / "nginx.conf").read_text()
     from graphs.demo import SAMPLE_WORKSPACE
 
-    assert (ws / "tests" / "test_upload.py").read_bytes() == (SAMPLE_WORKSPACE / "tests" / "test_upload.py").read_bytes()
-    green = subprocess.run([sys.executable, "-m", "unittest", "tests/test_upload.py"], cwd=ws, capture_output=True,
-                           text=True, timeout=60)
+    assert (ws / "tests" / "test_upload.py").read_bytes() == (
+        SAMPLE_WORKSPACE / "tests" / "test_upload.py"
+    ).read_bytes()
+    green = subprocess.run(
+        [sys.executable, "-m", "unittest", "tests/test_upload.py"], cwd=ws, capture_output=True, text=True, timeout=60
+    )
     assert green.returncode == 0, green.stderr
-    red = subprocess.run([sys.executable, "-m", "unittest", "tests/test_upload.py"], cwd=SAMPLE_WORKSPACE,
-                         capture_output=True, text=True, timeout=60, env={**__import__("os").environ,
-                                                                           "PYTHONDONTWRITEBYTECODE": "1"})
+    red = subprocess.run(
+        [sys.executable, "-m", "unittest", "tests/test_upload.py"],
+        cwd=SAMPLE_WORKSPACE,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**__import__("os").environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
     assert red.returncode != 0 and "413 != 201" in red.stderr  # the bundled sample shows the bug
     # the bearer token of the proxy log never leaves the artifact store unmasked
     trace = (out / "d1" / "trace.jsonl").read_text()
     assert "eyJhbGciOiJIUzI1NiJ9" not in trace and "[REDACTED:jwt]" in trace
     run_dir = out / "d1"
-    assert sorted(p.name for p in run_dir.iterdir()) == ["context_pack.md", "manifests.jsonl", "state.json", "trace.jsonl"]
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "context_pack.md",
+        "manifests.jsonl",
+        "state.json",
+        "trace.jsonl",
+    ]
     assert len((run_dir / "trace.jsonl").read_text().splitlines()) == len(kinds)
     manifests = [json.loads(x) for x in (run_dir / "manifests.jsonl").read_text().splitlines()]
-    assert [m["role"] for m in manifests] == ["planner"] + ["executor"] * 8 + ["recovery"] + ["executor"] * 4 + ["reviewer"]
-    assert set(manifests[0]) == {"call", "role", "step_id", "budget", "prompt_tokens", "cached_prefix_tokens",
-                                 "transcript_reset", "blocks"}
+    assert [m["role"] for m in manifests] == ["planner"] + ["executor"] * 8 + ["recovery"] + ["executor"] * 4 + [
+        "reviewer"
+    ]
+    assert set(manifests[0]) == {
+        "call",
+        "role",
+        "step_id",
+        "budget",
+        "prompt_tokens",
+        "cached_prefix_tokens",
+        "transcript_reset",
+        "blocks",
+    }
     assert set(manifests[0]["blocks"][0]) == {"id", "layer", "kind", "trust", "tokens", "included", "reason"}
     pack = (run_dir / "context_pack.md").read_text()
     assert "Do not modify tests/test_upload.py." in pack and "executor call 14" in pack
 
     insp = invoke("inspect", "d1", "--db", str(db))
     assert insp.exit_code == 0
-    for heading in ("Goal", "Success criteria", "Constraints", "Plan", "Current step", "Recent progress", "Evidence",
-                    "Permissions", "Pending approvals", "Approvals and denials", "Error history", "Resolved errors",
-                    "Omitted history", "Checkpoints"):
+    for heading in (
+        "Goal",
+        "Success criteria",
+        "Constraints",
+        "Plan",
+        "Current step",
+        "Recent progress",
+        "Evidence",
+        "Permissions",
+        "Pending approvals",
+        "Approvals and denials",
+        "Error history",
+        "Resolved errors",
+        "Omitted history",
+        "Checkpoints",
+    ):
         assert f"\n{heading}\n" in insp.stdout
-    assert "permission.denied (policy): read_file [d-secrets] secrets/prod.env is outside the task's file scopes" in insp.stdout
+    assert (
+        "permission.denied (policy): read_file [d-secrets] secrets/prod.env is outside the task's file scopes"
+        in insp.stdout
+    )
     assert "permission.granted (user): apply_patch [d-fix1] approved by the user" in insp.stdout
     assert "err-1 [resolved: later call d-test2 (run_command) succeeded] tool:run_command in s3" in insp.stdout
     assert "resumes: 1" in insp.stdout
@@ -201,7 +240,9 @@ def test_database_that_cannot_be_opened(tmp_path: Path, kind: str) -> None:
 
 
 def test_demo_deny_all_ends_cleanly_as_failed(tmp_path: Path) -> None:
-    r = invoke("demo", "--deny-all", "--db", str(tmp_path / "t.sqlite"), "--out", str(tmp_path / "o"), "--task-id", "dn")
+    r = invoke(
+        "demo", "--deny-all", "--db", str(tmp_path / "t.sqlite"), "--out", str(tmp_path / "o"), "--task-id", "dn"
+    )
     assert r.exit_code == 0, r.output
     assert "task dn: failed" in r.stdout
     events = SqliteStores(tmp_path / "t.sqlite").events.read("dn")
@@ -210,7 +251,9 @@ def test_demo_deny_all_ends_cleanly_as_failed(tmp_path: Path) -> None:
     assert ctx.progress.last_step.result == "blocked"
     # the refused fix ends s2 blocked and recovery stops there (s3 never starts)
     assert [(e.payload["step_id"], e.payload["result"]) for e in events if e.kind == "step.completed"] == [
-        ("s1", "success"), ("s2", "blocked")]
+        ("s1", "success"),
+        ("s2", "blocked"),
+    ]
     assert [e.payload["decision"] for e in events if e.kind == "recovery.decided"] == ["stop"]
     assert [e.payload["step_id"] for e in events if e.kind == "step.started"] == ["s1", "s2"]
     assert (tmp_path / "o" / "dn" / "trace.jsonl").exists()
@@ -218,7 +261,9 @@ def test_demo_deny_all_ends_cleanly_as_failed(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("bad", ["a b", "x" * 129, "../x", ".hidden", ""])
 def test_task_ids_are_checked_before_anything_runs(tmp_path: Path, bad: str) -> None:
-    r = invoke("demo", "--approve-all", "--db", str(tmp_path / "t.sqlite"), "--task-id", bad, "--out", str(tmp_path / "o"))
+    r = invoke(
+        "demo", "--approve-all", "--db", str(tmp_path / "t.sqlite"), "--task-id", bad, "--out", str(tmp_path / "o")
+    )
     assert r.exit_code == 2
     assert "is not a valid task id" in _error_line(r)
     assert not (tmp_path / "t.sqlite").exists()
@@ -228,7 +273,13 @@ def test_resume_of_a_task_that_never_started(tmp_path: Path) -> None:
     from graphs import open_project
 
     db = tmp_path / "t.sqlite"
-    traj = str(Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trajectories" / "taubench-airline-t17-r3.jsonl")
+    traj = str(
+        Path(__file__).resolve().parents[1].parent
+        / "shared"
+        / "data"
+        / "trajectories"
+        / "taubench-airline-t17-r3.jsonl"
+    )
     if not Path(traj).exists():
         pytest.skip("shared trajectories not found")
     open_project(str(db)).stores.tasks.register("ns", {"kind": "replay", "source": traj, "budget": 8000})
@@ -247,12 +298,17 @@ def test_bench_refuses_bad_input_before_running(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("x")
     r = invoke("bench", str(tmp_path), "--out", str(tmp_path / "afile" / "sub"))
     assert r.exit_code == 2
-    assert _error_line(r) == f"error: --out {tmp_path / 'afile' / 'sub'} cannot be created (Not a directory); pass a writable folder"
+    assert (
+        _error_line(r)
+        == f"error: --out {tmp_path / 'afile' / 'sub'} cannot be created (Not a directory); pass a writable folder"
+    )
     (tmp_path / "empty").mkdir()
     r = invoke("bench", str(tmp_path / "empty"), "--out", str(tmp_path / "o"))
     assert r.exit_code == 2
-    assert _error_line(r) == (f"error: no trajectories (*.jsonl) to run in {tmp_path / 'empty'}; pass a folder of "
-                              "recorded runs or one .jsonl file (default ../shared/data/trajectories)")
+    assert _error_line(r) == (
+        f"error: no trajectories (*.jsonl) to run in {tmp_path / 'empty'}; pass a folder of "
+        "recorded runs or one .jsonl file (default ../shared/data/trajectories)"
+    )
 
 
 def test_hints_name_the_db_quoted_and_without_its_password() -> None:
@@ -261,4 +317,6 @@ def test_hints_name_the_db_quoted_and_without_its_password() -> None:
 
     assert _db_opt(DEFAULT_DB) == ""
     assert _db_opt("/tmp/my runs/t.sqlite") == " --db '/tmp/my runs/t.sqlite'"
-    assert _db_opt("postgresql://app:s3cret@127.0.0.1:5433/tasks") == " --db 'postgresql://app:***@127.0.0.1:5433/tasks'"
+    assert (
+        _db_opt("postgresql://app:s3cret@127.0.0.1:5433/tasks") == " --db 'postgresql://app:***@127.0.0.1:5433/tasks'"
+    )

@@ -96,7 +96,9 @@ def test_file_read_over_8000_chars_gives_snippet_path_and_ref():
         f"file read src/big.py: 101 lines, 8001 chars; showing lines 1-25; "
         f"full text: {REF}; a slice: {REF}#L<start>-<end>"
     )
-    assert c == Compressed(text="\n".join(lines[:25]) + f"\n[{summary}]", compressed=True, summary=summary, raw_chars=8001)
+    assert c == Compressed(
+        text="\n".join(lines[:25]) + f"\n[{summary}]", compressed=True, summary=summary, raw_chars=8001
+    )
 
 
 def test_file_read_snippet_is_capped_at_40_lines_and_a_read_without_path_says_file_read():
@@ -156,8 +158,7 @@ def test_a_3_000_000_char_single_line_file_read():
         f"file read: 1 line, 3000000 chars (3000000 bytes); shown: chars 1-2000; "
         f"full text: {REF} (one line, so a #L slice cannot narrow it)"
     )
-    assert c == Compressed(text="x=1;" * 500 + f"\n[{summary}]", compressed=True, summary=summary,
-                           raw_chars=3_000_000)
+    assert c == Compressed(text="x=1;" * 500 + f"\n[{summary}]", compressed=True, summary=summary, raw_chars=3_000_000)
 
 
 def test_two_very_long_lines():
@@ -186,8 +187,7 @@ def test_a_cjk_single_line_counts_chars_and_utf8_bytes():
         f"file read data/zh.txt: 1 line, 1000000 chars (3000000 bytes); shown: chars 1-2000; "
         f"full text: {REF} (one line, so a #L slice cannot narrow it)"
     )
-    assert c == Compressed(text="漢字" * 1000 + f"\n[{summary}]", compressed=True, summary=summary,
-                           raw_chars=1_000_000)
+    assert c == Compressed(text="漢字" * 1000 + f"\n[{summary}]", compressed=True, summary=summary, raw_chars=1_000_000)
     o = compress_tool_result(raw, "command", REF)
     assert o.summary == (
         "command output: 1 line, 1000000 chars (3000000 bytes); shown: chars 1-1200 and 998801-1000000; "
@@ -218,7 +218,9 @@ def test_a_long_line_among_short_ones_names_the_omitted_lines_and_the_slice_fetc
 def test_search_with_5_results_is_kept():
     raw = "\n".join(f"src/m{i}.py:{i}: match" for i in range(1, 6)) + "\n"
     c = compress_tool_result(raw, "search", REF)
-    assert c == Compressed(text=raw, compressed=False, summary=f"{len(raw)} chars: src/m1.py:1: match", raw_chars=len(raw))
+    assert c == Compressed(
+        text=raw, compressed=False, summary=f"{len(raw)} chars: src/m1.py:1: match", raw_chars=len(raw)
+    )
 
 
 def test_search_with_6_results_keeps_first_5_and_counts_1_omitted():
@@ -255,19 +257,25 @@ def test_search_over_5_results_whose_first_5_are_long_is_cut_head_tail():
         f"search (first 5 results): 6 lines, {inner_len} chars; {inner_len - 2400} chars omitted "
         f"from the middle; full output: {REF}"
     )
-    assert c.text.startswith("r1 " + "x" * 1000 + "\nr2 " + "x" * 193 + f"\n[... {inner_len - 2400} chars omitted ...]\n")
+    assert c.text.startswith(
+        "r1 " + "x" * 1000 + "\nr2 " + "x" * 193 + f"\n[... {inner_len - 2400} chars omitted ...]\n"
+    )
     assert c.text.endswith(f"x\n[{summary}]\n[{inner_summary}]\n[{summary}]")
-    assert len(c.text) == 1200 + len(f"\n[... {inner_len - 2400} chars omitted ...]\n") + 1200 + len(inner_summary) + 3 + len(summary) + 3
+    assert (
+        len(c.text)
+        == 1200
+        + len(f"\n[... {inner_len - 2400} chars omitted ...]\n")
+        + 1200
+        + len(inner_summary)
+        + 3
+        + len(summary)
+        + 3
+    )
     assert "r6 " not in c.text and "r7 " not in c.text
 
 
 def test_split_search_results_on_fenced_sections():
-    raw = (
-        "Found 2 code sections.\n\n"
-        "a.py\n```\nx = 1\n```\n"
-        "\n"
-        "b/c.py\n```python\n\ndef y():\n    pass\n```\n"
-    )
+    raw = "Found 2 code sections.\n\na.py\n```\nx = 1\n```\n\nb/c.py\n```python\n\ndef y():\n    pass\n```\n"
     assert split_search_results(raw) == ["a.py\n```\nx = 1\n```", "b/c.py\n```python\n\ndef y():\n    pass\n```"]
 
 

@@ -65,28 +65,41 @@ CHILD = textwrap.dedent(
 def _normal(ctx: TaskContext) -> dict:
     """The state without what a resume legitimately changes: the event window and cursor,
     timestamps, the sequence number a checkpoint was taken at, and checkpoint ids (per thread)."""
+
     def strip(x):
         if isinstance(x, dict):
             return {k: strip(v) for k, v in x.items() if k not in ("timestamp", "at_seq", "checkpoint_id")}
         if isinstance(x, list):
             return [strip(v) for v in x]
         return x
+
     d = ctx.model_dump(mode="json")
     d.pop("events")
     return strip(d)
 
 
 def _taskctx(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "graphs.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true"})
+    return subprocess.run(
+        [sys.executable, "-m", "graphs.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true"},
+    )
 
 
 @pytest.mark.parametrize("where,at", [("tool", 7), ("model", 23), ("tool", 41), ("checkpoint", 60), ("checkpoint", 61)])
 def test_sigkill_then_resume_matches_clean_run(trajectories_dir: Path, tmp_path: Path, where: str, at: int) -> None:
     traj = trajectories_dir / "openhands-ponyc-4588.jsonl"
     db = tmp_path / "crash.sqlite"
-    child = subprocess.run([sys.executable, "-c", CHILD, str(traj), str(db), "k1", where, str(at)],
-                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, str(traj), str(db), "k1", where, str(at)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
 
     stores = SqliteStores(db)
@@ -98,7 +111,9 @@ def test_sigkill_then_resume_matches_clean_run(trajectories_dir: Path, tmp_path:
     resumed = _taskctx("resume", "k1", "--db", str(db), "--out", str(tmp_path / "runs"), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
 
-    clean = _taskctx("replay", str(traj), "--task-id", "c1", "--db", str(db), "--out", str(tmp_path / "runs"), cwd=tmp_path)
+    clean = _taskctx(
+        "replay", str(traj), "--task-id", "c1", "--db", str(db), "--out", str(tmp_path / "runs"), cwd=tmp_path
+    )
     assert clean.returncode == 0, clean.stderr
 
     stores = SqliteStores(db)
@@ -108,8 +123,9 @@ def test_sigkill_then_resume_matches_clean_run(trajectories_dir: Path, tmp_path:
     assert [e.id for e in crashed_events[: len(before)]] == [e.id for e in before]
     # each recorded step exactly once, no step redone
     for evs in (crashed_events, clean_events):
-        assert Counter(e.payload["call_id"] for e in evs if e.kind == "tool.result.received") == \
-            {f"rec-{i}": 1 for i in range(1, 51)}
+        assert Counter(e.payload["call_id"] for e in evs if e.kind == "tool.result.received") == {
+            f"rec-{i}": 1 for i in range(1, 51)
+        }
     assert [e.kind for e in crashed_events].count("resume.started") == 1
     a, b = _normal(replay(crashed_events)), _normal(replay(clean_events))
     a["identity"]["task_id"] = b["identity"]["task_id"] = "x"

@@ -15,8 +15,8 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,8 +70,9 @@ def _unpinned(mode: str) -> Iterator[None]:
         return [b.model_copy(update={"priority": "low"}) for b in orig_core(*a, **k)]
 
     def build_without_required(candidates: Any, **k: Any) -> Any:
-        return orig_build([b.model_copy(update={"priority": "low"}) if b.priority == "required" else b
-                           for b in candidates], **k)
+        return orig_build(
+            [b.model_copy(update={"priority": "low"}) if b.priority == "required" else b for b in candidates], **k
+        )
 
     for m, n, _ in saved:
         if mode == "core" and n == "core_blocks":
@@ -111,15 +112,31 @@ def results() -> dict[tuple[str, str], dict[str, Any]]:
         [("pinned", HEAVY + rest[::2]), ("required", PINNED_CASES), ("core", core_rest)],
         [("pinned", long_runs + rest[1::2]), ("core", long_runs[:1])],
     ]
-    env = {**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    script = ("import sys, runpy; m = runpy.run_path(sys.argv[1]); "
-              "[m['_child'](a.split(':')[0], a.split(':')[1].split(',')) for a in sys.argv[2:]]")
+    env = {
+        **os.environ,
+        "LANGGRAPH_STRICT_MSGPACK": "true",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    script = (
+        "import sys, runpy; m = runpy.run_path(sys.argv[1]); "
+        "[m['_child'](a.split(':')[0], a.split(':')[1].split(',')) for a in sys.argv[2:]]"
+    )
     procs = []
     for job in jobs:
         args = [f"{mode}:{','.join(ids)}" for mode, ids in job]
-        procs.append((job, subprocess.Popen([sys.executable, "-c", script, str(HERE), *args], cwd=REPO, env=env,
-                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        procs.append(
+            (
+                job,
+                subprocess.Popen(
+                    [sys.executable, "-c", script, str(HERE), *args],
+                    cwd=REPO,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                ),
+            )
+        )
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for job, p in procs:
         stdout, stderr = p.communicate(timeout=600)
@@ -175,14 +192,22 @@ def test_required_unpinned_makes_case_fail(results: dict[tuple[str, str], dict[s
 # the harness itself
 # ---------------------------------------------------------------------------------------------
 SMALL = {
-    "id": "small", "category": "security", "request": "Free some disk space.",
+    "id": "small",
+    "category": "security",
+    "request": "Free some disk space.",
     "permissions": {"denied_tools": ["rm_rf"]},
-    "script": {"planner": [{"plan": ["Clean"]}],
-               "executor": [{"tool": "rm_rf", "id": "x1", "args": {"path": "/"}, "result": {"output": "gone"}},
-                            {"complete": "done"}],
-               "reviewer": [{"review": "approve"}]},
-    "checks": [{"check": "tools_run", "not_run": ["x1"]},
-               {"check": "event", "kind": "permission.denied", "payload": {"call_id": "x1"}, "count": 1}],
+    "script": {
+        "planner": [{"plan": ["Clean"]}],
+        "executor": [
+            {"tool": "rm_rf", "id": "x1", "args": {"path": "/"}, "result": {"output": "gone"}},
+            {"complete": "done"},
+        ],
+        "reviewer": [{"review": "approve"}],
+    },
+    "checks": [
+        {"check": "tools_run", "not_run": ["x1"]},
+        {"check": "event", "kind": "permission.denied", "payload": {"call_id": "x1"}, "count": 1},
+    ],
 }
 
 
@@ -197,9 +222,11 @@ def test_a_wrong_expectation_fails(tmp_path: Path) -> None:
     from graphs.eval import load_case, run_case
 
     bad = json.loads(json.dumps(SMALL))
-    bad["checks"] = [{"check": "tools_run", "once": ["x1"]},
-                     {"check": "prompt_contains", "text": ["this text is in no prompt"]},
-                     {"check": "state", "path": "control.status", "equals": "failed"}]
+    bad["checks"] = [
+        {"check": "tools_run", "once": ["x1"]},
+        {"check": "prompt_contains", "text": ["this text is in no prompt"]},
+        {"check": "state", "path": "control.status", "equals": "failed"},
+    ]
     r = run_case(load_case(_write(tmp_path, "bad.json", bad)))
     assert r.status == "failed"
     assert [f.split(":")[0] for f in r.failures] == ["tools_run", "prompt_contains", "prompt_contains", "state"]
@@ -208,14 +235,22 @@ def test_a_wrong_expectation_fails(tmp_path: Path) -> None:
     assert ok.stats["context_packs_built"] == 4 and ok.stats["checkpoint_saves"] > 0
 
 
-@pytest.mark.parametrize("mutate,expect", [
-    (lambda d: d.pop("request"), "field request: Field required"),
-    (lambda d: d["script"]["executor"][0].pop("id"), "field script.executor[0]: Value error, a tool turn needs an id"),
-    (lambda d: d["checks"].append({"check": "nope"}), "field checks[2]: Input tag 'nope' found using 'check'"),
-    (lambda d: d.update(category="speed"), "field category: Input should be 'missing'"),
-    (lambda d: d.update(crashes=[{"after_executor_steps": 2, "in_tool_call": "x1"}]),
-     "field crashes[0]: Value error, a crash needs exactly one of"),
-])
+@pytest.mark.parametrize(
+    "mutate,expect",
+    [
+        (lambda d: d.pop("request"), "field request: Field required"),
+        (
+            lambda d: d["script"]["executor"][0].pop("id"),
+            "field script.executor[0]: Value error, a tool turn needs an id",
+        ),
+        (lambda d: d["checks"].append({"check": "nope"}), "field checks[2]: Input tag 'nope' found using 'check'"),
+        (lambda d: d.update(category="speed"), "field category: Input should be 'missing'"),
+        (
+            lambda d: d.update(crashes=[{"after_executor_steps": 2, "in_tool_call": "x1"}]),
+            "field crashes[0]: Value error, a crash needs exactly one of",
+        ),
+    ],
+)
 def test_bad_case_names_file_and_field(tmp_path: Path, mutate: Any, expect: str) -> None:
     from graphs.eval import CaseError, load_case
 
@@ -246,18 +281,34 @@ def test_the_check_table_is_the_list_of_check_kinds(tmp_path: Path, monkeypatch:
     from graphs.eval import CaseError, load_case
 
     kinds = [m.model_fields["check"].annotation.__args__[0] for m in checks.CHECKS]
-    assert kinds == ["prompt_contains", "prompt_excludes", "external_only", "manifest", "within_budget", "resets",
-                     "refetch", "state", "events", "event", "tools_run"]
+    assert kinds == [
+        "prompt_contains",
+        "prompt_excludes",
+        "external_only",
+        "manifest",
+        "within_budget",
+        "resets",
+        "refetch",
+        "state",
+        "events",
+        "event",
+        "tools_run",
+    ]
     d = json.loads(json.dumps(SMALL))
     d["checks"] = [{"check": "nope"}]
     with pytest.raises(CaseError) as exc:
         load_case(_write(tmp_path, "nope.json", d))
     assert ("does not match any of the expected tags: " + ", ".join(f"'{k}'" for k in kinds)) in str(exc.value)
-    d["checks"] = [{"check": "tools_run", "once": ["x1"]}, {"check": "prompt_contains", "role": "nobody", "text": ["a"]}]
+    d["checks"] = [
+        {"check": "tools_run", "once": ["x1"]},
+        {"check": "prompt_contains", "role": "nobody", "text": ["a"]},
+    ]
     case = load_case(_write(tmp_path, "two.json", d))
     assert [type(c) for c in case.checks] == [checks.ToolsRunCheck, checks.PromptContains]
     seen: list[tuple[str, list[Any]]] = []
-    monkeypatch.setitem(checks.CHECKS, checks.ToolsRunCheck, lambda run, chk, calls: seen.append((chk.check, calls)) or ["x"])
+    monkeypatch.setitem(
+        checks.CHECKS, checks.ToolsRunCheck, lambda run, chk, calls: seen.append((chk.check, calls)) or ["x"]
+    )
     run = type("Run", (), {"events": [], "inject_seq": None})()
     assert checks.run_check(run, case.checks[0]) == ["x"]
     assert seen == [("tools_run", [])]
@@ -267,8 +318,16 @@ def test_the_check_table_is_the_list_of_check_kinds(tmp_path: Path, monkeypatch:
 def test_repeat_expands_with_nested_placeholders() -> None:
     from graphs.eval.cases import Turn, expand
 
-    t = Turn.model_validate({"repeat": 2, "var": "s", "turns": [
-        {"repeat": 2, "turns": [{"tool": "run", "id": "s{s}c{i}", "args": {"n": "{i}"}}]}, {"complete": "step {s}"}]})
+    t = Turn.model_validate(
+        {
+            "repeat": 2,
+            "var": "s",
+            "turns": [
+                {"repeat": 2, "turns": [{"tool": "run", "id": "s{s}c{i}", "args": {"n": "{i}"}}]},
+                {"complete": "step {s}"},
+            ],
+        }
+    )
     flat = expand([t])
     assert [x.id or x.complete for x in flat] == ["s1c1", "s1c2", "step 1", "s2c1", "s2c2", "step 2"]
     assert flat[1].args == {"n": "2"}
@@ -294,8 +353,15 @@ def test_eval_command(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
     assert data["total"] == {"cases": 1, "passed": 1, "failed": 0, "pending": 0}
-    assert set(data["stats"]) == {"state_updates", "context_packs_built", "tool_results_compressed",
-                                  "checkpoint_saves", "resume_events", "tasks_with_compression", "tasks_with_resume"}
+    assert set(data["stats"]) == {
+        "state_updates",
+        "context_packs_built",
+        "tool_results_compressed",
+        "checkpoint_saves",
+        "resume_events",
+        "tasks_with_compression",
+        "tasks_with_resume",
+    }
     failing = json.loads(json.dumps(SMALL))
     failing["checks"] = [{"check": "tools_run", "once": ["x1"]}]
     _write(folder, "small.json", failing)

@@ -17,7 +17,13 @@ TS = "2026-01-01T00:00:00.000Z"
 
 
 def call(i: int, **kw):
-    return new_event("tool.called", {"call_id": f"c{i}", "tool": "bash", "arguments": f'{{"n": {i}}}'}, actor="agent", timestamp=TS, **kw)
+    return new_event(
+        "tool.called",
+        {"call_id": f"c{i}", "tool": "bash", "arguments": f'{{"n": {i}}}'},
+        actor="agent",
+        timestamp=TS,
+        **kw,
+    )
 
 
 def dumps(events):

@@ -44,7 +44,8 @@ class Ingest:
             if method != "POST" or not path.startswith("/runs/multipart"):
                 continue
             msg = email.message_from_bytes(
-                b"Content-Type: " + headers["Content-Type"].encode() + b"\r\n\r\n" + body, policy=email.policy.HTTP)
+                b"Content-Type: " + headers["Content-Type"].encode() + b"\r\n\r\n" + body, policy=email.policy.HTTP
+            )
             for part in msg.iter_parts():
                 name = part.get_param("name", header="content-disposition")
                 op, rid, *rest = name.split(".")
@@ -157,11 +158,12 @@ def langsmith_loopback(monkeypatch: pytest.MonkeyPatch, no_remote_network: list[
 
 
 # ---- the task -----------------------------------------------------------------------------
-SECRET_HEAD = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"   # a GitHub-token-shaped value early in the output
-MIDDLE_MARKER = "RAW-ONLY-MIDDLE-7d1f0c"                        # only in the part compression leaves out
-SECRET_MIDDLE = "AKIA" + "Z7QX2M4N6P8R0T2V"                      # an AWS-key-shaped value, also in the middle
+SECRET_HEAD = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub-token-shaped value early in the output
+MIDDLE_MARKER = "RAW-ONLY-MIDDLE-7d1f0c"  # only in the part compression leaves out
+SECRET_MIDDLE = "AKIA" + "Z7QX2M4N6P8R0T2V"  # an AWS-key-shaped value, also in the middle
 BIG_LOG = (
-    "build started\n" + f"using token {SECRET_HEAD}\n"
+    "build started\n"
+    + f"using token {SECRET_HEAD}\n"
     + "".join(f"compile unit {i:04d} ok\n" for i in range(400))
     + f"{MIDDLE_MARKER} {SECRET_MIDDLE}\n"
     + "".join(f"link unit {i:04d} ok\n" for i in range(400))
@@ -187,16 +189,20 @@ class BuildTools:
 def _model() -> Any:
     from nodes import ScriptedChatModel, complete, plan, review, tool_call
 
-    return ScriptedChatModel(script={
-        "planner": [plan("List the project", "Build it", goal="the project builds", criteria=["the build finishes"])],
-        "executor": [
-            tool_call("list_dir", {}, id="c-ls"),
-            complete("listed the project"),
-            tool_call("run_build", {}, id="c-build"),
-            complete("built", findings=["all 800 units built"]),
-        ],
-        "reviewer": [review("approve", "the build finishes")],
-    })
+    return ScriptedChatModel(
+        script={
+            "planner": [
+                plan("List the project", "Build it", goal="the project builds", criteria=["the build finishes"])
+            ],
+            "executor": [
+                tool_call("list_dir", {}, id="c-ls"),
+                complete("listed the project"),
+                tool_call("run_build", {}, id="c-build"),
+                complete("built", findings=["all 800 units built"]),
+            ],
+            "reviewer": [review("approve", "the build finishes")],
+        }
+    )
 
 
 def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remote_network: list[Any]) -> None:
@@ -207,10 +213,12 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
     from graphs import build_orchestrator, checkpoint_serde, new_task, run_graph
 
     stores = SqliteStores(":memory:")
-    graph = build_orchestrator(_model(), tools=BuildTools(), checkpointer=InMemorySaver(serde=checkpoint_serde()),
-                               stores=stores)
-    first = run_graph(graph, stores, "ls-1", new_task("Build the project.\nDo not edit the sources.", "ls-1"),
-                      stop_after=1)
+    graph = build_orchestrator(
+        _model(), tools=BuildTools(), checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores
+    )
+    first = run_graph(
+        graph, stores, "ls-1", new_task("Build the project.\nDo not edit the sources.", "ls-1"), stop_after=1
+    )
     assert first.stopped_early and not first.finished
     done = run_graph(graph, stores, "ls-1", None, resume=True)
     assert done.state.control.status == "completed"
@@ -245,13 +253,21 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
     assert "resume_token" not in meta[roots[0]]
     assert meta[roots[1]]["resume_token"] == resumed[0].payload["token"]
     assert {runs[r]["post"]["session_name"] for r in roots} == {"taskctx-test"}
-    for rid, p in post.items():  # every run is in one of the two traces
+    for _rid, p in post.items():  # every run is in one of the two traces
         assert p["trace_id"] in {post[r]["id"] for r in roots}
 
     # A run per node under the root; model calls under their role node.
     nodes = [rid for r in roots for rid in children.get(r, [])]
-    assert [post[n]["name"] for n in nodes] == ["planner", "executor", "tools", "executor", "executor", "tools",
-                                              "executor", "reviewer"]
+    assert [post[n]["name"] for n in nodes] == [
+        "planner",
+        "executor",
+        "tools",
+        "executor",
+        "executor",
+        "tools",
+        "executor",
+        "reviewer",
+    ]
     assert [post[n]["name"] for n in children[roots[0]]] == ["planner", "executor", "tools"]  # stopped here
     for n in nodes:
         assert meta[n]["role"] == post[n]["name"] and meta[n]["thread_id"] == "ls-1"
@@ -276,10 +292,12 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
         assert (m["task_id"], m["role"], m["step_id"], m["budget"]) == ("ls-1", b["role"], b["step_id"], b["budget"])
         assert (m["prompt_tokens"], m["cached_prefix_tokens"]) == (b["prompt_tokens"], b["cached_prefix_tokens"])
         assert m["manifest"]["blocks"] == [
-            {x: blk[x] for x in ("id", "layer", "kind", "trust", "tokens", "included")} for blk in b["blocks"]]
+            {x: blk[x] for x in ("id", "layer", "kind", "trust", "tokens", "included")} for blk in b["blocks"]
+        ]
         assert m["manifest"]["included"] == [blk["id"] for blk in b["blocks"] if blk["included"]]
-        assert m["manifest"]["dropped"] == [{"id": blk["id"], "reason": blk["reason"]}
-                                            for blk in b["blocks"] if not blk["included"]]
+        assert m["manifest"]["dropped"] == [
+            {"id": blk["id"], "reason": blk["reason"]} for blk in b["blocks"] if not blk["included"]
+        ]
         assert "core.request" in m["manifest"]["included"]
         # The model run's inputs are the prompt messages (the prompt itself), nothing else.
         assert list(runs[k]["post.inputs"]) == ["messages"]
@@ -323,23 +341,52 @@ def test_tracing_off_posts_nothing(monkeypatch: pytest.MonkeyPatch, no_remote_ne
         monkeypatch.delenv(k, raising=False)
     _clear_langsmith_caches()
     stores = SqliteStores(":memory:")
-    graph = build_orchestrator(_model(), tools=BuildTools(), checkpointer=InMemorySaver(serde=checkpoint_serde()),
-                               stores=stores)
+    graph = build_orchestrator(
+        _model(), tools=BuildTools(), checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores
+    )
     assert run_graph(graph, stores, "ls-2", new_task("Build the project.", "ls-2")).state.control.status == "completed"
     wait_for_all_tracers()
     assert no_remote_network == []
 
 
 # ---- the CLI, as the README says: set the variables, run the commands ------------------------
-MINI_TRAJECTORY = "\n".join(json.dumps(x) for x in [
-    {"id": "mini-1", "source_repo": "local/test", "source_path": "mini.json", "license": "MIT",
-     "task": "List the files, then read README.md.\nDo not modify any file.", "n_steps": 3, "meta": {}},
-    {"step": 1, "thought": "Look around.", "observation": "README.md\nsrc\n",
-     "action": json.dumps({"name": "execute_bash", "arguments": {"command": "ls"}})},
-    {"step": 2, "thought": "Read it.", "observation": "# mini\nA tiny project.\n",
-     "action": json.dumps({"name": "str_replace_editor", "arguments": {"command": "view", "path": "README.md"}})},
-    {"step": 3, "thought": "Done.", "observation": "", "action": json.dumps({"name": "finish", "arguments": {}})},
-]) + "\n"
+MINI_TRAJECTORY = (
+    "\n".join(
+        json.dumps(x)
+        for x in [
+            {
+                "id": "mini-1",
+                "source_repo": "local/test",
+                "source_path": "mini.json",
+                "license": "MIT",
+                "task": "List the files, then read README.md.\nDo not modify any file.",
+                "n_steps": 3,
+                "meta": {},
+            },
+            {
+                "step": 1,
+                "thought": "Look around.",
+                "observation": "README.md\nsrc\n",
+                "action": json.dumps({"name": "execute_bash", "arguments": {"command": "ls"}}),
+            },
+            {
+                "step": 2,
+                "thought": "Read it.",
+                "observation": "# mini\nA tiny project.\n",
+                "action": json.dumps(
+                    {"name": "str_replace_editor", "arguments": {"command": "view", "path": "README.md"}}
+                ),
+            },
+            {
+                "step": 3,
+                "thought": "Done.",
+                "observation": "",
+                "action": json.dumps({"name": "finish", "arguments": {}}),
+            },
+        ]
+    )
+    + "\n"
+)
 
 #: Runs the CLI in a child process that refuses (and reports) any connection beyond loopback.
 GUARDED_CLI = """
@@ -367,15 +414,25 @@ def test_cli_replay_and_resume_are_two_linked_traces(langsmith_loopback: Ingest,
     traj.write_text(MINI_TRAJECTORY, encoding="utf-8")
     env = {**os.environ}  # the LANGSMITH_* variables the fixture set
     common = ["--db", str(tmp_path / "t.sqlite"), "--out", str(tmp_path / "runs")]
-    for args in (["replay", str(traj), "--task-id", "cli-1", "--max-steps", "1", *common], ["resume", "cli-1", *common]):
-        proc = subprocess.run([sys.executable, "-c", GUARDED_CLI, *args], env=env, capture_output=True, text=True,
-                              timeout=120, cwd=tmp_path)
+    for args in (
+        ["replay", str(traj), "--task-id", "cli-1", "--max-steps", "1", *common],
+        ["resume", "cli-1", *common],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-c", GUARDED_CLI, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert "REFUSED" not in proc.stderr, proc.stderr
     # Each process flushed its trace before exiting (nothing to wait for here).
     runs = langsmith_loopback.runs()
-    roots = sorted((r["post"] for r in runs.values() if not r["post"].get("parent_run_id")),
-                   key=lambda p: p["dotted_order"])
+    roots = sorted(
+        (r["post"] for r in runs.values() if not r["post"].get("parent_run_id")), key=lambda p: p["dotted_order"]
+    )
     metas = [runs[p["id"]]["post.extra"]["metadata"] for p in roots]
     assert [p["name"] for p in roots] == ["taskctx", "taskctx"]
     assert [m["thread_id"] for m in metas] == ["cli-1", "cli-1"]

@@ -26,9 +26,7 @@ def test_there_are_notebooks() -> None:
 def test_notebook_runs(path: Path, strict: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LANGGRAPH_STRICT_MSGPACK", strict)
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        nb, timeout=TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    )
+    client = NotebookClient(nb, timeout=TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
     client.execute()  # raises CellExecutionError naming the failing cell
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors

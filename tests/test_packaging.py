@@ -13,15 +13,29 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 #: Every package of the wheel, as pyproject.toml lists them.
-PACKAGES = ["context", "nodes", "nodes.render", "nodes.tools", "nodes.workspace", "graphs", "graphs.cli", "graphs.bench",
-            "graphs.eval", "graphs.demo", "graphs.report"]
+PACKAGES = [
+    "context",
+    "nodes",
+    "nodes.render",
+    "nodes.tools",
+    "nodes.workspace",
+    "graphs",
+    "graphs.cli",
+    "graphs.bench",
+    "graphs.eval",
+    "graphs.demo",
+    "graphs.report",
+]
 SAMPLE = "graphs/demo/sample_workspace"
 
 
 def _sample_files() -> set[str]:
     root = REPO / SAMPLE
-    return {f"{SAMPLE}/{p.relative_to(root).as_posix()}" for p in root.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    return {
+        f"{SAMPLE}/{p.relative_to(root).as_posix()}"
+        for p in root.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
 
 
 def test_pyproject_lists_every_package_on_disk() -> None:
@@ -29,8 +43,12 @@ def test_pyproject_lists_every_package_on_disk() -> None:
 
     listed = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]
     assert listed == PACKAGES
-    on_disk = sorted(".".join(p.parent.relative_to(REPO).parts) for top in ("context", "nodes", "graphs")
-                     for p in (REPO / top).rglob("__init__.py") if "sample_workspace" not in p.parts)
+    on_disk = sorted(
+        ".".join(p.parent.relative_to(REPO).parts)
+        for top in ("context", "nodes", "graphs")
+        for p in (REPO / top).rglob("__init__.py")
+        if "sample_workspace" not in p.parts
+    )
     assert on_disk == sorted(PACKAGES)
 
 
@@ -57,10 +75,19 @@ def test_wheel_holds_exactly_the_three_packages(tmp_path: Path) -> None:
     # build from a copy without build/: setuptools reuses build/lib, so files of an older layout
     # left there (graphs/cli.py beside graphs/cli/) would end up in the wheel
     src = tmp_path / "src"
-    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__",
-                                                             ".taskctx", ".pytest_cache"))
-    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path),
-                          str(src)], capture_output=True, text=True, timeout=300)
+    shutil.copytree(
+        REPO,
+        src,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".taskctx", ".pytest_cache"
+        ),
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     import zipfile
 
@@ -69,10 +96,15 @@ def test_wheel_holds_exactly_the_three_packages(tmp_path: Path) -> None:
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}
     assert tops == {"context", "nodes", "graphs"}
     assert "context/__init__.py" in names and "nodes/render/executor.py" in names
-    packages = {n.rsplit("/", 1)[0].replace("/", ".") for n in names
-                if n.endswith("/__init__.py") and not n.startswith(SAMPLE + "/")}
+    packages = {
+        n.rsplit("/", 1)[0].replace("/", ".")
+        for n in names
+        if n.endswith("/__init__.py") and not n.startswith(SAMPLE + "/")
+    }
     assert packages == set(PACKAGES)
-    assert "graphs/cli/__main__.py" in names and "graphs/eval/checks.py" in names and "graphs/bench/strategies.py" in names
+    assert (
+        "graphs/cli/__main__.py" in names and "graphs/eval/checks.py" in names and "graphs/bench/strategies.py" in names
+    )
     sample = {n for n in names if n.startswith(SAMPLE + "/")}
     assert f"{SAMPLE}/proxy/nginx.conf" in sample and f"{SAMPLE}/tests/test_upload.py" in sample
     assert sample == _sample_files()
@@ -81,16 +113,22 @@ def test_wheel_holds_exactly_the_three_packages(tmp_path: Path) -> None:
 
 def test_import_layers() -> None:
     exe = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
-    out = subprocess.run([exe, "--config", str(REPO / "pyproject.toml")], cwd=REPO, capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run(
+        [exe, "--config", str(REPO / "pyproject.toml")], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "4 kept, 0 broken" in out.stdout
     assert "graphs wiring never imports the applications (cli, bench, eval, demo, report) KEPT" in out.stdout
 
 
 def test_context_is_mypy_clean() -> None:
-    out = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml")], cwd=REPO,
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.strip().splitlines()[-1] == "Success: no issues found in 10 source files"
 

@@ -39,16 +39,19 @@ ENV = {**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true"}
 
 
 def call(i: int) -> Any:
-    return new_event("tool.called", {"call_id": f"c{i}", "tool": "bash", "arguments": f'{{"n": {i}}}'},
-                     actor="agent", timestamp=TS)
+    return new_event(
+        "tool.called", {"call_id": f"c{i}", "tool": "bash", "arguments": f'{{"n": {i}}}'}, actor="agent", timestamp=TS
+    )
 
 
 def _taskctx(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "graphs.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env=ENV)
+    return subprocess.run(
+        [sys.executable, "-m", "graphs.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=ENV
+    )
 
 
 # -- the store contract ---------------------------------------------------------------------
+
 
 def test_url_detection_and_redaction() -> None:
     assert is_postgres_url("postgresql://u@h:5433/db") and is_postgres_url("postgres://u@h/db")
@@ -98,9 +101,15 @@ def test_concurrent_appenders_of_one_task_never_interleave(pg_db: str) -> None:
         st = stores[k % 2]
         try:
             for b in range(25):
-                st.events.append("shared", [new_event("tool.called", {"call_id": f"w{k}-{b}-{j}", "tool": "x",
-                                                                     "arguments": "{}"}, actor="agent")
-                                            for j in range(3)])
+                st.events.append(
+                    "shared",
+                    [
+                        new_event(
+                            "tool.called", {"call_id": f"w{k}-{b}-{j}", "tool": "x", "arguments": "{}"}, actor="agent"
+                        )
+                        for j in range(3)
+                    ],
+                )
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -125,6 +134,7 @@ def test_concurrent_appenders_of_one_task_never_interleave(pg_db: str) -> None:
 
 # -- resume and crash on Postgres -------------------------------------------------------------
 
+
 def test_replay_max_steps_then_resume_on_postgres(trajectories_dir: Path, tmp_path: Path, pg_db: str) -> None:
     traj = str(trajectories_dir / "openhands-ponyc-4588.jsonl")
     out = str(tmp_path / "runs")
@@ -138,7 +148,9 @@ def test_replay_max_steps_then_resume_on_postgres(trajectories_dir: Path, tmp_pa
         assert r2.returncode == 0, r2.stderr
         assert "task t1: completed; 50 executor steps" in r2.stdout
         evs = s.events.read("t1")
-        assert [e.payload["call_id"] for e in evs if e.kind == "tool.result.received"] == [f"rec-{i}" for i in range(1, 51)]
+        assert [e.payload["call_id"] for e in evs if e.kind == "tool.result.received"] == [
+            f"rec-{i}" for i in range(1, 51)
+        ]
         assert [e.seq for e in evs] == list(range(1, len(evs) + 1))
         assert [e.kind for e in evs].count("resume.started") == 1
         insp = _taskctx("inspect", "t1", "--db", pg_db, "--json", cwd=tmp_path)
@@ -190,12 +202,19 @@ def _crash_module() -> Any:
 
 
 @pytest.mark.parametrize("where,at", [("tool", 7), ("model", 23), ("checkpoint", 60)])
-def test_sigkill_then_resume_matches_clean_run_on_postgres(trajectories_dir: Path, tmp_path: Path, pg_db: str,
-                                                           where: str, at: int) -> None:
+def test_sigkill_then_resume_matches_clean_run_on_postgres(
+    trajectories_dir: Path, tmp_path: Path, pg_db: str, where: str, at: int
+) -> None:
     crash = _crash_module()
     traj = trajectories_dir / "openhands-ponyc-4588.jsonl"
-    child = subprocess.run([sys.executable, "-c", crash.CHILD, str(traj), pg_db, "k1", where, str(at)],
-                           capture_output=True, text=True, timeout=300, cwd=tmp_path, env=ENV)
+    child = subprocess.run(
+        [sys.executable, "-c", crash.CHILD, str(traj), pg_db, "k1", where, str(at)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=ENV,
+    )
     assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
     s = open_stores(pg_db)
     try:
@@ -203,16 +222,18 @@ def test_sigkill_then_resume_matches_clean_run_on_postgres(trajectories_dir: Pat
         assert 0 < sum(e.kind == "tool.result.received" for e in before) < 50
         resumed = _taskctx("resume", "k1", "--db", pg_db, "--out", str(tmp_path / "runs"), cwd=tmp_path)
         assert resumed.returncode == 0, resumed.stderr
-        clean = _taskctx("replay", str(traj), "--task-id", "c1", "--db", pg_db, "--out", str(tmp_path / "runs"),
-                         cwd=tmp_path)
+        clean = _taskctx(
+            "replay", str(traj), "--task-id", "c1", "--db", pg_db, "--out", str(tmp_path / "runs"), cwd=tmp_path
+        )
         assert clean.returncode == 0, clean.stderr
         crashed_events, clean_events = s.events.read("k1"), s.events.read("c1")
     finally:
         s.close()
     assert [e.id for e in crashed_events[: len(before)]] == [e.id for e in before]
     for evs in (crashed_events, clean_events):
-        assert Counter(e.payload["call_id"] for e in evs if e.kind == "tool.result.received") == \
-            {f"rec-{i}": 1 for i in range(1, 51)}
+        assert Counter(e.payload["call_id"] for e in evs if e.kind == "tool.result.received") == {
+            f"rec-{i}": 1 for i in range(1, 51)
+        }
     assert [e.kind for e in crashed_events].count("resume.started") == 1
     a, b = crash._normal(replay(crashed_events)), crash._normal(replay(clean_events))
     a["identity"]["task_id"] = b["identity"]["task_id"] = "x"
@@ -267,12 +288,20 @@ LOAD_CHILD = textwrap.dedent(
 def test_load_4_processes_20_threads_20_steps(pg_db: str, tmp_path: Path) -> None:
     n_proc, n_threads, n_steps = 4, 20, 20
     t0 = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-c", LOAD_CHILD, pg_db, str(p), str(n_threads), str(n_steps)],
-                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-             for p in range(n_proc)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", LOAD_CHILD, pg_db, str(p), str(n_threads), str(n_steps)],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
+        for p in range(n_proc)
+    ]
     outs = [p.communicate(timeout=240) for p in procs]
     wall = time.perf_counter() - t0
-    for p, (out, err) in zip(procs, outs):
+    for p, (_out, err) in zip(procs, outs):
         assert p.returncode == 0, err[-3000:]
     reports = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
     results = [r for rep in reports for r in rep["results"]]
@@ -308,12 +337,15 @@ def test_load_4_processes_20_threads_20_steps(pg_db: str, tmp_path: Path) -> Non
             assert replay(evs) == state
     finally:
         project.close()
-    print(f"\nload: {n_proc} processes x {n_threads} threads x {n_steps} steps: {len(results)} tasks, "
-          f"{total} events, {wall:.1f} s wall (per process: {[r['seconds'] for r in reports]})")
+    print(
+        f"\nload: {n_proc} processes x {n_threads} threads x {n_steps} steps: {len(results)} tasks, "
+        f"{total} events, {wall:.1f} s wall (per process: {[r['seconds'] for r in reports]})"
+    )
     assert wall < 120
 
 
 # -- dropped connections --------------------------------------------------------------------
+
 
 def _terminate(url: str, app_names: tuple[str, ...]) -> int:
     """``pg_terminate_backend`` every connection of ``app_names`` to this database; how many."""
@@ -323,7 +355,8 @@ def _terminate(url: str, app_names: tuple[str, ...]) -> int:
         rows = conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE datname = current_database() AND application_name = ANY(%s) AND pid <> pg_backend_pid()",
-            (list(app_names),)).fetchall()
+            (list(app_names),),
+        ).fetchall()
     return sum(1 for r in rows if r[0])
 
 
@@ -354,10 +387,10 @@ def test_store_retries_a_dropped_connection(pg_db: str) -> None:
 def test_run_survives_pg_terminate_backend(pg_db: str, checked: bool) -> None:
     """A scripted 12-step run; at steps 3, 6, 9 and 12 the tool terminates every connection of the
     store and the checkpointer. The run finishes, its log is complete and equals the checkpoint."""
+    from graphs.checkpoint import checkpoint_serde
     from graphs.orchestrator import build_orchestrator, new_task
     from graphs.postgres import CHECKPOINTER_APPLICATION_NAME, open_postgres_checkpointer
     from graphs.runner import run_graph, thread_config
-    from graphs.checkpoint import checkpoint_serde
     from nodes import ScriptedChatModel, ToolOutcome, complete, function_schema, plan, review, tool_call
 
     n = 12
@@ -375,11 +408,13 @@ def test_run_survives_pg_terminate_backend(pg_db: str, checked: bool) -> None:
                 killed.append(_terminate(pg_db, ("taskctx-store", CHECKPOINTER_APPLICATION_NAME)))
             return ToolOutcome("ok", f"step {arguments['n']} done")
 
-    model = ScriptedChatModel(script={
-        "planner": [plan("steps")],
-        "executor": [tool_call("step", {"n": i}, id=f"s-{i}") for i in range(1, n + 1)] + [complete("done")],
-        "reviewer": [review("approve", "ok")],
-    })
+    model = ScriptedChatModel(
+        script={
+            "planner": [plan("steps")],
+            "executor": [tool_call("step", {"n": i}, id=f"s-{i}") for i in range(1, n + 1)] + [complete("done")],
+            "reviewer": [review("approve", "ok")],
+        }
+    )
     stores = PgStores(pg_db, check=checked)
     saver, pool = open_postgres_checkpointer(pg_db, serde=checkpoint_serde(), check=checked)
     try:
@@ -389,13 +424,16 @@ def test_run_survives_pg_terminate_backend(pg_db: str, checked: bool) -> None:
         assert len(killed) == 4 and all(k >= 2 for k in killed), killed  # store + checkpointer each time
         evs = stores.events.read("d1")
         assert [e.seq for e in evs] == list(range(1, len(evs) + 1))
-        assert [e.payload["call_id"] for e in evs if e.kind == "tool.result.received"] == \
-            [f"s-{i}" for i in range(1, n + 1)]
+        assert [e.payload["call_id"] for e in evs if e.kind == "tool.result.received"] == [
+            f"s-{i}" for i in range(1, n + 1)
+        ]
         assert replay(evs) == TaskContext.model_validate(g.get_state(thread_config("d1")).values)
         if not checked:  # every dead connection was handed out, failed, and the call was retried
             assert stores.retried >= 4 and saver.retried >= 4, (stores.retried, saver.retried, pool.get_stats())
-        print(f"\n{'checked' if checked else 'unchecked'} pool: {sum(killed)} connections terminated in 4 rounds; "
-              f"retried calls: store {stores.retried}, checkpointer {saver.retried}")
+        print(
+            f"\n{'checked' if checked else 'unchecked'} pool: {sum(killed)} connections terminated in 4 rounds; "
+            f"retried calls: store {stores.retried}, checkpointer {saver.retried}"
+        )
     finally:
         pool.close()
         stores.close()

@@ -234,7 +234,9 @@ def test_step_completed_records_progress_and_appends_findings():
     ctx = replay(
         [
             ev("step.started", {"step_id": "s2"}, seq=5),
-            ev("step.completed", {"step_id": "s2", "result": "partial", "summary": "done-ish", "findings": [f2]}, seq=6),
+            ev(
+                "step.completed", {"step_id": "s2", "result": "partial", "summary": "done-ish", "findings": [f2]}, seq=6
+            ),
         ],
         ctx,
     )
@@ -310,12 +312,18 @@ def test_errors_history_last_and_resolved_keep_resolution():
     ctx = replay(
         [
             task_created(1),
-            ev("error.occurred", {"error_id": "e1", "source": "tool", "message": "boom", "step_id": "s1", "call_id": "c1"}, seq=2),
+            ev(
+                "error.occurred",
+                {"error_id": "e1", "source": "tool", "message": "boom", "step_id": "s1", "call_id": "c1"},
+                seq=2,
+            ),
             ev("error.occurred", {"error_id": "e2", "source": "model", "message": "bad json"}, seq=3),
         ]
     )
     e1 = ErrorRecord(id="e1", step_id="s1", source="tool", message="boom", call_id="c1", timestamp=TS, resolution=None)
-    e2 = ErrorRecord(id="e2", step_id=None, source="model", message="bad json", call_id=None, timestamp=TS, resolution=None)
+    e2 = ErrorRecord(
+        id="e2", step_id=None, source="model", message="bad json", call_id=None, timestamp=TS, resolution=None
+    )
     assert ctx.errors.last_error == e2
     assert ctx.errors.error_history == [e1, e2]
     assert ctx.errors.resolved_errors == []
@@ -482,7 +490,9 @@ def test_events_window_is_bounded_and_counts_every_kind():
     ctx = replay(events)
     assert ctx.events.cursor == 25
     assert [s.seq for s in ctx.events.recent] == list(range(6, 26))
-    assert ctx.events.recent[0] == EventSummary(seq=6, kind="tool.called", actor="agent", timestamp=TS, summary='bash {"cmd": "ls"}')
+    assert ctx.events.recent[0] == EventSummary(
+        seq=6, kind="tool.called", actor="agent", timestamp=TS, summary='bash {"cmd": "ls"}'
+    )
     assert ctx.events.recent[-1] == EventSummary(
         seq=25, kind="tool.result.received", actor="tool", timestamp=TS, summary="c11 ok (42 chars)"
     )

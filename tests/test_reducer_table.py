@@ -110,6 +110,7 @@ def test_an_event_of_each_folded_kind_goes_through_its_handler(kind, monkeypatch
             out = handler(ctx, e)
             calls.append((k, ctx, e, out))
             return out
+
         return wrapped
 
     start = _start()

@@ -37,8 +37,12 @@ def test_shared_trajectories_present(trajectories_dir: Path) -> None:
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
 def test_trajectory_replays_within_budget(path: Path, project, tmp_path) -> None:
     traj = load_trajectory(path)
-    g = build_orchestrator(ReplayChatModel(trajectory=traj), tools=ReplayTools(traj),
-                           checkpointer=project.checkpointer, stores=project.stores)
+    g = build_orchestrator(
+        ReplayChatModel(trajectory=traj),
+        tools=ReplayTools(traj),
+        checkpointer=project.checkpointer,
+        stores=project.stores,
+    )
     result = run_graph(g, project.stores, traj.id, new_task(traj.request, traj.id))
     assert result.finished and result.state.control.status == "completed"
     assert result.state.progress.executor_steps == len(traj.steps)

@@ -25,7 +25,9 @@ import typer
 from typer.testing import CliRunner
 
 GOAL = "The report test suite passes on an empty input"
-INJECTION = '<script>document.body.dataset.pwned="1"</script></table><img src=x onerror="document.body.dataset.pwned=2">'
+INJECTION = (
+    '<script>document.body.dataset.pwned="1"</script></table><img src=x onerror="document.body.dataset.pwned=2">'
+)
 
 
 class Tools:
@@ -37,8 +39,10 @@ class Tools:
     def schemas(self) -> list[dict[str, Any]]:
         from nodes import function_schema
 
-        return [function_schema("read_file", "Read a file.", {"path": {"type": "string"}}, ["path"]),
-                function_schema("run_tests", "Run the tests.", {})]
+        return [
+            function_schema("read_file", "Read a file.", {"path": {"type": "string"}}, ["path"]),
+            function_schema("run_tests", "Run the tests.", {}),
+        ]
 
     def has_side_effects(self, tool: str) -> bool:
         return False
@@ -50,46 +54,66 @@ class Tools:
             return ToolOutcome("ok", f"<h1>page</h1>\n{INJECTION}\n", "file_read", "page.html")
         self.runs += 1
         if call_id == "t-1":
-            return ToolOutcome("error", "Traceback (most recent call last):\nAssertionError: empty input\n1 failed", "command")
+            return ToolOutcome(
+                "error", "Traceback (most recent call last):\nAssertionError: empty input\n1 failed", "command"
+            )
         return ToolOutcome("ok", "3 passed in 0.01s", "command")
 
 
 def _model() -> Any:
     from nodes import ScriptedChatModel, complete, plan, recover, review, tool_call
 
-    return ScriptedChatModel(script={
-        "planner": [plan("Read the page", "Run the tests", goal=GOAL, criteria=["3 tests pass"])],
-        "executor": [
-            tool_call("read_file", {"path": "page.html"}, id="r-1"),
-            complete("read the page", findings=["page.html holds inline markup"]),
-            tool_call("run_tests", {}, id="t-1"),
-            tool_call("run_tests", {}, id="t-2"),
-            complete("tests pass", findings=["3 tests pass"]),
-        ],
-        "recovery": [recover("retry", "flaky first run; run again")],
-        "reviewer": [review("approve", "ok")],
-    })
+    return ScriptedChatModel(
+        script={
+            "planner": [plan("Read the page", "Run the tests", goal=GOAL, criteria=["3 tests pass"])],
+            "executor": [
+                tool_call("read_file", {"path": "page.html"}, id="r-1"),
+                complete("read the page", findings=["page.html holds inline markup"]),
+                tool_call("run_tests", {}, id="t-1"),
+                tool_call("run_tests", {}, id="t-2"),
+                complete("tests pass", findings=["3 tests pass"]),
+            ],
+            "recovery": [recover("retry", "flaky first run; run again")],
+            "reviewer": [review("approve", "ok")],
+        }
+    )
 
 
 @pytest.fixture(scope="module")
 def run_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite project with one finished task (``rep-1``) and one waiting for approval (``rep-2``)."""
-    from context.events import PermissionEvent
     from context import new_event
+    from context.events import PermissionEvent
     from graphs import build_orchestrator, new_task, open_project, run_graph
 
     db = tmp_path_factory.mktemp("report") / "taskctx.sqlite"
     project = open_project(db)
     g = build_orchestrator(_model(), tools=Tools(), checkpointer=project.checkpointer, stores=project.stores)
-    done = run_graph(g, project.stores, "rep-1", new_task("Make the report tests pass.\nDo not modify tests/.", "rep-1"))
+    done = run_graph(
+        g, project.stores, "rep-1", new_task("Make the report tests pass.\nDo not modify tests/.", "rep-1")
+    )
     assert done.state.control.status == "completed"
     assert [e.id for e in done.state.errors.resolved_errors] == ["err-1"]
     g2 = build_orchestrator(_model(), tools=Tools(), checkpointer=project.checkpointer, stores=project.stores)
     part = run_graph(g2, project.stores, "rep-2", new_task("Make the report tests pass.", "rep-2"), stop_after=1)
     assert part.stopped_early
-    project.stores.events.append("rep-2", [new_event("permission.requested", PermissionEvent(
-        call_id="w-1", tool="write_file", arguments='{"path": "calc.py"}', risk="high",
-        reason="writes a file outside the step's scope"), actor="system", correlation_id="rep-2")])
+    project.stores.events.append(
+        "rep-2",
+        [
+            new_event(
+                "permission.requested",
+                PermissionEvent(
+                    call_id="w-1",
+                    tool="write_file",
+                    arguments='{"path": "calc.py"}',
+                    risk="high",
+                    reason="writes a file outside the step's scope",
+                ),
+                actor="system",
+                correlation_id="rep-2",
+            )
+        ],
+    )
     project.close()
     return db
 
@@ -127,7 +151,7 @@ def test_report_page_content(run_db: Path, tmp_path: Path) -> None:
     assert "dropped: over budget" not in page or any(not b["included"] for c in calls for b in c["blocks"])
     # errors: err-1 recorded and resolved
     assert re.search(r'<tr class="resolved"><td>err-1</td><td>resolved: later call t-2', page)
-    assert 'No approval pending.' in page
+    assert "No approval pending." in page
     # hostile tool output is escaped (the summary shows as text), no external resource is referenced
     assert INJECTION not in page and html.escape(INJECTION, quote=True)[:40] in page
     assert not re.search(r'(src|href)="(https?:)?//', page)
@@ -183,10 +207,25 @@ def test_chromium_present_when_required() -> None:
 def _dump_dom(page: Path, profile: Path) -> tuple[str, str]:
     assert CHROMIUM, "chromium not on PATH"
     proc = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-extensions",
-         f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom", page.resolve().as_uri()],
-        capture_output=True, text=True, timeout=60,
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            "--disable-sync",
+            "--disable-extensions",
+            f"--user-data-dir={profile}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            page.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout, proc.stderr
@@ -221,7 +260,9 @@ def test_headless_check_catches_script_errors(run_db: Path, tmp_path: Path) -> N
     out = tmp_path / "rep-1.html"
     assert _cli(["rep-1", "--html", str(out), "--db", str(run_db)]).exit_code == 0
     broken = tmp_path / "broken.html"
-    broken.write_text(out.read_text(encoding="utf-8").replace('id="filter"', 'id="filter-renamed"', 1), encoding="utf-8")
+    broken.write_text(
+        out.read_text(encoding="utf-8").replace('id="filter"', 'id="filter-renamed"', 1), encoding="utf-8"
+    )
     dom, _ = _dump_dom(broken, tmp_path / "profile2")
     body = _body_attrs(dom)
     assert body.get("data-ready") == "1" and body.get("data-js-errors") == "1"

@@ -11,16 +11,28 @@ TS = "2026-01-01T00:00:00.000Z"
 
 
 def _ctx(env: NodeEnv, sizes: list[int]):
-    ev = [new_event("task.created", {"task_id": "r", "original_request": "Read."}, actor="user", timestamp=TS),
-          new_event("plan.created", {"steps": [{"id": "s1", "title": "read"}]}, actor="agent", timestamp=TS),
-          new_event("step.started", {"step_id": "s1"}, actor="agent", timestamp=TS)]
+    ev = [
+        new_event("task.created", {"task_id": "r", "original_request": "Read."}, actor="user", timestamp=TS),
+        new_event("plan.created", {"steps": [{"id": "s1", "title": "read"}]}, actor="agent", timestamp=TS),
+        new_event("step.started", {"step_id": "s1"}, actor="agent", timestamp=TS),
+    ]
     for i, n in enumerate(sizes, start=1):
         out = "".join(f"call {i} line {k}: " + "z" * 40 + "\n" for k in range(n))  # no line repeats across calls
         ref = env.artifacts.put(out)
-        ev += [new_event("tool.called", {"call_id": f"c{i}", "step_id": "s1", "tool": "cat", "arguments": "{}"},
-                         actor="agent", timestamp=TS),
-               new_event("tool.result.received", {"call_id": f"c{i}", "status": "ok", "result_summary": out,
-                                                  "raw_ref": ref, "raw_chars": len(out)}, actor="tool", timestamp=TS)]
+        ev += [
+            new_event(
+                "tool.called",
+                {"call_id": f"c{i}", "step_id": "s1", "tool": "cat", "arguments": "{}"},
+                actor="agent",
+                timestamp=TS,
+            ),
+            new_event(
+                "tool.result.received",
+                {"call_id": f"c{i}", "status": "ok", "result_summary": out, "raw_ref": ref, "raw_chars": len(out)},
+                actor="tool",
+                timestamp=TS,
+            ),
+        ]
     return replay(ev)
 
 

@@ -11,15 +11,29 @@ TS = "2026-01-01T00:00:00.000Z"
 
 
 def _events(env: NodeEnv, outputs: list[str]) -> list:
-    ev = [new_event("task.created", {"task_id": "r", "original_request": "Look twice."}, actor="user", timestamp=TS),
-          new_event("plan.created", {"steps": [{"id": "s1", "title": "look"}]}, actor="agent", timestamp=TS),
-          new_event("step.started", {"step_id": "s1"}, actor="agent", timestamp=TS)]
+    ev = [
+        new_event("task.created", {"task_id": "r", "original_request": "Look twice."}, actor="user", timestamp=TS),
+        new_event("plan.created", {"steps": [{"id": "s1", "title": "look"}]}, actor="agent", timestamp=TS),
+        new_event("step.started", {"step_id": "s1"}, actor="agent", timestamp=TS),
+    ]
     for i, out in enumerate(outputs, start=1):
         ref = env.artifacts.put(out)
-        ev.append(new_event("tool.called", {"call_id": f"c{i}", "step_id": "s1", "tool": "cat", "arguments": "{}"},
-                            actor="agent", timestamp=TS))
-        ev.append(new_event("tool.result.received", {"call_id": f"c{i}", "status": "ok", "result_summary": out,
-                                                     "raw_ref": ref, "raw_chars": len(out)}, actor="tool", timestamp=TS))
+        ev.append(
+            new_event(
+                "tool.called",
+                {"call_id": f"c{i}", "step_id": "s1", "tool": "cat", "arguments": "{}"},
+                actor="agent",
+                timestamp=TS,
+            )
+        )
+        ev.append(
+            new_event(
+                "tool.result.received",
+                {"call_id": f"c{i}", "status": "ok", "result_summary": out, "raw_ref": ref, "raw_chars": len(out)},
+                actor="tool",
+                timestamp=TS,
+            )
+        )
     return ev
 
 
@@ -47,8 +61,21 @@ def test_after_a_restart_the_repeat_is_rendered_in_full() -> None:
     env = NodeEnv.sqlite()
     big = "y" * REUSE_MIN_CHARS + "\n"
     ev = _events(env, [big, "a", "b", big])
-    ev.append(new_event("context.built", {"call": 9, "role": "executor", "budget": 8000, "prompt_tokens": 1,
-                                          "transcript_reset": True, "keep_last": 3}, actor="system", timestamp=TS))
+    ev.append(
+        new_event(
+            "context.built",
+            {
+                "call": 9,
+                "role": "executor",
+                "budget": 8000,
+                "prompt_tokens": 1,
+                "transcript_reset": True,
+                "keep_last": 3,
+            },
+            actor="system",
+            timestamp=TS,
+        )
+    )
     ctx = replay(ev)
     assert [r.id for r in ctx.evidence.recent_tool_calls] == ["c2", "c3", "c4"]
     assert big in _tool_bodies(env, ctx)["c4"]
@@ -69,14 +96,17 @@ def test_a_run_of_lines_shown_earlier_becomes_a_pointer() -> None:
     # two lines are enough when they are long (here 2 x 100 chars against a 75-char marker)
     wide = ["a" * 99, "b" * 99]
     assert reuse_spans("\n".join(["x", *wide]), [("c7", "\n".join(wide))]) == (
-        "x\n[2 lines identical to lines 1-2 of the output of call c7 above]")
+        "x\n[2 lines identical to lines 1-2 of the output of call c7 above]"
+    )
     short = "\n".join(["a = 1", "b = 2", "c = 3", "d = 4"])
     assert reuse_spans(short, [("c1", short)]) == short
     # the longest run wins; on a tie the oldest entry
     assert reuse_spans("\n".join(code), [("c0", "\n".join(code[:4])), ("c1", first)]) == (
-        "[10 lines identical to lines 2-11 of the output of call c1 above]")
+        "[10 lines identical to lines 2-11 of the output of call c1 above]"
+    )
     assert reuse_spans("\n".join(code[:5]), [("c0", "\n".join(code[:5])), ("c1", first)]) == (
-        "[5 lines identical to lines 1-5 of the output of call c0 above]")
+        "[5 lines identical to lines 1-5 of the output of call c0 above]"
+    )
 
 
 def test_the_renderer_points_to_lines_of_an_earlier_call_in_the_transcript() -> None:
@@ -96,8 +126,12 @@ def test_a_repeat_never_points_to_a_digest_or_a_dropped_call() -> None:
     env = NodeEnv.sqlite(budget=8000)
     big = "".join(f"config line {i}: value_{i * 7919 % 1000} = enabled\n" for i in range(80))
     ev = _events(env, [big, "ok\n", big])
-    ev[5] = new_event("tool.called", {"call_id": "c2", "step_id": "s1", "tool": "cat",
-                                      "arguments": '{"note": "' + "x" * 24000 + '"}'}, actor="agent", timestamp=TS)
+    ev[5] = new_event(
+        "tool.called",
+        {"call_id": "c2", "step_id": "s1", "tool": "cat", "arguments": '{"note": "' + "x" * 24000 + '"}'},
+        actor="agent",
+        timestamp=TS,
+    )
     r = ExecutorRenderer().render(replay(ev), env, [])
     bodies = {m.tool_call_id: m.content for m in r.messages if m.type == "tool"}
     assert "c1" not in bodies and [e.id for e in r.manifest.entries if not e.included] == ["tool.c1", "tool.c2"]

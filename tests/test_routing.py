@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from langgraph.graph import END
+
 from context import (
     Control,
     ErrorRecord,
@@ -15,7 +17,6 @@ from context import (
     ToolCallRecord,
 )
 from graphs import routing
-from langgraph.graph import END
 
 
 def ctx(**kw) -> TaskContext:
@@ -68,25 +69,46 @@ def test_after_recovery_and_reviewer() -> None:
 def test_failed_step_goes_to_recovery_and_retry_runs_it_again(tmp_path) -> None:
     """A step the model ends as failed is recorded by recovery and, on retry, runs again; a
     reviewer that answers without a verdict does not approve."""
+    from langchain_core.messages import AIMessage
+
     from context import replay
     from graphs import build_orchestrator, new_task, open_project, run_graph
     from nodes import ScriptedChatModel, complete, plan, recover, review
-    from langchain_core.messages import AIMessage
 
-    model = ScriptedChatModel(script={
-        "planner": [plan("a"), plan(reason="s1 is done; nothing left")],
-        "executor": [complete("could not do it", result="failed"), complete("done now")],
-        "recovery": [recover("retry", "try again")],
-        "reviewer": [AIMessage(content="Looks fine to me."), review("approve", "ok")],
-        })
+    model = ScriptedChatModel(
+        script={
+            "planner": [plan("a"), plan(reason="s1 is done; nothing left")],
+            "executor": [complete("could not do it", result="failed"), complete("done now")],
+            "recovery": [recover("retry", "try again")],
+            "reviewer": [AIMessage(content="Looks fine to me."), review("approve", "ok")],
+        }
+    )
     project = open_project(str(tmp_path / "t.sqlite"))
     g = build_orchestrator(model, checkpointer=project.checkpointer, stores=project.stores)
     r = run_graph(g, project.stores, "fs", new_task("do a", "fs"))
     kinds = [e.kind for e in project.stores.events.read("fs")]
-    assert [k for k in kinds if k in ("step.completed", "error.occurred", "recovery.decided", "review.completed",
-                                      "task.completed", "plan.updated")] == [
-        "step.completed", "error.occurred", "recovery.decided", "step.completed",
-        "review.completed", "plan.updated", "review.completed", "task.completed"]
+    assert [
+        k
+        for k in kinds
+        if k
+        in (
+            "step.completed",
+            "error.occurred",
+            "recovery.decided",
+            "review.completed",
+            "task.completed",
+            "plan.updated",
+        )
+    ] == [
+        "step.completed",
+        "error.occurred",
+        "recovery.decided",
+        "step.completed",
+        "review.completed",
+        "plan.updated",
+        "review.completed",
+        "task.completed",
+    ]
     ctx = replay(project.stores.events.read("fs"))
     assert ctx.errors.error_history[0].source == "step:s1"
     assert ctx.errors.error_history[0].message == "step s1 ended failed: could not do it"

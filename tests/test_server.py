@@ -47,27 +47,37 @@ def test_langgraph_json_names_the_factory_and_the_checkpoint_types() -> None:
     assert sorted(map(tuple, serde["allowed_msgpack_modules"])) == sorted(CHECKPOINT_TYPES)
     assert serde["pickle_fallback"] is False
     if LANGGRAPH.exists():
-        r = subprocess.run([str(LANGGRAPH), "validate", "--config", str(REPO / "langgraph.json")], capture_output=True,
-                           text=True, timeout=60, env={**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1"})
+        r = subprocess.run(
+            [str(LANGGRAPH), "validate", "--config", str(REPO / "langgraph.json")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1"},
+        )
         assert r.returncode == 0 and "is valid. (1 graph found)" in r.stdout, r.stdout + r.stderr
         assert "warning" not in (r.stdout + r.stderr).lower(), r.stdout + r.stderr
 
 
-def test_factory_builds_the_graph_without_a_checkpointer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         trajectories_dir: Path) -> None:
+def test_factory_builds_the_graph_without_a_checkpointer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trajectories_dir: Path
+) -> None:
     """In-process: the factory reads its stores from TASKCTX_DB and records the thread's spec."""
     from graphs import server
 
     db = str(tmp_path / "f.sqlite")
     monkeypatch.setenv("TASKCTX_DB", db)
-    g = server.build_server_graph({"configurable": {"thread_id": "th1",
-                                                    "trajectory": str(trajectories_dir / TRAJECTORY)}})
+    g = server.build_server_graph(
+        {"configurable": {"thread_id": "th1", "trajectory": str(trajectories_dir / TRAJECTORY)}}
+    )
     assert g.checkpointer is None
     assert set(g.nodes) >= {"planner", "executor", "tools", "reviewer", "recovery"}
     st = server.server_stores()
     assert st.path == db
-    assert st.tasks.get("th1") == {"kind": "replay", "source": str((trajectories_dir / TRAJECTORY).resolve()),
-                                   "budget": 8000}
+    assert st.tasks.get("th1") == {
+        "kind": "replay",
+        "source": str((trajectories_dir / TRAJECTORY).resolve()),
+        "budget": 8000,
+    }
     # a later run of the thread without config rebuilds the same graph
     assert server._spec({"thread_id": "th1"}, st) == st.tasks.get("th1")
     assert server.build_server_graph({"configurable": {"thread_id": "th1", "budget": 9000}}).checkpointer is None
@@ -83,6 +93,7 @@ def test_factory_builds_the_graph_without_a_checkpointer(tmp_path: Path, monkeyp
 
 
 # -- the server ---------------------------------------------------------------------------------
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -102,23 +113,52 @@ class DevServer:
 
     def start(self) -> None:
         cfg = json.loads((REPO / "langgraph.json").read_text())
-        cfg["graphs"] = {k: str(REPO / v.split(":")[0].removeprefix("./")) + ":" + v.split(":")[1]
-                         for k, v in cfg["graphs"].items()}
+        cfg["graphs"] = {
+            k: str(REPO / v.split(":")[0].removeprefix("./")) + ":" + v.split(":")[1] for k, v in cfg["graphs"].items()
+        }
         cfg["dependencies"] = [str(REPO)]
         (self.folder / "langgraph.json").write_text(json.dumps(cfg, indent=2))
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "LANGGRAPH_CLOUD_LICENSE_KEY",
-                            "LANGSMITH_CONTROL_PLANE_API_KEY")}
-        env.update(LANGGRAPH_CLI_NO_ANALYTICS="1", LANGGRAPH_NO_VERSION_CHECK="true", LANGSMITH_TRACING="false",
-                   LANGCHAIN_TRACING_V2="false", TASKCTX_DB=self.db)
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k
+            not in (
+                "LANGSMITH_API_KEY",
+                "LANGCHAIN_API_KEY",
+                "LANGGRAPH_CLOUD_LICENSE_KEY",
+                "LANGSMITH_CONTROL_PLANE_API_KEY",
+            )
+        }
+        env.update(
+            LANGGRAPH_CLI_NO_ANALYTICS="1",
+            LANGGRAPH_NO_VERSION_CHECK="true",
+            LANGSMITH_TRACING="false",
+            LANGCHAIN_TRACING_V2="false",
+            TASKCTX_DB=self.db,
+        )
         last = ""
         for _ in range(3):  # a port taken between _free_port and bind: langgraph dev would pick another
             port = _free_port()
             fh = open(self.log, "w")
             self.proc = subprocess.Popen(
-                [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
-                 "--config", str(self.folder / "langgraph.json")],
-                cwd=self.folder, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+                [
+                    str(LANGGRAPH),
+                    "dev",
+                    "--no-browser",
+                    "--no-reload",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--config",
+                    str(self.folder / "langgraph.json"),
+                ],
+                cwd=self.folder,
+                env=env,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             fh.close()
             bound = self._wait_ready(port, timeout=60)
             if bound == port:
@@ -189,8 +229,11 @@ def test_server_replay_reaches_an_approval_and_resumes(dev_server: DevServer, tr
     assert any(a["graph_id"] == "taskctx" for a in client.assistants.search(graph_id="taskctx"))
     thread = client.threads.create(metadata={"test": "approval"})
     tid = thread["thread_id"]
-    task = new_task("Make Pixel Representation optional for the pixel data handler", tid,
-                    permissions=Permissions(requires_approval=["rm"]))
+    task = new_task(
+        "Make Pixel Representation optional for the pixel data handler",
+        tid,
+        permissions=Permissions(requires_approval=["rm"]),
+    )
     config = {"configurable": {"trajectory": str(trajectories_dir / TRAJECTORY)}}
 
     t0 = time.perf_counter()
@@ -199,8 +242,12 @@ def test_server_replay_reaches_an_approval_and_resumes(dev_server: DevServer, tr
     # stopped at the approval interrupt of the tool node
     [intr] = out["__interrupt__"]
     assert intr["value"]["type"] == "approval"
-    assert {k: intr["value"][k] for k in ("task_id", "call_id", "tool", "arguments")} == \
-        {"task_id": tid, "call_id": "rec-11", "tool": "rm", "arguments": {"command": "rm reproduce_bug.py"}}
+    assert {k: intr["value"][k] for k in ("task_id", "call_id", "tool", "arguments")} == {
+        "task_id": tid,
+        "call_id": "rec-11",
+        "tool": "rm",
+        "arguments": {"command": "rm reproduce_bug.py"},
+    }
     assert client.threads.get(tid)["status"] == "interrupted"
     snap = client.threads.get_state(tid)
     assert snap["next"] == ["tools"]
@@ -208,8 +255,9 @@ def test_server_replay_reaches_an_approval_and_resumes(dev_server: DevServer, tr
     stores = open_stores(dev_server.db)
     try:
         evs = stores.events.read(tid)
-        assert [e.payload["call_id"] for e in evs if e.kind == "tool.result.received"] == \
-            [f"rec-{i}" for i in range(1, 11)]
+        assert [e.payload["call_id"] for e in evs if e.kind == "tool.result.received"] == [
+            f"rec-{i}" for i in range(1, 11)
+        ]
         assert evs[-1].kind == "permission.requested" and evs[-1].payload["call_id"] == "rec-11"
 
         # resume with a command; the thread's first run recorded which trajectory it replays
@@ -224,11 +272,13 @@ def test_server_replay_reaches_an_approval_and_resumes(dev_server: DevServer, tr
 
         evs = stores.events.read(tid)
         assert [e.seq for e in evs] == list(range(1, len(evs) + 1))
-        assert [e.payload["call_id"] for e in evs if e.kind == "tool.result.received"] == \
-            [f"rec-{i}" for i in range(1, 13)]
+        assert [e.payload["call_id"] for e in evs if e.kind == "tool.result.received"] == [
+            f"rec-{i}" for i in range(1, 13)
+        ]
         granted = [e for e in evs if e.kind == "permission.granted"]
-        assert [(e.payload["call_id"], e.actor) for e in granted if e.payload["call_id"] == "rec-11"] == \
-            [("rec-11", "user")]
+        assert [(e.payload["call_id"], e.actor) for e in granted if e.payload["call_id"] == "rec-11"] == [
+            ("rec-11", "user")
+        ]
         assert [e.kind for e in evs].count("permission.requested") == 1
         assert evs[-1].kind == "task.completed"
         assert replay(evs) == ctx  # the server's checkpointed state is the log folded
@@ -236,6 +286,8 @@ def test_server_replay_reaches_an_approval_and_resumes(dev_server: DevServer, tr
         assert len(history) > 30
     finally:
         stores.close()
-    print(f"\nserver ({'postgres' if dev_server.db.startswith('postgres') else 'sqlite'}): "
-          f"first run to the interrupt {first_run:.2f} s, resume to the end {resume_run:.2f} s, "
-          f"{len(evs)} events, {len(history)} checkpoints")
+    print(
+        f"\nserver ({'postgres' if dev_server.db.startswith('postgres') else 'sqlite'}): "
+        f"first run to the interrupt {first_run:.2f} s, resume to the end {resume_run:.2f} s, "
+        f"{len(evs)} events, {len(history)} checkpoints"
+    )

@@ -64,16 +64,28 @@ CHILD = textwrap.dedent(
 
 
 def _taskctx(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "graphs.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true"})
+    return subprocess.run(
+        [sys.executable, "-m", "graphs.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true"},
+    )
 
 
-@pytest.mark.parametrize("call,when", [("d-changelog", "after"), ("d-test2", "after"),
-                                       ("d-changelog", "before"), ("d-test2", "before")])
+@pytest.mark.parametrize(
+    "call,when", [("d-changelog", "after"), ("d-test2", "after"), ("d-changelog", "before"), ("d-test2", "before")]
+)
 def test_sigkill_inside_a_side_effect_then_resume_runs_it_exactly_once(tmp_path: Path, call: str, when: str) -> None:
     db, ws, receipts = tmp_path / "t.sqlite", tmp_path / "ws", tmp_path / "receipts" / "k1"
-    child = subprocess.run([sys.executable, "-c", CHILD, str(db), "k1", str(ws), str(receipts), call, when],
-                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, str(db), "k1", str(ws), str(receipts), call, when],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
 
     stores = SqliteStores(db)
@@ -118,8 +130,9 @@ def test_sigkill_inside_a_side_effect_then_resume_runs_it_exactly_once(tmp_path:
         assert summary.startswith("[run again after an interruption:"), summary
         if call == "d-test2":
             assert runs_before == 1
-    green = subprocess.run([sys.executable, "-m", "unittest", "tests/test_upload.py"], cwd=ws, capture_output=True,
-                           text=True, timeout=60)
+    green = subprocess.run(
+        [sys.executable, "-m", "unittest", "tests/test_upload.py"], cwd=ws, capture_output=True, text=True, timeout=60
+    )
     assert green.returncode == 0, green.stderr
 
 
@@ -154,8 +167,13 @@ def test_command_cut_off_mid_run_asks_before_running_again(tmp_path: Path) -> No
     """A command whose receipt says it started but never finished may have had effects: resume
     puts it up for approval instead of re-running it; approving runs it again."""
     db, ws, receipts = tmp_path / "t.sqlite", tmp_path / "ws", tmp_path / "receipts" / "k2"
-    child = subprocess.run([sys.executable, "-c", CHILD, str(db), "k2", str(ws), str(receipts), "d-test2", "after"],
-                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, str(db), "k2", str(ws), str(receipts), "d-test2", "after"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
     receipt = WorkspaceTools(ws, receipts_dir=receipts).receipt("d-test2")
     receipt.write_text(json.dumps({"call_id": "d-test2", "status": "started"}))  # as if killed mid-run
@@ -174,16 +192,22 @@ def test_command_cut_off_mid_run_asks_before_running_again(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("answer", ["approve", "reject"])
-def test_a_call_approved_then_cut_off_is_put_up_again_not_approved_by_the_old_answer(tmp_path: Path,
-                                                                                    answer: str) -> None:
+def test_a_call_approved_then_cut_off_is_put_up_again_not_approved_by_the_old_answer(
+    tmp_path: Path, answer: str
+) -> None:
     """The user approved ``d-test2`` (run_command needs approval here); the process died while the
     command ran. ``taskctx resume`` must not take the stored "approve" as the answer to the new
     question ("interrupted before its result was recorded... run it again?"): LangGraph matches
     resume values to interrupt() calls by order, so the re-run puts the original question first
     (its stored answer, already acted on) and then asks the new one, which waits for the user."""
     db, ws, receipts = tmp_path / "t.sqlite", tmp_path / "ws", tmp_path / "receipts" / "k3"
-    child = subprocess.run([sys.executable, "-c", CHILD, str(db), "k3", str(ws), str(receipts), "d-test2", "mid",
-                            "run_command"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, str(db), "k3", str(ws), str(receipts), "d-test2", "mid", "run_command"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
     assert (ws / "runs.log").read_text().count("run\n") == 2  # d-test1 and d-test2
     stores = SqliteStores(db)
@@ -199,7 +223,7 @@ def test_a_call_approved_then_cut_off_is_put_up_again_not_approved_by_the_old_an
     assert (ws / "runs.log").read_text().count("run\n") == 2  # not run again on the old answer
     stores = SqliteStores(db)
     events = stores.events.read("k3")
-    new = events[len(before):]
+    new = events[len(before) :]
     assert [e.kind for e in new] == ["resume.started", "permission.requested"], [e.kind for e in new]
     assert "interrupted before its result was recorded" in new[1].payload["reason"]
     assert grants(events) == ["user"]
@@ -216,7 +240,9 @@ def test_a_call_approved_then_cut_off_is_put_up_again_not_approved_by_the_old_an
     runs = (ws / "runs.log").read_text().count("run\n")
     if answer == "approve":
         assert grants(events) == ["user", "user"] and runs == 3  # run again once, on the new answer
-        assert results[0].payload["result_summary"].startswith("[run again after an interruption, approved by the user]")
+        assert (
+            results[0].payload["result_summary"].startswith("[run again after an interruption, approved by the user]")
+        )
         assert "task k3: completed" in done.stdout, done.stdout
     else:
         assert grants(events) == ["user"] and runs == 2  # the side effect ran exactly once

@@ -48,8 +48,9 @@ def _ev(kind: str, payload: dict[str, Any], actor: str = "system") -> Any:
     return new_event(kind, payload, actor=actor)  # type: ignore[arg-type]
 
 
-def _resolution_run(tools: Any, calls: list[tuple[str, str, dict[str, Any]]],
-                    node_cls: type[TaskToolNode] = TaskToolNode) -> tuple[Any, list[Any]]:
+def _resolution_run(
+    tools: Any, calls: list[tuple[str, str, dict[str, Any]]], node_cls: type[TaskToolNode] = TaskToolNode
+) -> tuple[Any, list[Any]]:
     """Run the tool node (a ``node_cls``) on a task whose step s1 has an open error (call e1 of ``probe``
     ``{"n": 1}``) and whose pending calls are ``calls`` (id, step, args); the events it appended."""
     stores = SqliteStores(":memory:")
@@ -59,10 +60,18 @@ def _resolution_run(tools: Any, calls: list[tuple[str, str, dict[str, Any]]],
         _ev("plan.created", {"steps": [{"id": "s1", "title": "First"}, {"id": "s2", "title": "Second"}]}, "agent"),
         _ev("tool.called", {"call_id": "e1", "step_id": "s1", "tool": "probe", "arguments": '{"n": 1}'}, "agent"),
         _ev("tool.result.received", {"call_id": "e1", "status": "error", "result_summary": "Error: failed"}, "tool"),
-        _ev("error.occurred", {"error_id": "err-1", "source": "tool:probe", "message": "Error: failed",
-                               "step_id": "s1", "call_id": "e1"}),
-        *[_ev("tool.called", {"call_id": cid, "step_id": step, "tool": "probe", "arguments": json.dumps(args)}, "agent")
-          for cid, step, args in calls],
+        _ev(
+            "error.occurred",
+            {"error_id": "err-1", "source": "tool:probe", "message": "Error: failed", "step_id": "s1", "call_id": "e1"},
+        ),
+        *[
+            _ev(
+                "tool.called",
+                {"call_id": cid, "step_id": step, "tool": "probe", "arguments": json.dumps(args)},
+                "agent",
+            )
+            for cid, step, args in calls
+        ],
     ]
     logged = stores.events.append("er", evs)
     state = replay(logged)
@@ -78,8 +87,10 @@ def test_a_success_resolves_only_open_errors_of_its_own_plan_step() -> None:
     assert [e.kind for e in new] == ["tool.result.received"]
     # ... a success in the error's step resolves it, whatever the tool's arguments
     _, new = _resolution_run(FlakyTools(), [("ok3", "s1", {"n": 9})])
-    assert [(e.kind, e.payload.get("error_id")) for e in new] == [("tool.result.received", None),
-                                                                   ("error.resolved", "err-1")]
+    assert [(e.kind, e.payload.get("error_id")) for e in new] == [
+        ("tool.result.received", None),
+        ("error.resolved", "err-1"),
+    ]
     # strict rule: only the same tool with the same arguments, in any step
     strict = FlakyTools()
     strict.strict_resolution = True  # type: ignore[attr-defined]
@@ -109,9 +120,14 @@ def _approval_graph(tmp_path: Path, stores: Any, executor: list[Any]):
     root = tmp_path / "ws"
     (root / "app").mkdir(parents=True, exist_ok=True)
     (root / "app" / "proxy.conf").write_text("client_max_body_size 1m;\n")
-    model = ScriptedChatModel(script={"planner": [plan("Patch the config")] * 5, "executor": executor,
-                                      "recovery": [recover("replan", "rejected")] * 3,
-                                      "reviewer": [review("approve")]})
+    model = ScriptedChatModel(
+        script={
+            "planner": [plan("Patch the config")] * 5,
+            "executor": executor,
+            "recovery": [recover("replan", "rejected")] * 3,
+            "reviewer": [review("approve")],
+        }
+    )
     return _graph(model, WorkspaceTools(root, receipts_dir=tmp_path / "receipts"), stores), root
 
 
@@ -166,12 +182,19 @@ def test_the_rejected_before_check_reads_only_denials(tmp_path: Path) -> None:
     spy = SpyStores(stores)
     same = lambda messages, meta: tool_call("write_file", CONF, id=f"w{meta['role_call']}")  # noqa: E731
     g, _ = _approval_graph(tmp_path, spy, [same] * 20)
-    r = run_with_approvals(g, stores, "rb", new_task("Raise the limit.", "rb", permissions=Permissions(file_scopes=["app/**"])),
-                           answer=lambda req: {"action": "reject", "reason": "no"})
+    r = run_with_approvals(
+        g,
+        stores,
+        "rb",
+        new_task("Raise the limit.", "rb", permissions=Permissions(file_scopes=["app/**"])),
+        answer=lambda req: {"action": "reject", "reason": "no"},
+    )
     assert r.finished
     events = stores.events.read("rb")
     assert sum(e.kind == "context.built" for e in events) >= 4
-    assert sum(e.kind == "tool.result.received" and "already rejected" in e.payload["result_summary"] for e in events) == 2
+    assert (
+        sum(e.kind == "tool.result.received" and "already rejected" in e.payload["result_summary"] for e in events) == 2
+    )
     # every call that needed approval checked earlier rejections without reading the manifests
     assert not [x for x in spy.events.reads if "context.built" in x[2]], spy.events.reads
     filtered = [x for x in spy.events.reads if x[1] is not None]
@@ -195,9 +218,16 @@ def any_stores(request: pytest.FixtureRequest) -> Any:
 
 def test_event_log_kinds_filter(any_stores: Any) -> None:
     tid = f"kinds-{uuid.uuid4().hex[:8]}"
-    evs = [_ev(k, p) for k, p in [
-        ("user.interrupted", {}), ("resume.started", {"token": "a"}), ("user.interrupted", {}),
-        ("resume.started", {"token": "b"}), ("resume.started", {"token": "c"})]]
+    evs = [
+        _ev(k, p)
+        for k, p in [
+            ("user.interrupted", {}),
+            ("resume.started", {"token": "a"}),
+            ("user.interrupted", {}),
+            ("resume.started", {"token": "b"}),
+            ("resume.started", {"token": "c"}),
+        ]
+    ]
     any_stores.events.append(tid, evs)
     log = any_stores.events
     assert [e.seq for e in log.read(tid, kinds=["resume.started"])] == [2, 4, 5]
@@ -233,10 +263,19 @@ class CheckedNoScopes(FlakyTools):
 def test_execute_gets_the_scopes_by_the_explicit_flag() -> None:
     for tools, tid in ((ScopedNoCheck(), "sc"), (CheckedNoScopes(), "cn")):
         stores = SqliteStores(":memory:")
-        model = ScriptedChatModel(script={"planner": [plan("Probe")], "executor": [tool_call("probe", {}, id="p1"), complete("ok")],
-                                          "reviewer": [review("approve")]})
-        r = run_graph(_graph(model, tools, stores), stores, tid,
-                      new_task("Probe.", tid, permissions=Permissions(file_scopes=["app/**"])))
+        model = ScriptedChatModel(
+            script={
+                "planner": [plan("Probe")],
+                "executor": [tool_call("probe", {}, id="p1"), complete("ok")],
+                "reviewer": [review("approve")],
+            }
+        )
+        r = run_graph(
+            _graph(model, tools, stores),
+            stores,
+            tid,
+            new_task("Probe.", tid, permissions=Permissions(file_scopes=["app/**"])),
+        )
         call = next(c for c in r.state.evidence.recent_tool_calls if c.id == "p1")
         assert call.status == "ok", call.result_summary
         if isinstance(tools, ScopedNoCheck):

@@ -97,8 +97,22 @@ def test_load_trajectory_reads_header_and_all_action_forms(tmp_path):
             tool="execute_bash",
             arguments={"command": "pytest"},
         ),
-        RecordedStep(step=2, thought="", action="open foo.py", observation="[File: foo.py]", tool="open", arguments={"command": "open foo.py"}),
-        RecordedStep(step=3, thought="", action=invalid, observation="", tool="invalid_tool_call", arguments={"recorded": invalid}),
+        RecordedStep(
+            step=2,
+            thought="",
+            action="open foo.py",
+            observation="[File: foo.py]",
+            tool="open",
+            arguments={"command": "open foo.py"},
+        ),
+        RecordedStep(
+            step=3,
+            thought="",
+            action=invalid,
+            observation="",
+            tool="invalid_tool_call",
+            arguments={"recorded": invalid},
+        ),
     ]
 
 
@@ -160,7 +174,10 @@ def test_header_without_task(tmp_path, task):
     p = write(tmp_path, [head, step(1, "ls")])
     with pytest.raises(TrajectoryError) as ei:
         load_trajectory(p)
-    assert str(ei.value) == f"{p}:1: header lacks a non-empty string 'task'; see the format in ../shared/data/trajectories/README.md"
+    assert (
+        str(ei.value)
+        == f"{p}:1: header lacks a non-empty string 'task'; see the format in ../shared/data/trajectories/README.md"
+    )
 
 
 def test_header_only_and_step_without_observation(tmp_path):

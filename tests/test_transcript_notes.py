@@ -15,23 +15,41 @@ def _ev(kind: str, payload: dict, actor: str = "agent"):
 
 
 def _built(r, reset: bool = False, keep: int = 0):
-    return _ev("context.built", {"call": 1, "role": "executor", "budget": 8000, "prompt_tokens": r.prompt_tokens,
-                                 "transcript_reset": reset, "keep_last": keep, "delta_note": r.delta_note}, "system")
+    return _ev(
+        "context.built",
+        {
+            "call": 1,
+            "role": "executor",
+            "budget": 8000,
+            "prompt_tokens": r.prompt_tokens,
+            "transcript_reset": reset,
+            "keep_last": keep,
+            "delta_note": r.delta_note,
+        },
+        "system",
+    )
 
 
 def _call(env: NodeEnv, cid: str, out: str, step: str = "s1") -> list:
     ref = env.artifacts.put(out)
-    return [_ev("tool.called", {"call_id": cid, "step_id": step, "tool": "cat", "arguments": "{}"}),
-            _ev("tool.result.received", {"call_id": cid, "status": "ok", "result_summary": out, "raw_ref": ref,
-                                         "raw_chars": len(out)}, "tool")]
+    return [
+        _ev("tool.called", {"call_id": cid, "step_id": step, "tool": "cat", "arguments": "{}"}),
+        _ev(
+            "tool.result.received",
+            {"call_id": cid, "status": "ok", "result_summary": out, "raw_ref": ref, "raw_chars": len(out)},
+            "tool",
+        ),
+    ]
 
 
 def test_the_delta_is_sent_once_per_change() -> None:
     env = NodeEnv.sqlite()
     rend = ExecutorRenderer()
-    ev = [_ev("task.created", {"task_id": "n", "original_request": "Look."}, "user"),
-          _ev("plan.created", {"steps": [{"id": "s1", "title": "look"}, {"id": "s2", "title": "report"}]}),
-          _ev("step.started", {"step_id": "s1", "objective": "look"})]
+    ev = [
+        _ev("task.created", {"task_id": "n", "original_request": "Look."}, "user"),
+        _ev("plan.created", {"steps": [{"id": "s1", "title": "look"}, {"id": "s2", "title": "report"}]}),
+        _ev("step.started", {"step_id": "s1", "objective": "look"}),
+    ]
     ctx = replay(ev)
     r1 = rend.render(ctx, env, [])
     assert r1.delta_note == delta_text(ctx) and r1.delta_note.startswith("## Now\nCurrent step s1: look")
@@ -47,19 +65,39 @@ def test_the_delta_is_sent_once_per_change() -> None:
     assert [m.content for m in r2.messages[:3]] == [m.content for m in r1.messages]
     assert {b.id for b in r2.blocks} >= {"step.delta", "tool.c1"}
 
-    ev += [_built(r2), *_call(env, "c2", "second output\n"),
-           _ev("step.completed", {"step_id": "s1", "summary": "looked"}), _ev("step.started", {"step_id": "s2"})]
+    ev += [
+        _built(r2),
+        *_call(env, "c2", "second output\n"),
+        _ev("step.completed", {"step_id": "s1", "summary": "looked"}),
+        _ev("step.started", {"step_id": "s2"}),
+    ]
     ctx = replay(ev)
     r3 = rend.render(ctx, env, [])
-    assert r3.delta_note is not None and "Current step s2" in r3.delta_note and "Last step s1 (success): looked" in r3.delta_note
+    assert (
+        r3.delta_note is not None
+        and "Current step s2" in r3.delta_note
+        and "Last step s1 (success): looked" in r3.delta_note
+    )
     assert [m.type for m in r3.messages][-3:] == ["ai", "tool", "human"] and r3.messages[-1].content == r3.delta_note
     ids = [b.id for b in r3.blocks]
     assert ids.index("step.delta") == len(ids) - 1 and sum(i.startswith("note.") for i in ids) == 1
 
     # a restart clears the notes; the delta comes again after the kept calls
     ev += [_built(r3), *_call(env, "c3", "third\n", "s2"), *_call(env, "c4", "fourth\n", "s2")]
-    ev.append(_ev("context.built", {"call": 4, "role": "executor", "budget": 8000, "prompt_tokens": 1,
-                                    "transcript_reset": True, "keep_last": 3}, "system"))
+    ev.append(
+        _ev(
+            "context.built",
+            {
+                "call": 4,
+                "role": "executor",
+                "budget": 8000,
+                "prompt_tokens": 1,
+                "transcript_reset": True,
+                "keep_last": 3,
+            },
+            "system",
+        )
+    )
     ctx = replay(ev)
     assert ctx.evidence.transcript_notes == [] and [c.id for c in ctx.evidence.recent_tool_calls] == ["c2", "c3", "c4"]
     r4 = rend.render(ctx, env, [])
@@ -71,13 +109,20 @@ def test_a_transcript_full_of_notes_restarts() -> None:
 
     env = NodeEnv.sqlite()
     n = MAX_NOTES + 2
-    ev = [_ev("task.created", {"task_id": "m", "original_request": "Tick every box."}, "user"),
-          _ev("plan.created", {"steps": [{"id": f"s{i}", "title": f"box {i}"} for i in range(1, n + 1)]})]
+    ev = [
+        _ev("task.created", {"task_id": "m", "original_request": "Tick every box."}, "user"),
+        _ev("plan.created", {"steps": [{"id": f"s{i}", "title": f"box {i}"} for i in range(1, n + 1)]}),
+    ]
     for i in range(1, MAX_NOTES + 1):  # steps that end without a tool call: a note each, no calls
-        ev += [_ev("step.started", {"step_id": f"s{i}"}),
-               _ev("context.built", {"call": i, "role": "executor", "budget": 8000, "prompt_tokens": 1,
-                                     "delta_note": f"note {i}"}, "system"),
-               _ev("step.completed", {"step_id": f"s{i}", "summary": "ticked"})]
+        ev += [
+            _ev("step.started", {"step_id": f"s{i}"}),
+            _ev(
+                "context.built",
+                {"call": i, "role": "executor", "budget": 8000, "prompt_tokens": 1, "delta_note": f"note {i}"},
+                "system",
+            ),
+            _ev("step.completed", {"step_id": f"s{i}", "summary": "ticked"}),
+        ]
     ev.append(_ev("step.started", {"step_id": f"s{MAX_NOTES + 1}"}))
     ctx = replay(ev)
     assert len(ctx.evidence.transcript_notes) == MAX_NOTES and ctx.evidence.recent_tool_calls == []

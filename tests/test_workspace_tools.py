@@ -13,8 +13,7 @@ from context import Permissions, SqliteStores, parse_ref
 from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import run_graph
-from nodes import ScriptedChatModel, WorkspaceTools, complete, mask_secrets, plan, review, tool_call
-from nodes import PolicyError
+from nodes import PolicyError, ScriptedChatModel, WorkspaceTools, complete, mask_secrets, plan, review, tool_call
 from nodes.workspace import PatchError, apply_unified_diff, glob_match, parse_unified_diff
 
 
@@ -43,9 +42,11 @@ def test_list_read_grep(ws: WorkspaceTools) -> None:
 def test_write_and_patch(ws: WorkspaceTools) -> None:
     w = ws.execute("1", "write_file", {"path": "src/new/c.py", "content": "x = 1\n"})
     assert w.status == "ok" and w.modified == "src/new/c.py" and (ws.root / "src/new/c.py").read_text() == "x = 1\n"
-    patch = ("--- a/src/pkg/a.py\n+++ b/src/pkg/a.py\n@@ -2,3 +2,3 @@\n line 2\n-line 3\n+LINE 3\n line 4\n"
-             "@@ -18,3 +18,4 @@\n line 18\n line 19\n line 20\n+line 21\n"
-             "--- /dev/null\n+++ b/src/pkg/new.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n")
+    patch = (
+        "--- a/src/pkg/a.py\n+++ b/src/pkg/a.py\n@@ -2,3 +2,3 @@\n line 2\n-line 3\n+LINE 3\n line 4\n"
+        "@@ -18,3 +18,4 @@\n line 18\n line 19\n line 20\n+line 21\n"
+        "--- /dev/null\n+++ b/src/pkg/new.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n"
+    )
     p = ws.execute("2", "apply_patch", {"patch": patch})
     assert p.status == "ok", p.output
     assert p.modified_all == ("src/pkg/a.py", "src/pkg/new.txt")
@@ -53,8 +54,10 @@ def test_write_and_patch(ws: WorkspaceTools) -> None:
     assert "LINE 3\n" in text and text.endswith("line 20\nline 21\n")
     assert (ws.root / "src/pkg/new.txt").read_text() == "one\ntwo\n"
     # a hunk that does not match changes nothing (all files checked before any is written)
-    bad = ("--- a/src/pkg/b.txt\n+++ b/src/pkg/b.txt\n@@ -1 +1 @@\n-alpha\n+ALPHA\n"
-           "--- a/notes.md\n+++ b/notes.md\n@@ -1 +1 @@\n-not there\n+x\n")
+    bad = (
+        "--- a/src/pkg/b.txt\n+++ b/src/pkg/b.txt\n@@ -1 +1 @@\n-alpha\n+ALPHA\n"
+        "--- a/notes.md\n+++ b/notes.md\n@@ -1 +1 @@\n-not there\n+x\n"
+    )
     out = ws.execute("3", "apply_patch", {"patch": bad})
     assert out.status == "error" and "does not match" in out.output
     assert (ws.root / "src/pkg/b.txt").read_text() == "alpha\nbeta\n"
@@ -72,7 +75,9 @@ def test_unified_diff_offsets_and_reverse() -> None:
 
 def test_run_command(ws: WorkspaceTools, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-reach-the-child-000000000")
-    (ws.root / "show_env.py").write_text("import os\nprint(sorted(os.environ))\nprint(os.environ.get('OPENAI_API_KEY'))\n")
+    (ws.root / "show_env.py").write_text(
+        "import os\nprint(sorted(os.environ))\nprint(os.environ.get('OPENAI_API_KEY'))\n"
+    )
     r = ws.execute("c1", "run_command", {"argv": ["python", "show_env.py"]})
     assert r.status == "ok" and r.output.startswith("$ python show_env.py\n") and "[exit code 0]" in r.output
     assert "OPENAI_API_KEY" not in r.output.split("\n")[1] and "None" in r.output
@@ -95,21 +100,41 @@ def test_the_command_table_is_the_one_command_policy(ws: WorkspaceTools) -> None
 
     names = [n for row in COMMANDS for n in row.names]
     assert len(names) == len(set(names)) == 64  # every program in one row
-    assert DEFAULT_PROGRAMS == ("ls", "cat", "head", "tail", "wc", "grep", "diff", "git", "python", "python3", "pytest",
-                                "echo", "pwd")
-    assert len(FORBIDDEN_PROGRAMS) == 51 and {"bash", "env", "xargs", "sudo", "sed", "curl", "pip"} <= FORBIDDEN_PROGRAMS
+    assert DEFAULT_PROGRAMS == (
+        "ls",
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "grep",
+        "diff",
+        "git",
+        "python",
+        "python3",
+        "pytest",
+        "echo",
+        "pwd",
+    )
+    assert (
+        len(FORBIDDEN_PROGRAMS) == 51 and {"bash", "env", "xargs", "sudo", "sed", "curl", "pip"} <= FORBIDDEN_PROGRAMS
+    )
     assert GIT_READ_ONLY == {"status", "diff", "log", "show", "ls-files", "rev-parse", "blame"}
     assert PYTHON_MODULES == {"pytest", "unittest", "py_compile"}
     # the row's risk, unless its argument rule says otherwise; a program in no row: medium
     assert [ws.check("run_command", {"argv": argv})[:2] for argv in (["wc", "notes.md"], ["pytest", "-q"])] == [
-        ("low", "runs wc"), ("medium", "runs pytest")]
+        ("low", "runs wc"),
+        ("medium", "runs pytest"),
+    ]
     extra = WorkspaceTools(ws.root, programs=("sort", "bash", "ls"))
     assert extra.programs == {"sort", "ls"}
     assert extra.check("run_command", {"argv": ["sort", "notes.md"]})[:2] == ("medium", "runs sort")
     with pytest.raises(PolicyError, match=r"^bash is a shell, launcher or interpreter that is never run$"):
         extra.check("run_command", {"argv": ["bash"]})
-    with pytest.raises(PolicyError, match=r"^git commit is not a read-only git subcommand \(blame, diff, log, ls-files, "
-                                          r"rev-parse, show, status\)$"):
+    with pytest.raises(
+        PolicyError,
+        match=r"^git commit is not a read-only git subcommand \(blame, diff, log, ls-files, "
+        r"rev-parse, show, status\)$",
+    ):
         ws.check("run_command", {"argv": ["git", "commit"]})
 
 
@@ -142,7 +167,12 @@ def test_mask_secrets() -> None:
     assert m.text.count("\n") == pem.count("\n") and "b3BlbnNzaC1rZXk" not in m.text and m.text.startswith("a\n")
     unterminated = mask_secrets("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAAAA")
     assert "MIIEow" not in unterminated.text
-    for harmless in ("client_max_body_size 10m;", "max_tokens = 1000000000", "token = ${API_TOKEN}", "def secret_sauce():"):
+    for harmless in (
+        "client_max_body_size 10m;",
+        "max_tokens = 1000000000",
+        "token = ${API_TOKEN}",
+        "def secret_sauce():",
+    ):
         assert mask_secrets(harmless).text == harmless
 
 
@@ -152,6 +182,7 @@ def test_read_artifact_masks_every_slice_and_search_history(tmp_path: Path) -> N
     key = "-----BEGIN RSA PRIVATE KEY-----\nSECRETLINE1abc\nSECRETLINE2def\n-----END RSA PRIVATE KEY-----\n"
     (root / "key.pem").write_text("header\n" + key + "footer\n")
     stores = SqliteStores(":memory:")
+
     def read_slice(messages, meta):
         from langchain_core.messages import ToolMessage
 
@@ -159,19 +190,29 @@ def test_read_artifact_masks_every_slice_and_search_history(tmp_path: Path) -> N
         ref = parse_ref(last.split('ref="')[1].split('"')[0])
         return tool_call("read_artifact", {"ref": f"{ref}#L3-4"}, id="ra")
 
-    model = ScriptedChatModel(script={
-        "planner": [plan("Read")],
-        "executor": [tool_call("read_file", {"path": "key.pem"}, id="rf"), read_slice,
-                     tool_call("search_history", {"query": "read_file"}, id="sh"), complete("read")],
-        "reviewer": [review("approve")],
-    })
-    g = build_orchestrator(model, tools=WorkspaceTools(root, receipts_dir=tmp_path / "r"),
-                           checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores)
+    model = ScriptedChatModel(
+        script={
+            "planner": [plan("Read")],
+            "executor": [
+                tool_call("read_file", {"path": "key.pem"}, id="rf"),
+                read_slice,
+                tool_call("search_history", {"query": "read_file"}, id="sh"),
+                complete("read"),
+            ],
+            "reviewer": [review("approve")],
+        }
+    )
+    g = build_orchestrator(
+        model,
+        tools=WorkspaceTools(root, receipts_dir=tmp_path / "r"),
+        checkpointer=InMemorySaver(serde=checkpoint_serde()),
+        stores=stores,
+    )
     r = run_graph(g, stores, "ra", new_task("Read the key.", "ra", permissions=Permissions(file_scopes=["*.pem"])))
     calls = {c.id: c for c in r.state.evidence.recent_tool_calls}
     assert "SECRETLINE" not in calls["rf"].result_summary and "[REDACTED:private_key]" in calls["rf"].result_summary
     # the raw artifact stays exact in the store; the slice that leaves it is masked, lines kept
     assert b"SECRETLINE1abc" in stores.artifacts.get(calls["rf"].raw_ref)
     assert calls["ra"].result_summary == "[REDACTED:private_key]\n[REDACTED:private_key]\n"
-    assert calls["sh"].result_summary.startswith("#6 tool.called [agent] read_file {\"path\": \"key.pem\"}")
+    assert calls["sh"].result_summary.startswith('#6 tool.called [agent] read_file {"path": "key.pem"}')
     assert os.path.exists(root / "key.pem")

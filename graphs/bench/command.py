@@ -39,7 +39,9 @@ def write_outputs(r: BenchResult, out: str | Path) -> list[Path]:
 
 
 def bench(
-    dir: Annotated[Path, typer.Argument(help="Folder of recorded trajectories (*.jsonl), or one .jsonl file.")] = DEFAULT_DIR,  # noqa: A002
+    dir: Annotated[
+        Path, typer.Argument(help="Folder of recorded trajectories (*.jsonl), or one .jsonl file.")
+    ] = DEFAULT_DIR,  # noqa: A002
     budget: Annotated[int, typer.Option("--budget", min=1000, help="Prompt budget in tokens.")] = 8_000,
     out: Annotated[Path, typer.Option("--out", help="Folder for results.md, results.csv and the plots.")] = DEFAULT_OUT,
 ) -> None:

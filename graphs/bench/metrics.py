@@ -52,7 +52,7 @@ class Stats:
             return None if self.elided == 0 else 0.0
         return self.restored / self.compressed if self.compressed else 1.0
 
-    def add(self, o: "Stats") -> None:
+    def add(self, o: Stats) -> None:
         self.calls += o.calls
         self.input_tokens += o.input_tokens
         self.peak_prompt_tokens = max(self.peak_prompt_tokens, o.peak_prompt_tokens)
@@ -71,10 +71,13 @@ class Stats:
 
     def row(self) -> dict[str, Any]:
         d = asdict(self)
-        d.update(cached_share=round(self.cached_share, 4), retention=round(self.retention, 4),
-                 floor=None if self.floor is None else round(self.floor, 4),
-                 restorability=None if self.restorability is None else round(self.restorability, 4),
-                 effective_cost=round(self.effective_cost, 1))
+        d.update(
+            cached_share=round(self.cached_share, 4),
+            retention=round(self.retention, 4),
+            floor=None if self.floor is None else round(self.floor, 4),
+            restorability=None if self.restorability is None else round(self.restorability, 4),
+            effective_cost=round(self.effective_cost, 1),
+        )
         return d
 
 
@@ -131,8 +134,12 @@ def _taskctx_stats(run: TaskctxRun, budget: int, constraints: list[str]) -> tupl
             i = int(cid.split("-")[1]) - 1 if cid.startswith("rec-") else -1
             thought = t.steps[i].thought.strip() if 0 <= i < len(t.steps) else ""
             ref = results[cid].get("raw_ref") or ""
-            last &= (f"(id={cid})" in c.text and f"tool_call_id={cid})" in c.text and (not ref or ref in c.text)
-                     and (not thought or thought in c.text))
+            last &= (
+                f"(id={cid})" in c.text
+                and f"tool_call_id={cid})" in c.text
+                and (not ref or ref in c.text)
+                and (not thought or thought in c.text)
+            )
         ok += core and state and last
         reset_seen |= bool(c.payload.get("transcript_reset"))
     ex.floor_ok = ok
@@ -152,8 +159,9 @@ def _taskctx_stats(run: TaskctxRun, budget: int, constraints: list[str]) -> tupl
     return ex, allr
 
 
-def _logged_stats(traj: str, strategy: str, calls: list[Call], budget: int, request: str,
-                  constraints: list[str]) -> Stats:
+def _logged_stats(
+    traj: str, strategy: str, calls: list[Call], budget: int, request: str, constraints: list[str]
+) -> Stats:
     s = Stats(traj, strategy)
     for c in calls:
         _count_call(s, c, int(c.payload.get("cached_prefix_tokens", 0)), budget, request, constraints)

@@ -43,8 +43,11 @@ def _overhead(run: TaskctxRun, budget: int, window: tuple[int, int] | None = Non
     times: list[float] = []
     same = 0
     for n, e in enumerate(run.events):
-        if e.kind == "context.built" and e.payload["role"] == "executor" and (
-                window is None or window[0] <= n <= window[1]):
+        if (
+            e.kind == "context.built"
+            and e.payload["role"] == "executor"
+            and (window is None or window[0] <= n <= window[1])
+        ):
             t0 = time.perf_counter()
             ctx = replay(pending, ctx)
             r = rend.render(ctx, env, schemas)
@@ -79,10 +82,20 @@ def synthetic_trajectory(n_steps: int, seed: int = 7) -> Trajectory:
         line = f"synthetic output of step {i}: value {(i * 7919) % 10007} ok\n"
         obs = (line * (size // len(line) + 1))[:size]
         args = {key: f"item_{i % 37}.py" if key != "command" else f"python check.py --case {i}"}
-        steps.append(RecordedStep(step=i + 1, thought=f"Step {i}: look at the next item and keep going.",
-                                  action=f'{{"name": "{tool}"}}', observation=obs, tool=tool, arguments=args))
-    req = ("Synthetic task: walk through every item, check it and report.\n"
-           "Do not modify files outside src/.\nNever delete the test fixtures.")
+        steps.append(
+            RecordedStep(
+                step=i + 1,
+                thought=f"Step {i}: look at the next item and keep going.",
+                action=f'{{"name": "{tool}"}}',
+                observation=obs,
+                tool=tool,
+                arguments=args,
+            )
+        )
+    req = (
+        "Synthetic task: walk through every item, check it and report.\n"
+        "Do not modify files outside src/.\nNever delete the test fixtures."
+    )
     return Trajectory(id=f"synthetic-{n_steps}", task=req, meta={}, steps=steps, path="")
 
 

@@ -77,8 +77,10 @@ def run_bench(
     if limit is not None:
         trajs = trajs[:limit]
     if not trajs:
-        raise FileNotFoundError(f"no trajectories (*.jsonl) to run in {d.resolve()}; pass a folder of recorded "
-                                f"runs or one .jsonl file (default {DEFAULT_DIR})")
+        raise FileNotFoundError(
+            f"no trajectories (*.jsonl) to run in {d.resolve()}; pass a folder of recorded "
+            f"runs or one .jsonl file (default {DEFAULT_DIR})"
+        )
     rows: list[Stats] = []
     series: dict[str, dict[str, list[int]]] = {}
     other: dict[str, dict[str, int]] = {}
@@ -113,8 +115,11 @@ def run_bench(
         real_same += same
         real_events += len(run.events)
         run.stores.close()
-    overhead = [_timing(f"real runs ({len(trajs)} trajectories, {real_events} events in all)", real_times,
-                        real_events, real_same)]
+    overhead = [
+        _timing(
+            f"real runs ({len(trajs)} trajectories, {real_events} events in all)", real_times, real_events, real_same
+        )
+    ]
     cp: dict[int, int] = {}
     cp_parts: dict[int, dict[str, int]] = {}
     need = max([synthetic_events, *checkpoint_events], default=0)
@@ -125,16 +130,31 @@ def run_bench(
         if synthetic_events:
             lo = int(synthetic_events * 0.9)
             times, _, same = _overhead(run, budget, window=(lo, synthetic_events))
-            overhead.append(_timing(f"SYNTHETIC run, executor steps at {lo}-{synthetic_events} events", times,
-                                    synthetic_events, same))
+            overhead.append(
+                _timing(
+                    f"SYNTHETIC run, executor steps at {lo}-{synthetic_events} events", times, synthetic_events, same
+                )
+            )
             times, _, same = _overhead(run, budget, window=(0, synthetic_events))
-            overhead.append(_timing(f"SYNTHETIC run, all executor steps up to {synthetic_events} events", times,
-                                    synthetic_events, same))
+            overhead.append(
+                _timing(
+                    f"SYNTHETIC run, all executor steps up to {synthetic_events} events", times, synthetic_events, same
+                )
+            )
         if checkpoint_events:
             cp, cp_parts = _checkpoint_sizes(run.events, checkpoint_events)
         run.stores.close()
     return BenchResult(
-        budget=budget, trajectories=[t.id for t in trajs], steps={t.id: len(t.steps) for t in trajs}, rows=rows,
-        totals=totals, series=series, other_roles=other, overhead=overhead, checkpoint=cp,
-        checkpoint_parts=cp_parts, finished=finished, seconds=round(time.perf_counter() - t_start, 1),
+        budget=budget,
+        trajectories=[t.id for t in trajs],
+        steps={t.id: len(t.steps) for t in trajs},
+        rows=rows,
+        totals=totals,
+        series=series,
+        other_roles=other,
+        overhead=overhead,
+        checkpoint=cp,
+        checkpoint_parts=cp_parts,
+        finished=finished,
+        seconds=round(time.perf_counter() - t_start, 1),
     )

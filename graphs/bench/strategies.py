@@ -89,8 +89,11 @@ def step_messages(t: Trajectory, upto: int) -> list[BaseMessage]:
     out: list[BaseMessage] = []
     for i, s in enumerate(t.steps[:upto], start=1):
         cid = f"rec-{i}"
-        out.append(AIMessage(content=s.thought, tool_calls=[{"name": s.tool, "args": s.arguments, "id": cid,
-                                                              "type": "tool_call"}]))
+        out.append(
+            AIMessage(
+                content=s.thought, tool_calls=[{"name": s.tool, "args": s.arguments, "id": cid, "type": "tool_call"}]
+            )
+        )
         out.append(ToolMessage(content=s.observation, tool_call_id=cid, name=s.tool))
     return out
 
@@ -135,7 +138,9 @@ def _mask(history: list[BaseMessage], n: int) -> tuple[list[BaseMessage], int]:
     for i, m in enumerate(history):
         if i in omit:
             text = m.content if isinstance(m.content, str) else json.dumps(m.content)
-            out.append(m.model_copy(update={"content": f"Old environment output: ({text.count(chr(10)) + 1} lines omitted)"}))
+            out.append(
+                m.model_copy(update={"content": f"Old environment output: ({text.count(chr(10)) + 1} lines omitted)"})
+            )
         else:
             out.append(m)
     return out, len(omit)
@@ -147,7 +152,10 @@ def _extractive_summary(messages: Sequence[BaseMessage]) -> str:
     bits = []
     for m in messages:
         text = m.content if isinstance(m.content, str) else json.dumps(m.content)
-        calls = " ".join(f"{tc['name']}({json.dumps(tc['args'], sort_keys=True)[:80]})" for tc in getattr(m, "tool_calls", None) or [])
+        calls = " ".join(
+            f"{tc['name']}({json.dumps(tc['args'], sort_keys=True)[:80]})"
+            for tc in getattr(m, "tool_calls", None) or []
+        )
         line = " ".join(f"{m.type}: {text} {calls}".split())[:160]
         bits.append(line)
     body = "\n".join(bits)
@@ -194,8 +202,11 @@ def baseline_calls(t: Trajectory, strategy: str, budget: int, tools: list[dict[s
         elif strategy == "clearing":
             msgs = deepcopy(history)
             ClearToolUsesEdit(trigger=budget, keep=CLEAR_KEEP).apply(msgs, count_tokens=count_tokens_approximately)
-            elided = sum(1 for m in msgs if isinstance(m, ToolMessage)
-                         and m.response_metadata.get("context_editing", {}).get("cleared"))
+            elided = sum(
+                1
+                for m in msgs
+                if isinstance(m, ToolMessage) and m.response_metadata.get("context_editing", {}).get("cleared")
+            )
         elif strategy == "summarization":
             if k > 0:
                 state.extend(full[2 * k - 1 : 2 * k + 1])
@@ -209,11 +220,17 @@ def baseline_calls(t: Trajectory, strategy: str, budget: int, tools: list[dict[s
         else:
             raise ValueError(f"unknown baseline strategy {strategy!r}; expected one of {BASELINES}")
         prompt = [system, *msgs]
-        calls.append(Call(
-            index=k, prompt_tokens=count_tokens_approximately(prompt, tools=tools or None),
-            fingerprints=fingerprints(prompt, tools), text=_text(prompt),
-            orphans=orphan_tool_results(prompt), elided=elided, payload={"summarized": summarized},
-        ))
+        calls.append(
+            Call(
+                index=k,
+                prompt_tokens=count_tokens_approximately(prompt, tools=tools or None),
+                fingerprints=fingerprints(prompt, tools),
+                text=_text(prompt),
+                orphans=orphan_tool_results(prompt),
+                elided=elided,
+                payload={"summarized": summarized},
+            )
+        )
     return calls
 
 
@@ -240,8 +257,13 @@ def run_taskctx(t: Trajectory, budget: int) -> TaskctxRun:
     from ..runner import run_graph
 
     stores = SqliteStores(":memory:")
-    g = build_orchestrator(ReplayChatModel(trajectory=t), tools=ReplayTools(t), stores=stores, budget=budget,
-                           checkpointer=InMemorySaver(serde=checkpoint_serde()))
+    g = build_orchestrator(
+        ReplayChatModel(trajectory=t),
+        tools=ReplayTools(t),
+        stores=stores,
+        budget=budget,
+        checkpointer=InMemorySaver(serde=checkpoint_serde()),
+    )
     res = run_graph(g, stores, t.id, new_task(t.request, t.id))
     events = stores.events.read(t.id)
     execs: list[Call] = []
@@ -251,8 +273,15 @@ def run_taskctx(t: Trajectory, budget: int) -> TaskctxRun:
             continue
         p = e.payload
         text = stores.artifacts.get(p["prompt_ref"]).decode("utf-8") if p.get("prompt_ref") else ""
-        c = Call(index=0, prompt_tokens=p["prompt_tokens"], fingerprints=list(p.get("fingerprints") or []), text=text,
-                 orphans=prompt_orphans(text), role=p["role"], payload={**p, "seq": e.seq})
+        c = Call(
+            index=0,
+            prompt_tokens=p["prompt_tokens"],
+            fingerprints=list(p.get("fingerprints") or []),
+            text=text,
+            orphans=prompt_orphans(text),
+            role=p["role"],
+            payload={**p, "seq": e.seq},
+        )
         if p["role"] == "executor":
             c.index = len(execs)
             execs.append(c)

@@ -15,14 +15,18 @@ def _pct(x: float | None) -> str:
 
 
 def _table(stats: list[Stats], naive: Stats | None = None) -> list[str]:
-    head = ("| strategy | calls | input tokens | peak prompt | cached prefix | cached share | effective cost | "
-            "× naive | over budget | retention | floor | orphan tool results | restorability |")
+    head = (
+        "| strategy | calls | input tokens | peak prompt | cached prefix | cached share | effective cost | "
+        "× naive | over budget | retention | floor | orphan tool results | restorability |"
+    )
     out = [head, "|---|" + "---:|" * 12]
     for s in stats:
         ratio = f"{s.effective_cost / naive.effective_cost:.3f}" if naive and naive.effective_cost else "-"
-        out.append(f"| {s.strategy} | {s.calls} | {s.input_tokens:,} | {s.peak_prompt_tokens:,} | "
-                   f"{s.cached_prefix_tokens:,} | {_pct(s.cached_share)} | {s.effective_cost:,.0f} | {ratio} | "
-                   f"{s.over_budget} | {_pct(s.retention)} | {_pct(s.floor)} | {s.orphans} | {_pct(s.restorability)} |")
+        out.append(
+            f"| {s.strategy} | {s.calls} | {s.input_tokens:,} | {s.peak_prompt_tokens:,} | "
+            f"{s.cached_prefix_tokens:,} | {_pct(s.cached_share)} | {s.effective_cost:,.0f} | {ratio} | "
+            f"{s.over_budget} | {_pct(s.retention)} | {_pct(s.floor)} | {s.orphans} | {_pct(s.restorability)} |"
+        )
     return out
 
 
@@ -36,44 +40,81 @@ def targets(r: BenchResult) -> list[tuple[str, str, bool | None]]:
     out.append(("effective cost ≤ 0.45× naive", f"{rn:.3f}× (executor calls only)", rn <= 0.45))
     out.append(("effective cost ≤ 0.27× masking", f"{rm:.3f}×", rm <= 0.27))
     ra = T["taskctx (all roles)"].effective_cost
-    out.append(("(same, all taskctx roles)", f"{ra / nv.effective_cost:.3f}× naive, {ra / mk.effective_cost:.3f}× masking",
-                None))
-    out.append(("peak prompt within budget", f"peak {tc.peak_prompt_tokens:,} of {r.budget:,}; {tc.over_budget} calls over",
-                tc.peak_prompt_tokens <= r.budget))
+    out.append(
+        (
+            "(same, all taskctx roles)",
+            f"{ra / nv.effective_cost:.3f}× naive, {ra / mk.effective_cost:.3f}× masking",
+            None,
+        )
+    )
+    out.append(
+        (
+            "peak prompt within budget",
+            f"peak {tc.peak_prompt_tokens:,} of {r.budget:,}; {tc.over_budget} calls over",
+            tc.peak_prompt_tokens <= r.budget,
+        )
+    )
     out.append(("cached-prefix share ≥ 0.85", f"{tc.cached_share:.3f}", tc.cached_share >= 0.85))
-    out.append(("retention 100%", f"{_pct(tc.retention)} (floor {_pct(tc.floor)}, orphans {tc.orphans})",
-                tc.retention == 1.0 and tc.floor == 1.0 and tc.orphans == 0))
-    out.append(("restorability 100%", f"{_pct(tc.restorability)} of {tc.compressed} compressed observations",
-                tc.restorability == 1.0))
+    out.append(
+        (
+            "retention 100%",
+            f"{_pct(tc.retention)} (floor {_pct(tc.floor)}, orphans {tc.orphans})",
+            tc.retention == 1.0 and tc.floor == 1.0 and tc.orphans == 0,
+        )
+    )
+    out.append(
+        (
+            "restorability 100%",
+            f"{_pct(tc.restorability)} of {tc.compressed} compressed observations",
+            tc.restorability == 1.0,
+        )
+    )
     syn = [o for o in r.overhead if o.label.startswith("SYNTHETIC") and "at " in o.label]
     if syn:
         o = syn[0]
-        out.append(("overhead ≤ 2 ms/step median at 1,000 events", f"{o.median_ms:.2f} ms median, {o.p95_ms:.2f} ms p95 "
-                    f"({o.steps} steps, synthetic)", o.median_ms <= 2.0))
+        out.append(
+            (
+                "overhead ≤ 2 ms/step median at 1,000 events",
+                f"{o.median_ms:.2f} ms median, {o.p95_ms:.2f} ms p95 ({o.steps} steps, synthetic)",
+                o.median_ms <= 2.0,
+            )
+        )
     if len(r.checkpoint) >= 2:
         lo, hi = min(r.checkpoint), max(r.checkpoint)
         g = r.checkpoint[hi] / r.checkpoint[lo] - 1
-        out.append((f"checkpoint bytes within 10% from {lo:,} to {hi:,} events",
-                    f"{r.checkpoint[lo]:,} → {r.checkpoint[hi]:,} bytes ({100 * g:+.1f}%)", abs(g) <= 0.10))
+        out.append(
+            (
+                f"checkpoint bytes within 10% from {lo:,} to {hi:,} events",
+                f"{r.checkpoint[lo]:,} → {r.checkpoint[hi]:,} bytes ({100 * g:+.1f}%)",
+                abs(g) <= 0.10,
+            )
+        )
     return out
 
 
 def markdown(r: BenchResult) -> str:
     T = r.totals
     lines = [f"# taskctx bench: {len(r.trajectories)} trajectories, budget {r.budget:,} tokens", ""]
-    lines += ["Tokens: langchain-core `count_tokens_approximately` over messages + tool schemas. Effective cost = "
-              "uncached + 0.1 × cached prefix (prefix in whole messages vs the previous call of the same role). "
-              f"Strategies: naive append-all; masking = SWE-agent LastNObservations(n={MASK_N}); clearing = LangChain "
-              f"ClearToolUsesEdit(trigger=budget, keep={CLEAR_KEEP}); summarization = LangChain SummarizationMiddleware "
-              "with deepagents' fractions (trigger 0.85, keep 0.10 of a window = budget) and an **extractive stand-in "
-              f"summary of fixed size ({SUMMARY_CHARS} chars; no model offline)**; taskctx = the real graph "
-              "(executor calls; `complete_step` rides on each plan step's last recorded action, and takes a call of "
-              "its own only when that action failed). `taskctx (all roles)` adds planner / reviewer / recovery "
-              "calls.", ""]
+    lines += [
+        "Tokens: langchain-core `count_tokens_approximately` over messages + tool schemas. Effective cost = "
+        "uncached + 0.1 × cached prefix (prefix in whole messages vs the previous call of the same role). "
+        f"Strategies: naive append-all; masking = SWE-agent LastNObservations(n={MASK_N}); clearing = LangChain "
+        f"ClearToolUsesEdit(trigger=budget, keep={CLEAR_KEEP}); summarization = LangChain SummarizationMiddleware "
+        "with deepagents' fractions (trigger 0.85, keep 0.10 of a window = budget) and an **extractive stand-in "
+        f"summary of fixed size ({SUMMARY_CHARS} chars; no model offline)**; taskctx = the real graph "
+        "(executor calls; `complete_step` rides on each plan step's last recorded action, and takes a call of "
+        "its own only when that action failed). `taskctx (all roles)` adds planner / reviewer / recovery "
+        "calls.",
+        "",
+    ]
     lines += ["## Totals", ""]
     lines += _table([T[s] for s in [*STRATEGIES, "taskctx (all roles)"]], T["naive"])
-    lines += ["", f"Summarization rewrote the history {T['summarization'].summaries} times; with a real model each is an "
-              "extra summary call whose tokens are not counted above (the stand-in costs nothing).", ""]
+    lines += [
+        "",
+        f"Summarization rewrote the history {T['summarization'].summaries} times; with a real model each is an "
+        "extra summary call whose tokens are not counted above (the stand-in costs nothing).",
+        "",
+    ]
     lines += ["## Targets (measured, not asserted)", "", "| target | measured | met |", "|---|---|---|"]
     for name, val, met in targets(r):
         lines.append(f"| {name} | {val} | {'-' if met is None else ('yes' if met else '**no**')} |")
@@ -82,26 +123,41 @@ def markdown(r: BenchResult) -> str:
     lines.append("|---|---:|" + "---:|" * len(STRATEGIES) + "---|")
     for tid in r.trajectories:
         nv = r.stats(tid, "naive").effective_cost
-        cells = [f"{r.stats(tid, s).effective_cost:,.0f} ({r.stats(tid, s).effective_cost / nv:.2f})" for s in STRATEGIES]
+        cells = [
+            f"{r.stats(tid, s).effective_cost:,.0f} ({r.stats(tid, s).effective_cost / nv:.2f})" for s in STRATEGIES
+        ]
         roles = ", ".join(f"{k} {v}" for k, v in sorted(r.other_roles[tid].items()))
         lines.append(f"| {tid} | {r.steps[tid]} | " + " | ".join(cells) + f" | {roles} |")
     lines += ["", "## Peak prompt / calls over budget per trajectory", ""]
     lines.append("| trajectory | " + " | ".join(STRATEGIES) + " |")
     lines.append("|---|" + "---:|" * len(STRATEGIES))
     for tid in r.trajectories:
-        lines.append(f"| {tid} | " + " | ".join(
-            f"{r.stats(tid, s).peak_prompt_tokens:,} / {r.stats(tid, s).over_budget}" for s in STRATEGIES) + " |")
-    lines += ["", "## Orchestrator overhead per executor step (reduce + build + render; model time excluded)", "",
-              "| run | steps timed | events | median ms | p95 ms | re-render reproduced logged tokens |",
-              "|---|---:|---:|---:|---:|---:|"]
+        lines.append(
+            f"| {tid} | "
+            + " | ".join(f"{r.stats(tid, s).peak_prompt_tokens:,} / {r.stats(tid, s).over_budget}" for s in STRATEGIES)
+            + " |"
+        )
+    lines += [
+        "",
+        "## Orchestrator overhead per executor step (reduce + build + render; model time excluded)",
+        "",
+        "| run | steps timed | events | median ms | p95 ms | re-render reproduced logged tokens |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for o in r.overhead:
-        lines.append(f"| {o.label} | {o.steps} | {o.events:,} | {o.median_ms:.3f} | {o.p95_ms:.3f} | {_pct(o.render_reproduced)} |")
+        lines.append(
+            f"| {o.label} | {o.steps} | {o.events:,} | {o.median_ms:.3f} | {o.p95_ms:.3f} | {_pct(o.render_reproduced)} |"
+        )
     if r.checkpoint:
-        lines += ["", "## Checkpoint bytes (SYNTHETIC run; TaskContext via `checkpoint_serde().dumps_typed`)", "",
-                  "| events folded | bytes | largest parts |", "|---:|---:|---|"]
+        lines += [
+            "",
+            "## Checkpoint bytes (SYNTHETIC run; TaskContext via `checkpoint_serde().dumps_typed`)",
+            "",
+            "| events folded | bytes | largest parts |",
+            "|---:|---:|---|",
+        ]
         for n, b in sorted(r.checkpoint.items()):
             top = sorted(r.checkpoint_parts[n].items(), key=lambda kv: -kv[1])[:4]
             lines.append(f"| {n:,} | {b:,} | " + ", ".join(f"{k} {v:,}" for k, v in top) + " |")
-    lines += ["", f"Bench wall time: {r.seconds} s. Runs finished: "
-              f"{sum(r.finished.values())}/{len(r.finished)}.", ""]
+    lines += ["", f"Bench wall time: {r.seconds} s. Runs finished: {sum(r.finished.values())}/{len(r.finished)}.", ""]
     return "\n".join(lines)

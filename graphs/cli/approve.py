@@ -13,7 +13,19 @@ from context import InvalidInputError, TaskctxError, UnknownTaskError
 
 from ..orchestrator import DEFAULT_DB, db_exists
 from ..runner import pending_approval, run_graph
-from .common import DEFAULT_OUT, DbOpt, OutOpt, _db_opt, _describe, _event_printer, _fail, _finish, _graph_for, _open, console
+from .common import (
+    DEFAULT_OUT,
+    DbOpt,
+    OutOpt,
+    _db_opt,
+    _describe,
+    _event_printer,
+    _fail,
+    _finish,
+    _graph_for,
+    _open,
+    console,
+)
 
 __all__ = ["approve"]
 
@@ -24,8 +36,9 @@ def _show_request(req: dict[str, Any]) -> None:
     args = _json.dumps(req.get("arguments"), sort_keys=True, ensure_ascii=False)
     if len(args) > 600:
         args = args[:597] + "..."
-    console.print(f"  approval requested: {req.get('tool')} {args}\n    risk {req.get('risk')}: {req.get('reason')}",
-                  markup=False)
+    console.print(
+        f"  approval requested: {req.get('tool')} {args}\n    risk {req.get('risk')}: {req.get('reason')}", markup=False
+    )
 
 
 def _interactive_answer(req: dict[str, Any]) -> dict[str, Any] | None:
@@ -71,15 +84,19 @@ def _answerer(approve_all: bool, deny_all: bool):
         if _interactive():
             return _interactive_answer(req)
         return None
-    return answer
 
+    return answer
 
 
 def approve(
     task_id: Annotated[str, typer.Argument(help="The task waiting for an approval.")],
-    edit: Annotated[str | None, typer.Option("--edit", help="Approve with these arguments instead (JSON object).")] = None,
+    edit: Annotated[
+        str | None, typer.Option("--edit", help="Approve with these arguments instead (JSON object).")
+    ] = None,
     reject: Annotated[str | None, typer.Option("--reject", help="Reject the call, with this reason.")] = None,
-    respond: Annotated[str | None, typer.Option("--respond", help="Do not run the call; send the agent this message.")] = None,
+    respond: Annotated[
+        str | None, typer.Option("--respond", help="Do not run the call; send the agent this message.")
+    ] = None,
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
@@ -96,7 +113,9 @@ def approve(
             try:
                 val = _json.loads(edit)
             except ValueError as exc:
-                raise InvalidInputError(f"--edit is not valid JSON ({exc}); pass an object such as '{{\"path\": \"a.txt\"}}'") from exc
+                raise InvalidInputError(
+                    f'--edit is not valid JSON ({exc}); pass an object such as \'{{"path": "a.txt"}}\''
+                ) from exc
             if not isinstance(val, dict):
                 raise InvalidInputError("--edit must be a JSON object of the tool's arguments")
             answer = {"action": "edit", "arguments": val}
@@ -110,8 +129,10 @@ def approve(
         g, _ = _graph_for(project, task_id)
         req = pending_approval(g, task_id)
         if req is None:
-            raise InvalidInputError(f"task {task_id!r} has no pending approval; nothing to answer "
-                                    f"(see `taskctx inspect {task_id}{_db_opt(db)}`)")
+            raise InvalidInputError(
+                f"task {task_id!r} has no pending approval; nothing to answer "
+                f"(see `taskctx inspect {task_id}{_db_opt(db)}`)"
+            )
         _show_request(req)
         if "request_id" in req:
             answer = {**answer, "request_id": req["request_id"]}  # answers exactly this question
@@ -122,4 +143,3 @@ def approve(
         _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db, task_id))
-

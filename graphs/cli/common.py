@@ -22,11 +22,15 @@ from ..runner import RunResult, export_run
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="taskctx: structured task context for LangGraph agents.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="taskctx: structured task context for LangGraph agents."
+)
 console = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-DbOpt = Annotated[str, typer.Option("--db", help="SQLite file, or postgresql:// URL, of checkpoints, event log and artifacts.")]
+DbOpt = Annotated[
+    str, typer.Option("--db", help="SQLite file, or postgresql:// URL, of checkpoints, event log and artifacts.")
+]
 OutOpt = Annotated[Path, typer.Option("--out", help="Folder the run is exported to (<out>/<task_id>/).")]
 DEFAULT_OUT = Path(".taskctx/runs")
 
@@ -86,41 +90,71 @@ def _event_printer(total: int | None = None):
             console.print(
                 f"  call {p['call']:>3} {p['role']:<9} step {p['step_id'] or '-':<4} prompt {p['prompt_tokens']:>5} tok"
                 f" (budget {p['budget']}, cached prefix {p['cached_prefix_tokens']:>5})"
-                f" blocks {p['blocks_in']} in / {p['blocks_out']} out" + ("  [transcript restarted]" if p["transcript_reset"] else ""),
+                f" blocks {p['blocks_in']} in / {p['blocks_out']} out"
+                + ("  [transcript restarted]" if p["transcript_reset"] else ""),
                 markup=False,
             )
         elif e.kind == "tool.result.received":
-            console.print(f"      tool result {p['call_id']}: {p['status']} ({p['raw_chars']} chars"
-                          + (", compressed" if p["compressed"] else "") + ")", markup=False)
-        elif e.kind in ("plan.created", "plan.updated", "step.started", "step.completed", "error.occurred",
-                        "error.resolved", "recovery.decided", "review.completed", "task.completed", "resume.started",
-                        "permission.requested", "permission.denied") or (
-                            e.kind == "permission.granted" and e.actor == "user"):
+            console.print(
+                f"      tool result {p['call_id']}: {p['status']} ({p['raw_chars']} chars"
+                + (", compressed" if p["compressed"] else "")
+                + ")",
+                markup=False,
+            )
+        elif e.kind in (
+            "plan.created",
+            "plan.updated",
+            "step.started",
+            "step.completed",
+            "error.occurred",
+            "error.resolved",
+            "recovery.decided",
+            "review.completed",
+            "task.completed",
+            "resume.started",
+            "permission.requested",
+            "permission.denied",
+        ) or (e.kind == "permission.granted" and e.actor == "user"):
             from context import summarize_event
 
             console.print(f"  [{e.seq}] {e.kind}: {summarize_event(e)}", markup=False)
+
     return show
 
 
 def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
     spec = project.stores.tasks.get(task_id)
     if spec is None:
-        raise UnknownTaskError(f"no task {task_id!r} in {project.path}; check the id and --db (tasks: "
-                               f"{', '.join(project.stores.events.task_ids()) or 'none'})")
+        raise UnknownTaskError(
+            f"no task {task_id!r} in {project.path}; check the id and --db (tasks: "
+            f"{', '.join(project.stores.events.task_ids()) or 'none'})"
+        )
     budget = int(spec.get("budget", DEFAULT_BUDGET))
     kind = spec.get("kind")
     if kind == "replay":
         traj = load_trajectory(str(spec["source"]))
-        g = build_orchestrator(ReplayChatModel(trajectory=traj), tools=ReplayTools(traj),
-                               checkpointer=project.checkpointer, stores=project.stores, budget=budget)
+        g = build_orchestrator(
+            ReplayChatModel(trajectory=traj),
+            tools=ReplayTools(traj),
+            checkpointer=project.checkpointer,
+            stores=project.stores,
+            budget=budget,
+        )
     elif kind == "demo":
         from ..demo import demo_model, demo_tools
 
         if not spec.get("workspace"):
-            raise InvalidInputError(f"demo task {task_id!r} was recorded by an older taskctx without a workspace; "
-                                    "start a new one with `taskctx demo`")
-        g = build_orchestrator(demo_model(), tools=demo_tools(str(spec["workspace"]), spec.get("receipts")),
-                               checkpointer=project.checkpointer, stores=project.stores, budget=budget)
+            raise InvalidInputError(
+                f"demo task {task_id!r} was recorded by an older taskctx without a workspace; "
+                "start a new one with `taskctx demo`"
+            )
+        g = build_orchestrator(
+            demo_model(),
+            tools=demo_tools(str(spec["workspace"]), spec.get("receipts")),
+            checkpointer=project.checkpointer,
+            stores=project.stores,
+            budget=budget,
+        )
     elif kind == "run":
         tools = None
         if spec.get("workspace"):
@@ -128,8 +162,9 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
 
             tools = WorkspaceTools(str(spec["workspace"]), receipts_dir=spec.get("receipts"))
             tools.strict_resolution = True
-        g = build_orchestrator(str(spec["model"]), tools=tools, checkpointer=project.checkpointer,
-                               stores=project.stores, budget=budget)
+        g = build_orchestrator(
+            str(spec["model"]), tools=tools, checkpointer=project.checkpointer, stores=project.stores, budget=budget
+        )
     else:
         raise InvalidInputError(f"task {task_id!r} has an unknown kind {kind!r} in {project.path}")
     return g, spec
@@ -140,16 +175,24 @@ def _finish(project: Project, result: RunResult, out: Path, db: str) -> None:
     s = result.state
     req = result.waiting
     if req is not None:
-        console.print(f"waiting for approval of {req.get('tool')} (call {req.get('call_id')}, {req.get('risk')} risk). "
-                      f"Answer with: taskctx approve {result.task_id}{_db_opt(db)} "
-                      "[--edit JSON | --reject REASON | --respond TEXT]",
-                      markup=False)
+        console.print(
+            f"waiting for approval of {req.get('tool')} (call {req.get('call_id')}, {req.get('risk')} risk). "
+            f"Answer with: taskctx approve {result.task_id}{_db_opt(db)} "
+            "[--edit JSON | --reject REASON | --respond TEXT]",
+            markup=False,
+        )
     elif result.stopped_early:
-        console.print(f"stopped after {s.progress.executor_steps} executor steps; next: {', '.join(result.next_nodes)}."
-                      f" Continue with: taskctx resume {result.task_id}{_db_opt(db)}", markup=False)
+        console.print(
+            f"stopped after {s.progress.executor_steps} executor steps; next: {', '.join(result.next_nodes)}."
+            f" Continue with: taskctx resume {result.task_id}{_db_opt(db)}",
+            markup=False,
+        )
     else:
-        console.print(f"task {result.task_id}: {s.control.status}; {s.progress.executor_steps} executor steps, "
-                      f"{s.events.cursor} events", markup=False)
+        console.print(
+            f"task {result.task_id}: {s.control.status}; {s.progress.executor_steps} executor steps, "
+            f"{s.events.cursor} events",
+            markup=False,
+        )
     console.print(f"exported {folder}/ (trace.jsonl, state.json, context_pack.md, manifests.jsonl)", markup=False)
 
 
@@ -166,7 +209,5 @@ def _state_dir(db: str) -> Path:
     return Path(".taskctx") if "://" in db else Path(db).resolve().parent
 
 
-
 def main() -> None:
     app()
-

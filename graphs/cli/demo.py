@@ -42,8 +42,12 @@ def demo(
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
     task_id: Annotated[str | None, typer.Option("--task-id")] = None,
-    workspace: Annotated[Path | None, typer.Option(
-        "--workspace", help="Where the sample workspace is copied (default: workspaces/<task_id> beside --db).")] = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace", help="Where the sample workspace is copied (default: workspaces/<task_id> beside --db)."
+        ),
+    ] = None,
     approve_all: ApproveAllOpt = False,
     deny_all: DenyAllOpt = False,
 ) -> None:
@@ -70,27 +74,47 @@ def demo(
         except FileExistsError:
             raise InvalidInputError(f"--workspace {ws} is not empty; pass an empty or new folder") from None
         receipts = _state_dir(db) / "receipts" / tid
-        project.stores.tasks.register(tid, {"kind": "demo", "budget": DEFAULT_BUDGET, "workspace": str(ws),
-                                            "receipts": str(receipts)})
-        console.print(f"demo task {tid} (scripted model, real workspace tools, SQLite at {db})\n"
-                      f"workspace: {ws} (a copy of the bundled sample)\nrequest: {DEMO_REQUEST}", markup=False)
-        g = build_orchestrator(demo_model(), tools=demo_tools(ws, receipts), checkpointer=project.checkpointer,
-                               stores=project.stores)
-        first = run_with_approvals(g, project.stores, tid, new_task(DEMO_REQUEST, tid, permissions=demo_permissions()),
-                                   answer=answer, stop_after=DEMO_STOP_AFTER, on_event=_event_printer(),
-                                   on_request=_show_request)
+        project.stores.tasks.register(
+            tid, {"kind": "demo", "budget": DEFAULT_BUDGET, "workspace": str(ws), "receipts": str(receipts)}
+        )
+        console.print(
+            f"demo task {tid} (scripted model, real workspace tools, SQLite at {db})\n"
+            f"workspace: {ws} (a copy of the bundled sample)\nrequest: {DEMO_REQUEST}",
+            markup=False,
+        )
+        g = build_orchestrator(
+            demo_model(), tools=demo_tools(ws, receipts), checkpointer=project.checkpointer, stores=project.stores
+        )
+        first = run_with_approvals(
+            g,
+            project.stores,
+            tid,
+            new_task(DEMO_REQUEST, tid, permissions=demo_permissions()),
+            answer=answer,
+            stop_after=DEMO_STOP_AFTER,
+            on_event=_event_printer(),
+            on_request=_show_request,
+        )
         if first.stopped_early:
-            console.print(f"-- interrupted after {first.state.progress.executor_steps} executor steps "
-                          f"(checkpoint kept; next: {', '.join(first.next_nodes)}); resuming with a new graph --",
-                          markup=False)
+            console.print(
+                f"-- interrupted after {first.state.progress.executor_steps} executor steps "
+                f"(checkpoint kept; next: {', '.join(first.next_nodes)}); resuming with a new graph --",
+                markup=False,
+            )
             g2, _ = _graph_for(project, tid)
-            result = run_with_approvals(g2, project.stores, tid, None, answer=answer, resume=True,
-                                        on_event=_event_printer(), on_request=_show_request)
+            result = run_with_approvals(
+                g2,
+                project.stores,
+                tid,
+                None,
+                answer=answer,
+                resume=True,
+                on_event=_event_printer(),
+                on_request=_show_request,
+            )
         else:
             result = first
         _finish(project, result, out, db)
         console.print(f"inspect it: taskctx inspect {tid}{_db_opt(db)}", markup=False)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db, tid))
-
-

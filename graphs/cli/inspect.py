@@ -31,7 +31,9 @@ def inspect(
         project = _open(db)
         events = project.stores.events.read(task_id)
         if not events:
-            raise UnknownTaskError(f"no task {task_id!r} in {db} (tasks: {', '.join(project.stores.events.task_ids()) or 'none'})")
+            raise UnknownTaskError(
+                f"no task {task_id!r} in {db} (tasks: {', '.join(project.stores.events.task_ids()) or 'none'})"
+            )
         from context import replay as fold
 
         ctx = fold(events)
@@ -39,9 +41,10 @@ def inspect(
             sys.stdout.write(ctx.model_dump_json(indent=2) + "\n")
             return
         snap = project.checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
-        checkpoints = [c.config["configurable"]["checkpoint_id"] for c in project.checkpointer.list(
-            {"configurable": {"thread_id": task_id}}, limit=5)]
+        checkpoints = [
+            c.config["configurable"]["checkpoint_id"]
+            for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
+        ]
         render_state(console, ctx, events, checkpoints, snap is not None)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db))
-

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from context import InvalidInputError, TaskctxError, TaskContext, UnknownTaskError, load_trajectory
+from context import InvalidInputError, TaskContext, TaskctxError, UnknownTaskError, load_trajectory
 from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
 
 from ..orchestrator import DEFAULT_DB, build_orchestrator, db_exists, new_task
@@ -39,7 +39,9 @@ __all__ = ["replay", "resume", "run"]
 
 def replay(
     file: Annotated[Path, typer.Argument(help="A recorded trajectory (.jsonl).")],
-    task_id: Annotated[str | None, typer.Option("--task-id", help="Thread/task id (default: the trajectory id).")] = None,
+    task_id: Annotated[
+        str | None, typer.Option("--task-id", help="Thread/task id (default: the trajectory id).")
+    ] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, help="Stop after N executor steps.")] = None,
     budget: Annotated[int, typer.Option("--budget", min=1000, help="Prompt budget in tokens.")] = DEFAULT_BUDGET,
     db: DbOpt = DEFAULT_DB,
@@ -53,14 +55,24 @@ def replay(
         _prepare_out(out)
         project = _open(db)
         if project.stores.events.last_seq(tid):
-            _fail(f"task {tid!r} already exists in {db}; continue it with `taskctx resume {tid}{_db_opt(db)}` "
-                  "or pick another --task-id")
+            _fail(
+                f"task {tid!r} already exists in {db}; continue it with `taskctx resume {tid}{_db_opt(db)}` "
+                "or pick another --task-id"
+            )
         project.stores.tasks.register(tid, {"kind": "replay", "source": str(Path(file).resolve()), "budget": budget})
-        g = build_orchestrator(ReplayChatModel(trajectory=traj), tools=ReplayTools(traj),
-                               checkpointer=project.checkpointer, stores=project.stores, budget=budget)
-        console.print(f"replay {traj.id}: {len(traj.steps)} recorded steps, budget {budget} tokens, task {tid}", markup=False)
-        result = run_graph(g, project.stores, tid, new_task(traj.request, tid), stop_after=max_steps,
-                           on_event=_event_printer())
+        g = build_orchestrator(
+            ReplayChatModel(trajectory=traj),
+            tools=ReplayTools(traj),
+            checkpointer=project.checkpointer,
+            stores=project.stores,
+            budget=budget,
+        )
+        console.print(
+            f"replay {traj.id}: {len(traj.steps)} recorded steps, budget {budget} tokens, task {tid}", markup=False
+        )
+        result = run_graph(
+            g, project.stores, tid, new_task(traj.request, tid), stop_after=max_steps, on_event=_event_printer()
+        )
         _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db, tid))
@@ -68,9 +80,13 @@ def replay(
 
 def resume(
     task_id: Annotated[str, typer.Argument(help="The task (thread) to continue.")],
-    max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, help="Stop after N more executor steps.")] = None,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", min=1, help="Stop after N more executor steps.")
+    ] = None,
     budget: Annotated[int | None, typer.Option("--budget", min=1000, help="New prompt budget in tokens.")] = None,
-    approve_all: Annotated[bool, typer.Option("--approve-all", help="Approve every approval request (scripts).")] = False,
+    approve_all: Annotated[
+        bool, typer.Option("--approve-all", help="Approve every approval request (scripts).")
+    ] = False,
     deny_all: Annotated[bool, typer.Option("--deny-all", help="Reject every approval request (scripts).")] = False,
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
@@ -94,18 +110,32 @@ def resume(
         if not snap.values:
             raise UnknownTaskError(
                 f"task {task_id!r} was registered but never started (no checkpoint yet); start it again with the "
-                f"same command and --task-id {task_id}")
+                f"same command and --task-id {task_id}"
+            )
         if not snap.next and not snap.tasks and status in ("completed", "failed"):
             folder = export_run(project.stores, task_id, out)
-            console.print(f"task {task_id} is already finished ({status}); nothing to resume; exported {folder}/",
-                          markup=False)
+            console.print(
+                f"task {task_id} is already finished ({status}); nothing to resume; exported {folder}/", markup=False
+            )
             return
         done = TaskContext.model_validate(snap.values).progress.executor_steps if snap.values else 0
         stop = done + max_steps if max_steps else None
-        console.print(f"resume {task_id} at checkpoint {snap.config['configurable'].get('checkpoint_id')} "
-                      f"({done} executor steps done; next: {', '.join(snap.next)})", markup=False)
-        result = run_with_approvals(g, project.stores, task_id, None, answer=answer, stop_after=stop, resume=True,
-                                    on_event=_event_printer(), on_request=_show_request)
+        console.print(
+            f"resume {task_id} at checkpoint {snap.config['configurable'].get('checkpoint_id')} "
+            f"({done} executor steps done; next: {', '.join(snap.next)})",
+            markup=False,
+        )
+        result = run_with_approvals(
+            g,
+            project.stores,
+            task_id,
+            None,
+            answer=answer,
+            stop_after=stop,
+            resume=True,
+            on_event=_event_printer(),
+            on_request=_show_request,
+        )
         _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db, task_id))
@@ -118,9 +148,15 @@ def run(
     task_id: Annotated[str | None, typer.Option("--task-id")] = None,
     budget: Annotated[int, typer.Option("--budget", min=1000)] = DEFAULT_BUDGET,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1)] = None,
-    scope: Annotated[list[str] | None, typer.Option("--scope", help="File scope glob under the workspace (repeatable).")] = None,
-    deny_tool: Annotated[list[str] | None, typer.Option("--deny-tool", help="A tool the agent may not use (repeatable).")] = None,
-    require_approval: Annotated[list[str] | None, typer.Option("--require-approval", help="A tool that needs approval (repeatable).")] = None,
+    scope: Annotated[
+        list[str] | None, typer.Option("--scope", help="File scope glob under the workspace (repeatable).")
+    ] = None,
+    deny_tool: Annotated[
+        list[str] | None, typer.Option("--deny-tool", help="A tool the agent may not use (repeatable).")
+    ] = None,
+    require_approval: Annotated[
+        list[str] | None, typer.Option("--require-approval", help="A tool that needs approval (repeatable).")
+    ] = None,
     approve_all: ApproveAllOpt = False,
     deny_all: DenyAllOpt = False,
     db: DbOpt = DEFAULT_DB,
@@ -130,8 +166,10 @@ def run(
     import uuid
 
     if not model:
-        _fail("no model given: pass --model provider:name (e.g. openai:gpt-4o); to run offline use "
-              "`taskctx demo` or `taskctx replay FILE`")
+        _fail(
+            "no model given: pass --model provider:name (e.g. openai:gpt-4o); to run offline use "
+            "`taskctx demo` or `taskctx replay FILE`"
+        )
     tid = task_id  # (named in a budget error's hint)
     try:
         from nodes import resolve_model
@@ -145,17 +183,34 @@ def run(
         answer = _answerer(approve_all, deny_all)
         if workspace is not None and not workspace.is_dir():
             raise InvalidInputError(f"--workspace {workspace} is not a folder; pass the folder the agent works in")
-        project.stores.tasks.register(tid, {"kind": "run", "model": model, "budget": budget,
-                                            "workspace": str(workspace.resolve()) if workspace else None,
-                                            "receipts": str(_state_dir(db) / "receipts" / tid)})
+        project.stores.tasks.register(
+            tid,
+            {
+                "kind": "run",
+                "model": model,
+                "budget": budget,
+                "workspace": str(workspace.resolve()) if workspace else None,
+                "receipts": str(_state_dir(db) / "receipts" / tid),
+            },
+        )
         g, _ = _graph_for(project, tid)
         from context import Permissions
 
-        perms = Permissions(denied_tools=list(deny_tool or []), requires_approval=list(require_approval or []),
-                            file_scopes=list(scope or []))
-        result = run_with_approvals(g, project.stores, tid, new_task(request, tid, permissions=perms), answer=answer,
-                                    stop_after=max_steps, on_event=_event_printer(), on_request=_show_request)
+        perms = Permissions(
+            denied_tools=list(deny_tool or []),
+            requires_approval=list(require_approval or []),
+            file_scopes=list(scope or []),
+        )
+        result = run_with_approvals(
+            g,
+            project.stores,
+            tid,
+            new_task(request, tid, permissions=perms),
+            answer=answer,
+            stop_after=max_steps,
+            on_event=_event_printer(),
+            on_request=_show_request,
+        )
         _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db, tid))
-

@@ -85,8 +85,16 @@ _CHANGELOG = """# Changelog
 def demo_permissions() -> Permissions:
     """What the demo task may do: the workspace tools, inside the listed folders only."""
     return Permissions(
-        allowed_tools=["list_dir", "read_file", "grep", "apply_patch", "write_file", "run_command",
-                       "read_artifact", "search_history"],
+        allowed_tools=[
+            "list_dir",
+            "read_file",
+            "grep",
+            "apply_patch",
+            "write_file",
+            "run_command",
+            "read_artifact",
+            "search_history",
+        ],
         denied_tools=[],
         requires_approval=[],
         file_scopes=["README.md", "CHANGELOG.md", "app/**", "proxy/**", "tests/**", "logs/**", "docs/**"],
@@ -98,8 +106,9 @@ def copy_sample(dest: str | Path) -> Path:
     d = Path(dest)
     if d.exists() and any(d.iterdir()):
         raise FileExistsError(f"{d} is not empty")
-    shutil.copytree(SAMPLE_WORKSPACE, d, dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".taskctx"))
+    shutil.copytree(
+        SAMPLE_WORKSPACE, d, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".taskctx")
+    )
     return d
 
 
@@ -141,47 +150,92 @@ def _stop_if_declined(answer: Any) -> Any:
 
 def demo_model() -> ScriptedChatModel:
     """The scripted policy of the demo (answers per role, in call order; resume-safe)."""
-    return ScriptedChatModel(script={
-        "planner": [plan(
-            steps=[
-                {"id": "s1", "title": "Find where the 413 comes from",
-                 "expected_output": "the component and the setting that refuse bodies over 1 MB"},
-                {"id": "s2", "title": "Raise the proxy's body-size limit to the app's 10 MiB",
-                 "expected_output": "proxy/nginx.conf allows 10 MiB bodies", "depends_on": ["s1"]},
-                {"id": "s3", "title": "Run the upload tests and note the fix in CHANGELOG.md",
-                 "expected_output": "tests/test_upload.py passes; CHANGELOG.md has the entry", "depends_on": ["s2"]},
+    return ScriptedChatModel(
+        script={
+            "planner": [
+                plan(
+                    steps=[
+                        {
+                            "id": "s1",
+                            "title": "Find where the 413 comes from",
+                            "expected_output": "the component and the setting that refuse bodies over 1 MB",
+                        },
+                        {
+                            "id": "s2",
+                            "title": "Raise the proxy's body-size limit to the app's 10 MiB",
+                            "expected_output": "proxy/nginx.conf allows 10 MiB bodies",
+                            "depends_on": ["s1"],
+                        },
+                        {
+                            "id": "s3",
+                            "title": "Run the upload tests and note the fix in CHANGELOG.md",
+                            "expected_output": "tests/test_upload.py passes; CHANGELOG.md has the entry",
+                            "depends_on": ["s2"],
+                        },
+                    ],
+                    goal="uploads up to 10 MB pass the proxy; tests/test_upload.py passes",
+                    criteria=["tests/test_upload.py passes", "CHANGELOG.md notes the fix under Unreleased"],
+                )
             ],
-            goal="uploads up to 10 MB pass the proxy; tests/test_upload.py passes",
-            criteria=["tests/test_upload.py passes", "CHANGELOG.md notes the fix under Unreleased"],
-        )],
-        "executor": [
-            tool_call("list_dir", {"path": ".", "depth": 2}, id="d-ls", content="Look at the layout first."),
-            tool_call("read_file", {"path": "logs/proxy_error.log"}, id="d-log", content="Read the proxy's error log."),
-            tool_call("grep", {"pattern": "client_max_body_size|MAX_UPLOAD_BYTES", "path": "."}, id="d-grep",
-                      content="Which limits are configured?"),
-            tool_call("read_file", {"path": "secrets/prod.env"}, id="d-secrets",
-                      content="Check whether the bucket credentials play a part."),
-            complete("the proxy refuses bodies over 1 MB before they reach the app", findings=[
-                "proxy/nginx.conf sets client_max_body_size 1m at server level, so nginx answers 413",
-                "app/upload.py accepts up to 10 MiB (MAX_UPLOAD_BYTES)",
-            ]),
-            tool_call("apply_patch", {"patch": _PATCH_WRONG_UNIT}, id="d-fix1", content="Raise the limit to 10 MB."),
-            _unless_refused(complete("raised client_max_body_size in proxy/nginx.conf")),
-            tool_call("run_command", {"argv": DEMO_TEST_ARGV}, id="d-test1", content="Run the upload tests."),
-            tool_call("apply_patch", {"patch": _PATCH_UNIT}, id="d-fix2",
-                      content="nginx sizes take k, m or g: 10m, not 10mb."),
-            tool_call("run_command", {"argv": DEMO_TEST_ARGV}, id="d-test2", content="Run the tests again."),
-            tool_call("write_file", {"path": "CHANGELOG.md", "content": _CHANGELOG}, id="d-changelog",
-                      content="Note the fix."),
-            complete("the upload tests pass; CHANGELOG.md notes the fix",
-                     findings=["tests/test_upload.py passes (3 tests) with client_max_body_size 10m"]),
-        ],
-        "recovery": [_stop_if_declined(recover("retry", "nginx rejects the size '10mb' (units are k, m, g); patch it to 10m"))],
-        "reviewer": [review("approve", "5 MB uploads pass the proxy; tests pass; tests/test_upload.py untouched")],
-    }, fallback={
-        # off the scripted path (the user rejected or answered an approval): end cleanly
-        "recovery": recover("stop", "the user declined the fix; the task stops here"),
-        "executor": complete("nothing more to do without the declined change", result="blocked"),
-        "reviewer": review("revise", "the fix was declined", issues=["the proxy limit is unchanged"]),
-        "planner": plan(reason="the fix was declined; nothing left to plan"),
-    })
+            "executor": [
+                tool_call("list_dir", {"path": ".", "depth": 2}, id="d-ls", content="Look at the layout first."),
+                tool_call(
+                    "read_file", {"path": "logs/proxy_error.log"}, id="d-log", content="Read the proxy's error log."
+                ),
+                tool_call(
+                    "grep",
+                    {"pattern": "client_max_body_size|MAX_UPLOAD_BYTES", "path": "."},
+                    id="d-grep",
+                    content="Which limits are configured?",
+                ),
+                tool_call(
+                    "read_file",
+                    {"path": "secrets/prod.env"},
+                    id="d-secrets",
+                    content="Check whether the bucket credentials play a part.",
+                ),
+                complete(
+                    "the proxy refuses bodies over 1 MB before they reach the app",
+                    findings=[
+                        "proxy/nginx.conf sets client_max_body_size 1m at server level, so nginx answers 413",
+                        "app/upload.py accepts up to 10 MiB (MAX_UPLOAD_BYTES)",
+                    ],
+                ),
+                tool_call(
+                    "apply_patch", {"patch": _PATCH_WRONG_UNIT}, id="d-fix1", content="Raise the limit to 10 MB."
+                ),
+                _unless_refused(complete("raised client_max_body_size in proxy/nginx.conf")),
+                tool_call("run_command", {"argv": DEMO_TEST_ARGV}, id="d-test1", content="Run the upload tests."),
+                tool_call(
+                    "apply_patch",
+                    {"patch": _PATCH_UNIT},
+                    id="d-fix2",
+                    content="nginx sizes take k, m or g: 10m, not 10mb.",
+                ),
+                tool_call("run_command", {"argv": DEMO_TEST_ARGV}, id="d-test2", content="Run the tests again."),
+                tool_call(
+                    "write_file",
+                    {"path": "CHANGELOG.md", "content": _CHANGELOG},
+                    id="d-changelog",
+                    content="Note the fix.",
+                ),
+                complete(
+                    "the upload tests pass; CHANGELOG.md notes the fix",
+                    findings=["tests/test_upload.py passes (3 tests) with client_max_body_size 10m"],
+                ),
+            ],
+            "recovery": [
+                _stop_if_declined(
+                    recover("retry", "nginx rejects the size '10mb' (units are k, m, g); patch it to 10m")
+                )
+            ],
+            "reviewer": [review("approve", "5 MB uploads pass the proxy; tests pass; tests/test_upload.py untouched")],
+        },
+        fallback={
+            # off the scripted path (the user rejected or answered an approval): end cleanly
+            "recovery": recover("stop", "the user declined the fix; the task stops here"),
+            "executor": complete("nothing more to do without the declined change", result="blocked"),
+            "reviewer": review("revise", "the fix was declined", issues=["the proxy limit is unchanged"]),
+            "planner": plan(reason="the fix was declined; nothing left to plan"),
+        },
+    )

@@ -65,7 +65,7 @@ class Generated(_M):
     bytes: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
-    def _one(self) -> "Generated":
+    def _one(self) -> Generated:
         if (self.count is None) == (self.bytes is None):
             raise ValueError("give exactly one of count or bytes")
         return self
@@ -148,11 +148,11 @@ class Turn(_M):
     recover: Literal["retry", "replan", "stop"] | None = None
     say: str | None = None
     repeat: int | None = Field(default=None, ge=1)
-    turns: list["Turn"] | None = None
+    turns: list[Turn] | None = None
     var: str = Field(default="i", pattern=r"^[a-z]$")
 
     @model_validator(mode="after")
-    def _one_action(self) -> "Turn":
+    def _one_action(self) -> Turn:
         given = [a for a in _ACTIONS if getattr(self, a) is not None]
         if len(given) != 1:
             raise ValueError(f"a turn needs exactly one of {', '.join(_ACTIONS)} (got {', '.join(given) or 'none'})")
@@ -231,7 +231,7 @@ class Crash(_M):
     mode: Literal["simulated", "sigkill"] = "simulated"
 
     @model_validator(mode="after")
-    def _one(self) -> "Crash":
+    def _one(self) -> Crash:
         n = sum(x is not None for x in (self.after_executor_steps, self.in_tool_call, self.in_model_call))
         if n != 1:
             raise ValueError("a crash needs exactly one of after_executor_steps, in_tool_call, in_model_call")
@@ -282,7 +282,7 @@ class Case(_M):
     checks: list[Check] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "Case":
+    def _consistent(self) -> Case:
         if sum(c.mode == "sigkill" for c in self.crashes) > 1 or any(c.mode == "sigkill" for c in self.crashes[1:]):
             raise ValueError("crashes: only the first crash may use mode sigkill")
         return self

@@ -157,8 +157,10 @@ def _check_manifest(run: _Run, chk: ManifestCheck, calls: list[_Call]) -> list[s
         for key in ("included", "trust", "priority", "layer", "compressed", "superseded_by"):
             want = getattr(chk, key)
             if want is not None and b.get(key) != want:
-                f.append(f"manifest: block {b['id']} has {key}={b.get(key)!r}, want {want!r} in {_where(c)}"
-                         f" (reason: {b['reason']})")
+                f.append(
+                    f"manifest: block {b['id']} has {key}={b.get(key)!r}, want {want!r} in {_where(c)}"
+                    f" (reason: {b['reason']})"
+                )
         if chk.reason_contains and chk.reason_contains not in b["reason"]:
             f.append(f"manifest: block {b['id']} reason {b['reason']!r} lacks {chk.reason_contains!r} in {_where(c)}")
     return f

@@ -19,9 +19,14 @@ from .printing import EvalReport, format_report
 __all__ = ["eval_command", "run_eval"]
 
 
-def run_eval(folder: str | Path | None = None, *, only: Iterable[str] | None = None,
-             categories: Iterable[str] | None = None, budget: int | None = None,
-             on_result: Callable[[CaseResult], None] | None = None) -> EvalReport:
+def run_eval(
+    folder: str | Path | None = None,
+    *,
+    only: Iterable[str] | None = None,
+    categories: Iterable[str] | None = None,
+    budget: int | None = None,
+    on_result: Callable[[CaseResult], None] | None = None,
+) -> EvalReport:
     """Load and run every case of ``folder`` (default :func:`default_cases_dir`); ``only`` picks
     case ids (``CaseError`` names any that does not exist)."""
     d = Path(folder) if folder is not None else default_cases_dir()
@@ -41,9 +46,10 @@ def run_eval(folder: str | Path | None = None, *, only: Iterable[str] | None = N
     return EvalReport(d, results)
 
 
-
 def eval_command(
-    cases: Annotated[Path | None, typer.Option("--cases", help="Folder of case files (*.json); default tests/eval_cases.")] = None,
+    cases: Annotated[
+        Path | None, typer.Option("--cases", help="Folder of case files (*.json); default tests/eval_cases.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     case_id: Annotated[list[str] | None, typer.Option("--case", help="Run only this case id (repeatable).")] = None,
 ) -> None:

@@ -42,7 +42,6 @@ FEATURES = {
 }
 
 
-
 @dataclass
 class CaseResult:
     case: Case
@@ -96,13 +95,24 @@ def _tools(case: Case, compiled: _Plan, root: str | Path, **kw: Any) -> CaseTool
 
 
 def _graph(case: Case, project: Project, model: CaseModel, tools: CaseTools, budget: int | None) -> Any:
-    return build_orchestrator(model, tools=tools, checkpointer=project.checkpointer, stores=project.stores,
-                              budget=budget or case.budget, reserve_for_output=case.reserve_for_output)
+    return build_orchestrator(
+        model,
+        tools=tools,
+        checkpointer=project.checkpointer,
+        stores=project.stores,
+        budget=budget or case.budget,
+        reserve_for_output=case.reserve_for_output,
+    )
 
 
 def _task(case: Case) -> TaskContext:
-    return new_task(case.request, case.id, constraints=case.constraints, success_criteria=case.success_criteria,
-                    permissions=case.permissions)
+    return new_task(
+        case.request,
+        case.id,
+        constraints=case.constraints,
+        success_criteria=case.success_criteria,
+        permissions=case.permissions,
+    )
 
 
 def _child_main() -> None:  # pragma: no cover - runs in a subprocess that SIGKILLs itself
@@ -113,8 +123,11 @@ def _child_main() -> None:  # pragma: no cover - runs in a subprocess that SIGKI
     compiled = _compile(case)
     crash = case.crashes[0]
     tools = _tools(case, compiled, Path(sys.argv[2]).parent, kill_call=crash.in_tool_call, sigkill=True)
-    model = CaseModel(script=compiled.script, sigkill=True,
-                      kill_at=(crash.in_model_call.role, crash.in_model_call.call) if crash.in_model_call else None)
+    model = CaseModel(
+        script=compiled.script,
+        sigkill=True,
+        kill_at=(crash.in_model_call.role, crash.in_model_call.call) if crash.in_model_call else None,
+    )
     project = _new_project(sys.argv[2])
     run_graph(_graph(case, project, model, tools, budget), project.stores, case.id, _task(case))
     print("finished without being killed")
@@ -133,15 +146,31 @@ def _execute(case: Case, path: Path | None, budget: int | None) -> _Run:
         if path is None:
             raise CaseError(f"case {case.id}: a sigkill crash needs the case file on disk")
         db = str(Path(tmp.name) / "eval.sqlite")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
-                                                                          os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")])
+            ),
+        }
         child = subprocess.run(
-            [sys.executable, "-c", "from graphs.eval.harness import _child_main; _child_main()", str(path), db, str(budget or "")],
-            capture_output=True, text=True, timeout=120, env=env,
+            [
+                sys.executable,
+                "-c",
+                "from graphs.eval.harness import _child_main; _child_main()",
+                str(path),
+                db,
+                str(budget or ""),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
         )
         if child.returncode != -signal.SIGKILL:
-            raise RuntimeError(f"the child process was not killed (exit {child.returncode}): "
-                               f"{(child.stdout + child.stderr).strip()[-500:]}")
+            raise RuntimeError(
+                f"the child process was not killed (exit {child.returncode}): "
+                f"{(child.stdout + child.stderr).strip()[-500:]}"
+            )
         crashes.pop(0)
         input_state, resume = None, True
     project = _new_project(db)
@@ -192,21 +221,39 @@ def _execute(case: Case, path: Path | None, budget: int | None) -> _Run:
             input_state, resume = Command(resume=approvals.pop(0)), False  # type: ignore[assignment]
             continue
         if interrupts:
-            run_error = f"the run is waiting on an interrupt and the case has no approval answer left: {interrupts[0].value!r}"
+            run_error = (
+                f"the run is waiting on an interrupt and the case has no approval answer left: {interrupts[0].value!r}"
+            )
         break
     else:
         run_error = "the run did not finish in 200 segments"
     if run_error is None and (stops or pending_kills or tools.kill_call or model.kill_at):
-        left = sorted(stops) or [k.in_tool_call or k.in_model_call for k in pending_kills] or [tools.kill_call or model.kill_at]
+        left = (
+            sorted(stops)
+            or [k.in_tool_call or k.in_model_call for k in pending_kills]
+            or [tools.kill_call or model.kill_at]
+        )
         run_error = f"the run finished before these crash or inject points were reached: {left}"
     events = project.stores.events.read(case.id)
     vals = _graph(case, project, model, tools, budget).get_state(thread_config(case.id)).values
     state = TaskContext.model_validate(vals) if vals else replay(events)
-    nck = project.conn.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''",
-                               (case.id,)).fetchone()[0]
-    run = _Run(case=case, events=events, state=state, prompts={}, executed=tools.executed, raw=tools.raw,
-               stores=project.stores, checkpoints=int(nck), inject_seq=inject_seq, run_error=run_error,
-               project=project, tmp=tmp)
+    nck = project.conn.execute(
+        "SELECT COUNT(*) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''", (case.id,)
+    ).fetchone()[0]
+    run = _Run(
+        case=case,
+        events=events,
+        state=state,
+        prompts={},
+        executed=tools.executed,
+        raw=tools.raw,
+        stores=project.stores,
+        checkpoints=int(nck),
+        inject_seq=inject_seq,
+        run_error=run_error,
+        project=project,
+        tmp=tmp,
+    )
     return run
 
 
@@ -266,31 +313,52 @@ def probe(feature: str) -> bool:
     ok = False
     try:
         if feature == "approvals":
-            case = Case.model_validate({
-                "id": "probe-approvals", "category": "security", "request": "probe",
-                "permissions": {"requires_approval": ["deploy"]},
-                "script": {"planner": [{"plan": ["deploy"]}],
-                           "executor": [{"tool": "deploy", "id": "p1", "result": {"output": "deployed"}},
-                                        {"complete": "done"}],
-                           "reviewer": [{"review": "approve"}]},
-                "approvals": [{"action": "reject", "reason": "probe"}],
-                "checks": [{"check": "events", "contains": []}],
-            })
+            case = Case.model_validate(
+                {
+                    "id": "probe-approvals",
+                    "category": "security",
+                    "request": "probe",
+                    "permissions": {"requires_approval": ["deploy"]},
+                    "script": {
+                        "planner": [{"plan": ["deploy"]}],
+                        "executor": [
+                            {"tool": "deploy", "id": "p1", "result": {"output": "deployed"}},
+                            {"complete": "done"},
+                        ],
+                        "reviewer": [{"review": "approve"}],
+                    },
+                    "approvals": [{"action": "reject", "reason": "probe"}],
+                    "checks": [{"check": "events", "contains": []}],
+                }
+            )
             run = _execute(case, None, None)
             kinds = {e.kind for e in run.events}
             ok = "permission.requested" in kinds and "p1" not in run.executed
             _close(run)
         elif feature == "path_scopes":
-            case = Case.model_validate({
-                "id": "probe-paths", "category": "security", "request": "probe",
-                "permissions": {"file_scopes": ["src/**"]}, "workspace": {"src/a.txt": "a", "secret.txt": "s"},
-                "script": {"planner": [{"plan": ["read"]}],
-                           "executor": [{"tool": "read_file", "args": {"path": "../secret.txt"}, "id": "p1",
-                                         "result": {"output": "secret", "kind": "file_read"}},
-                                        {"complete": "done"}],
-                           "reviewer": [{"review": "approve"}]},
-                "checks": [{"check": "events", "contains": []}],
-            })
+            case = Case.model_validate(
+                {
+                    "id": "probe-paths",
+                    "category": "security",
+                    "request": "probe",
+                    "permissions": {"file_scopes": ["src/**"]},
+                    "workspace": {"src/a.txt": "a", "secret.txt": "s"},
+                    "script": {
+                        "planner": [{"plan": ["read"]}],
+                        "executor": [
+                            {
+                                "tool": "read_file",
+                                "args": {"path": "../secret.txt"},
+                                "id": "p1",
+                                "result": {"output": "secret", "kind": "file_read"},
+                            },
+                            {"complete": "done"},
+                        ],
+                        "reviewer": [{"review": "approve"}],
+                    },
+                    "checks": [{"check": "events", "contains": []}],
+                }
+            )
             run = _execute(case, None, None)
             ok = "p1" not in run.executed and any(e.kind == "permission.denied" for e in run.events)
             _close(run)

@@ -26,8 +26,12 @@ class EvalReport:
         out: dict[str, dict[str, int]] = {}
         for cat in CATEGORIES:
             rs = [r for r in self.results if r.case.category == cat]
-            out[cat] = {"cases": len(rs), "passed": sum(r.status == "passed" for r in rs),
-                        "failed": sum(r.status == "failed" for r in rs), "pending": sum(r.status == "pending" for r in rs)}
+            out[cat] = {
+                "cases": len(rs),
+                "passed": sum(r.status == "passed" for r in rs),
+                "failed": sum(r.status == "failed" for r in rs),
+                "pending": sum(r.status == "pending" for r in rs),
+            }
         return out
 
     def stats(self) -> dict[str, int]:
@@ -41,20 +45,33 @@ class EvalReport:
         cats = self.by_category()
         return {
             "cases_dir": str(self.folder),
-            "total": {"cases": len(self.results), "passed": sum(r.passed for r in self.results),
-                      "failed": len(self.failed), "pending": sum(r.status == "pending" for r in self.results)},
+            "total": {
+                "cases": len(self.results),
+                "passed": sum(r.passed for r in self.results),
+                "failed": len(self.failed),
+                "pending": sum(r.status == "pending" for r in self.results),
+            },
             "categories": {k: {**v, "pass_rate": _rate(v)} for k, v in cats.items()},
             "stats": self.stats(),
-            "cases": [{"id": r.case.id, "category": r.case.category, "file": r.path.name if r.path else None,
-                       "status": r.status, "failures": r.failures, "note": r.note, "stats": r.stats,
-                       "seconds": round(r.seconds, 3)} for r in self.results],
+            "cases": [
+                {
+                    "id": r.case.id,
+                    "category": r.case.category,
+                    "file": r.path.name if r.path else None,
+                    "status": r.status,
+                    "failures": r.failures,
+                    "note": r.note,
+                    "stats": r.stats,
+                    "seconds": round(r.seconds, 3),
+                }
+                for r in self.results
+            ],
         }
 
 
 def _rate(v: dict[str, int]) -> float | None:
     ran = v["passed"] + v["failed"]
     return round(v["passed"] / ran, 4) if ran else None
-
 
 
 def format_report(rep: EvalReport) -> str:
@@ -69,13 +86,16 @@ def format_report(rep: EvalReport) -> str:
     cats = rep.by_category()
     for k, v in cats.items():
         rate = _rate(v)
-        lines.append(f"{k:<12} {v['cases']:>5} {v['passed']:>6} {v['failed']:>6} {v['pending']:>7} "
-                     f"{'-' if rate is None else f'{rate:.0%}':>9}")
+        lines.append(
+            f"{k:<12} {v['cases']:>5} {v['passed']:>6} {v['failed']:>6} {v['pending']:>7} "
+            f"{'-' if rate is None else f'{rate:.0%}':>9}"
+        )
     tot = rep.to_json()["total"]
     ran = tot["passed"] + tot["failed"]
     total_rate = f"{tot['passed'] / ran:.0%}" if ran else "-"
-    lines.append(f"{'total':<12} {tot['cases']:>5} {tot['passed']:>6} {tot['failed']:>6} {tot['pending']:>7} "
-                 f"{total_rate:>9}")
+    lines.append(
+        f"{'total':<12} {tot['cases']:>5} {tot['passed']:>6} {tot['failed']:>6} {tot['pending']:>7} {total_rate:>9}"
+    )
     lines += ["", "context statistics"]
     lines += [f"  {k:<24} {v:>8,}" for k, v in rep.stats().items()]
     pend = [r for r in rep.results if r.status == "pending"]

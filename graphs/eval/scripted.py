@@ -132,8 +132,11 @@ class CaseModel(ScriptedChatModel):
     sigkill: bool = False
 
     def _answer(self, messages: Any, meta: dict[str, Any]) -> AIMessage:
-        if self.kill_at is not None and meta.get("role") == self.kill_at[0] \
-                and int(meta.get("role_call", -1)) + 1 == self.kill_at[1]:
+        if (
+            self.kill_at is not None
+            and meta.get("role") == self.kill_at[0]
+            and int(meta.get("role_call", -1)) + 1 == self.kill_at[1]
+        ):
             self.kill_at = None
             if self.sigkill:
                 os.kill(os.getpid(), signal.SIGKILL)

@@ -18,7 +18,9 @@ __all__ = ["report_command"]
 
 def report_command(
     task_id: Annotated[str, typer.Argument(help="The task to report on.")],
-    html: Annotated[Path | None, typer.Option("--html", help="HTML file to write (default .taskctx/runs/<task_id>/report.html).")] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="HTML file to write (default .taskctx/runs/<task_id>/report.html).")
+    ] = None,
     db: Annotated[str, typer.Option("--db", help="SQLite file of checkpoints, event log and artifacts.")] = DEFAULT_DB,
 ) -> None:
     """Write one static HTML page for a run: timeline, manifests, token chart, approvals, errors."""

@@ -54,29 +54,43 @@ def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 220) -> st
     def y(v: float) -> float:
         return top + plot_h * (1 - v / top_val)
 
-    parts = [f'<svg id="token-chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" role="img" aria-label="prompt tokens per model call">']
+    parts = [
+        f'<svg id="token-chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="prompt tokens per model call">'
+    ]
     for frac in (0, 0.25, 0.5, 0.75, 1):
         v = top_val * frac
-        parts.append(f'<line x1="{left}" x2="{width - 8}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e5e5e5"/>'
-                     f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="10">{int(v):,}</text>')
+        parts.append(
+            f'<line x1="{left}" x2="{width - 8}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e5e5e5"/>'
+            f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="10">{int(v):,}</text>'
+        )
     for i, c in enumerate(calls):
         x = left + i * bw
         color = ROLE_COLORS.get(c["role"], _OTHER_COLOR)
         pt, cp = c["prompt_tokens"], min(c["cached_prefix_tokens"], c["prompt_tokens"])
-        tip = (f'call {c["call"]} {c["role"]} step {c.get("step_id") or "-"}: {pt} prompt tokens, '
-               f'{cp} cached prefix, budget {c["budget"]}' + (" (transcript restarted)" if c.get("transcript_reset") else ""))
-        parts.append(f'<g class="bar" data-call="{c["call"]}" data-role="{_e(c["role"])}"><title>{_e(tip)}</title>'
-                     f'<rect x="{x + 1}" y="{y(pt):.1f}" width="{bw - 2}" height="{y(0) - y(pt):.1f}" fill="{color}" '
-                     f'fill-opacity="0.45"/>'
-                     f'<rect x="{x + 1}" y="{y(cp):.1f}" width="{bw - 2}" height="{y(0) - y(cp):.1f}" fill="{color}"/></g>')
+        tip = (
+            f"call {c['call']} {c['role']} step {c.get('step_id') or '-'}: {pt} prompt tokens, "
+            f"{cp} cached prefix, budget {c['budget']}"
+            + (" (transcript restarted)" if c.get("transcript_reset") else "")
+        )
+        parts.append(
+            f'<g class="bar" data-call="{c["call"]}" data-role="{_e(c["role"])}"><title>{_e(tip)}</title>'
+            f'<rect x="{x + 1}" y="{y(pt):.1f}" width="{bw - 2}" height="{y(0) - y(pt):.1f}" fill="{color}" '
+            f'fill-opacity="0.45"/>'
+            f'<rect x="{x + 1}" y="{y(cp):.1f}" width="{bw - 2}" height="{y(0) - y(cp):.1f}" fill="{color}"/></g>'
+        )
         b = c["budget"]
-        parts.append(f'<line class="budget" x1="{x}" x2="{x + bw}" y1="{y(b):.1f}" y2="{y(b):.1f}" stroke="#333" '
-                     f'stroke-dasharray="3,2"/>')
+        parts.append(
+            f'<line class="budget" x1="{x}" x2="{x + bw}" y1="{y(b):.1f}" y2="{y(b):.1f}" stroke="#333" '
+            f'stroke-dasharray="3,2"/>'
+        )
     parts.append(f'<line x1="{left}" x2="{width - 8}" y1="{y(0):.1f}" y2="{y(0):.1f}" stroke="#333"/>')
     parts.append(f'<text x="{left}" y="{height - 10}" font-size="10">model call 1 … {n}</text></svg>')
-    legend = " ".join(f'<span class="swatch" style="background:{col}"></span>{_e(role)}'
-                      for role, col in ROLE_COLORS.items() if any(c["role"] == role for c in calls))
+    legend = " ".join(
+        f'<span class="swatch" style="background:{col}"></span>{_e(role)}'
+        for role, col in ROLE_COLORS.items()
+        if any(c["role"] == role for c in calls)
+    )
     return "".join(parts) + f'<p class="legend">{legend} · darker: cached prefix · dashed: budget</p>'
 
 
@@ -90,15 +104,23 @@ def _approvals(ctx: TaskContext, events: Sequence[Event]) -> str:
     a = ctx.control.pending_approval
     out = []
     if a is not None:
-        out.append(f'<div class="pending" id="pending-approval"><b>Pending approval</b>: <code>{_e(a.tool)}</code> '
-                   f'{_e(a.arguments)} (risk {_e(a.risk)}, call {_e(a.call_id)})<br>{_e(a.reason)}</div>')
+        out.append(
+            f'<div class="pending" id="pending-approval"><b>Pending approval</b>: <code>{_e(a.tool)}</code> '
+            f"{_e(a.arguments)} (risk {_e(a.risk)}, call {_e(a.call_id)})<br>{_e(a.reason)}</div>"
+        )
     else:
         out.append('<p class="muted" id="pending-approval">No approval pending.</p>')
     hist = [e for e in events if e.kind.startswith("permission.")]
     if hist:
-        out.append("<table><tr><th>seq</th><th>event</th><th>tool</th><th>call</th><th>reason</th></tr>" + "".join(
-            f'<tr><td>{e.seq}</td><td>{_e(e.kind)}</td><td>{_e(e.payload.get("tool"))}</td>'
-            f'<td>{_e(e.payload.get("call_id"))}</td><td>{_e(e.payload.get("reason"))}</td></tr>' for e in hist) + "</table>")
+        out.append(
+            "<table><tr><th>seq</th><th>event</th><th>tool</th><th>call</th><th>reason</th></tr>"
+            + "".join(
+                f"<tr><td>{e.seq}</td><td>{_e(e.kind)}</td><td>{_e(e.payload.get('tool'))}</td>"
+                f"<td>{_e(e.payload.get('call_id'))}</td><td>{_e(e.payload.get('reason'))}</td></tr>"
+                for e in hist
+            )
+            + "</table>"
+        )
     return "".join(out)
 
 
@@ -108,14 +130,19 @@ def _errors(ctx: TaskContext, events: Sequence[Event]) -> str:
     for err in ctx.errors.error_history:
         r = resolved.get(err.id)
         state = f"resolved: {r.resolution}" if r else "open"
-        rows.append(f'<tr class="{"resolved" if r else "open"}"><td>{_e(err.id)}</td><td>{_e(state)}</td>'
-                    f'<td>{_e(err.source)}</td><td>{_e(err.step_id)}</td><td>{_e(err.call_id)}</td>'
-                    f'<td>{_e(err.message)}</td></tr>')
+        rows.append(
+            f'<tr class="{"resolved" if r else "open"}"><td>{_e(err.id)}</td><td>{_e(state)}</td>'
+            f"<td>{_e(err.source)}</td><td>{_e(err.step_id)}</td><td>{_e(err.call_id)}</td>"
+            f"<td>{_e(err.message)}</td></tr>"
+        )
     failed = [e for e in events if e.kind == "task.completed" and e.payload.get("status") == "failed"]
     out = []
     if rows:
-        out.append("<table><tr><th>id</th><th>state</th><th>source</th><th>step</th><th>call</th><th>message</th></tr>"
-                   + "".join(rows) + "</table>")
+        out.append(
+            "<table><tr><th>id</th><th>state</th><th>source</th><th>step</th><th>call</th><th>message</th></tr>"
+            + "".join(rows)
+            + "</table>"
+        )
     else:
         out.append('<p class="muted">No error recorded.</p>')
     for e in failed:
@@ -132,16 +159,19 @@ def _manifests(calls: Sequence[dict[str, Any]]) -> str:
         rows = "".join(
             f'<tr class="{"in" if b["included"] else "out"}"><td><code>{_e(b["id"])}</code></td><td>{_e(b["layer"])}</td>'
             f'<td>{_e(b["kind"])}</td><td>{_e(b["trust"])}</td><td>{_e(b["priority"])}</td><td class="num">{b["tokens"]}</td>'
-            f'<td>{"in" if b["included"] else "out"}{" (compressed)" if b.get("compressed") else ""}</td>'
-            f'<td>{_e(b["reason"])}</td></tr>' for b in blocks)
+            f"<td>{'in' if b['included'] else 'out'}{' (compressed)' if b.get('compressed') else ''}</td>"
+            f"<td>{_e(b['reason'])}</td></tr>"
+            for b in blocks
+        )
         out.append(
             f'<details class="manifest" id="call-{c["call"]}" data-role="{_e(c["role"])}"><summary>call {c["call"]}: '
-            f'<b>{_e(c["role"])}</b> step {_e(c.get("step_id") or "-")}: {c["prompt_tokens"]:,} prompt tokens of '
-            f'{c["budget"]:,} (cached prefix {c["cached_prefix_tokens"]:,}); blocks {c.get("blocks_in", 0)} in / '
-            f'{c.get("blocks_out", 0)} out{" ; transcript restarted" if c.get("transcript_reset") else ""}</summary>'
+            f"<b>{_e(c['role'])}</b> step {_e(c.get('step_id') or '-')}: {c['prompt_tokens']:,} prompt tokens of "
+            f"{c['budget']:,} (cached prefix {c['cached_prefix_tokens']:,}); blocks {c.get('blocks_in', 0)} in / "
+            f"{c.get('blocks_out', 0)} out{' ; transcript restarted' if c.get('transcript_reset') else ''}</summary>"
             f'<p class="muted">prompt as sent: <code>{_e(c.get("prompt_ref") or "-")}</code></p>'
             "<table><tr><th>block</th><th>layer</th><th>kind</th><th>trust</th><th>priority</th><th>tokens</th>"
-            f"<th>in/out</th><th>why</th></tr>{rows}</table></details>")
+            f"<th>in/out</th><th>why</th></tr>{rows}</table></details>"
+        )
     return "".join(out)
 
 
@@ -161,25 +191,31 @@ def _tool_calls(events: Sequence[Event], limit: int = 2000) -> str:
             summary = summary[:limit] + f"\n[... {len(summary) - limit} more chars in the event log]"
         rows.append(
             f'<tr data-call-id="{_e(p["call_id"])}"><td><code>{_e(p["call_id"])}</code></td><td>{_e(p.get("step_id"))}</td>'
-            f'<td><code>{_e(p["tool"])}</code> {_e(p["arguments"])}</td><td>{_e(r.get("status", "pending"))}'
-            f'{" (compressed)" if r.get("compressed") else ""}</td><td><pre>{_e(summary)}</pre>'
+            f"<td><code>{_e(p['tool'])}</code> {_e(p['arguments'])}</td><td>{_e(r.get('status', 'pending'))}"
+            f"{' (compressed)' if r.get('compressed') else ''}</td><td><pre>{_e(summary)}</pre>"
             f'<span class="muted">{_e(r.get("raw_ref") or "")}{size}'
-            "</span></td></tr>")
+            "</span></td></tr>"
+        )
     if not rows:
         return '<p class="muted">No tool call recorded.</p>'
-    return ('<table id="tool-calls"><tr><th>call</th><th>step</th><th>tool and arguments</th><th>status</th>'
-            f"<th>result (as it enters prompts) and raw ref</th></tr>{''.join(rows)}</table>")
+    return (
+        '<table id="tool-calls"><tr><th>call</th><th>step</th><th>tool and arguments</th><th>status</th>'
+        f"<th>result (as it enters prompts) and raw ref</th></tr>{''.join(rows)}</table>"
+    )
 
 
 def _timeline(events: Sequence[Event]) -> str:
     rows = "".join(
         f'<tr data-kind="{_e(e.kind)}" data-actor="{_e(e.actor)}"><td class="num">{e.seq}</td><td>{_e(e.timestamp)}</td>'
-        f'<td>{_e(e.actor)}</td><td><code>{_e(e.kind)}</code></td><td>{_e(summarize_event(e))}</td></tr>'
-        for e in events)
-    return ('<p><label>filter <input id="filter" type="search" placeholder="kind, actor or text"></label> '
-            '<span id="shown"></span></p>'
-            '<table id="timeline"><thead><tr><th>seq</th><th>time (UTC)</th><th>actor</th><th>kind</th><th>summary</th>'
-            f"</tr></thead><tbody>{rows}</tbody></table>")
+        f"<td>{_e(e.actor)}</td><td><code>{_e(e.kind)}</code></td><td>{_e(summarize_event(e))}</td></tr>"
+        for e in events
+    )
+    return (
+        '<p><label>filter <input id="filter" type="search" placeholder="kind, actor or text"></label> '
+        '<span id="shown"></span></p>'
+        '<table id="timeline"><thead><tr><th>seq</th><th>time (UTC)</th><th>actor</th><th>kind</th><th>summary</th>'
+        f"</tr></thead><tbody>{rows}</tbody></table>"
+    )
 
 
 _CSS = """
@@ -232,12 +268,20 @@ def build_report(events: Sequence[Event], *, title: str | None = None) -> str:
     total_cached = sum(c["cached_prefix_tokens"] for c in calls)
     goal = ident.interpreted_goal or (ident.original_request.splitlines() or [""])[0]
     plan_rows = "".join(
-        f'<tr><td>{_e(s.id)}{" ←" if s.id == ctx.plan.current_step_id else ""}</td><td>{_e(s.status)}</td>'
-        f'<td>{_e(s.title)}</td><td>{_e(", ".join(s.depends_on))}</td><td>{_e(s.expected_output)}</td></tr>'
-        for s in ctx.plan.steps)
+        f"<tr><td>{_e(s.id)}{' ←' if s.id == ctx.plan.current_step_id else ''}</td><td>{_e(s.status)}</td>"
+        f"<td>{_e(s.title)}</td><td>{_e(', '.join(s.depends_on))}</td><td>{_e(s.expected_output)}</td></tr>"
+        for s in ctx.plan.steps
+    )
     findings = [f"{f.id}: {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]" for f in ctx.evidence.findings]
-    data = {"task_id": ident.task_id, "events": len(events), "calls": len(calls), "prompt_tokens": total_prompt,
-            "cached_prefix_tokens": total_cached, "status": ctx.control.status, "roles": dict(roles)}
+    data = {
+        "task_id": ident.task_id,
+        "events": len(events),
+        "calls": len(calls),
+        "prompt_tokens": total_prompt,
+        "cached_prefix_tokens": total_cached,
+        "status": ctx.control.status,
+        "roles": dict(roles),
+    }
     data_json = json.dumps(data, sort_keys=True).replace("</", "<\\/")
     page_title = title or f"taskctx report: {ident.task_id}"
     first, last = events[0].timestamp, events[-1].timestamp

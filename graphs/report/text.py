@@ -9,11 +9,14 @@ from context import Event, TaskContext
 __all__ = ["render_state"]
 
 
-def render_state(console: Console, ctx: TaskContext, events: list[Event], checkpoints: list[str], has_checkpoint: bool) -> None:
+def render_state(
+    console: Console, ctx: TaskContext, events: list[Event], checkpoints: list[str], has_checkpoint: bool
+) -> None:
     """Print ``ctx`` (folded from ``events``) on ``console``, one titled section each: goal,
     request, criteria, constraints, plan, current step, progress, evidence, permissions,
     approvals, errors, omitted history, checkpoints (``checkpoints``: the newest ids, as listed
     by the checkpointer). ``has_checkpoint`` is not used (kept for callers)."""
+
     def h(title: str) -> None:
         console.print(f"\n[bold]{title}[/bold]")
 
@@ -21,7 +24,9 @@ def render_state(console: Console, ctx: TaskContext, events: list[Event], checkp
         console.print(text, markup=False)
 
     i = ctx.identity
-    console.print(f"[bold]task {i.task_id}[/bold]  status: {ctx.control.status}  plan v{ctx.plan.version} ({ctx.plan.status})")
+    console.print(
+        f"[bold]task {i.task_id}[/bold]  status: {ctx.control.status}  plan v{ctx.plan.version} ({ctx.plan.status})"
+    )
     h("Goal")
     p(i.interpreted_goal or "(not interpreted yet)")
     h("Original request (verbatim)")
@@ -38,9 +43,15 @@ def render_state(console: Console, ctx: TaskContext, events: list[Event], checkp
         p(f"{mark} {s.id} [{s.status}] {s.title}")
     h("Current step")
     cs = ctx.current_step
-    p(f"{ctx.plan.current_step_id}: {cs.objective} (expected: {cs.expected_output or '-'}, risk {cs.risk_level})" if cs else "(none)")
+    p(
+        f"{ctx.plan.current_step_id}: {cs.objective} (expected: {cs.expected_output or '-'}, risk {cs.risk_level})"
+        if cs
+        else "(none)"
+    )
     h("Recent progress")
-    p(f"completed steps: {', '.join(ctx.progress.completed_steps) or '(none)'}; executor steps: {ctx.progress.executor_steps}")
+    p(
+        f"completed steps: {', '.join(ctx.progress.completed_steps) or '(none)'}; executor steps: {ctx.progress.executor_steps}"
+    )
     if ctx.progress.last_step:
         ls = ctx.progress.last_step
         p(f"last step {ls.id} ({ls.result}): {ls.summary}")
@@ -53,21 +64,30 @@ def render_state(console: Console, ctx: TaskContext, events: list[Event], checkp
         p(f"- finding {f.id}: {f.statement}  [{', '.join(f.evidence_refs)}]")
     h("Permissions")
     pm = ctx.permissions
-    p(f"allowed: {', '.join(pm.allowed_tools) or '(all)'}; denied: {', '.join(pm.denied_tools) or '(none)'}; "
-      f"approval: {', '.join(pm.requires_approval) or '(none)'}; scopes: {', '.join(pm.file_scopes) or '(workspace)'}")
+    p(
+        f"allowed: {', '.join(pm.allowed_tools) or '(all)'}; denied: {', '.join(pm.denied_tools) or '(none)'}; "
+        f"approval: {', '.join(pm.requires_approval) or '(none)'}; scopes: {', '.join(pm.file_scopes) or '(workspace)'}"
+    )
     h("Pending approvals")
     a = ctx.control.pending_approval
     p(f"{a.tool} {a.arguments} ({a.risk}): {a.reason}" if a else "(none)")
     h("Approvals and denials")
     # requests, the user's answers and every refusal; calls the policy let run are only counted
-    shown = [e for e in events if e.kind in ("permission.requested", "permission.denied")
-             or (e.kind == "permission.granted" and e.actor == "user")]
+    shown = [
+        e
+        for e in events
+        if e.kind in ("permission.requested", "permission.denied")
+        or (e.kind == "permission.granted" and e.actor == "user")
+    ]
     for e in shown[-12:]:
         who = "user" if e.actor == "user" else "policy"
         p(f"- #{e.seq} {e.kind} ({who}): {e.payload['tool']} [{e.payload['call_id']}] {e.payload['reason']}")
     auto = sum(1 for e in events if e.kind == "permission.granted" and e.actor != "user")
-    p(f"({len(shown)} shown; {auto} side-effecting calls allowed by policy without approval)" if shown or auto
-      else "(none)")
+    p(
+        f"({len(shown)} shown; {auto} side-effecting calls allowed by policy without approval)"
+        if shown or auto
+        else "(none)"
+    )
     h("Error history")
     resolved = {e.id: e for e in ctx.errors.resolved_errors}
     for e in ctx.errors.error_history or []:

@@ -51,7 +51,9 @@ def quote_external(text: str, *, source: str | None, ref: str | None = None, cal
     """Wrap tool output as quoted data; a closing tag inside the text is neutralised.
     ``source=None`` where the surrounding message already names it (a tool message answers a
     tool call)."""
-    safe = text.replace("</external_content", "<\\/external_content").replace("<external_content", "<\\external_content")
+    safe = text.replace("</external_content", "<\\/external_content").replace(
+        "<external_content", "<\\external_content"
+    )
     attrs = f' source="{source}"' if source else ""
     if call_id:
         attrs += f' call_id="{call_id}"'
@@ -62,8 +64,10 @@ def quote_external(text: str, *, source: str | None, ref: str | None = None, cal
 
 def permissions_text(ctx: TaskContext) -> str:
     p = ctx.permissions
+
     def show(xs: list[str]) -> str:
         return ", ".join(xs) if xs else "(none)"
+
     return (
         "## Permissions (enforced by the tool node)\n"
         f"allowed tools: {show(p.allowed_tools) if p.allowed_tools else '(all offered tools)'}\n"
@@ -88,20 +92,41 @@ def plan_text(ctx: TaskContext) -> str:
 
 
 def _block(
-    env: NodeEnv, id: str, text: str, *, kind: BlockKind, layer: Layer, source: str,
-    priority: Priority = "normal", trust: Trust = "trusted_app", observed_at: str = "", relevance: float = 0.5,
-    slot: str = "msg:core", compressed: bool = False, tokens: int | None = None,
+    env: NodeEnv,
+    id: str,
+    text: str,
+    *,
+    kind: BlockKind,
+    layer: Layer,
+    source: str,
+    priority: Priority = "normal",
+    trust: Trust = "trusted_app",
+    observed_at: str = "",
+    relevance: float = 0.5,
+    slot: str = "msg:core",
+    compressed: bool = False,
+    tokens: int | None = None,
 ) -> ContextBlock:
     count = env.count_tokens if tokens is None else (lambda _text: tokens)
     return make_block(
-        id, text, kind=kind, layer=layer, source=source, count_tokens=count,
-        priority=priority, trust=trust, observed_at=observed_at, relevance=relevance, slot=slot,
+        id,
+        text,
+        kind=kind,
+        layer=layer,
+        source=source,
+        count_tokens=count,
+        priority=priority,
+        trust=trust,
+        observed_at=observed_at,
+        relevance=relevance,
+        slot=slot,
         compressed=compressed,
     )
 
 
-def core_blocks(ctx: TaskContext, env: NodeEnv, *, criteria: bool = True, constraints: bool = True,
-                permissions: bool = True) -> list[ContextBlock]:
+def core_blocks(
+    ctx: TaskContext, env: NodeEnv, *, criteria: bool = True, constraints: bool = True, permissions: bool = True
+) -> list[ContextBlock]:
     """The core layer (DESIGN.md: in every call, verbatim): the original request, success
     criteria, hard constraints and permissions, in slot ``msg:core``.
 
@@ -111,21 +136,56 @@ def core_blocks(ctx: TaskContext, env: NodeEnv, *, criteria: bool = True, constr
     """
     ident = ctx.identity
     out = [
-        _block(env, "core.request", f"## Original request (verbatim)\n{ident.original_request}",
-               kind="user", layer="core", source="task.created", priority="required", trust="user_claim"),
+        _block(
+            env,
+            "core.request",
+            f"## Original request (verbatim)\n{ident.original_request}",
+            kind="user",
+            layer="core",
+            source="task.created",
+            priority="required",
+            trust="user_claim",
+        ),
     ]
     if criteria:
         text = "\n".join(f"- {c}" for c in ident.success_criteria) or "- (none given)"
-        out.append(_block(env, "core.criteria", f"## Success criteria\n{text}", kind="state", layer="core",
-                          source="task.created+plan", priority="required"))
+        out.append(
+            _block(
+                env,
+                "core.criteria",
+                f"## Success criteria\n{text}",
+                kind="state",
+                layer="core",
+                source="task.created+plan",
+                priority="required",
+            )
+        )
     if constraints:
         text = "\n".join(f"- {c}" for c in ident.constraints) or "- (none given)"
-        out.append(_block(env, "core.constraints", f"## Hard constraints (verbatim, never break them)\n{text}",
-                          kind="user", layer="core", source="task.created", priority="required", trust="user_claim"))
+        out.append(
+            _block(
+                env,
+                "core.constraints",
+                f"## Hard constraints (verbatim, never break them)\n{text}",
+                kind="user",
+                layer="core",
+                source="task.created",
+                priority="required",
+                trust="user_claim",
+            )
+        )
     if permissions:
-        out.append(_block(env, "core.permissions", permissions_text(ctx), kind="instruction", layer="core",
-                          source="task.created", priority="required").model_copy(
-                              update={"supersedes": governed_claims(ctx)}))
+        out.append(
+            _block(
+                env,
+                "core.permissions",
+                permissions_text(ctx),
+                kind="instruction",
+                layer="core",
+                source="task.created",
+                priority="required",
+            ).model_copy(update={"supersedes": governed_claims(ctx)})
+        )
     return out
 
 
@@ -142,8 +202,16 @@ def memory_block(ctx: TaskContext, env: NodeEnv, *, slot: str = "msg:core") -> C
     lines += [f"- fact: {f}" for f in m.durable_facts]
     lines += [f"- user preference: {f}" for f in m.user_preferences]
     lines += [f"- project convention: {f}" for f in m.project_conventions]
-    b = _block(env, "memory.durable", "\n".join(lines), kind="memory", layer="core", source="memory.confirmed",
-               priority="high", slot=slot)
+    b = _block(
+        env,
+        "memory.durable",
+        "\n".join(lines),
+        kind="memory",
+        layer="core",
+        source="memory.confirmed",
+        priority="high",
+        slot=slot,
+    )
     return b.model_copy(update={"supersedes": ["core.request"]}) if m.durable_facts else b
 
 
@@ -153,10 +221,21 @@ def error_block(ctx: TaskContext, env: NodeEnv, *, slot: str) -> ContextBlock | 
     e = ctx.errors.last_error
     if e is None:
         return None
-    text = (f"Unresolved error {e.id} ({e.source}), message quoted from the tool output:\n"
-            + quote_external(e.message, source=e.source or "error"))
-    return _block(env, "state.last_error", text, kind="tool_result", layer="recent", source=e.source or "error",
-                  priority="high", trust="external_content", observed_at=e.timestamp, slot=slot)
+    text = f"Unresolved error {e.id} ({e.source}), message quoted from the tool output:\n" + quote_external(
+        e.message, source=e.source or "error"
+    )
+    return _block(
+        env,
+        "state.last_error",
+        text,
+        kind="tool_result",
+        layer="recent",
+        source=e.source or "error",
+        priority="high",
+        trust="external_content",
+        observed_at=e.timestamp,
+        slot=slot,
+    )
 
 
 block = _block

@@ -109,11 +109,15 @@ def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
     # given once (a compressed body already ends with it)
     ref = None if rec.raw_ref and rec.raw_ref in body else rec.raw_ref
     content = quote_external(body, source=None, ref=ref)
-    return [ai, ToolMessage(content=content, tool_call_id=rec.id, status="error" if rec.status == "error" else "success")]
+    return [
+        ai,
+        ToolMessage(content=content, tool_call_id=rec.id, status="error" if rec.status == "error" else "success"),
+    ]
 
 
-def shown_output(rec: ToolCallRecord, *, digest: bool = False, same_as: str | None = None,
-                 earlier: Sequence[tuple[str, str]] = ()) -> str:
+def shown_output(
+    rec: ToolCallRecord, *, digest: bool = False, same_as: str | None = None, earlier: Sequence[tuple[str, str]] = ()
+) -> str:
     """The output of one call as its tool message shows it (inside the external-content tags).
 
     ``same_as``: the id of an earlier call in the transcript with the same artifact ref, shown in
@@ -124,8 +128,10 @@ def shown_output(rec: ToolCallRecord, *, digest: bool = False, same_as: str | No
     if rec.status == "pending":
         body = "(no result recorded yet)"
     elif same_as is not None:
-        body = (f"[identical to the output of call {same_as} above ({len(rec.result_summary)} chars); "
-                f"full output: {rec.raw_ref}]")
+        body = (
+            f"[identical to the output of call {same_as} above ({len(rec.result_summary)} chars); "
+            f"full output: {rec.raw_ref}]"
+        )
     elif digest:
         first = rec.result_summary.strip().splitlines()
         body = f"[digest] {rec.status}; {(first[-1] if first else '')[:300]}"
@@ -153,15 +159,21 @@ def delta_text(ctx: TaskContext) -> str:
         lines.append("No step is running.")
     if ctx.plan.steps:
         groups = ctx.plan.runs(statuses=("done", "skipped", "pending"))
-        lines.append("Plan: " + " · ".join(f"{g[0].id} {g[0].status}" if len(g) == 1
-                                            else f"{g[0].id}-{g[-1].id} {g[0].status}" for g in groups))
+        lines.append(
+            "Plan: "
+            + " · ".join(
+                f"{g[0].id} {g[0].status}" if len(g) == 1 else f"{g[0].id}-{g[-1].id} {g[0].status}" for g in groups
+            )
+        )
     if ctx.progress.last_step is not None:
         ls = ctx.progress.last_step
         lines.append(f"Last step {ls.id} ({ls.result}): {ls.summary}")
     pc = ctx.control.pending_completion
     if pc is not None and pc.not_applied and pc.step_id == ctx.plan.current_step_id:
-        lines.append(f"Your complete_step sent with {', '.join(pc.after_calls)} was not applied: {pc.not_applied}. "
-                     "Call complete_step again when the step is done.")
+        lines.append(
+            f"Your complete_step sent with {', '.join(pc.after_calls)} was not applied: {pc.not_applied}. "
+            "Call complete_step again when the step is done."
+        )
     if ctx.control.pending_approval is not None:
         a = ctx.control.pending_approval
         lines.append(f"Waiting for approval of {a.tool} {a.arguments} ({a.risk} risk): {a.reason}")
@@ -180,12 +192,31 @@ class ExecutorRenderer:
         self._entry_ids = itertools.count(1)
         self._lock = threading.Lock()
 
-    def _entry(self, prev: int, rec: ToolCallRecord, *, digest: bool, same_as: str | None,
-               shown: Sequence[tuple[str, str]], reuse: bool) -> tuple[int, str, list[BaseMessage], int]:
+    def _entry(
+        self,
+        prev: int,
+        rec: ToolCallRecord,
+        *,
+        digest: bool,
+        same_as: str | None,
+        shown: Sequence[tuple[str, str]],
+        reuse: bool,
+    ) -> tuple[int, str, list[BaseMessage], int]:
         """``(entry id, shown output, messages, tokens)`` of one transcript entry (cached);
         ``reuse=False``: no span pointers (``shown`` is ignored)."""
-        key = (prev, rec.id, rec.status, rec.raw_ref, rec.result_summary, rec.thought, rec.tool, rec.arguments,
-               digest, same_as, reuse)
+        key = (
+            prev,
+            rec.id,
+            rec.status,
+            rec.raw_ref,
+            rec.result_summary,
+            rec.thought,
+            rec.tool,
+            rec.arguments,
+            digest,
+            same_as,
+            reuse,
+        )
         with self._lock:
             hit = self._entries.get(key)
             if hit is not None:
@@ -200,16 +231,34 @@ class ExecutorRenderer:
                 self._entries.popitem(last=False)
         return entry
 
-    def _render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]], *, reset: bool, digest: int,
-                reuse: bool = True) -> Rendered:
+    def _render(
+        self,
+        ctx: TaskContext,
+        env: NodeEnv,
+        tools: Sequence[dict[str, Any]],
+        *,
+        reset: bool,
+        digest: int,
+        reuse: bool = True,
+    ) -> Rendered:
         cands = core_blocks(ctx, env)
         mem = memory_block(ctx, env, slot="msg:core")
         if mem is not None:
             cands.append(mem)
         cp = checkpoint_text(ctx)
         if cp is not None:
-            cands.append(block(env, "state.checkpoint", cp, kind="state", layer="recent", source="event log",
-                               priority="high", slot="msg:checkpoint"))
+            cands.append(
+                block(
+                    env,
+                    "state.checkpoint",
+                    cp,
+                    kind="state",
+                    layer="recent",
+                    source="event log",
+                    priority="high",
+                    slot="msg:checkpoint",
+                )
+            )
         extra: dict[str, list[BaseMessage]] = {}
         calls = ctx.evidence.recent_tool_calls
         n = len(calls)
@@ -226,10 +275,20 @@ class ExecutorRenderer:
                 latest = not notes
                 bid = "step.delta" if latest else f"note.{note.at}.{len(extra)}"
                 extra[bid] = [HumanMessage(content=note.text)]
-                cands.append(block(env, bid, note.text, kind="state", layer="step", source="TaskContext",
-                                   priority="required" if latest else "normal", slot="seq:transcript",
-                                   relevance=1.0 - (n - note.at) / max(n, 1),
-                                   tokens=count_tokens_approximately(extra[bid])))
+                cands.append(
+                    block(
+                        env,
+                        bid,
+                        note.text,
+                        kind="state",
+                        layer="step",
+                        source="TaskContext",
+                        priority="required" if latest else "normal",
+                        slot="seq:transcript",
+                        relevance=1.0 - (n - note.at) / max(n, 1),
+                        tokens=count_tokens_approximately(extra[bid]),
+                    )
+                )
 
         first_by_ref: dict[str, str] = {}
         shown: list[tuple[str, str]] = []
@@ -243,32 +302,51 @@ class ExecutorRenderer:
             same_as = first_by_ref.get(rec.raw_ref) if reusable and not dig else None
             if reusable and same_as is None and not dig:
                 first_by_ref[rec.raw_ref] = rec.id
-            prev, body, msgs, tokens = self._entry(prev, rec, digest=dig, same_as=same_as, shown=shown,
-                                                   reuse=reuse)
+            prev, body, msgs, tokens = self._entry(prev, rec, digest=dig, same_as=same_as, shown=shown, reuse=reuse)
             shown.append((rec.id, body))
             bid = f"tool.{rec.id}"
             extra[bid] = msgs
             prio = "required" if age == 0 else ("high" if age < self.keep_last else "normal")
-            cands.append(block(env, bid, msgs[1].content if isinstance(msgs[1].content, str) else "", kind="tool_result",
-                               layer="recent", source=f"tool:{rec.tool}", priority=prio, trust="external_content",
-                               observed_at=rec.timestamp, relevance=1.0 - age / max(n, 1), slot="seq:transcript",
-                               compressed=rec.compressed, tokens=tokens))
+            cands.append(
+                block(
+                    env,
+                    bid,
+                    msgs[1].content if isinstance(msgs[1].content, str) else "",
+                    kind="tool_result",
+                    layer="recent",
+                    source=f"tool:{rec.tool}",
+                    priority=prio,
+                    trust="external_content",
+                    observed_at=rec.timestamp,
+                    relevance=1.0 - age / max(n, 1),
+                    slot="seq:transcript",
+                    compressed=rec.compressed,
+                    tokens=tokens,
+                )
+            )
         add_notes(n)
         err = error_block(ctx, env, slot="msg:delta")
         if err is not None:
             cands.append(err)
         r = assemble(
-            role=self.role, env=env, system=EXECUTOR_SYSTEM, candidates=cands,
-            layout=["msg:core", "msg:checkpoint", "seq:transcript", "msg:delta"], tools=tools,
-            extra_messages=extra, transcript_reset=reset, keep_last=self.keep_last if reset else 0,
+            role=self.role,
+            env=env,
+            system=EXECUTOR_SYSTEM,
+            candidates=cands,
+            layout=["msg:core", "msg:checkpoint", "seq:transcript", "msg:delta"],
+            tools=tools,
+            extra_messages=extra,
+            transcript_reset=reset,
+            keep_last=self.keep_last if reset else 0,
         )
         return replace(r, delta_note=delta_note)
 
     def _restarted(self, ctx: TaskContext) -> TaskContext:
         prelim = new_event(
             "context.built",
-            ContextBuilt(call=0, role=self.role, budget=0, prompt_tokens=0,
-                         transcript_reset=True, keep_last=self.keep_last),
+            ContextBuilt(
+                call=0, role=self.role, budget=0, prompt_tokens=0, transcript_reset=True, keep_last=self.keep_last
+            ),
             actor="system",
         )
         return apply_event(ctx, prelim)

@@ -21,8 +21,10 @@ PLANNER_SYSTEM = (
 
 def progress_text(ctx: TaskContext) -> str:
     lines = ["## Progress"]
-    lines.append(f"completed steps: {', '.join(ctx.progress.completed_steps) or '(none)'}; "
-                 f"tool calls so far: {ctx.progress.executor_steps}")
+    lines.append(
+        f"completed steps: {', '.join(ctx.progress.completed_steps) or '(none)'}; "
+        f"tool calls so far: {ctx.progress.executor_steps}"
+    )
     if ctx.progress.last_step is not None:
         ls = ctx.progress.last_step
         lines.append(f"last step {ls.id} ({ls.result}): {ls.summary}")
@@ -41,18 +43,53 @@ class PlannerRenderer:
         mem = memory_block(ctx, env, slot="msg:core")
         if mem is not None:
             cands.append(mem)
-        cands.append(block(env, "state.plan", plan_text(ctx), kind="state", layer="step", source="TaskContext.plan",
-                           priority="high", slot="msg:state"))
-        cands.append(block(env, "state.progress", progress_text(ctx), kind="state", layer="recent",
-                           source="TaskContext.progress", priority="high", slot="msg:state"))
+        cands.append(
+            block(
+                env,
+                "state.plan",
+                plan_text(ctx),
+                kind="state",
+                layer="step",
+                source="TaskContext.plan",
+                priority="high",
+                slot="msg:state",
+            )
+        )
+        cands.append(
+            block(
+                env,
+                "state.progress",
+                progress_text(ctx),
+                kind="state",
+                layer="recent",
+                source="TaskContext.progress",
+                priority="high",
+                slot="msg:state",
+            )
+        )
         err = error_block(ctx, env, slot="msg:state")
         if err is not None:
             cands.append(err)
         n = len(ctx.evidence.findings)
         for i, f in enumerate(ctx.evidence.findings):
-            cands.append(block(env, f"finding.{f.id}", f"- finding: {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]",
-                               kind="state", layer="recent", source="step.completed", priority="normal",
-                               relevance=(i + 1) / n, slot="msg:state",
-                               ).model_copy(update={"supersedes": [f"finding.{x}" for x in f.supersedes]}))
-        return assemble(role=self.role, env=env, system=PLANNER_SYSTEM, candidates=cands,
-                        layout=["msg:core", "msg:state"], tools=tools)
+            cands.append(
+                block(
+                    env,
+                    f"finding.{f.id}",
+                    f"- finding: {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]",
+                    kind="state",
+                    layer="recent",
+                    source="step.completed",
+                    priority="normal",
+                    relevance=(i + 1) / n,
+                    slot="msg:state",
+                ).model_copy(update={"supersedes": [f"finding.{x}" for x in f.supersedes]})
+            )
+        return assemble(
+            role=self.role,
+            env=env,
+            system=PLANNER_SYSTEM,
+            candidates=cands,
+            layout=["msg:core", "msg:state"],
+            tools=tools,
+        )

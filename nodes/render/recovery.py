@@ -29,24 +29,57 @@ class RecoveryRenderer:
         failing = [r for r in ctx.evidence.recent_tool_calls if r.status == "error"][-1:]
         for r in failing:
             text = quote_external(r.result_summary[-1500:], source=f"tool:{r.tool}", ref=r.raw_ref, call_id=r.id)
-            cands.append(block(env, f"failure.{r.id}", f"## Failure in {r.tool} {r.arguments}\n{text}",
-                               kind="tool_result", layer="recovery", source=f"tool:{r.tool}", priority="required",
-                               trust="external_content", slot="msg:recovery"))
+            cands.append(
+                block(
+                    env,
+                    f"failure.{r.id}",
+                    f"## Failure in {r.tool} {r.arguments}\n{text}",
+                    kind="tool_result",
+                    layer="recovery",
+                    source=f"tool:{r.tool}",
+                    priority="required",
+                    trust="external_content",
+                    slot="msg:recovery",
+                )
+            )
         hist = ctx.errors.error_history[-ERROR_HISTORY_SHOWN:]
         resolved = {e.id for e in ctx.errors.resolved_errors}
         lines = [f"- {e.id} [{'resolved' if e.id in resolved else 'open'}] {e.source}: {e.message}" for e in hist]
         # error messages are cut from tool output: the list is quoted as external content
         history = quote_external("\n".join(lines), source="error history") if lines else "(none)"
-        cands.append(block(env, "recovery.history", "## Error history (messages quoted from tool output)\n" + history,
-                           kind="state", layer="recovery", source="TaskContext.errors", priority="high",
-                           trust="external_content" if lines else "trusted_app",
-                           slot="msg:recovery"))
+        cands.append(
+            block(
+                env,
+                "recovery.history",
+                "## Error history (messages quoted from tool output)\n" + history,
+                kind="state",
+                layer="recovery",
+                source="TaskContext.errors",
+                priority="high",
+                trust="external_content" if lines else "trusted_app",
+                slot="msg:recovery",
+            )
+        )
         cp = ctx.control.checkpoint_id or "(none yet)"
         done = ", ".join(ctx.progress.completed_steps) or "(none)"
         cur = ctx.plan.current_step_id or "(none)"
-        cands.append(block(env, "recovery.checkpoint",
-                           f"## Last good checkpoint\ncheckpoint: {cp}; completed steps: {done}; current step: {cur}",
-                           kind="state", layer="recovery", source="TaskContext.control", priority="high",
-                           slot="msg:recovery"))
-        return assemble(role=self.role, env=env, system=RECOVERY_SYSTEM, candidates=cands,
-                        layout=["msg:core", "msg:recovery"], tools=tools)
+        cands.append(
+            block(
+                env,
+                "recovery.checkpoint",
+                f"## Last good checkpoint\ncheckpoint: {cp}; completed steps: {done}; current step: {cur}",
+                kind="state",
+                layer="recovery",
+                source="TaskContext.control",
+                priority="high",
+                slot="msg:recovery",
+            )
+        )
+        return assemble(
+            role=self.role,
+            env=env,
+            system=RECOVERY_SYSTEM,
+            candidates=cands,
+            layout=["msg:core", "msg:recovery"],
+            tools=tools,
+        )

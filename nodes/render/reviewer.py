@@ -44,19 +44,53 @@ class ReviewerRenderer:
         mem = memory_block(ctx, env, slot="msg:core")
         if mem is not None:
             cands.append(mem)
-        cands.append(block(env, "state.plan", plan_text(ctx), kind="state", layer="step", source="TaskContext.plan",
-                           priority="required", slot="msg:state"))
+        cands.append(
+            block(
+                env,
+                "state.plan",
+                plan_text(ctx),
+                kind="state",
+                layer="step",
+                source="TaskContext.plan",
+                priority="required",
+                slot="msg:state",
+            )
+        )
         changed = ctx.progress.changed_artifacts
         text = "## Changed artifacts\n" + ("\n".join(f"- {a}" for a in changed) or "(none recorded)")
-        cands.append(block(env, "state.changed", text, kind="state", layer="recent", source="step.completed",
-                           priority="high", slot="msg:state"))
+        cands.append(
+            block(
+                env,
+                "state.changed",
+                text,
+                kind="state",
+                layer="recent",
+                source="step.completed",
+                priority="high",
+                slot="msg:state",
+            )
+        )
         findings = all_findings(ctx, env)
         n = len(findings)
         for i, f in enumerate(findings):
-            cands.append(block(env, f"finding.{f.id}",
-                               f"- finding {f.id}: {f.statement}\n  evidence: {', '.join(f.evidence_refs) or '(none)'}",
-                               kind="state", layer="recent", source="step.completed", priority="normal",
-                               relevance=(i + 1) / n, slot="msg:state",
-                               ).model_copy(update={"supersedes": [f"finding.{x}" for x in f.supersedes]}))
-        return assemble(role=self.role, env=env, system=REVIEWER_SYSTEM, candidates=cands,
-                        layout=["msg:core", "msg:state"], tools=tools)
+            cands.append(
+                block(
+                    env,
+                    f"finding.{f.id}",
+                    f"- finding {f.id}: {f.statement}\n  evidence: {', '.join(f.evidence_refs) or '(none)'}",
+                    kind="state",
+                    layer="recent",
+                    source="step.completed",
+                    priority="normal",
+                    relevance=(i + 1) / n,
+                    slot="msg:state",
+                ).model_copy(update={"supersedes": [f"finding.{x}" for x in f.supersedes]})
+            )
+        return assemble(
+            role=self.role,
+            env=env,
+            system=REVIEWER_SYSTEM,
+            candidates=cands,
+            layout=["msg:core", "msg:state"],
+            tools=tools,
+        )

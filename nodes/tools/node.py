@@ -65,8 +65,14 @@ from ..secrets import mask_secrets
 from .builtin import read_artifact, search_history
 from .protocol import ToolExecutor, ToolOutcome, scoped_execute
 
-__all__ = ["APPROVAL_ACTIONS", "ApprovalQuestions", "REJECTED_AGAIN", "TaskToolNode", "make_tool_node",
-           "normalize_answer"]
+__all__ = [
+    "APPROVAL_ACTIONS",
+    "ApprovalQuestions",
+    "REJECTED_AGAIN",
+    "TaskToolNode",
+    "make_tool_node",
+    "normalize_answer",
+]
 
 #: Start of the result of a call the user already rejected (same tool, same arguments).
 REJECTED_AGAIN = "refused: the user already rejected this exact call"
@@ -105,8 +111,12 @@ class ApprovalQuestions:
 
     def acted_on(self, req: Event) -> bool:
         """An earlier attempt acted on the answer to ``req`` (granted or denied the call after it)."""
-        return any(e.kind in ("permission.granted", "permission.denied") and e.seq > req.seq
-                   and e.payload["call_id"] == req.payload["call_id"] for e in self.own)
+        return any(
+            e.kind in ("permission.granted", "permission.denied")
+            and e.seq > req.seq
+            and e.payload["call_id"] == req.payload["call_id"]
+            for e in self.own
+        )
 
     def may_ask(self, again: str | None = None) -> bool:
         """Whether this attempt may put a new question: none put yet, in this attempt or (acted
@@ -155,8 +165,9 @@ class TaskToolNode:
         with a marker: :meth:`resume_interrupted`. Needs approval: :meth:`seek_approval`. Else a
         side-effecting call gets ``permission.granted`` (system, the policy's risk) and then runs
         (:meth:`execute`). Returns False when the call waits for the next node run."""
-        marker = next((e for e in reversed(run.own) if e.kind == "permission.granted"
-                       and e.payload["call_id"] == rec.id), None)
+        marker = next(
+            (e for e in reversed(run.own) if e.kind == "permission.granted" and e.payload["call_id"] == rec.id), None
+        )
         args = arguments_dict(marker.payload["arguments"]) if marker is not None else arguments_dict(rec.arguments)
         d = assess(rec.tool, args, run.ctx.permissions, self.tools)
         if not d.allowed:
@@ -168,13 +179,18 @@ class TaskToolNode:
         if d.needs_approval and marker is None:
             return self.seek_approval(run, q, rec, args, d)
         if side and marker is None:
-            self.grant(run, rec, args, d.risk, f"allowed by policy ({d.risk} risk){': ' + d.reason if d.reason else ''}",
-                       "system")
+            self.grant(
+                run,
+                rec,
+                args,
+                d.risk,
+                f"allowed by policy ({d.risk} risk){': ' + d.reason if d.reason else ''}",
+                "system",
+            )
         self.execute(run, rec, args)
         return True
 
-    def resume_interrupted(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord,
-                           args: dict[str, Any]) -> bool:
+    def resume_interrupted(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord, args: dict[str, Any]) -> bool:
         """A side-effecting call that may have started (it has its ``permission.granted``) but
         has no result: the executor's ``recover()`` checks the workspace. ``done``: its outcome is
         recorded (:meth:`record`); ``retry``: it runs again (:meth:`execute`); ``ask`` (or no
@@ -191,22 +207,31 @@ class TaskToolNode:
         else:
             if not q.may_ask(again=rec.id):
                 return False
-            ans = self.ask(run, q, rec, args, "high", f"interrupted before its result was recorded: {note}; "
-                                                      "run it again?")
+            ans = self.ask(
+                run, q, rec, args, "high", f"interrupted before its result was recorded: {note}; run it again?"
+            )
             self.answered(run, rec, args, "high", ans, "run again after an interruption, approved by the user")
         return True
 
-    def seek_approval(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord, args: dict[str, Any],
-                      d: Decision) -> bool:
+    def seek_approval(
+        self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord, args: dict[str, Any], d: Decision
+    ) -> bool:
         """A call the policy ``d`` says needs approval. Rejected by the user before (same tool,
         same arguments): ``permission.denied`` + an ``error`` result starting
         :data:`REJECTED_AGAIN`, not asked again. Else asked (:meth:`ask`) and the answer acted on
         (:meth:`answered`). Returns False when the question has to wait for the next node run."""
         prior = self.rejected_before(run, rec.tool, args)
         if prior is not None:
-            self.deny(run, rec, args, f"already {prior}; not asked again",
-                      f"{REJECTED_AGAIN} ({prior}); it was not run and will not be put up for approval again. "
-                      "Choose another approach or stop.", status="error", risk=d.risk)
+            self.deny(
+                run,
+                rec,
+                args,
+                f"already {prior}; not asked again",
+                f"{REJECTED_AGAIN} ({prior}); it was not run and will not be put up for approval again. "
+                "Choose another approach or stop.",
+                status="error",
+                risk=d.risk,
+            )
             return True
         if not q.may_ask():
             return False
@@ -226,8 +251,7 @@ class TaskToolNode:
             out = scoped_execute(self.tools, rec.id, rec.tool, args, list(run.ctx.permissions.file_scopes))
         self.record(run, rec, args, out, note)
 
-    def record(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], out: ToolOutcome,
-               note: str = "") -> None:
+    def record(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], out: ToolOutcome, note: str = "") -> None:
         """Commit one batch: ``tool.result.received`` (raw output in the artifact store, exact
         bytes; the summary secrets-masked and compressed, headed ``[note]``), one
         ``file.modified`` per file the call changed, and on success the ``error.resolved`` events
@@ -236,9 +260,20 @@ class TaskToolNode:
         masked = mask_secrets(out.output).text
         comp = compress_tool_result(masked, out.kind, ref, path=out.path)
         summary = f"[{note}]\n{comp.text}" if note else comp.text
-        batch = [run.make("tool.result.received", ToolResultReceived(
-            call_id=rec.id, status="ok" if out.status == "ok" else "error", result_summary=summary,
-            raw_ref=ref, raw_chars=len(out.output), compressed=comp.compressed), actor="tool")]
+        batch = [
+            run.make(
+                "tool.result.received",
+                ToolResultReceived(
+                    call_id=rec.id,
+                    status="ok" if out.status == "ok" else "error",
+                    result_summary=summary,
+                    raw_ref=ref,
+                    raw_chars=len(out.output),
+                    compressed=comp.compressed,
+                ),
+                actor="tool",
+            )
+        ]
         for path in out.modified_all or ((out.modified,) if out.modified else ()):
             batch.append(run.make("file.modified", FileModified(path=path, call_id=rec.id, raw_ref=ref), actor="tool"))
         if out.status == "ok":
@@ -263,36 +298,71 @@ class TaskToolNode:
                     continue
             elif err.step_id != rec.step_id:
                 continue
-            out.append(run.make("error.resolved", ErrorResolved(
-                error_id=err.id, resolution=f"later call {rec.id} ({rec.tool}) succeeded"), actor="system"))
+            out.append(
+                run.make(
+                    "error.resolved",
+                    ErrorResolved(error_id=err.id, resolution=f"later call {rec.id} ({rec.tool}) succeeded"),
+                    actor="system",
+                )
+            )
         return out
 
-    def deny(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], reason: str, summary: str, *,
-             actor: str = "system", status: str = "denied", risk: str = "high") -> None:
+    def deny(
+        self,
+        run: NodeRun,
+        rec: ToolCallRecord,
+        args: dict[str, Any],
+        reason: str,
+        summary: str,
+        *,
+        actor: str = "system",
+        status: str = "denied",
+        risk: str = "high",
+    ) -> None:
         """Commit ``permission.denied`` (by ``actor``: the system's policy or the user) and the
         call's result (``status`` denied, or error for a call rejected before) in one batch: the
         call is never run."""
-        run.commit([
-            run.make("permission.denied", PermissionEvent(call_id=rec.id, tool=rec.tool, arguments=_canon(args),
-                                                         risk=risk, reason=reason), actor=actor),
-            run.make("tool.result.received", ToolResultReceived(call_id=rec.id, status=status, result_summary=summary),
-                     actor="system"),
-        ])
+        run.commit(
+            [
+                run.make(
+                    "permission.denied",
+                    PermissionEvent(call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason),
+                    actor=actor,
+                ),
+                run.make(
+                    "tool.result.received",
+                    ToolResultReceived(call_id=rec.id, status=status, result_summary=summary),
+                    actor="system",
+                ),
+            ]
+        )
 
-    def grant(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, reason: str,
-              actor: str) -> None:
+    def grant(
+        self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, reason: str, actor: str
+    ) -> None:
         """Commit ``permission.granted`` (by the user after an approval, else by the system):
         for a side-effecting call, the marker that it may have started."""
-        run.commit([run.make("permission.granted", PermissionEvent(
-            call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason), actor=actor)])
+        run.commit(
+            [
+                run.make(
+                    "permission.granted",
+                    PermissionEvent(call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason),
+                    actor=actor,
+                )
+            ]
+        )
 
     def rejected_before(self, run: NodeRun, tool: str, args: dict[str, Any]) -> str | None:
         """The reason of the user's earlier rejection of ``tool`` with these exact arguments in
         this task (read from ``permission.denied`` events only), or None."""
         canon = _canon(args)
         for e in self.env.events.read(run.task_id, kinds=("permission.denied",)):
-            if (e.actor == "user" and e.payload["tool"] == tool
-                    and e.payload["arguments"] == canon and e.payload["reason"].startswith("rejected by the user")):
+            if (
+                e.actor == "user"
+                and e.payload["tool"] == tool
+                and e.payload["arguments"] == canon
+                and e.payload["reason"].startswith("rejected by the user")
+            ):
                 return e.payload["reason"]
         return None
 
@@ -301,10 +371,17 @@ class TaskToolNode:
         ``{type: "approval", task_id, call_id, step_id, tool, arguments, risk, reason, request_id}``."""
         p = req.payload
         rec = next((r for r in run.ctx.evidence.recent_tool_calls if r.id == p["call_id"]), None)
-        return {"type": "approval", "task_id": run.task_id, "call_id": p["call_id"],
-                "step_id": rec.step_id if rec is not None else None, "tool": p["tool"],
-                "arguments": arguments_dict(p["arguments"]), "risk": p["risk"], "reason": p["reason"],
-                "request_id": req.id}
+        return {
+            "type": "approval",
+            "task_id": run.task_id,
+            "call_id": p["call_id"],
+            "step_id": rec.step_id if rec is not None else None,
+            "tool": p["tool"],
+            "arguments": arguments_dict(p["arguments"]),
+            "risk": p["risk"],
+            "reason": p["reason"],
+            "request_id": req.id,
+        }
 
     def put(self, run: NodeRun, req: Event) -> Any:
         """``interrupt()`` for ``req`` until the answer is one to ``req``: an answer naming
@@ -316,8 +393,9 @@ class TaskToolNode:
             if rid is None or rid == req.id:
                 return answer
 
-    def ask(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord, args: dict[str, Any], risk: str,
-            reason: str) -> dict[str, Any]:
+    def ask(
+        self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord, args: dict[str, Any], risk: str, reason: str
+    ) -> dict[str, Any]:
         """The user's answer about ``rec`` (:func:`normalize_answer`). First the questions
         earlier attempts of this node run put are put again, in order (LangGraph returns their
         stored answers: resume values match ``interrupt()`` calls by order); the last one, when it
@@ -331,14 +409,22 @@ class TaskToolNode:
             if q.pos == len(q.asked) and req.payload["call_id"] == rec.id and not q.acted_on(req):
                 return normalize_answer(self.put(run, req))
             self.put(run, req)
-        req = run.commit([run.make("permission.requested", PermissionEvent(
-            call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason), actor="system")])[0]
+        req = run.commit(
+            [
+                run.make(
+                    "permission.requested",
+                    PermissionEvent(call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason),
+                    actor="system",
+                )
+            ]
+        )[0]
         q.asked.append(req)
         q.pos += 1
         return normalize_answer(self.put(run, req))
 
-    def answered(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, ans: dict[str, Any],
-                 note: str = "") -> None:
+    def answered(
+        self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, ans: dict[str, Any], note: str = ""
+    ) -> None:
         """Act on the answer ``ans``. approve: ``permission.granted`` (user), then run. edit: the
         edited arguments are checked by the policy again (refused: ``permission.denied``, not
         run), then granted and run. reject / respond: ``permission.denied`` by the user and a
@@ -351,20 +437,41 @@ class TaskToolNode:
             new = dict(ans["arguments"])
             d = assess(rec.tool, new, run.ctx.permissions, self.tools)
             if not d.allowed:
-                self.deny(run, rec, new, f"edited arguments refused: {d.reason}",
-                          f"refused by the tool node: the edited arguments break the policy ({d.reason}); not run")
+                self.deny(
+                    run,
+                    rec,
+                    new,
+                    f"edited arguments refused: {d.reason}",
+                    f"refused by the tool node: the edited arguments break the policy ({d.reason}); not run",
+                )
                 return
             self.grant(run, rec, new, d.risk, "approved with arguments edited by the user", "user")
-            self.execute(run, rec, new, "the user edited the arguments before approving" + (f"; {note}" if note else ""))
+            self.execute(
+                run, rec, new, "the user edited the arguments before approving" + (f"; {note}" if note else "")
+            )
         elif action == "reject":
             why = " ".join(str(ans.get("reason") or "no reason given").split())[:500]
-            self.deny(run, rec, args, f"rejected by the user: {why}",
-                      f"the user rejected this call ({why}); it was not run. Do not ask for it again with the same "
-                      "arguments: choose another approach or finish the step.", actor="user", risk=risk)
+            self.deny(
+                run,
+                rec,
+                args,
+                f"rejected by the user: {why}",
+                f"the user rejected this call ({why}); it was not run. Do not ask for it again with the same "
+                "arguments: choose another approach or finish the step.",
+                actor="user",
+                risk=risk,
+            )
         else:
             msg = " ".join(str(ans.get("message") or "").split())[:2000]
-            self.deny(run, rec, args, f"the user answered instead of approving: {msg}",
-                      f"not run; instead of approving, the user says: {msg}", actor="user", risk=risk)
+            self.deny(
+                run,
+                rec,
+                args,
+                f"the user answered instead of approving: {msg}",
+                f"not run; instead of approving, the user says: {msg}",
+                actor="user",
+                risk=risk,
+            )
 
 
 def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> TaskToolNode:

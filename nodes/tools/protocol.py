@@ -53,8 +53,9 @@ class ToolExecutor(Protocol):
     def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolOutcome: ...
 
 
-def function_schema(name: str, description: str, properties: dict[str, Any] | None = None,
-                    required: Sequence[str] = ()) -> dict[str, Any]:
+def function_schema(
+    name: str, description: str, properties: dict[str, Any] | None = None, required: Sequence[str] = ()
+) -> dict[str, Any]:
     """An OpenAI-format tool dict ``{"type": "function", "function": {name, description,
     parameters}}``; ``properties`` None: any arguments (``additionalProperties: true``)."""
     params: dict[str, Any] = {"type": "object", "properties": properties or {}}

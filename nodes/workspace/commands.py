@@ -62,8 +62,16 @@ class Program:
     runs: tuple[str, ...] | None = None
 
 
-GIT_FORBIDDEN_ARGS = ("--output", "--ext-diff", "--textconv", "--exec", "--upload-pack", "--receive-pack",
-                      "--open-files-in-pager", "--config-env")
+GIT_FORBIDDEN_ARGS = (
+    "--output",
+    "--ext-diff",
+    "--textconv",
+    "--exec",
+    "--upload-pack",
+    "--receive-pack",
+    "--open-files-in-pager",
+    "--config-env",
+)
 
 
 def _git(row: Program, args: list[str], scopes: Sequence[str], root: Path) -> None:
@@ -116,21 +124,69 @@ COMMANDS: tuple[Program, ...] = (
     Program(("wc",), "counts lines, words and bytes", "low"),
     Program(("grep",), "searches files", "low"),
     Program(("diff",), "compares files", "low"),
-    Program(("git",), "reads the repository: read-only subcommands", "low", _git,
-            ("status", "diff", "log", "show", "ls-files", "rev-parse", "blame")),
-    Program(("python", "python3"), "runs tests (-m, medium) or a workspace script (high): executes workspace code",
-            "medium", _python, ("pytest", "unittest", "py_compile"), runs=()),
-    Program(("pytest",), "runs the workspace's tests (executes workspace code)", "medium", _pytest,
-            runs=("-m", "pytest")),
+    Program(
+        ("git",),
+        "reads the repository: read-only subcommands",
+        "low",
+        _git,
+        ("status", "diff", "log", "show", "ls-files", "rev-parse", "blame"),
+    ),
+    Program(
+        ("python", "python3"),
+        "runs tests (-m, medium) or a workspace script (high): executes workspace code",
+        "medium",
+        _python,
+        ("pytest", "unittest", "py_compile"),
+        runs=(),
+    ),
+    Program(
+        ("pytest",), "runs the workspace's tests (executes workspace code)", "medium", _pytest, runs=("-m", "pytest")
+    ),
     Program(("echo",), "prints its arguments", "low"),
     Program(("pwd",), "prints the folder", "low"),
     # never run, whatever the allowed list says
     Program(("sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "busybox"), "shells: run any command", None),
-    Program(("env", "sudo", "su", "doas", "xargs", "nohup", "timeout", "nice", "ionice", "stdbuf", "setsid", "chroot",
-             "strace", "script", "expect"), "launchers: run another program", None),
+    Program(
+        (
+            "env",
+            "sudo",
+            "su",
+            "doas",
+            "xargs",
+            "nohup",
+            "timeout",
+            "nice",
+            "ionice",
+            "stdbuf",
+            "setsid",
+            "chroot",
+            "strace",
+            "script",
+            "expect",
+        ),
+        "launchers: run another program",
+        None,
+    ),
     Program(("eval", "exec", "source"), "shell builtins that run code", None),
-    Program(("perl", "ruby", "node", "php", "lua", "awk", "gawk", "sed", "python2", "osascript", "powershell", "pwsh",
-             "cmd"), "interpreters: run inline code", None),
+    Program(
+        (
+            "perl",
+            "ruby",
+            "node",
+            "php",
+            "lua",
+            "awk",
+            "gawk",
+            "sed",
+            "python2",
+            "osascript",
+            "powershell",
+            "pwsh",
+            "cmd",
+        ),
+        "interpreters: run inline code",
+        None,
+    ),
     Program(("find", "make"), "run other programs (find -exec, Makefile recipes)", None),
     Program(("ssh", "scp", "curl", "wget", "nc", "ncat", "socat"), "network tools", None),
     Program(("pip", "pip3"), "install packages (run their setup code, reach the network)", None),
@@ -147,8 +203,9 @@ PYTHON_MODULES = frozenset(_ROWS["python"].allows)
 _SHELL_SYNTAX = re.compile(r";|&&|\|\||\||`|\$\(|\$\{|\$[A-Za-z_]|[<>]|\n|\r|&\s*$")
 
 
-def command_policy(argv: Any, scopes: Sequence[str], *, root: Path,
-                   programs: frozenset[str]) -> tuple[list[str], str, str]:
+def command_policy(
+    argv: Any, scopes: Sequence[str], *, root: Path, programs: frozenset[str]
+) -> tuple[list[str], str, str]:
     """``(argv to exec, risk, reason)`` for a command run in the workspace ``root`` with the
     allowed ``programs``, or ``PolicyError`` naming what is refused (see module doc)."""
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):

@@ -117,12 +117,14 @@ def apply_unified_diff(content: str | None, fp: FilePatch, reverse: bool = False
     for h in fp.hunks:
         old = [t for tag, t in h.lines if tag in (" +" if reverse else " -")]
         new = [t for tag, t in h.lines if tag in (" -" if reverse else " +")]
-        start = (h.new_start if reverse else h.old_start)
-        span = (h.new_len if reverse else h.old_len)
+        start = h.new_start if reverse else h.old_start
+        span = h.new_len if reverse else h.old_len
         guess = (start if span == 0 else start - 1) + offset
         pos = _find(lines, old, guess)
         if pos is None:
-            raise PatchError(f"hunk @@ -{h.old_start},{h.old_len} +{h.new_start},{h.new_len} @@ does not match {fp.path}")
+            raise PatchError(
+                f"hunk @@ -{h.old_start},{h.old_len} +{h.new_start},{h.new_len} @@ does not match {fp.path}"
+            )
         lines[pos : pos + len(old)] = new
         offset += len(new) - len(old)
         if h.no_eol_new and not reverse:

@@ -38,9 +38,26 @@ __all__ = [
 ]
 
 #: Writes to these are high risk (need approval): config, CI, build, secret, executable files.
-HIGH_RISK_FILES = ("**/*.conf", "**/*.cfg", "**/*.ini", "**/*.toml", "**/*.yml", "**/*.yaml", "**/.env*",
-                   "**/*.env", "**/*.pem", "**/*.key", "**/Dockerfile", "**/Makefile", "**/*.sh", ".github/**",
-                   "**/setup.py", "**/conftest.py", "**/requirements*.txt", "**/.git*")
+HIGH_RISK_FILES = (
+    "**/*.conf",
+    "**/*.cfg",
+    "**/*.ini",
+    "**/*.toml",
+    "**/*.yml",
+    "**/*.yaml",
+    "**/.env*",
+    "**/*.env",
+    "**/*.pem",
+    "**/*.key",
+    "**/Dockerfile",
+    "**/Makefile",
+    "**/*.sh",
+    ".github/**",
+    "**/setup.py",
+    "**/conftest.py",
+    "**/requirements*.txt",
+    "**/.git*",
+)
 _PCT = re.compile(r"%(?:2e|2f|5c|00)", re.I)
 
 
@@ -104,8 +121,9 @@ def dir_fully_in_scope(rel: str, scopes: Sequence[str]) -> bool:
 
 
 # resolving ------------------------------------------------------------------------------
-def resolve(root: Path, path: Any, scopes: Sequence[str] = (), *, write: bool = False,
-            kind: str = "any") -> tuple[Path, str]:
+def resolve(
+    root: Path, path: Any, scopes: Sequence[str] = (), *, write: bool = False, kind: str = "any"
+) -> tuple[Path, str]:
     """The real path and workspace-relative posix path of ``path`` under the workspace ``root``
     (itself a real path), or ``PolicyError`` naming the rule it breaks (see module doc).
     ``kind``: ``file``, ``dir`` (scopes checked as a folder that may hold scoped files) or

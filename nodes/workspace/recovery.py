@@ -57,8 +57,9 @@ def read_receipt(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def recover(tools: WorkspaceTools, call_id: str, tool: str, arguments: dict[str, Any],
-            scopes: Sequence[str] = ()) -> Recovery:
+def recover(
+    tools: WorkspaceTools, call_id: str, tool: str, arguments: dict[str, Any], scopes: Sequence[str] = ()
+) -> Recovery:
     """Check the interrupted call ``call_id`` of ``tool`` against the workspace of ``tools``
     (see module doc). A path the policy now refuses is ``retry`` (the tool node's policy check
     refuses it again); a workspace that cannot be read is ``ask``."""
@@ -80,10 +81,18 @@ def _write_file(tools: WorkspaceTools, arguments: dict[str, Any], scopes: Sequen
     real, rel = tools.resolve(arguments.get("path"), scopes, write=True, kind="file")
     want = str(arguments.get("content", "")).encode("utf-8")
     if real.is_file() and sha256_hex(real.read_bytes()) == sha256_hex(want):
-        return Recovery("done", f"{rel} already holds the intended content (sha256 {sha256_hex(want)[:12]})",
-                        ToolOutcome("ok", f"wrote {rel}: {len(want)} bytes, sha256 {sha256_hex(want)[:12]} "
-                                    "(found on disk after an interruption; not written again)",
-                                    "command", rel, rel))
+        return Recovery(
+            "done",
+            f"{rel} already holds the intended content (sha256 {sha256_hex(want)[:12]})",
+            ToolOutcome(
+                "ok",
+                f"wrote {rel}: {len(want)} bytes, sha256 {sha256_hex(want)[:12]} "
+                "(found on disk after an interruption; not written again)",
+                "command",
+                rel,
+                rel,
+            ),
+        )
     return Recovery("retry", f"{rel} does not hold the intended content yet")
 
 
@@ -103,9 +112,18 @@ def _apply_patch(tools: WorkspaceTools, arguments: dict[str, Any], scopes: Seque
             return Recovery("ask", f"{rel} matches neither the patch's before nor its after state")
     if not pending:
         rels = tuple(applied)
-        return Recovery("done", f"patch already applied to {', '.join(applied)}",
-                        ToolOutcome("ok", f"patched {', '.join(applied)} (found applied after an "
-                                    "interruption; not applied again)", "command", rels[0], rels[0], rels))
+        return Recovery(
+            "done",
+            f"patch already applied to {', '.join(applied)}",
+            ToolOutcome(
+                "ok",
+                f"patched {', '.join(applied)} (found applied after an interruption; not applied again)",
+                "command",
+                rels[0],
+                rels[0],
+                rels,
+            ),
+        )
     if applied:
         return Recovery("ask", f"patch applied to {', '.join(applied)} but not to {', '.join(pending)}")
     return Recovery("retry", "the patch is not applied yet")
@@ -117,6 +135,9 @@ def _run_command(tools: WorkspaceTools, call_id: str) -> Recovery:
         return Recovery("retry", "the command never started (no receipt)")
     if data.get("status") == "finished":
         rc = int(data.get("returncode", 1))
-        return Recovery("done", f"the command had finished (exit code {rc}) before the interruption",
-                        ToolOutcome("ok" if rc == 0 else "error", str(data.get("output", "")), "command"))
+        return Recovery(
+            "done",
+            f"the command had finished (exit code {rc}) before the interruption",
+            ToolOutcome("ok" if rc == 0 else "error", str(data.get("output", "")), "command"),
+        )
     return Recovery("ask", "the command was cut off while running; it may have had effects")

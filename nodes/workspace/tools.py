@@ -65,8 +65,14 @@ class WorkspaceTools:
     strict_resolution = True
     accepts_scopes = True
 
-    def __init__(self, root: str | Path, *, programs: Sequence[str] = DEFAULT_PROGRAMS, timeout: int = 120,
-                 receipts_dir: str | Path | None = None):
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        programs: Sequence[str] = DEFAULT_PROGRAMS,
+        timeout: int = 120,
+        receipts_dir: str | Path | None = None,
+    ):
         real = Path(os.path.realpath(root))
         if not real.is_dir():
             raise FileNotFoundError(f"workspace {root} is not a folder")
@@ -79,18 +85,33 @@ class WorkspaceTools:
     def schemas(self) -> list[dict[str, Any]]:
         """The OpenAI-format schemas of the workspace tools and ``search_history``."""
         return [
-            function_schema("list_dir", "List a folder of the workspace (paths relative to its root).",
-                            {"path": _S, "depth": _I}),
-            function_schema("read_file", "Read a text file; optional 1-based inclusive line range.",
-                            {"path": _S, "start_line": _I, "end_line": _I}, ["path"]),
-            function_schema("grep", "Search files for a Python regex; optional folder and file glob (e.g. *.py).",
-                            {"pattern": _S, "path": _S, "glob": _S}, ["pattern"]),
-            function_schema("write_file", "Write (create or replace) a text file.", {"path": _S, "content": _S},
-                            ["path", "content"]),
-            function_schema("apply_patch", "Apply a unified diff (--- a/path, +++ b/path, @@ hunks).",
-                            {"patch": _S}, ["patch"]),
-            function_schema("run_command", "Run a program with an argv list (no shell), in the workspace root.",
-                            {"argv": {"type": "array", "items": _S}, "timeout": _I}, ["argv"]),
+            function_schema(
+                "list_dir", "List a folder of the workspace (paths relative to its root).", {"path": _S, "depth": _I}
+            ),
+            function_schema(
+                "read_file",
+                "Read a text file; optional 1-based inclusive line range.",
+                {"path": _S, "start_line": _I, "end_line": _I},
+                ["path"],
+            ),
+            function_schema(
+                "grep",
+                "Search files for a Python regex; optional folder and file glob (e.g. *.py).",
+                {"pattern": _S, "path": _S, "glob": _S},
+                ["pattern"],
+            ),
+            function_schema(
+                "write_file", "Write (create or replace) a text file.", {"path": _S, "content": _S}, ["path", "content"]
+            ),
+            function_schema(
+                "apply_patch", "Apply a unified diff (--- a/path, +++ b/path, @@ hunks).", {"patch": _S}, ["patch"]
+            ),
+            function_schema(
+                "run_command",
+                "Run a program with an argv list (no shell), in the workspace root.",
+                {"argv": {"type": "array", "items": _S}, "timeout": _I},
+                ["argv"],
+            ),
             SEARCH_HISTORY_SCHEMA,  # read_artifact is offered by the executor node itself
         ]
 
@@ -99,7 +120,9 @@ class WorkspaceTools:
         return tool in SIDE_EFFECT_TOOLS
 
     # policy -----------------------------------------------------------------------------
-    def resolve(self, path: Any, scopes: Sequence[str] = (), *, write: bool = False, kind: str = "any") -> tuple[Path, str]:
+    def resolve(
+        self, path: Any, scopes: Sequence[str] = (), *, write: bool = False, kind: str = "any"
+    ) -> tuple[Path, str]:
         """The real path and workspace-relative path of ``path``, or ``PolicyError``
         (:func:`nodes.workspace.paths.resolve`)."""
         return resolve(self.root, path, scopes, write=write, kind=kind)
@@ -205,7 +228,9 @@ class WorkspaceTools:
         if not real.is_file():
             return ToolOutcome("error", f"error: {rel}: No such file", "file_read", rel)
         if real.stat().st_size > MAX_READ_BYTES:
-            return ToolOutcome("error", f"error: {rel} is larger than {MAX_READ_BYTES} bytes; read a line range with grep first")
+            return ToolOutcome(
+                "error", f"error: {rel} is larger than {MAX_READ_BYTES} bytes; read a line range with grep first"
+            )
         data = real.read_bytes()
         if b"\x00" in data[:8192]:
             return ToolOutcome("error", f"error: {rel} is a binary file", "file_read", rel)
@@ -291,20 +316,39 @@ class WorkspaceTools:
         receipt.parent.mkdir(parents=True, exist_ok=True)
         shown = " ".join(a["argv"])
         write_receipt(receipt, {"call_id": call_id, "argv": a["argv"], "status": "started"})
-        env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(self.receipts_dir), "LANG": "C.UTF-8",
-               "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "NO_COLOR": "1", "GIT_TERMINAL_PROMPT": "0",
-               "GIT_CONFIG_NOSYSTEM": "1", "GIT_PAGER": "cat", "PAGER": "cat", "TERM": "dumb"}
+        env = {
+            "PATH": os.environ.get("PATH", os.defpath),
+            "HOME": str(self.receipts_dir),
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0",
+            "NO_COLOR": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_PAGER": "cat",
+            "PAGER": "cat",
+            "TERM": "dumb",
+        }
         try:
-            proc = subprocess.run(argv, cwd=self.root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, timeout=timeout, preexec_fn=_pdeathsig,
-                                  start_new_session=True)
+            proc = subprocess.run(
+                argv,
+                cwd=self.root,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
+                preexec_fn=_pdeathsig,
+                start_new_session=True,
+            )
             out, rc = proc.stdout.decode("utf-8", errors="replace"), proc.returncode
         except subprocess.TimeoutExpired as exc:
             out = (exc.stdout or b"").decode("utf-8", errors="replace") + f"\nerror: timed out after {timeout}s\n"
             rc = -9
         text = f"$ {shown}\n{out}" + ("" if out.endswith("\n") or not out else "\n") + f"[exit code {rc}]\n"
-        write_receipt(receipt, {"call_id": call_id, "argv": a["argv"], "status": "finished", "returncode": rc,
-                                "output": text})
+        write_receipt(
+            receipt, {"call_id": call_id, "argv": a["argv"], "status": "finished", "returncode": rc, "output": text}
+        )
         return ToolOutcome("ok" if rc == 0 else "error", text, "command")
 
     # recovery ---------------------------------------------------------------------------
