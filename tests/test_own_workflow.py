@@ -90,3 +90,113 @@ def test_execute_returning_another_type_is_the_calls_error_result(value: Any, wh
     assert state.control.status == "completed"
     assert state.errors.error_history[0].call_id == "c-1"
     assert state.errors.error_history[0].source == "tool:probe"
+
+
+# --- 2. a custom graph is checked when it is compiled ----------------------------------------
+
+
+def _builder(*, reviewer: bool, path_map: Any = None) -> Any:
+    from langgraph.graph import START, StateGraph
+
+    from graphs import routing
+    from graphs.orchestrator import NoTools
+    from nodes import (
+        NodeEnv,
+        make_executor_node,
+        make_planner_node,
+        make_recovery_node,
+        make_reviewer_node,
+        make_tool_node,
+    )
+
+    model = ScriptedChatModel(script={"planner": [plan("Do it")], "executor": [complete("done")]})
+    env = NodeEnv.sqlite(":memory:")
+    g = StateGraph(TaskContext)
+    g.add_node("planner", make_planner_node(model, env))
+    g.add_node("executor", make_executor_node(model, env, NoTools()))
+    g.add_node("tools", make_tool_node(env, NoTools()))
+    g.add_node("recovery", make_recovery_node(model, env))
+    g.add_conditional_edges("recovery", routing.after_recovery)
+    if reviewer:
+        g.add_node("reviewer", make_reviewer_node(model, env))
+        g.add_conditional_edges("reviewer", routing.after_reviewer)
+    g.add_edge(START, "planner")
+    g.add_conditional_edges("planner", routing.after_planner)
+    if path_map is None:
+        g.add_conditional_edges("executor", routing.after_executor)
+    else:
+        g.add_conditional_edges("executor", routing.after_executor, path_map)
+    g.add_conditional_edges("tools", routing.after_tools)
+    return g
+
+
+def test_routers_declare_their_targets() -> None:
+    from graphs import TARGETS, router_targets, routing
+
+    assert TARGETS["after_executor"] == ("tools", "recovery", "executor", "reviewer", "__end__")
+    assert router_targets(routing.after_reviewer) == ("planner", "__end__")
+    assert router_targets(lambda s: "x") is None
+
+
+def test_graph_without_the_reviewer_fails_at_compile_with_the_fix() -> None:
+    from graphs import GraphWiringError, compile_graph
+
+    g = _builder(reviewer=False)
+    # LangGraph's own validation already refuses it (the router's Literal annotation is the path map)
+    with pytest.raises(ValueError, match=r"^At 'executor' node, 'after_executor' branch found unknown target"):
+        g.compile()
+    with pytest.raises(GraphWiringError) as exc:
+        compile_graph(_builder(reviewer=False))
+    assert str(exc.value) == (
+        "router after_executor (after node 'executor') can return 'reviewer', but the graph has no node 'reviewer'; "
+        "add it (g.add_node('reviewer', nodes.make_reviewer_node(model, env))) or send 'reviewer' to a node you "
+        "have with a path map: g.add_conditional_edges('executor', after_executor, {..., 'reviewer': 'other_node'})"
+    )
+
+
+def test_a_path_map_missing_a_router_target_fails_at_compile() -> None:
+    from graphs import GraphWiringError, compile_graph
+
+    g = _builder(reviewer=False, path_map=["tools", "executor", "reviewer", "recovery", "__end__"])
+    with pytest.raises(GraphWiringError, match="has no node 'reviewer'; add it"):
+        compile_graph(g)
+    g = _builder(reviewer=True, path_map={"tools": "tools", "executor": "executor", "reviewer": "reviewer"})
+    with pytest.raises(GraphWiringError) as exc:
+        compile_graph(g)
+    assert str(exc.value) == (
+        "router after_executor (after node 'executor') can return 'recovery', but the path map of "
+        "add_conditional_edges('executor', after_executor, ...) has no 'recovery' key; add 'recovery': "
+        "<a node of the graph> to it, or leave the path map out"
+    )
+    ok = {
+        "tools": "tools",
+        "executor": "executor",
+        "reviewer": "reviewer",
+        "recovery": "reviewer",
+        "__end__": "__end__",
+    }
+    compile_graph(_builder(reviewer=True, path_map=ok))  # every target mapped to a node it has
+
+
+def test_default_graph_still_compiles_with_the_same_edges() -> None:
+    g = build_orchestrator(ScriptedChatModel(script={}))
+    edges = sorted((e.source, e.target) for e in g.get_graph().edges)
+    assert edges == [
+        ("__start__", "planner"),
+        ("executor", "__end__"),
+        ("executor", "executor"),
+        ("executor", "recovery"),
+        ("executor", "reviewer"),
+        ("executor", "tools"),
+        ("planner", "__end__"),
+        ("planner", "executor"),
+        ("recovery", "__end__"),
+        ("recovery", "executor"),
+        ("recovery", "planner"),
+        ("reviewer", "__end__"),
+        ("reviewer", "planner"),
+        ("tools", "__end__"),
+        ("tools", "executor"),
+        ("tools", "recovery"),
+        ("tools", "tools"),
+    ]
