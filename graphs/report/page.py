@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from context import Event, TaskContext, UnknownTaskError, replay, summarize_event
+from context.trajectory import request_goal
 
 __all__ = ["CUSTOM_ROLE_COLORS", "ROLE_COLORS", "build_report", "role_colors", "token_chart_svg", "write_report"]
 
@@ -103,8 +104,7 @@ def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 220) -> st
     parts.append(f'<line x1="{left}" x2="{width - 8}" y1="{y(0):.1f}" y2="{y(0):.1f}" stroke="#333"/>')
     parts.append(f'<text x="{left}" y="{height - 10}" font-size="10">model call 1 … {n}</text></svg>')
     legend = " ".join(
-        f'<span class="swatch" style="background:{col}"></span>{_e(role)}'
-        for role, col in colors.items()
+        f'<span class="swatch" style="background:{col}"></span>{_e(role)}' for role, col in colors.items()
     )
     return "".join(parts) + f'<p class="legend">{legend} · darker: cached prefix · dashed: budget</p>'
 
@@ -281,7 +281,7 @@ def build_report(events: Sequence[Event], *, title: str | None = None) -> str:
     roles = Counter(c["role"] for c in calls)
     total_prompt = sum(c["prompt_tokens"] for c in calls)
     total_cached = sum(c["cached_prefix_tokens"] for c in calls)
-    goal = ident.interpreted_goal or (ident.original_request.splitlines() or [""])[0]
+    goal = ident.interpreted_goal or request_goal(ident.original_request)
     plan_rows = "".join(
         f"<tr><td>{_e(s.id)}{' ←' if s.id == ctx.plan.current_step_id else ''}</td><td>{_e(s.status)}</td>"
         f"<td>{_e(s.title)}</td><td>{_e(', '.join(s.depends_on))}</td><td>{_e(s.expected_output)}</td></tr>"
