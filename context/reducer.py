@@ -113,6 +113,10 @@ def summarize_event(e: Event) -> str:
         text = f"{p['decision']}: {p['reason']}"
     elif k == "task.completed":
         text = f"{p['status']}: {p['summary']}"
+    elif k == "resume.started":
+        text = (f"{p['node']} runs" if p.get("node") else "resumed") + (
+            f", from checkpoint {p['from_checkpoint']}" if p.get("from_checkpoint") else ""
+        )
     else:
         text = json.dumps(p, sort_keys=True)
     text = " ".join(text.split())

@@ -24,11 +24,26 @@ from pathlib import Path
 from typing import Any
 
 from context import Event, TaskContext, UnknownTaskError, replay, summarize_event
+from context.trajectory import request_goal
 
-__all__ = ["ROLE_COLORS", "build_report", "token_chart_svg", "write_report"]
+__all__ = ["CUSTOM_ROLE_COLORS", "ROLE_COLORS", "build_report", "role_colors", "token_chart_svg", "write_report"]
 
 ROLE_COLORS = {"planner": "#6f42c1", "executor": "#1f77b4", "reviewer": "#2ca02c", "recovery": "#d62728"}
+#: Colours of custom roles, in the order they first call a model (then grey).
+CUSTOM_ROLE_COLORS = ("#ff7f0e", "#17becf", "#bcbd22", "#e377c2", "#8c564b")
 _OTHER_COLOR = "#7f7f7f"
+
+
+def role_colors(calls: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Role -> bar colour for the roles of ``calls``: the built-in roles' :data:`ROLE_COLORS`
+    first, then each custom role (any other role name) in the order of its first call, from
+    :data:`CUSTOM_ROLE_COLORS` (grey once they run out)."""
+    seen = list(dict.fromkeys(str(c["role"]) for c in calls))
+    out = {r: col for r, col in ROLE_COLORS.items() if r in seen}
+    custom = [r for r in seen if r not in ROLE_COLORS]
+    for i, r in enumerate(custom):
+        out[r] = CUSTOM_ROLE_COLORS[i] if i < len(CUSTOM_ROLE_COLORS) else _OTHER_COLOR
+    return out
 
 
 def _e(x: Any) -> str:
@@ -41,7 +56,8 @@ def _calls(events: Sequence[Event]) -> list[dict[str, Any]]:
 
 def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 220) -> str:
     """An inline SVG bar chart: one bar per model call (prompt tokens; the cached prefix is the
-    darker lower part), coloured by role, the budget as a dashed line. Empty text if no calls."""
+    darker lower part), coloured by role (:func:`role_colors`: custom roles get colours of their
+    own and a legend entry), the budget as a dashed line. Empty text if no calls."""
     if not calls:
         return '<p class="muted">No model call recorded yet.</p>'
     n = len(calls)
@@ -50,6 +66,7 @@ def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 220) -> st
     width = left + max(n * bw, 480) + 16
     top_val = max(max(c["budget"] for c in calls), max(c["prompt_tokens"] for c in calls), 1)
     plot_h = height - top - bottom
+    colors = role_colors(calls)
 
     def y(v: float) -> float:
         return top + plot_h * (1 - v / top_val)
@@ -66,7 +83,7 @@ def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 220) -> st
         )
     for i, c in enumerate(calls):
         x = left + i * bw
-        color = ROLE_COLORS.get(c["role"], _OTHER_COLOR)
+        color = colors[str(c["role"])]
         pt, cp = c["prompt_tokens"], min(c["cached_prefix_tokens"], c["prompt_tokens"])
         tip = (
             f"call {c['call']} {c['role']} step {c.get('step_id') or '-'}: {pt} prompt tokens, "
@@ -87,9 +104,7 @@ def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 220) -> st
     parts.append(f'<line x1="{left}" x2="{width - 8}" y1="{y(0):.1f}" y2="{y(0):.1f}" stroke="#333"/>')
     parts.append(f'<text x="{left}" y="{height - 10}" font-size="10">model call 1 … {n}</text></svg>')
     legend = " ".join(
-        f'<span class="swatch" style="background:{col}"></span>{_e(role)}'
-        for role, col in ROLE_COLORS.items()
-        if any(c["role"] == role for c in calls)
+        f'<span class="swatch" style="background:{col}"></span>{_e(role)}' for role, col in colors.items()
     )
     return "".join(parts) + f'<p class="legend">{legend} · darker: cached prefix · dashed: budget</p>'
 
@@ -266,7 +281,7 @@ def build_report(events: Sequence[Event], *, title: str | None = None) -> str:
     roles = Counter(c["role"] for c in calls)
     total_prompt = sum(c["prompt_tokens"] for c in calls)
     total_cached = sum(c["cached_prefix_tokens"] for c in calls)
-    goal = ident.interpreted_goal or (ident.original_request.splitlines() or [""])[0]
+    goal = ident.interpreted_goal or request_goal(ident.original_request)
     plan_rows = "".join(
         f"<tr><td>{_e(s.id)}{' ←' if s.id == ctx.plan.current_step_id else ''}</td><td>{_e(s.status)}</td>"
         f"<td>{_e(s.title)}</td><td>{_e(', '.join(s.depends_on))}</td><td>{_e(s.expected_output)}</td></tr>"

@@ -13,8 +13,9 @@ def render_state(
     console: Console, ctx: TaskContext, events: list[Event], checkpoints: list[str], has_checkpoint: bool
 ) -> None:
     """Print ``ctx`` (folded from ``events``) on ``console``, one titled section each: goal,
-    request, criteria, constraints, plan, current step, progress, evidence, permissions,
-    approvals, errors, omitted history, checkpoints (``checkpoints``: the newest ids, as listed
+    request, criteria, constraints, plan, current step, progress, evidence, model calls by role
+    (built-in and custom roles alike, each under its own name), permissions, approvals, errors,
+    omitted history, checkpoints (``checkpoints``: the newest ids, as listed
     by the checkpointer). ``has_checkpoint`` is not used (kept for callers)."""
 
     def h(title: str) -> None:
@@ -62,6 +63,20 @@ def render_state(
         p(f"- {r.id} {r.tool} -> {r.status}  {r.raw_ref or ''}")
     for f in ctx.evidence.findings[-8:]:
         p(f"- finding {f.id}: {f.statement}  [{', '.join(f.evidence_refs)}]")
+    h("Model calls by role")
+    by_role: dict[str, list[dict]] = {}
+    for e in events:
+        if e.kind == "context.built":
+            by_role.setdefault(str(e.payload["role"]), []).append(e.payload)
+    for role, calls in by_role.items():
+        nums = ", ".join(str(c["call"]) for c in calls)
+        p(
+            f"- {role}: {len(calls)} call{'s' if len(calls) != 1 else ''} ({nums}); "
+            f"{sum(c['prompt_tokens'] for c in calls):,} prompt tokens; manifests: "
+            f"{sum(c['blocks_in'] for c in calls)} blocks in, {sum(c['blocks_out'] for c in calls)} out"
+        )
+    if not by_role:
+        p("(no model call yet)")
     h("Permissions")
     pm = ctx.permissions
     p(
