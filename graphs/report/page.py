@@ -164,7 +164,7 @@ def _approvals(ctx: TaskContext, events: Sequence[Event]) -> str:
         for e in hist:
             p = e.payload
             rows.append(
-                f'<tr data-kind="{_e(e.kind)}"><td class="num">{e.seq}</td><td class="kind">{_e(e.kind)}</td>'
+                f'<tr class="perm"><td class="num">{e.seq}</td><td class="kind">{_e(e.kind)}</td>'
                 f'<td class="kind">{_e(p.get("tool"))}</td><td class="kind">{_e(p.get("call_id"))}</td>'
                 f"<td>{_e(p.get('reason'))}</td></tr>"
             )
@@ -236,6 +236,18 @@ def _manifests(calls: Sequence[dict[str, Any]]) -> str:
     return "".join(out)
 
 
+def _tool_args(tool: str, arguments: str, seq: int) -> str:
+    """A tool call's arguments in the tool-call table: inline JSON when short (120 chars or
+    less), else a ``<details>`` whose summary is the approval view's title and whose body is the
+    view (:func:`.approval.approval_html`: a write as the file, a patch as a diff, ...)."""
+    if len(arguments) <= 120:
+        return f'<code>{_e(tool)}</code> <code class="ref">{_e(arguments)}</code>'
+    view = approval_html(tool, arguments, full_hint=f"event #{seq} in the run's trace.jsonl")
+    return (
+        f"<details><summary><code>{_e(tool)}</code> ({len(arguments):,} chars of arguments)</summary>{view}</details>"
+    )
+
+
 def _tool_calls(events: Sequence[Event], limit: int = 2000) -> str:
     """Each tool call with its result summary as recorded (compressed; the raw output stays in
     the artifact store, named by its ref)."""
@@ -253,8 +265,8 @@ def _tool_calls(events: Sequence[Event], limit: int = 2000) -> str:
         rows.append(
             f'<tr data-call-id="{_e(p["call_id"])}"><td class="kind"><code>{_e(p["call_id"])}</code></td>'
             f'<td class="kind">{_e(p.get("step_id"))}</td>'
-            f'<td class="args"><code>{_e(p["tool"])}</code> <code class="ref">{_e(p["arguments"])}</code></td>'
-            f'<td class="kind">{_e(r.get("status", "pending"))}'
+            f'<td class="args">{_tool_args(p["tool"], p["arguments"], e.seq)}</td>'
+            f"<td>{_e(r.get('status', 'pending'))}"
             f"{' (compressed)' if r.get('compressed') else ''}</td><td><pre>{_e(summary)}</pre>"
             f'<span class="muted ref">{_e(r.get("raw_ref") or "")}{size}'
             "</span></td></tr>"
@@ -268,16 +280,24 @@ def _tool_calls(events: Sequence[Event], limit: int = 2000) -> str:
 
 
 def _timeline(events: Sequence[Event]) -> str:
+    """The event table: seq, time (the time of day; the full timestamp when the date is not the
+    first event's, and as the cell's title), actor, kind, summary; plus the filter box."""
+    day = events[0].timestamp[:10] if events else ""
+
+    def when(ts: str) -> str:
+        short = ts[11:] if ts[:10] == day and len(ts) > 11 else ts
+        return f'<td class="kind" title="{_e(ts)}">{_e(short)}</td>'
+
     rows = "".join(
         f'<tr data-kind="{_e(e.kind)}" data-actor="{_e(e.actor)}"><td class="num">{e.seq}</td>'
-        f'<td class="kind">{_e(e.timestamp)}</td><td class="kind">{_e(e.actor)}</td>'
+        f'{when(e.timestamp)}<td class="kind">{_e(e.actor)}</td>'
         f'<td class="kind"><code>{_e(e.kind)}</code></td><td class="text">{_e(summarize_event(e))}</td></tr>'
         for e in events
     )
     return (
         '<p><label>filter <input id="filter" type="search" placeholder="kind, actor or text"></label> '
         '<span id="shown"></span></p>'
-        '<div class="scroll"><table id="timeline"><thead><tr><th>seq</th><th>time (UTC)</th><th>actor</th>'
+        f'<div class="scroll"><table id="timeline"><thead><tr><th>seq</th><th>time (UTC, {_e(day)})</th><th>actor</th>'
         f"<th>kind</th><th>summary</th></tr></thead><tbody>{rows}</tbody></table></div>"
     )
 
@@ -288,14 +308,14 @@ h1{font-size:22px;margin-bottom:4px;overflow-wrap:anywhere} h2{font-size:17px;ma
 .scroll{overflow-x:auto;margin:8px 0} table{border-collapse:collapse;width:100%}
 td,th{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:break-word}
 th{background:#f6f6f6;white-space:nowrap} .num{text-align:right;white-space:nowrap} .muted{color:#777}
-td.kind,.nowrap{white-space:nowrap} .ref{overflow-wrap:anywhere} td.text{min-width:16em}
+td.kind,.nowrap{white-space:nowrap} .ref{overflow-wrap:anywhere} td.text{min-width:16em;overflow-wrap:anywhere}
 tr.out{color:#999} tr.open td,.open{color:#b00020} tr.resolved td{color:#2b7a2b} pre{white-space:pre-wrap;
 overflow-wrap:anywhere;background:#f8f8f8;padding:8px;border:1px solid #eee}
 .pending{background:#fff4ce;padding:8px;border:1px solid #e0c060}
 .swatch{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px} details{margin:4px 0}
 summary{cursor:pointer} #js-errors{color:#b00020} .status{font-weight:bold}
-td pre{max-height:18em;overflow:auto;margin:0 0 4px} #tool-calls td:last-child{max-width:680px;min-width:18em}
-#tool-calls td.args{min-width:14em}
+td pre{max-height:18em;overflow:auto;margin:0 0 4px} #tool-calls td:last-child{max-width:680px;min-width:16em}
+#tool-calls td.args{min-width:10em;max-width:420px}
 .chart{overflow-x:auto} #token-chart{max-width:100%;height:auto;display:block}
 pre.approval{max-height:36em;overflow:auto;margin:4px 0} .approval-title{margin-top:6px}
 .approval-note{font-weight:bold;margin:2px 0} pre.approval .ln{display:inline-block;min-width:3.5em;padding-right:1em;
@@ -383,7 +403,7 @@ def build_report(events: Sequence[Event], *, title: str | None = None) -> str:
 <h2>Tool calls</h2>{_tool_calls(events)}
 <h2>Manifests (one per model call)</h2>{_manifests(calls)}
 <h2>Event timeline</h2>
-<p class="muted">{_e(", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))}</p>
+<p class="muted">{", ".join(f'<span class="nowrap">{_e(k)} {n}</span>' for k, n in sorted(kinds.items()))}</p>
 {_timeline(events)}
 <script type="application/json" id="report-data">{data_json}</script>
 <script>{_BODY_JS}</script>
