@@ -37,6 +37,12 @@ def _e(x: Any) -> str:
     return _html.escape("" if x is None else str(x), quote=True)
 
 
+def _wrappable(x: Any) -> str:
+    """``x`` HTML-escaped, with a line-break opportunity (``<wbr>``) after each "/" and "|", so
+    paths and patterns wrap between their parts rather than inside a name."""
+    return _e(x).replace("/", "/<wbr>").replace("|", "|<wbr>")
+
+
 def _calls(events: Sequence[Event]) -> list[dict[str, Any]]:
     return [dict(e.payload, seq=e.seq, timestamp=e.timestamp) for e in events if e.kind == "context.built"]
 
@@ -240,8 +246,8 @@ def _tool_args(tool: str, arguments: str, seq: int) -> str:
     """A tool call's arguments in the tool-call table: inline JSON when short (120 chars or
     less), else a ``<details>`` whose summary is the approval view's title and whose body is the
     view (:func:`.approval.approval_html`: a write as the file, a patch as a diff, ...)."""
-    if len(arguments) <= 120:
-        return f'<code>{_e(tool)}</code> <code class="ref">{_e(arguments)}</code>'
+    if len(arguments) <= 120:  # may wrap after a "/" or "|" (paths, patterns), not inside a name
+        return f"<code>{_e(tool)}</code> <code>{_wrappable(arguments)}</code>"
     view = approval_html(tool, arguments, full_hint=f"event #{seq} in the run's trace.jsonl")
     return (
         f"<details><summary><code>{_e(tool)}</code> ({len(arguments):,} chars of arguments)</summary>{view}</details>"
@@ -291,7 +297,7 @@ def _timeline(events: Sequence[Event]) -> str:
     rows = "".join(
         f'<tr data-kind="{_e(e.kind)}" data-actor="{_e(e.actor)}"><td class="num">{e.seq}</td>'
         f'{when(e.timestamp)}<td class="kind">{_e(e.actor)}</td>'
-        f'<td class="kind"><code>{_e(e.kind)}</code></td><td class="text">{_e(summarize_event(e))}</td></tr>'
+        f'<td class="kind"><code>{_e(e.kind)}</code></td><td class="text">{_wrappable(summarize_event(e))}</td></tr>'
         for e in events
     )
     return (
@@ -315,7 +321,7 @@ overflow-wrap:anywhere;background:#f8f8f8;padding:8px;border:1px solid #eee}
 .swatch{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px} details{margin:4px 0}
 summary{cursor:pointer} #js-errors{color:#b00020} .status{font-weight:bold}
 td pre{max-height:18em;overflow:auto;margin:0 0 4px} #tool-calls td:last-child{max-width:680px;min-width:16em}
-#tool-calls td.args{min-width:10em;max-width:420px}
+#tool-calls td.args{min-width:10em;max-width:420px;overflow-wrap:normal}
 .chart{overflow-x:auto} #token-chart{max-width:100%;height:auto;display:block}
 pre.approval{max-height:36em;overflow:auto;margin:4px 0} .approval-title{margin-top:6px}
 .approval-note{font-weight:bold;margin:2px 0} pre.approval .ln{display:inline-block;min-width:3.5em;padding-right:1em;
