@@ -32,10 +32,14 @@ def _text(req: dict[str, Any]) -> str:
 
 
 def _req(tool: str, arguments: Any, **kw: Any) -> dict[str, Any]:
-    return {"type": "approval", "task_id": "t1", "call_id": "c1", "tool": tool, "arguments": arguments} | {
-        "risk": "high",
-        "reason": "writes app/limits.py",
-    } | kw
+    return (
+        {"type": "approval", "task_id": "t1", "call_id": "c1", "tool": tool, "arguments": arguments}
+        | {
+            "risk": "high",
+            "reason": "writes app/limits.py",
+        }
+        | kw
+    )
 
 
 LIMITS = [
@@ -162,6 +166,12 @@ def test_the_cut_note_names_a_command_that_prints_the_full_arguments(tmp_path: A
     assert r.exit_code == 0, r.output
     shown = json.loads(r.stdout)["control"]["pending_approval"]["arguments"]
     assert json.loads(shown)["content"] == content
+    # the text view shows the pending approval as the prompt does (cut, with the note)
+    r = CliRunner().invoke(app, ["inspect", "t1", "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    assert "  approval requested: write_file data/rows.txt (43,893 bytes, 5,000 lines)  [call c1]" in r.stdout
+    assert "4,840 lines not shown (lines 121-4,960 of 5,000, 42,682 chars)" in r.stdout
+    assert "5000 row 5000" in r.stdout
 
 
 def test_control_and_bidi_characters_are_escaped_never_sent_raw() -> None:

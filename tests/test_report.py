@@ -33,7 +33,10 @@ INJECTION = (
 
 #: The file the pending approval of ``rep-2`` would write: markup and an escape sequence in it
 #: must be shown as text; its last line must be shown.
-CALC_PY = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(40)) + "</pre><script>bad()</script>\x1b[2J\nLAST = 1\n"
+CALC_PY = (
+    "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(40))
+    + "</pre><script>bad()</script>\x1b[2J\nLAST = 1\n"
+)
 
 
 class Tools:
