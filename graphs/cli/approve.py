@@ -12,6 +12,7 @@ import typer
 from context import InvalidInputError, TaskctxError, UnknownTaskError
 
 from ..orchestrator import DEFAULT_DB, db_exists
+from ..report.approval import approval_renderable
 from ..runner import pending_approval, run_graph
 from .common import (
     DEFAULT_OUT,
@@ -31,14 +32,9 @@ __all__ = ["approve"]
 
 
 def _show_request(req: dict[str, Any]) -> None:
-    import json as _json
-
-    args = _json.dumps(req.get("arguments"), sort_keys=True, ensure_ascii=False)
-    if len(args) > 600:
-        args = args[:597] + "..."
-    console.print(
-        f"  approval requested: {req.get('tool')} {args}\n    risk {req.get('risk')}: {req.get('reason')}", markup=False
-    )
+    """Print the approval request ``req`` in full (:func:`graphs.report.approval_renderable`:
+    a write as the file, a patch as a diff, a command as its argv, cut only when very long)."""
+    console.print(approval_renderable(req))
 
 
 def _interactive_answer(req: dict[str, Any]) -> dict[str, Any] | None:

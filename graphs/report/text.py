@@ -6,6 +6,8 @@ from rich.console import Console
 
 from context import Event, TaskContext
 
+from .approval import approval_renderable, escape_controls
+
 __all__ = ["render_state"]
 
 
@@ -14,8 +16,9 @@ def render_state(
 ) -> None:
     """Print ``ctx`` (folded from ``events``) on ``console``, one titled section each: goal,
     request, criteria, constraints, plan, current step, progress, evidence, model calls by role
-    (built-in and custom roles alike, each under its own name), permissions, approvals, errors,
-    omitted history, checkpoints (``checkpoints``: the newest ids, as listed
+    (built-in and custom roles alike, each under its own name), permissions, approvals (the
+    pending one in full, :func:`.approval.approval_renderable`), errors, omitted history,
+    checkpoints (``checkpoints``: the newest ids, as listed
     by the checkpointer). ``has_checkpoint`` is not used (kept for callers)."""
 
     def h(title: str) -> None:
@@ -85,7 +88,15 @@ def render_state(
     )
     h("Pending approvals")
     a = ctx.control.pending_approval
-    p(f"{a.tool} {a.arguments} ({a.risk}): {a.reason}" if a else "(none)")
+    if a is None:
+        p("(none)")
+    else:  # shown in full, as at the prompt (a write as the file, a patch as a diff, ...)
+        console.print(
+            approval_renderable(
+                {"task_id": i.task_id, "call_id": a.call_id, "tool": a.tool, "arguments": a.arguments}
+                | {"risk": a.risk, "reason": a.reason}
+            )
+        )
     h("Approvals and denials")
     # requests, the user's answers and every refusal; calls the policy let run are only counted
     shown = [
@@ -96,7 +107,10 @@ def render_state(
     ]
     for e in shown[-12:]:
         who = "user" if e.actor == "user" else "policy"
-        p(f"- #{e.seq} {e.kind} ({who}): {e.payload['tool']} [{e.payload['call_id']}] {e.payload['reason']}")
+        p(
+            f"- #{e.seq} {e.kind} ({who}): {e.payload['tool']} [{e.payload['call_id']}] "
+            + escape_controls(e.payload["reason"])
+        )
     auto = sum(1 for e in events if e.kind == "permission.granted" and e.actor != "user")
     p(
         f"({len(shown)} shown; {auto} side-effecting calls allowed by policy without approval)"
