@@ -41,7 +41,10 @@ def inspect(
                 if not as_json:
                     console.print(line, markup=False)
                 elif snap is not None and snap.checkpoint["channel_values"]:  # the input it was started with
-                    values = TaskContext.model_validate(snap.checkpoint["channel_values"])
+                    channels = snap.checkpoint["channel_values"]
+                    values = TaskContext.model_validate(
+                        {k: channels[k] for k in TaskContext.model_fields if k in channels}
+                    )
                     sys.stdout.write(values.model_dump_json(indent=2) + "\n")
                 else:
                     _fail(line)
