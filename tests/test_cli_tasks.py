@@ -118,8 +118,8 @@ def test_a_task_that_failed_at_its_planner_is_one_task_to_every_command(trajecto
     r = invoke("inspect", "t1", "--db", db)
     assert r.exit_code == 0, r.output
     assert r.stdout == (
-        "task t1: not started (replay task, budget 1000): no events yet, its first node failed before recording "
-        f"any; continue it with `taskctx resume t1 --db {db}` (--budget N to change the budget)\n"
+        "task t1: not started (replay task, budget 1000): no events yet (its first node failed, or is still "
+        f"running); continue it with `taskctx resume t1 --db {db}` (--budget N to change the budget)\n"
     )
     r = invoke("inspect", "t1", "--db", db, "--json")  # the input it was started with
     assert r.exit_code == 0 and json.loads(r.stdout)["identity"]["task_id"] == "t1"

@@ -34,7 +34,7 @@ def inspect(
                 spec = info.spec or {}
                 line = (
                     f"task {task_id}: not started ({spec.get('kind')} task, budget {spec.get('budget')}): no events "
-                    f"yet, its first node failed before recording any; continue it with "
+                    f"yet (its first node failed, or is still running); continue it with "
                     f"`taskctx resume {task_id}{_db_opt(db)}` (--budget N to change the budget)"
                 )
                 snap = project.checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
