@@ -234,3 +234,33 @@ def test_read_only_commands_leave_a_taskctx_database_byte_identical(trajectories
     assert invoke("list", "--db", str(db)).exit_code == 0
     assert invoke("report", "t1", "--db", str(db), "--html", str(tmp_path / "r.html")).exit_code == 0
     assert {p.name: _sha(p) for p in files} == before
+
+
+# ---- the README and the tests tell the truth --------------------------------------------------
+
+
+def test_readme_names_exactly_the_commands_that_take_db() -> None:
+    import typer.main
+
+    group = typer.main.get_command(app)
+    takes_db = {name for name, cmd in group.commands.items() if any("--db" in p.opts for p in cmd.params)}
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"\n((?:`[a-z]+`(?:, | and ))+`[a-z]+`) take `--db`", readme)
+    assert m, "README lost its sentence naming the commands that take --db"
+    named = set(re.findall(r"`([a-z]+)`", m.group(1)))
+    assert named == takes_db == {"demo", "replay", "resume", "run", "approve", "inspect", "list", "report"}
+    assert set(group.commands) - takes_db == {"bench", "eval"}
+    assert "`bench` and `eval` take no `--db`" in readme
+    assert "All commands take `--db`" not in readme
+
+
+def test_no_test_hard_codes_the_shared_folder() -> None:
+    """Recorded data comes from ``trajectories_dir`` / ``trajectory_file`` (tests/conftest.py),
+    which honour TASKCTX_TRAJECTORIES; a path built from "shared" elsewhere would ignore it."""
+    pattern = re.compile(r"""/\s*["']shared["']|["']\.\./shared/data/trajectories["']\s*\)""")
+    offenders = [
+        p.name
+        for p in sorted((REPO / "tests").glob("*.py"))
+        if p.name != "conftest.py" and pattern.search(p.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
