@@ -45,6 +45,7 @@ from .builder import (
     build_context,
     make_block,
 )
+from .catalog import NOT_STARTED, TaskInfo, find_task, list_tasks
 from .compression import (
     COMMAND_LIMIT,
     FILE_LIMIT,
@@ -60,6 +61,7 @@ from .errors import (
     InvalidRefError,
     LogAheadError,
     ModelConfigError,
+    NotTaskctxDatabaseError,
     SequenceConflictError,
     StoreError,
     StoreOpenError,
@@ -104,6 +106,10 @@ from .trajectory import (
 )
 
 __all__ = [
+    "NOT_STARTED",
+    "TaskInfo",
+    "find_task",
+    "list_tasks",
     "ApprovalRequest",
     "PendingCompletion",
     "ArtifactNotFoundError",
@@ -142,6 +148,7 @@ __all__ = [
     "Progress",
     "RecordedStep",
     "SEARCH_LIMIT",
+    "NotTaskctxDatabaseError",
     "SequenceConflictError",
     "SqliteStores",
     "StoreError",

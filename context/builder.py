@@ -178,7 +178,8 @@ def build_context(
     role: str = "",
 ) -> BuildResult:
     """Choose blocks for one call (see module doc). Raises ``BudgetError`` when the required
-    blocks alone need more than ``budget - reserve_for_output - overhead_tokens`` tokens."""
+    blocks alone need more than ``budget - reserve_for_output - overhead_tokens`` tokens; its
+    ``minimum`` (required blocks + overhead + reserve) is the smallest budget that fits them."""
     available = budget - reserve_for_output - overhead_tokens
     seen: set[str] = set()
     for b in candidates:
@@ -188,10 +189,7 @@ def build_context(
     required = [b for b in candidates if b.priority == "required"]
     need = sum(b.token_estimate for b in required)
     if need > available:
-        raise BudgetError(
-            f"{role or 'prompt'}: required blocks need {need} tokens but the budget leaves {available} "
-            f"(budget {budget} - reserve {reserve_for_output} - overhead {overhead_tokens}); raise the budget"
-        )
+        raise BudgetError(role=role, required=need + overhead_tokens, reserve=reserve_for_output, budget=budget)
     chosen: set[str] = {b.id for b in required}
     reasons: dict[str, str] = {b.id: "required" for b in required}
     used = need

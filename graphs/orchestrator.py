@@ -81,29 +81,39 @@ class Project:
     separate connections. Or a ``postgresql://`` URL: ``PostgresSaver`` on a checked connection
     pool (:mod:`graphs.postgres`) and the stores of :class:`context.pg_store.PgStores`, each
     retrying a call when its connection drops. ``path`` is then the URL without its password.
+
+    ``readonly=True`` (``inspect``, ``list``, ``report``): an existing database is opened for
+    reading only (SQLite: ``mode=ro`` URIs, Postgres: read-only sessions, no DDL), so nothing is
+    created or changed; raises ``context.NotTaskctxDatabaseError`` when it holds no taskctx tables.
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, *, readonly: bool = False):
         self.path = path
         self.url: str | None = None
         self.conn: sqlite3.Connection | None = None
         self._pool: Any = None
+        self.readonly = readonly
         self.checkpointer: BaseCheckpointSaver
         from .checkpoint import checkpoint_serde
 
         if is_postgres_url(path):
             from .postgres import open_postgres_checkpointer
 
-            pg = PgStores(path)
+            pg = PgStores(path, readonly=readonly)
             self.stores: SqliteStores | PgStores = pg
             self.url, self.path = pg.url, pg.path
             try:
-                self.checkpointer, self._pool = open_postgres_checkpointer(pg.url, serde=checkpoint_serde())
+                self.checkpointer, self._pool = open_postgres_checkpointer(
+                    pg.url, serde=checkpoint_serde(), readonly=readonly
+                )
             except BaseException:
                 pg.close()
                 raise
             return
-        self.stores = SqliteStores(path)
+        self.stores = SqliteStores(path, readonly=readonly)
+        if readonly:
+            self._open_readonly_checkpointer(path, checkpoint_serde())
+            return
         try:
             from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -114,6 +124,24 @@ class Project:
             raise StoreOpenError(
                 f"cannot open the checkpointer at {path}: {exc}; pass --db with a writable file"
             ) from exc
+
+    def _open_readonly_checkpointer(self, path: str, serde: Any) -> None:
+        from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        from context.store import connect_readonly, sqlite_tables
+
+        try:
+            self.conn = connect_readonly(path)
+            if {"checkpoints", "writes"} <= sqlite_tables(self.conn):
+                saver = SqliteSaver(self.conn, serde=serde)
+                saver.is_setup = True  # its setup() would create tables and set WAL mode: never here
+                self.checkpointer = saver
+            else:  # stores without checkpoints (written through the Python API): none to show
+                self.checkpointer = InMemorySaver(serde=serde)
+        except BaseException:
+            self.stores.close()
+            raise
 
     @property
     def is_postgres(self) -> bool:
@@ -139,16 +167,17 @@ def db_exists(db: str | Path) -> bool:
     return is_postgres_url(str(db)) or str(db) == ":memory:" or Path(db).exists()
 
 
-def open_project(db: str | Path = DEFAULT_DB) -> Project:
+def open_project(db: str | Path = DEFAULT_DB, *, readonly: bool = False) -> Project:
     """Open (creating it and its folder if needed) the project database at ``db``: a SQLite
     file path, ``:memory:``, or a ``postgresql://user@host:port/dbname`` URL.
 
     Raises ``StoreOpenError`` naming the path (the URL without its password) when it cannot be
-    opened.
+    opened. ``readonly=True`` creates and changes nothing (see :class:`Project`): a missing file
+    raises ``StoreOpenError``, a database without the taskctx tables ``NotTaskctxDatabaseError``.
     """
     path = str(db)
-    if is_postgres_url(path):
-        return Project(path)
+    if is_postgres_url(path) or readonly:
+        return Project(path, readonly=readonly)
     if path != ":memory:":
         p = Path(path)
         if p.exists() and p.is_dir():

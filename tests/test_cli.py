@@ -286,19 +286,11 @@ def test_task_ids_are_checked_before_anything_runs(tmp_path: Path, bad: str) -> 
     assert not (tmp_path / "t.sqlite").exists()
 
 
-def test_resume_of_a_task_that_never_started(tmp_path: Path) -> None:
+def test_resume_of_a_task_that_never_started(trajectories_dir: Path, tmp_path: Path) -> None:
     from graphs import open_project
 
     db = tmp_path / "t.sqlite"
-    traj = str(
-        Path(__file__).resolve().parents[1].parent
-        / "shared"
-        / "data"
-        / "trajectories"
-        / "taubench-airline-t17-r3.jsonl"
-    )
-    if not Path(traj).exists():
-        pytest.skip("shared trajectories not found")
+    traj = str(trajectories_dir / "taubench-airline-t17-r3.jsonl")
     open_project(str(db)).stores.tasks.register("ns", {"kind": "replay", "source": traj, "budget": 8000})
     r = invoke("resume", "ns", "--db", str(db), "--out", str(tmp_path / "o"))
     assert r.exit_code == 2

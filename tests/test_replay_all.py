@@ -21,9 +21,6 @@ from graphs.orchestrator import build_orchestrator, new_task, open_project
 from graphs.runner import export_run, run_graph
 from nodes import DEFAULT_BUDGET, RECORDED_THOUGHT, ReplayChatModel, ReplayTools
 
-TRAJECTORIES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trajectories"
-ALL = sorted(TRAJECTORIES.glob("*.jsonl")) if TRAJECTORIES.is_dir() else []
-
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
@@ -33,13 +30,11 @@ def project(tmp_path_factory):
 
 
 def test_shared_trajectories_present(trajectories_dir: Path) -> None:
-    assert len(ALL) == 16
+    assert len(sorted(trajectories_dir.glob("*.jsonl"))) == 16
 
 
-@pytest.mark.skipif(not ALL, reason=f"shared trajectories not found at {TRAJECTORIES}")
-@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
-def test_trajectory_replays_within_budget(path: Path, project, tmp_path) -> None:
-    traj = load_trajectory(path)
+def test_trajectory_replays_within_budget(trajectory_file: Path, project, tmp_path) -> None:
+    traj = load_trajectory(trajectory_file)
     g = build_orchestrator(
         ReplayChatModel(trajectory=traj),
         tools=ReplayTools(traj),

@@ -10,8 +10,6 @@ import pytest
 
 from context import RecordedStep, TrajectoryError, load_trajectory, parse_action
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trajectories"
-
 HEADER = {
     "id": "demo-1",
     "source_repo": "example/repo",
@@ -195,9 +193,8 @@ def test_header_only_and_step_without_observation(tmp_path):
 # ---------------------------------------------------------------------------------- recorded data
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason=f"recorded trajectories not found at {DATA}")
-def test_all_recorded_trajectories_load_with_header_step_counts():
-    files = sorted(DATA.glob("*.jsonl"))
+def test_all_recorded_trajectories_load_with_header_step_counts(trajectories_dir: Path):
+    files = sorted(trajectories_dir.glob("*.jsonl"))
     assert len(files) == 16
     for f in files:
         header = json.loads(f.read_text(encoding="utf-8").splitlines()[0])

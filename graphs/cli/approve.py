@@ -9,9 +9,9 @@ from typing import Annotated, Any
 
 import typer
 
-from context import InvalidInputError, TaskctxError, UnknownTaskError
+from context import InvalidInputError, TaskctxError
 
-from ..orchestrator import DEFAULT_DB, db_exists
+from ..orchestrator import DEFAULT_DB
 from ..report.approval import approval_renderable
 from ..runner import pending_approval, run_graph
 from .common import (
@@ -24,7 +24,7 @@ from .common import (
     _fail,
     _finish,
     _graph_for,
-    _open,
+    _open_existing,
     console,
 )
 
@@ -119,9 +119,7 @@ def approve(
             answer = {"action": "reject", "reason": reject}
         elif respond is not None:
             answer = {"action": "respond", "message": respond}
-        if not db_exists(db):
-            raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
-        project = _open(db)
+        project = _open_existing(db)
         g, _ = _graph_for(project, task_id)
         req = pending_approval(g, task_id)
         if req is None:

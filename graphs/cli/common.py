@@ -13,11 +13,19 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from context import BudgetError, Event, InvalidInputError, TaskctxError, UnknownTaskError, load_trajectory
-from context.pg_store import redact_url
-from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
+from context import (
+    BudgetError,
+    Event,
+    InvalidInputError,
+    TaskctxError,
+    UnknownTaskError,
+    find_task,
+    load_trajectory,
+)
+from context.pg_store import is_postgres_url, redact_url
+from nodes import DEFAULT_BUDGET, DEFAULT_RESERVE, ReplayChatModel, ReplayTools
 
-from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, open_project
+from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, db_exists, open_project
 from ..runner import RunResult, export_run
 
 __all__ = ["app", "main"]
@@ -48,6 +56,10 @@ def _db_opt(db: str) -> str:
 def _describe(exc: BaseException, db: str, task_id: str | None = None) -> str:
     """One line for an error: taskctx errors as they are (a budget error with the command that
     continues the task); database and file errors named."""
+    if isinstance(exc, BudgetError) and task_id and exc.minimum:
+        if not exc.task_id:
+            exc = exc.for_task(task_id)
+        return f"{exc}: `taskctx resume {task_id} --budget {exc.minimum}{_db_opt(db)}`"
     if isinstance(exc, BudgetError) and task_id:
         return f"{exc}: `taskctx resume {task_id} --budget N{_db_opt(db)}` continues with a larger one"
     if isinstance(exc, TaskctxError):
@@ -123,11 +135,15 @@ def _event_printer(total: int | None = None):
 
 
 def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
-    spec = project.stores.tasks.get(task_id)
+    """The graph a task was started with, rebuilt from its registry entry; ``UnknownTaskError``
+    (from :func:`context.find_task`) for a task the database does not know, and for one that
+    has events but no registry entry (run through the Python API)."""
+    spec = find_task(project.stores, task_id).spec
     if spec is None:
         raise UnknownTaskError(
-            f"no task {task_id!r} in {project.path}; check the id and --db (tasks: "
-            f"{', '.join(project.stores.events.task_ids()) or 'none'})"
+            f"task {task_id!r} in {project.path} was run through the Python API, not a taskctx command, so "
+            f"the CLI cannot rebuild its graph; continue it with graphs.run_graph, or see it with "
+            f"`taskctx inspect {task_id}`"
         )
     budget = int(spec.get("budget", DEFAULT_BUDGET))
     kind = spec.get("kind")
@@ -198,6 +214,40 @@ def _finish(project: Project, result: RunResult, out: Path, db: str) -> None:
 
 def _open(db: str) -> Project:
     return open_project(db)
+
+
+def _open_existing(db: str, *, readonly: bool = False) -> Project:
+    """The database of a command that needs an existing one (everything but the commands that
+    start a task): a missing file or one without the taskctx tables is a one-line error and
+    stays as it was (the check opens it read-only); ``readonly`` keeps it read-only after."""
+    if not db_exists(db):
+        raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
+    if readonly:
+        return open_project(db, readonly=True)
+    if not is_postgres_url(db) and db != ":memory:":
+        open_project(db, readonly=True).close()  # NotTaskctxDatabaseError before anything is created
+    return open_project(db)
+
+
+def _budget_floor(value: int | None) -> int | None:
+    """``--budget`` below the reserve for the model's answer (``nodes.DEFAULT_RESERVE`` tokens)
+    can hold no prompt at all: one line and exit 2 while the options are parsed."""
+    if value is not None and value < DEFAULT_RESERVE:
+        _fail(
+            f"--budget {value} is below the {DEFAULT_RESERVE} tokens reserved for the model's answer, so no prompt "
+            f"fits; pass --budget {DEFAULT_RESERVE} or more (a failing call names the smallest budget that works)"
+        )
+    return value
+
+
+BudgetOpt = Annotated[
+    int,
+    typer.Option(
+        "--budget",
+        callback=_budget_floor,
+        help=f"Prompt budget in tokens (at least the {DEFAULT_RESERVE} reserved for the answer).",
+    ),
+]
 
 
 ApproveAllOpt = Annotated[bool, typer.Option("--approve-all", help="Approve every approval request (scripts).")]

@@ -1,5 +1,6 @@
 """``taskctx inspect TASK_ID [--json]``: a task's state as a person reads it (the view is
-:func:`graphs.report.render_state`)."""
+:func:`graphs.report.render_state`). Read-only: the database is opened with ``mode=ro`` (SQLite)
+or read-only sessions (Postgres) and nothing is created or changed."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from typing import Annotated
 
 import typer
 
-from context import TaskctxError, UnknownTaskError
+from context import TaskContext, TaskctxError, find_task
 
-from ..orchestrator import DEFAULT_DB, db_exists
-from .common import DbOpt, _describe, _fail, _open, console
+from ..orchestrator import DEFAULT_DB
+from .common import DbOpt, _db_opt, _describe, _fail, _open_existing, console
 
 __all__ = ["inspect"]
 
@@ -22,29 +23,46 @@ def inspect(
     db: DbOpt = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help="Print the TaskContext as JSON.")] = False,
 ) -> None:
-    """Print a task's state as a person reads it."""
+    """Print a task's state as a person reads it (read-only)."""
     from ..report import render_state
 
     try:
-        if not db_exists(db):
-            raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
-        project = _open(db)
-        events = project.stores.events.read(task_id)
-        if not events:
-            raise UnknownTaskError(
-                f"no task {task_id!r} in {db} (tasks: {', '.join(project.stores.events.task_ids()) or 'none'})"
-            )
-        from context import replay as fold
+        project = _open_existing(db, readonly=True)
+        try:
+            info = find_task(project.stores, task_id)
+            if not info.started:  # registered; its first node failed before it recorded anything
+                spec = info.spec or {}
+                line = (
+                    f"task {task_id}: not started ({spec.get('kind')} task, budget {spec.get('budget')}): no events "
+                    f"yet (its first node failed, or is still running); continue it with "
+                    f"`taskctx resume {task_id}{_db_opt(db)}` (--budget N to change the budget)"
+                )
+                snap = project.checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
+                if not as_json:
+                    console.print(line, markup=False)
+                elif snap is not None and snap.checkpoint["channel_values"]:  # the input it was started with
+                    channels = snap.checkpoint["channel_values"]
+                    values = TaskContext.model_validate(
+                        {k: channels[k] for k in TaskContext.model_fields if k in channels}
+                    )
+                    sys.stdout.write(values.model_dump_json(indent=2) + "\n")
+                else:
+                    _fail(line)
+                return
+            events = project.stores.events.read(task_id)
+            from context import replay as fold
 
-        ctx = fold(events)
-        if as_json:
-            sys.stdout.write(ctx.model_dump_json(indent=2) + "\n")
-            return
-        snap = project.checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
-        checkpoints = [
-            c.config["configurable"]["checkpoint_id"]
-            for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
-        ]
-        render_state(console, ctx, events, checkpoints, snap is not None)
+            ctx = fold(events)
+            if as_json:
+                sys.stdout.write(ctx.model_dump_json(indent=2) + "\n")
+                return
+            snap = project.checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
+            checkpoints = [
+                c.config["configurable"]["checkpoint_id"]
+                for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
+            ]
+            render_state(console, ctx, events, checkpoints, snap is not None)
+        finally:
+            project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db))
