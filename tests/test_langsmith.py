@@ -16,6 +16,7 @@ import email
 import email.policy
 import json
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -442,3 +443,103 @@ def test_cli_replay_and_resume_are_two_linked_traces(langsmith_loopback: Ingest,
     assert {m["name"] for m in models} == {"planner.model", "executor.model", "reviewer.model"}
     assert all(runs[m["id"]]["post.extra"]["metadata"]["task_id"] == "cli-1" for m in models)
     assert API_KEY.encode() not in langsmith_loopback.bodies()
+
+
+# ---- no network: an endpoint that refuses, one that accepts and never answers ---------------
+@pytest.fixture
+def refused_endpoint() -> str:
+    """A loopback port nothing listens on (bound, then closed): connections are refused."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def silent_endpoint() -> Iterator[str]:
+    """A loopback socket that accepts connections and never answers; it closes them and itself
+    when the test ends (or after 120 s at the latest)."""
+    import time
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(32)
+    srv.settimeout(0.2)
+    stop = threading.Event()
+    conns: list[socket.socket] = []
+
+    def serve() -> None:
+        deadline = time.monotonic() + 120
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                conns.append(srv.accept()[0])
+            except OSError:
+                pass
+        for c in conns:
+            c.close()
+        srv.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{srv.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _replay_mini(cwd: Path, tracing_endpoint: str | None) -> subprocess.CompletedProcess[str]:
+    """``taskctx replay`` of the mini trajectory in ``cwd`` (relative --db/--out), with tracing to
+    ``tracing_endpoint`` or without tracing; connections beyond loopback are refused."""
+    import os
+    import sys
+
+    cwd.mkdir()
+    (cwd / "mini.jsonl").write_text(MINI_TRAJECTORY, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGSMITH_", "LANGCHAIN_"))}
+    if tracing_endpoint:
+        env |= {"LANGSMITH_TRACING": "true", "LANGSMITH_ENDPOINT": tracing_endpoint, "LANGSMITH_API_KEY": API_KEY}
+    args = ["replay", "mini.jsonl", "--task-id", "off-1", "--db", "t.sqlite", "--out", "runs"]
+    return subprocess.run(
+        [sys.executable, "-c", GUARDED_CLI, *args], env=env, capture_output=True, text=True, timeout=120, cwd=cwd
+    )
+
+
+def _events(folder: Path) -> list[dict[str, Any]]:
+    """The exported event log without the fields that differ between any two runs: event id, time
+    and LangGraph's (time-based) checkpoint id."""
+    out = []
+    for line in (folder / "runs" / "off-1" / "trace.jsonl").read_text(encoding="utf-8").splitlines():
+        e = {k: v for k, v in json.loads(line).items() if k not in ("id", "timestamp")}
+        if e["kind"] == "checkpoint.created":
+            e["payload"] = {k: v for k, v in e["payload"].items() if k != "checkpoint_id"}
+        out.append(e)
+    return out
+
+
+@pytest.mark.parametrize("endpoint", ["refused_endpoint", "silent_endpoint"])
+def test_cli_without_network_says_so_once_and_runs_as_untraced(
+    endpoint: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """With tracing on and the endpoint refusing connections (or accepting and never answering)
+    the replay completes, stderr holds one ``tracing:`` line and nothing else, and the task's
+    events and output are those of an untraced run."""
+    url = request.getfixturevalue(endpoint)
+    plain = _replay_mini(tmp_path / "plain", None)
+    traced = _replay_mini(tmp_path / "traced", url)
+    assert plain.returncode == 0 and plain.stderr == "", plain.stderr[-2000:]
+    assert traced.returncode == 0, traced.stderr[-2000:]
+    tail = "the run goes on, its trace is not uploaded (unset LANGSMITH_TRACING to turn tracing off)"
+    notice = f"tracing: LangSmith at {url} did not take the trace ({{}}); {tail}"
+    # The endpoint that never answers: the 5 s wait at exit ends first, or (a slow machine) the
+    # 10 s read timeout of langsmith's /info fetch.
+    reasons = ["connection refused"] if endpoint == "refused_endpoint" else ["no answer within 5 s", "timed out"]
+    lines = traced.stderr.splitlines()
+    assert len(lines) == 1 and lines[0] in [notice.format(r) for r in reasons], traced.stderr[-3000:]
+    assert traced.stdout == plain.stdout
+    assert "task off-1: completed" in traced.stdout
+    events = _events(tmp_path / "traced")
+    assert events == _events(tmp_path / "plain")
+    assert [e["kind"] for e in events][:3] == ["task.created", "context.built", "plan.created"]
+    assert events[-1]["kind"] == "task.completed"
