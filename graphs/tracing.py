@@ -170,7 +170,7 @@ def tracing_session(
     set_env = "LANGSMITH_USE_DAEMON" not in os.environ
     if set_env:
         os.environ["LANGSMITH_USE_DAEMON"] = "true"
-        ls_utils.get_env_var.cache_clear()
+        ls_utils.get_env_var.cache_clear()  # type: ignore[attr-defined]  # an lru_cache
     if rt._CLIENT is None:  # as langchain_core's wait_for_all_tracers reads it: nothing configured yet
         retry = ls_utils.LangSmithRetry(
             total=3,
@@ -196,7 +196,7 @@ def tracing_session(
             log.removeFilter(notice)
             if set_env:
                 os.environ.pop("LANGSMITH_USE_DAEMON", None)
-                ls_utils.get_env_var.cache_clear()
+                ls_utils.get_env_var.cache_clear()  # type: ignore[attr-defined]  # an lru_cache
 
 
 def _bounded_flush(client: Any, notice: _OneNotice, seconds: float) -> None:
