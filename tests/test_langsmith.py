@@ -543,3 +543,51 @@ def test_cli_without_network_says_so_once_and_runs_as_untraced(
     assert events == _events(tmp_path / "plain")
     assert [e["kind"] for e in events][:3] == ["task.created", "context.built", "plan.created"]
     assert events[-1]["kind"] == "task.completed"
+
+
+def test_tracing_session_sets_only_what_the_user_left_unset(
+    monkeypatch: pytest.MonkeyPatch, refused_endpoint: str, no_remote_network: list[Any]
+) -> None:
+    """Off: nothing is set. On: ``LANGSMITH_USE_DAEMON`` and a client with short timeouts and no
+    connection retries, unless the user set the variable or configured a client; env restored."""
+    import os
+
+    import langsmith
+    import langsmith.run_trees as rt
+
+    from graphs.tracing import tracing_session
+
+    for k in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING_V2", "LANGSMITH_USE_DAEMON"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setattr(rt, "_CLIENT", None)
+    _clear_langsmith_caches()
+    said: list[str] = []
+    with tracing_session(notify=said.append) as client:
+        assert client is None and "LANGSMITH_USE_DAEMON" not in os.environ and rt._CLIENT is None
+
+    monkeypatch.setenv("LANGSMITH_TRACING", "true")
+    monkeypatch.setenv("LANGSMITH_ENDPOINT", refused_endpoint)
+    monkeypatch.setenv("LANGSMITH_API_KEY", API_KEY)
+    monkeypatch.setenv("LANGSMITH_DISABLE_RUN_COMPRESSION", "true")
+    _clear_langsmith_caches()
+    told = threading.Event()
+    with tracing_session(notify=lambda line: (said.append(line), told.set())) as client:
+        assert client is rt._CLIENT and client.api_url == refused_endpoint
+        assert client.timeout_ms == (3_000, 10_000) and client.retry_config.connect == 0
+        assert os.environ["LANGSMITH_USE_DAEMON"] == "true" and client._use_daemon_threads
+        told.wait(60)  # the upload thread's /info fetch fails at once (refused, not retried)
+    assert said == [
+        f"tracing: LangSmith at {refused_endpoint} did not take the trace (connection refused); the run goes on, "
+        "its trace is not uploaded (unset LANGSMITH_TRACING to turn tracing off)"
+    ]
+    assert "LANGSMITH_USE_DAEMON" not in os.environ
+
+    monkeypatch.setenv("LANGSMITH_USE_DAEMON", "false")
+    mine = langsmith.Client(auto_batch_tracing=False)  # the user's own client (no upload thread)
+    langsmith.configure(client=mine)
+    _clear_langsmith_caches()
+    with tracing_session(notify=said.append) as client:
+        assert client is mine and os.environ["LANGSMITH_USE_DAEMON"] == "false"
+    assert os.environ["LANGSMITH_USE_DAEMON"] == "false" and rt._CLIENT is mine
+    assert len(said) == 1  # nothing queued, nothing more said
+    assert no_remote_network == []
