@@ -87,9 +87,9 @@ _REASONS = (
     ("Timeout", "timed out"),
     ("Network is unreachable", "network unreachable"),
     ("SSLError", "TLS error"),
-    ("LangSmithAuthError", "authentication failed: check LANGSMITH_API_KEY"),
-    ("403", "forbidden: check LANGSMITH_API_KEY and LANGSMITH_WORKSPACE_ID"),
-    ("429", "rate limited"),
+    ("Authentication failed", "authentication failed: check LANGSMITH_API_KEY"),
+    ("Forbidden", "forbidden: check LANGSMITH_API_KEY and LANGSMITH_WORKSPACE_ID"),
+    ("Rate limit exceeded", "rate limited"),
 )
 
 

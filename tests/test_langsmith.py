@@ -591,3 +591,56 @@ def test_tracing_session_sets_only_what_the_user_left_unset(
     assert os.environ["LANGSMITH_USE_DAEMON"] == "false" and rt._CLIENT is mine
     assert len(said) == 1  # nothing queued, nothing more said
     assert no_remote_network == []
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        (401, "authentication failed: check LANGSMITH_API_KEY"),
+        (403, "forbidden: check LANGSMITH_API_KEY and LANGSMITH_WORKSPACE_ID"),
+        (429, "rate limited"),
+    ],
+)
+def test_tracing_session_names_a_refused_key(
+    status: int, reason: str, monkeypatch: pytest.MonkeyPatch, no_remote_network: list[Any]
+) -> None:
+    """An endpoint that answers every request with ``status``: the one line gives the reason."""
+    import langsmith.run_trees as rt
+
+    from graphs.tracing import tracing_session
+
+    class Refuse(BaseHTTPRequestHandler):
+        def log_message(self, *a: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}"
+    for k, v in {
+        "LANGSMITH_TRACING": "true",
+        "LANGSMITH_ENDPOINT": url,
+        "LANGSMITH_API_KEY": API_KEY,
+        "LANGSMITH_DISABLE_RUN_COMPRESSION": "true",
+    }.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(rt, "_CLIENT", None)
+    _clear_langsmith_caches()
+    said: list[str] = []
+    told = threading.Event()
+    try:
+        with tracing_session(notify=lambda line: (said.append(line), told.set())):
+            told.wait(60)  # 429 is retried 3 times with backoff (0.5-2 s) before the fetch fails
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert said == [
+        f"tracing: LangSmith at {url} did not take the trace ({reason}); the run goes on, "
+        "its trace is not uploaded (unset LANGSMITH_TRACING to turn tracing off)"
+    ]
+    assert no_remote_network == []
