@@ -447,6 +447,19 @@ def test_cli_replay_and_resume_are_two_linked_traces(langsmith_loopback: Ingest,
 
 # ---- no network: an endpoint that refuses, one that accepts and never answers ---------------
 @pytest.fixture
+def fresh_langsmith(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """``monkeypatch`` with no langsmith client yet; the test's ``LANGSMITH_*`` changes, its client
+    and langsmith's cached reads of the variables all end with the test."""
+    import langsmith.run_trees as rt
+
+    monkeypatch.setattr(rt, "_CLIENT", None)
+    _clear_langsmith_caches()
+    yield monkeypatch
+    monkeypatch.undo()
+    _clear_langsmith_caches()
+
+
+@pytest.fixture
 def refused_endpoint() -> str:
     """A loopback port nothing listens on (bound, then closed): connections are refused."""
     s = socket.socket()
@@ -546,7 +559,7 @@ def test_cli_without_network_says_so_once_and_runs_as_untraced(
 
 
 def test_tracing_session_sets_only_what_the_user_left_unset(
-    monkeypatch: pytest.MonkeyPatch, refused_endpoint: str, no_remote_network: list[Any]
+    fresh_langsmith: pytest.MonkeyPatch, refused_endpoint: str, no_remote_network: list[Any]
 ) -> None:
     """Off: nothing is set. On: ``LANGSMITH_USE_DAEMON`` and a client with short timeouts and no
     connection retries, unless the user set the variable or configured a client; env restored."""
@@ -557,9 +570,9 @@ def test_tracing_session_sets_only_what_the_user_left_unset(
 
     from graphs.tracing import tracing_session
 
+    monkeypatch = fresh_langsmith
     for k in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING_V2", "LANGSMITH_USE_DAEMON"):
         monkeypatch.delenv(k, raising=False)
-    monkeypatch.setattr(rt, "_CLIENT", None)
     _clear_langsmith_caches()
     said: list[str] = []
     with tracing_session(notify=said.append) as client:
@@ -602,10 +615,9 @@ def test_tracing_session_sets_only_what_the_user_left_unset(
     ],
 )
 def test_tracing_session_names_a_refused_key(
-    status: int, reason: str, monkeypatch: pytest.MonkeyPatch, no_remote_network: list[Any]
+    status: int, reason: str, fresh_langsmith: pytest.MonkeyPatch, no_remote_network: list[Any]
 ) -> None:
     """An endpoint that answers every request with ``status``: the one line gives the reason."""
-    import langsmith.run_trees as rt
 
     from graphs.tracing import tracing_session
 
@@ -628,8 +640,7 @@ def test_tracing_session_names_a_refused_key(
         "LANGSMITH_API_KEY": API_KEY,
         "LANGSMITH_DISABLE_RUN_COMPRESSION": "true",
     }.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setattr(rt, "_CLIENT", None)
+        fresh_langsmith.setenv(k, v)
     _clear_langsmith_caches()
     said: list[str] = []
     told = threading.Event()
