@@ -171,27 +171,31 @@ def tracing_session(
     if set_env:
         os.environ["LANGSMITH_USE_DAEMON"] = "true"
         ls_utils.get_env_var.cache_clear()  # type: ignore[attr-defined]  # an lru_cache
-    if rt._CLIENT is None:  # as langchain_core's wait_for_all_tracers reads it: nothing configured yet
-        retry = ls_utils.LangSmithRetry(
-            total=3,
-            connect=0,  # a refused or unresolvable endpoint is not retried (3 attempts per batch remain)
-            status_forcelist=[429, 500, 502, 503, 504, 408, 425],
-            backoff_factor=0.5,
-            allowed_methods=None,
-            raise_on_redirect=False,
-            raise_on_status=False,
-            respect_retry_after_header=True,
-        )
-        langsmith.configure(client=langsmith.Client(timeout_ms=(3_000, 10_000), retry_config=retry))
-    client = rt.get_cached_client()
-    notice = _OneNotice(client.api_url, notify)
+    # The filter goes on before a client exists: its upload thread fetches /info at once.
+    notice = _OneNotice(ls_utils.get_api_url(None), notify)
     log = logging.getLogger("langsmith.client")
     log.addFilter(notice)
+    client = None
     try:
+        if rt._CLIENT is None:  # as langchain_core's wait_for_all_tracers reads it: nothing configured yet
+            retry = ls_utils.LangSmithRetry(
+                total=3,
+                connect=0,  # a refused or unresolvable endpoint is not retried (3 attempts per batch remain)
+                status_forcelist=[429, 500, 502, 503, 504, 408, 425],
+                backoff_factor=0.5,
+                allowed_methods=None,
+                raise_on_redirect=False,
+                raise_on_status=False,
+                respect_retry_after_header=True,
+            )
+            langsmith.configure(client=langsmith.Client(timeout_ms=(3_000, 10_000), retry_config=retry))
+        client = rt.get_cached_client()
+        notice.url = client.api_url
         yield client
     finally:
         try:
-            _bounded_flush(client, notice, flush_seconds)
+            if client is not None:
+                _bounded_flush(client, notice, flush_seconds)
         finally:
             log.removeFilter(notice)
             if set_env:
