@@ -27,6 +27,7 @@ from nodes import DEFAULT_BUDGET, DEFAULT_RESERVE, ReplayChatModel, ReplayTools
 
 from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, db_exists, open_project
 from ..runner import RunResult, export_run
+from ..tracing import tracing_session
 
 __all__ = ["app", "main"]
 
@@ -260,4 +261,8 @@ def _state_dir(db: str) -> Path:
 
 
 def main() -> None:
-    app()
+    """The ``taskctx`` entry point: the typer app inside :func:`graphs.tracing.tracing_session`
+    (with LangSmith tracing on and no network: one ``tracing: ...`` line on stderr, at most 5 s
+    of waiting for uploads at exit)."""
+    with tracing_session(notify=lambda line: err.print(line, markup=False)):
+        app()
