@@ -673,3 +673,184 @@ def test_prompt_injections_in_tool_output_never_get_through(tmp_path: Path, caps
             f"payload occurrences checked inside external_content: {checked} in {len(adv.prompts)} prompts"
         )
     assert len(INJECTIONS) >= 30
+
+
+# secrets by shape -----------------------------------------------------------------------
+#: (kind, the text as a tool would print it, the secret value in it). Fake values of each shape,
+#: split so that no scanner takes this file for a leak.
+_B64_40 = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
+_JWT = (
+    "eyJhbGciOiAiSFMyNTYiLCAidHlwIjogIkpXVCJ9."
+    + "eyJzdWIiOiAiMTIzNDU2Nzg5MCIsICJuYW1lIjogInRhc2tjdHgifQ."
+    + "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+SECRET_SHAPES: list[tuple[str, str, str]] = [
+    ("aws_access_key_id", "AKIA" + "IOSFODNN7EXAMPLE", "AKIA" + "IOSFODNN7EXAMPLE"),
+    ("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY=" + _B64_40, _B64_40),
+    ("aws_secret_access_key", "aws_secret_access_key " + _B64_40, _B64_40),
+    ("github_token", "ghp_" + "R2d2C3p0L1u2k3e4S5k6y7W8a9l0k1e2r3S4", "ghp_" + "R2d2C3p0L1u2k3e4S5k6y7W8a9l0k1e2r3S4"),
+    ("github_token", "github_pat_" + "11ABCDEFG0" * 8 + "xy", "github_pat_" + "11ABCDEFG0" * 8 + "xy"),
+    ("gitlab_token", "glpat-" + "Xy7Zq2Wv9Rt4Lm8Np3Ks", "glpat-" + "Xy7Zq2Wv9Rt4Lm8Np3Ks"),
+    ("anthropic_key", "sk-ant-api03-" + "Zq2Wv9Rt4Lm8Np3KsXy7_AbCd", "sk-ant-api03-" + "Zq2Wv9Rt4Lm8Np3KsXy7_AbCd"),
+    ("openai_key", "sk-proj-" + "Q7vT2mX9kL4pR8sW1nB6yH3jD5fG0aZc", "sk-proj-" + "Q7vT2mX9kL4pR8sW1nB6yH3jD5fG0aZc"),
+    (
+        "openai_key",
+        "sk-" + "AbCdEfGhIjKlMnOpQrSt" + "T3BlbkFJ" + "UvWxYz0123456789AbCd",
+        "T3BlbkFJ" + "UvWxYz0123456789AbCd",
+    ),
+    ("stripe_key", "sk_live_" + "abcdefghijklmnop12345678", "sk_live_" + "abcdefghijklmnop12345678"),
+    ("stripe_key", "rk_test_" + "4eC39HqLyjWDarjtT1zdp7dc", "rk_test_" + "4eC39HqLyjWDarjtT1zdp7dc"),
+    ("slack_token", "xoxb-" + "123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"),
+    (
+        "slack_token",
+        "https://hooks.slack.com/services/" + "T0AB12CDE/B0AB12CDE/XyZ0AbC1dEf2GhI3jKl4MnO5",
+        "XyZ0AbC1dEf2GhI3jKl4MnO5",
+    ),
+    ("google_api_key", "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"),
+    ("jwt", _JWT, _JWT.split(".")[1]),
+    ("bearer_token", "Authorization: Bearer " + "abcDEF0123456789ghiJKL", "abcDEF0123456789ghiJKL"),
+    ("url_password", "postgres://app:" + "s3cr3tpassw0rd" + "@db:5432/app", "s3cr3tpassw0rd"),
+    ("credential", "db_password=" + "hunter2hunter2", "hunter2hunter2"),
+    ("credential", 'API_KEY: "' + "Zx9Yw8Vu7Ts6Rq5P" + '"', "Zx9Yw8Vu7Ts6Rq5P"),
+    (
+        "sendgrid_key",
+        "SG." + "abcdefghijklmnopqrstuv." + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq",
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq",
+    ),
+    # "_authToken=" names a credential: the key = value rule masks it before NpmDetector does
+    (
+        "credential",
+        "//registry.npmjs.org/:_authToken=" + "npm_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+        "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    ),
+    ("pypi_token", "pypi-AgEIcHlwaS5vcmc" + "Ab1_" * 18, "Ab1_" * 18),
+    ("twilio_key", "AC" + "0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef"),
+    ("mailchimp_key", "0123456789abcdef0123456789abcdef" + "-us6", "0123456789abcdef0123456789abcdef"),
+    (
+        "discord_token",
+        "MTA" + "xNjQ3ODkwMTIzNDU2Nzg5." + "GhIjKl." + "AbCdEfGhIjKlMnOpQrStUvWxYz0",
+        "AbCdEfGhIjKlMnOpQrStUvWxYz0",
+    ),
+    ("telegram_token", "123456789:" + "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1", "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"),
+    (
+        "square_oauth",
+        "sq0csp-" + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq",
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq",
+    ),
+    ("azure_storage_key", "AccountKey=" + "AbCd" * 21 + "AbC=", "AbCd" * 21),
+    ("private_key", PEM, PEM_BODY),
+]
+
+
+def _embeddings(text: str) -> dict[str, str]:
+    """``text`` as it reaches a tool's output in the places a secret is printed."""
+    return {
+        "JSON": json.dumps({"config": {"env": text + "\n", "n": 1}}),
+        "repr()": repr(text + "\n") + " " + repr(text + "\t") + " " + repr([text, 1]),
+        "URL": f"GET https://example.com/cb?state=1&value={text}&next=%2Fhome HTTP/1.1",
+        "table": f"| name | value |\n|------|-------|\n| cfg |{text}|\n| cfg | {text} |",
+        "stack trace": (
+            "Traceback (most recent call last):\n"
+            '  File "tests/test_cfg.py", line 7, in test_env\n'
+            "    assert load() == expected\n"
+            f"AssertionError: assert {text + chr(10)!r} == ''\n"
+            f"E       where {text + chr(9)!r} = load()\n"
+        ),
+        "followed by \\n": text + "\\nNEXT=1",
+        "followed by \\t": text + "\\tNEXT=1",
+        "followed by |": text + "|NEXT=1",
+    }
+
+
+def test_secrets_are_masked_by_shape_whatever_surrounds_them(capsys: pytest.CaptureFixture[str]) -> None:
+    from nodes.secrets import DETECT_SECRETS_PLUGINS, mask_secrets
+
+    checked = 0
+    leaks = []
+    for kind, text, secret in SECRET_SHAPES:
+        assert secret in text
+        for where, blob in _embeddings(text).items():
+            m = mask_secrets(blob)
+            if secret in m.text or f"[REDACTED:{kind}]" not in m.text:
+                leaks.append((kind, where, m.text))
+            checked += 1
+    assert leaks == []
+    with capsys.disabled():
+        print(
+            f"\n[security] secret shapes: {len(SECRET_SHAPES)} ({len({k for k, _, _ in SECRET_SHAPES})} kinds, "
+            f"{len(DETECT_SECRETS_PLUGINS)} detect-secrets plugins) x {len(_embeddings(''))} embeddings "
+            f"(JSON, repr(), URL, table, stack trace, followed by \\n \\t |): {checked} checked, got through: 0"
+        )
+
+
+def test_masking_keeps_harmless_text() -> None:
+    from nodes.secrets import mask_secrets
+
+    for harmless in (
+        "client_max_body_size 10m;",
+        "max_tokens = 1000000000",
+        "token = ${API_TOKEN}",
+        "token = get_token(request)",
+        "password = self.password_field.value",
+        "api_key = os.environ['API_KEY']",
+        "def secret_sauce():",
+        "commit 3f786850e387550fdab836ed7e6dc881de23001b",
+        "sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae",
+        "aws s3 cp build/ s3://bucket/ --recursive",
+    ):
+        assert mask_secrets(harmless).text == harmless, harmless
+
+
+def test_an_aws_secret_key_in_a_failing_test_never_leaves_the_store(tmp_path: Path) -> None:
+    """The issue's input: a failing test prints a traceback whose ``repr()`` holds an AWS secret
+    access key followed by a literal backslash-n (and one followed by ``\\t``, one by ``|``)."""
+    root, _ = _workspace(tmp_path)
+    (root / "app" / "test_cfg.py").write_text(
+        "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_env(self):\n"
+        f"        self.assertEqual('AWS_SECRET_ACCESS_KEY={_B64_40}\\nREGION=eu', '')\n\n"
+        f"    def test_tab(self):\n        self.assertEqual('aws_secret_access_key:{_B64_40[::-1]}\\tx', '')\n\n"
+        f"    def test_bar(self):\n        raise ValueError('aws key |{_B64_40.swapcase()}|')\n"
+    )
+    prompts: list[str] = []
+
+    def seen(reply):
+        def answer(messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
+            prompts.extend(_text(m) for m in messages)
+            return reply
+
+        return answer
+
+    stores = SqliteStores(tmp_path / "aws.sqlite")
+    model = ScriptedChatModel(
+        script={
+            "planner": [seen(plan("Run the tests"))] * 3,
+            "executor": [
+                seen(tool_call("run_command", {"argv": ["python", "-m", "unittest", "app/test_cfg.py"]}, id="t1")),
+                seen(complete("tests ran")),
+            ]
+            * 3,
+            "recovery": [seen(recover("retry", "go on"))] * 5,
+            "reviewer": [seen(review("approve", "ok"))] * 3,
+        }
+    )
+    tools = WorkspaceTools(root, receipts_dir=tmp_path / "receipts")
+    g = build_orchestrator(model, tools=tools, checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores)
+    run_with_approvals(
+        g,
+        stores,
+        "aws",
+        new_task("Run the tests.", "aws", permissions=Permissions()),
+        answer=lambda r: {"action": "approve"},
+    )
+    events = stores.events.read("aws")
+    raw = stores.artifacts.get(next(e.payload["raw_ref"] for e in events if e.kind == "tool.result.received"))
+    assert _B64_40.encode() in raw  # the test did print it: the store keeps the exact bytes
+    folder = export_run(stores, "aws", tmp_path / "runs")
+    blob = json.dumps([e.model_dump(mode="json") for e in events])
+    for name, text in [("events", blob), ("prompts", "\n".join(prompts))] + [
+        (p.name, p.read_text()) for p in folder.iterdir()
+    ]:
+        for secret in (_B64_40, _B64_40[::-1], _B64_40.swapcase()):
+            assert secret not in text and json.dumps(secret)[1:-1] not in text, (name, secret)
+    assert blob.count("[REDACTED:aws_secret_access_key]") >= 3
+    assert {"trace.jsonl", "state.json"} <= {p.name for p in folder.iterdir()}
