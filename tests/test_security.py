@@ -172,6 +172,8 @@ def test_scoped_listing_and_search_never_show_out_of_scope_files(tmp_path: Path)
     scopes = ["app/**", "README.md"]
     listing = tools.execute("l1", "list_dir", {"path": ".", "depth": 3}, scopes)
     assert listing.status == "ok" and "secrets" not in listing.output and ".git" not in listing.output
+    # symlinks that point out of the workspace or out of the scopes are not shown either
+    assert listing.output == "README.md\napp/\napp/a.py\napp/hard.txt\napp/parent_link@\n"
     hits = tools.execute("g1", "grep", {"pattern": "CANARY", "path": "."}, scopes)
     assert hits.status == "ok" and SCOPE_SECRET not in hits.output and OUTSIDE_SECRET not in hits.output
     # defense in depth: the executor refuses escapes even when called directly, without scopes
@@ -854,3 +856,128 @@ def test_an_aws_secret_key_in_a_failing_test_never_leaves_the_store(tmp_path: Pa
             assert secret not in text and json.dumps(secret)[1:-1] not in text, (name, secret)
     assert blob.count("[REDACTED:aws_secret_access_key]") >= 3
     assert {"trace.jsonl", "state.json"} <= {p.name for p in folder.iterdir()}
+
+
+# the command policy's option table -------------------------------------------------------
+#: One call per row of nodes.workspace.OPTIONS (commands, first option): what the row stops.
+#: Every one gets past the policy without its row (checked by dropping the row).
+OPTION_ESCAPES: list[tuple[tuple[str, str], list[str]]] = [
+    (("grep", "-R"), ["grep", "-R", "CANARY", "src"]),
+    (("grep", "-r"), ["grep", "-r", "CANARY"]),
+    (("grep", "-f"), ["grep", "-fsecrets/key.txt", "src/a.py"]),
+    (("ls", ""), ["ls"]),
+    (("ls", "-L"), ["ls", "-RL", "src"]),
+    (("diff", "-r"), ["diff", "-r", "src", "tests"]),
+    (("diff", "--from-file"), ["diff", "-Xsecrets/key.txt", "src/a.py", "tests/t.txt"]),
+    (("wc", "--files0-from"), ["wc", "--files0-from=src/names"]),
+    (("git diff", ""), ["git", "show", "HEAD"]),
+    (("git log", "-p"), ["git", "log", "-p"]),
+    (("git diff", "REV:path"), ["git", "show", "HEAD:secrets/key.txt", "--", "src"]),
+    (("pytest", "-p"), ["python", "-m", "pytest", "-p", "mod", "src"]),
+    (("pytest", "-o"), ["python", "-m", "pytest", "-o", "addopts=-p mod", "src"]),
+    (("pytest", "-c"), ["python", "-m", "pytest", "-c", "src/evil.ini", "src"]),
+    (("pytest", "--pyargs"), ["pytest", "--pyargs", "mod"]),
+    (("pytest", "--pdbcls"), ["python", "-m", "pytest", "--pdb", "--pdbcls=mod:Pdb", "src"]),
+    (("pytest", "-W"), ["python", "-m", "pytest", "-W", "error::mod.Warn", "src"]),
+    (("pytest", "--basetemp"), ["python", "-m", "pytest", "--basetemp=tests", "src"]),
+    (("pytest", "--junitxml"), ["python", "-m", "pytest", "--junitxml=tests/report.xml", "src"]),
+    (("pytest", "--rootdir"), ["python", "-m", "pytest", "--rootdir=secrets/new", "src"]),
+    (("unittest", ""), ["python", "-m", "unittest", "mod"]),
+]
+_MOD = "import pathlib\n(pathlib.Path(__file__).parent / 'pwned').write_text('mod ran')\nclass Warn(Warning): pass\n"
+
+
+def _option_workspace(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A git repository whose scopes are ``src/**`` and ``tests/**``: ``src/link`` points at a
+    folder outside, ``secrets/key.txt`` is out of scope and in the history, ``mod.py`` (out of
+    scope) leaves a ``pwned`` file when imported."""
+    import subprocess
+
+    root, outside = _workspace(tmp_path)
+    (root / ".git" / "config").unlink()
+    (root / ".git").rmdir()
+    for d in ("src", "tests"):
+        (root / d).mkdir()
+    (root / "src" / "a.py").write_text("CANARY = 'in scope'\n")
+    (root / "src" / "test_a.py").write_text("def test_a():\n    assert True\n")
+    (root / "src" / "evil.ini").write_text("[pytest]\naddopts = -p mod\n")
+    (root / "src" / "names").write_text("secrets/key.txt\0")
+    (root / "tests" / "t.txt").write_text("x\n")
+    (root / "mod.py").write_text(_MOD)
+    os.symlink(str(outside), root / "src" / "link")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run([*git, "-C", str(root), "add", "-A"], check=True)
+    subprocess.run([*git, "-C", str(root), "commit", "-qm", "init"], check=True)
+    return root, ["src/**", "tests/**"]
+
+
+def test_every_option_row_stops_a_call_that_escapes_without_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nodes.workspace import commands
+    from nodes.workspace.commands import OPTIONS, command_policy
+
+    root, scopes = _option_workspace(tmp_path)
+    programs = frozenset(commands.DEFAULT_PROGRAMS)
+    rows = {(r.commands[0], r.options[0]): r for r in OPTIONS}
+    assert sorted(rows) == sorted(k for k, _ in OPTION_ESCAPES)  # every row has its call
+    before = _tree(root)
+    # through the real graph, every approval rejected: refused by policy or put up for approval
+    calls = [("run_command", {"argv": argv}) for _, argv in OPTION_ESCAPES]
+    stores, _ = _run_calls(tmp_path, root, calls, Permissions(file_scopes=scopes))
+    events = stores.events.read("sec")
+    trail = {}
+    for e in events:
+        if e.kind == "permission.denied":
+            trail[e.payload["call_id"]] = e.actor
+    by_action = {"refuse": 0, "high": 0}
+    for i, (key, argv) in enumerate(OPTION_ESCAPES):
+        row = rows[key]
+        assert trail.get(f"c{i:02d}") in ("system", "user"), (argv, trail.get(f"c{i:02d}"))
+        want = "user" if row.action in ("high", "pathspec") else "system"
+        assert trail[f"c{i:02d}"] == want, (argv, trail[f"c{i:02d}"])
+        by_action["high" if want == "user" else "refuse"] += 1
+        # without its row the same call passes the policy at low or medium risk (no approval)
+        monkeypatch.setattr(commands, "OPTIONS", tuple(r for r in OPTIONS if r is not row))
+        _, risk, _ = command_policy(argv, scopes, root=root, programs=programs)
+        assert risk in ("low", "medium"), (argv, risk)
+        monkeypatch.setattr(commands, "OPTIONS", OPTIONS)
+    blob = json.dumps([e.payload for e in events])
+    assert OUTSIDE_SECRET not in blob and SCOPE_SECRET not in blob
+    assert not (root / "pwned").exists() and _tree(root) == before
+    with capsys.disabled():
+        print(
+            f"\n[security] command option rows: {len(OPTIONS)}, escape calls: {len(OPTION_ESCAPES)} "
+            f"(refused by policy: {by_action['refuse']}, put up for approval and rejected: {by_action['high']}), "
+            "each passing the policy without its row; got through: 0"
+        )
+
+
+def test_the_issue_commands_escape_when_run_without_the_policy(tmp_path: Path) -> None:
+    """The issue's inputs, run directly (no policy): they do read out of scope or run mod.py,
+    so the refusals above stop real escapes."""
+    import subprocess
+    import sys
+
+    root, _ = _option_workspace(tmp_path)
+
+    def run(argv: list[str]) -> str:
+        if argv[0] in ("python", "pytest"):
+            argv = [sys.executable, *(argv[1:] if argv[0] == "python" else ["-m", *argv])]
+        out = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=120)
+        return out.stdout + out.stderr
+
+    assert OUTSIDE_SECRET in run(["grep", "-R", "CANARY", "src"])
+    assert SCOPE_SECRET in run(["grep", "-r", "CANARY"])
+    assert SCOPE_SECRET in run(["git", "show", "HEAD:secrets/key.txt", "--", "src"])
+    assert SCOPE_SECRET in run(["git", "log", "-p"])
+    for argv in (
+        ["python", "-m", "pytest", "-p", "mod", "src"],
+        ["python", "-m", "pytest", "-o", "addopts=-p mod", "src"],
+        ["pytest", "--pyargs", "mod"],
+        ["python", "-m", "unittest", "mod"],
+    ):
+        run(argv)
+        assert (root / "pwned").exists(), argv
+        (root / "pwned").unlink()
