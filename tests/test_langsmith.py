@@ -442,3 +442,60 @@ def test_cli_replay_and_resume_are_two_linked_traces(langsmith_loopback: Ingest,
     assert {m["name"] for m in models} == {"planner.model", "executor.model", "reviewer.model"}
     assert all(runs[m["id"]]["post.extra"]["metadata"]["task_id"] == "cli-1" for m in models)
     assert API_KEY.encode() not in langsmith_loopback.bodies()
+
+
+class ApprovalBuildTools(BuildTools):
+    def has_side_effects(self, tool: str) -> bool:
+        return tool == "run_build"
+
+
+def test_an_approval_pause_is_traced_as_a_pause_not_an_error(
+    langsmith_loopback: Ingest, no_remote_network: list[Any]
+) -> None:
+    """A run stops for an approval and is approved: the first trace's ``tools`` run ends with
+    outputs that say it waits for approval (and the request id), tag ``paused:approval``, no
+    error; the approved run is the next trace of the same thread."""
+    from langchain_core.tracers.langchain import wait_for_all_tracers
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from context import Permissions, SqliteStores
+    from graphs import build_orchestrator, checkpoint_serde, new_task
+    from graphs.runner import run_with_approvals
+
+    stores = SqliteStores(":memory:")
+    graph = build_orchestrator(
+        _model(), tools=ApprovalBuildTools(), checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores
+    )
+    asked: list[dict[str, Any]] = []
+    task = new_task("Build the project.", "ls-ap", permissions=Permissions(requires_approval=["run_build"]))
+    done = run_with_approvals(
+        graph, stores, "ls-ap", task, answer=lambda req: asked.append(req) or {"action": "approve"}
+    )
+    assert done.state.control.status == "completed" and [a["call_id"] for a in asked] == ["c-build"]
+    wait_for_all_tracers()
+
+    events = stores.events.read("ls-ap")
+    request_id = next(e.id for e in events if e.kind == "permission.requested")
+    assert asked[0]["request_id"] == request_id
+    runs = langsmith_loopback.runs()
+    post = {rid: r["post"] for rid, r in runs.items()}
+    roots = sorted(
+        (rid for rid, p in post.items() if not p.get("parent_run_id")), key=lambda r: post[r]["dotted_order"]
+    )
+    assert [post[r]["name"] for r in roots] == ["taskctx", "taskctx"]
+    meta = {rid: (r.get("post.extra") or {}).get("metadata", {}) for rid, r in runs.items()}
+    assert [meta[r].get("thread_id") for r in roots] == ["ls-ap", "ls-ap"]
+    # no run of either trace is an error
+    assert [p["name"] for p in post.values() if p.get("error")] == []
+    tools = [rid for rid, p in post.items() if p["name"] == "tools" and p["trace_id"] == post[roots[0]]["id"]]
+    paused = [rid for rid in tools if "paused:approval" in (post[rid].get("tags") or [])]
+    assert len(paused) == 1
+    out = runs[paused[0]].get("post.outputs") or runs[paused[0]].get("patch.outputs")
+    assert out == {
+        "paused": "waiting for approval",
+        "requests": [{"request_id": request_id, "call_id": "c-build", "tool": "run_build", "risk": "medium"}],
+    }
+    assert meta[paused[0]]["approval_request_ids"] == [request_id]
+    # the approved run is traced in the second trace: its tools run ran the build, no pause
+    second = [rid for rid, p in post.items() if p["name"] == "tools" and p["trace_id"] == post[roots[1]]["id"]]
+    assert second and not any("paused:approval" in (post[r].get("tags") or []) for r in second)
