@@ -69,6 +69,7 @@ from .errors import (
 )
 from .events import PAYLOAD_MODELS, Event, EventKind, new_event, utc_now
 from .models import (
+    AGENT_CLAIM,
     ApprovalRequest,
     Control,
     CurrentStep,
@@ -104,6 +105,7 @@ from .trajectory import (
 )
 
 __all__ = [
+    "AGENT_CLAIM",
     "ApprovalRequest",
     "PendingCompletion",
     "ArtifactNotFoundError",

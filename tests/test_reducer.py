@@ -228,8 +228,10 @@ def test_step_completed_records_progress_and_appends_findings():
         "findings": ["bug is in login()"],
         "changed_artifacts": ["notes.md"],
         "unresolved_issues": ["flaky test"],
+        "provenance": "agent_claim",  # the executor model wrote them: the agent's claim
     }
     assert ctx.evidence.findings == [Finding(**f1)]
+    assert ctx.evidence.findings[0].provenance == "agent_claim"
 
     ctx = replay(
         [
