@@ -173,10 +173,7 @@ def delta_text(ctx: TaskContext) -> str:
         )
     if ctx.progress.last_step is not None:
         ls = ctx.progress.last_step
-        lines.append(
-            f"Last step {ls.id} ({ls.result}), its summary:\n"
-            + quote_agent(ls.summary, source=f"complete_step {ls.id}")
-        )
+        lines.append(f"Last step {ls.id} ({ls.result}):\n" + quote_agent(ls.summary, source=f"complete_step {ls.id}"))
     pc = ctx.control.pending_completion
     if pc is not None and pc.not_applied and pc.step_id == ctx.plan.current_step_id:
         lines.append(
