@@ -265,6 +265,10 @@ class TranscriptCheckpoint(_Part):
     at_seq: int
     plan_version: int
     plan_lines: list[str] = Field(default_factory=list)
+    #: Addition: ``"<id> (<result>): <summary>"`` of the last completed step, the executor's
+    #: claim (prompts quote it); empty before the first step completes.
+    step_summary: str = ""
+    #: One line per tool call that left the transcript (the app's digest: call, status, ref).
     completed_summaries: list[str] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     omitted_summary: str = ""

@@ -302,6 +302,11 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
         # The model run's inputs are the prompt messages (the prompt itself), nothing else.
         assert list(runs[k]["post.inputs"]) == ["messages"]
     assert [meta[k]["step_id"] for k in model_runs if meta[k]["role"] == "executor"] == ["s1", "s1", "s2", "s2"]
+    # the executor's finding reaches the reviewer as the agent's claim, and the metadata says so
+    rev = [k for k in model_runs if meta[k]["role"] == "reviewer"]
+    assert [(b["id"], b["trust"]) for b in meta[rev[0]]["manifest"]["blocks"] if b["id"].startswith("finding.")] == [
+        ("finding.s2.f1", "agent_claim")
+    ]
     assert any(meta[k]["cached_prefix_tokens"] > 0 for k in model_runs)
 
     # Artifacts stay out: the big log's middle (left out by compression) is nowhere in the trace,

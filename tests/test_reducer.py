@@ -423,8 +423,8 @@ def test_context_built_with_reset_trims_calls_and_materialises_checkpoint():
         at_seq=16,
         plan_version=1,
         plan_lines=["s1 [done] title s1", "s2 [running] title s2"],
+        step_summary="s1 (success): explored",
         completed_summaries=[
-            "s1 (success): explored",
             f'c1 bash {{"cmd": "echo 1"}} -> ok, {ref}',
             f'c2 bash {{"cmd": "echo 2"}} -> ok, {ref}',
             f'c3 bash {{"cmd": "echo 3"}} -> ok, {ref}',

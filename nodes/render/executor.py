@@ -85,9 +85,11 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
         return None
     lines = [f"## Working state at the last checkpoint (materialised from the event log; plan v{cp.plan_version})"]
     lines += [f"- {ln}" for ln in cp.plan_lines]
-    if cp.completed_summaries:  # the executor's summaries: its claims, quoted
-        lines.append("Done before this transcript (the executor's summaries):")
-        lines.append(quote_agent("\n".join(f"- {ln}" for ln in cp.completed_summaries), source="complete_step"))
+    if cp.step_summary or cp.completed_summaries:
+        lines.append("Done before this transcript:")
+        if cp.step_summary:  # the executor's summary: its claim, quoted
+            lines.append("- last step:\n" + quote_agent(cp.step_summary, source="complete_step"))
+        lines += [f"- {ln}" for ln in cp.completed_summaries]
     if cp.findings:
         lines.append("Findings (the executor's claims):")
         lines += [
