@@ -71,6 +71,7 @@ from .errors import (
 )
 from .events import PAYLOAD_MODELS, Event, EventKind, new_event, utc_now
 from .models import (
+    AGENT_CLAIM,
     ApprovalRequest,
     Control,
     CurrentStep,
@@ -106,6 +107,7 @@ from .trajectory import (
 )
 
 __all__ = [
+    "AGENT_CLAIM",
     "NOT_STARTED",
     "TaskInfo",
     "find_task",

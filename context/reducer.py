@@ -159,9 +159,8 @@ def _checkpoint_view(ctx: TaskContext, leaving: list[ToolCallRecord], at_seq: in
     omitted_total = ctx.evidence.omitted_calls + len(leaving)
     lines = ctx.plan.lines(detail=False)
     completed = []
-    if ctx.progress.last_step is not None:
-        ls = ctx.progress.last_step
-        completed.append(f"{ls.id} ({ls.result}): {ls.summary}")
+    ls = ctx.progress.last_step
+    step_summary = f"{ls.id} ({ls.result}): {ls.summary}" if ls is not None else ""
     for r in leaving[-CHECKPOINT_OMITTED_LINES:]:
         args = " ".join(r.arguments.split())
         if len(args) > 80:
@@ -177,6 +176,7 @@ def _checkpoint_view(ctx: TaskContext, leaving: list[ToolCallRecord], at_seq: in
         at_seq=at_seq,
         plan_version=ctx.plan.version,
         plan_lines=lines,
+        step_summary=step_summary,
         completed_summaries=completed,
         findings=[f for f in ctx.evidence.findings if f.id not in replaced][-CHECKPOINT_FINDINGS:],
         omitted_summary=summary,

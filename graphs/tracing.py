@@ -11,6 +11,13 @@ role node its model call, named ``<role>.model``, tagged ``role:<role>``, whose 
 ``task_id, step_id, role, budget, prompt_tokens, cached_prefix_tokens`` and the call's
 ``manifest`` (:meth:`nodes.NodeRun.call_model`).
 
+A node that stops at LangGraph ``interrupt()`` (the tool node asking for approval) ends its run
+with a ``GraphInterrupt``, which LangChain's tracer posts as an error. :func:`paused_runs_traced`
+(around every invocation :func:`graphs.runner.run_graph` makes) traces with
+:class:`PausedRunTracer` instead, which ends such a run as a pause: outputs ``{"paused": "waiting
+for approval", "requests": [{request_id, call_id, tool, risk}]}``, tag ``paused:approval``,
+metadata ``approval_request_ids``; the resume is the next trace of the same ``thread_id``.
+
 Raw tool output never enters a trace: the tool node's ToolExecutor is plain Python (not a traced
 runnable) and node inputs/outputs are TaskContext parts, which hold compressed summaries and
 ``artifact://`` refs.
@@ -35,8 +42,22 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from uuid import UUID
 
-__all__ = ["TRACE_KEYS", "TRACING_NOTICE", "run_tree_lines", "tracing_session", "walk_runs"]
+from langchain_core.tracers.context import tracing_v2_callback_var
+from langchain_core.tracers.langchain import LangChainTracer
+from langgraph.errors import GraphInterrupt
+from langsmith import utils as ls_utils
+
+__all__ = [
+    "TRACE_KEYS",
+    "TRACING_NOTICE",
+    "PausedRunTracer",
+    "paused_runs_traced",
+    "run_tree_lines",
+    "tracing_session",
+    "walk_runs",
+]
 
 #: The metadata keys every model run of a taskctx node carries.
 TRACE_KEYS = ("task_id", "step_id", "role", "budget", "prompt_tokens", "cached_prefix_tokens", "manifest")
@@ -218,3 +239,42 @@ def _bounded_flush(client: Any, notice: _OneNotice, seconds: float) -> None:
         if left <= 0:
             notice.say(f"no answer within {seconds:g} s")
             return
+
+
+class PausedRunTracer(LangChainTracer):
+    """A :class:`~langchain_core.tracers.langchain.LangChainTracer` that ends a run stopped by
+    LangGraph ``interrupt()`` (a ``GraphInterrupt``) as a pause, not an error: outputs
+    ``{"paused": "waiting for approval" | "waiting for input", "requests": [...]}`` (for an
+    approval: ``request_id, call_id, tool, risk``), tag ``paused:approval`` (or
+    ``paused:interrupt``), metadata ``approval_request_ids``. Every other error is traced as one."""
+
+    def on_chain_error(
+        self, error: BaseException, *, inputs: dict[str, Any] | None = None, run_id: UUID, **kwargs: Any
+    ):  # type: ignore[override]
+        if not isinstance(error, GraphInterrupt):
+            return super().on_chain_error(error, inputs=inputs, run_id=run_id, **kwargs)
+        values = [getattr(i, "value", i) for i in (error.args[0] if error.args else ())]
+        approvals = [v for v in values if isinstance(v, dict) and v.get("type") == "approval"]
+        requests = [{k: v.get(k) for k in ("request_id", "call_id", "tool", "risk")} for v in approvals]
+        run = self._get_run(run_id)
+        run.tags = [*(run.tags or []), "paused:approval" if approvals else "paused:interrupt"]
+        if approvals:
+            run.extra.setdefault("metadata", {})["approval_request_ids"] = [r["request_id"] for r in requests]
+        outputs = {"paused": "waiting for approval" if approvals else "waiting for input", "requests": requests}
+        return self.on_chain_end(outputs, inputs=inputs, run_id=run_id, **kwargs)
+
+
+@contextmanager
+def paused_runs_traced() -> Iterator[None]:
+    """While LangSmith tracing is on (``LANGSMITH_TRACING``) and no tracer is set already, the
+    graph invocations inside trace with :class:`PausedRunTracer` (LangChain's
+    ``tracing_v2_callback_var``, as ``tracing_v2_enabled`` sets it). Nothing changes when
+    tracing is off."""
+    if tracing_v2_callback_var.get() is not None or not ls_utils.tracing_is_enabled():
+        yield
+        return
+    token = tracing_v2_callback_var.set(PausedRunTracer())
+    try:
+        yield
+    finally:
+        tracing_v2_callback_var.reset(token)

@@ -303,6 +303,11 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
         # The model run's inputs are the prompt messages (the prompt itself), nothing else.
         assert list(runs[k]["post.inputs"]) == ["messages"]
     assert [meta[k]["step_id"] for k in model_runs if meta[k]["role"] == "executor"] == ["s1", "s1", "s2", "s2"]
+    # the executor's finding reaches the reviewer as the agent's claim, and the metadata says so
+    rev = [k for k in model_runs if meta[k]["role"] == "reviewer"]
+    assert [(b["id"], b["trust"]) for b in meta[rev[0]]["manifest"]["blocks"] if b["id"].startswith("finding.")] == [
+        ("finding.s2.f1", "agent_claim")
+    ]
     assert any(meta[k]["cached_prefix_tokens"] > 0 for k in model_runs)
 
     # Artifacts stay out: the big log's middle (left out by compression) is nowhere in the trace,
@@ -655,3 +660,60 @@ def test_tracing_session_names_a_refused_key(
         "its trace is not uploaded (unset LANGSMITH_TRACING to turn tracing off)"
     ]
     assert no_remote_network == []
+
+
+class ApprovalBuildTools(BuildTools):
+    def has_side_effects(self, tool: str) -> bool:
+        return tool == "run_build"
+
+
+def test_an_approval_pause_is_traced_as_a_pause_not_an_error(
+    langsmith_loopback: Ingest, no_remote_network: list[Any]
+) -> None:
+    """A run stops for an approval and is approved: the first trace's ``tools`` run ends with
+    outputs that say it waits for approval (and the request id), tag ``paused:approval``, no
+    error; the approved run is the next trace of the same thread."""
+    from langchain_core.tracers.langchain import wait_for_all_tracers
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from context import Permissions, SqliteStores
+    from graphs import build_orchestrator, checkpoint_serde, new_task
+    from graphs.runner import run_with_approvals
+
+    stores = SqliteStores(":memory:")
+    graph = build_orchestrator(
+        _model(), tools=ApprovalBuildTools(), checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores
+    )
+    asked: list[dict[str, Any]] = []
+    task = new_task("Build the project.", "ls-ap", permissions=Permissions(requires_approval=["run_build"]))
+    done = run_with_approvals(
+        graph, stores, "ls-ap", task, answer=lambda req: asked.append(req) or {"action": "approve"}
+    )
+    assert done.state.control.status == "completed" and [a["call_id"] for a in asked] == ["c-build"]
+    wait_for_all_tracers()
+
+    events = stores.events.read("ls-ap")
+    request_id = next(e.id for e in events if e.kind == "permission.requested")
+    assert asked[0]["request_id"] == request_id
+    runs = langsmith_loopback.runs()
+    post = {rid: r["post"] for rid, r in runs.items()}
+    roots = sorted(
+        (rid for rid, p in post.items() if not p.get("parent_run_id")), key=lambda r: post[r]["dotted_order"]
+    )
+    assert [post[r]["name"] for r in roots] == ["taskctx", "taskctx"]
+    meta = {rid: (r.get("post.extra") or {}).get("metadata", {}) for rid, r in runs.items()}
+    assert [meta[r].get("thread_id") for r in roots] == ["ls-ap", "ls-ap"]
+    # no run of either trace is an error
+    assert [p["name"] for p in post.values() if p.get("error")] == []
+    tools = [rid for rid, p in post.items() if p["name"] == "tools" and p["trace_id"] == post[roots[0]]["id"]]
+    paused = [rid for rid in tools if "paused:approval" in (post[rid].get("tags") or [])]
+    assert len(paused) == 1
+    out = runs[paused[0]].get("post.outputs") or runs[paused[0]].get("patch.outputs")
+    assert out == {
+        "paused": "waiting for approval",
+        "requests": [{"request_id": request_id, "call_id": "c-build", "tool": "run_build", "risk": "medium"}],
+    }
+    assert meta[paused[0]]["approval_request_ids"] == [request_id]
+    # the approved run is traced in the second trace: its tools run ran the build, no pause
+    second = [rid for rid, p in post.items() if p["name"] == "tools" and p["trace_id"] == post[roots[1]]["id"]]
+    assert second and not any("paused:approval" in (post[r].get("tags") or []) for r in second)

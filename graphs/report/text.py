@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from context import Event, TaskContext
+from nodes.render.common import quote_agent
 
 from .approval import approval_renderable, escape_controls
 
@@ -58,14 +59,20 @@ def render_state(
     )
     if ctx.progress.last_step:
         ls = ctx.progress.last_step
-        p(f"last step {ls.id} ({ls.result}): {ls.summary}")
+        p(
+            f"last step {ls.id} ({ls.result}), its summary ({ls.provenance}):\n"
+            + quote_agent(ls.summary, source=f"complete_step {ls.id}")
+        )
     if ctx.progress.changed_artifacts:
         p(f"changed: {', '.join(ctx.progress.changed_artifacts)}")
     h("Evidence")
     for r in ctx.evidence.recent_tool_calls[-8:]:
         p(f"- {r.id} {r.tool} -> {r.status}  {r.raw_ref or ''}")
     for f in ctx.evidence.findings[-8:]:
-        p(f"- finding {f.id}: {f.statement}  [{', '.join(f.evidence_refs)}]")
+        p(
+            f"- finding {f.id} ({f.provenance}) [{', '.join(f.evidence_refs)}]:\n"
+            + quote_agent(f.statement, source=f"complete_step {f.id}")
+        )
     h("Model calls by role")
     by_role: dict[str, list[dict]] = {}
     for e in events:
