@@ -64,22 +64,22 @@ def test_budget_error_names_the_smallest_budget_that_works(trajectories_dir: Pat
     r = invoke("replay", traj, "--task-id", "t1", "--budget", "1000", "--db", db, "--out", out)
     assert r.exit_code == 2
     assert _error_line(r) == (
-        "error: planner of task t1 needs at least 2196 tokens: required blocks 1196 + reserve 1000; "
-        f"rerun with --budget 2196 or more: `taskctx resume t1 --budget 2196 --db {db}`"
+        "error: planner of task t1 needs at least 2261 tokens: required blocks 1261 + reserve 1000; "
+        f"rerun with --budget 2261 or more: `taskctx resume t1 --budget 2261 --db {db}`"
     )
     # exact: one token less fails at the same call with the same numbers ...
-    r = invoke("resume", "t1", "--budget", "2195", "--db", db, "--out", out)
-    assert r.exit_code == 2 and "planner of task t1 needs at least 2196 tokens" in _error_line(r)
+    r = invoke("resume", "t1", "--budget", "2260", "--db", db, "--out", out)
+    assert r.exit_code == 2 and "planner of task t1 needs at least 2261 tokens" in _error_line(r)
     assert not [e for e in SqliteStores(db).events.read("t1") if e.kind == "plan.created"]
     # ... and N gets past that call: the plan is made; the executor's first call names its own N
-    r = invoke("resume", "t1", "--budget", "2196", "--db", db, "--out", out)
+    r = invoke("resume", "t1", "--budget", "2261", "--db", db, "--out", out)
     assert r.exit_code == 2
     assert "call   1 planner" in r.stdout and "plan.created: 5 steps" in r.stdout
     assert _error_line(r) == (
-        "error: executor of task t1 needs at least 2621 tokens: required blocks 1621 + reserve 1000; "
-        f"rerun with --budget 2621 or more: `taskctx resume t1 --budget 2621 --db {db}`"
+        "error: executor of task t1 needs at least 2631 tokens: required blocks 1631 + reserve 1000; "
+        f"rerun with --budget 2631 or more: `taskctx resume t1 --budget 2631 --db {db}`"
     )
-    r = invoke("resume", "t1", "--budget", "2621", "--max-steps", "1", "--db", db, "--out", out)
+    r = invoke("resume", "t1", "--budget", "2631", "--max-steps", "1", "--db", db, "--out", out)
     assert r.exit_code == 0, r.output
     assert "call   2 executor  step s1" in r.stdout and "stopped after 1 executor steps" in r.stdout
 

@@ -65,7 +65,10 @@ def test_trajectory_replays_within_budget(trajectory_file: Path, project, tmp_pa
     render_state(Console(file=buf, width=10_000), snap, events, [], True)
     text = buf.getvalue().splitlines()
     assert text[text.index("Goal") + 1] == traj.goal
-    assert [ln.split(": ", 1)[1].rsplit("  [", 1)[0] for ln in text if ln.startswith("- finding ")] == findings[-8:]
+    # each finding: "- finding <id> (<provenance>) [<refs>]:", then its text quoted as the agent's claim
+    starts = [i + 2 for i, ln in enumerate(text) if ln.startswith("- finding ")]
+    shown = ["\n".join(text[i : text.index("</external_content>", i)]) for i in starts]
+    assert shown == findings[-8:]
     page = build_report(events)
     assert f'<p id="goal">{html.escape(traj.goal)}</p>' in page
     assert all(f"<li>{html.escape(f'{x.id}: {x.statement}')} [" in page for x in snap.evidence.findings)
