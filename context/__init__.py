@@ -30,7 +30,8 @@ renderer, the model and the tool node live in ``nodes`` (public names given), wi
 Beside the loop: errors.py is the error tree that every step raises from (TaskctxError and
 below; drawn in its docstring); trajectory.py loads recorded agent runs
 (load_trajectory), which `taskctx replay` and the bench feed through the loop (replay model
-and replay tools).
+and replay tools); catalog.py is the one answer to "which tasks exist" (list_tasks, find_task:
+the task registry and the event log together), used by every command.
 
 This package never imports langgraph or langchain-core (enforced by import-linter), so it is
 testable without a graph.

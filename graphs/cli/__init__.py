@@ -15,7 +15,8 @@ are recorded and answers the approval interrupts::
                                                           approve._answerer: --approve-all,
                                                           --deny-all, the terminal, or pending
 
-Modules (the commands are registered below, in the order ``--help`` lists them):
+Modules (``--help`` lists ``bench``, ``report`` and ``eval`` first: their modules register them on
+import; then the commands registered below, in this order):
 
 - :mod:`.common`: the typer ``app``, :func:`main`, the shared options and helpers;
 - :mod:`.tasks`: ``replay``, ``resume``, ``run``;

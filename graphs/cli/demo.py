@@ -51,8 +51,7 @@ def demo(
     approve_all: ApproveAllOpt = False,
     deny_all: DenyAllOpt = False,
 ) -> None:
-    """Offline demo on a real sample workspace: explore → interrupted → resumed → refused outside
-    scope → approved fix → failing test → recovery → tests green → reviewed."""
+    """Offline demo on a real sample workspace: explore, interrupt, resume, refused outside scope, approved fix, failing test, recovery, tests green, review."""
     import uuid
 
     from ..demo import DEMO_REQUEST, DEMO_STOP_AFTER, copy_sample, demo_model, demo_permissions, demo_tools
