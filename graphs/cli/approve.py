@@ -31,10 +31,11 @@ from .common import (
 __all__ = ["approve"]
 
 
-def _show_request(req: dict[str, Any]) -> None:
+def _show_request(req: dict[str, Any], db: str = DEFAULT_DB) -> None:
     """Print the approval request ``req`` in full (:func:`graphs.report.approval_renderable`:
-    a write as the file, a patch as a diff, a command as its argv, cut only when very long)."""
-    console.print(approval_renderable(req))
+    a write as the file, a patch as a diff, a command as its argv, cut only when very long); the
+    note of a cut view names ``--db DB`` when ``db`` is not the default."""
+    console.print(approval_renderable(req, db_opt=_db_opt(db)))
 
 
 def _interactive_answer(req: dict[str, Any]) -> dict[str, Any] | None:
@@ -127,13 +128,13 @@ def approve(
                 f"task {task_id!r} has no pending approval; nothing to answer "
                 f"(see `taskctx inspect {task_id}{_db_opt(db)}`)"
             )
-        _show_request(req)
+        _show_request(req, db)
         if "request_id" in req:
             answer = {**answer, "request_id": req["request_id"]}  # answers exactly this question
         console.print(f"    -> {answer['action']}", markup=False)
         result = run_graph(g, project.stores, task_id, Command(resume=answer), on_event=_event_printer())
         if result.waiting is not None:
-            _show_request(result.waiting)
+            _show_request(result.waiting, db)
         _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db, task_id))
