@@ -390,3 +390,41 @@ def test_layout_check_catches_words_broken_mid_way(demo_report: Path, tmp_path: 
     css = "td{overflow-wrap:anywhere!important;white-space:normal!important}td.text{min-width:0!important}"
     lay = _layout(demo_report, 800, tmp_path / "profile", css)
     assert "permission.requested" in lay["broken"] or "tool.result.received" in lay["broken"], lay["broken"]
+
+
+#: Every character that must never reach the page raw: bidi embeddings/overrides and isolates,
+#: and the C0 controls other than newline and tab.
+_RAW_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\x00-\x08\x0b-\x1f]")
+
+
+def test_control_and_bidi_characters_never_reach_the_page_raw() -> None:
+    """The timeline's ``tool.called`` summary used to carry a raw U+202E; every text sink of the
+    page now escapes them (the approval block and the tool-call table always did)."""
+    from context import new_event
+    from context.events import PermissionEvent, TaskCreated, ToolCalled, ToolResultReceived
+    from graphs.report import build_report
+
+    bad = "a\u202eb\u202ac\u2066d\u2069e\x1b[2Jf\x07g\x00h\rk"
+    args = json.dumps({"argv": ["ls", f"-l{bad}"], "path": f"x{bad}.txt"}, ensure_ascii=False)
+    events = [
+        new_event("task.created", TaskCreated(task_id="t1", original_request=f"list {bad}"), actor="user"),
+        new_event("tool.called", ToolCalled(call_id="c1", tool="run_command", arguments=args), actor="agent"),
+        new_event(
+            "tool.result.received",
+            ToolResultReceived(call_id="c1", result_summary=f"out {bad}\nline\ttwo"),
+            actor="tool",
+        ),
+        new_event(
+            "permission.requested",
+            PermissionEvent(call_id="c1", tool="run_command", arguments=args, risk="high", reason=f"r {bad}"),
+            actor="system",
+        ),
+    ]
+    page = build_report([e.model_copy(update={"seq": i}) for i, e in enumerate(events, 1)])
+    assert _RAW_CONTROLS.findall(page) == []
+    # shown escaped, in the timeline too
+    timeline = page[page.index('<table id="timeline"') :]
+    row = re.search(r'<tr data-kind="tool.called".*?</tr>', timeline)
+    assert row is not None
+    assert "a\\u202eb\\u202ac\\u2066d\\u2069e\\u001b[2Jf\\u0007g\\u0000h\\rk" in row.group()
+    assert "\n" in page and "line\ttwo" in page  # newline and tab are kept

@@ -26,7 +26,7 @@ from typing import Any
 from context import Event, TaskContext, UnknownTaskError, replay, summarize_event
 from context.trajectory import request_goal
 
-from .approval import approval_html
+from .approval import approval_html, escape_controls
 
 __all__ = ["CUSTOM_ROLE_COLORS", "ROLE_COLORS", "build_report", "role_colors", "token_chart_svg", "write_report"]
 
@@ -49,7 +49,9 @@ def role_colors(calls: Sequence[dict[str, Any]]) -> dict[str, str]:
 
 
 def _e(x: Any) -> str:
-    return _html.escape("" if x is None else str(x), quote=True)
+    """The one text sink of the page: ``x`` as text, control and bidi characters written as
+    escapes (:func:`.approval.escape_controls`), then HTML-escaped (quotes too)."""
+    return _html.escape(escape_controls("" if x is None else str(x)), quote=True)
 
 
 def _wrappable(x: Any) -> str:
