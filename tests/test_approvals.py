@@ -294,6 +294,11 @@ def test_an_edit_is_checked_against_the_tool_schema_at_the_prompt_and_in_approve
     r = CliRunner().invoke(app, ["demo", "--db", db, "--out", str(tmp_path / "o"), "--task-id", "i1"])
     assert r.exit_code == 0, r.output
     assert next(answers, None) is None  # every answer was asked for
+    # outside a terminal no line is padded with spaces (the diffs were, to 80 columns)
+    assert [line for line in r.stdout.split("\n") if line != line.rstrip()] == []
+    shown = CliRunner().invoke(app, ["inspect", "i1", "--db", db]).stdout
+    assert "approval requested: apply_patch" in shown
+    assert [line for line in shown.split("\n") if line != line.rstrip()] == []
     assert r.stdout.count("  apply_patch takes: patch (required); the current arguments have: patch\n") == 3
     assert "  apply_patch needs 'patch' (it takes: patch); try again\n" in r.stdout
     assert "  apply_patch argument 'patch' must be of type string, not int; try again\n" in r.stdout

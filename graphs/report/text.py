@@ -76,7 +76,7 @@ def render_state(
         p(f"changed: {', '.join(ctx.progress.changed_artifacts)}")
     h("Evidence")
     for r in ctx.evidence.recent_tool_calls[-8:]:
-        p(f"- {r.id} {r.tool} -> {r.status}  {r.raw_ref or ''}")
+        p(f"- {r.id} {r.tool} -> {r.status}" + (f"  {r.raw_ref}" if r.raw_ref else ""))
     for f in ctx.evidence.findings[-8:]:
         p(
             f"- finding {f.id} ({f.provenance}) [{', '.join(f.evidence_refs)}]:\n"
