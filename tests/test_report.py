@@ -159,7 +159,9 @@ def test_report_page_content(run_db: Path, tmp_path: Path) -> None:
             assert f"<code>{html.escape(b['id'])}</code>" in page
     assert "dropped: over budget" not in page or any(not b["included"] for c in calls for b in c["blocks"])
     # errors: err-1 recorded and resolved
-    assert re.search(r'<tr class="resolved"><td class="kind">err-1</td><td>resolved: later call t-2', page)
+    assert re.search(
+        r'<tr class="resolved"><td class="kind">err-1</td><td class="state">resolved: later call <span class="nw">t-2</span>', page
+    )
     assert "No approval pending." in page
     # hostile tool output is escaped (the summary shows as text), no external resource is referenced
     assert INJECTION not in page and html.escape(INJECTION, quote=True)[:40] in page
