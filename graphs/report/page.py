@@ -244,7 +244,7 @@ def _errors(ctx: TaskContext, events: Sequence[Event]) -> str:
     out = []
     if rows:
         out.append(
-            '<div class="scroll"><table><tr><th>id</th><th>state</th><th>source</th><th>step</th><th>call</th>'
+            '<div class="scroll"><table id="errors-table"><tr><th>id</th><th>state</th><th>source</th><th>step</th><th>call</th>'
             "<th>message</th></tr>" + "".join(rows) + "</table></div>"
         )
     else:
@@ -362,7 +362,7 @@ h1{font-size:22px;margin-bottom:4px;overflow-wrap:anywhere} h2{font-size:17px;ma
 .scroll{overflow-x:auto;margin:8px 0} table{border-collapse:collapse;width:100%}
 td,th{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:break-word}
 th{background:#f6f6f6;white-space:nowrap} .num{text-align:right;white-space:nowrap} .muted{color:#777}
-td.kind,.nowrap,.nw{white-space:nowrap} td.state{min-width:9em;max-width:16em} .ref{overflow-wrap:anywhere} td.text{min-width:16em;overflow-wrap:anywhere}
+td.kind,.nowrap,.nw{white-space:nowrap} td.state{min-width:14em;max-width:20em} .ref{overflow-wrap:anywhere} td.text{min-width:16em;overflow-wrap:anywhere}
 tr.out{color:#999} tr.open td,.open{color:#b00020} tr.resolved td{color:#2b7a2b} pre{white-space:pre-wrap;
 overflow-wrap:anywhere;background:#f8f8f8;padding:8px;border:1px solid #eee}
 .pending{background:#fff4ce;padding:8px;border:1px solid #e0c060}
