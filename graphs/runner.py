@@ -31,6 +31,7 @@ __all__ = [
     "run_graph",
     "run_with_approvals",
     "thread_config",
+    "tool_parameters",
 ]
 
 #: Supersteps one invocation may take (a 50-step replay takes ~170).
@@ -135,6 +136,22 @@ def pending_approval(graph: CompiledStateGraph, task_id: str) -> dict[str, Any] 
     return None
 
 
+def tool_parameters(graph: CompiledStateGraph, tool: str) -> dict[str, Any] | None:
+    """The JSON-schema ``parameters`` of ``tool`` as the graph's tool executor declares it
+    (``schemas()``, OpenAI format), or None: no such tool, no ``tools`` node, or an executor
+    without schemas. Never raises."""
+    try:
+        node = graph.builder.nodes["tools"].runnable
+        executor = getattr(getattr(node, "func", node), "tools", None)
+        for s in executor.schemas() if executor is not None else ():
+            fn = s.get("function", s)
+            if fn.get("name") == tool and isinstance(fn.get("parameters"), dict):
+                return fn["parameters"]
+    except Exception:  # an odd executor never stops a prompt: the edit is then checked by the policy only
+        return None
+    return None
+
+
 def run_with_approvals(
     graph: CompiledStateGraph,
     stores: SqliteStores,
@@ -149,12 +166,14 @@ def run_with_approvals(
 ) -> RunResult:
     """:func:`run_graph`, answering each approval request with ``answer(request)`` (which returns
     ``{"action": "approve" | "edit" | "reject" | "respond", ...}``, or None to stop and leave the
-    request pending for ``taskctx approve``)."""
+    request pending for ``taskctx approve``). ``answer`` gets the request with ``parameters``
+    added (:func:`tool_parameters`) when the tool declares them, so an edit can be checked."""
     result = run_graph(graph, stores, task_id, input, stop_after=stop_after, resume=resume, on_event=on_event)
     while result.waiting is not None:
         if on_request:
             on_request(result.waiting)
-        reply = answer(result.waiting)
+        params = tool_parameters(graph, str(result.waiting.get("tool")))
+        reply = answer(result.waiting if params is None else {**result.waiting, "parameters": params})
         if reply is None:
             break
         if "request_id" in result.waiting and "request_id" not in reply:

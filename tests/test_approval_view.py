@@ -214,3 +214,66 @@ def test_html_view_is_escaped_and_colours_diff_lines() -> None:
         '<pre class="approval" data-lexer="html"><span class="ln">1</span>&lt;script&gt;x()&lt;/script&gt;\n'
         '<span class="ln">2</span>\\x1b!</pre>'
     )
+
+
+def _cut_task(db: Any) -> None:
+    from context import SqliteStores, new_event
+    from context.events import PermissionEvent, TaskCreated
+
+    content = "".join(f"row {i}\n" for i in range(1, 301))
+    args = json.dumps({"content": content, "path": "data/rows.txt"}, sort_keys=True)
+    stores = SqliteStores(db)
+    stores.events.append(
+        "t1",
+        [
+            new_event("task.created", TaskCreated(task_id="t1", original_request="write rows"), actor="user"),
+            new_event(
+                "permission.requested",
+                PermissionEvent(call_id="c1", tool="write_file", arguments=args, risk="high", reason="writes data/"),
+                actor="system",
+            ),
+        ],
+    )
+    stores.close()
+
+
+def test_the_cut_note_wraps_at_80_columns_names_the_db_and_no_line_ends_in_spaces(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    """In a pipe (80 columns) the note used to be cropped ("the full argume"), without ``--db``,
+    and every code line was padded with spaces to 80 columns."""
+    from typer.testing import CliRunner
+
+    from graphs.cli import app, common
+
+    monkeypatch.setattr(common.console, "width", 80)
+    monkeypatch.chdir(tmp_path)
+    db = "other.sqlite"
+    _cut_task(db)
+    r = CliRunner().invoke(app, ["inspect", "t1", "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.split("\n")
+    i = next(n for n, line in enumerate(lines) if "lines not shown" in line)
+    assert lines[i - 1 : i + 4] == [
+        "      120 row 120",
+        "    ... 140 lines not shown (lines 121-260 of 300, 1,121 chars); the full",
+        f"    arguments: `taskctx inspect t1 --db {db} --json`",
+        "    (control.pending_approval.arguments)",
+        "      261 row 261",
+    ]
+    assert [line for line in lines if line != line.rstrip()] == []
+    # the command it names works as printed
+    r = CliRunner().invoke(app, ["inspect", "t1", "--db", str(db), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(json.loads(r.stdout)["control"]["pending_approval"]["arguments"])["path"] == "data/rows.txt"
+    # `taskctx approve`'s view (and the prompts') name the db the same way
+    c = Console(record=True, width=80, file=io.StringIO(), soft_wrap=True)  # as graphs.cli.common.console
+    monkeypatch.setattr(common, "console", c)
+    from graphs.cli import approve as approve_mod
+
+    monkeypatch.setattr(approve_mod, "console", c)
+    req = _req("write_file", {"path": "data/rows.txt", "content": "".join(f"row {i}\n" for i in range(1, 301))})
+    approve_mod._show_request(req, db)
+    out = c.export_text().split("\n")
+    assert f"    arguments: `taskctx inspect t1 --db {db} --json`" in out
+    assert [line for line in out if line != line.rstrip()] == []

@@ -276,3 +276,65 @@ def test_a_stored_answer_never_answers_a_later_question_after_a_crash(tmp_path: 
         assert sorted(e.payload["call_id"] for e in events if e.kind == kind) == ["a1", "a2"], kind
     assert [e.actor for e in events if e.kind == "permission.granted"] == ["user", "user"]
     assert replay(events) == done.state
+
+
+def test_an_edit_is_checked_against_the_tool_schema_at_the_prompt_and_in_approve(tmp_path: Path, monkeypatch) -> None:
+    """A typo in an edit used to end the task (the policy refused the edited call); the prompt
+    now shows the argument names, names what is wrong and asks again, and ``taskctx approve
+    --edit`` refuses it in one line (exit 2) without recording anything."""
+    from typer.testing import CliRunner
+
+    import graphs.cli.approve as approvals
+    from graphs.cli import app
+
+    answers = iter(["a", "e", '{"pach": "x"}', "e", '{"patch": 5}', "e", "[1]", "q"])
+    monkeypatch.setattr(approvals, "_interactive", lambda: True)
+    monkeypatch.setattr(approvals.typer, "prompt", lambda *a, **k: next(answers))
+    db = str(tmp_path / "t.sqlite")
+    r = CliRunner().invoke(app, ["demo", "--db", db, "--out", str(tmp_path / "o"), "--task-id", "i1"])
+    assert r.exit_code == 0, r.output
+    assert next(answers, None) is None  # every answer was asked for
+    # outside a terminal no line is padded with spaces (the diffs were, to 80 columns)
+    assert [line for line in r.stdout.split("\n") if line != line.rstrip()] == []
+    shown = CliRunner().invoke(app, ["inspect", "i1", "--db", db]).stdout
+    assert "approval requested: apply_patch" in shown
+    assert [line for line in shown.split("\n") if line != line.rstrip()] == []
+    assert r.stdout.count("  apply_patch takes: patch (required); the current arguments have: patch\n") == 3
+    assert "  apply_patch needs 'patch' (it takes: patch); try again\n" in r.stdout
+    assert "  apply_patch argument 'patch' must be of type string, not int; try again\n" in r.stdout
+    assert "  not a JSON object; try again\n" in r.stdout
+    events = SqliteStores(db).events.read("i1")
+    assert [
+        e.payload["reason"] for e in events if e.kind == "permission.denied" and "edited" in e.payload["reason"]
+    ] == []
+    assert [e.kind for e in events][-1] == "permission.requested"  # still pending, nothing else recorded
+    n = len(events)
+    r = CliRunner().invoke(app, ["approve", "i1", "--db", db, "--edit", '{"patch": "x", "pth": "a"}'])
+    assert r.exit_code == 2
+    assert r.stderr == ("error: --edit: apply_patch has no argument 'pth' (it takes: patch); nothing was recorded\n")
+    assert len(SqliteStores(db).events.read("i1")) == n
+
+
+def test_check_edited_arguments() -> None:
+    from graphs.cli.approve import check_edited_arguments
+
+    params = {
+        "type": "object",
+        "properties": {"argv": {"type": "array"}, "timeout": {"type": ["integer", "null"]}, "note": {}},
+        "required": ["argv"],
+    }
+    assert check_edited_arguments("run_command", params, {"argv": ["ls"], "timeout": None, "note": 3}) is None
+    assert check_edited_arguments("run_command", params, {"argv": ["ls"], "timeout": True}) == (
+        "run_command argument 'timeout' must be of type integer or null, not bool"
+    )
+    assert check_edited_arguments("run_command", params, {"argv": "ls"}) == (
+        "run_command argument 'argv' must be of type array, not str"
+    )
+    assert check_edited_arguments("run_command", params, {}) == (
+        "run_command needs 'argv' (it takes: argv, timeout, note)"
+    )
+    assert (
+        check_edited_arguments("t", {"type": "object", "properties": {}, "additionalProperties": True}, {"x": 1})
+        is None
+    )
+    assert check_edited_arguments("t", None, {"x": 1}) is None

@@ -159,7 +159,10 @@ def test_report_page_content(run_db: Path, tmp_path: Path) -> None:
             assert f"<code>{html.escape(b['id'])}</code>" in page
     assert "dropped: over budget" not in page or any(not b["included"] for c in calls for b in c["blocks"])
     # errors: err-1 recorded and resolved
-    assert re.search(r'<tr class="resolved"><td class="kind">err-1</td><td>resolved: later call t-2', page)
+    assert re.search(
+        r'<tr class="resolved"><td class="kind">err-1</td><td class="state">resolved: later call <span class="nw">t-2</span>',
+        page,
+    )
     assert "No approval pending." in page
     # hostile tool output is escaped (the summary shows as text), no external resource is referenced
     assert INJECTION not in page and html.escape(INJECTION, quote=True)[:40] in page
@@ -308,6 +311,25 @@ document.querySelectorAll("td, th").forEach(function(cell){
   }
  }
 });
+var hyph=[];
+document.querySelectorAll("td.args code, td.text").forEach(function(cell){
+ var w=document.createTreeWalker(cell,NodeFilter.SHOW_TEXT,null);var n;
+ while((n=w.nextNode())){
+  var re=/[^\s\/|]*-[^\s\/|]*/g,m;
+  while((m=re.exec(n.data))){
+   if(m[0].length>30||m[0]==="-")continue;
+   var r=document.createRange();r.setStart(n,m.index);r.setEnd(n,m.index+m[0].length);
+   var tops={};Array.prototype.forEach.call(r.getClientRects(),function(x){if(x.width>0)tops[Math.round(x.top)]=1;});
+   if(Object.keys(tops).length>1)hyph.push(m[0]);
+  }
+ }
+});
+var errTable=document.querySelector("#errors-table");
+var errBox=errTable?errTable.parentElement:null;
+var lineH=function(td){var r=document.createRange();r.selectNodeContents(td);var tops={};
+ Array.prototype.forEach.call(r.getClientRects(),function(x){if(x.width>0)tops[Math.round(x.top)]=1;});
+ return Object.keys(tops).length;};
+var stateLines=errTable?Math.max.apply(null,Array.prototype.map.call(errTable.querySelectorAll("td.state"),lineH)):0;
 var ticks=Array.prototype.map.call(document.querySelectorAll("#token-chart .xtick text"),function(t){
  var b=t.getBoundingClientRect();return {label:t.textContent,left:b.left,right:b.right,width:b.width};});
 var overlap=ticks.some(function(t,i){return i>0&&t.left<ticks[i-1].right;});
@@ -319,7 +341,8 @@ var pre=document.createElement("pre");pre.id="layout";
 pre.textContent=JSON.stringify({words:words,broken:broken,ticks:ticks.map(function(t){return t.label;}),
  tick_overlap:overlap,tick_width:Math.min.apply(null,ticks.map(function(t){return t.width;}).concat([1e9])),
  budget:[bud.x,bud.x+bud.width],axis:[axis.x1.baseVal.value,axis.x2.baseVal.value],
- event_count_shown:count,page_overflow:document.documentElement.scrollWidth-window.innerWidth});
+ event_count_shown:count,page_overflow:document.documentElement.scrollWidth-window.innerWidth,
+ hyphen_broken:hyph,errors_overflow:errBox?errBox.scrollWidth-errBox.clientWidth:null,state_lines:stateLines});
 document.body.appendChild(pre);});</script>"""
 
 
@@ -382,6 +405,11 @@ def test_report_layout_in_headless_chromium(demo_report: Path, tmp_path: Path, w
     assert lay["budget"] == lay["axis"] == [56, 56 + 480]
     assert lay["event_count_shown"] == 1
     assert lay["page_overflow"] <= 0
+    # hyphenated arguments (``-k``, ``--db``) never break at the hyphen; the Errors table fits its box
+    # (its message wraps, not clipped behind a scroll) and no state cell wraps to more than 3 lines;
+    assert lay["hyphen_broken"] == []
+    assert lay["errors_overflow"] == 0
+    assert 1 <= lay["state_lines"] <= 3
 
 
 @needs_chromium
@@ -390,3 +418,67 @@ def test_layout_check_catches_words_broken_mid_way(demo_report: Path, tmp_path: 
     css = "td{overflow-wrap:anywhere!important;white-space:normal!important}td.text{min-width:0!important}"
     lay = _layout(demo_report, 800, tmp_path / "profile", css)
     assert "permission.requested" in lay["broken"] or "tool.result.received" in lay["broken"], lay["broken"]
+
+
+#: Every character that must never reach the page raw: bidi embeddings/overrides and isolates,
+#: and the C0 controls other than newline and tab.
+_RAW_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\x00-\x08\x0b-\x1f]")
+
+
+def test_control_and_bidi_characters_never_reach_the_page_raw() -> None:
+    """The timeline's ``tool.called`` summary used to carry a raw U+202E; every text sink of the
+    page now escapes them (the approval block and the tool-call table always did)."""
+    from context import new_event
+    from context.events import PermissionEvent, TaskCreated, ToolCalled, ToolResultReceived
+    from graphs.report import build_report
+
+    bad = "a\u202eb\u202ac\u2066d\u2069e\x1b[2Jf\x07g\x00h\rk"
+    args = json.dumps({"argv": ["ls", f"-l{bad}"], "path": f"x{bad}.txt"}, ensure_ascii=False)
+    events = [
+        new_event("task.created", TaskCreated(task_id="t1", original_request=f"list {bad}"), actor="user"),
+        new_event("tool.called", ToolCalled(call_id="c1", tool="run_command", arguments=args), actor="agent"),
+        new_event(
+            "tool.result.received",
+            ToolResultReceived(call_id="c1", result_summary=f"out {bad}\nline\ttwo"),
+            actor="tool",
+        ),
+        new_event(
+            "permission.requested",
+            PermissionEvent(call_id="c1", tool="run_command", arguments=args, risk="high", reason=f"r {bad}"),
+            actor="system",
+        ),
+    ]
+    page = build_report([e.model_copy(update={"seq": i}) for i, e in enumerate(events, 1)])
+    assert _RAW_CONTROLS.findall(page) == []
+    # shown escaped, in the timeline too
+    timeline = page[page.index('<table id="timeline"') :]
+    row = re.search(r'<tr data-kind="tool.called".*?</tr>', timeline)
+    assert row is not None
+    assert "a\\u202eb\\u202ac\\u2066d\\u2069e\\u001b[2Jf\\u0007g\\u0000h\\rk" in row.group()
+    assert "\n" in page and "line\ttwo" in page  # newline and tab are kept
+
+
+def test_round_y_ticks_and_the_goal_in_the_timeline() -> None:
+    """A budget of 4,138 used to give y ticks 1,034 / 2,069 / ...; a request that opens with an
+    ``<uploaded_files>`` preamble used to show that in the timeline's ``task.created`` row."""
+    from context import new_event
+    from context.events import TaskCreated
+    from graphs.report import build_report, token_chart_svg
+
+    calls = [
+        {"call": i, "role": "executor", "budget": 4_138, "prompt_tokens": 1_500 + i, "cached_prefix_tokens": 900}
+        for i in range(1, 4)
+    ]
+    svg = token_chart_svg(calls)
+    labels = re.findall(r'text-anchor="end" font-size="10">([\d,]+)</text>', svg)
+    assert labels == ["0", "1,000", "2,000", "3,000", "4,000"]
+    request = (
+        "<uploaded_files>\n/workspace/ponyc\n</uploaded_files>\nI've uploaded a C code repository in the "
+        "directory ponyc. Consider the following issue description:\n\n<issue_description>\n"
+        "Incorrect aliasing of iso when using match\nI don't think a field should be consumable\n"
+        "</issue_description>\n"
+    )
+    page = build_report([new_event("task.created", TaskCreated(task_id="t1", original_request=request), actor="user")])
+    row = re.search(r'<tr data-kind="task.created".*?</tr>', page)
+    assert row is not None
+    assert row.group().endswith('<td class="text">Incorrect aliasing of iso when using match</td></tr>')

@@ -13,7 +13,7 @@ from context import InvalidInputError, TaskctxError
 
 from ..orchestrator import DEFAULT_DB
 from ..report.approval import approval_renderable
-from ..runner import pending_approval, run_graph
+from ..runner import pending_approval, run_graph, tool_parameters
 from .common import (
     DEFAULT_OUT,
     DbOpt,
@@ -28,16 +28,83 @@ from .common import (
     console,
 )
 
-__all__ = ["approve"]
+__all__ = ["approve", "check_edited_arguments"]
 
 
-def _show_request(req: dict[str, Any]) -> None:
+def _show_request(req: dict[str, Any], db: str = DEFAULT_DB) -> None:
     """Print the approval request ``req`` in full (:func:`graphs.report.approval_renderable`:
-    a write as the file, a patch as a diff, a command as its argv, cut only when very long)."""
-    console.print(approval_renderable(req))
+    a write as the file, a patch as a diff, a command as its argv, cut only when very long); the
+    note of a cut view names ``--db DB`` when ``db`` is not the default."""
+    console.print(approval_renderable(req, db_opt=_db_opt(db)))
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def _type_ok(value: Any, types: Any) -> bool:
+    names = [types] if isinstance(types, str) else list(types) if isinstance(types, list) else []
+    known = [n for n in names if n in _JSON_TYPES]
+    if not known:
+        return True  # no type given (or one this check does not know): anything goes
+    for n in known:
+        if isinstance(value, bool) and n in ("integer", "number"):
+            continue
+        if isinstance(value, _JSON_TYPES[n]):
+            return True
+    return False
+
+
+def check_edited_arguments(tool: str, parameters: dict[str, Any] | None, arguments: dict[str, Any]) -> str | None:
+    """Why ``arguments`` do not fit ``tool``'s JSON-schema ``parameters`` (one line naming the
+    argument and what the tool takes), or None when they fit (or there is no schema). Checks the
+    required keys, the property names (unless ``additionalProperties`` is true) and, where a
+    property gives one, its JSON type; nested schemas are not checked."""
+    if not parameters:
+        return None
+    props: dict[str, Any] = parameters.get("properties") or {}
+    takes = ", ".join(props) or "no arguments"
+    missing = [k for k in parameters.get("required") or () if k not in arguments]
+    if missing:
+        return f"{tool} needs {', '.join(map(repr, missing))} (it takes: {takes})"
+    if parameters.get("additionalProperties") is not True:
+        unknown = [k for k in arguments if k not in props]
+        if unknown:
+            return f"{tool} has no argument {', '.join(map(repr, unknown))} (it takes: {takes})"
+    for k, v in arguments.items():
+        t = (props.get(k) or {}).get("type") if isinstance(props.get(k), dict) else None
+        if t is not None and not _type_ok(v, t):
+            want = t if isinstance(t, str) else " or ".join(map(str, t))
+            return f"{tool} argument {k!r} must be of type {want}, not {type(v).__name__}"
+    return None
+
+
+def _edit_prompt(req: dict[str, Any]) -> str:
+    """What the edit prompt shows first: the tool's argument names (required ones marked) and
+    the keys of the current arguments."""
+    params = req.get("parameters") or {}
+    props = params.get("properties") or {}
+    required = set(params.get("required") or ())
+    names = ", ".join(k + (" (required)" if k in required else "") for k in props)
+    current = req.get("arguments")
+    keys = ", ".join(current) if isinstance(current, dict) else ""
+    return (
+        f"  {req.get('tool')} takes: {names or ('any arguments' if params.get('additionalProperties') else 'see above')}"
+        f"; the current arguments have: {keys or '(none)'}"
+    )
 
 
 def _interactive_answer(req: dict[str, Any]) -> dict[str, Any] | None:
+    """Ask at the terminal until the answer is valid; an edit must be a JSON object that fits
+    the tool's ``parameters`` (when the request carries them; :func:`check_edited_arguments`),
+    else the error is shown and the question asked again."""
     import json as _json
 
     while True:
@@ -51,14 +118,19 @@ def _interactive_answer(req: dict[str, Any]) -> dict[str, Any] | None:
         if choice in ("q", "stop"):
             return None
         if choice in ("e", "edit"):
+            console.print(_edit_prompt(req), markup=False)
             raw = typer.prompt("  new arguments (JSON object)")
             try:
                 val = _json.loads(raw)
             except ValueError:
                 val = None
-            if isinstance(val, dict):
+            if not isinstance(val, dict):
+                console.print("  not a JSON object; try again", markup=False)
+                continue
+            problem = check_edited_arguments(str(req.get("tool")), req.get("parameters"), val)
+            if problem is None:
                 return {"action": "edit", "arguments": val}
-            console.print("  not a JSON object; try again", markup=False)
+            console.print(f"  {problem}; try again", markup=False)
 
 
 def _interactive() -> bool:
@@ -127,13 +199,19 @@ def approve(
                 f"task {task_id!r} has no pending approval; nothing to answer "
                 f"(see `taskctx inspect {task_id}{_db_opt(db)}`)"
             )
-        _show_request(req)
+        if answer["action"] == "edit":
+            problem = check_edited_arguments(
+                str(req.get("tool")), tool_parameters(g, str(req.get("tool"))), answer["arguments"]
+            )
+            if problem is not None:
+                raise InvalidInputError(f"--edit: {problem}; nothing was recorded")
+        _show_request(req, db)
         if "request_id" in req:
             answer = {**answer, "request_id": req["request_id"]}  # answers exactly this question
         console.print(f"    -> {answer['action']}", markup=False)
         result = run_graph(g, project.stores, task_id, Command(resume=answer), on_event=_event_printer())
         if result.waiting is not None:
-            _show_request(result.waiting)
+            _show_request(result.waiting, db)
         _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db, task_id))

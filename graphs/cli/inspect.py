@@ -61,7 +61,7 @@ def inspect(
                 c.config["configurable"]["checkpoint_id"]
                 for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
             ]
-            render_state(console, ctx, events, checkpoints, snap is not None)
+            render_state(console, ctx, events, checkpoints, snap is not None, db_opt=_db_opt(db))
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:

@@ -31,8 +31,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Group, RenderableType
-from rich.padding import Padding
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.segment import Segment
 from rich.syntax import Syntax
 from rich.text import Text
 
@@ -194,8 +194,31 @@ def approval_view(
     return ApprovalView(tool, t, "json", False, head, tail, start, note)
 
 
-def _syntax(view: ApprovalView, code: str, start: int) -> Padding:
-    return Padding(
+class _Indented:
+    """``renderable`` indented by ``indent`` columns, wrapped to the width left, with no
+    trailing spaces on any line (rich pads lines to the full width; in a pipe or a file that
+    is 80 columns of spaces)."""
+
+    def __init__(self, renderable: RenderableType, indent: int = 4) -> None:
+        self.renderable, self.indent = renderable, indent
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(1, options.max_width - self.indent)
+        lines = console.render_lines(self.renderable, options.update(width=width, no_wrap=False), pad=False)
+        for line in lines:
+            segs = list(line)
+            while segs and not segs[-1].control and not segs[-1].text.rstrip(" "):
+                segs.pop()
+            if segs and not segs[-1].control:
+                segs[-1] = Segment(segs[-1].text.rstrip(" "), segs[-1].style)
+            if segs:
+                yield Segment(" " * self.indent)
+                yield from segs
+            yield Segment.line()
+
+
+def _syntax(view: ApprovalView, code: str, start: int) -> _Indented:
+    return _Indented(
         Syntax(
             code,
             view.lexer,
@@ -204,18 +227,20 @@ def _syntax(view: ApprovalView, code: str, start: int) -> Padding:
             line_numbers=view.line_numbers,
             start_line=start,
             word_wrap=True,
-        ),
-        (0, 0, 0, 4),
+        )
     )
 
 
-def approval_renderable(req: dict[str, Any], *, full_hint: str | None = None) -> RenderableType:
+def approval_renderable(req: dict[str, Any], *, full_hint: str | None = None, db_opt: str = "") -> RenderableType:
     """The terminal view of the approval request ``req`` (the ``interrupt()`` value: ``tool``,
     ``arguments``, ``call_id``, ``risk``, ``reason``, ``task_id``): a header line, the risk and
-    reason, then the arguments (:func:`approval_view`), indented by 4. ``full_hint`` defaults to
-    ``taskctx inspect TASK_ID --json``, which prints the pending approval's full arguments."""
+    reason, then the arguments (:func:`approval_view`), indented by 4, wrapped at the console's
+    width (never cropped) and without trailing spaces. ``full_hint`` defaults to
+    ``taskctx inspect TASK_ID{db_opt} --json``, which prints the pending approval's full
+    arguments; ``db_opt`` is the ``" --db DB"`` the task's database needs (empty for the
+    default database)."""
     task = str(req.get("task_id") or "TASK_ID")
-    hint = full_hint or f"`taskctx inspect {task} --json` (control.pending_approval.arguments)"
+    hint = full_hint or f"`taskctx inspect {task}{db_opt} --json` (control.pending_approval.arguments)"
     v = approval_view(str(req.get("tool")), req.get("arguments") or {}, full_hint=hint)
     parts: list[RenderableType] = [
         Text(f"  approval requested: {v.title}  [call {escape_controls(str(req.get('call_id')))}]"),
@@ -223,7 +248,7 @@ def approval_renderable(req: dict[str, Any], *, full_hint: str | None = None) ->
         _syntax(v, v.head, 1),
     ]
     if v.note:
-        parts += [Padding(Text(v.note, style="bold"), (0, 0, 0, 4)), _syntax(v, v.tail, v.tail_start)]
+        parts += [_Indented(Text(v.note, style="bold", overflow="fold")), _syntax(v, v.tail, v.tail_start)]
     return Group(*parts)
 
 

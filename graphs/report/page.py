@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import html as _html
 import json
+import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +28,7 @@ from typing import Any
 from context import Event, TaskContext, UnknownTaskError, replay, summarize_event
 from context.trajectory import request_goal
 
-from .approval import approval_html
+from .approval import approval_html, escape_controls
 
 __all__ = ["CUSTOM_ROLE_COLORS", "ROLE_COLORS", "build_report", "role_colors", "token_chart_svg", "write_report"]
 
@@ -49,13 +51,22 @@ def role_colors(calls: Sequence[dict[str, Any]]) -> dict[str, str]:
 
 
 def _e(x: Any) -> str:
-    return _html.escape("" if x is None else str(x), quote=True)
+    """The one text sink of the page: ``x`` as text, control and bidi characters written as
+    escapes (:func:`.approval.escape_controls`), then HTML-escaped (quotes too)."""
+    return _html.escape(escape_controls("" if x is None else str(x)), quote=True)
 
 
 def _wrappable(x: Any) -> str:
     """``x`` HTML-escaped, with a line-break opportunity (``<wbr>``) after each "/" and "|", so
-    paths and patterns wrap between their parts rather than inside a name."""
-    return _e(x).replace("/", "/<wbr>").replace("|", "|<wbr>")
+    paths and patterns wrap between their parts rather than inside a name; a short part with a
+    hyphen (``-l``, ``--db``, ``x-y``) is kept whole (``span.nw``: browsers break after a hyphen)."""
+    out = []
+    for word in re.split(r"( +)", "" if x is None else str(x)):
+        parts = [p for p in re.split(r"(?<=[/|])", word) if p]
+        out.append(
+            "<wbr>".join(f'<span class="nw">{_e(p)}</span>' if "-" in p and len(p) <= 40 else _e(p) for p in parts)
+        )
+    return "".join(out)
 
 
 def _calls(events: Sequence[Event]) -> list[dict[str, Any]]:
@@ -74,12 +85,25 @@ def _tick_step(n: int, most: int = 15) -> int:
         k += 2
 
 
+def _y_ticks(top: float, most: int = 5) -> list[int]:
+    """Round y tick values from 0 up to ``top``: multiples of the smallest step 1, 2, 2.5 or 5
+    times a power of ten that gives at most ``most`` ticks above 0 (``top`` 4,138: 0, 1,000, ...,
+    4,000; ``top`` 8,000: 0, 2,000, ..., 8,000)."""
+    k = 10 ** max(0, math.floor(math.log10(max(top, 1))) - 1)
+    while True:
+        for m in (1, 2, 2.5, 5):
+            step = m * k
+            if step >= 1 and top // step <= most and float(step).is_integer():
+                return [int(i * step) for i in range(int(top // step) + 1)]
+        k *= 10
+
+
 def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 240) -> str:
     """An inline SVG bar chart: one bar per model call (prompt tokens; the cached prefix is the
     darker lower part), coloured by role (:func:`role_colors`: custom roles get colours of their
     own and a legend entry); the budget as one dashed line across the whole plot (a step where a
     call's budget changed); x ticks at the call numbers that are multiples of 1, 2, 5, 10, 20, 25,
-    50, ... (the smallest giving at most 15 labels), y grid at quarters of the top. The SVG scales
+    50, ... (the smallest giving at most 15 labels), y grid at round values (:func:`_y_ticks`). The SVG scales
     down to the page width (``viewBox``). A note instead if there are no calls."""
     if not calls:
         return '<p class="muted">No model call recorded yet.</p>'
@@ -101,8 +125,7 @@ def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 240) -> st
         f'<svg id="token-chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="prompt tokens per model call">'
     ]
-    for frac in (0, 0.25, 0.5, 0.75, 1):
-        v = top_val * frac
+    for v in _y_ticks(top_val):
         parts.append(
             f'<line x1="{left}" x2="{right}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e5e5e5"/>'
             f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="10">{int(v):,}</text>'
@@ -211,16 +234,17 @@ def _errors(ctx: TaskContext, events: Sequence[Event]) -> str:
         r = resolved.get(err.id)
         state = f"resolved: {r.resolution}" if r else "open"
         rows.append(
-            f'<tr class="{"resolved" if r else "open"}"><td class="kind">{_e(err.id)}</td><td>{_e(state)}</td>'
+            f'<tr class="{"resolved" if r else "open"}"><td class="kind">{_e(err.id)}</td>'
+            f'<td class="state">{_wrappable(state)}</td>'
             f'<td class="kind">{_e(err.source)}</td><td class="kind">{_e(err.step_id)}</td>'
             f'<td class="kind">{_e(err.call_id)}</td>'
-            f"<td>{_e(err.message)}</td></tr>"
+            f'<td class="text">{_wrappable(err.message)}</td></tr>'
         )
     failed = [e for e in events if e.kind == "task.completed" and e.payload.get("status") == "failed"]
     out = []
     if rows:
         out.append(
-            '<div class="scroll"><table><tr><th>id</th><th>state</th><th>source</th><th>step</th><th>call</th>'
+            '<div class="scroll"><table id="errors-table"><tr><th>id</th><th>state</th><th>source</th><th>step</th><th>call</th>'
             "<th>message</th></tr>" + "".join(rows) + "</table></div>"
         )
     else:
@@ -300,6 +324,15 @@ def _tool_calls(events: Sequence[Event], limit: int = 2000) -> str:
     )
 
 
+def _summary(e: Event) -> str:
+    """The timeline's summary of ``e``: :func:`context.summarize_event`, except that
+    ``task.created`` shows the request's goal (:func:`context.trajectory.request_goal`: its first
+    meaningful line, not a ``<uploaded_files>`` preamble)."""
+    if e.kind == "task.created":
+        return request_goal(str(e.payload.get("original_request") or ""))
+    return summarize_event(e)
+
+
 def _timeline(events: Sequence[Event]) -> str:
     """The event table: seq, time (the time of day; the full timestamp when the date is not the
     first event's, and as the cell's title), actor, kind, summary; plus the filter box."""
@@ -312,7 +345,7 @@ def _timeline(events: Sequence[Event]) -> str:
     rows = "".join(
         f'<tr data-kind="{_e(e.kind)}" data-actor="{_e(e.actor)}"><td class="num">{e.seq}</td>'
         f'{when(e.timestamp)}<td class="kind">{_e(e.actor)}</td>'
-        f'<td class="kind"><code>{_e(e.kind)}</code></td><td class="text">{_wrappable(summarize_event(e))}</td></tr>'
+        f'<td class="kind"><code>{_e(e.kind)}</code></td><td class="text">{_wrappable(_summary(e))}</td></tr>'
         for e in events
     )
     return (
@@ -329,7 +362,7 @@ h1{font-size:22px;margin-bottom:4px;overflow-wrap:anywhere} h2{font-size:17px;ma
 .scroll{overflow-x:auto;margin:8px 0} table{border-collapse:collapse;width:100%}
 td,th{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:break-word}
 th{background:#f6f6f6;white-space:nowrap} .num{text-align:right;white-space:nowrap} .muted{color:#777}
-td.kind,.nowrap{white-space:nowrap} .ref{overflow-wrap:anywhere} td.text{min-width:16em;overflow-wrap:anywhere}
+td.kind,.nowrap,.nw{white-space:nowrap} td.state{min-width:14em;max-width:20em} .ref{overflow-wrap:anywhere} td.text{min-width:16em;overflow-wrap:anywhere}
 tr.out{color:#999} tr.open td,.open{color:#b00020} tr.resolved td{color:#2b7a2b} pre{white-space:pre-wrap;
 overflow-wrap:anywhere;background:#f8f8f8;padding:8px;border:1px solid #eee}
 .pending{background:#fff4ce;padding:8px;border:1px solid #e0c060}

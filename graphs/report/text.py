@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.text import Text
 
 from context import Event, TaskContext
 from nodes.render.common import quote_agent
@@ -13,24 +14,32 @@ __all__ = ["render_state"]
 
 
 def render_state(
-    console: Console, ctx: TaskContext, events: list[Event], checkpoints: list[str], has_checkpoint: bool
+    console: Console,
+    ctx: TaskContext,
+    events: list[Event],
+    checkpoints: list[str],
+    has_checkpoint: bool,
+    *,
+    db_opt: str = "",
 ) -> None:
     """Print ``ctx`` (folded from ``events``) on ``console``, one titled section each: goal,
     request, criteria, constraints, plan, current step, progress, evidence, model calls by role
     (built-in and custom roles alike, each under its own name), permissions, approvals (the
     pending one in full, :func:`.approval.approval_renderable`), errors, omitted history,
     checkpoints (``checkpoints``: the newest ids, as listed
-    by the checkpointer). ``has_checkpoint`` is not used (kept for callers)."""
+    by the checkpointer). ``has_checkpoint`` is not used (kept for callers). ``db_opt``: the
+    ``" --db DB"`` the commands it names need (empty for the default database)."""
 
     def h(title: str) -> None:
         console.print(f"\n[bold]{title}[/bold]")
 
-    def p(text: str) -> None:
-        console.print(text, markup=False)
+    def p(text: str) -> None:  # the one sink of recorded text: control and bidi characters escaped
+        console.print(escape_controls(text), markup=False)
 
     i = ctx.identity
     console.print(
-        f"[bold]task {i.task_id}[/bold]  status: {ctx.control.status}  plan v{ctx.plan.version} ({ctx.plan.status})"
+        Text(f"task {escape_controls(i.task_id)}", style="bold"),
+        Text(f" status: {ctx.control.status}  plan v{ctx.plan.version} ({ctx.plan.status})"),
     )
     h("Goal")
     p(i.interpreted_goal or "(not interpreted yet)")
@@ -67,7 +76,7 @@ def render_state(
         p(f"changed: {', '.join(ctx.progress.changed_artifacts)}")
     h("Evidence")
     for r in ctx.evidence.recent_tool_calls[-8:]:
-        p(f"- {r.id} {r.tool} -> {r.status}  {r.raw_ref or ''}")
+        p(f"- {r.id} {r.tool} -> {r.status}" + (f"  {r.raw_ref}" if r.raw_ref else ""))
     for f in ctx.evidence.findings[-8:]:
         p(
             f"- finding {f.id} ({f.provenance}) [{', '.join(f.evidence_refs)}]:\n"
@@ -101,7 +110,8 @@ def render_state(
         console.print(
             approval_renderable(
                 {"task_id": i.task_id, "call_id": a.call_id, "tool": a.tool, "arguments": a.arguments}
-                | {"risk": a.risk, "reason": a.reason}
+                | {"risk": a.risk, "reason": a.reason},
+                db_opt=db_opt,
             )
         )
     h("Approvals and denials")
@@ -114,10 +124,7 @@ def render_state(
     ]
     for e in shown[-12:]:
         who = "user" if e.actor == "user" else "policy"
-        p(
-            f"- #{e.seq} {e.kind} ({who}): {e.payload['tool']} [{e.payload['call_id']}] "
-            + escape_controls(e.payload["reason"])
-        )
+        p(f"- #{e.seq} {e.kind} ({who}): {e.payload['tool']} [{e.payload['call_id']}] {e.payload['reason']}")
     auto = sum(1 for e in events if e.kind == "permission.granted" and e.actor != "user")
     p(
         f"({len(shown)} shown; {auto} side-effecting calls allowed by policy without approval)"
