@@ -11,17 +11,15 @@ import typer
 
 from context import InvalidInputError, TaskctxError
 
-from ..orchestrator import DEFAULT_DB
+from ..orchestrator import DEFAULT_DB, command_hint
 from ..report.approval import approval_renderable
 from ..runner import pending_approval, run_graph
 from .common import (
     DEFAULT_OUT,
     DbOpt,
     OutOpt,
-    _db_opt,
-    _describe,
     _event_printer,
-    _fail,
+    _fail_run,
     _finish,
     _graph_for,
     _open_existing,
@@ -125,7 +123,7 @@ def approve(
         if req is None:
             raise InvalidInputError(
                 f"task {task_id!r} has no pending approval; nothing to answer "
-                f"(see `taskctx inspect {task_id}{_db_opt(db)}`)"
+                f"(see `{command_hint('inspect', task_id, db)}`)"
             )
         _show_request(req)
         if "request_id" in req:
@@ -136,4 +134,4 @@ def approve(
             _show_request(result.waiting)
         _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db, task_id))
+        _fail_run(exc, db, task_id, out)

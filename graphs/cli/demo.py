@@ -13,7 +13,7 @@ import typer
 from context import InvalidInputError, TaskctxError
 from nodes import DEFAULT_BUDGET
 
-from ..orchestrator import DEFAULT_DB, build_orchestrator, new_task
+from ..orchestrator import DEFAULT_DB, build_orchestrator, command_hint, new_task
 from ..runner import run_with_approvals
 from .approve import _answerer, _show_request
 from .common import (
@@ -23,10 +23,9 @@ from .common import (
     DenyAllOpt,
     OutOpt,
     _check_task_id,
-    _db_opt,
-    _describe,
     _event_printer,
     _fail,
+    _fail_run,
     _finish,
     _graph_for,
     _open,
@@ -114,7 +113,9 @@ def demo(
             )
         else:
             result = first
-        _finish(project, result, out, db)
-        console.print(f"inspect it: taskctx inspect {tid}{_db_opt(db)}", markup=False)
+        try:
+            _finish(project, result, out, db)  # (exit 1 when the task failed)
+        finally:
+            console.print(f"inspect it: {command_hint('inspect', tid, db)}", markup=False)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db, tid))
+        _fail_run(exc, db, tid, out)
