@@ -124,6 +124,8 @@ def resume(
             console.print(
                 f"task {task_id} is already finished ({status}); nothing to resume; exported {folder}/", markup=False
             )
+            if status == "failed":
+                raise typer.Exit(1)
             return
         done = TaskContext.model_validate(snap.values).progress.executor_steps if snap.values else 0
         stop = done + max_steps if max_steps else None
