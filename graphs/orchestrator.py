@@ -44,11 +44,13 @@ from . import routing
 
 __all__ = [
     "DEFAULT_DB",
+    "DEFAULT_OUT",
     "GraphWiringError",
     "NoTools",
     "Project",
     "build_orchestrator",
     "check_graph",
+    "command_hint",
     "compile_graph",
     "db_exists",
     "new_task",
@@ -57,6 +59,28 @@ __all__ = [
 ]
 
 DEFAULT_DB = ".taskctx/taskctx.sqlite"
+#: Where a run command exports a task (``<out>/<task_id>/``) when no ``--out`` is given.
+DEFAULT_OUT = Path(".taskctx/runs")
+
+
+def command_hint(
+    command: str, task_id: str, db: str | Path = DEFAULT_DB, out: str | Path | None = None, *extra: str
+) -> str:
+    """The ``taskctx`` command line a message suggests, e.g. ``taskctx resume t1 --budget 2261
+    --db x.sqlite --out runs``: ``command`` and ``task_id``, then ``extra`` words as given, then
+    ``--db DB`` when ``db`` is not :data:`DEFAULT_DB` (a URL without its password) and
+    ``--out OUT`` when ``out`` is given and not :data:`DEFAULT_OUT` (``None``: the command takes
+    no ``--out``). Words are quoted for a POSIX shell. Raises nothing."""
+    import shlex
+
+    from context.pg_store import redact_url
+
+    words = ["taskctx", command, task_id, *extra]
+    if str(db) != DEFAULT_DB:
+        words += ["--db", redact_url(str(db))]
+    if out is not None and Path(out) != DEFAULT_OUT:
+        words += ["--out", str(out)]
+    return shlex.join(words)
 
 
 class NoTools:

@@ -13,6 +13,15 @@ REPO = Path(__file__).resolve().parents[1]
 TRAJECTORIES = Path(os.environ.get("TASKCTX_TRAJECTORIES", REPO.parent / "shared" / "data" / "trajectories"))
 
 
+@pytest.fixture(autouse=True)
+def _cwd_in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test runs in its own ``tmp_path``: a command's default paths (``.taskctx/runs``,
+    ``.taskctx/taskctx.sqlite``, a relative --out) land there, never in the user's checkout.
+    Tests that need a repository file name it through ``REPO``."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
 _MISSING = f"shared trajectories not found at {TRAJECTORIES} (clone beside ../shared or set TASKCTX_TRAJECTORIES)"
 
 

@@ -260,8 +260,12 @@ def test_demo_deny_all_ends_cleanly_as_failed(tmp_path: Path) -> None:
     r = invoke(
         "demo", "--deny-all", "--db", str(tmp_path / "t.sqlite"), "--out", str(tmp_path / "o"), "--task-id", "dn"
     )
-    assert r.exit_code == 0, r.output
-    assert "task dn: failed" in r.stdout
+    assert r.exit_code == 1, r.output  # a task that ends failed exits 1 (bad input: 2)
+    assert "task dn: failed" in r.stdout and r.stderr == ""
+    assert r.stdout.endswith(f"inspect it: taskctx inspect dn --db {tmp_path / 't.sqlite'}\n")
+    assert (tmp_path / "o" / "dn" / "state.json").is_file()  # exported before the exit
+    r = invoke("resume", "dn", "--db", str(tmp_path / "t.sqlite"), "--out", str(tmp_path / "o"))
+    assert r.exit_code == 1 and "task dn is already finished (failed); nothing to resume" in r.stdout
     events = SqliteStores(tmp_path / "t.sqlite").events.read("dn")
     ctx = replay(events)
     assert ctx.control.status == "failed"

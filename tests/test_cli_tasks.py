@@ -63,9 +63,11 @@ def test_budget_error_names_the_smallest_budget_that_works(trajectories_dir: Pat
     traj = str(trajectories_dir / PONYC)
     r = invoke("replay", traj, "--task-id", "t1", "--budget", "1000", "--db", db, "--out", out)
     assert r.exit_code == 2
+    later = "later calls carry more context and may need more (the default --budget is 8000)"
     assert _error_line(r) == (
         "error: planner of task t1 needs at least 2261 tokens: required blocks 1261 + reserve 1000; "
-        f"rerun with --budget 2261 or more: `taskctx resume t1 --budget 2261 --db {db}`"
+        f"rerun with --budget 2261 or more: `taskctx resume t1 --budget 2261 --db {db} --out {out}`; "
+        f"2261 is what this call needs, {later}"
     )
     # exact: one token less fails at the same call with the same numbers ...
     r = invoke("resume", "t1", "--budget", "2260", "--db", db, "--out", out)
@@ -75,13 +77,29 @@ def test_budget_error_names_the_smallest_budget_that_works(trajectories_dir: Pat
     r = invoke("resume", "t1", "--budget", "2261", "--db", db, "--out", out)
     assert r.exit_code == 2
     assert "call   1 planner" in r.stdout and "plan.created: 5 steps" in r.stdout
+    message = (
+        "executor of task t1 needs at least 2631 tokens: required blocks 1631 + reserve 1000; "
+        "rerun with --budget 2631 or more"
+    )
     assert _error_line(r) == (
-        "error: executor of task t1 needs at least 2631 tokens: required blocks 1631 + reserve 1000; "
-        f"rerun with --budget 2631 or more: `taskctx resume t1 --budget 2631 --db {db}`"
+        f"error: {message}: `taskctx resume t1 --budget 2631 --db {db} --out {out}`; 2631 is what this call needs, "
+        f"{later}"
+    )
+    # the stop is recorded (registry entry of the task): list and inspect say why and how to go on
+    assert SqliteStores(db).tasks.get("t1")["stopped"] == {"reason": "budget", "message": message, "budget": 2631}
+    (row,) = json.loads(invoke("list", "--db", db, "--json").stdout)
+    assert (row["status"], row["stopped"]) == ("running", "budget")
+    assert "│ t1   │ stopped: budget │" in invoke("list", "--db", db).stdout
+    assert (
+        f"stopped: {message}; continue with `taskctx resume t1 --budget 2631 --db {db}`\n"
+        in invoke("inspect", "t1", "--db", db).stdout
     )
     r = invoke("resume", "t1", "--budget", "2631", "--max-steps", "1", "--db", db, "--out", out)
     assert r.exit_code == 0, r.output
     assert "call   2 executor  step s1" in r.stdout and "stopped after 1 executor steps" in r.stdout
+    assert "stopped" not in SqliteStores(db).tasks.get("t1")  # it went on: the stop is gone
+    (row,) = json.loads(invoke("list", "--db", db, "--json").stdout)
+    assert "stopped" not in row and "stopped:" not in invoke("inspect", "t1", "--db", db).stdout
 
 
 @pytest.mark.parametrize("cmd", ["replay", "resume", "run"])
@@ -124,7 +142,10 @@ def test_a_task_that_failed_at_its_planner_is_one_task_to_every_command(trajecto
     r = invoke("inspect", "t1", "--db", db, "--json")  # the input it was started with
     assert r.exit_code == 0 and json.loads(r.stdout)["identity"]["task_id"] == "t1"
     r = invoke("report", "t1", "--db", db, "--html", str(tmp_path / "r.html"))
-    assert r.exit_code == 2 and "has not started (registered, no events): nothing to report yet" in r.output
+    assert r.exit_code == 2 and _error_line(r).endswith(
+        f"has not started (registered, no events): nothing to report yet; continue it with "
+        f"`taskctx resume t1 --db {db}`"
+    )
     r = invoke("resume", "t1", "--budget", "8000", "--max-steps", "2", "--db", db, "--out", out)
     assert r.exit_code == 0, r.output
     r = invoke("list", "--db", db, "--json")
@@ -165,6 +186,7 @@ def test_list_reconciles_registry_and_event_log(trajectories_dir: Path, tmp_path
     assert invoke("inspect", "api1", "--db", str(db)).exit_code == 0
     r = invoke("resume", "api1", "--db", str(db))
     assert r.exit_code == 2 and "was run through the Python API, not a taskctx command" in _error_line(r)
+    assert _error_line(r).endswith(f"or see it with `taskctx inspect api1 --db {db}`")
 
 
 def test_list_of_an_empty_database(tmp_path: Path) -> None:
@@ -264,3 +286,51 @@ def test_no_test_hard_codes_the_shared_folder() -> None:
         if p.name != "conftest.py" and pattern.search(p.read_text(encoding="utf-8"))
     ]
     assert offenders == []
+
+
+# ---- where tests write, and the commands the CLI suggests -------------------------------------
+
+
+def test_tests_run_in_their_tmp_path_so_default_paths_stay_out_of_the_checkout(
+    trajectories_dir: Path, tmp_path: Path
+) -> None:
+    """tests/conftest.py chdirs every test into its tmp_path: a command without --db/--out
+    writes there, never into the repository the tests run from."""
+    assert Path.cwd() == tmp_path and tmp_path != REPO
+    r = invoke("replay", str(trajectories_dir / PONYC), "--task-id", "g1", "--max-steps", "1")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / ".taskctx" / "taskctx.sqlite").is_file()
+    assert (tmp_path / ".taskctx" / "runs" / "g1" / "state.json").is_file()
+    # default --db and --out: the hint names neither
+    assert "Continue with: taskctx resume g1\n" in r.stdout
+
+
+def test_hints_name_db_and_out_when_they_are_not_the_defaults(trajectories_dir: Path, tmp_path: Path) -> None:
+    db, out = str(tmp_path / "my db.sqlite"), str(tmp_path / "exports")
+    traj = str(trajectories_dir / PONYC)
+    r = invoke("replay", traj, "--task-id", "h1", "--max-steps", "1", "--db", db, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert f"Continue with: taskctx resume h1 --db '{db}' --out {out}\n" in r.stdout
+    r = invoke("replay", traj, "--task-id", "h1", "--db", db, "--out", out)
+    assert r.exit_code == 2
+    assert _error_line(r) == (
+        f"error: task 'h1' already exists in {db}; continue it with `taskctx resume h1 --db '{db}' --out {out}` "
+        "or pick another --task-id"
+    )
+    r = invoke("approve", "h1", "--db", db, "--out", out)
+    assert _error_line(r) == (
+        f"error: task 'h1' has no pending approval; nothing to answer (see `taskctx inspect h1 --db '{db}'`)"
+    )
+
+
+def test_command_hint() -> None:
+    from graphs.orchestrator import DEFAULT_DB, DEFAULT_OUT, command_hint
+
+    assert command_hint("resume", "t1") == "taskctx resume t1"
+    assert command_hint("resume", "t1", DEFAULT_DB, DEFAULT_OUT) == "taskctx resume t1"
+    assert command_hint("resume", "t1", "a.sqlite", "runs", "--budget", "2631") == (
+        "taskctx resume t1 --budget 2631 --db a.sqlite --out runs"
+    )
+    assert command_hint("inspect", "t1", "postgresql://u:secret@h:5432/d") == (
+        "taskctx inspect t1 --db 'postgresql://u:***@h:5432/d'"
+    )

@@ -11,7 +11,7 @@ import typer
 
 from context import InvalidInputError, TaskctxError
 
-from ..orchestrator import DEFAULT_DB
+from ..orchestrator import DEFAULT_DB, command_hint
 from ..report.approval import approval_renderable
 from ..runner import pending_approval, run_graph, tool_parameters
 from .common import (
@@ -19,9 +19,8 @@ from .common import (
     DbOpt,
     OutOpt,
     _db_opt,
-    _describe,
     _event_printer,
-    _fail,
+    _fail_run,
     _finish,
     _graph_for,
     _open_existing,
@@ -197,7 +196,7 @@ def approve(
         if req is None:
             raise InvalidInputError(
                 f"task {task_id!r} has no pending approval; nothing to answer "
-                f"(see `taskctx inspect {task_id}{_db_opt(db)}`)"
+                f"(see `{command_hint('inspect', task_id, db)}`)"
             )
         if answer["action"] == "edit":
             problem = check_edited_arguments(
@@ -214,4 +213,4 @@ def approve(
             _show_request(result.waiting, db)
         _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db, task_id))
+        _fail_run(exc, db, task_id, out)

@@ -25,7 +25,8 @@ from context import (
 from context.pg_store import is_postgres_url, redact_url
 from nodes import DEFAULT_BUDGET, DEFAULT_RESERVE, ReplayChatModel, ReplayTools
 
-from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, db_exists, open_project
+from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, command_hint, db_exists, open_project
+from ..orchestrator import DEFAULT_OUT as DEFAULT_OUT  # (the commands' --out default, re-exported)
 from ..runner import RunResult, export_run
 from ..tracing import tracing_session
 
@@ -41,7 +42,6 @@ DbOpt = Annotated[
     str, typer.Option("--db", help="SQLite file, or postgresql:// URL, of checkpoints, event log and artifacts.")
 ]
 OutOpt = Annotated[Path, typer.Option("--out", help="Folder the run is exported to (<out>/<task_id>/).")]
-DEFAULT_OUT = Path(".taskctx/runs")
 
 
 def _fail(msg: str) -> None:
@@ -54,15 +54,18 @@ def _db_opt(db: str) -> str:
     return f" --db {shlex.quote(redact_url(db))}" if db != DEFAULT_DB else ""
 
 
-def _describe(exc: BaseException, db: str, task_id: str | None = None) -> str:
+def _describe(exc: BaseException, db: str, task_id: str | None = None, out: Path | None = None) -> str:
     """One line for an error: taskctx errors as they are (a budget error with the command that
-    continues the task); database and file errors named."""
+    continues the task, :func:`graphs.orchestrator.command_hint`); database and file errors named."""
     if isinstance(exc, BudgetError) and task_id and exc.minimum:
         if not exc.task_id:
             exc = exc.for_task(task_id)
-        return f"{exc}: `taskctx resume {task_id} --budget {exc.minimum}{_db_opt(db)}`"
+        return (
+            f"{exc}: `{command_hint('resume', task_id, db, out, '--budget', str(exc.minimum))}`; {exc.minimum} is what "
+            f"this call needs, later calls carry more context and may need more (the default --budget is {DEFAULT_BUDGET})"
+        )
     if isinstance(exc, BudgetError) and task_id:
-        return f"{exc}: `taskctx resume {task_id} --budget N{_db_opt(db)}` continues with a larger one"
+        return f"{exc}: `{command_hint('resume', task_id, db, out, '--budget', 'N')}` continues with a larger one"
     if isinstance(exc, TaskctxError):
         return str(exc)
     if isinstance(exc, sqlite3.Error):
@@ -144,8 +147,11 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
         raise UnknownTaskError(
             f"task {task_id!r} in {project.path} was run through the Python API, not a taskctx command, so "
             f"the CLI cannot rebuild its graph; continue it with graphs.run_graph, or see it with "
-            f"`taskctx inspect {task_id}`"
+            f"`{command_hint('inspect', task_id, project.path)}`"
         )
+    if "stopped" in spec:  # it continues now: the stop is no longer the last word
+        spec = {k: v for k, v in spec.items() if k != "stopped"}
+        project.stores.tasks.register(task_id, spec)
     budget = int(spec.get("budget", DEFAULT_BUDGET))
     kind = spec.get("kind")
     if kind == "replay":
@@ -188,20 +194,22 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
 
 
 def _finish(project: Project, result: RunResult, out: Path, db: str) -> None:
+    """Export the run, print how it ended and what to run next; a task that ended with
+    ``control.status == "failed"`` exits with code 1 (after the export and the line)."""
     folder = export_run(project.stores, result.task_id, out)
     s = result.state
     req = result.waiting
     if req is not None:
         console.print(
             f"waiting for approval of {req.get('tool')} (call {req.get('call_id')}, {req.get('risk')} risk). "
-            f"Answer with: taskctx approve {result.task_id}{_db_opt(db)} "
+            f"Answer with: {command_hint('approve', result.task_id, db, out)} "
             "[--edit JSON | --reject REASON | --respond TEXT]",
             markup=False,
         )
     elif result.stopped_early:
         console.print(
             f"stopped after {s.progress.executor_steps} executor steps; next: {', '.join(result.next_nodes)}."
-            f" Continue with: taskctx resume {result.task_id}{_db_opt(db)}",
+            f" Continue with: {command_hint('resume', result.task_id, db, out)}",
             markup=False,
         )
     else:
@@ -211,6 +219,30 @@ def _finish(project: Project, result: RunResult, out: Path, db: str) -> None:
             markup=False,
         )
     console.print(f"exported {folder}/ (trace.jsonl, state.json, context_pack.md, manifests.jsonl)", markup=False)
+    if req is None and not result.stopped_early and s.control.status == "failed":
+        raise typer.Exit(1)
+
+
+def _fail_run(exc: BaseException, db: str, task_id: str | None, out: Path | None = None) -> None:
+    """``_fail`` for a run command: the line of :func:`_describe`, exit 2. A ``BudgetError`` of a
+    registered task is also kept in its registry entry (``spec["stopped"]``: ``{"reason":
+    "budget", "message", "budget"}``, the smallest budget of the failing call), so ``list`` and
+    ``inspect`` say why the task stopped; the next ``resume``/``approve`` removes it."""
+    if isinstance(exc, BudgetError) and task_id:
+        if exc.minimum and not exc.task_id:
+            exc = exc.for_task(task_id)
+        try:
+            project = open_project(db)
+            try:
+                spec = project.stores.tasks.get(task_id)
+                if spec is not None:
+                    stop = {"reason": "budget", "message": str(exc), "budget": exc.minimum}
+                    project.stores.tasks.register(task_id, {**spec, "stopped": stop})
+            finally:
+                project.close()
+        except (TaskctxError, sqlite3.Error, OSError):
+            pass  # the error line below is what matters
+    _fail(_describe(exc, db, task_id, out))
 
 
 def _open(db: str) -> Project:

@@ -3,6 +3,7 @@ workspace, interrupted after a few steps and resumed with a new graph."""
 
 from __future__ import annotations
 
+import functools
 import shutil
 import sqlite3
 from pathlib import Path
@@ -13,7 +14,7 @@ import typer
 from context import InvalidInputError, TaskctxError
 from nodes import DEFAULT_BUDGET
 
-from ..orchestrator import DEFAULT_DB, build_orchestrator, new_task
+from ..orchestrator import DEFAULT_DB, build_orchestrator, command_hint, new_task
 from ..runner import run_with_approvals
 from .approve import _answerer, _show_request
 from .common import (
@@ -23,10 +24,9 @@ from .common import (
     DenyAllOpt,
     OutOpt,
     _check_task_id,
-    _db_opt,
-    _describe,
     _event_printer,
     _fail,
+    _fail_run,
     _finish,
     _graph_for,
     _open,
@@ -92,7 +92,7 @@ def demo(
             answer=answer,
             stop_after=DEMO_STOP_AFTER,
             on_event=_event_printer(),
-            on_request=_show_request,
+            on_request=functools.partial(_show_request, db=db),
         )
         if first.stopped_early:
             console.print(
@@ -109,11 +109,13 @@ def demo(
                 answer=answer,
                 resume=True,
                 on_event=_event_printer(),
-                on_request=_show_request,
+                on_request=functools.partial(_show_request, db=db),
             )
         else:
             result = first
-        _finish(project, result, out, db)
-        console.print(f"inspect it: taskctx inspect {tid}{_db_opt(db)}", markup=False)
+        try:
+            _finish(project, result, out, db)  # (exit 1 when the task failed)
+        finally:
+            console.print(f"inspect it: {command_hint('inspect', tid, db)}", markup=False)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db, tid))
+        _fail_run(exc, db, tid, out)

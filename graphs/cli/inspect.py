@@ -12,7 +12,7 @@ import typer
 
 from context import TaskContext, TaskctxError, find_task
 
-from ..orchestrator import DEFAULT_DB
+from ..orchestrator import DEFAULT_DB, command_hint
 from .common import DbOpt, _db_opt, _describe, _fail, _open_existing, console
 
 __all__ = ["inspect"]
@@ -35,7 +35,7 @@ def inspect(
                 line = (
                     f"task {task_id}: not started ({spec.get('kind')} task, budget {spec.get('budget')}): no events "
                     f"yet (its first node failed, or is still running); continue it with "
-                    f"`taskctx resume {task_id}{_db_opt(db)}` (--budget N to change the budget)"
+                    f"`{command_hint('resume', task_id, db)}` (--budget N to change the budget)"
                 )
                 snap = project.checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
                 if not as_json:
@@ -62,6 +62,13 @@ def inspect(
                 for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
             ]
             render_state(console, ctx, events, checkpoints, snap is not None, db_opt=_db_opt(db))
+            stop = (info.spec or {}).get("stopped")
+            if isinstance(stop, dict) and ctx.control.status not in ("completed", "failed"):
+                console.print(
+                    f"stopped: {stop.get('message')}; continue with "
+                    f"`{command_hint('resume', task_id, db, None, '--budget', str(stop.get('budget')))}`",
+                    markup=False,
+                )
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:

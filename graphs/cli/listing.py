@@ -11,12 +11,21 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from context import TaskctxError, list_tasks
+from context import TaskctxError, TaskInfo, list_tasks
 
 from ..orchestrator import DEFAULT_DB
 from .common import DbOpt, _describe, _fail, _open_existing, console
 
 __all__ = ["list_command", "version_callback"]
+
+
+def _stopped(t: TaskInfo) -> str | None:
+    """Why a started task that is not finished stopped (``"budget"``), from its registry entry
+    (``spec["stopped"]``, kept by the run command that failed); else None."""
+    stop = (t.spec or {}).get("stopped")
+    if isinstance(stop, dict) and t.started and t.status not in ("completed", "failed"):
+        return str(stop.get("reason"))
+    return None
 
 
 def list_command(
@@ -25,7 +34,8 @@ def list_command(
         bool,
         typer.Option(
             "--json",
-            help="Print a JSON list of {task_id, status, executor_steps, last_activity, events, registered}.",
+            help="Print a JSON list of {task_id, status, executor_steps, last_activity, events, registered}"
+            " (and stopped: the reason, for a task a run command stopped).",
         ),
     ] = False,
 ) -> None:
@@ -43,7 +53,8 @@ def list_command(
         _fail(_describe(exc, db))
         return
     if as_json:
-        sys.stdout.write(json.dumps([t.as_json() for t in tasks], indent=2) + "\n")
+        rows = [{**t.as_json(), **({"stopped": _stopped(t)} if _stopped(t) else {})} for t in tasks]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
     if not tasks:
         console.print(f"no tasks in {project.path}", markup=False)
@@ -55,6 +66,8 @@ def list_command(
     table.add_column("last activity (UTC)")
     for t in tasks:
         status = t.status if t.registered else f"{t.status} (Python API)"
+        if _stopped(t):
+            status = f"stopped: {_stopped(t)}"
         table.add_row(t.task_id, status, str(t.executor_steps), t.last_activity or "-")
     console.print(table)
 

@@ -3,6 +3,7 @@ real chat model on a workspace) or continue one from its last checkpoint."""
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from pathlib import Path
 from typing import Annotated
@@ -12,7 +13,7 @@ import typer
 from context import InvalidInputError, TaskContext, TaskctxError, UnknownTaskError, find_task, load_trajectory
 from nodes import DEFAULT_BUDGET, DEFAULT_RESERVE, ReplayChatModel, ReplayTools
 
-from ..orchestrator import DEFAULT_DB, build_orchestrator, new_task
+from ..orchestrator import DEFAULT_DB, build_orchestrator, command_hint, new_task
 from ..runner import export_run, run_graph, run_with_approvals, thread_config
 from .approve import _answerer, _show_request
 from .common import (
@@ -24,10 +25,9 @@ from .common import (
     OutOpt,
     _budget_floor,
     _check_task_id,
-    _db_opt,
-    _describe,
     _event_printer,
     _fail,
+    _fail_run,
     _finish,
     _graph_for,
     _open,
@@ -59,7 +59,7 @@ def replay(
         project = _open(db)
         if project.stores.events.last_seq(tid):
             _fail(
-                f"task {tid!r} already exists in {db}; continue it with `taskctx resume {tid}{_db_opt(db)}` "
+                f"task {tid!r} already exists in {db}; continue it with `{command_hint('resume', tid, db, out)}` "
                 "or pick another --task-id"
             )
         project.stores.tasks.register(tid, {"kind": "replay", "source": str(Path(file).resolve()), "budget": budget})
@@ -78,7 +78,7 @@ def replay(
         )
         _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db, tid))
+        _fail_run(exc, db, tid, out)
 
 
 def resume(
@@ -125,6 +125,8 @@ def resume(
             console.print(
                 f"task {task_id} is already finished ({status}); nothing to resume; exported {folder}/", markup=False
             )
+            if status == "failed":
+                raise typer.Exit(1)
             return
         done = TaskContext.model_validate(snap.values).progress.executor_steps if snap.values else 0
         stop = done + max_steps if max_steps else None
@@ -142,11 +144,11 @@ def resume(
             stop_after=stop,
             resume=True,
             on_event=_event_printer(),
-            on_request=_show_request,
+            on_request=functools.partial(_show_request, db=db),
         )
         _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db, task_id))
+        _fail_run(exc, db, task_id, out)
 
 
 def run(
@@ -187,7 +189,9 @@ def run(
         _prepare_out(out)
         project = _open(db)
         if project.stores.events.last_seq(tid):
-            _fail(f"task {tid!r} already exists in {db}; use `taskctx resume {tid}{_db_opt(db)}` or another --task-id")
+            _fail(
+                f"task {tid!r} already exists in {db}; use `{command_hint('resume', tid, db, out)}` or another --task-id"
+            )
         answer = _answerer(approve_all, deny_all)
         if workspace is not None and not workspace.is_dir():
             raise InvalidInputError(f"--workspace {workspace} is not a folder; pass the folder the agent works in")
@@ -217,8 +221,8 @@ def run(
             answer=answer,
             stop_after=max_steps,
             on_event=_event_printer(),
-            on_request=_show_request,
+            on_request=functools.partial(_show_request, db=db),
         )
         _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db, tid))
+        _fail_run(exc, db, tid, out)

@@ -10,7 +10,7 @@ import typer
 
 from context import TaskctxError, UnknownTaskError, find_task
 
-from ..orchestrator import DEFAULT_DB, open_project
+from ..orchestrator import DEFAULT_DB, command_hint, open_project
 from .page import write_report
 
 __all__ = ["report_command"]
@@ -35,7 +35,7 @@ def report_command(
             if not info.started:
                 raise UnknownTaskError(
                     f"task {task_id!r} in {project.path} has not started (registered, no events): nothing to "
-                    f"report yet; continue it with `taskctx resume {task_id}`"
+                    f"report yet; continue it with `{command_hint('resume', task_id, db)}`"
                 )
             target = html or Path(".taskctx/runs") / task_id / "report.html"
             out = write_report(project.stores, task_id, target)
