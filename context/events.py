@@ -3,7 +3,9 @@
 An :class:`Event` has ``id, seq, kind, timestamp, actor, payload, causation_id,
 correlation_id`` (DESIGN.md part 7). ``payload`` is validated against the payload model of its
 ``kind`` (the event union, :data:`PAYLOAD_MODELS`) when the event is built, so the reducer never
-meets a malformed payload. ``seq`` is the per-task sequence number (1, 2, ...) the event log
+meets a malformed payload. Payload text is clean UTF-8: a lone surrogate (``"\\ud835"``) is
+replaced by U+FFFD when the event is built (the exact bytes of a tool's output are in the artifact
+its ``raw_ref`` names; see :mod:`context.text`). ``seq`` is the per-task sequence number (1, 2, ...) the event log
 assigns; ``timestamp`` is ISO-8601 UTC.
 
 Source: DESIGN.md "The TaskContext contract", part 7 (events) and its list of kinds.
@@ -11,7 +13,6 @@ Source: DESIGN.md "The TaskContext contract", part 7 (events) and its list of ki
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .builder import ManifestEntry
 from .models import Finding, PlanStep, RiskLevel, StepResult
+from .text import clean_tree, json_text
 
 __all__ = [
     "Actor",
@@ -300,8 +302,10 @@ class Event(BaseModel):
     @model_validator(mode="after")
     def _check_payload(self) -> Event:
         model = PAYLOAD_MODELS[self.kind]
-        # Normalise: defaults filled in, so equal events compare equal after a round trip.
-        object.__setattr__(self, "payload", model.model_validate(self.payload).model_dump(mode="json"))
+        # Normalise: defaults filled in, so equal events compare equal after a round trip; text is
+        # clean UTF-8 (a lone surrogate becomes U+FFFD; exact tool output lives in the artifact).
+        dumped = model.model_validate(self.payload).model_dump(mode="json")
+        object.__setattr__(self, "payload", clean_tree(dumped))
         return self
 
     def typed(self) -> Any:
@@ -309,7 +313,8 @@ class Event(BaseModel):
         return PAYLOAD_MODELS[self.kind].model_validate(self.payload)
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        """The event as one line of JSON (UTF-8 text; see :func:`context.text.json_text`)."""
+        return json_text(self.model_dump(mode="json"), sort_keys=True)
 
 
 def new_event(

@@ -41,6 +41,7 @@ from .store import (
     schema_sql,
     slice_lines,
 )
+from .text import json_text, to_bytes
 
 __all__ = [
     "APPLICATION_NAME",
@@ -279,8 +280,9 @@ class PgArtifactStore:
         self._db = db
 
     def put(self, data: bytes | str) -> str:
-        """Store ``data`` (str is UTF-8 encoded) and return its ref; storing twice is free."""
-        raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        """Store ``data`` and return its ref; storing twice is free. A ``str`` is stored as UTF-8,
+        losslessly: a lone surrogate as its ``surrogatepass`` bytes (:func:`context.text.to_bytes`)."""
+        raw = to_bytes(data)
         ref = make_ref(raw)
         self._db.run(
             lambda conn, _: conn.execute(
@@ -321,7 +323,7 @@ class PgTaskRegistry:
         self._db.run(
             lambda conn, _: conn.execute(
                 "INSERT INTO taskctx_tasks VALUES (%s, %s) ON CONFLICT (task_id) DO UPDATE SET spec = EXCLUDED.spec",
-                (task_id, json.dumps(spec, sort_keys=True)),
+                (task_id, json_text(spec, sort_keys=True)),
             )
         )
 

@@ -30,6 +30,7 @@ from typing import Protocol
 
 from .errors import ArtifactNotFoundError, InvalidRefError, SequenceConflictError, StoreOpenError
 from .events import Event
+from .text import json_text, to_bytes
 
 __all__ = [
     "ArtifactRef",
@@ -126,7 +127,7 @@ def event_row(task_id: str, e: Event) -> tuple[object, ...]:
         e.kind,
         e.timestamp,
         e.actor,
-        json.dumps(e.payload, sort_keys=True, ensure_ascii=False),
+        json_text(e.payload, sort_keys=True),
         e.causation_id,
         e.correlation_id,
     )
@@ -279,8 +280,9 @@ class ArtifactStore:
         self._db = db
 
     def put(self, data: bytes | str) -> str:
-        """Store ``data`` (str is UTF-8 encoded) and return its ref; storing twice is free."""
-        raw = data.encode("utf-8") if isinstance(data, str) else data
+        """Store ``data`` and return its ref; storing twice is free. A ``str`` is stored as UTF-8,
+        losslessly: a lone surrogate as its ``surrogatepass`` bytes (:func:`context.text.to_bytes`)."""
+        raw = to_bytes(data)
         ref = make_ref(raw)
         with self._db.lock:
             self._db.conn.execute("INSERT OR IGNORE INTO taskctx_artifacts VALUES (?,?,?)", (ref.digest, len(raw), raw))
@@ -313,7 +315,7 @@ class TaskRegistry:
     def register(self, task_id: str, spec: dict[str, object]) -> None:
         with self._db.lock:
             self._db.conn.execute(
-                "INSERT OR REPLACE INTO taskctx_tasks VALUES (?, ?)", (task_id, json.dumps(spec, sort_keys=True))
+                "INSERT OR REPLACE INTO taskctx_tasks VALUES (?, ?)", (task_id, json_text(spec, sort_keys=True))
             )
 
     def get(self, task_id: str) -> dict[str, object] | None:

@@ -19,6 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from context import Identity, Permissions, SqliteStores, StoreOpenError, TaskContext, extract_constraints
 from context.pg_store import PgStores, is_postgres_url
+from context.text import clean
 from nodes import (
     DEFAULT_BUDGET,
     DEFAULT_RESERVE,
@@ -156,11 +157,12 @@ def new_task(
 ) -> TaskContext:
     """The input state of a new task. ``constraints`` default to the request's own hard
     constraints (its "do not ..." lines, verbatim). The first node records ``task.created``."""
+    request = clean(request)  # a lone surrogate cannot be checkpointed: U+FFFD (context.text)
     return TaskContext(
         identity=Identity(
             task_id=task_id,
             original_request=request,
-            constraints=list(constraints) if constraints is not None else extract_constraints(request),
+            constraints=[clean(c) for c in constraints] if constraints is not None else extract_constraints(request),
             success_criteria=list(success_criteria or []),
             non_goals=list(non_goals or []),
         ),

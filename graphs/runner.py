@@ -19,6 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from context import Event, SqliteStores, TaskContext, UnknownTaskError, replay
+from context.text import shown
 
 __all__ = [
     "RECURSION_LIMIT",
@@ -199,7 +200,7 @@ def export_run(stores: SqliteStores, task_id: str, out_root: str | Path) -> Path
     pack = "# context pack\n\n(no executor call yet)\n"
     if last_exec:
         e = last_exec[-1]
-        body = stores.artifacts.get(e.payload["prompt_ref"]).decode("utf-8")
+        body = shown(stores.artifacts.get(e.payload["prompt_ref"]))
         pack = (
             f"# context pack: {task_id}, executor call {e.payload['call']} (step {e.payload['step_id']})\n\n"
             f"prompt tokens: {e.payload['prompt_tokens']} of budget {e.payload['budget']}; "

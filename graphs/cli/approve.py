@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from context import InvalidInputError, TaskctxError, UnknownTaskError
+from context.text import escape_controls
 
 from ..orchestrator import DEFAULT_DB, db_exists
 from ..runner import pending_approval, run_graph
@@ -36,9 +37,8 @@ def _show_request(req: dict[str, Any]) -> None:
     args = _json.dumps(req.get("arguments"), sort_keys=True, ensure_ascii=False)
     if len(args) > 600:
         args = args[:597] + "..."
-    console.print(
-        f"  approval requested: {req.get('tool')} {args}\n    risk {req.get('risk')}: {req.get('reason')}", markup=False
-    )
+    text = f"  approval requested: {req.get('tool')} {args}\n    risk {req.get('risk')}: {req.get('reason')}"
+    console.print(escape_controls(text), markup=False)  # what the user approves is what they read
 
 
 def _interactive_answer(req: dict[str, Any]) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from context import Event, TaskContext, UnknownTaskError, replay, summarize_event
+from context.text import escape_controls
 
 __all__ = ["ROLE_COLORS", "build_report", "token_chart_svg", "write_report"]
 
@@ -32,7 +33,7 @@ _OTHER_COLOR = "#7f7f7f"
 
 
 def _e(x: Any) -> str:
-    return _html.escape("" if x is None else str(x), quote=True)
+    return _html.escape(escape_controls("" if x is None else str(x)), quote=True)
 
 
 def _calls(events: Sequence[Event]) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from context import Event, TaskContext
+from context.text import escape_controls
 
 __all__ = ["render_state"]
 
@@ -12,7 +13,8 @@ __all__ = ["render_state"]
 def render_state(
     console: Console, ctx: TaskContext, events: list[Event], checkpoints: list[str], has_checkpoint: bool
 ) -> None:
-    """Print ``ctx`` (folded from ``events``) on ``console``, one titled section each: goal,
+    """Print ``ctx`` (folded from ``events``) on ``console`` (control characters and bidi
+    overrides shown escaped: :func:`context.text.escape_controls`), one titled section each: goal,
     request, criteria, constraints, plan, current step, progress, evidence, permissions,
     approvals, errors, omitted history, checkpoints (``checkpoints``: the newest ids, as listed
     by the checkpointer). ``has_checkpoint`` is not used (kept for callers)."""
@@ -21,11 +23,11 @@ def render_state(
         console.print(f"\n[bold]{title}[/bold]")
 
     def p(text: str) -> None:
-        console.print(text, markup=False)
+        console.print(escape_controls(text), markup=False)  # control chars, bidi overrides: escaped
 
     i = ctx.identity
     console.print(
-        f"[bold]task {i.task_id}[/bold]  status: {ctx.control.status}  plan v{ctx.plan.version} ({ctx.plan.status})"
+        f"[bold]task {escape_controls(i.task_id)}[/bold]  status: {ctx.control.status}  plan v{ctx.plan.version} ({ctx.plan.status})"
     )
     h("Goal")
     p(i.interpreted_goal or "(not interpreted yet)")

@@ -58,6 +58,7 @@ from langgraph.types import interrupt
 from context import TaskContext, compress_tool_result
 from context.events import ErrorResolved, Event, FileModified, PermissionEvent, ToolResultReceived
 from context.models import ToolCallRecord, arguments_dict
+from context.text import clean
 
 from ..permissions import Decision, assess
 from ..runtime import NodeEnv, NodeRun
@@ -253,12 +254,19 @@ class TaskToolNode:
 
     def record(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], out: ToolOutcome, note: str = "") -> None:
         """Commit one batch: ``tool.result.received`` (raw output in the artifact store, exact
-        bytes; the summary secrets-masked and compressed, headed ``[note]``), one
+        bytes, any ``str``; the summary with lone surrogates replaced, secrets-masked and
+        compressed, headed ``[note]``; an output that cannot be stored or compressed is an
+        ``error`` result naming the exception, so the call is never run again on resume), one
         ``file.modified`` per file the call changed, and on success the ``error.resolved`` events
         of :meth:`resolutions`."""
-        ref = self.env.artifacts.put(out.output)
-        masked = mask_secrets(out.output).text
-        comp = compress_tool_result(masked, out.kind, ref, path=out.path)
+        try:
+            ref = self.env.artifacts.put(out.output)  # exact, any str (context.text.to_bytes)
+            masked = mask_secrets(clean(out.output)).text  # prompts get U+FFFD for a lone surrogate
+            comp = compress_tool_result(masked, out.kind, ref, path=out.path)
+        except Exception as exc:  # recorded as an error result: never re-run on each resume
+            text = clean(f"error: the output of {rec.tool} could not be recorded ({type(exc).__name__}: {exc})")
+            out = ToolOutcome("error", text, modified=out.modified, modified_all=out.modified_all)
+            ref, comp = None, compress_tool_result(text, "command", "")
         summary = f"[{note}]\n{comp.text}" if note else comp.text
         batch = [
             run.make(
