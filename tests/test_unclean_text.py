@@ -173,3 +173,31 @@ def test_text_helpers_round_trip_and_show() -> None:
     assert escape_controls("ok\tline\nnext\x1b[31mred\u202eevil\x00\ud800") == (
         "ok\tline\nnext\\x1b[31mred\\u202eevil\\x00\ufffd"
     )
+
+
+def test_inspect_the_report_and_approval_prompts_show_controls_and_bidi_overrides_escaped(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from rich.console import Console
+
+    from graphs.cli.approve import _show_request
+    from graphs.report import render_state
+    from graphs.report.page import build_report
+
+    evs = [
+        new_event(
+            "task.created",
+            {"task_id": "c1", "original_request": "Fix it\x1b[2J now.\nDo not run rm\u202eslmx.exe"},
+            actor="user",
+        ).model_copy(update={"seq": 1})
+    ]
+    con = Console(record=True, width=200)
+    render_state(con, replay(evs), evs, [], False)
+    text = con.export_text()
+    assert "Fix it\\x1b[2J now." in text and "Do not run rm\\u202eslmx.exe" in text
+    assert "\x1b" not in text and "\u202e" not in text
+    page = build_report(evs)
+    assert "Fix it\\x1b[2J now." in page and "\u202e" not in page
+    _show_request({"tool": "run_command", "arguments": {"command": "ls\u202e"}, "risk": "high", "reason": "r\x07"})
+    out = capsys.readouterr().out
+    assert "ls\\u202e" in out and "r\\x07" in out and "\x07" not in out
