@@ -89,6 +89,8 @@ class TaskCreated(_Payload):
     task_id: str
     original_request: str
     constraints: list[str] = Field(default_factory=list)
+    #: Where a constraint came from when not the caller: ``"request"`` (the wording heuristic).
+    constraint_sources: dict[str, str] = Field(default_factory=dict)
     success_criteria: list[str] = Field(default_factory=list)
     non_goals: list[str] = Field(default_factory=list)
     allowed_tools: list[str] = Field(default_factory=list)
@@ -103,6 +105,8 @@ class PlanCreated(_Payload):
     interpreted_goal: str = ""
     success_criteria: list[str] = Field(default_factory=list)
     non_goals: list[str] = Field(default_factory=list)
+    #: Hard constraints the planner read in the request (added with source ``"planner"``).
+    constraints: list[str] = Field(default_factory=list)
     steps: list[PlanStep]
     reason: str = ""
 

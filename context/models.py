@@ -75,7 +75,13 @@ class _Part(BaseModel):
 
 # 1. identity ------------------------------------------------------------------------------
 class Identity(_Part):
-    """Who asked for what. ``original_request`` and ``constraints`` are kept verbatim."""
+    """Who asked for what. ``original_request`` and ``constraints`` are kept verbatim.
+
+    ``constraint_sources`` says where each hard constraint came from: ``"caller"`` (given to
+    ``new_task(constraints=...)`` / ``taskctx run --constraint``; also every constraint it does
+    not name), ``"request"`` (found in the request's wording by
+    :func:`~context.trajectory.extract_constraints`, a heuristic) or ``"planner"`` (the planner's
+    ``submit_plan`` ``constraints``)."""
 
     task_id: str = ""
     original_request: str = ""
@@ -83,6 +89,7 @@ class Identity(_Part):
     success_criteria: list[str] = Field(default_factory=list)
     non_goals: list[str] = Field(default_factory=list)
     constraints: list[str] = Field(default_factory=list)
+    constraint_sources: dict[str, str] = Field(default_factory=dict)
 
 
 # 2. plan ----------------------------------------------------------------------------------

@@ -125,15 +125,18 @@ def _fold_plan(ctx: TaskContext, p: PlanCreated) -> TaskContext:
     ident = ctx.identity
     criteria = list(ident.success_criteria) + [c for c in p.success_criteria if c not in ident.success_criteria]
     non_goals = list(ident.non_goals) + [c for c in p.non_goals if c not in ident.non_goals]
+    added = [c for c in dict.fromkeys(p.constraints) if c.strip() and c not in ident.constraints]
+    update: dict[str, object] = {
+        "interpreted_goal": p.interpreted_goal or ident.interpreted_goal,
+        "success_criteria": criteria,
+        "non_goals": non_goals,
+    }
+    if added:
+        update["constraints"] = [*ident.constraints, *added]
+        update["constraint_sources"] = {**ident.constraint_sources, **dict.fromkeys(added, "planner")}
     return ctx.model_copy(
         update={
-            "identity": ident.model_copy(
-                update={
-                    "interpreted_goal": p.interpreted_goal or ident.interpreted_goal,
-                    "success_criteria": criteria,
-                    "non_goals": non_goals,
-                }
-            ),
+            "identity": ident.model_copy(update=update),
             "plan": ctx.plan.model_copy(
                 update={
                     "version": ctx.plan.version + 1,
@@ -215,6 +218,7 @@ def _on_task_created(ctx: TaskContext, e: Event) -> TaskContext:
                     "task_id": p.task_id,
                     "original_request": p.original_request,
                     "constraints": list(p.constraints),
+                    "constraint_sources": dict(p.constraint_sources),
                     "success_criteria": list(p.success_criteria),
                     "non_goals": list(p.non_goals),
                 }

@@ -155,14 +155,19 @@ def new_task(
     non_goals: list[str] | None = None,
     permissions: Permissions | None = None,
 ) -> TaskContext:
-    """The input state of a new task. ``constraints`` default to the request's own hard
-    constraints (its "do not ..." lines, verbatim). The first node records ``task.created``."""
+    """The input state of a new task. Hard constraints: first the caller's ``constraints``
+    (verbatim), then the prohibitions found in the request's wording
+    (:func:`context.extract_constraints`, source ``"request"``) that the caller did not give;
+    the planner may add more (source ``"planner"``). The first node records ``task.created``."""
     request = clean(request)  # a lone surrogate cannot be checkpointed: U+FFFD (context.text)
+    given = list(dict.fromkeys(clean(c).strip() for c in constraints or () if c.strip()))
+    found = [c for c in extract_constraints(request) if c not in given]
     return TaskContext(
         identity=Identity(
             task_id=task_id,
             original_request=request,
-            constraints=[clean(c) for c in constraints] if constraints is not None else extract_constraints(request),
+            constraints=given + found,
+            constraint_sources=dict.fromkeys(found, "request"),
             success_criteria=list(success_criteria or []),
             non_goals=list(non_goals or []),
         ),

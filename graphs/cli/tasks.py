@@ -154,6 +154,12 @@ def run(
     deny_tool: Annotated[
         list[str] | None, typer.Option("--deny-tool", help="A tool the agent may not use (repeatable).")
     ] = None,
+    constraint: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--constraint", help="A hard constraint, verbatim (repeatable); listed before any found in REQUEST."
+        ),
+    ] = None,
     require_approval: Annotated[
         list[str] | None, typer.Option("--require-approval", help="A tool that needs approval (repeatable).")
     ] = None,
@@ -205,7 +211,7 @@ def run(
             g,
             project.stores,
             tid,
-            new_task(request, tid, permissions=perms),
+            new_task(request, tid, constraints=list(constraint or []), permissions=perms),
             answer=answer,
             stop_after=max_steps,
             on_event=_event_printer(),
