@@ -56,6 +56,7 @@ from .compression import (
 from .errors import (
     ArtifactNotFoundError,
     BudgetError,
+    DamagedStoreError,
     InvalidInputError,
     InvalidRefError,
     LogAheadError,
@@ -110,6 +111,7 @@ __all__ = [
     "ArtifactRef",
     "ArtifactStore",
     "BudgetError",
+    "DamagedStoreError",
     "BuildResult",
     "COMMAND_LIMIT",
     "Compressed",

@@ -23,7 +23,6 @@ langgraph or langchain.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -33,11 +32,15 @@ from .errors import ArtifactNotFoundError, SequenceConflictError, StoreError, St
 from .events import Event
 from .store import (
     SqliteStores,
+    checked_artifact,
+    contiguous,
     duplicate_message,
     event_row,
     make_ref,
     number_events,
     parse_ref,
+    registry_spec,
+    row_event,
     schema_sql,
     slice_lines,
 )
@@ -161,19 +164,6 @@ class _Pg:
         self.pool.close()
 
 
-def _row_event(row: Sequence[Any]) -> Event:
-    return Event.model_construct(
-        seq=int(row[0]),
-        id=row[1],
-        kind=row[2],
-        timestamp=row[3],
-        actor=row[4],
-        payload=json.loads(row[5]),
-        causation_id=row[6],
-        correlation_id=row[7],
-    )
-
-
 class PgEventLog:
     """Append-only event log per task on Postgres (see module doc)."""
 
@@ -236,7 +226,8 @@ class PgEventLog:
         self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
     ) -> list[Event]:
         """Events of ``task_id`` with ``seq > after``, in order; with ``kinds``, only events of
-        those kinds (``kind IN (...)`` in SQL; ``limit`` counts the matching events)."""
+        those kinds (``kind IN (...)`` in SQL; ``limit`` counts the matching events). Checked as
+        :meth:`context.store.EventLog.iter` checks (``DamagedStoreError``)."""
         sql = (
             "SELECT seq, id, kind, timestamp, actor, payload, causation_id, correlation_id "
             "FROM taskctx_events WHERE task_id = %s AND seq > %s"
@@ -254,7 +245,8 @@ class PgEventLog:
             args += (limit,)
 
         def q(conn: Any, _: int) -> list[Event]:
-            return [_row_event(r) for r in conn.execute(sql, args).fetchall()]
+            rows = (row_event(task_id, r) for r in conn.execute(sql, args).fetchall())
+            return list(rows if kinds is not None else contiguous(task_id, rows, after))
 
         return self._db.run(q)
 
@@ -304,9 +296,10 @@ class PgArtifactStore:
         return r, row[0]
 
     def get(self, ref: str) -> bytes:
-        """The exact bytes of ``ref``, or of its ``#L<a>-<b>`` line slice."""
+        """The exact bytes of ``ref``, or of its ``#L<a>-<b>`` line slice; checked against the
+        ref's hash (``DamagedStoreError``)."""
         r, raw = self._row(ref, "data")
-        data = bytes(raw)
+        data = checked_artifact(r, raw, self._db.path)
         return data if r.start is None else slice_lines(data, r.start, r.end or r.start)
 
     def size(self, ref: str) -> int:
@@ -331,7 +324,7 @@ class PgTaskRegistry:
         row = self._db.run(
             lambda conn, _: conn.execute("SELECT spec FROM taskctx_tasks WHERE task_id = %s", (task_id,)).fetchone()
         )
-        return None if row is None else json.loads(row[0])
+        return None if row is None else registry_spec(task_id, row[0])
 
 
 class PgStores:

@@ -21,6 +21,8 @@ from langgraph.types import Command
 from context import Event, SqliteStores, TaskContext, UnknownTaskError, replay
 from context.text import shown
 
+from .doctor import ensure_sound
+
 __all__ = [
     "RECURSION_LIMIT",
     "RunResult",
@@ -78,9 +80,13 @@ def run_graph(
 
     ``stop_after``: stop once ``progress.executor_steps`` reaches this absolute count.
     ``on_event`` sees every event appended during the run (for progress display).
-    Raises ``UnknownTaskError`` when resuming a thread that has no checkpoint.
+    Raises ``UnknownTaskError`` when resuming a thread that has no checkpoint, and
+    ``DamagedStoreError`` when continuing a thread (``resume``, ``input`` None or a ``Command``)
+    whose stored data fails :func:`graphs.doctor.ensure_sound`.
     """
     extra: dict[str, Any] = {}
+    if resume or input is None or isinstance(input, Command):
+        ensure_sound(stores, graph.checkpointer, task_id)  # what is read back is checked before it is trusted
     if resume:
         snap = graph.get_state(thread_config(task_id))
         if not snap.values:

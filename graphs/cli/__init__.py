@@ -1,7 +1,7 @@
 """graphs.cli: the ``taskctx`` command line (typer + rich); entry point ``graphs.cli:main``.
 
 Commands: ``demo``, ``replay``, ``resume``, ``inspect``, ``run``, ``approve``, ``bench``, ``eval``,
-``report``. Every run exports ``<out>/<task_id>/`` (trace.jsonl, state.json, context_pack.md,
+``report``, ``doctor``. Every run exports ``<out>/<task_id>/`` (trace.jsonl, state.json, context_pack.md,
 manifests.jsonl). Bad input prints one line naming the problem and the fix, and exits with code
 2; nothing already recorded is changed.
 
@@ -22,6 +22,7 @@ Modules (the commands are registered below, in the order ``--help`` lists them):
 - :mod:`.approve`: ``approve`` and how approval requests are shown and answered;
 - :mod:`.inspect`: ``inspect`` (the view is :func:`graphs.report.render_state`);
 - :mod:`.demo`: ``demo`` (the scenario is :mod:`graphs.demo`);
+- :mod:`.doctor`: ``doctor`` (the checks are :mod:`graphs.doctor`);
 - ``bench``, ``eval``, ``report``: the commands of :mod:`graphs.bench`, :mod:`graphs.eval`,
   :mod:`graphs.report`.
 """
@@ -29,7 +30,7 @@ Modules (the commands are registered below, in the order ``--help`` lists them):
 from ..bench import bench
 from ..eval import eval_command
 from ..report import report_command
-from . import approve, demo, inspect, tasks
+from . import approve, demo, doctor, inspect, tasks
 from .common import app, main
 
 app.command("bench")(bench)
@@ -41,5 +42,6 @@ app.command()(inspect.inspect)
 app.command()(approve.approve)
 app.command()(tasks.run)
 app.command()(demo.demo)
+app.command()(doctor.doctor)
 
 __all__ = ["app", "main"]

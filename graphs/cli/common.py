@@ -13,7 +13,15 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from context import BudgetError, Event, InvalidInputError, TaskctxError, UnknownTaskError, load_trajectory
+from context import (
+    BudgetError,
+    DamagedStoreError,
+    Event,
+    InvalidInputError,
+    TaskctxError,
+    UnknownTaskError,
+    load_trajectory,
+)
 from context.pg_store import redact_url
 from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
 
@@ -125,6 +133,13 @@ def _event_printer(total: int | None = None):
 def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
     spec = project.stores.tasks.get(task_id)
     if spec is None:
+        n = project.stores.events.last_seq(task_id)
+        if n:
+            raise DamagedStoreError(
+                f"task {task_id!r} has {n} events in {project.path} but no task registry row (how it was started "
+                f"is lost), so it cannot be resumed; `taskctx inspect {task_id}` and `taskctx report {task_id}` "
+                "still work; restore the database from a backup, or start the task again under a new --task-id"
+            )
         raise UnknownTaskError(
             f"no task {task_id!r} in {project.path}; check the id and --db (tasks: "
             f"{', '.join(project.stores.events.task_ids()) or 'none'})"

@@ -9,9 +9,10 @@ from typing import Annotated
 
 import typer
 
-from context import InvalidInputError, TaskContext, TaskctxError, UnknownTaskError, load_trajectory
+from context import DamagedStoreError, InvalidInputError, TaskContext, TaskctxError, UnknownTaskError, load_trajectory
 from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
 
+from ..doctor import ensure_sound
 from ..orchestrator import DEFAULT_DB, build_orchestrator, db_exists, new_task
 from ..runner import export_run, run_graph, run_with_approvals, thread_config
 from .approve import _answerer, _show_request
@@ -105,8 +106,16 @@ def resume(
         if budget is not None and spec is not None:
             project.stores.tasks.register(task_id, {**spec, "budget": budget})
         g, _ = _graph_for(project, task_id)
+        ensure_sound(project.stores, project.checkpointer, task_id)  # refuse damaged data, never build on it
         snap = g.get_state(thread_config(task_id))
         status = TaskContext.model_validate(snap.values).control.status if snap.values else "idle"
+        if not snap.values and project.stores.events.last_seq(task_id):
+            raise DamagedStoreError(
+                f"task {task_id!r} has {project.stores.events.last_seq(task_id)} events in {db} but no checkpoint "
+                f"(the checkpoint tables were emptied or restored from an older backup), so it cannot be resumed; "
+                f"`taskctx inspect {task_id}` still works; restore the database from a backup, or start the task "
+                "again under a new --task-id"
+            )
         if not snap.values:
             raise UnknownTaskError(
                 f"task {task_id!r} was registered but never started (no checkpoint yet); start it again with the "
