@@ -91,6 +91,8 @@ class TaskCreated(_Payload):
     constraints: list[str] = Field(default_factory=list)
     #: Where a constraint came from when not the caller: ``"request"`` (the wording heuristic).
     constraint_sources: dict[str, str] = Field(default_factory=dict)
+    #: The data schema the task is recorded with (``context.models.SCHEMA_VERSION``; 0: before versions).
+    schema_version: int = 0
     success_criteria: list[str] = Field(default_factory=list)
     non_goals: list[str] = Field(default_factory=list)
     allowed_tools: list[str] = Field(default_factory=list)

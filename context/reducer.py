@@ -232,6 +232,7 @@ def _on_task_created(ctx: TaskContext, e: Event) -> TaskContext:
                 }
             ),
             "control": ctx.control.model_copy(update={"status": "running"}),
+            "events": ctx.events.model_copy(update={"schema_version": p.schema_version}),
         }
     )
 

@@ -3,7 +3,9 @@ the LangGraph checkpoint (``taskctx doctor``; ``taskctx resume`` runs :func:`ens
 
 :func:`diagnose` returns the findings, one line each, prefixed by where the damage is
 (``event log:``, ``artifact store:``, ``task registry:``, ``checkpoint:``, ``database:``); empty
-means sound. Beyond :mod:`context.verify` it checks that the checkpoint loads, that the log
+means sound. Beyond :mod:`context.verify` it checks the data schema version
+(:data:`context.models.SCHEMA_VERSION`: data of a newer taskctx is refused; an older one is
+migrated where a tested migration exists), that the checkpoint loads, that the log
 holds every event the checkpoint has folded, and that folding the log up to the checkpoint's
 cursor gives the checkpointed state (a row deleted, altered or added behind the log's back, or a
 state written outside a node, shows up here).
@@ -14,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from context import DamagedStoreError, TaskContext, replay
+from context.models import SCHEMA_VERSION
 from context.store import REPAIR_HINT
 from context.verify import check_artifacts, check_events
 from nodes.runtime import PARTS
@@ -80,6 +83,9 @@ def diagnose(
         return [*out, *exc.problems]
     state, cp = checkpoint_state(checkpointer, task_id)
     out += cp
+    newer = _newer_schema(events, state)
+    if newer:
+        return [*out, *newer]
     if resumable and spec is None and (events or state is not None):
         out.append("task registry: no row for this task (how it was started is lost): it can be inspected, not resumed")
     if resumable and state is None and not cp and events:
@@ -89,6 +95,23 @@ def diagnose(
         out += check_artifacts(stores.artifacts, events)
     if state is not None and not any(f.startswith("event log:") for f in out):
         out += _compare(state, events)
+    return out
+
+
+def _newer_schema(events: list[Any], state: TaskContext | None) -> list[str]:
+    """Findings for data recorded by a newer taskctx (its schema version above ours)."""
+    out = []
+    v = events[0].payload.get("schema_version", 0) if events and events[0].kind == "task.created" else 0
+    if isinstance(v, int) and v > SCHEMA_VERSION:
+        out.append(
+            f"event log: recorded with taskctx data schema {v}, newer than this taskctx's ({SCHEMA_VERSION}): "
+            "upgrade taskctx to continue it"
+        )
+    if state is not None and state.events.schema_version > SCHEMA_VERSION:
+        out.append(
+            f"checkpoint: written with taskctx data schema {state.events.schema_version}, newer than this "
+            f"taskctx's ({SCHEMA_VERSION}): upgrade taskctx to continue it"
+        )
     return out
 
 

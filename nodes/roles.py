@@ -39,6 +39,7 @@ from context.events import (
     TaskCreated,
     ToolCalled,
 )
+from context.models import SCHEMA_VERSION
 
 from .render import ExecutorRenderer, PlannerRenderer, RecoveryRenderer, Renderer, ReviewerRenderer
 from .runtime import NodeEnv, NodeRun
@@ -84,6 +85,7 @@ def task_created_event(run: NodeRun) -> Event:
             original_request=i.original_request,
             constraints=i.constraints,
             constraint_sources=i.constraint_sources,
+            schema_version=SCHEMA_VERSION,
             success_criteria=i.success_criteria,
             non_goals=i.non_goals,
             allowed_tools=p.allowed_tools,

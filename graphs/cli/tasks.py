@@ -33,6 +33,7 @@ from .common import (
     _prepare_out,
     _state_dir,
     console,
+    file_sha256,
 )
 
 __all__ = ["replay", "resume", "run"]
@@ -60,7 +61,15 @@ def replay(
                 f"task {tid!r} already exists in {db}; continue it with `taskctx resume {tid}{_db_opt(db)}` "
                 "or pick another --task-id"
             )
-        project.stores.tasks.register(tid, {"kind": "replay", "source": str(Path(file).resolve()), "budget": budget})
+        project.stores.tasks.register(
+            tid,
+            {
+                "kind": "replay",
+                "source": str(Path(file).resolve()),
+                "sha256": file_sha256(Path(file)),
+                "budget": budget,
+            },
+        )
         g = build_orchestrator(
             ReplayChatModel(trajectory=traj),
             tools=ReplayTools(traj),
