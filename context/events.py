@@ -50,6 +50,8 @@ __all__ = [
     "RecoveryDecided",
     "TaskCompleted",
     "MemoryNoted",
+    "StateEdited",
+    "EDITABLE_FIELDS",
 ]
 
 Actor = Literal["user", "agent", "system", "tool"]
@@ -78,6 +80,7 @@ EventKind = Literal[
     "task.completed",
     "memory.proposed",
     "memory.confirmed",
+    "state.edited",
 ]
 
 
@@ -255,6 +258,32 @@ class MemoryNoted(_Payload):
     text: str
 
 
+#: The fields a state edit (``graph.update_state`` from outside a node, e.g. LangGraph Studio's
+#: state editor) may change, per part; every other part is derived from the event log.
+EDITABLE_FIELDS: dict[str, frozenset[str]] = {
+    "identity": frozenset({"interpreted_goal", "success_criteria", "non_goals", "constraints", "constraint_sources"}),
+    "permissions": frozenset({"allowed_tools", "denied_tools", "requires_approval", "file_scopes"}),
+    "memory": frozenset({"durable_facts", "user_preferences", "project_conventions", "working_memory"}),
+}
+
+
+class StateEdited(_Payload):
+    """Addition: a state write that did not come from a node (``graph.update_state``), recorded
+    so the log and the checkpoint agree. ``changes``: part -> {field: new value (JSON)}, only
+    :data:`EDITABLE_FIELDS`; ``as_node``: the node the writer named."""
+
+    changes: dict[str, dict[str, Any]]
+    as_node: str | None = None
+
+    @model_validator(mode="after")
+    def _editable(self) -> StateEdited:
+        for part, fields in self.changes.items():
+            bad = set(fields) - EDITABLE_FIELDS.get(part, frozenset())
+            if bad:
+                raise ValueError(f"{part}.{sorted(bad)[0]} is not an editable field")
+        return self
+
+
 PAYLOAD_MODELS: dict[str, type[_Payload]] = {
     "task.created": TaskCreated,
     "plan.created": PlanCreated,
@@ -279,6 +308,7 @@ PAYLOAD_MODELS: dict[str, type[_Payload]] = {
     "task.completed": TaskCompleted,
     "memory.proposed": MemoryNoted,
     "memory.confirmed": MemoryNoted,
+    "state.edited": StateEdited,
 }
 
 

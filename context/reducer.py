@@ -29,6 +29,7 @@ from .events import (
     PlanCreated,
     RecoveryDecided,
     ReviewCompleted,
+    StateEdited,
     StepCompleted,
     StepCompletionRequested,
     StepStarted,
@@ -113,6 +114,8 @@ def summarize_event(e: Event) -> str:
         text = f"{p['decision']}: {p['reason']}"
     elif k == "task.completed":
         text = f"{p['status']}: {p['summary']}"
+    elif k == "state.edited":
+        text = "edited " + ", ".join(sorted(f"{part}.{f}" for part, fs in p["changes"].items() for f in fs))
     else:
         text = json.dumps(p, sort_keys=True)
     text = " ".join(text.split())
@@ -514,6 +517,16 @@ def _on_memory_proposed(ctx: TaskContext, e: Event) -> TaskContext:
     return ctx.model_copy(update={"memory": mem})
 
 
+def _on_state_edited(ctx: TaskContext, e: Event) -> TaskContext:
+    """``state.edited``: each changed field of each part set to its new value."""
+    p: StateEdited = e.typed()
+    update: dict[str, object] = {}
+    for part, fields in p.changes.items():
+        cur = getattr(ctx, part)
+        update[part] = type(cur).model_validate({**cur.model_dump(mode="json"), **fields})
+    return ctx.model_copy(update=update)
+
+
 def _on_memory_confirmed(ctx: TaskContext, e: Event) -> TaskContext:
     m: MemoryNoted = e.typed()
     mem = ctx.memory
@@ -556,6 +569,7 @@ FOLDS: Mapping[EventKind, Fold] = MappingProxyType(
         "task.completed": _on_task_completed,
         "memory.proposed": _on_memory_proposed,
         "memory.confirmed": _on_memory_confirmed,
+        "state.edited": _on_state_edited,
     }
 )
 

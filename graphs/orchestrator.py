@@ -34,6 +34,7 @@ from nodes import (
 )
 
 from . import routing
+from .edits import TaskGraph
 
 __all__ = ["DEFAULT_DB", "NoTools", "Project", "build_orchestrator", "db_exists", "new_task", "open_project"]
 
@@ -210,4 +211,7 @@ def build_orchestrator(
     g.add_conditional_edges("tools", routing.after_tools, ["recovery", "executor", "tools", "__end__"])
     g.add_conditional_edges("recovery", routing.after_recovery, ["planner", "executor", "__end__"])
     g.add_conditional_edges("reviewer", routing.after_reviewer, ["planner", "__end__"])
-    return g.compile(checkpointer=checkpointer, name="taskctx")  # the root run of each trace
+    compiled = g.compile(checkpointer=checkpointer, name="taskctx")  # the root run of each trace
+    compiled.__class__ = TaskGraph  # update_state from outside a node: recorded or refused (graphs.edits)
+    compiled.taskctx_events = env.events  # type: ignore[attr-defined]
+    return compiled
