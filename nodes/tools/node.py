@@ -55,7 +55,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 
-from context import TaskContext, compress_tool_result
+from context import COMMAND_LIMIT, TaskContext, compress_tool_result
 from context.events import ErrorResolved, Event, FileModified, PermissionEvent, ToolResultReceived
 from context.models import ToolCallRecord, arguments_dict
 from context.text import clean
@@ -268,6 +268,7 @@ class TaskToolNode:
             out = ToolOutcome("error", text, modified=out.modified, modified_all=out.modified_all)
             ref, comp = None, compress_tool_result(text, "command", "")
         summary = f"[{note}]\n{comp.text}" if note else comp.text
+        self.store_arguments(rec)
         batch = [
             run.make(
                 "tool.result.received",
@@ -287,6 +288,12 @@ class TaskToolNode:
         if out.status == "ok":
             batch += self.resolutions(run, rec, args)
         run.commit(batch)
+
+    def store_arguments(self, rec: ToolCallRecord) -> None:
+        """Put arguments over ``COMMAND_LIMIT`` chars in the artifact store: once the call has
+        run, transcripts show them compressed with this ref (:func:`context.compression.compress_arguments`)."""
+        if len(rec.arguments) > COMMAND_LIMIT:
+            self.env.artifacts.put(rec.arguments)
 
     def resolutions(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any]) -> list[Event]:
         """The ``error.resolved`` events (not yet committed) a success of ``rec`` earns: every
@@ -330,6 +337,7 @@ class TaskToolNode:
         """Commit ``permission.denied`` (by ``actor``: the system's policy or the user) and the
         call's result (``status`` denied, or error for a call rejected before) in one batch: the
         call is never run."""
+        self.store_arguments(rec)
         run.commit(
             [
                 run.make(
