@@ -190,7 +190,8 @@ def build_context(
     if need > available:
         raise BudgetError(
             f"{role or 'prompt'}: required blocks need {need} tokens but the budget leaves {available} "
-            f"(budget {budget} - reserve {reserve_for_output} - overhead {overhead_tokens}); raise the budget"
+            f"(budget {budget} - reserve {reserve_for_output} - overhead {overhead_tokens}); raise the budget "
+            f"to at least {need + reserve_for_output + overhead_tokens}"
         )
     chosen: set[str] = {b.id for b in required}
     reasons: dict[str, str] = {b.id: "required" for b in required}

@@ -193,7 +193,7 @@ def test_budget_error_when_required_blocks_exceed_the_budget():
         build_context(blocks, budget=100, reserve_for_output=40, overhead_tokens=10, role="planner")
     assert str(ei.value) == (
         "planner: required blocks need 51 tokens but the budget leaves 50 "
-        "(budget 100 - reserve 40 - overhead 10); raise the budget"
+        "(budget 100 - reserve 40 - overhead 10); raise the budget to at least 101"
     )
     with pytest.raises(BudgetError, match=r"^prompt: required blocks need 51 tokens but the budget leaves 50 "):
         build_context(blocks, budget=90, reserve_for_output=40)
