@@ -188,11 +188,11 @@ def contiguous(task_id: str, events: Iterator[Event], after: int) -> Iterator[Ev
     want = after + 1
     for e in events:
         if e.seq != want:
-            what = (
-                f"event seq {want} is missing (seq {want - 1} is followed by {e.seq})"
-                if e.seq > want
-                else f"event seq {e.seq} appears after seq {want - 1}"
-            )
+            if e.seq > want:
+                after_what = f"seq {want - 1} is followed by {e.seq}" if want > 1 else f"the log starts at seq {e.seq}"
+                what = f"event seq {want} is missing ({after_what})"
+            else:
+                what = f"event seq {e.seq} appears after seq {want - 1}"
             raise damaged(task_id, "the event log", what)
         want += 1
         yield e
@@ -247,6 +247,16 @@ class _Sqlite:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            if "malformed" not in str(exc) and "not a database" not in str(exc):
+                raise StoreOpenError(
+                    f"cannot open the taskctx database at {self.path}: {exc}; "
+                    "pass --db with a writable file path (its folder is created)"
+                ) from exc
+            raise StoreOpenError(
+                f"the taskctx database at {self.path} is damaged ({exc}): restore it from a backup, "
+                "or pass another --db"
+            ) from exc
         except (sqlite3.Error, OSError) as exc:
             raise StoreOpenError(
                 f"cannot open the taskctx database at {self.path}: {exc}; "
