@@ -14,19 +14,25 @@ On Postgres (``TASKCTX_TEST_PG``) the same cases run on the Postgres stores wher
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from typer.testing import CliRunner
 
-from context import SqliteStores, replay
+from context import replay
 from graphs.cli import app
 
 STEPS = 6
+PG_URL = os.environ.get("TASKCTX_TEST_PG", "")
+#: Damage that needs a file (SQLite only).
+FILE_CASES = {"file-truncated-half", "file-truncated-to-header", "file-header-garbage"}
 TRAJ = [
     {"id": "cor-1", "task": "Find where the config is read.\nDo not modify setup.py.", "n_steps": STEPS, "meta": {}},
     *[
@@ -41,123 +47,162 @@ TRAJ = [
 ]
 
 
-@pytest.fixture(scope="module")
-def healthy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SQLite database holding task cor-1 stopped after 3 executor steps (resumable)."""
-    root = tmp_path_factory.mktemp("cor")
+def _replay_into(db: str, root: Path) -> None:
     f = root / "t.jsonl"
     f.write_text("\n".join(json.dumps(x) for x in TRAJ) + "\n", encoding="utf-8")
-    db = root / "h.sqlite"
-    res = CliRunner().invoke(app, ["replay", str(f), "--db", str(db), "--out", str(root / "runs"), "--max-steps", "3"])
+    res = CliRunner().invoke(app, ["replay", str(f), "--db", db, "--out", str(root / "runs"), "--max-steps", "3"])
     assert res.exit_code == 0, res.output
-    conn = sqlite3.connect(db)
-    assert conn.execute("PRAGMA wal_checkpoint(FULL)").fetchone()[0] == 0  # every page in the main file
-    conn.close()
-    return db
 
 
-def _sql(*stmts: str) -> Callable[[Path], None]:
-    def run(db: Path) -> None:
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def healthy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A database holding task cor-1 stopped after 3 executor steps (resumable): a SQLite file,
+    or (with ``TASKCTX_TEST_PG``) a Postgres database used as the template of each case's copy."""
+    root = tmp_path_factory.mktemp("cor")
+    if request.param == "sqlite":
+        db = root / "h.sqlite"
+        _replay_into(str(db), root)
         conn = sqlite3.connect(db)
-        for s in stmts:
-            conn.execute(s)
-        conn.commit()
+        assert conn.execute("PRAGMA wal_checkpoint(FULL)").fetchone()[0] == 0  # every page in the main file
         conn.close()
+        yield db
+        return
+    if not PG_URL:
+        pytest.skip("TASKCTX_TEST_PG is not set: the Postgres cases need a throwaway server (.ci/run starts one)")
+    import psycopg
+
+    name = f"cor_healthy_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = urlunsplit(urlsplit(PG_URL)._replace(path="/" + name))
+    _replay_into(url, root)
+    yield url
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class _Conn:
+    """One connection to a case's database (SQLite file or Postgres URL); ``?`` placeholders."""
+
+    def __init__(self, db: str):
+        self.pg = db.startswith("postgresql://")
+        if self.pg:
+            import psycopg
+
+            self.conn: Any = psycopg.connect(db, autocommit=True)
+        else:
+            self.conn = sqlite3.connect(db)
+
+    def rows(self, sql: str, *args: Any) -> list[Any]:
+        return list(self.conn.execute(sql.replace("?", "%s") if self.pg else sql, args).fetchall())
+
+    def ex(self, sql: str, *args: Any) -> None:
+        self.conn.execute(sql.replace("?", "%s") if self.pg else sql, args)
+
+    def close(self) -> None:
+        if not self.pg:
+            self.conn.commit()
+        self.conn.close()
+
+
+def _sql(*stmts: str) -> Callable[[str], None]:
+    def run(db: str) -> None:
+        c = _Conn(db)
+        for s in stmts:
+            c.ex(s)
+        c.close()
 
     return run
 
 
-def _seq_of(db: Path, kind: str, nth: int = 0) -> int:
-    conn = sqlite3.connect(db)
-    rows = conn.execute("SELECT seq FROM taskctx_events WHERE kind = ? ORDER BY seq", (kind,)).fetchall()
-    conn.close()
+def _seq_of(c: _Conn, kind: str, nth: int = 0) -> int:
+    rows = c.rows("SELECT seq FROM taskctx_events WHERE kind = ? ORDER BY seq", kind)
     return int(rows[nth][0])
 
 
-def _alter_payload(kind: str, fn: Callable[[dict[str, Any]], Any], nth: int = 0) -> Callable[[Path], None]:
-    def run(db: Path) -> None:
-        seq = _seq_of(db, kind, nth)
-        conn = sqlite3.connect(db)
-        p = json.loads(conn.execute("SELECT payload FROM taskctx_events WHERE seq = ?", (seq,)).fetchone()[0])
+def _alter_payload(kind: str, fn: Callable[[dict[str, Any]], Any], nth: int = 0) -> Callable[[str], None]:
+    def run(db: str) -> None:
+        c = _Conn(db)
+        seq = _seq_of(c, kind, nth)
+        p = json.loads(c.rows("SELECT payload FROM taskctx_events WHERE seq = ?", seq)[0][0])
         new = fn(p)
-        conn.execute(
-            "UPDATE taskctx_events SET payload = ? WHERE seq = ?",
-            (new if isinstance(new, str) else json.dumps(new), seq),
+        c.ex(
+            "UPDATE taskctx_events SET payload = ? WHERE seq = ?", new if isinstance(new, str) else json.dumps(new), seq
         )
-        conn.commit()
-        conn.close()
+        c.close()
 
     return run
 
 
-def _swap(kind_a: str, kind_b: str) -> Callable[[Path], None]:
-    def run(db: Path) -> None:
-        a, b = _seq_of(db, kind_a), _seq_of(db, kind_b)
-        _sql(
-            f"UPDATE taskctx_events SET seq = -1 WHERE seq = {a}",
-            f"UPDATE taskctx_events SET seq = {a} WHERE seq = {b}",
-            f"UPDATE taskctx_events SET seq = {b} WHERE seq = -1",
-        )(db)
+def _swap(kind_a: str, kind_b: str) -> Callable[[str], None]:
+    def run(db: str) -> None:
+        c = _Conn(db)
+        a, b = _seq_of(c, kind_a), _seq_of(c, kind_b)
+        c.ex(f"UPDATE taskctx_events SET seq = -1 WHERE seq = {a}")
+        c.ex(f"UPDATE taskctx_events SET seq = {a} WHERE seq = {b}")
+        c.ex(f"UPDATE taskctx_events SET seq = {b} WHERE seq = -1")
+        c.close()
 
     return run
 
 
-def _duplicate(kind: str) -> Callable[[Path], None]:
-    def run(db: Path) -> None:
-        conn = sqlite3.connect(db)
-        last = conn.execute("SELECT MAX(seq) FROM taskctx_events").fetchone()[0]
-        row = conn.execute("SELECT * FROM taskctx_events WHERE kind = ? ORDER BY seq LIMIT 1", (kind,)).fetchone()
-        conn.execute(
-            "INSERT INTO taskctx_events VALUES (?,?,?,?,?,?,?,?,?)",
-            (row[0], last + 1, row[2] + "-copy", *row[3:]),
-        )
-        conn.commit()
-        conn.close()
+def _duplicate(kind: str) -> Callable[[str], None]:
+    def run(db: str) -> None:
+        c = _Conn(db)
+        last = c.rows("SELECT MAX(seq) FROM taskctx_events")[0][0]
+        row = c.rows("SELECT * FROM taskctx_events WHERE kind = ? ORDER BY seq LIMIT 1", kind)[0]
+        c.ex("INSERT INTO taskctx_events VALUES (?,?,?,?,?,?,?,?,?)", row[0], last + 1, row[2] + "-copy", *row[3:])
+        c.close()
 
     return run
 
 
-def _artifact(op: str) -> Callable[[Path], None]:
-    def run(db: Path) -> None:
-        conn = sqlite3.connect(db)
+def _artifact(op: str) -> Callable[[str], None]:
+    def run(db: str) -> None:
+        c = _Conn(db)
         ref = json.loads(
-            conn.execute(
-                "SELECT payload FROM taskctx_events WHERE kind = 'tool.result.received' ORDER BY seq LIMIT 1"
-            ).fetchone()[0]
+            c.rows("SELECT payload FROM taskctx_events WHERE kind = 'tool.result.received' ORDER BY seq LIMIT 1")[0][0]
         )["raw_ref"]
         digest = ref.split(":")[-1]
+        zero, newline = ("'\\x00'::bytea", "'\\x0a'::bytea") if c.pg else ("X'00'", "X'0A'")
         if op == "alter":
-            conn.execute("UPDATE taskctx_artifacts SET data = X'00' || data WHERE digest = ?", (digest,))
+            c.ex(f"UPDATE taskctx_artifacts SET data = {zero} || data WHERE digest = ?", digest)
         elif op == "delete":
-            conn.execute("DELETE FROM taskctx_artifacts WHERE digest = ?", (digest,))
+            c.ex("DELETE FROM taskctx_artifacts WHERE digest = ?", digest)
         elif op == "size":
-            conn.execute("UPDATE taskctx_artifacts SET size = size + 7 WHERE digest = ?", (digest,))
+            c.ex("UPDATE taskctx_artifacts SET size = size + 7 WHERE digest = ?", digest)
         elif op == "prompts":  # every prompt artifact: the export reads the last one
-            for (p,) in conn.execute("SELECT payload FROM taskctx_events WHERE kind = 'context.built'").fetchall():
+            for (p,) in c.rows("SELECT payload FROM taskctx_events WHERE kind = 'context.built'"):
                 d = json.loads(p)["prompt_ref"].split(":")[-1]
-                conn.execute("UPDATE taskctx_artifacts SET data = data || X'0A' WHERE digest = ?", (d,))
-        conn.commit()
-        conn.close()
+                c.ex(f"UPDATE taskctx_artifacts SET data = data || {newline} WHERE digest = ?", d)
+        c.close()
 
     return run
 
 
-def _truncate(fraction: float) -> Callable[[Path], None]:
-    def run(db: Path) -> None:
-        size = db.stat().st_size
+def _no_checkpoints(db: str) -> None:
+    c = _Conn(db)
+    for t in ("checkpoints", "checkpoint_writes", "checkpoint_blobs") if c.pg else ("checkpoints", "writes"):
+        c.ex(f"DELETE FROM {t}")
+    c.close()
+
+
+def _truncate(fraction: float) -> Callable[[str], None]:
+    def run(db: str) -> None:
+        size = Path(db).stat().st_size
         with open(db, "r+b") as fh:
             fh.truncate(int(size * fraction))
 
     return run
 
 
-def _garbage_header(db: Path) -> None:
+def _garbage_header(db: str) -> None:
     with open(db, "r+b") as fh:
         fh.write(b"NOT A DATABASE!!")
 
 
 #: (case id, damage, what doctor must say, whether resume must refuse)
-CASES: list[tuple[str, Callable[[Path], None], str, bool]] = [
+CASES: list[tuple[str, Callable[[str], None], str, bool]] = [
     ("row-deleted-middle", _sql("DELETE FROM taskctx_events WHERE seq = 7"), "event seq 7 is missing", True),
     ("row-deleted-first", _sql("DELETE FROM taskctx_events WHERE seq = 1"), "event seq 1 is missing", True),
     (
@@ -247,7 +292,7 @@ CASES: list[tuple[str, Callable[[Path], None], str, bool]] = [
     ("registry-row-not-object", _sql("UPDATE taskctx_tasks SET spec = '42'"), "task registry: its row", True),
     (
         "checkpoints-deleted",
-        _sql("DELETE FROM checkpoints", "DELETE FROM writes"),
+        _no_checkpoints,
         "checkpoint: none, though the event log holds",
         True,
     ),
@@ -270,14 +315,41 @@ def _one_line_error(res: Any) -> str:
     return errs[0]
 
 
+@pytest.fixture
+def copy_of(healthy: Any, tmp_path: Path) -> Any:
+    """A fresh copy of the healthy database for one case: its path or URL, and its stores."""
+    if isinstance(healthy, Path):
+        db = tmp_path / "d.sqlite"
+        shutil.copy(healthy, db)
+        yield str(db)
+        return
+    import psycopg
+
+    name = urlsplit(healthy).path.lstrip("/")
+    copy = f"cor_case_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+        conn.execute(f'CREATE DATABASE "{copy}" TEMPLATE "{name}"')
+    yield urlunsplit(urlsplit(PG_URL)._replace(path="/" + copy))
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{copy}" WITH (FORCE)')
+
+
+def _stores(db: str) -> Any:
+    from context.pg_store import open_stores
+
+    return open_stores(db)
+
+
 @pytest.mark.parametrize(("case", "damage", "finding", "refuse"), CASES, ids=[c[0] for c in CASES])
-def test_corruption_sqlite(
-    healthy: Path, tmp_path: Path, case: str, damage: Callable[[Path], None], finding: str, refuse: bool
+def test_corruption(
+    copy_of: str, tmp_path: Path, case: str, damage: Callable[[str], None], finding: str, refuse: bool
 ) -> None:
-    db = tmp_path / "d.sqlite"
-    shutil.copy(healthy, db)
+    db = copy_of
+    if case in FILE_CASES and db.startswith("postgresql://"):
+        pytest.skip("damage to a file: SQLite only")
     damage(db)
-    common = ["--db", str(db)]
+    common = ["--db", db]
     res = _invoke(["resume", "cor-1", *common, "--out", str(tmp_path / "runs")])
     if refuse:
         assert res.exit_code == 2, res.output
@@ -289,7 +361,7 @@ def test_corruption_sqlite(
             line = _one_line_error(res)
             assert "artifact" in line and "doctor" in line
         else:  # finished: the state is the log's fold (nothing was built on the damaged bytes)
-            st = SqliteStores(db)
+            st = _stores(db)
             events = st.events.read("cor-1")
             assert events[-1].kind == "task.completed"
             assert replay(events).progress.executor_steps == STEPS
@@ -308,23 +380,23 @@ def test_corruption_sqlite(
             assert r.exception is None
 
 
-def test_a_healthy_task_passes_the_doctor(healthy: Path, tmp_path: Path) -> None:
-    db = tmp_path / "ok.sqlite"
-    shutil.copy(healthy, db)
-    res = _invoke(["doctor", "--db", str(db)])
+def test_a_healthy_task_passes_the_doctor(copy_of: str, tmp_path: Path) -> None:
+    db = copy_of
+    res = _invoke(["doctor", "--db", db])
     assert res.exit_code == 0, res.output
-    n = SqliteStores(db).events.last_seq("cor-1")
+    st = _stores(db)
+    n = st.events.last_seq("cor-1")
+    st.close()
     assert res.output == f"task cor-1: ok ({n} events)\n"
-    done = _invoke(["resume", "cor-1", "--db", str(db), "--out", str(tmp_path / "runs")])
+    done = _invoke(["resume", "cor-1", "--db", db, "--out", str(tmp_path / "runs")])
     assert done.exit_code == 0, done.output
-    assert _invoke(["doctor", "cor-1", "--db", str(db)]).exit_code == 0
+    assert _invoke(["doctor", "cor-1", "--db", db]).exit_code == 0
 
 
-def test_the_missing_middle_row_of_the_issue_is_refused_with_one_line(healthy: Path, tmp_path: Path) -> None:
-    db = tmp_path / "m.sqlite"
-    shutil.copy(healthy, db)
+def test_the_missing_middle_row_of_the_issue_is_refused_with_one_line(copy_of: str, tmp_path: Path) -> None:
+    db = copy_of
     _sql("DELETE FROM taskctx_events WHERE seq = 7")(db)
-    res = _invoke(["resume", "cor-1", "--db", str(db), "--out", str(tmp_path / "runs")])
+    res = _invoke(["resume", "cor-1", "--db", db, "--out", str(tmp_path / "runs")])
     assert res.exit_code == 2
     assert _one_line_error(res) == (
         "error: task 'cor-1' is damaged: event log: event seq 7 is missing (seq 6 is followed by 8); run "

@@ -58,12 +58,13 @@ def _model() -> ScriptedChatModel:
     )
 
 
-@pytest.mark.parametrize("backend", ["sqlite"])
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_tool_output_with_a_lone_surrogate_is_stored_exactly_and_the_run_finishes(
-    tmp_path: Path, backend: str
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
 ) -> None:
+    db = str(tmp_path / "t.sqlite") if backend == "sqlite" else request.getfixturevalue("pg_db")
     tools = ScrapeTools()
-    with open_project(tmp_path / "t.sqlite") as project:
+    with open_project(db) as project:
         g = build_orchestrator(_model(), tools=tools, checkpointer=project.checkpointer, stores=project.stores)
         r = run_graph(g, project.stores, "u1", new_task("Scrape the title.", "u1"))
         assert r.finished and r.state.control.status == "completed"
