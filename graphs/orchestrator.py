@@ -191,6 +191,8 @@ def build_orchestrator(
     ``model``: a chat model or ``"provider:model"``; ``tools``: the task's ToolExecutor;
     ``budget`` and ``reserve_for_output`` in tokens. Without ``stores`` the event log and
     artifacts live in memory. Run it with ``durability="sync"`` and ``thread_id = task_id``.
+    Returns a :class:`~graphs.edits.TaskGraph`: ``update_state`` from outside a node is recorded
+    in the event log (``state.edited``) or refused (``InvalidInputError``).
     """
     chat = resolve_model(model)
     if env is None:
