@@ -236,8 +236,10 @@ def compress_arguments(arguments: str) -> tuple[str, bool]:
     """The prompt form of a call's arguments (JSON text) once the call has run: unchanged up to
     ``COMMAND_LIMIT`` chars; over it, every string value longer than ``HEAD_CHARS + TAIL_CHARS``
     becomes its first ``HEAD_CHARS`` and last ``TAIL_CHARS`` chars around a note
-    ``[... N of M chars omitted; full arguments: <ref>]`` (the ref of :func:`arguments_ref`).
-    Returns ``(JSON text, whether it was compressed)``."""
+    ``[... N of M chars omitted; full arguments: <ref>]`` (the ref of :func:`arguments_ref`);
+    when that is still over ``COMMAND_LIMIT`` (many medium values) or the text is not JSON, the
+    text itself is cut the same way (the transcript then shows it as ``{"input": ...}``).
+    Returns ``(text, whether it was compressed)``."""
     import json
 
     if len(arguments) <= COMMAND_LIMIT:
@@ -264,4 +266,9 @@ def compress_arguments(arguments: str) -> tuple[str, bool]:
         return v
 
     out = cut(obj)
-    return (json.dumps(out, ensure_ascii=False) if not isinstance(out, str) else out), changed
+    text = json.dumps(out, ensure_ascii=False) if not isinstance(out, str) else out
+    if len(text) > COMMAND_LIMIT:  # many medium values (or not JSON): the text itself, cut
+        omitted = len(arguments) - HEAD_CHARS - TAIL_CHARS
+        note = f"[... {omitted} of {len(arguments)} chars omitted; full arguments: {ref}]"
+        text, changed = f"{arguments[:HEAD_CHARS]}\n{note}\n{arguments[-TAIL_CHARS:]}", True
+    return text, changed

@@ -64,14 +64,22 @@ def test_a_large_write_then_a_listing_fits_the_budget_and_finishes(tmp_path: Pat
 def test_compress_arguments_shapes() -> None:
     small = json.dumps({"path": "a", "content": "x" * 100})
     assert compress_arguments(small) == (small, False)
-    many = json.dumps({"a": "y" * 3_000, "b": "z" * 2_000, "n": 3, "list": ["q" * 2_500]})
+    many = json.dumps({"a": "y" * 3_000, "b": "z" * 1_000, "n": 3, "list": ["q" * 10]})
     text, changed = compress_arguments(many)
     out = json.loads(text)
     ref = arguments_ref(many)
-    assert changed and out["n"] == 3
+    assert changed and out["n"] == 3 and out["list"] == ["q" * 10]
     assert out["a"] == "y" * 1_200 + f"\n[... 600 of 3000 chars omitted; full arguments: {ref}]\n" + "y" * 1_200
-    assert out["b"] == "z" * 2_000  # not over head + tail: kept
-    assert out["list"][0].startswith("q" * 1_200 + "\n[... 100 of 2500 chars omitted")
+    assert out["b"] == "z" * 1_000  # not over head + tail: kept
+    medium = json.dumps({f"k{i}": "m" * 2_000 for i in range(3)})  # no value over head + tail
+    t, c = compress_arguments(medium)
+    assert (
+        c
+        and t
+        == medium[:1_200]
+        + f"\n[... {len(medium) - 2_400} of {len(medium)} chars omitted; full arguments: {arguments_ref(medium)}]\n"
+        + medium[-1_200:]
+    )
     not_json = "w" * 5_000
     t, c = compress_arguments(not_json)
     assert c and t.startswith("w" * 1_200 + "\n[... 2600 of 5000 chars omitted; full arguments: artifact://sha256:")
