@@ -46,6 +46,7 @@ from .builder import (
     build_context,
     make_block,
 )
+from .catalog import NOT_STARTED, TaskInfo, find_task, list_tasks
 from .compression import (
     COMMAND_LIMIT,
     FILE_LIMIT,
@@ -62,6 +63,7 @@ from .errors import (
     InvalidRefError,
     LogAheadError,
     ModelConfigError,
+    NotTaskctxDatabaseError,
     SequenceConflictError,
     StoreError,
     StoreOpenError,
@@ -71,6 +73,7 @@ from .errors import (
 )
 from .events import PAYLOAD_MODELS, Event, EventKind, new_event, utc_now
 from .models import (
+    AGENT_CLAIM,
     ApprovalRequest,
     Control,
     CurrentStep,
@@ -106,6 +109,11 @@ from .trajectory import (
 )
 
 __all__ = [
+    "AGENT_CLAIM",
+    "NOT_STARTED",
+    "TaskInfo",
+    "find_task",
+    "list_tasks",
     "ApprovalRequest",
     "PendingCompletion",
     "ArtifactNotFoundError",
@@ -145,6 +153,7 @@ __all__ = [
     "Progress",
     "RecordedStep",
     "SEARCH_LIMIT",
+    "NotTaskctxDatabaseError",
     "SequenceConflictError",
     "SqliteStores",
     "StoreError",

@@ -8,7 +8,7 @@ order, so a renderer's layout is kept) and a :class:`Manifest` that says, for ev
 it went in, why, its tokens and whether it was compressed.
 
 Ranking, highest first: priority (high > normal > low), then trust (trusted_app > user_claim >
-external_content), then relevance (0..1, given by the renderer), then recency (``observed_at``).
+agent_claim > external_content), then relevance (0..1, given by the renderer), then recency (``observed_at``).
 Dropping follows the same order reversed, strictly: once a block does not fit, every block ranked
 below it is dropped too (no smaller, lower-ranked block slips in after it), so when the budget is
 tight raw history (``low``) goes first, then older evidence (``normal``, oldest first), and a
@@ -56,11 +56,16 @@ __all__ = [
 BlockKind = Literal["instruction", "user", "state", "tool_result", "memory", "knowledge"]
 Layer = Literal["core", "step", "recent", "referenced", "audit", "recovery"]
 Priority = Literal["required", "high", "normal", "low"]
-Trust = Literal["trusted_app", "user_claim", "external_content"]
+#: Who a block's text comes from (the least trusted part of it): the app's own word
+#: (``trusted_app``: the app's text, the caller's permissions, confirmed memory), the caller's
+#: request and constraints (``user_claim``), text a model wrote after reading tool output
+#: (``agent_claim``: findings, step summaries, reviews, recovery diagnoses; quoted like tool
+#: output), tool output (``external_content``).
+Trust = Literal["trusted_app", "user_claim", "agent_claim", "external_content"]
 TokenCounter = Callable[[str], int]
 
 _PRIORITY_RANK = {"required": 3, "high": 2, "normal": 1, "low": 0}
-_TRUST_RANK = {"trusted_app": 2, "user_claim": 1, "external_content": 0}
+_TRUST_RANK = {"trusted_app": 3, "user_claim": 2, "agent_claim": 1, "external_content": 0}
 
 
 def approx_tokens(text: str) -> int:
@@ -178,7 +183,8 @@ def build_context(
     role: str = "",
 ) -> BuildResult:
     """Choose blocks for one call (see module doc). Raises ``BudgetError`` when the required
-    blocks alone need more than ``budget - reserve_for_output - overhead_tokens`` tokens."""
+    blocks alone need more than ``budget - reserve_for_output - overhead_tokens`` tokens; its
+    ``minimum`` (required blocks + overhead + reserve) is the smallest budget that fits them."""
     available = budget - reserve_for_output - overhead_tokens
     seen: set[str] = set()
     for b in candidates:
@@ -188,11 +194,7 @@ def build_context(
     required = [b for b in candidates if b.priority == "required"]
     need = sum(b.token_estimate for b in required)
     if need > available:
-        raise BudgetError(
-            f"{role or 'prompt'}: required blocks need {need} tokens but the budget leaves {available} "
-            f"(budget {budget} - reserve {reserve_for_output} - overhead {overhead_tokens}); raise the budget "
-            f"to at least {need + reserve_for_output + overhead_tokens}"
-        )
+        raise BudgetError(role=role, required=need + overhead_tokens, reserve=reserve_for_output, budget=budget)
     chosen: set[str] = {b.id for b in required}
     reasons: dict[str, str] = {b.id: "required" for b in required}
     used = need

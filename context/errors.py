@@ -9,6 +9,7 @@ Every error names the thing that is wrong and the fix. The tree::
     │   └── ModelConfigError       a model string that cannot be resolved
     ├── StoreError                 the event log or artifact store cannot be used
     │   ├── StoreOpenError         the database cannot be opened or created
+    │   │   └── NotTaskctxDatabaseError  a read-only open found no taskctx tables
     │   ├── SequenceConflictError  an append would break the per-task sequence
     │   ├── LogAheadError          the log holds events a checkpoint does not know (a fork)
     │   ├── DamagedStoreError      what was read back fails its checks (rows missing, bytes
@@ -28,6 +29,7 @@ __all__ = [
     "InvalidRefError",
     "LogAheadError",
     "ModelConfigError",
+    "NotTaskctxDatabaseError",
     "SequenceConflictError",
     "StoreError",
     "StoreOpenError",
@@ -65,6 +67,10 @@ class StoreOpenError(StoreError):
     """The database file or URL cannot be opened."""
 
 
+class NotTaskctxDatabaseError(StoreOpenError):
+    """A database opened read-only (``inspect``, ``list``, ``report``) holds no taskctx tables."""
+
+
 class SequenceConflictError(StoreError):
     """An append whose first sequence number does not follow the log's last one."""
 
@@ -94,4 +100,61 @@ class InvalidRefError(TaskctxError):
 
 
 class BudgetError(TaskctxError):
-    """The required blocks alone do not fit the token budget."""
+    """The required blocks alone do not fit the token budget.
+
+    ``required``: tokens of the required blocks plus the fixed overhead of the call (system
+    message, tool schemas, message framing); ``reserve``: tokens kept for the model's answer;
+    ``budget``: the budget that was too small; ``minimum`` = ``required + reserve``, the smallest
+    budget with which this call fits. ``role`` and ``task_id`` name the call ("" when unknown).
+    All counts are tokens (langchain-core ``count_tokens_approximately``). A ``BudgetError(msg)``
+    without the numbers has ``minimum == 0``.
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        role: str = "",
+        task_id: str = "",
+        required: int = 0,
+        reserve: int = 0,
+        budget: int = 0,
+    ) -> None:
+        self.role, self.task_id = role, task_id
+        self.required, self.reserve, self.budget = required, reserve, budget
+        super().__init__(message or self._message())
+
+    @property
+    def minimum(self) -> int:
+        """The smallest budget (tokens) with which the call fits: ``required + reserve``."""
+        return self.required + self.reserve
+
+    def _message(self) -> str:
+        who = self.role or "prompt"
+        n = self.minimum
+        if self.task_id:
+            return (
+                f"{who} of task {self.task_id} needs at least {n} tokens: required blocks {self.required} + "
+                f"reserve {self.reserve}; rerun with --budget {n} or more"
+            )
+        return (
+            f"{who} needs at least {n} tokens: required blocks {self.required} + reserve {self.reserve}; "
+            f"the budget {self.budget} is too small, raise it to {n} or more"
+        )
+
+    def for_task(self, task_id: str) -> BudgetError:
+        """The same error naming ``task_id`` (its message then says ``rerun with --budget N``)."""
+        return BudgetError(
+            role=self.role,
+            task_id=task_id,
+            required=self.required,
+            reserve=self.reserve,
+            budget=self.budget,
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:  # keyword-only fields survive pickling
+        return (_budget_error, (str(self), self.role, self.task_id, self.required, self.reserve, self.budget))
+
+
+def _budget_error(message: str, role: str, task_id: str, required: int, reserve: int, budget: int) -> BudgetError:
+    return BudgetError(message, role=role, task_id=task_id, required=required, reserve=reserve, budget=budget)

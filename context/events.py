@@ -208,6 +208,9 @@ class UserInterrupted(_Payload):
 class ResumeStarted(_Payload):
     token: str = ""
     from_checkpoint: str | None = None
+    #: Addition: the node (role) that picked the task up: the first node the resume ran, a
+    #: custom role included (None in logs written before it was recorded).
+    node: str | None = None
 
 
 class ContextBuilt(_Payload):

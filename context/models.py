@@ -7,7 +7,7 @@ holding models) so a checkpoint round-trips under ``LANGGRAPH_STRICT_MSGPACK=tru
 
 Additions to DESIGN.md's list (all derived by the reducer, documented where defined):
 ``progress.executor_steps``, ``evidence.transcript_checkpoint``, ``evidence.omitted_calls``,
-``events.counts``, ``ToolCallRecord.thought``.
+``events.counts``, ``ToolCallRecord.thought``, ``Finding.provenance``, ``LastStep.provenance``.
 
 Source: DESIGN.md "The TaskContext contract".
 """
@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "AGENT_CLAIM",
     "ApprovalRequest",
     "arguments_dict",
     "Control",
@@ -57,6 +58,12 @@ StepStatus = Literal["pending", "running", "blocked", "done", "skipped", "failed
 StepResult = Literal["success", "failed", "partial", "blocked"]
 ControlStatus = Literal["idle", "running", "waiting_user", "blocked", "failed", "completed"]
 RiskLevel = Literal["low", "medium", "high"]
+#: Addition: who wrote a text. ``agent_claim``: a model wrote it after reading tool output
+#: (findings, step summaries, reviews, recovery diagnoses), so it is the agent's claim, not the
+#: app's word: prompts quote it like tool output (``context.builder.Trust`` ranks it below
+#: ``user_claim``, above ``external_content``).
+Provenance = Literal["trusted_app", "user_claim", "agent_claim", "external_content"]
+AGENT_CLAIM: Provenance = "agent_claim"
 
 #: How many event summaries ``TaskContext.events.recent`` keeps (the full log is in the store).
 RECENT_EVENTS_WINDOW = 20
@@ -165,6 +172,8 @@ class LastStep(_Part):
     findings: list[str] = Field(default_factory=list)
     changed_artifacts: list[str] = Field(default_factory=list)
     unresolved_issues: list[str] = Field(default_factory=list)
+    #: Addition: who wrote ``summary``, ``findings`` and ``unresolved_issues`` (the executor model).
+    provenance: Provenance = AGENT_CLAIM
 
 
 class Progress(_Part):
@@ -192,6 +201,8 @@ class Finding(_Part):
     evidence_refs: list[str] = Field(default_factory=list)
     #: Ids of earlier findings this one replaces (a ruled-out hypothesis, an outdated summary).
     supersedes: list[str] = Field(default_factory=list)
+    #: Addition: who wrote ``statement`` (the executor model, in ``complete_step``).
+    provenance: Provenance = AGENT_CLAIM
 
 
 class PendingCompletion(_Part):
@@ -269,6 +280,10 @@ class TranscriptCheckpoint(_Part):
     at_seq: int
     plan_version: int
     plan_lines: list[str] = Field(default_factory=list)
+    #: Addition: ``"<id> (<result>): <summary>"`` of the last completed step, the executor's
+    #: claim (prompts quote it); empty before the first step completes.
+    step_summary: str = ""
+    #: One line per tool call that left the transcript (the app's digest: call, status, ref).
     completed_summaries: list[str] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     omitted_summary: str = ""

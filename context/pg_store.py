@@ -28,15 +28,23 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from .errors import ArtifactNotFoundError, SequenceConflictError, StoreError, StoreOpenError
+from .errors import (
+    ArtifactNotFoundError,
+    NotTaskctxDatabaseError,
+    SequenceConflictError,
+    StoreError,
+    StoreOpenError,
+)
 from .events import Event
 from .store import (
+    TASKCTX_TABLES,
     SqliteStores,
     checked_artifact,
     contiguous,
     duplicate_message,
     event_row,
     make_ref,
+    not_taskctx_message,
     number_events,
     parse_ref,
     registry_spec,
@@ -93,7 +101,16 @@ def _plain_url(url: str) -> str:
 class _Pg:
     """A checked connection pool plus the retry rule every store call goes through."""
 
-    def __init__(self, url: str, *, max_size: int = 4, check: bool = True, retries: int = 3, connect_timeout: int = 10):
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_size: int = 4,
+        check: bool = True,
+        retries: int = 3,
+        connect_timeout: int = 10,
+        readonly: bool = False,
+    ):
         try:
             import psycopg
             from psycopg_pool import ConnectionPool, PoolTimeout
@@ -114,12 +131,22 @@ class _Pg:
             "application_name": APPLICATION_NAME,
             "connect_timeout": connect_timeout,
         }
+        if readonly:  # every transaction of these sessions is read-only: no DDL, no writes
+            kwargs["options"] = "-c default_transaction_read_only=on"
         try:
-            # one direct connection first: a clear error for a wrong URL, and the schema
+            # one direct connection first: a clear error for a wrong URL, and the schema (or,
+            # read-only, the check that the taskctx tables exist)
             with psycopg.connect(self.url, **kwargs) as conn:
-                with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                    conn.execute(_SCHEMA)
+                if readonly:
+                    found = conn.execute(
+                        "SELECT " + ", ".join("to_regclass(%s)" for _ in TASKCTX_TABLES), TASKCTX_TABLES
+                    ).fetchone()
+                    if found is None or any(t is None for t in found):
+                        raise NotTaskctxDatabaseError(not_taskctx_message(self.path))
+                else:
+                    with conn.transaction():
+                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                        conn.execute(_SCHEMA)
         except psycopg.Error as exc:
             raise StoreOpenError(
                 f"cannot open the taskctx database at {self.path}: {' '.join(str(exc).split())}; "
@@ -326,16 +353,25 @@ class PgTaskRegistry:
         )
         return None if row is None else registry_spec(task_id, row[0])
 
+    def task_ids(self) -> list[str]:
+        """Ids of the registered tasks, sorted."""
+        rows = self._db.run(
+            lambda conn, _: conn.execute("SELECT task_id FROM taskctx_tasks ORDER BY task_id").fetchall()
+        )
+        return [r[0] for r in rows]
+
 
 class PgStores:
     """The event log, artifact store and task registry of one Postgres database.
 
     ``max_size``: connections in the pool (one process); ``check``: test each connection before
     use (turn off only to exercise the retry path in tests); ``retries`` per call.
+    ``readonly=True``: no DDL, every session read-only (``default_transaction_read_only``);
+    raises ``NotTaskctxDatabaseError`` when the taskctx tables are missing.
     """
 
-    def __init__(self, url: str, *, max_size: int = 4, check: bool = True, retries: int = 3):
-        self._db = _Pg(url, max_size=max_size, check=check, retries=retries)
+    def __init__(self, url: str, *, max_size: int = 4, check: bool = True, retries: int = 3, readonly: bool = False):
+        self._db = _Pg(url, max_size=max_size, check=check, retries=retries, readonly=readonly)
         self.path = self._db.path
         self.url = self._db.url
         self.events = PgEventLog(self._db)

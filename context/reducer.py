@@ -116,6 +116,10 @@ def summarize_event(e: Event) -> str:
         text = f"{p['status']}: {p['summary']}"
     elif k == "state.edited":
         text = "edited " + ", ".join(sorted(f"{part}.{f}" for part, fs in p["changes"].items() for f in fs))
+    elif k == "resume.started":
+        text = (f"{p['node']} runs" if p.get("node") else "resumed") + (
+            f", from checkpoint {p['from_checkpoint']}" if p.get("from_checkpoint") else ""
+        )
     else:
         text = json.dumps(p, sort_keys=True)
     text = " ".join(text.split())
@@ -161,9 +165,8 @@ def _checkpoint_view(ctx: TaskContext, leaving: list[ToolCallRecord], at_seq: in
     omitted_total = ctx.evidence.omitted_calls + len(leaving)
     lines = ctx.plan.lines(detail=False)
     completed = []
-    if ctx.progress.last_step is not None:
-        ls = ctx.progress.last_step
-        completed.append(f"{ls.id} ({ls.result}): {ls.summary}")
+    ls = ctx.progress.last_step
+    step_summary = f"{ls.id} ({ls.result}): {ls.summary}" if ls is not None else ""
     for r in leaving[-CHECKPOINT_OMITTED_LINES:]:
         args = " ".join(r.arguments.split())
         if len(args) > 80:
@@ -179,6 +182,7 @@ def _checkpoint_view(ctx: TaskContext, leaving: list[ToolCallRecord], at_seq: in
         at_seq=at_seq,
         plan_version=ctx.plan.version,
         plan_lines=lines,
+        step_summary=step_summary,
         completed_summaries=completed,
         findings=[f for f in ctx.evidence.findings if f.id not in replaced][-CHECKPOINT_FINDINGS:],
         omitted_summary=summary,

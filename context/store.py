@@ -28,7 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import ArtifactNotFoundError, DamagedStoreError, InvalidRefError, SequenceConflictError, StoreOpenError
+from .errors import (
+    ArtifactNotFoundError,
+    DamagedStoreError,
+    InvalidRefError,
+    NotTaskctxDatabaseError,
+    SequenceConflictError,
+    StoreOpenError,
+)
 from .events import PAYLOAD_MODELS, Event
 from .text import json_text, to_bytes
 
@@ -39,7 +46,9 @@ __all__ = [
     "EventLogProtocol",
     "ArtifactStoreProtocol",
     "SqliteStores",
+    "TASKCTX_TABLES",
     "TaskRegistry",
+    "connect_readonly",
     "parse_ref",
     "make_ref",
     "slice_lines",
@@ -237,9 +246,27 @@ CREATE TABLE IF NOT EXISTS taskctx_artifacts (
 _SCHEMA = schema_sql(bigint="INTEGER", blob="BLOB")
 
 
+#: The tables every taskctx database holds (SQLite and Postgres).
+TASKCTX_TABLES = ("taskctx_events", "taskctx_tasks", "taskctx_artifacts")
+
+
+def not_taskctx_message(path: str) -> str:
+    """The one line for a database that holds no taskctx tables (read-only open)."""
+    return f"{path} is not a taskctx database (no taskctx tables); pass the --db a task was started with"
+
+
 class _Sqlite:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, readonly: bool = False):
         self.path = str(path)
+        self.readonly = readonly
+        if readonly:
+            self.conn = connect_readonly(self.path)
+            missing = [t for t in TASKCTX_TABLES if t not in sqlite_tables(self.conn)]
+            if missing:
+                self.conn.close()
+                raise NotTaskctxDatabaseError(not_taskctx_message(self.path))
+            self.lock = threading.Lock()
+            return
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -266,6 +293,32 @@ class _Sqlite:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def connect_readonly(path: str) -> sqlite3.Connection:
+    """A read-only connection to the existing SQLite file ``path`` (``file:...?mode=ro`` URI):
+    it never creates the file, a table or a journal mode. Raises ``StoreOpenError`` when the file
+    does not exist and ``NotTaskctxDatabaseError`` when it is not a SQLite database."""
+    p = Path(path)
+    if not p.is_file():
+        raise StoreOpenError(f"no database at {path}; pass the --db the task was started with")
+    try:
+        conn = sqlite3.connect(
+            p.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False, isolation_level=None, timeout=30
+        )
+    except sqlite3.Error as exc:
+        raise StoreOpenError(f"cannot open the taskctx database at {path} read-only: {exc}; check --db") from exc
+    try:
+        sqlite_tables(conn)
+    except sqlite3.DatabaseError as exc:  # "file is not a database"
+        conn.close()
+        raise NotTaskctxDatabaseError(not_taskctx_message(path)) from exc
+    return conn
+
+
+def sqlite_tables(conn: sqlite3.Connection) -> set[str]:
+    """Names of the tables in the SQLite database of ``conn``."""
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
 
 
 class EventLog:
@@ -405,6 +458,11 @@ class TaskRegistry:
         row = self._db.conn.execute("SELECT spec FROM taskctx_tasks WHERE task_id = ?", (task_id,)).fetchone()
         return None if row is None else registry_spec(task_id, row[0])
 
+    def task_ids(self) -> list[str]:
+        """Ids of the registered tasks, sorted."""
+        rows = self._db.conn.execute("SELECT task_id FROM taskctx_tasks ORDER BY task_id").fetchall()
+        return [r[0] for r in rows]
+
 
 def registry_spec(task_id: str, text: Any) -> dict[str, object]:
     """A ``taskctx_tasks`` row's spec, checked: a JSON object (``DamagedStoreError`` otherwise)."""
@@ -420,11 +478,14 @@ def registry_spec(task_id: str, text: Any) -> dict[str, object]:
 class SqliteStores:
     """The event log and artifact store of one SQLite file, sharing one connection.
 
-    ``SqliteStores(":memory:")`` gives throwaway stores for tests.
+    ``SqliteStores(":memory:")`` gives throwaway stores for tests. ``readonly=True`` opens an
+    existing file with a ``mode=ro`` URI and creates nothing (raises ``StoreOpenError`` for a
+    missing file, ``NotTaskctxDatabaseError`` for a file without the taskctx tables); writes
+    then raise ``sqlite3.OperationalError``.
     """
 
-    def __init__(self, path: str | Path):
-        self._db = _Sqlite(path)
+    def __init__(self, path: str | Path, *, readonly: bool = False):
+        self._db = _Sqlite(path, readonly=readonly)
         self.path = self._db.path
         self.events = EventLog(self._db)
         self.artifacts = ArtifactStore(self._db)

@@ -34,9 +34,9 @@ __all__ = [
 ]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-#: C0/C1 controls except tab and newline, DEL, and the Unicode bidi controls (LRE..RLO, LRI..PDI,
-#: LRM, RLM, ALM) and zero-width joiners used to hide text.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u061c\ufeff]")
+#: C0/C1 controls except tab and newline, DEL, the Unicode bidi controls (LRE..RLO, LRI..PDI,
+#: LRM, RLM, ALM), zero-width joiners used to hide text, and the line/paragraph separators.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\u061c\ufeff]")
 
 
 def has_surrogates(text: str) -> bool:

@@ -30,6 +30,7 @@ __all__ = [
     "is_prohibition",
     "normalize_typography",
     "agent_request",
+    "request_goal",
 ]
 
 #: Where the trajectory format is described (as the README's paths give it).
@@ -59,12 +60,54 @@ class Trajectory:
         """What the agent was asked (see :func:`agent_request`)."""
         return agent_request(self.task, self.meta)
 
+    @property
+    def goal(self) -> str:
+        """The request's first meaningful line (:func:`request_goal`)."""
+        return request_goal(self.request)
+
 
 def agent_request(task: str, meta: dict[str, Any]) -> str:
     """The request the recorded agent saw: tau-bench's ``task`` is the simulated user's
     instruction (the agent never saw it), so its first user message is used instead."""
     first = meta.get("first_user_message")
     return first if isinstance(first, str) and first.strip() else task
+
+
+#: Lines of a recorded request that carry no goal: blank, a lone tag (``<uploaded_files>``,
+#: ``<task>``), a lone absolute path, a bare header (``ISSUE:``, ``# Problem Statement``).
+_NO_GOAL_LINE = re.compile(
+    r"^(?:<[^<>]*>|/\S*|ISSUE:|#+\s*(?:problem statement|issue(?: description)?)|description)?$", re.I
+)
+#: Harness boilerplate at the start of a line (the agent frameworks' request templates), cut off;
+#: what follows it on the line (if anything) is the goal.
+_BOILERPLATE = re.compile(
+    r"^(?:"
+    r"I've uploaded an? .*?(?:repository|repo)\b(?: in the directory \S+?)?\.(?:\s+|$)(?:Consider the following [^:]*:)?"
+    r"|We're currently solving the following (?:issue|CTF challenge)[^.]*\.\s*(?:Here's the issue text:)?"
+    r"|Please fix the following issue for the repository in \S+"
+    r"|Environment has been set up for you[^.]*\.\s*(?:You may assume [^.]*\.)?"
+    r")\s*",
+    re.I,
+)
+#: A lead-in left at the end of a goal line ("... The description is:").
+_TRAILING_LEADIN = re.compile(r"\s*(?:The description is|Here's the issue text):\s*$", re.I)
+
+
+def request_goal(request: str, limit: int = 200) -> str:
+    """The first meaningful line of a recorded request, at most ``limit`` chars: blank lines,
+    lone tags and paths, bare headers and the harness boilerplate of the recorded agents
+    ("I've uploaded a ... repository in the directory ...", "We're currently solving the
+    following ...", "Please fix the following issue for the repository in ...") are skipped
+    (boilerplate at the start of a line is cut off and the rest of the line kept). Falls back to
+    the first non-blank line, or ``""`` for an empty request."""
+    lines = [ln.strip() for ln in request.splitlines()]
+    for ln in lines:
+        if _NO_GOAL_LINE.match(ln):
+            continue
+        rest = _TRAILING_LEADIN.sub("", _BOILERPLATE.sub("", ln, count=1)).strip()
+        if rest and not _NO_GOAL_LINE.match(rest):
+            return rest[:limit]
+    return next((ln for ln in lines if ln), "")[:limit]
 
 
 _INVALID = re.compile(r"^\[invalid tool call")

@@ -28,7 +28,8 @@ log and the artifacts live in the ``context`` stores of a :class:`Project`.
 
 Modules (the wiring; none of them imports an application below):
 
-- :mod:`.orchestrator`: :func:`build_orchestrator` (nodes, edges, compile), :func:`new_task`,
+- :mod:`.orchestrator`: :func:`build_orchestrator` (nodes, edges, compile), :func:`compile_graph`
+  (:func:`check_graph`, then compile: a router's missing node fails here), :func:`new_task`,
   :func:`open_project` (stores + checkpointer of one SQLite file or Postgres URL);
 - :mod:`.routing`: the routers after each node, pure lookups on the TaskContext;
 - :mod:`.checkpoint`: the checkpointer's serializer (:func:`checkpoint_serde`);
@@ -51,14 +52,27 @@ import-linter enforces it):
 """
 
 from .checkpoint import CHECKPOINT_TYPES, checkpoint_serde
-from .orchestrator import DEFAULT_DB, NoTools, Project, build_orchestrator, new_task, open_project
-from .routing import after_executor, after_planner, after_recovery, after_reviewer, after_tools
+from .orchestrator import (
+    DEFAULT_DB,
+    GraphWiringError,
+    NoTools,
+    Project,
+    build_orchestrator,
+    check_graph,
+    compile_graph,
+    new_task,
+    open_project,
+    router_targets,
+)
+from .routing import TARGETS, after_executor, after_planner, after_recovery, after_reviewer, after_tools
 from .runner import RunResult, export_run, pending_approval, run_graph, run_with_approvals, thread_config
 
 __all__ = [
     "CHECKPOINT_TYPES",
     "checkpoint_serde",
     "DEFAULT_DB",
+    "GraphWiringError",
+    "TARGETS",
     "NoTools",
     "Project",
     "RunResult",
@@ -68,10 +82,13 @@ __all__ = [
     "after_reviewer",
     "after_tools",
     "build_orchestrator",
+    "check_graph",
+    "compile_graph",
     "export_run",
     "new_task",
     "open_project",
     "pending_approval",
+    "router_targets",
     "run_graph",
     "run_with_approvals",
     "thread_config",

@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import START, StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from context import Identity, Permissions, SqliteStores, StoreOpenError, TaskContext, extract_constraints
+from context import (
+    Identity,
+    InvalidInputError,
+    Permissions,
+    SqliteStores,
+    StoreOpenError,
+    TaskContext,
+    extract_constraints,
+)
 from context.pg_store import PgStores, is_postgres_url
 from context.text import clean
 from nodes import (
@@ -36,7 +44,19 @@ from nodes import (
 from . import routing
 from .edits import TaskGraph
 
-__all__ = ["DEFAULT_DB", "NoTools", "Project", "build_orchestrator", "db_exists", "new_task", "open_project"]
+__all__ = [
+    "DEFAULT_DB",
+    "GraphWiringError",
+    "NoTools",
+    "Project",
+    "build_orchestrator",
+    "check_graph",
+    "compile_graph",
+    "db_exists",
+    "new_task",
+    "open_project",
+    "router_targets",
+]
 
 DEFAULT_DB = ".taskctx/taskctx.sqlite"
 
@@ -63,29 +83,39 @@ class Project:
     separate connections. Or a ``postgresql://`` URL: ``PostgresSaver`` on a checked connection
     pool (:mod:`graphs.postgres`) and the stores of :class:`context.pg_store.PgStores`, each
     retrying a call when its connection drops. ``path`` is then the URL without its password.
+
+    ``readonly=True`` (``inspect``, ``list``, ``report``): an existing database is opened for
+    reading only (SQLite: ``mode=ro`` URIs, Postgres: read-only sessions, no DDL), so nothing is
+    created or changed; raises ``context.NotTaskctxDatabaseError`` when it holds no taskctx tables.
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, *, readonly: bool = False):
         self.path = path
         self.url: str | None = None
         self.conn: sqlite3.Connection | None = None
         self._pool: Any = None
+        self.readonly = readonly
         self.checkpointer: BaseCheckpointSaver
         from .checkpoint import checkpoint_serde
 
         if is_postgres_url(path):
             from .postgres import open_postgres_checkpointer
 
-            pg = PgStores(path)
+            pg = PgStores(path, readonly=readonly)
             self.stores: SqliteStores | PgStores = pg
             self.url, self.path = pg.url, pg.path
             try:
-                self.checkpointer, self._pool = open_postgres_checkpointer(pg.url, serde=checkpoint_serde())
+                self.checkpointer, self._pool = open_postgres_checkpointer(
+                    pg.url, serde=checkpoint_serde(), readonly=readonly
+                )
             except BaseException:
                 pg.close()
                 raise
             return
-        self.stores = SqliteStores(path)
+        self.stores = SqliteStores(path, readonly=readonly)
+        if readonly:
+            self._open_readonly_checkpointer(path, checkpoint_serde())
+            return
         try:
             from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -96,6 +126,24 @@ class Project:
             raise StoreOpenError(
                 f"cannot open the checkpointer at {path}: {exc}; pass --db with a writable file"
             ) from exc
+
+    def _open_readonly_checkpointer(self, path: str, serde: Any) -> None:
+        from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        from context.store import connect_readonly, sqlite_tables
+
+        try:
+            self.conn = connect_readonly(path)
+            if {"checkpoints", "writes"} <= sqlite_tables(self.conn):
+                saver = SqliteSaver(self.conn, serde=serde)
+                saver.is_setup = True  # its setup() would create tables and set WAL mode: never here
+                self.checkpointer = saver
+            else:  # stores without checkpoints (written through the Python API): none to show
+                self.checkpointer = InMemorySaver(serde=serde)
+        except BaseException:
+            self.stores.close()
+            raise
 
     @property
     def is_postgres(self) -> bool:
@@ -121,16 +169,17 @@ def db_exists(db: str | Path) -> bool:
     return is_postgres_url(str(db)) or str(db) == ":memory:" or Path(db).exists()
 
 
-def open_project(db: str | Path = DEFAULT_DB) -> Project:
+def open_project(db: str | Path = DEFAULT_DB, *, readonly: bool = False) -> Project:
     """Open (creating it and its folder if needed) the project database at ``db``: a SQLite
     file path, ``:memory:``, or a ``postgresql://user@host:port/dbname`` URL.
 
     Raises ``StoreOpenError`` naming the path (the URL without its password) when it cannot be
-    opened.
+    opened. ``readonly=True`` creates and changes nothing (see :class:`Project`): a missing file
+    raises ``StoreOpenError``, a database without the taskctx tables ``NotTaskctxDatabaseError``.
     """
     path = str(db)
-    if is_postgres_url(path):
-        return Project(path)
+    if is_postgres_url(path) or readonly:
+        return Project(path, readonly=readonly)
     if path != ":memory:":
         p = Path(path)
         if p.exists() and p.is_dir():
@@ -176,6 +225,72 @@ def new_task(
     )
 
 
+class GraphWiringError(InvalidInputError, ValueError):
+    """A graph whose router may return a node the graph does not have (:func:`check_graph`)."""
+
+
+#: The node factory to name in a fix, per built-in role.
+_FACTORIES = {
+    "planner": "nodes.make_planner_node(model, env)",
+    "executor": "nodes.make_executor_node(model, env, tools)",
+    "tools": "nodes.make_tool_node(env, tools)",
+    "reviewer": "nodes.make_reviewer_node(model, env)",
+    "recovery": "nodes.make_recovery_node(model, env)",
+}
+
+
+def router_targets(router: Any) -> tuple[str, ...] | None:
+    """The node names a router may return, from its ``Literal[...]`` return annotation (the way
+    LangGraph's ``add_conditional_edges`` infers a path map), or None when it declares none.
+    ``router`` is a function or the runnable LangGraph wraps it in."""
+    func = getattr(router, "func", None) or getattr(router, "afunc", None) or router
+    try:
+        ret = get_type_hints(func).get("return")
+    except Exception:  # unresolvable annotations: nothing declared
+        return None
+    return tuple(str(a) for a in get_args(ret)) if get_origin(ret) is Literal else None
+
+
+def check_graph(builder: StateGraph) -> StateGraph:
+    """Check a graph before it is compiled: every node a router may return (its ``Literal``
+    return annotation, e.g. the routers of :mod:`graphs.routing`) must be a key of the edge's
+    path map when one is given, and every destination must be a node of the graph (or ``END``).
+    LangGraph's ``StateGraph.validate`` (run by ``compile``) refuses an unknown destination too;
+    this names the router, the missing node and the fix in one line.
+
+    Returns ``builder``; raises :class:`GraphWiringError` (a ``ValueError``)."""
+    known = set(builder.nodes) | {END}
+    for source, branches in builder.branches.items():
+        for name, branch in branches.items():
+            ends = branch.ends
+            if ends is None:  # no path map and no annotation: LangGraph lets it go to any node
+                continue
+            for target in router_targets(branch.path) or ():
+                if target not in ends:
+                    raise GraphWiringError(
+                        f"router {name} (after node {source!r}) can return {target!r}, but the path map of "
+                        f"add_conditional_edges({source!r}, {name}, ...) has no {target!r} key; add "
+                        f"{target!r}: <a node of the graph> to it, or leave the path map out"
+                    )
+            for key, node in ends.items():
+                if node in known:
+                    continue
+                make = _FACTORIES.get(str(node), "your node")
+                raise GraphWiringError(
+                    f"router {name} (after node {source!r}) can return {key!r}, but the graph has no node {node!r}; "
+                    f"add it (g.add_node({node!r}, {make})) or send {key!r} to a node you have with a path map: "
+                    f"g.add_conditional_edges({source!r}, {name}, {{..., {key!r}: 'other_node'}})"
+                )
+    return builder
+
+
+def compile_graph(builder: StateGraph, **compile_kwargs: Any) -> CompiledStateGraph:
+    """:func:`check_graph`, then ``builder.compile(**compile_kwargs)`` (``checkpointer``,
+    ``name``, ...). Raises :class:`GraphWiringError` naming the router, the missing node and
+    the fix."""
+    return check_graph(builder).compile(**compile_kwargs)
+
+
 def build_orchestrator(
     model: BaseChatModel | str,
     *,
@@ -206,14 +321,13 @@ def build_orchestrator(
     g.add_node("reviewer", make_reviewer_node(chat, env), metadata={"role": "reviewer"})
     g.add_node("recovery", make_recovery_node(chat, env), metadata={"role": "recovery"})
     g.add_edge(START, "planner")
-    g.add_conditional_edges("planner", routing.after_planner, ["executor", "__end__"])
-    g.add_conditional_edges(
-        "executor", routing.after_executor, ["tools", "recovery", "executor", "reviewer", "__end__"]
-    )
-    g.add_conditional_edges("tools", routing.after_tools, ["recovery", "executor", "tools", "__end__"])
-    g.add_conditional_edges("recovery", routing.after_recovery, ["planner", "executor", "__end__"])
-    g.add_conditional_edges("reviewer", routing.after_reviewer, ["planner", "__end__"])
-    compiled = g.compile(checkpointer=checkpointer, name="taskctx")  # the root run of each trace
+    # no path maps: each router's Literal return annotation is its path map (graphs.routing)
+    g.add_conditional_edges("planner", routing.after_planner)
+    g.add_conditional_edges("executor", routing.after_executor)
+    g.add_conditional_edges("tools", routing.after_tools)
+    g.add_conditional_edges("recovery", routing.after_recovery)
+    g.add_conditional_edges("reviewer", routing.after_reviewer)
+    compiled = compile_graph(g, checkpointer=checkpointer, name="taskctx")  # the root run of each trace
     compiled.__class__ = TaskGraph  # update_state from outside a node: recorded or refused (graphs.edits)
     compiled.taskctx_events = env.events  # type: ignore[attr-defined]
     return compiled

@@ -91,13 +91,15 @@ class RetryingPostgresSaver(PostgresSaver):  # type: ignore[misc,valid-type]
 
 
 def open_postgres_checkpointer(
-    url: str, *, serde: Any = None, max_size: int = 4, check: bool = True
+    url: str, *, serde: Any = None, max_size: int = 4, check: bool = True, readonly: bool = False
 ) -> tuple[RetryingPostgresSaver, Any]:
     """A set-up :class:`RetryingPostgresSaver` on a new pool, and the pool (close it when done).
 
     Each call of the saver takes its own connection (no per-instance lock), so ``max_size``
     bounds the concurrent checkpoint reads and writes of one worker. ``check=False``
     (tests only) hands out connections unchecked, to exercise the retry path.
+    ``readonly=True``: no ``setup()`` (no DDL) and read-only sessions
+    (``default_transaction_read_only``); for ``inspect``, ``list`` and ``report``.
     """
     if psycopg is None:  # pragma: no cover
         raise StoreOpenError(
@@ -110,6 +112,27 @@ def open_postgres_checkpointer(
         "application_name": CHECKPOINTER_APPLICATION_NAME,
         "connect_timeout": 10,
     }
+    if readonly:
+        kwargs["options"] = "-c default_transaction_read_only=on"
+        pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_size,
+            kwargs=kwargs,
+            open=False,
+            timeout=30,
+            check=ConnectionPool.check_connection if check else None,
+            name="taskctx-checkpointer",
+        )
+        try:
+            pool.open(wait=True, timeout=30)
+        except Exception as exc:
+            pool.close()
+            raise StoreOpenError(
+                f"cannot open the checkpointer at {redact_url(url)}: {' '.join(str(exc).split())}; "
+                "check the URL and that the server runs"
+            ) from exc
+        return RetryingPostgresSaver(pool, serde=serde), pool
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as lock_conn:
             # poll, never wait inside a statement: setup() runs CREATE INDEX CONCURRENTLY, which

@@ -1,17 +1,30 @@
 """Routers of the orchestrator graph: pure lookups on the TaskContext, never raising.
 
 (A router that raises ends a resume silently, so each one only reads fields.)
+
+Each router's return annotation is a ``Literal`` of the node names it may return (``TARGETS``
+holds them per router). ``StateGraph.add_conditional_edges(source, router)`` without a path map
+reads that annotation as the path map, so LangGraph's own compile-time validation
+(``StateGraph.validate``) refuses a graph that lacks one of them; :func:`graphs.check_graph` says
+the same in one line with the fix, and also checks an explicit path map.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 from langgraph.graph import END
 
 from context import TaskContext
 
-__all__ = ["after_planner", "after_executor", "after_tools", "after_recovery", "after_reviewer"]
+__all__ = ["TARGETS", "after_planner", "after_executor", "after_tools", "after_recovery", "after_reviewer"]
+
+# The nodes each router may return ("__end__" is langgraph.graph.END).
+AfterPlanner = Literal["executor", "__end__"]
+AfterExecutor = Literal["tools", "recovery", "executor", "reviewer", "__end__"]
+AfterTools = Literal["tools", "recovery", "executor", "__end__"]
+AfterRecovery = Literal["planner", "executor", "__end__"]
+AfterReviewer = Literal["planner", "__end__"]
 
 
 def _ctx(state: Any) -> TaskContext:
@@ -22,13 +35,13 @@ def _finished(ctx: TaskContext) -> bool:
     return ctx.control.status in ("completed", "failed")
 
 
-def after_planner(state: Any) -> str:
+def after_planner(state: Any) -> AfterPlanner:
     """``"executor"`` when the plan has steps; ``END`` when the task finished or has no plan."""
     ctx = _ctx(state)
     return END if _finished(ctx) or not ctx.plan.steps else "executor"
 
 
-def after_executor(state: Any) -> str:
+def after_executor(state: Any) -> AfterExecutor:
     """``"tools"`` while a call is pending; ``"recovery"`` when the step ended failed/blocked and
     recovery has not decided on it; ``"executor"`` while a step runs or one is runnable;
     ``"reviewer"`` when no step is left; ``END`` when the task finished. A graph wired with this
@@ -45,7 +58,7 @@ def after_executor(state: Any) -> str:
     return "reviewer"
 
 
-def after_tools(state: Any) -> str:
+def after_tools(state: Any) -> AfterTools:
     """``"tools"`` while a call waits for approval; ``"executor"`` when a ``complete_step`` that
     ends the step failed/blocked came with the calls and they have finished; ``"recovery"`` when a
     tool call failed and is not yet in ``error_history``; else ``"executor"`` (``END`` when the
@@ -63,7 +76,7 @@ def after_tools(state: Any) -> str:
     return "executor"
 
 
-def after_recovery(state: Any) -> str:
+def after_recovery(state: Any) -> AfterRecovery:
     """``"planner"`` after a replan decision, ``END`` after stop, else ``"executor"`` (retry)."""
     ctx = _ctx(state)
     if _finished(ctx):
@@ -71,9 +84,22 @@ def after_recovery(state: Any) -> str:
     return "planner" if ctx.plan.status == "revising" else "executor"
 
 
-def after_reviewer(state: Any) -> str:
+def after_reviewer(state: Any) -> AfterReviewer:
     """``"planner"`` when the review asked for revisions, else ``END``."""
     ctx = _ctx(state)
     if _finished(ctx):
         return END
     return "planner" if ctx.plan.status == "revising" else END
+
+
+#: Router name -> the node names it may return (``END`` included), in the order of its annotation.
+TARGETS: dict[str, tuple[str, ...]] = {
+    f.__name__: get_args(t)
+    for f, t in (
+        (after_planner, AfterPlanner),
+        (after_executor, AfterExecutor),
+        (after_tools, AfterTools),
+        (after_recovery, AfterRecovery),
+        (after_reviewer, AfterReviewer),
+    )
+}

@@ -22,6 +22,7 @@ from context import Event, SqliteStores, TaskContext, UnknownTaskError, replay
 from context.text import shown
 
 from .doctor import ensure_sound
+from .tracing import paused_runs_traced
 
 __all__ = [
     "RECURSION_LIMIT",
@@ -97,25 +98,26 @@ def run_graph(
     seen = stores.events.last_seq(task_id)
     calls: list[Event] = []
     stopped = False
-    for update in graph.stream(input, config, stream_mode="updates", durability="sync"):
-        new = stores.events.read(task_id, after=seen)
-        if new:
-            seen = new[-1].seq
-            for e in new:
-                if e.kind == "context.built":
-                    calls.append(e)
-                if on_event:
-                    on_event(e)
-        if stop_after is not None and "tools" in update:
-            prog = (update["tools"] or {}).get("progress")
-            steps = (
-                prog.executor_steps
-                if prog is not None and not isinstance(prog, dict)
-                else (prog or {}).get("executor_steps")
-            )
-            if steps is not None and steps >= stop_after:
-                stopped = True
-                break
+    with paused_runs_traced():  # an approval pause is traced as a pause, not an error
+        for update in graph.stream(input, config, stream_mode="updates", durability="sync"):
+            new = stores.events.read(task_id, after=seen)
+            if new:
+                seen = new[-1].seq
+                for e in new:
+                    if e.kind == "context.built":
+                        calls.append(e)
+                    if on_event:
+                        on_event(e)
+            if stop_after is not None and "tools" in update:
+                prog = (update["tools"] or {}).get("progress")
+                steps = (
+                    prog.executor_steps
+                    if prog is not None and not isinstance(prog, dict)
+                    else (prog or {}).get("executor_steps")
+                )
+                if steps is not None and steps >= stop_after:
+                    stopped = True
+                    break
     snap = graph.get_state(thread_config(task_id))
     state = TaskContext.model_validate(snap.values)
     waiting = [] if stopped else [i.value for i in (snap.interrupts or ())]

@@ -11,9 +11,22 @@ role node its model call, named ``<role>.model``, tagged ``role:<role>``, whose 
 ``task_id, step_id, role, budget, prompt_tokens, cached_prefix_tokens`` and the call's
 ``manifest`` (:meth:`nodes.NodeRun.call_model`).
 
+A node that stops at LangGraph ``interrupt()`` (the tool node asking for approval) ends its run
+with a ``GraphInterrupt``, which LangChain's tracer posts as an error. :func:`paused_runs_traced`
+(around every invocation :func:`graphs.runner.run_graph` makes) traces with
+:class:`PausedRunTracer` instead, which ends such a run as a pause: outputs ``{"paused": "waiting
+for approval", "requests": [{request_id, call_id, tool, risk}]}``, tag ``paused:approval``,
+metadata ``approval_request_ids``; the resume is the next trace of the same ``thread_id``.
+
 Raw tool output never enters a trace: the tool node's ToolExecutor is plain Python (not a traced
 runnable) and node inputs/outputs are TaskContext parts, which hold compressed summaries and
 ``artifact://`` refs.
+
+Without a network (endpoint refusing connections, unreachable, or accepting and never answering)
+:func:`tracing_session` keeps a process at full speed: it gives langsmith's own client short
+request timeouts, no retries of refused connections and daemon upload threads, turns langsmith's
+repeated upload warnings into one ``tracing: ...`` line, and waits at most ``flush_seconds`` at the
+end for the background uploads. The CLI (:func:`graphs.cli.main`) runs inside it.
 
 :func:`run_tree_lines` prints a run tree collected in-process, e.g. with
 ``langchain_core.tracers.run_collector.RunCollectorCallbackHandler`` passed in ``callbacks``.
@@ -21,10 +34,30 @@ runnable) and node inputs/outputs are TaskContext parts, which hold compressed s
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
+from uuid import UUID
 
-__all__ = ["TRACE_KEYS", "run_tree_lines", "walk_runs"]
+from langchain_core.tracers.context import tracing_v2_callback_var
+from langchain_core.tracers.langchain import LangChainTracer
+from langgraph.errors import GraphInterrupt
+from langsmith import utils as ls_utils
+
+__all__ = [
+    "TRACE_KEYS",
+    "TRACING_NOTICE",
+    "PausedRunTracer",
+    "paused_runs_traced",
+    "run_tree_lines",
+    "tracing_session",
+    "walk_runs",
+]
 
 #: The metadata keys every model run of a taskctx node carries.
 TRACE_KEYS = ("task_id", "step_id", "role", "budget", "prompt_tokens", "cached_prefix_tokens", "manifest")
@@ -59,3 +92,189 @@ def run_tree_lines(run: Any, *, hide_routers: bool = True) -> list[str]:
             line += f" thread_id={meta['thread_id']}"
         out.append(line)
     return out
+
+
+# ---- tracing without a network ----------------------------------------------------------------
+#: How the one line about failed uploads starts.
+TRACING_NOTICE = "tracing: "
+
+#: (text in langsmith's warning, reason shown), first match wins.
+_REASONS = (
+    ("Connection refused", "connection refused"),
+    ("NameResolution", "host name not resolved"),
+    ("Name or service not known", "host name not resolved"),
+    ("Temporary failure in name resolution", "host name not resolved"),
+    ("timed out", "timed out"),
+    ("Timeout", "timed out"),
+    ("Network is unreachable", "network unreachable"),
+    ("SSLError", "TLS error"),
+    ("Authentication failed", "authentication failed: check LANGSMITH_API_KEY"),
+    ("Forbidden", "forbidden: check LANGSMITH_API_KEY and LANGSMITH_WORKSPACE_ID"),
+    ("Rate limit exceeded", "rate limited"),
+)
+
+
+def _reason(message: str) -> str:
+    for needle, reason in _REASONS:
+        if needle in message:
+            return reason
+    return " ".join(message.split(": ", 1)[-1].split())[:100]
+
+
+class _OneNotice(logging.Filter):
+    """On the ``langsmith.client`` logger: the first failed request (a warning starting
+    ``Failed to``) becomes one ``tracing: ...`` line; it, the later ones and their consequences
+    (no run compression, dropped trace data) are not printed."""
+
+    def __init__(self, url: str, notify: Callable[[str], None]) -> None:
+        super().__init__()
+        self.url, self.notify = url, notify
+        self.failed = threading.Event()
+        self._said = False
+        self._lock = threading.Lock()
+
+    def say(self, reason: str) -> None:
+        with self._lock:
+            if self._said:
+                return
+            self._said = True
+        kept = os.environ.get("LANGSMITH_FAILED_TRACES_DIR")
+        where = f"failed uploads are kept in {kept}" if kept else "its trace is not uploaded"
+        self.notify(
+            f"{TRACING_NOTICE}LangSmith at {self.url} did not take the trace ({reason}); the run goes on, "
+            f"{where} (unset LANGSMITH_TRACING to turn tracing off)"
+        )
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        msg = record.getMessage()
+        if msg.startswith("Failed to "):
+            self.say(_reason(msg))
+            self.failed.set()
+            return False
+        return not (self.failed.is_set() and msg.startswith(("Run compression is not enabled", "Dropped ")))
+
+
+def _stderr_line(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+@contextmanager
+def tracing_session(
+    *, flush_seconds: float = 5.0, notify: Callable[[str], None] = _stderr_line
+) -> Iterator[Any | None]:
+    """Run a process's traced work so that an unreachable LangSmith costs nothing and is said once.
+
+    Does nothing (yields ``None``) unless LangSmith tracing is on (``LANGSMITH_TRACING=true``).
+    Otherwise, and only where the user has not set them: ``LANGSMITH_USE_DAEMON=true`` (upload
+    threads never hold the process open) and, when no client is configured yet
+    (``langsmith.configure(client=...)``), a ``langsmith.Client`` with 3 s connect / 10 s read
+    timeouts and no retries of failed connections (langsmith's default: 10 s / 60 s, 3 retries),
+    installed with ``langsmith.configure``. Uploads stay in langsmith's background thread and its
+    bounded queue (``LANGSMITH_TRACING_QUEUE_MAX_SIZE``). Yields the client.
+
+    While inside, the first failed upload or ``/info`` fetch calls ``notify`` with one line
+    starting :data:`TRACING_NOTICE` (endpoint and reason); langsmith's own warnings about it and
+    later failures are not printed. On leaving, waits for the queued uploads at most
+    ``flush_seconds`` (seconds; not at all once an upload failed); if they are not done by then and
+    nothing was said yet, says so. Raises nothing of its own; ``notify`` is called at most once.
+    """
+    import langsmith
+    import langsmith.run_trees as rt
+    import langsmith.utils as ls_utils
+
+    if not ls_utils.tracing_is_enabled():
+        yield None
+        return
+    set_env = "LANGSMITH_USE_DAEMON" not in os.environ
+    if set_env:
+        os.environ["LANGSMITH_USE_DAEMON"] = "true"
+        ls_utils.get_env_var.cache_clear()  # type: ignore[attr-defined]  # an lru_cache
+    # The filter goes on before a client exists: its upload thread fetches /info at once.
+    notice = _OneNotice(ls_utils.get_api_url(None), notify)
+    log = logging.getLogger("langsmith.client")
+    log.addFilter(notice)
+    client = None
+    try:
+        if rt._CLIENT is None:  # as langchain_core's wait_for_all_tracers reads it: nothing configured yet
+            retry = ls_utils.LangSmithRetry(
+                total=3,
+                connect=0,  # a refused or unresolvable endpoint is not retried (3 attempts per batch remain)
+                status_forcelist=[429, 500, 502, 503, 504, 408, 425],
+                backoff_factor=0.5,
+                allowed_methods=None,
+                raise_on_redirect=False,
+                raise_on_status=False,
+                respect_retry_after_header=True,
+            )
+            langsmith.configure(client=langsmith.Client(timeout_ms=(3_000, 10_000), retry_config=retry))
+        client = rt.get_cached_client()
+        notice.url = client.api_url
+        yield client
+    finally:
+        try:
+            if client is not None:
+                _bounded_flush(client, notice, flush_seconds)
+        finally:
+            log.removeFilter(notice)
+            if set_env:
+                os.environ.pop("LANGSMITH_USE_DAEMON", None)
+                ls_utils.get_env_var.cache_clear()  # type: ignore[attr-defined]  # an lru_cache
+
+
+def _bounded_flush(client: Any, notice: _OneNotice, seconds: float) -> None:
+    """Flush ``client`` in short slices until its queue is done, an upload failed, or ``seconds``
+    passed; in the last case (nothing said yet) say that the endpoint did not answer."""
+    queue = client.tracing_queue
+    if queue is None:
+        return
+    deadline = time.monotonic() + seconds
+    while not notice.failed.is_set():
+        left = deadline - time.monotonic()
+        client.flush(timeout=max(0.0, min(0.1, left)))
+        if not queue.unfinished_tasks:
+            return
+        if left <= 0:
+            notice.say(f"no answer within {seconds:g} s")
+            return
+
+
+class PausedRunTracer(LangChainTracer):
+    """A :class:`~langchain_core.tracers.langchain.LangChainTracer` that ends a run stopped by
+    LangGraph ``interrupt()`` (a ``GraphInterrupt``) as a pause, not an error: outputs
+    ``{"paused": "waiting for approval" | "waiting for input", "requests": [...]}`` (for an
+    approval: ``request_id, call_id, tool, risk``), tag ``paused:approval`` (or
+    ``paused:interrupt``), metadata ``approval_request_ids``. Every other error is traced as one."""
+
+    def on_chain_error(
+        self, error: BaseException, *, inputs: dict[str, Any] | None = None, run_id: UUID, **kwargs: Any
+    ):  # type: ignore[override]
+        if not isinstance(error, GraphInterrupt):
+            return super().on_chain_error(error, inputs=inputs, run_id=run_id, **kwargs)
+        values = [getattr(i, "value", i) for i in (error.args[0] if error.args else ())]
+        approvals = [v for v in values if isinstance(v, dict) and v.get("type") == "approval"]
+        requests = [{k: v.get(k) for k in ("request_id", "call_id", "tool", "risk")} for v in approvals]
+        run = self._get_run(run_id)
+        run.tags = [*(run.tags or []), "paused:approval" if approvals else "paused:interrupt"]
+        if approvals:
+            run.extra.setdefault("metadata", {})["approval_request_ids"] = [r["request_id"] for r in requests]
+        outputs = {"paused": "waiting for approval" if approvals else "waiting for input", "requests": requests}
+        return self.on_chain_end(outputs, inputs=inputs, run_id=run_id, **kwargs)
+
+
+@contextmanager
+def paused_runs_traced() -> Iterator[None]:
+    """While LangSmith tracing is on (``LANGSMITH_TRACING``) and no tracer is set already, the
+    graph invocations inside trace with :class:`PausedRunTracer` (LangChain's
+    ``tracing_v2_callback_var``, as ``tracing_v2_enabled`` sets it). Nothing changes when
+    tracing is off."""
+    if tracing_v2_callback_var.get() is not None or not ls_utils.tracing_is_enabled():
+        yield
+        return
+    token = tracing_v2_callback_var.set(PausedRunTracer())
+    try:
+        yield
+    finally:
+        tracing_v2_callback_var.reset(token)

@@ -57,7 +57,17 @@ from .roles import (
 )
 from .runtime import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, NodeRun, Rendered, cached_prefix_tokens, fingerprints
 from .secrets import mask_secrets
-from .testing import ReplayChatModel, ScriptedChatModel, and_complete, complete, plan, recover, review, tool_call
+from .testing import (
+    RECORDED_THOUGHT,
+    ReplayChatModel,
+    ScriptedChatModel,
+    and_complete,
+    complete,
+    plan,
+    recover,
+    review,
+    tool_call,
+)
 from .tools import (
     ReplayTools,
     TaskToolNode,
@@ -83,6 +93,7 @@ __all__ = [
     "RecoveryRenderer",
     "Renderer",
     "Rendered",
+    "RECORDED_THOUGHT",
     "ReplayChatModel",
     "ReplayTools",
     "ReviewerRenderer",

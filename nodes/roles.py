@@ -24,7 +24,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
-from context import Event, Finding, PlanStep, TaskContext, replay
+from context import BudgetError, Event, Finding, PlanStep, TaskContext, replay
 from context.events import (
     CheckpointCreated,
     ErrorOccurred,
@@ -113,7 +113,10 @@ def _model_call(
     tools: list[dict[str, Any]],
     step_id: str | None,
 ) -> tuple[Event, AIMessage]:
-    rendered = renderer.render(ctx, run.env, tools)
+    try:
+        rendered = renderer.render(ctx, run.env, tools)
+    except BudgetError as exc:  # name the task, so the message says which one to rerun
+        raise (exc if exc.task_id or not exc.minimum else exc.for_task(ctx.identity.task_id)) from None
     built = run.context_built(renderer.role, rendered, step_id, ctx)
     ai = run.call_model(model, renderer.role, rendered, built, ctx)
     return built, ai

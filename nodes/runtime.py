@@ -224,11 +224,13 @@ class NodeRun:
         return appended
 
     def resume_events(self) -> list[Event]:
-        """A ``resume.started`` event if this run was started by a resume not yet recorded."""
+        """A ``resume.started`` event (naming this node) if this run was started by a resume not
+        yet recorded."""
         token = (self.config.get("configurable") or {}).get("resume_token")
         if token and token != self.ctx.events.last_resume_token:
             cp = (self.config.get("configurable") or {}).get("resumed_from_checkpoint")
-            return [self.make("resume.started", ResumeStarted(token=token, from_checkpoint=cp), actor="user")]
+            started = ResumeStarted(token=token, from_checkpoint=cp, node=self.node)
+            return [self.make("resume.started", started, actor="user")]
         return []
 
     def update(self) -> dict[str, Any]:

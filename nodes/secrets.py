@@ -1,10 +1,11 @@
 """Masking values that look like secrets (API keys, tokens, private keys, passwords).
 
-Where masking happens (the rule: **everything that leaves the artifact store is masked**):
+Where masking happens (the rule: **everything that leaves the artifact store is masked**, in one
+pass at that boundary):
 
 * the tool node masks a tool's output before compressing it, so the ``result_summary`` of
-  ``tool.result.received`` (what prompts, the trace, ``state.json`` and every export are built
-  from) never holds a secret;
+  ``tool.result.received`` (what prompts, error messages, the trace, ``state.json`` and every
+  export are built from) never holds a secret;
 * ``read_artifact`` masks what it returns (the whole artifact is masked first, then sliced, so a
   ``#L`` slice that starts inside a private key block is masked too);
 * ``search_history`` searches events, which are already masked.
@@ -12,6 +13,13 @@ Where masking happens (the rule: **everything that leaves the artifact store is 
 The raw artifact stays exact in the artifact store (DESIGN.md: compression never loses bytes), so
 the store itself holds the unmasked output: treat the database file as sensitive, and read
 artifacts through ``read_artifact`` (or :func:`mask_secrets`) before showing them anywhere.
+
+A secret is found by **its own shape** (a known prefix with its length and alphabet, or a value of
+a known alphabet and length after a name that says what it is), never by what follows it: a key
+followed by a literal ``\\n`` (as ``repr()`` prints it), ``\\t``, ``|``, a quote or ``&`` is
+masked like one followed by a space. The vendor shapes are detect-secrets' plugins (Yelp's
+detector, a dependency: :data:`DETECT_SECRETS_PLUGINS` lists which, and which group of each match
+is the secret); :data:`SECRET_PATTERNS` holds the shapes it lacks, each with its source.
 
 Masking keeps the number of lines (a masked private key block becomes the same number of
 ``[REDACTED:private_key]`` lines), so line refs (``#L120-180``) still point at the same lines.
@@ -22,7 +30,36 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["MASK_FORMAT", "SECRET_PATTERNS", "Masked", "mask_secrets", "looks_secret"]
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.basic_auth import BasicAuthDetector
+from detect_secrets.plugins.cloudant import CloudantDetector
+from detect_secrets.plugins.discord import DiscordBotTokenDetector
+from detect_secrets.plugins.github_token import GitHubTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
+from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
+from detect_secrets.plugins.mailchimp import MailchimpDetector
+from detect_secrets.plugins.npm import NpmDetector
+from detect_secrets.plugins.openai import OpenAIDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.slack import SlackDetector
+from detect_secrets.plugins.softlayer import SoftlayerDetector
+from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+from detect_secrets.plugins.stripe import StripeDetector
+from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+__all__ = [
+    "DETECT_SECRETS_PLUGINS",
+    "MASK_FORMAT",
+    "SECRET_PATTERNS",
+    "Masked",
+    "mask_secrets",
+    "looks_secret",
+]
 
 MASK_FORMAT = "[REDACTED:{kind}]"
 
@@ -36,24 +73,96 @@ _KEY = (
     r"(?i)\b[\w.\-]*?(?:api[_\-]?key|secret(?:[_\-]?key)?|token|passw(?:or)?d|pwd|private[_\-]?key"
     r"|access[_\-]?key)\b[\"']?"
 )
+#: The alphabet of an unquoted credential value (no quote, backslash, ``|``, brackets, space...).
+_VALUE = r"A-Za-z0-9_\-+/=!@#%^&*~"
 
-#: (kind, pattern, group holding the secret value (0 = whole match)).
-SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
-    ("aws_access_key_id", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA)[0-9A-Z]{16}\b"), 0),
-    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b"), 0),
-    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), 0),
-    ("openai_key", re.compile(r"\bsk-(?:proj-|svcacct-|live-|test-)?[A-Za-z0-9_\-]{20,}"), 0),
-    ("stripe_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b"), 0),
-    ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), 0),
-    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), 0),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
-    ("bearer_token", re.compile(r"(?i)\b(?:bearer|authorization:\s*token)\s+([A-Za-z0-9_\-\.=+/]{16,})"), 1),
-    ("url_password", re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:([^\s@/]{3,})@"), 1),
-    # key = value / key: value / "key": "value" where the key names a secret (GITHUB_TOKEN,
-    # db_password, api-key...; not max_tokens or token_type) and the value is a literal, not code
-    ("credential", re.compile(_KEY + r"\s*[:=]\s*[\"']([^\s\"']{8,})[\"']"), 1),
-    ("credential", re.compile(_KEY + r"\s*[:=]\s*([A-Za-z0-9_\-+/=!@#%^&*~]{8,})(?=[\s,;]|$)", re.M), 1),
+#: (kind, detect-secrets plugin, what to mask: ``"match"`` the whole match (the pattern is the
+#: token itself), ``"group"`` its first group where the pattern has one (the pattern names the
+#: secret, then captures it), else the whole match).
+#: Left out: ArtifactoryDetector (it finds the token by the space or quote that follows it),
+#: PrivateKeyDetector (a header line only: the block is masked whole by ``_PEM``), KeywordDetector
+#: and the high-entropy plugins (not regex tables; ``credential`` below covers key = value),
+#: JwtTokenDetector (its lazy pattern stops before the signature: ``jwt`` below takes all three
+#: parts), IPPublicDetector (an address is not a secret).
+DETECT_SECRETS_PLUGINS: list[tuple[str, type[RegexBasedDetector], str]] = [
+    ("aws_access_key_id", AWSKeyDetector, "group"),  # pattern 1 (key id) has no group: whole match
+    ("azure_storage_key", AzureStorageKeyDetector, "match"),
+    ("url_password", BasicAuthDetector, "group"),
+    ("cloudant", CloudantDetector, "group"),
+    ("discord_token", DiscordBotTokenDetector, "match"),
+    ("github_token", GitHubTokenDetector, "match"),
+    ("gitlab_token", GitLabTokenDetector, "match"),
+    ("ibm_cloud_iam_key", IbmCloudIamDetector, "group"),
+    ("ibm_cos_hmac", IbmCosHmacDetector, "group"),
+    ("mailchimp_key", MailchimpDetector, "match"),
+    ("npm_token", NpmDetector, "group"),
+    ("openai_key", OpenAIDetector, "match"),
+    ("pypi_token", PypiTokenDetector, "match"),
+    ("sendgrid_key", SendGridDetector, "match"),
+    ("slack_token", SlackDetector, "match"),
+    ("softlayer", SoftlayerDetector, "group"),
+    ("square_oauth", SquareOAuthDetector, "match"),
+    ("stripe_key", StripeDetector, "match"),
+    ("telegram_token", TelegramBotTokenDetector, "match"),
+    ("twilio_key", TwilioKeyDetector, "match"),
 ]
+
+#: (kind, pattern, group holding the secret value (0 = whole match)): the shapes detect-secrets
+#: does not have (or finds by what surrounds them), each with its source.
+SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
+    # AWS docs "Managing access keys": key id AKIA/ASIA... + 16 upper-case letters and digits
+    (
+        "aws_access_key_id",
+        re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|A3T[A-Z0-9])[0-9A-Z]{16}(?![0-9A-Z])"),
+        0,
+    ),
+    # AWS secret access key: 40 chars of base64 (A-Za-z0-9/+) after a name saying aws...secret/key;
+    # detect-secrets' AWSKeyDetector pattern 2 with its quotes replaced by the alphabet's edges
+    (
+        "aws_secret_access_key",
+        re.compile(
+            r"(?i)(?<![a-z])aws.{0,20}?(?:key|pwd|pw|password|pass|token|secret).{0,20}?"
+            r"(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+        ),
+        1,
+    ),
+    # GitHub "About authentication": gh[pousr]_ + 36 base62 (longer ones exist), fine-grained github_pat_
+    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"), 0),
+    # Anthropic console: sk-ant-<kind>-... base64url
+    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), 0),
+    # OpenAI project/service keys (sk-proj-, sk-svcacct-) and legacy sk-<48 base62>
+    ("openai_key", re.compile(r"\bsk-(?:proj-|svcacct-|live-|test-)?[A-Za-z0-9_\-]{20,}"), 0),
+    # Stripe "API keys": sk_/rk_/pk_ + live_/test_ + base62 (detect-secrets has live sk/rk only)
+    ("stripe_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"), 0),
+    # Slack "Token types": xoxb-/xoxp-/xoxa-/xoxr-/xoxs-/xoxe-... (config tokens without digits)
+    ("slack_token", re.compile(r"\bxox[abposre]-[A-Za-z0-9\-]{10,}"), 0),
+    # Google Cloud "API keys": AIza + 35 base64url
+    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), 0),
+    # RFC 7519: three base64url parts, header and payload JSON objects ("eyJ" = '{"')
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
+    # RFC 6750 bearer token (b64token alphabet), GitHub's "Authorization: token ..."
+    ("bearer_token", re.compile(r"(?i)\b(?:bearer|authorization:\s*token)\s+([A-Za-z0-9_\-\.=+/~]{16,})"), 1),
+    # RFC 3986 userinfo: scheme://user:password@
+    ("url_password", re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s:/@\\]+:([^\s@/\\'\"]{3,})@"), 1),
+    # key = value / key: value / "key": "value" where the key names a secret (GITHUB_TOKEN,
+    # db_password, api-key...; not max_tokens or token_type) and the value is a literal, not code:
+    # quoted (JSON-escaped quotes too; escapes such as a literal \n inside it are part of it), or
+    # unquoted of the value alphabet, ending where the alphabet ends, unless code
+    # follows (a call, attribute or index: ``token = get_token()``)
+    ("credential", re.compile(_KEY + r"\s*[:=]\s*\\?[\"']((?:[^\s\"'\\]|\\[^\s\"'\\]){8,})"), 1),
+    ("credential", re.compile(_KEY + rf"\s*[:=]\s*([{_VALUE}]{{8,}})(?![{_VALUE}(.\[])"), 1),
+]
+
+
+def _all_patterns() -> list[tuple[str, re.Pattern[str], int]]:
+    out = list(SECRET_PATTERNS)
+    for kind, plugin, part in DETECT_SECRETS_PLUGINS:
+        for pat in plugin.denylist:
+            out.append((kind, pat, 1 if part == "group" and pat.groups else 0))
+    return out
+
+
+_ALL = _all_patterns()
 
 
 @dataclass(frozen=True)
@@ -86,7 +195,9 @@ def _pem_lines(m: re.Match[str]) -> str:
 
 
 def mask_secrets(text: str) -> Masked:
-    """``text`` with every secret-looking value replaced by ``[REDACTED:<kind>]`` (line count kept)."""
+    """``text`` with every secret-looking value replaced by ``[REDACTED:<kind>]`` (line count kept):
+    private key blocks, then :data:`SECRET_PATTERNS`, then the :data:`DETECT_SECRETS_PLUGINS`
+    patterns. ``count`` is the number of values masked, ``kinds`` their kinds in first-seen order."""
     kinds: list[str] = []
     count = 0
 
@@ -97,7 +208,7 @@ def mask_secrets(text: str) -> Masked:
         return _pem_lines(m)
 
     out = _PEM.sub(pem, text)
-    for kind, pat, group in SECRET_PATTERNS:
+    for kind, pat, group in _ALL:
 
         def repl(m: re.Match[str], kind: str = kind, group: int = group) -> str:
             nonlocal count

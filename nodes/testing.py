@@ -6,10 +6,12 @@
   counts calls itself. Supports ``bind_tools`` (langchain's fake models raise there) and keeps
   tool calls when streamed (one chunk).
 * :class:`ReplayChatModel`: replays a recorded trajectory. The planner gets a plan of one step per
-  ``chunk`` recorded actions; the executor gets recorded action ``executor_steps + 1`` as a tool
+  ``chunk`` recorded actions, its goal the request's first meaningful line
+  (:func:`context.trajectory.request_goal`); the executor gets recorded action ``executor_steps + 1`` as a tool
   call with id ``rec-<i>`` (the :class:`~nodes.tools.ReplayTools` return its recorded
   observation), with ``complete_step`` alongside the last action of each chunk (or alone, when
-  that action failed); the reviewer approves; recovery
+  that action failed), whose finding is the chunk's last recorded thought headed
+  :data:`RECORDED_THOUGHT` ("recorded thought (replay): ..."); the reviewer approves; recovery
   retries (the recorded agent went on after its errors).
 
 Helpers build the control-tool answers: :func:`plan`, :func:`tool_call`, :func:`complete`,
@@ -33,6 +35,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from context import Trajectory
 
 __all__ = [
+    "RECORDED_THOUGHT",
     "REPLAY_CHUNK",
     "ReplayChatModel",
     "ScriptedChatModel",
@@ -45,6 +48,8 @@ __all__ = [
 ]
 
 REPLAY_CHUNK = 10
+#: Heads a finding that is the recorded agent's own thought (not something the replay observed).
+RECORDED_THOUGHT = "recorded thought (replay):"
 
 _ids = itertools.count(1)
 
@@ -211,12 +216,8 @@ class ReplayChatModel(_OfflineModel):
                         "depends_on": [f"s{k - 1}"] if k > 1 else [],
                     }
                 )
-            lines = [ln.strip() for ln in self.trajectory.request.splitlines()]
-            first = next(
-                (ln for ln in lines if len(ln) > 10 and not ln.startswith(("<", "/"))), lines[0] if lines else ""
-            )[:200]
             return plan(
-                goal=first,
+                goal=self.trajectory.goal,  # the request's first meaningful line, not its boilerplate
                 steps=plan_steps,
                 criteria=[f"all {len(steps)} recorded actions replayed once, each observation recorded"],
             )
@@ -226,7 +227,8 @@ class ReplayChatModel(_OfflineModel):
             k = int(sid[1:]) if sid[1:].isdigit() else 1
             a, b = self.chunks()[min(k, len(self.chunks())) - 1]
             last = next((s.thought for s in reversed(steps[a - 1 : min(b, pos + 1)]) if s.thought), "")
-            finding = " ".join(last.split())[:300] or f"recorded steps {a}-{b} replayed"
+            thought = " ".join(last.split())[:300]
+            finding = f"{RECORDED_THOUGHT} {thought}" if thought else f"recorded steps {a}-{b} replayed"
             if pos < b and pos < len(steps):
                 s = steps[pos]
                 call = tool_call(s.tool, s.arguments, id=f"rec-{pos + 1}", content=s.thought)

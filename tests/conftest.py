@@ -13,13 +13,28 @@ REPO = Path(__file__).resolve().parents[1]
 TRAJECTORIES = Path(os.environ.get("TASKCTX_TRAJECTORIES", REPO.parent / "shared" / "data" / "trajectories"))
 
 
-@pytest.fixture
+_MISSING = f"shared trajectories not found at {TRAJECTORIES} (clone beside ../shared or set TASKCTX_TRAJECTORIES)"
+
+
+@pytest.fixture(scope="session")
 def trajectories_dir() -> Path:
+    """The folder of the recorded trajectories: ``$TASKCTX_TRAJECTORIES``, else
+    ``../shared/data/trajectories`` beside the repository. Skips when it holds no ``.jsonl``.
+    Every test that reads recorded data gets it from here (or from ``trajectory_file``)."""
     if not TRAJECTORIES.is_dir() or not list(TRAJECTORIES.glob("*.jsonl")):
-        pytest.skip(
-            f"shared trajectories not found at {TRAJECTORIES} (clone beside ../shared or set TASKCTX_TRAJECTORIES)"
-        )
+        pytest.skip(_MISSING)
     return TRAJECTORIES
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test that takes ``trajectory_file`` runs once per recorded trajectory in
+    ``trajectories_dir`` (one skipped case when there are none)."""
+    if "trajectory_file" in metafunc.fixturenames:
+        files = sorted(TRAJECTORIES.glob("*.jsonl")) if TRAJECTORIES.is_dir() else []
+        if files:
+            metafunc.parametrize("trajectory_file", files, ids=[f.stem for f in files])
+        else:
+            metafunc.parametrize("trajectory_file", [pytest.param(None, marks=pytest.mark.skip(reason=_MISSING))])
 
 
 # --- Postgres (tests/test_postgres.py, tests/test_server.py) ---------------------------------

@@ -9,18 +9,14 @@ import pytest
 from graphs.bench import run_bench, write_outputs
 from graphs.bench.strategies import BASELINES, STRATEGIES
 
-TRAJECTORIES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trajectories"
 SMALL = ["moatless-django-15695", "moatless-matplotlib-23299"]  # 11 and 17 steps, both with compressed outputs
-
-pytestmark = pytest.mark.skipif(
-    not all((TRAJECTORIES / f"{t}.jsonl").is_file() for t in SMALL),
-    reason=f"shared trajectories {SMALL} not found under {TRAJECTORIES}",
-)
 
 
 @pytest.fixture(scope="module")
-def result():
-    return run_bench(TRAJECTORIES, 8_000, only=SMALL, synthetic_events=200, checkpoint_events=(100, 200))
+def result(trajectories_dir: Path):
+    if not all((trajectories_dir / f"{t}.jsonl").is_file() for t in SMALL):
+        pytest.skip(f"shared trajectories {SMALL} not found under {trajectories_dir}")
+    return run_bench(trajectories_dir, 8_000, only=SMALL, synthetic_events=200, checkpoint_events=(100, 200))
 
 
 def test_five_strategies_and_call_counts(result) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from context import BudgetError, ContextBlock, ManifestEntry, approx_tokens, build_context, make_block
@@ -191,11 +193,18 @@ def test_budget_error_when_required_blocks_exceed_the_budget():
     blocks = [blk("r1", 30, priority="required"), blk("r2", 21, priority="required"), blk("n", 1)]
     with pytest.raises(BudgetError) as ei:
         build_context(blocks, budget=100, reserve_for_output=40, overhead_tokens=10, role="planner")
+    # the smallest budget that works: required blocks 51 + overhead 10, plus the reserve 40
     assert str(ei.value) == (
-        "planner: required blocks need 51 tokens but the budget leaves 50 "
-        "(budget 100 - reserve 40 - overhead 10); raise the budget to at least 101"
+        "planner needs at least 101 tokens: required blocks 61 + reserve 40; the budget 100 is too small, "
+        "raise it to 101 or more"
     )
-    with pytest.raises(BudgetError, match=r"^prompt: required blocks need 51 tokens but the budget leaves 50 "):
+    assert (ei.value.required, ei.value.reserve, ei.value.budget, ei.value.minimum) == (61, 40, 100, 101)
+    named = ei.value.for_task("t1")
+    assert str(named) == (
+        "planner of task t1 needs at least 101 tokens: required blocks 61 + reserve 40; rerun with --budget 101 or more"
+    )
+    assert pickle.loads(pickle.dumps(named)).minimum == 101 and str(pickle.loads(pickle.dumps(named))) == str(named)
+    with pytest.raises(BudgetError, match=r"^prompt needs at least 91 tokens: required blocks 51 \+ reserve 40;"):
         build_context(blocks, budget=90, reserve_for_output=40)
     # exactly the available tokens is fine
     r = build_context(blocks, budget=101, reserve_for_output=40, overhead_tokens=10)

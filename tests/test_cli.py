@@ -41,6 +41,17 @@ def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None
     assert "interrupted after 3 executor steps" in r.stdout
     assert r.stdout.count("approval requested: apply_patch") == 2
     assert r.stdout.count("-> approved (--approve-all)") == 2
+    # each patch is shown in full as a diff (real newlines), not as cut one-line JSON
+    assert (
+        "  approval requested: apply_patch proxy/nginx.conf (5 lines of diff)  [call d-fix2]\n"
+        "    risk high: writes proxy/nginx.conf (a config, CI, build, secret or executable file)\n"
+        "    --- a/proxy/nginx.conf\n"
+        "    +++ b/proxy/nginx.conf\n"
+        "    @@ -6,1 +6,1 @@\n"
+        "    -        client_max_body_size 10mb;\n"
+        "    +        client_max_body_size 10m;\n"
+    ) in "\n".join(line.rstrip() for line in r.stdout.split("\n"))
+    assert "    +        client_max_body_size 10mb;" in r.stdout
     assert "permission.denied: read_file: secrets/prod.env is outside the task's file scopes" in r.stdout
     assert "task d1: completed; 9 executor steps" in r.stdout
     stores = SqliteStores(db)
@@ -147,6 +158,12 @@ def test_demo_without_an_answer_waits_then_approve_from_another_process(tmp_path
     r2 = invoke("approve", "w1", "--db", db, "--out", out)
     assert r2.exit_code == 0, r2.output
     assert "waiting for approval of apply_patch (call d-fix2, high risk)" in r2.stdout
+    # ``taskctx approve`` shows what it approves (the first patch, in full) and then the next request
+    shown = "\n".join(line.rstrip() for line in r2.stdout.split("\n"))
+    assert "  approval requested: apply_patch proxy/nginx.conf (11 lines of diff)  [call d-fix1]" in shown
+    assert "    -        client_max_body_size 1m;\n    +        client_max_body_size 10mb;\n" in shown
+    assert "            proxy_pass http://app:8000;" in shown  # the patch's last line
+    assert "    +        client_max_body_size 10m;" in shown
     r3 = invoke("approve", "w1", "--db", db, "--out", out)
     assert r3.exit_code == 0, r3.output
     assert "task w1: completed; 9 executor steps" in r3.stdout
@@ -269,19 +286,11 @@ def test_task_ids_are_checked_before_anything_runs(tmp_path: Path, bad: str) -> 
     assert not (tmp_path / "t.sqlite").exists()
 
 
-def test_resume_of_a_task_that_never_started(tmp_path: Path) -> None:
+def test_resume_of_a_task_that_never_started(trajectories_dir: Path, tmp_path: Path) -> None:
     from graphs import open_project
 
     db = tmp_path / "t.sqlite"
-    traj = str(
-        Path(__file__).resolve().parents[1].parent
-        / "shared"
-        / "data"
-        / "trajectories"
-        / "taubench-airline-t17-r3.jsonl"
-    )
-    if not Path(traj).exists():
-        pytest.skip("shared trajectories not found")
+    traj = str(trajectories_dir / "taubench-airline-t17-r3.jsonl")
     open_project(str(db)).stores.tasks.register("ns", {"kind": "replay", "source": traj, "budget": 8000})
     r = invoke("resume", "ns", "--db", str(db), "--out", str(tmp_path / "o"))
     assert r.exit_code == 2

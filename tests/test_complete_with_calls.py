@@ -82,7 +82,15 @@ def test_the_step_completes_after_its_last_call_without_another_model_call() -> 
     done = next(e for e in events if e.kind == "step.completed").payload
     refs = [e.payload["raw_ref"] for e in events if e.kind == "tool.result.received"]
     # on completion the finding gets the step's refs (the result of a2 included)
-    assert done["findings"] == [{"id": "s1.f1", "statement": "both probes ok", "evidence_refs": refs, "supersedes": []}]
+    assert done["findings"] == [
+        {
+            "id": "s1.f1",
+            "statement": "both probes ok",
+            "evidence_refs": refs,
+            "supersedes": [],
+            "provenance": "agent_claim",
+        }
+    ]
     assert done["summary"] == "probed twice" and done["result"] == "success"
     # folded: pending between the request and step.completed, cleared after it
     at = next(i for i, e in enumerate(events) if e.kind == "step.completion.requested")

@@ -432,3 +432,26 @@ def test_builder_keeps_older_block_when_its_overrider_is_dropped() -> None:
 
 if __name__ == "__main__":  # the child process (see module doc)
     _child(sys.argv[1], sys.argv[2:])
+
+
+def test_unquoted_agent_claims_make_every_provenance_case_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``provenance`` cases pass only while model-written text is quoted: with
+    ``quote_agent`` turned into a no-op (the text rendered bare, as before issue 12) each fails."""
+    import nodes.render.common
+    import nodes.render.executor
+    import nodes.render.planner
+    import nodes.render.reviewer
+    from graphs.eval import load_cases
+    from graphs.eval.harness import run_case
+
+    cases = [(p, c) for p, c in load_cases(CASES) if c.category == "provenance"]
+    assert len(cases) >= 6
+    for m in (nodes.render.common, nodes.render.executor, nodes.render.planner, nodes.render.reviewer):
+        monkeypatch.setattr(m, "quote_agent", lambda text, *, source: text)
+    for path, case in cases:
+        r = run_case(case, path)
+        assert r.status == "failed", case.id
+        assert any(f.startswith("external_only:") and "outside <external_content>" in f for f in r.failures), (
+            case.id,
+            r.failures,
+        )

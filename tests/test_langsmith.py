@@ -16,6 +16,7 @@ import email
 import email.policy
 import json
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -302,6 +303,11 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
         # The model run's inputs are the prompt messages (the prompt itself), nothing else.
         assert list(runs[k]["post.inputs"]) == ["messages"]
     assert [meta[k]["step_id"] for k in model_runs if meta[k]["role"] == "executor"] == ["s1", "s1", "s2", "s2"]
+    # the executor's finding reaches the reviewer as the agent's claim, and the metadata says so
+    rev = [k for k in model_runs if meta[k]["role"] == "reviewer"]
+    assert [(b["id"], b["trust"]) for b in meta[rev[0]]["manifest"]["blocks"] if b["id"].startswith("finding.")] == [
+        ("finding.s2.f1", "agent_claim")
+    ]
     assert any(meta[k]["cached_prefix_tokens"] > 0 for k in model_runs)
 
     # Artifacts stay out: the big log's middle (left out by compression) is nowhere in the trace,
@@ -442,3 +448,272 @@ def test_cli_replay_and_resume_are_two_linked_traces(langsmith_loopback: Ingest,
     assert {m["name"] for m in models} == {"planner.model", "executor.model", "reviewer.model"}
     assert all(runs[m["id"]]["post.extra"]["metadata"]["task_id"] == "cli-1" for m in models)
     assert API_KEY.encode() not in langsmith_loopback.bodies()
+
+
+# ---- no network: an endpoint that refuses, one that accepts and never answers ---------------
+@pytest.fixture
+def fresh_langsmith(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """``monkeypatch`` with no langsmith client yet; the test's ``LANGSMITH_*`` changes, its client
+    and langsmith's cached reads of the variables all end with the test."""
+    import langsmith.run_trees as rt
+
+    monkeypatch.setattr(rt, "_CLIENT", None)
+    _clear_langsmith_caches()
+    yield monkeypatch
+    monkeypatch.undo()
+    _clear_langsmith_caches()
+
+
+@pytest.fixture
+def refused_endpoint() -> str:
+    """A loopback port nothing listens on (bound, then closed): connections are refused."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def silent_endpoint() -> Iterator[str]:
+    """A loopback socket that accepts connections and never answers; it closes them and itself
+    when the test ends (or after 120 s at the latest)."""
+    import time
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(32)
+    srv.settimeout(0.2)
+    stop = threading.Event()
+    conns: list[socket.socket] = []
+
+    def serve() -> None:
+        deadline = time.monotonic() + 120
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                conns.append(srv.accept()[0])
+            except OSError:
+                pass
+        for c in conns:
+            c.close()
+        srv.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{srv.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _replay_mini(cwd: Path, tracing_endpoint: str | None) -> subprocess.CompletedProcess[str]:
+    """``taskctx replay`` of the mini trajectory in ``cwd`` (relative --db/--out), with tracing to
+    ``tracing_endpoint`` or without tracing; connections beyond loopback are refused."""
+    import os
+    import sys
+
+    cwd.mkdir()
+    (cwd / "mini.jsonl").write_text(MINI_TRAJECTORY, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGSMITH_", "LANGCHAIN_"))}
+    if tracing_endpoint:
+        env |= {"LANGSMITH_TRACING": "true", "LANGSMITH_ENDPOINT": tracing_endpoint, "LANGSMITH_API_KEY": API_KEY}
+    args = ["replay", "mini.jsonl", "--task-id", "off-1", "--db", "t.sqlite", "--out", "runs"]
+    return subprocess.run(
+        [sys.executable, "-c", GUARDED_CLI, *args], env=env, capture_output=True, text=True, timeout=120, cwd=cwd
+    )
+
+
+def _events(folder: Path) -> list[dict[str, Any]]:
+    """The exported event log without the fields that differ between any two runs: event id, time
+    and LangGraph's (time-based) checkpoint id."""
+    out = []
+    for line in (folder / "runs" / "off-1" / "trace.jsonl").read_text(encoding="utf-8").splitlines():
+        e = {k: v for k, v in json.loads(line).items() if k not in ("id", "timestamp")}
+        if e["kind"] == "checkpoint.created":
+            e["payload"] = {k: v for k, v in e["payload"].items() if k != "checkpoint_id"}
+        out.append(e)
+    return out
+
+
+@pytest.mark.parametrize("endpoint", ["refused_endpoint", "silent_endpoint"])
+def test_cli_without_network_says_so_once_and_runs_as_untraced(
+    endpoint: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """With tracing on and the endpoint refusing connections (or accepting and never answering)
+    the replay completes, stderr holds one ``tracing:`` line and nothing else, and the task's
+    events and output are those of an untraced run."""
+    url = request.getfixturevalue(endpoint)
+    plain = _replay_mini(tmp_path / "plain", None)
+    traced = _replay_mini(tmp_path / "traced", url)
+    assert plain.returncode == 0 and plain.stderr == "", plain.stderr[-2000:]
+    assert traced.returncode == 0, traced.stderr[-2000:]
+    tail = "the run goes on, its trace is not uploaded (unset LANGSMITH_TRACING to turn tracing off)"
+    notice = f"tracing: LangSmith at {url} did not take the trace ({{}}); {tail}"
+    # The endpoint that never answers: the 5 s wait at exit ends first, or (a slow machine) the
+    # 10 s read timeout of langsmith's /info fetch.
+    reasons = ["connection refused"] if endpoint == "refused_endpoint" else ["no answer within 5 s", "timed out"]
+    lines = traced.stderr.splitlines()
+    assert len(lines) == 1 and lines[0] in [notice.format(r) for r in reasons], traced.stderr[-3000:]
+    assert traced.stdout == plain.stdout
+    assert "task off-1: completed" in traced.stdout
+    events = _events(tmp_path / "traced")
+    assert events == _events(tmp_path / "plain")
+    assert [e["kind"] for e in events][:3] == ["task.created", "context.built", "plan.created"]
+    assert events[-1]["kind"] == "task.completed"
+
+
+def test_tracing_session_sets_only_what_the_user_left_unset(
+    fresh_langsmith: pytest.MonkeyPatch, refused_endpoint: str, no_remote_network: list[Any]
+) -> None:
+    """Off: nothing is set. On: ``LANGSMITH_USE_DAEMON`` and a client with short timeouts and no
+    connection retries, unless the user set the variable or configured a client; env restored."""
+    import os
+
+    import langsmith
+    import langsmith.run_trees as rt
+
+    from graphs.tracing import tracing_session
+
+    monkeypatch = fresh_langsmith
+    for k in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING_V2", "LANGSMITH_USE_DAEMON"):
+        monkeypatch.delenv(k, raising=False)
+    _clear_langsmith_caches()
+    said: list[str] = []
+    with tracing_session(notify=said.append) as client:
+        assert client is None and "LANGSMITH_USE_DAEMON" not in os.environ and rt._CLIENT is None
+
+    monkeypatch.setenv("LANGSMITH_TRACING", "true")
+    monkeypatch.setenv("LANGSMITH_ENDPOINT", refused_endpoint)
+    monkeypatch.setenv("LANGSMITH_API_KEY", API_KEY)
+    monkeypatch.setenv("LANGSMITH_DISABLE_RUN_COMPRESSION", "true")
+    _clear_langsmith_caches()
+    told = threading.Event()
+    with tracing_session(notify=lambda line: (said.append(line), told.set())) as client:
+        assert client is rt._CLIENT and client.api_url == refused_endpoint
+        assert client.timeout_ms == (3_000, 10_000) and client.retry_config.connect == 0
+        assert os.environ["LANGSMITH_USE_DAEMON"] == "true" and client._use_daemon_threads
+        told.wait(60)  # the upload thread's /info fetch fails at once (refused, not retried)
+    assert said == [
+        f"tracing: LangSmith at {refused_endpoint} did not take the trace (connection refused); the run goes on, "
+        "its trace is not uploaded (unset LANGSMITH_TRACING to turn tracing off)"
+    ]
+    assert "LANGSMITH_USE_DAEMON" not in os.environ
+
+    monkeypatch.setenv("LANGSMITH_USE_DAEMON", "false")
+    mine = langsmith.Client(auto_batch_tracing=False)  # the user's own client (no upload thread)
+    langsmith.configure(client=mine)
+    _clear_langsmith_caches()
+    with tracing_session(notify=said.append) as client:
+        assert client is mine and os.environ["LANGSMITH_USE_DAEMON"] == "false"
+    assert os.environ["LANGSMITH_USE_DAEMON"] == "false" and rt._CLIENT is mine
+    assert len(said) == 1  # nothing queued, nothing more said
+    assert no_remote_network == []
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        (401, "authentication failed: check LANGSMITH_API_KEY"),
+        (403, "forbidden: check LANGSMITH_API_KEY and LANGSMITH_WORKSPACE_ID"),
+        (429, "rate limited"),
+    ],
+)
+def test_tracing_session_names_a_refused_key(
+    status: int, reason: str, fresh_langsmith: pytest.MonkeyPatch, no_remote_network: list[Any]
+) -> None:
+    """An endpoint that answers every request with ``status``: the one line gives the reason."""
+
+    from graphs.tracing import tracing_session
+
+    class Refuse(BaseHTTPRequestHandler):
+        def log_message(self, *a: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}"
+    for k, v in {
+        "LANGSMITH_TRACING": "true",
+        "LANGSMITH_ENDPOINT": url,
+        "LANGSMITH_API_KEY": API_KEY,
+        "LANGSMITH_DISABLE_RUN_COMPRESSION": "true",
+    }.items():
+        fresh_langsmith.setenv(k, v)
+    _clear_langsmith_caches()
+    said: list[str] = []
+    told = threading.Event()
+    try:
+        with tracing_session(notify=lambda line: (said.append(line), told.set())):
+            told.wait(60)  # 429 is retried 3 times with backoff (0.5-2 s) before the fetch fails
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert said == [
+        f"tracing: LangSmith at {url} did not take the trace ({reason}); the run goes on, "
+        "its trace is not uploaded (unset LANGSMITH_TRACING to turn tracing off)"
+    ]
+    assert no_remote_network == []
+
+
+class ApprovalBuildTools(BuildTools):
+    def has_side_effects(self, tool: str) -> bool:
+        return tool == "run_build"
+
+
+def test_an_approval_pause_is_traced_as_a_pause_not_an_error(
+    langsmith_loopback: Ingest, no_remote_network: list[Any]
+) -> None:
+    """A run stops for an approval and is approved: the first trace's ``tools`` run ends with
+    outputs that say it waits for approval (and the request id), tag ``paused:approval``, no
+    error; the approved run is the next trace of the same thread."""
+    from langchain_core.tracers.langchain import wait_for_all_tracers
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from context import Permissions, SqliteStores
+    from graphs import build_orchestrator, checkpoint_serde, new_task
+    from graphs.runner import run_with_approvals
+
+    stores = SqliteStores(":memory:")
+    graph = build_orchestrator(
+        _model(), tools=ApprovalBuildTools(), checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores
+    )
+    asked: list[dict[str, Any]] = []
+    task = new_task("Build the project.", "ls-ap", permissions=Permissions(requires_approval=["run_build"]))
+    done = run_with_approvals(
+        graph, stores, "ls-ap", task, answer=lambda req: asked.append(req) or {"action": "approve"}
+    )
+    assert done.state.control.status == "completed" and [a["call_id"] for a in asked] == ["c-build"]
+    wait_for_all_tracers()
+
+    events = stores.events.read("ls-ap")
+    request_id = next(e.id for e in events if e.kind == "permission.requested")
+    assert asked[0]["request_id"] == request_id
+    runs = langsmith_loopback.runs()
+    post = {rid: r["post"] for rid, r in runs.items()}
+    roots = sorted(
+        (rid for rid, p in post.items() if not p.get("parent_run_id")), key=lambda r: post[r]["dotted_order"]
+    )
+    assert [post[r]["name"] for r in roots] == ["taskctx", "taskctx"]
+    meta = {rid: (r.get("post.extra") or {}).get("metadata", {}) for rid, r in runs.items()}
+    assert [meta[r].get("thread_id") for r in roots] == ["ls-ap", "ls-ap"]
+    # no run of either trace is an error
+    assert [p["name"] for p in post.values() if p.get("error")] == []
+    tools = [rid for rid, p in post.items() if p["name"] == "tools" and p["trace_id"] == post[roots[0]]["id"]]
+    paused = [rid for rid in tools if "paused:approval" in (post[rid].get("tags") or [])]
+    assert len(paused) == 1
+    out = runs[paused[0]].get("post.outputs") or runs[paused[0]].get("patch.outputs")
+    assert out == {
+        "paused": "waiting for approval",
+        "requests": [{"request_id": request_id, "call_id": "c-build", "tool": "run_build", "risk": "medium"}],
+    }
+    assert meta[paused[0]]["approval_request_ids"] == [request_id]
+    # the approved run is traced in the second trace: its tools run ran the build, no pause
+    second = [rid for rid, p in post.items() if p["name"] == "tools" and p["trace_id"] == post[roots[1]]["id"]]
+    assert second and not any("paused:approval" in (post[r].get("tags") or []) for r in second)

@@ -161,6 +161,33 @@ def test_replay_max_steps_then_resume_on_postgres(trajectories_dir: Path, tmp_pa
         s.close()
 
 
+def test_read_only_commands_run_no_ddl_on_postgres(trajectories_dir: Path, tmp_path: Path, pg_db: str) -> None:
+    """``inspect``, ``list`` and ``report`` on a database without the taskctx tables: one line,
+    exit 2, and the database still holds only its own table; on a taskctx database they work in
+    read-only sessions."""
+    import psycopg
+
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")
+    for cmd in (["inspect", "t1"], ["list"], ["report", "t1", "--html", str(tmp_path / "r.html")]):
+        r = _taskctx(*cmd, "--db", pg_db, cwd=tmp_path)
+        assert r.returncode == 2
+        assert r.stderr.strip().splitlines()[-1] == (
+            f"error: {redact_url(pg_db)} is not a taskctx database (no taskctx tables); "
+            "pass the --db a task was started with"
+        )
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
+    assert [r[0] for r in rows] == ["notes"]
+    assert not (tmp_path / "r.html").exists()
+    traj = str(trajectories_dir / "openhands-ponyc-4588.jsonl")
+    r = _taskctx("replay", traj, "--task-id", "t1", "--max-steps", "1", "--db", pg_db, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = _taskctx("list", "--db", pg_db, "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [(x["task_id"], x["status"], x["executor_steps"]) for x in json.loads(r.stdout)] == [("t1", "running", 1)]
+
+
 def test_demo_waits_for_approval_then_other_processes_approve_on_postgres(tmp_path: Path, pg_db: str) -> None:
     """``taskctx demo`` (no answer given) stops at its approval in one process; ``taskctx approve``
     answers it from another process, twice, and the task completes: the hand-off between

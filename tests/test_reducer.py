@@ -229,8 +229,10 @@ def test_step_completed_records_progress_and_appends_findings():
         "findings": ["bug is in login()"],
         "changed_artifacts": ["notes.md"],
         "unresolved_issues": ["flaky test"],
+        "provenance": "agent_claim",  # the executor model wrote them: the agent's claim
     }
     assert ctx.evidence.findings == [Finding(**f1)]
+    assert ctx.evidence.findings[0].provenance == "agent_claim"
 
     ctx = replay(
         [
@@ -422,8 +424,8 @@ def test_context_built_with_reset_trims_calls_and_materialises_checkpoint():
         at_seq=16,
         plan_version=1,
         plan_lines=["s1 [done] title s1", "s2 [running] title s2"],
+        step_summary="s1 (success): explored",
         completed_summaries=[
-            "s1 (success): explored",
             f'c1 bash {{"cmd": "echo 1"}} -> ok, {ref}',
             f'c2 bash {{"cmd": "echo 2"}} -> ok, {ref}',
             f'c3 bash {{"cmd": "echo 3"}} -> ok, {ref}',

@@ -7,7 +7,10 @@
 
 from __future__ import annotations
 
+import html
+import io
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -16,10 +19,7 @@ import pytest
 from context import TaskContext, load_trajectory, replay
 from graphs.orchestrator import build_orchestrator, new_task, open_project
 from graphs.runner import export_run, run_graph
-from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
-
-TRAJECTORIES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trajectories"
-ALL = sorted(TRAJECTORIES.glob("*.jsonl")) if TRAJECTORIES.is_dir() else []
+from nodes import DEFAULT_BUDGET, RECORDED_THOUGHT, ReplayChatModel, ReplayTools
 
 
 @pytest.fixture(scope="module")
@@ -30,13 +30,11 @@ def project(tmp_path_factory):
 
 
 def test_shared_trajectories_present(trajectories_dir: Path) -> None:
-    assert len(ALL) == 16
+    assert len(sorted(trajectories_dir.glob("*.jsonl"))) == 16
 
 
-@pytest.mark.skipif(not ALL, reason=f"shared trajectories not found at {TRAJECTORIES}")
-@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
-def test_trajectory_replays_within_budget(path: Path, project, tmp_path) -> None:
-    traj = load_trajectory(path)
+def test_trajectory_replays_within_budget(trajectory_file: Path, project, tmp_path) -> None:
+    traj = load_trajectory(trajectory_file)
     g = build_orchestrator(
         ReplayChatModel(trajectory=traj),
         tools=ReplayTools(traj),
@@ -46,11 +44,34 @@ def test_trajectory_replays_within_budget(path: Path, project, tmp_path) -> None
     result = run_graph(g, project.stores, traj.id, new_task(traj.request, traj.id))
     assert result.finished and result.state.control.status == "completed"
     assert result.state.progress.executor_steps == len(traj.steps)
+    # the goal is the request's first meaningful line; the recorded thoughts are labelled as such
+    assert result.state.identity.interpreted_goal == traj.goal
+    findings = [f.statement for f in result.state.evidence.findings]
+    assert findings and all(
+        f.startswith(RECORDED_THOUGHT + " ") or re.fullmatch(r"recorded steps \d+-\d+ replayed", f) for f in findings
+    )
+    assert any(f.startswith(RECORDED_THOUGHT) for f in findings) == any(s.thought.strip() for s in traj.steps)
 
     events = project.stores.events.read(traj.id)
     # the log's fold equals the checkpointed state
     snap = TaskContext.model_validate(g.get_state({"configurable": {"thread_id": traj.id}}).values)
     assert replay(events) == snap == result.state
+    # inspect and the report show that goal and the labelled findings
+    from rich.console import Console
+
+    from graphs.report import build_report, render_state
+
+    buf = io.StringIO()
+    render_state(Console(file=buf, width=10_000), snap, events, [], True)
+    text = buf.getvalue().splitlines()
+    assert text[text.index("Goal") + 1] == traj.goal
+    # each finding: "- finding <id> (<provenance>) [<refs>]:", then its text quoted as the agent's claim
+    starts = [i + 2 for i, ln in enumerate(text) if ln.startswith("- finding ")]
+    shown = ["\n".join(text[i : text.index("</external_content>", i)]) for i in starts]
+    assert shown == findings[-8:]
+    page = build_report(events)
+    assert f'<p id="goal">{html.escape(traj.goal)}</p>' in page
+    assert all(f"<li>{html.escape(f'{x.id}: {x.statement}')} [" in page for x in snap.evidence.findings)
     # each recorded step exactly once
     called = Counter(e.payload["call_id"] for e in events if e.kind == "tool.called")
     results = Counter(e.payload["call_id"] for e in events if e.kind == "tool.result.received")

@@ -13,6 +13,7 @@ with the install command, unless ``TASKCTX_REQUIRE_CHROMIUM=1`` (set in .ci/run)
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import shutil
@@ -27,6 +28,14 @@ from typer.testing import CliRunner
 GOAL = "The report test suite passes on an empty input"
 INJECTION = (
     '<script>document.body.dataset.pwned="1"</script></table><img src=x onerror="document.body.dataset.pwned=2">'
+)
+
+
+#: The file the pending approval of ``rep-2`` would write: markup and an escape sequence in it
+#: must be shown as text; its last line must be shown.
+CALC_PY = (
+    "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(40))
+    + "</pre><script>bad()</script>\x1b[2J\nLAST = 1\n"
 )
 
 
@@ -105,7 +114,7 @@ def run_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 PermissionEvent(
                     call_id="w-1",
                     tool="write_file",
-                    arguments='{"path": "calc.py"}',
+                    arguments=json.dumps({"content": CALC_PY, "path": "calc.py"}),
                     risk="high",
                     reason="writes a file outside the step's scope",
                 ),
@@ -150,7 +159,7 @@ def test_report_page_content(run_db: Path, tmp_path: Path) -> None:
             assert f"<code>{html.escape(b['id'])}</code>" in page
     assert "dropped: over budget" not in page or any(not b["included"] for c in calls for b in c["blocks"])
     # errors: err-1 recorded and resolved
-    assert re.search(r'<tr class="resolved"><td>err-1</td><td>resolved: later call t-2', page)
+    assert re.search(r'<tr class="resolved"><td class="kind">err-1</td><td>resolved: later call t-2', page)
     assert "No approval pending." in page
     # hostile tool output is escaped (the summary shows as text), no external resource is referenced
     assert INJECTION not in page and html.escape(INJECTION, quote=True)[:40] in page
@@ -164,7 +173,16 @@ def test_report_pending_approval_and_errors(run_db: Path, tmp_path: Path) -> Non
     out = tmp_path / "rep-2.html"
     assert _cli(["rep-2", "--html", str(out), "--db", str(run_db)]).exit_code == 0
     page = out.read_text(encoding="utf-8")
-    assert '<div class="pending" id="pending-approval"><b>Pending approval</b>: <code>write_file</code>' in page
+    assert (
+        '<div class="pending" id="pending-approval"><b>Pending approval</b> (risk high, call <code>w-1</code>): '
+        "writes a file outside the step&#x27;s scope"
+        '<div class="approval-title"><code>write_file calc.py (1,262 bytes, 122 lines)</code></div>'
+        '<pre class="approval" data-lexer="python"><span class="ln">1</span>def f0(x):\n'
+    ) in page
+    # the whole file, its markup escaped, the escape sequence shown as text, the last line present
+    assert '<span class="ln">121</span>&lt;/pre&gt;&lt;script&gt;bad()&lt;/script&gt;\\x1b[2J\n' in page
+    assert '<span class="ln">122</span>LAST = 1</pre></div>' in page
+    assert "\x1b" not in page and "<script>bad()" not in page
     assert "writes a file outside the step&#x27;s scope" in page
     assert 'data-status="waiting_user"' in page
 
@@ -250,8 +268,8 @@ def test_report_in_headless_chromium(run_db: Path, tmp_path: Path) -> None:
     assert "data-pwned" not in dom, "script text from tool output ran"
     assert f'<p id="goal">{GOAL}</p>' in dom
     # the script filled in the summary from the embedded data (DOM after scripts, not the file)
-    assert re.search(r'<span id="js-summary">\d+ events, 8 model calls, \d+ prompt tokens in all</span>', dom)
-    assert re.search(r'<span id="shown">(\d+) of \1 events</span>', dom)
+    assert re.search(r'<span id="js-summary">8 model calls, [\d,]+ prompt tokens in all</span>', dom)
+    assert '<span id="shown">all shown</span>' in dom
 
 
 @needs_chromium
@@ -267,3 +285,108 @@ def test_headless_check_catches_script_errors(run_db: Path, tmp_path: Path) -> N
     body = _body_attrs(dom)
     assert body.get("data-ready") == "1" and body.get("data-js-errors") == "1"
     assert re.search(r'<ul id="js-errors"><li>[^<]*(null|filter)[^<]*</li></ul>', dom), dom[:3000]
+
+
+# ---- layout at 1400 and 800 px (headless Chromium) ----------------------------------------------
+#: Appended to a copy of the page: measures the laid-out page and writes the facts as JSON into
+#: ``<pre id="layout">``. Words: runs of characters other than space, "-", "/" and "|" (where a
+#: line may break: hyphens, paths, patterns) of at most 30 chars in table cells outside ``<pre>``
+#: (longer runs are refs and hashes, which may break anywhere); a word is broken when its glyphs
+#: lie on more than one line.
+_LAYOUT_JS = r"""<script>window.addEventListener("load",function(){
+var broken=[],words=0;
+document.querySelectorAll("td, th").forEach(function(cell){
+ var w=document.createTreeWalker(cell,NodeFilter.SHOW_TEXT,null);var n;
+ while((n=w.nextNode())){
+  if(n.parentElement.closest("pre"))continue;
+  var re=/[^\s\/|-]+/g,m;
+  while((m=re.exec(n.data))){
+   if(m[0].length>30)continue;
+   var r=document.createRange();r.setStart(n,m.index);r.setEnd(n,m.index+m[0].length);
+   var tops={};Array.prototype.forEach.call(r.getClientRects(),function(x){if(x.width>0)tops[Math.round(x.top)]=1;});
+   var k=Object.keys(tops).length;if(k)words++;if(k>1)broken.push(m[0]);
+  }
+ }
+});
+var ticks=Array.prototype.map.call(document.querySelectorAll("#token-chart .xtick text"),function(t){
+ var b=t.getBoundingClientRect();return {label:t.textContent,left:b.left,right:b.right,width:b.width};});
+var overlap=ticks.some(function(t,i){return i>0&&t.left<ticks[i-1].right;});
+var bud=document.querySelector("#token-chart path.budget").getBBox();
+var axis=document.querySelector("#token-chart line.x-axis");
+var data=JSON.parse(document.getElementById("report-data").textContent);
+var count=(document.body.innerText.match(new RegExp("\\b"+data.events+" events\\b","g"))||[]).length;
+var pre=document.createElement("pre");pre.id="layout";
+pre.textContent=JSON.stringify({words:words,broken:broken,ticks:ticks.map(function(t){return t.label;}),
+ tick_overlap:overlap,tick_width:Math.min.apply(null,ticks.map(function(t){return t.width;}).concat([1e9])),
+ budget:[bud.x,bud.x+bud.width],axis:[axis.x1.baseVal.value,axis.x2.baseVal.value],
+ event_count_shown:count,page_overflow:document.documentElement.scrollWidth-window.innerWidth});
+document.body.appendChild(pre);});</script>"""
+
+
+@pytest.fixture(scope="module")
+def demo_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report of ``taskctx demo --approve-all`` (61 events: approvals with patches, an error
+    with a long message, long refs)."""
+    from graphs.cli import app
+
+    d = tmp_path_factory.mktemp("demo-report")
+    r = CliRunner().invoke(
+        app, ["demo", "--approve-all", "--db", str(d / "t.sqlite"), "--out", str(d / "runs"), "--task-id", "demo-1"]
+    )
+    assert r.exit_code == 0, r.output
+    out = d / "demo-1.html"
+    assert _cli(["demo-1", "--html", str(out), "--db", str(d / "t.sqlite")]).exit_code == 0
+    return out
+
+
+def _layout(page: Path, width: int, profile: Path, css: str = "") -> dict[str, Any]:
+    probe = page.with_name(f"{page.stem}-{width}{'-css' if css else ''}.html")
+    text = page.read_text(encoding="utf-8")
+    probe.write_text(text.replace("</body>", f"<style>{css}</style>{_LAYOUT_JS}</body>"), encoding="utf-8")
+    assert CHROMIUM, "chromium not on PATH"
+    proc = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            f"--window-size={width},2000",
+            "--dump-dom",
+            probe.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    m = re.search(r'<pre id="layout">(.*?)</pre>', proc.stdout, re.S)
+    assert m, proc.stdout[-2000:]
+    return json.loads(html.unescape(m.group(1)))
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [1400, 800])
+def test_report_layout_in_headless_chromium(demo_report: Path, tmp_path: Path, width: int) -> None:
+    """At 1400 and 800 px: no word in a table cell wraps inside itself, the chart has x tick labels
+    (call numbers, not overlapping), the budget line spans the plot (the x axis), the event count
+    appears once, and the page itself does not scroll sideways (wide tables scroll in their box)."""
+    lay = _layout(demo_report, width, tmp_path / "profile")
+    assert lay["words"] > 500
+    assert lay["broken"] == []
+    assert lay["ticks"] == [str(i) for i in range(1, 16)]
+    assert not lay["tick_overlap"] and lay["tick_width"] > 0
+    assert lay["budget"] == lay["axis"] == [56, 56 + 480]
+    assert lay["event_count_shown"] == 1
+    assert lay["page_overflow"] <= 0
+
+
+@needs_chromium
+def test_layout_check_catches_words_broken_mid_way(demo_report: Path, tmp_path: Path) -> None:
+    """Control: with the old cell style (break anywhere, no scrolling box) words break at 800 px."""
+    css = "td{overflow-wrap:anywhere!important;white-space:normal!important}td.text{min-width:0!important}"
+    lay = _layout(demo_report, 800, tmp_path / "profile", css)
+    assert "permission.requested" in lay["broken"] or "tool.result.received" in lay["broken"], lay["broken"]

@@ -10,8 +10,6 @@ import pytest
 
 from context import RecordedStep, TrajectoryError, load_trajectory, parse_action
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trajectories"
-
 HEADER = {
     "id": "demo-1",
     "source_repo": "example/repo",
@@ -195,9 +193,8 @@ def test_header_only_and_step_without_observation(tmp_path):
 # ---------------------------------------------------------------------------------- recorded data
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason=f"recorded trajectories not found at {DATA}")
-def test_all_recorded_trajectories_load_with_header_step_counts():
-    files = sorted(DATA.glob("*.jsonl"))
+def test_all_recorded_trajectories_load_with_header_step_counts(trajectories_dir: Path):
+    files = sorted(trajectories_dir.glob("*.jsonl"))
     assert len(files) == 16
     for f in files:
         header = json.loads(f.read_text(encoding="utf-8").splitlines()[0])
@@ -221,3 +218,66 @@ def test_directory_is_named_as_such(tmp_path):
     with pytest.raises(TrajectoryError) as ei:
         load_trajectory(tmp_path)
     assert str(ei.value).startswith(f"{tmp_path} is a directory; pass one .jsonl file")
+
+
+#: The goal of each shared trajectory: its request's first meaningful line.
+GOALS = {
+    "moatless-django-14730": "Prevent developers from defining a related_name on symmetrical ManyToManyFields",
+    "moatless-django-15695": "RenameIndex() crashes when unnamed index is moving backward and forward.",
+    "moatless-matplotlib-23299": (
+        "[Bug]: get_backend() clears figures from Gcf.figs if they were created under rc_context"
+    ),
+    "moatless-pytest-5227": "Improve default logging format",
+    "moatless-requests-863": "Allow lists in the dict values of the hooks argument",
+    "moatless-sphinx-10325": "inherited-members should support more than one class",
+    "moatless-sympy-14024": "Inconsistency when simplifying (-a)**x * a**(-x), a a positive integer",
+    "moatless-sympy-23262": "Python code printer not respecting tuple with one element",
+    "openhands-ponyc-4588": "Incorrect aliasing of iso when using match",
+    "openhands-ponyc-4595": "ponyc segfaults when trying to match using a single element tuple form",
+    "openhands-resolver-pr-viewer-darkmode": (
+        "It'd be nice if this app could also support dark mode, we can add a toggle that can turn on dark mode."
+    ),
+    "sweagent-ctf-rev-rock": 'The CTF challenge is a reverse engineering problem named "Rock", worth 100 points.',
+    "sweagent-ctf-web-i-got-id": 'The CTF challenge is a web security problem named "I Got Id", worth 10 points.',
+    "sweagent-pydicom-1458": "Pixel Representation attribute should be optional for pixel data handler",
+    "taubench-airline-t17-r3": (
+        "Hi there! I need to reschedule my upcoming flight from IAH to SEA from May 23 to May 24 and upgrade to "
+        "business class for all passengers. Can you help with that?"
+    ),
+    "taubench-airline-t2-r1": (
+        "Hi, I'm having a bit of a situation with my flights and need to downgrade them from business to economy "
+        "class. Can you assist me with that?"
+    ),
+}
+BOILERPLATE_STARTS = (
+    "I've uploaded",
+    "We're currently solving",
+    "Please fix the following",
+    "Environment has",
+    "<",
+    "/",
+)
+
+
+def test_goal_of_every_shared_trajectory_is_its_first_meaningful_line(trajectories_dir: Path) -> None:
+    trajs = [load_trajectory(p) for p in sorted(trajectories_dir.glob("*.jsonl"))]
+    assert {t.id: t.goal for t in trajs} == GOALS
+    for t in trajs:
+        assert t.goal and t.goal == t.goal.strip() and not t.goal.startswith(BOILERPLATE_STARTS), t.id
+        assert t.goal in t.request  # a line (or the end of one) of the request, verbatim
+
+
+def test_request_goal_skips_boilerplate_lines_and_prefixes() -> None:
+    from context.trajectory import request_goal
+
+    assert request_goal("<uploaded_files>\n/workspace/x\n</uploaded_files>\n\nFix the parser\nmore") == "Fix the parser"
+    assert (
+        request_goal(
+            "I've uploaded a python code repository in the directory proj__1.2. Consider the following PR "
+            "description:\n\n<pr_description>\nAdd a --json flag\n</pr_description>"
+        )
+        == "Add a --json flag"
+    )
+    assert request_goal("Count the words.\nThen stop.") == "Count the words."
+    assert request_goal("x" * 300) == "x" * 200
+    assert request_goal("") == "" and request_goal("\n<task>\n</task>\n") == "<task>"  # nothing better

@@ -76,7 +76,7 @@ def test_the_delta_is_sent_once_per_change() -> None:
     assert (
         r3.delta_note is not None
         and "Current step s2" in r3.delta_note
-        and "Last step s1 (success): looked" in r3.delta_note
+        and 'Last step s1 (success):\n<external_content source="agent:complete_step s1">\nlooked\n' in r3.delta_note
     )
     assert [m.type for m in r3.messages][-3:] == ["ai", "tool", "human"] and r3.messages[-1].content == r3.delta_note
     ids = [b.id for b in r3.blocks]

@@ -1,7 +1,7 @@
 """graphs.cli: the ``taskctx`` command line (typer + rich); entry point ``graphs.cli:main``.
 
-Commands: ``demo``, ``replay``, ``resume``, ``inspect``, ``run``, ``approve``, ``bench``, ``eval``,
-``report``, ``doctor``. Every run exports ``<out>/<task_id>/`` (trace.jsonl, state.json, context_pack.md,
+Commands: ``demo``, ``replay``, ``resume``, ``inspect``, ``list``, ``run``, ``approve``, ``bench``,
+``eval``, ``report``, ``doctor``; ``taskctx --version``. Every run exports ``<out>/<task_id>/`` (trace.jsonl, state.json, context_pack.md,
 manifests.jsonl). Bad input prints one line naming the problem and the fix, and exits with code
 2; nothing already recorded is changed.
 
@@ -21,17 +21,36 @@ Modules (the commands are registered below, in the order ``--help`` lists them):
 - :mod:`.tasks`: ``replay``, ``resume``, ``run``;
 - :mod:`.approve`: ``approve`` and how approval requests are shown and answered;
 - :mod:`.inspect`: ``inspect`` (the view is :func:`graphs.report.render_state`);
+- :mod:`.listing`: ``list`` (rows from :func:`context.list_tasks`, the one source of "which
+  tasks exist") and ``--version``;
 - :mod:`.demo`: ``demo`` (the scenario is :mod:`graphs.demo`);
 - :mod:`.doctor`: ``doctor`` (the checks are :mod:`graphs.doctor`);
 - ``bench``, ``eval``, ``report``: the commands of :mod:`graphs.bench`, :mod:`graphs.eval`,
   :mod:`graphs.report`.
 """
 
+from typing import Annotated
+
+import typer
+
 from ..bench import bench
 from ..eval import eval_command
 from ..report import report_command
-from . import approve, demo, doctor, inspect, tasks
+from . import approve, demo, doctor, inspect, listing, tasks
 from .common import app, main
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=listing.version_callback, help="Print taskctx's version and exit."
+        ),
+    ] = False,
+) -> None:
+    """taskctx: structured task context for LangGraph agents."""
+
 
 app.command("bench")(bench)
 app.command("report")(report_command)
@@ -39,6 +58,7 @@ app.command("eval")(eval_command)
 app.command()(tasks.replay)
 app.command()(tasks.resume)
 app.command()(inspect.inspect)
+app.command("list")(listing.list_command)
 app.command()(approve.approve)
 app.command()(tasks.run)
 app.command()(demo.demo)

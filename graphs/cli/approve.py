@@ -9,10 +9,10 @@ from typing import Annotated, Any
 
 import typer
 
-from context import InvalidInputError, TaskctxError, UnknownTaskError
-from context.text import escape_controls
+from context import InvalidInputError, TaskctxError
 
-from ..orchestrator import DEFAULT_DB, db_exists
+from ..orchestrator import DEFAULT_DB
+from ..report.approval import approval_renderable
 from ..runner import pending_approval, run_graph
 from .common import (
     DEFAULT_OUT,
@@ -24,7 +24,7 @@ from .common import (
     _fail,
     _finish,
     _graph_for,
-    _open,
+    _open_existing,
     console,
 )
 
@@ -32,13 +32,9 @@ __all__ = ["approve"]
 
 
 def _show_request(req: dict[str, Any]) -> None:
-    import json as _json
-
-    args = _json.dumps(req.get("arguments"), sort_keys=True, ensure_ascii=False)
-    if len(args) > 600:
-        args = args[:597] + "..."
-    text = f"  approval requested: {req.get('tool')} {args}\n    risk {req.get('risk')}: {req.get('reason')}"
-    console.print(escape_controls(text), markup=False)  # what the user approves is what they read
+    """Print the approval request ``req`` in full (:func:`graphs.report.approval_renderable`:
+    a write as the file, a patch as a diff, a command as its argv, cut only when very long)."""
+    console.print(approval_renderable(req))
 
 
 def _interactive_answer(req: dict[str, Any]) -> dict[str, Any] | None:
@@ -123,9 +119,7 @@ def approve(
             answer = {"action": "reject", "reason": reject}
         elif respond is not None:
             answer = {"action": "respond", "message": respond}
-        if not db_exists(db):
-            raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
-        project = _open(db)
+        project = _open_existing(db)
         g, _ = _graph_for(project, task_id)
         req = pending_approval(g, task_id)
         if req is None:

@@ -15,18 +15,19 @@ from rich.console import Console
 
 from context import (
     BudgetError,
-    DamagedStoreError,
     Event,
     InvalidInputError,
     TaskctxError,
     UnknownTaskError,
+    find_task,
     load_trajectory,
 )
-from context.pg_store import redact_url
-from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
+from context.pg_store import is_postgres_url, redact_url
+from nodes import DEFAULT_BUDGET, DEFAULT_RESERVE, ReplayChatModel, ReplayTools
 
-from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, open_project
+from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, db_exists, open_project
 from ..runner import RunResult, export_run
+from ..tracing import tracing_session
 
 __all__ = ["app", "main"]
 
@@ -56,6 +57,10 @@ def _db_opt(db: str) -> str:
 def _describe(exc: BaseException, db: str, task_id: str | None = None) -> str:
     """One line for an error: taskctx errors as they are (a budget error with the command that
     continues the task); database and file errors named."""
+    if isinstance(exc, BudgetError) and task_id and exc.minimum:
+        if not exc.task_id:
+            exc = exc.for_task(task_id)
+        return f"{exc}: `taskctx resume {task_id} --budget {exc.minimum}{_db_opt(db)}`"
     if isinstance(exc, BudgetError) and task_id:
         return f"{exc}: `taskctx resume {task_id} --budget N{_db_opt(db)}` continues with a larger one"
     if isinstance(exc, TaskctxError):
@@ -138,18 +143,17 @@ def file_sha256(path: Path) -> str:
 
 
 def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
-    spec = project.stores.tasks.get(task_id)
+    """The graph a task was started with, rebuilt from its registry entry; ``UnknownTaskError``
+    (from :func:`context.find_task`) for a task the database does not know, and for one that
+    has events but no registry entry (run through the Python API, or its registry row was lost:
+    the data cannot tell them apart; ``taskctx doctor`` lists it as a finding)."""
+    spec = find_task(project.stores, task_id).spec
     if spec is None:
-        n = project.stores.events.last_seq(task_id)
-        if n:
-            raise DamagedStoreError(
-                f"task {task_id!r} has {n} events in {project.path} but no task registry row (how it was started "
-                f"is lost), so it cannot be resumed; `taskctx inspect {task_id}` and `taskctx report {task_id}` "
-                "still work; restore the database from a backup, or start the task again under a new --task-id"
-            )
         raise UnknownTaskError(
-            f"no task {task_id!r} in {project.path}; check the id and --db (tasks: "
-            f"{', '.join(project.stores.events.task_ids()) or 'none'})"
+            f"task {task_id!r} in {project.path} has {project.stores.events.last_seq(task_id)} events but no task "
+            "registry row: it was run through the Python API, not a taskctx command (or its registry row was "
+            "lost), so the CLI cannot rebuild its graph; continue it with graphs.run_graph, or see it with "
+            f"`taskctx inspect {task_id}`"
         )
     budget = int(spec.get("budget", DEFAULT_BUDGET))
     kind = spec.get("kind")
@@ -229,6 +233,40 @@ def _open(db: str) -> Project:
     return open_project(db)
 
 
+def _open_existing(db: str, *, readonly: bool = False) -> Project:
+    """The database of a command that needs an existing one (everything but the commands that
+    start a task): a missing file or one without the taskctx tables is a one-line error and
+    stays as it was (the check opens it read-only); ``readonly`` keeps it read-only after."""
+    if not db_exists(db):
+        raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
+    if readonly:
+        return open_project(db, readonly=True)
+    if not is_postgres_url(db) and db != ":memory:":
+        open_project(db, readonly=True).close()  # NotTaskctxDatabaseError before anything is created
+    return open_project(db)
+
+
+def _budget_floor(value: int | None) -> int | None:
+    """``--budget`` below the reserve for the model's answer (``nodes.DEFAULT_RESERVE`` tokens)
+    can hold no prompt at all: one line and exit 2 while the options are parsed."""
+    if value is not None and value < DEFAULT_RESERVE:
+        _fail(
+            f"--budget {value} is below the {DEFAULT_RESERVE} tokens reserved for the model's answer, so no prompt "
+            f"fits; pass --budget {DEFAULT_RESERVE} or more (a failing call names the smallest budget that works)"
+        )
+    return value
+
+
+BudgetOpt = Annotated[
+    int,
+    typer.Option(
+        "--budget",
+        callback=_budget_floor,
+        help=f"Prompt budget in tokens (at least the {DEFAULT_RESERVE} reserved for the answer).",
+    ),
+]
+
+
 ApproveAllOpt = Annotated[bool, typer.Option("--approve-all", help="Approve every approval request (scripts).")]
 DenyAllOpt = Annotated[bool, typer.Option("--deny-all", help="Reject every approval request (scripts).")]
 
@@ -239,4 +277,8 @@ def _state_dir(db: str) -> Path:
 
 
 def main() -> None:
-    app()
+    """The ``taskctx`` entry point: the typer app inside :func:`graphs.tracing.tracing_session`
+    (with LangSmith tracing on and no network: one ``tracing: ...`` line on stderr, at most 5 s
+    of waiting for uploads at exit)."""
+    with tracing_session(notify=lambda line: err.print(line, markup=False)):
+        app()

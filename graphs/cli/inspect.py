@@ -1,5 +1,6 @@
 """``taskctx inspect TASK_ID [--json]``: a task's state as a person reads it (the view is
-:func:`graphs.report.render_state`)."""
+:func:`graphs.report.render_state`). Read-only: the database is opened with ``mode=ro`` (SQLite)
+or read-only sessions (Postgres) and nothing is created or changed."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from typing import Annotated
 
 import typer
 
-from context import PAYLOAD_MODELS, DamagedStoreError, TaskctxError, UnknownTaskError
+from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, TaskctxError, TaskInfo, find_task
 from context.verify import check_events
 
-from ..orchestrator import DEFAULT_DB, db_exists
-from .common import DbOpt, _describe, _fail, _open, console, err
+from ..orchestrator import DEFAULT_DB
+from .common import DbOpt, _db_opt, _describe, _fail, _open_existing, console, err
 
 __all__ = ["inspect"]
 
@@ -23,42 +24,69 @@ def inspect(
     db: DbOpt = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help="Print the TaskContext as JSON.")] = False,
 ) -> None:
-    """Print a task's state as a person reads it (a damaged log: a warning per finding first)."""
+    """Print a task's state as a person reads it (read-only; a damaged log: a warning per finding first)."""
     from ..report import render_state
 
     try:
-        if not db_exists(db):
-            raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
-        project = _open(db)
+        project = _open_existing(db, readonly=True)
         try:
-            events = project.stores.events.read(task_id)
-            found = check_events(events)
-        except DamagedStoreError as exc:  # a gap: show what is left, after saying so
-            found = exc.problems
-            events = project.stores.events.read(task_id, kinds=list(PAYLOAD_MODELS))
-        if not events:
-            raise UnknownTaskError(
-                f"no task {task_id!r} in {db} (tasks: {', '.join(project.stores.events.task_ids()) or 'none'})"
-            )
-        for f in found:
-            err.print(f"warning: task {task_id} is damaged: {f}", markup=False)
-        from context import replay as fold
+            damage: list[str] = []
+            try:
+                info: TaskInfo | None = find_task(project.stores, task_id)
+            except DamagedStoreError as exc:  # said below, before what is left is shown
+                info, damage = None, list(exc.problems)
+            if info is not None and not info.started:  # registered; its first node failed before it recorded anything
+                spec = info.spec or {}
+                line = (
+                    f"task {task_id}: not started ({spec.get('kind')} task, budget {spec.get('budget')}): no events "
+                    f"yet (its first node failed, or is still running); continue it with "
+                    f"`taskctx resume {task_id}{_db_opt(db)}` (--budget N to change the budget)"
+                )
+                snap = project.checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
+                if not as_json:
+                    console.print(line, markup=False)
+                elif snap is not None and snap.checkpoint["channel_values"]:  # the input it was started with
+                    channels = snap.checkpoint["channel_values"]
+                    values = TaskContext.model_validate(
+                        {k: channels[k] for k in TaskContext.model_fields if k in channels}
+                    )
+                    sys.stdout.write(values.model_dump_json(indent=2) + "\n")
+                else:
+                    _fail(line)
+                return
+            try:
+                events = project.stores.events.read(task_id)
+                found = check_events(events)
+            except DamagedStoreError as exc:  # a gap: show what is left, after saying so
+                found = exc.problems
+                events = project.stores.events.read(task_id, kinds=list(PAYLOAD_MODELS))
+            found = damage + [f for f in found if f not in damage]
+            if not events:
+                raise DamagedStoreError(
+                    f"task {task_id!r} is damaged ({found[0] if found else 'no event can be read'}) and cannot be "
+                    f"shown; run `taskctx doctor {task_id}` for every finding"
+                )
+            for f in found:
+                err.print(f"warning: task {task_id} is damaged: {f}", markup=False)
+            from context import replay as fold
 
-        try:
-            ctx = fold(events)
-        except Exception as exc:  # a payload its kind does not allow: nothing trustworthy to show
-            raise DamagedStoreError(
-                f"task {task_id!r} is damaged ({found[0] if found else type(exc).__name__}) and cannot be shown; "
-                f"run `taskctx doctor {task_id}` for every finding"
-            ) from exc
-        if as_json:
-            sys.stdout.write(ctx.model_dump_json(indent=2) + "\n")
-            return
-        snap = project.checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
-        checkpoints = [
-            c.config["configurable"]["checkpoint_id"]
-            for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
-        ]
-        render_state(console, ctx, events, checkpoints, snap is not None)
+            try:
+                ctx = fold(events)
+            except Exception as exc:  # a payload its kind does not allow: nothing trustworthy to show
+                raise DamagedStoreError(
+                    f"task {task_id!r} is damaged ({found[0] if found else type(exc).__name__}) and cannot be shown; "
+                    f"run `taskctx doctor {task_id}` for every finding"
+                ) from exc
+            if as_json:
+                sys.stdout.write(ctx.model_dump_json(indent=2) + "\n")
+                return
+            snap = project.checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
+            checkpoints = [
+                c.config["configurable"]["checkpoint_id"]
+                for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
+            ]
+            render_state(console, ctx, events, checkpoints, snap is not None)
+        finally:
+            project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db))

@@ -9,19 +9,29 @@ from typing import Annotated
 
 import typer
 
-from context import DamagedStoreError, InvalidInputError, TaskContext, TaskctxError, UnknownTaskError, load_trajectory
-from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
+from context import (
+    DamagedStoreError,
+    InvalidInputError,
+    TaskContext,
+    TaskctxError,
+    UnknownTaskError,
+    find_task,
+    load_trajectory,
+)
+from nodes import DEFAULT_BUDGET, DEFAULT_RESERVE, ReplayChatModel, ReplayTools
 
 from ..doctor import ensure_sound
-from ..orchestrator import DEFAULT_DB, build_orchestrator, db_exists, new_task
+from ..orchestrator import DEFAULT_DB, build_orchestrator, new_task
 from ..runner import export_run, run_graph, run_with_approvals, thread_config
 from .approve import _answerer, _show_request
 from .common import (
     DEFAULT_OUT,
     ApproveAllOpt,
+    BudgetOpt,
     DbOpt,
     DenyAllOpt,
     OutOpt,
+    _budget_floor,
     _check_task_id,
     _db_opt,
     _describe,
@@ -30,6 +40,7 @@ from .common import (
     _finish,
     _graph_for,
     _open,
+    _open_existing,
     _prepare_out,
     _state_dir,
     console,
@@ -45,7 +56,7 @@ def replay(
         str | None, typer.Option("--task-id", help="Thread/task id (default: the trajectory id).")
     ] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, help="Stop after N executor steps.")] = None,
-    budget: Annotated[int, typer.Option("--budget", min=1000, help="Prompt budget in tokens.")] = DEFAULT_BUDGET,
+    budget: BudgetOpt = DEFAULT_BUDGET,
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
@@ -93,7 +104,14 @@ def resume(
     max_steps: Annotated[
         int | None, typer.Option("--max-steps", min=1, help="Stop after N more executor steps.")
     ] = None,
-    budget: Annotated[int | None, typer.Option("--budget", min=1000, help="New prompt budget in tokens.")] = None,
+    budget: Annotated[
+        int | None,
+        typer.Option(
+            "--budget",
+            callback=_budget_floor,
+            help=f"New prompt budget in tokens (at least the {DEFAULT_RESERVE} reserved for the answer).",
+        ),
+    ] = None,
     approve_all: Annotated[
         bool, typer.Option("--approve-all", help="Approve every approval request (scripts).")
     ] = False,
@@ -107,15 +125,13 @@ def resume(
     left pending for ``taskctx approve`` (the flags of the first run are not remembered)."""
     try:
         answer = _answerer(approve_all, deny_all)
-        if not db_exists(db):
-            raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
+        project = _open_existing(db)
         _prepare_out(out)
-        project = _open(db)
-        spec = project.stores.tasks.get(task_id)
+        ensure_sound(project.stores, project.checkpointer, task_id)  # refuse damaged data, never build on it
+        spec = find_task(project.stores, task_id).spec
         if budget is not None and spec is not None:
             project.stores.tasks.register(task_id, {**spec, "budget": budget})
         g, _ = _graph_for(project, task_id)
-        ensure_sound(project.stores, project.checkpointer, task_id)  # refuse damaged data, never build on it
         snap = g.get_state(thread_config(task_id))
         status = TaskContext.model_validate(snap.values).control.status if snap.values else "idle"
         if not snap.values and project.stores.events.last_seq(task_id):
@@ -164,7 +180,7 @@ def run(
     model: Annotated[str | None, typer.Option("--model", help="provider:model, e.g. openai:gpt-4o.")] = None,
     workspace: Annotated[Path | None, typer.Option("--workspace", help="Folder the agent works in.")] = None,
     task_id: Annotated[str | None, typer.Option("--task-id")] = None,
-    budget: Annotated[int, typer.Option("--budget", min=1000)] = DEFAULT_BUDGET,
+    budget: BudgetOpt = DEFAULT_BUDGET,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1)] = None,
     scope: Annotated[
         list[str] | None, typer.Option("--scope", help="File scope glob under the workspace (repeatable).")

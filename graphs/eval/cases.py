@@ -40,7 +40,7 @@ __all__ = [
     "load_cases",
 ]
 
-CATEGORIES = ("missing", "pollution", "conflict", "distortion", "overload", "security", "recovery")
+CATEGORIES = ("missing", "pollution", "conflict", "distortion", "overload", "security", "recovery", "provenance")
 
 
 class CaseError(InvalidInputError):
@@ -258,7 +258,9 @@ class Case(_M):
     """One scenario (one JSON file in ``tests/eval_cases/``)."""
 
     id: str
-    category: Literal["missing", "pollution", "conflict", "distortion", "overload", "security", "recovery"]
+    category: Literal[
+        "missing", "pollution", "conflict", "distortion", "overload", "security", "recovery", "provenance"
+    ]
     description: str = ""
     request: str
     #: Hard constraints, verbatim; default: the request's own "do not ..." lines.

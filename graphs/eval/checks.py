@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["CHECKS", "Check", "run_check"]
 
 
-_EXT = re.compile(r"<external_content[^>]*>.*?</external_content>", re.S)
+#: A quoted block as ``quote_external`` writes it (tag, newline, text, newline, closing tag); the
+#: rule's mention of "<external_content> tags" in a system message opens no block.
+_EXT = re.compile(r"<external_content(?: [^>\n]*)?>\n.*?\n</external_content>", re.S)
 
 
 def _dig(obj: Any, path: str) -> Any:

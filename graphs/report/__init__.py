@@ -10,6 +10,8 @@ Its part of the pipeline is the read side: it folds the log again, it never call
 - :mod:`.page`: ``build_report(events)`` (the HTML: token chart, plan, approvals, errors,
   manifests, tool calls, timeline) and ``write_report(stores, task_id, path)``;
 - :mod:`.text`: ``render_state``, the ``taskctx inspect`` view on a rich console;
+- :mod:`.approval`: ``approval_view`` / ``approval_renderable`` / ``approval_html``, what an
+  approval request shows (the CLI prompts, ``taskctx approve``, ``inspect`` and the page);
 - :mod:`.command`: ``report_command``, the ``taskctx report`` typer command.
 
 Imports the wiring (``graphs.orchestrator``) and ``context``; the wiring never imports it.

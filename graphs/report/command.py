@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from context import TaskctxError, UnknownTaskError
+from context import TaskctxError, UnknownTaskError, find_task
 
 from ..orchestrator import DEFAULT_DB, open_project
 from .page import write_report
@@ -23,12 +23,20 @@ def report_command(
     ] = None,
     db: Annotated[str, typer.Option("--db", help="SQLite file of checkpoints, event log and artifacts.")] = DEFAULT_DB,
 ) -> None:
-    """Write one static HTML page for a run: timeline, manifests, token chart, approvals, errors."""
+    """Write one static HTML page for a run: timeline, manifests, token chart, approvals, errors.
+
+    Reads the database read-only (nothing in it is created or changed); writes only the HTML file."""
     try:
         if "://" not in db and not Path(db).exists():
             raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
-        project = open_project(db)
+        project = open_project(db, readonly=True)  # only the HTML file is written
         try:
+            info = find_task(project.stores, task_id)  # the one answer to "which tasks exist" (and its error)
+            if not info.started:
+                raise UnknownTaskError(
+                    f"task {task_id!r} in {project.path} has not started (registered, no events): nothing to "
+                    f"report yet; continue it with `taskctx resume {task_id}`"
+                )
             target = html or Path(".taskctx/runs") / task_id / "report.html"
             out = write_report(project.stores, task_id, target)
         finally:

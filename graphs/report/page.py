@@ -25,33 +25,76 @@ from typing import Any
 
 from context import DamagedStoreError, Event, TaskContext, UnknownTaskError, replay, summarize_event
 from context.text import escape_controls
+from context.trajectory import request_goal
 from context.verify import check_events
 
-__all__ = ["ROLE_COLORS", "build_report", "token_chart_svg", "write_report"]
+from .approval import approval_html
+
+__all__ = ["CUSTOM_ROLE_COLORS", "ROLE_COLORS", "build_report", "role_colors", "token_chart_svg", "write_report"]
 
 ROLE_COLORS = {"planner": "#6f42c1", "executor": "#1f77b4", "reviewer": "#2ca02c", "recovery": "#d62728"}
+#: Colours of custom roles, in the order they first call a model (then grey).
+CUSTOM_ROLE_COLORS = ("#ff7f0e", "#17becf", "#bcbd22", "#e377c2", "#8c564b")
 _OTHER_COLOR = "#7f7f7f"
+
+
+def role_colors(calls: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Role -> bar colour for the roles of ``calls``: the built-in roles' :data:`ROLE_COLORS`
+    first, then each custom role (any other role name) in the order of its first call, from
+    :data:`CUSTOM_ROLE_COLORS` (grey once they run out)."""
+    seen = list(dict.fromkeys(str(c["role"]) for c in calls))
+    out = {r: col for r, col in ROLE_COLORS.items() if r in seen}
+    custom = [r for r in seen if r not in ROLE_COLORS]
+    for i, r in enumerate(custom):
+        out[r] = CUSTOM_ROLE_COLORS[i] if i < len(CUSTOM_ROLE_COLORS) else _OTHER_COLOR
+    return out
 
 
 def _e(x: Any) -> str:
     return _html.escape(escape_controls("" if x is None else str(x)), quote=True)
 
 
+def _wrappable(x: Any) -> str:
+    """``x`` HTML-escaped, with a line-break opportunity (``<wbr>``) after each "/" and "|", so
+    paths and patterns wrap between their parts rather than inside a name."""
+    return _e(x).replace("/", "/<wbr>").replace("|", "|<wbr>")
+
+
 def _calls(events: Sequence[Event]) -> list[dict[str, Any]]:
     return [dict(e.payload, seq=e.seq, timestamp=e.timestamp) for e in events if e.kind == "context.built"]
 
 
-def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 220) -> str:
+def _tick_step(n: int, most: int = 15) -> int:
+    """The smallest of 1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, ... with at most ``most``
+    multiples in 1..``n`` (the x labels of ``n`` calls)."""
+    k = 0
+    while True:
+        for m in (1, 2, 5, 10, 20, 25, 50):
+            step = m * 10**k
+            if n // step <= most:
+                return step
+        k += 2
+
+
+def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 240) -> str:
     """An inline SVG bar chart: one bar per model call (prompt tokens; the cached prefix is the
-    darker lower part), coloured by role, the budget as a dashed line. Empty text if no calls."""
+    darker lower part), coloured by role (:func:`role_colors`: custom roles get colours of their
+    own and a legend entry); the budget as one dashed line across the whole plot (a step where a
+    call's budget changed); x ticks at the call numbers that are multiples of 1, 2, 5, 10, 20, 25,
+    50, ... (the smallest giving at most 15 labels), y grid at quarters of the top. The SVG scales
+    down to the page width (``viewBox``). A note instead if there are no calls."""
     if not calls:
         return '<p class="muted">No model call recorded yet.</p>'
     n = len(calls)
-    bw = max(4, min(28, 900 // n))
-    left, top, bottom = 56, 12, 28
-    width = left + max(n * bw, 480) + 16
+    left, top, bottom = 56, 12, 44
+    plot_w = max(480, min(900, n * 28), n * 4)  # wider than 900 px (it scrolls) only past 225 calls
+    bw = plot_w / n  # the bars fill the plot, left..right
+    gap = min(2.0, bw / 5)
+    right = left + plot_w
+    width = right + 16
     top_val = max(max(c["budget"] for c in calls), max(c["prompt_tokens"] for c in calls), 1)
     plot_h = height - top - bottom
+    colors = role_colors(calls)
 
     def y(v: float) -> float:
         return top + plot_h * (1 - v / top_val)
@@ -63,12 +106,12 @@ def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 220) -> st
     for frac in (0, 0.25, 0.5, 0.75, 1):
         v = top_val * frac
         parts.append(
-            f'<line x1="{left}" x2="{width - 8}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e5e5e5"/>'
+            f'<line x1="{left}" x2="{right}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e5e5e5"/>'
             f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="10">{int(v):,}</text>'
         )
     for i, c in enumerate(calls):
         x = left + i * bw
-        color = ROLE_COLORS.get(c["role"], _OTHER_COLOR)
+        color = colors[str(c["role"])]
         pt, cp = c["prompt_tokens"], min(c["cached_prefix_tokens"], c["prompt_tokens"])
         tip = (
             f"call {c['call']} {c['role']} step {c.get('step_id') or '-'}: {pt} prompt tokens, "
@@ -77,23 +120,43 @@ def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 220) -> st
         )
         parts.append(
             f'<g class="bar" data-call="{c["call"]}" data-role="{_e(c["role"])}"><title>{_e(tip)}</title>'
-            f'<rect x="{x + 1}" y="{y(pt):.1f}" width="{bw - 2}" height="{y(0) - y(pt):.1f}" fill="{color}" '
+            f'<rect x="{x + gap / 2:.1f}" y="{y(pt):.1f}" width="{bw - gap:.1f}" height="{y(0) - y(pt):.1f}" fill="{color}" '
             f'fill-opacity="0.45"/>'
-            f'<rect x="{x + 1}" y="{y(cp):.1f}" width="{bw - 2}" height="{y(0) - y(cp):.1f}" fill="{color}"/></g>'
+            f'<rect x="{x + gap / 2:.1f}" y="{y(cp):.1f}" width="{bw - gap:.1f}" height="{y(0) - y(cp):.1f}" fill="{color}"/></g>'
         )
-        b = c["budget"]
+    # the budget: one path from the plot's left edge to its right edge, stepping where it changed
+    path = []
+    for i, c in enumerate(calls):
+        yy = f"{y(c['budget']):.1f}"
+        x0 = left + i * bw
+        path.append(f"M{x0:.1f},{yy}" if i == 0 else f"L{x0:.1f},{yy}")
+        if i + 1 < n and calls[i + 1]["budget"] != c["budget"]:
+            path.append(f"L{x0 + bw:.1f},{yy}")
+    path.append(f"L{right},{y(calls[-1]['budget']):.1f}")
+    parts.append(f'<path class="budget" d="{" ".join(path)}" fill="none" stroke="#333" stroke-dasharray="4,3"/>')
+    base = y(0)
+    parts.append(f'<line class="x-axis" x1="{left}" x2="{right}" y1="{base:.1f}" y2="{base:.1f}" stroke="#333"/>')
+    step = _tick_step(n)
+    ticks = [i for i, c in enumerate(calls) if c["call"] % step == 0]  # indexes of labelled calls
+    for i in ticks:
+        cx = left + i * bw + bw / 2
         parts.append(
-            f'<line class="budget" x1="{x}" x2="{x + bw}" y1="{y(b):.1f}" y2="{y(b):.1f}" stroke="#333" '
-            f'stroke-dasharray="3,2"/>'
+            f'<g class="xtick"><line x1="{cx:.1f}" x2="{cx:.1f}" y1="{base:.1f}" y2="{base + 4:.1f}" stroke="#333"/>'
+            f'<text x="{cx:.1f}" y="{base + 15:.1f}" text-anchor="middle" font-size="10">{calls[i]["call"]}</text></g>'
         )
-    parts.append(f'<line x1="{left}" x2="{width - 8}" y1="{y(0):.1f}" y2="{y(0):.1f}" stroke="#333"/>')
-    parts.append(f'<text x="{left}" y="{height - 10}" font-size="10">model call 1 … {n}</text></svg>')
-    legend = " ".join(
-        f'<span class="swatch" style="background:{col}"></span>{_e(role)}'
-        for role, col in ROLE_COLORS.items()
-        if any(c["role"] == role for c in calls)
+    parts.append(
+        f'<text x="{(left + right) / 2:.0f}" y="{height - 6}" text-anchor="middle" font-size="11">model call</text>'
+        f'<text x="12" y="{top + plot_h / 2:.0f}" text-anchor="middle" font-size="11" '
+        f'transform="rotate(-90 12 {top + plot_h / 2:.0f})">prompt tokens</text></svg>'
     )
-    return "".join(parts) + f'<p class="legend">{legend} · darker: cached prefix · dashed: budget</p>'
+    legend = " ".join(
+        f'<span class="swatch" style="background:{col}"></span>{_e(role)}' for role, col in colors.items()
+    )
+    return (
+        '<div class="chart">'
+        + "".join(parts)
+        + f'</div><p class="legend">{legend} · darker: cached prefix · dashed: budget</p>'
+    )
 
 
 def _list(items: Sequence[str], empty: str = "(none)") -> str:
@@ -103,25 +166,42 @@ def _list(items: Sequence[str], empty: str = "(none)") -> str:
 
 
 def _approvals(ctx: TaskContext, events: Sequence[Event]) -> str:
+    """The pending approval and the approval history; arguments shown in full
+    (:func:`.approval.approval_html`) on each request and where an answer changed them."""
     a = ctx.control.pending_approval
+    task = ctx.identity.task_id
     out = []
     if a is not None:
         out.append(
-            f'<div class="pending" id="pending-approval"><b>Pending approval</b>: <code>{_e(a.tool)}</code> '
-            f"{_e(a.arguments)} (risk {_e(a.risk)}, call {_e(a.call_id)})<br>{_e(a.reason)}</div>"
+            f'<div class="pending" id="pending-approval"><b>Pending approval</b> (risk {_e(a.risk)}, call '
+            f"<code>{_e(a.call_id)}</code>): {_e(a.reason)}"
+            + approval_html(a.tool, a.arguments, full_hint=f"`taskctx inspect {task} --json`")
+            + "</div>"
         )
     else:
         out.append('<p class="muted" id="pending-approval">No approval pending.</p>')
     hist = [e for e in events if e.kind.startswith("permission.")]
     if hist:
-        out.append(
-            "<table><tr><th>seq</th><th>event</th><th>tool</th><th>call</th><th>reason</th></tr>"
-            + "".join(
-                f"<tr><td>{e.seq}</td><td>{_e(e.kind)}</td><td>{_e(e.payload.get('tool'))}</td>"
-                f"<td>{_e(e.payload.get('call_id'))}</td><td>{_e(e.payload.get('reason'))}</td></tr>"
-                for e in hist
+        rows = []
+        asked: dict[str, str] = {}
+        for e in hist:
+            p = e.payload
+            rows.append(
+                f'<tr class="perm"><td class="num">{e.seq}</td><td class="kind">{_e(e.kind)}</td>'
+                f'<td class="kind">{_e(p.get("tool"))}</td><td class="kind">{_e(p.get("call_id"))}</td>'
+                f"<td>{_e(p.get('reason'))}</td></tr>"
             )
-            + "</table>"
+            args = p.get("arguments", "{}")
+            if e.kind == "permission.requested" or (p.get("call_id") in asked and asked[p.get("call_id")] != args):
+                asked[p.get("call_id")] = args
+                hint = f"event #{e.seq} in the run's trace.jsonl"
+                rows.append(
+                    f'<tr class="args"><td></td><td colspan="4">'
+                    f"{approval_html(str(p.get('tool')), args, full_hint=hint)}</td></tr>"
+                )
+        out.append(
+            '<div class="scroll"><table id="approval-history"><tr><th>seq</th><th>event</th><th>tool</th>'
+            "<th>call</th><th>reason</th></tr>" + "".join(rows) + "</table></div>"
         )
     return "".join(out)
 
@@ -133,17 +213,17 @@ def _errors(ctx: TaskContext, events: Sequence[Event]) -> str:
         r = resolved.get(err.id)
         state = f"resolved: {r.resolution}" if r else "open"
         rows.append(
-            f'<tr class="{"resolved" if r else "open"}"><td>{_e(err.id)}</td><td>{_e(state)}</td>'
-            f"<td>{_e(err.source)}</td><td>{_e(err.step_id)}</td><td>{_e(err.call_id)}</td>"
+            f'<tr class="{"resolved" if r else "open"}"><td class="kind">{_e(err.id)}</td><td>{_e(state)}</td>'
+            f'<td class="kind">{_e(err.source)}</td><td class="kind">{_e(err.step_id)}</td>'
+            f'<td class="kind">{_e(err.call_id)}</td>'
             f"<td>{_e(err.message)}</td></tr>"
         )
     failed = [e for e in events if e.kind == "task.completed" and e.payload.get("status") == "failed"]
     out = []
     if rows:
         out.append(
-            "<table><tr><th>id</th><th>state</th><th>source</th><th>step</th><th>call</th><th>message</th></tr>"
-            + "".join(rows)
-            + "</table>"
+            '<div class="scroll"><table><tr><th>id</th><th>state</th><th>source</th><th>step</th><th>call</th>'
+            "<th>message</th></tr>" + "".join(rows) + "</table></div>"
         )
     else:
         out.append('<p class="muted">No error recorded.</p>')
@@ -159,9 +239,11 @@ def _manifests(calls: Sequence[dict[str, Any]]) -> str:
     for c in calls:
         blocks = c.get("blocks") or []
         rows = "".join(
-            f'<tr class="{"in" if b["included"] else "out"}"><td><code>{_e(b["id"])}</code></td><td>{_e(b["layer"])}</td>'
-            f'<td>{_e(b["kind"])}</td><td>{_e(b["trust"])}</td><td>{_e(b["priority"])}</td><td class="num">{b["tokens"]}</td>'
-            f"<td>{'in' if b['included'] else 'out'}{' (compressed)' if b.get('compressed') else ''}</td>"
+            f'<tr class="{"in" if b["included"] else "out"}"><td class="kind"><code>{_e(b["id"])}</code></td>'
+            f'<td class="kind">{_e(b["layer"])}</td><td class="kind">{_e(b["kind"])}</td>'
+            f'<td class="kind">{_e(b["trust"])}</td><td class="num">{_e(b["priority"])}</td>'
+            f'<td class="num">{b["tokens"]}</td><td class="kind">{"in" if b["included"] else "out"}'
+            f"{' (compressed)' if b.get('compressed') else ''}</td>"
             f"<td>{_e(b['reason'])}</td></tr>"
             for b in blocks
         )
@@ -170,11 +252,23 @@ def _manifests(calls: Sequence[dict[str, Any]]) -> str:
             f"<b>{_e(c['role'])}</b> step {_e(c.get('step_id') or '-')}: {c['prompt_tokens']:,} prompt tokens of "
             f"{c['budget']:,} (cached prefix {c['cached_prefix_tokens']:,}); blocks {c.get('blocks_in', 0)} in / "
             f"{c.get('blocks_out', 0)} out{' ; transcript restarted' if c.get('transcript_reset') else ''}</summary>"
-            f'<p class="muted">prompt as sent: <code>{_e(c.get("prompt_ref") or "-")}</code></p>'
-            "<table><tr><th>block</th><th>layer</th><th>kind</th><th>trust</th><th>priority</th><th>tokens</th>"
-            f"<th>in/out</th><th>why</th></tr>{rows}</table></details>"
+            f'<p class="muted">prompt as sent: <code class="ref">{_e(c.get("prompt_ref") or "-")}</code></p>'
+            '<div class="scroll"><table><tr><th>block</th><th>layer</th><th>kind</th><th>trust</th><th>priority</th>'
+            f"<th>tokens</th><th>in/out</th><th>why</th></tr>{rows}</table></div></details>"
         )
     return "".join(out)
+
+
+def _tool_args(tool: str, arguments: str, seq: int) -> str:
+    """A tool call's arguments in the tool-call table: inline JSON when short (120 chars or
+    less), else a ``<details>`` whose summary is the approval view's title and whose body is the
+    view (:func:`.approval.approval_html`: a write as the file, a patch as a diff, ...)."""
+    if len(arguments) <= 120:  # may wrap after a "/" or "|" (paths, patterns), not inside a name
+        return f"<code>{_e(tool)}</code> <code>{_wrappable(arguments)}</code>"
+    view = approval_html(tool, arguments, full_hint=f"event #{seq} in the run's trace.jsonl")
+    return (
+        f"<details><summary><code>{_e(tool)}</code> ({len(arguments):,} chars of arguments)</summary>{view}</details>"
+    )
 
 
 def _tool_calls(events: Sequence[Event], limit: int = 2000) -> str:
@@ -192,44 +286,64 @@ def _tool_calls(events: Sequence[Event], limit: int = 2000) -> str:
         if len(summary) > limit:
             summary = summary[:limit] + f"\n[... {len(summary) - limit} more chars in the event log]"
         rows.append(
-            f'<tr data-call-id="{_e(p["call_id"])}"><td><code>{_e(p["call_id"])}</code></td><td>{_e(p.get("step_id"))}</td>'
-            f"<td><code>{_e(p['tool'])}</code> {_e(p['arguments'])}</td><td>{_e(r.get('status', 'pending'))}"
+            f'<tr data-call-id="{_e(p["call_id"])}"><td class="kind"><code>{_e(p["call_id"])}</code></td>'
+            f'<td class="kind">{_e(p.get("step_id"))}</td>'
+            f'<td class="args">{_tool_args(p["tool"], p["arguments"], e.seq)}</td>'
+            f"<td>{_e(r.get('status', 'pending'))}"
             f"{' (compressed)' if r.get('compressed') else ''}</td><td><pre>{_e(summary)}</pre>"
-            f'<span class="muted">{_e(r.get("raw_ref") or "")}{size}'
+            f'<span class="muted ref">{_e(r.get("raw_ref") or "")}{size}'
             "</span></td></tr>"
         )
     if not rows:
         return '<p class="muted">No tool call recorded.</p>'
     return (
-        '<table id="tool-calls"><tr><th>call</th><th>step</th><th>tool and arguments</th><th>status</th>'
-        f"<th>result (as it enters prompts) and raw ref</th></tr>{''.join(rows)}</table>"
+        '<div class="scroll"><table id="tool-calls"><tr><th>call</th><th>step</th><th>tool and arguments</th>'
+        f"<th>status</th><th>result (as it enters prompts) and raw ref</th></tr>{''.join(rows)}</table></div>"
     )
 
 
 def _timeline(events: Sequence[Event]) -> str:
+    """The event table: seq, time (the time of day; the full timestamp when the date is not the
+    first event's, and as the cell's title), actor, kind, summary; plus the filter box."""
+    day = events[0].timestamp[:10] if events else ""
+
+    def when(ts: str) -> str:
+        short = ts[11:] if ts[:10] == day and len(ts) > 11 else ts
+        return f'<td class="kind" title="{_e(ts)}">{_e(short)}</td>'
+
     rows = "".join(
-        f'<tr data-kind="{_e(e.kind)}" data-actor="{_e(e.actor)}"><td class="num">{e.seq}</td><td>{_e(e.timestamp)}</td>'
-        f"<td>{_e(e.actor)}</td><td><code>{_e(e.kind)}</code></td><td>{_e(summarize_event(e))}</td></tr>"
+        f'<tr data-kind="{_e(e.kind)}" data-actor="{_e(e.actor)}"><td class="num">{e.seq}</td>'
+        f'{when(e.timestamp)}<td class="kind">{_e(e.actor)}</td>'
+        f'<td class="kind"><code>{_e(e.kind)}</code></td><td class="text">{_wrappable(summarize_event(e))}</td></tr>'
         for e in events
     )
     return (
         '<p><label>filter <input id="filter" type="search" placeholder="kind, actor or text"></label> '
         '<span id="shown"></span></p>'
-        '<table id="timeline"><thead><tr><th>seq</th><th>time (UTC)</th><th>actor</th><th>kind</th><th>summary</th>'
-        f"</tr></thead><tbody>{rows}</tbody></table>"
+        f'<div class="scroll"><table id="timeline"><thead><tr><th>seq</th><th>time (UTC, {_e(day)})</th><th>actor</th>'
+        f"<th>kind</th><th>summary</th></tr></thead><tbody>{rows}</tbody></table></div>"
     )
 
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1200px;padding:0 16px;color:#222}
-h1{font-size:22px;margin-bottom:4px} h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;width:100%;margin:8px 0} td,th{border-bottom:1px solid #eee;padding:3px 6px;
-text-align:left;vertical-align:top} th{background:#f6f6f6} .num{text-align:right} .muted{color:#777}
+h1{font-size:22px;margin-bottom:4px;overflow-wrap:anywhere} h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
+.scroll{overflow-x:auto;margin:8px 0} table{border-collapse:collapse;width:100%}
+td,th{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:break-word}
+th{background:#f6f6f6;white-space:nowrap} .num{text-align:right;white-space:nowrap} .muted{color:#777}
+td.kind,.nowrap{white-space:nowrap} .ref{overflow-wrap:anywhere} td.text{min-width:16em;overflow-wrap:anywhere}
 tr.out{color:#999} tr.open td,.open{color:#b00020} tr.resolved td{color:#2b7a2b} pre{white-space:pre-wrap;
-background:#f8f8f8;padding:8px;border:1px solid #eee} .pending{background:#fff4ce;padding:8px;border:1px solid #e0c060}
+overflow-wrap:anywhere;background:#f8f8f8;padding:8px;border:1px solid #eee}
+.pending{background:#fff4ce;padding:8px;border:1px solid #e0c060}
 .swatch{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px} details{margin:4px 0}
 summary{cursor:pointer} #js-errors{color:#b00020} .status{font-weight:bold}
-td pre{max-height:18em;overflow:auto;margin:0 0 4px} td{overflow-wrap:anywhere} #tool-calls td:last-child{max-width:680px}
+td pre{max-height:18em;overflow:auto;margin:0 0 4px} #tool-calls td:last-child{max-width:680px;min-width:16em}
+#tool-calls td.args{min-width:10em;max-width:420px;overflow-wrap:normal}
+.chart{overflow-x:auto} #token-chart{max-width:100%;height:auto;display:block}
+pre.approval{max-height:36em;overflow:auto;margin:4px 0} .approval-title{margin-top:6px}
+.approval-note{font-weight:bold;margin:2px 0} pre.approval .ln{display:inline-block;min-width:3.5em;padding-right:1em;
+text-align:right;color:#999;user-select:none} .dadd{color:#116329;background:#e6ffec} .ddel{color:#b31d28;background:#ffebe9}
+.dhunk{color:#6f42c1} .dfile{font-weight:bold}
 """
 
 _HEAD_JS = """window.__reportErrors=[];window.addEventListener("error",function(e){
@@ -243,13 +357,13 @@ try{
  var shown=document.getElementById("shown");
  function apply(){var q=document.getElementById("filter").value.toLowerCase();var n=0;
   rows.forEach(function(r){var hit=!q||r.textContent.toLowerCase().indexOf(q)>=0;r.hidden=!hit;if(hit)n++;});
-  shown.textContent=n+" of "+rows.length+" events";}
+  shown.textContent=q?n+" of "+rows.length+" match":"all shown";}
  document.getElementById("filter").addEventListener("input",apply);apply();
  var data=JSON.parse(document.getElementById("report-data").textContent);
  if(data.events!==rows.length){throw new Error("timeline has "+rows.length+" rows, log has "+data.events);}
  if(data.calls!==document.querySelectorAll("details.manifest").length){throw new Error("manifest count mismatch");}
- document.getElementById("js-summary").textContent=data.events+" events, "+data.calls+" model calls, "
-  +data.prompt_tokens+" prompt tokens in all";
+ document.getElementById("js-summary").textContent=data.calls+" model calls, "
+  +data.prompt_tokens.toLocaleString("en")+" prompt tokens in all";
 }catch(e){fail(String(e&&e.message||e));}
 (window.__reportErrors||[]).forEach(fail);
 document.body.dataset.jsErrors=String(document.getElementById("js-errors").children.length);
@@ -268,9 +382,10 @@ def build_report(events: Sequence[Event], *, title: str | None = None) -> str:
     roles = Counter(c["role"] for c in calls)
     total_prompt = sum(c["prompt_tokens"] for c in calls)
     total_cached = sum(c["cached_prefix_tokens"] for c in calls)
-    goal = ident.interpreted_goal or (ident.original_request.splitlines() or [""])[0]
+    goal = ident.interpreted_goal or request_goal(ident.original_request)
     plan_rows = "".join(
-        f"<tr><td>{_e(s.id)}{' ←' if s.id == ctx.plan.current_step_id else ''}</td><td>{_e(s.status)}</td>"
+        f'<tr><td class="kind">{_e(s.id)}{" ←" if s.id == ctx.plan.current_step_id else ""}</td>'
+        f'<td class="kind">{_e(s.status)}</td>'
         f"<td>{_e(s.title)}</td><td>{_e(', '.join(s.depends_on))}</td><td>{_e(s.expected_output)}</td></tr>"
         for s in ctx.plan.steps
     )
@@ -294,7 +409,7 @@ def build_report(events: Sequence[Event], *, title: str | None = None) -> str:
 <body data-task-id="{_e(ident.task_id)}" data-status="{_e(ctx.control.status)}" data-ready="0">
 <h1>{_e(page_title)}</h1>
 <p>status <span class="status" id="status">{_e(ctx.control.status)}</span> · plan v{ctx.plan.version} ({_e(ctx.plan.status)})
- · {len(events)} events from {_e(first)} to {_e(last)} · <span id="js-summary">(script not run)</span></p>
+ · {len(events)} events from <span class="nowrap">{_e(first)}</span> to <span class="nowrap">{_e(last)}</span> · <span id="js-summary">(script not run)</span></p>
 <ul id="js-errors" hidden></ul>
 <h2>Goal</h2><p id="goal">{_e(goal or "(not interpreted yet)")}</p>
 <h2>Original request (verbatim)</h2><pre id="request">{_e(ident.original_request)}</pre>
@@ -304,14 +419,14 @@ def build_report(events: Sequence[Event], *, title: str | None = None) -> str:
 <p>{len(calls)} calls ({", ".join(f"{r} {n}" for r, n in sorted(roles.items())) or "none"}); {total_prompt:,} prompt tokens,
  {total_cached:,} of them in a cached prefix ({(total_cached / total_prompt if total_prompt else 0):.1%}).</p>
 {token_chart_svg(calls)}
-<h2>Plan</h2>{"<table><tr><th>step</th><th>status</th><th>title</th><th>after</th><th>expected</th></tr>" + plan_rows + "</table>" if plan_rows else '<p class="muted">(no plan yet)</p>'}
+<h2>Plan</h2>{'<div class="scroll"><table><tr><th>step</th><th>status</th><th>title</th><th>after</th><th>expected</th></tr>' + plan_rows + "</table></div>" if plan_rows else '<p class="muted">(no plan yet)</p>'}
 <h2>Approvals</h2>{_approvals(ctx, events)}
 <h2>Errors</h2>{_errors(ctx, events)}
 <h2>Findings</h2>{_list(findings)}
 <h2>Tool calls</h2>{_tool_calls(events)}
 <h2>Manifests (one per model call)</h2>{_manifests(calls)}
 <h2>Event timeline</h2>
-<p class="muted">{_e(", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))}</p>
+<p class="muted">{", ".join(f'<span class="nowrap">{_e(k)} {n}</span>' for k, n in sorted(kinds.items()))}</p>
 {_timeline(events)}
 <script type="application/json" id="report-data">{data_json}</script>
 <script>{_BODY_JS}</script>

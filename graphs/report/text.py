@@ -6,6 +6,9 @@ from rich.console import Console
 
 from context import Event, TaskContext
 from context.text import escape_controls
+from nodes.render.common import quote_agent
+
+from .approval import approval_renderable
 
 __all__ = ["render_state"]
 
@@ -15,8 +18,10 @@ def render_state(
 ) -> None:
     """Print ``ctx`` (folded from ``events``) on ``console`` (control characters and bidi
     overrides shown escaped: :func:`context.text.escape_controls`), one titled section each: goal,
-    request, criteria, constraints, plan, current step, progress, evidence, permissions,
-    approvals, errors, omitted history, checkpoints (``checkpoints``: the newest ids, as listed
+    request, criteria, constraints, plan, current step, progress, evidence, model calls by role
+    (built-in and custom roles alike, each under its own name), permissions, approvals (the
+    pending one in full, :func:`.approval.approval_renderable`), errors, omitted history,
+    checkpoints (``checkpoints``: the newest ids, as listed
     by the checkpointer). ``has_checkpoint`` is not used (kept for callers)."""
 
     def h(title: str) -> None:
@@ -56,14 +61,34 @@ def render_state(
     )
     if ctx.progress.last_step:
         ls = ctx.progress.last_step
-        p(f"last step {ls.id} ({ls.result}): {ls.summary}")
+        p(
+            f"last step {ls.id} ({ls.result}), its summary ({ls.provenance}):\n"
+            + quote_agent(ls.summary, source=f"complete_step {ls.id}")
+        )
     if ctx.progress.changed_artifacts:
         p(f"changed: {', '.join(ctx.progress.changed_artifacts)}")
     h("Evidence")
     for r in ctx.evidence.recent_tool_calls[-8:]:
         p(f"- {r.id} {r.tool} -> {r.status}  {r.raw_ref or ''}")
     for f in ctx.evidence.findings[-8:]:
-        p(f"- finding {f.id}: {f.statement}  [{', '.join(f.evidence_refs)}]")
+        p(
+            f"- finding {f.id} ({f.provenance}) [{', '.join(f.evidence_refs)}]:\n"
+            + quote_agent(f.statement, source=f"complete_step {f.id}")
+        )
+    h("Model calls by role")
+    by_role: dict[str, list[dict]] = {}
+    for e in events:
+        if e.kind == "context.built":
+            by_role.setdefault(str(e.payload["role"]), []).append(e.payload)
+    for role, calls in by_role.items():
+        nums = ", ".join(str(c["call"]) for c in calls)
+        p(
+            f"- {role}: {len(calls)} call{'s' if len(calls) != 1 else ''} ({nums}); "
+            f"{sum(c['prompt_tokens'] for c in calls):,} prompt tokens; manifests: "
+            f"{sum(c['blocks_in'] for c in calls)} blocks in, {sum(c['blocks_out'] for c in calls)} out"
+        )
+    if not by_role:
+        p("(no model call yet)")
     h("Permissions")
     pm = ctx.permissions
     p(
@@ -72,7 +97,15 @@ def render_state(
     )
     h("Pending approvals")
     a = ctx.control.pending_approval
-    p(f"{a.tool} {a.arguments} ({a.risk}): {a.reason}" if a else "(none)")
+    if a is None:
+        p("(none)")
+    else:  # shown in full, as at the prompt (a write as the file, a patch as a diff, ...)
+        console.print(
+            approval_renderable(
+                {"task_id": i.task_id, "call_id": a.call_id, "tool": a.tool, "arguments": a.arguments}
+                | {"risk": a.risk, "reason": a.reason}
+            )
+        )
     h("Approvals and denials")
     # requests, the user's answers and every refusal; calls the policy let run are only counted
     shown = [
@@ -83,7 +116,10 @@ def render_state(
     ]
     for e in shown[-12:]:
         who = "user" if e.actor == "user" else "policy"
-        p(f"- #{e.seq} {e.kind} ({who}): {e.payload['tool']} [{e.payload['call_id']}] {e.payload['reason']}")
+        p(
+            f"- #{e.seq} {e.kind} ({who}): {e.payload['tool']} [{e.payload['call_id']}] "
+            + escape_controls(e.payload["reason"])
+        )
     auto = sum(1 for e in events if e.kind == "permission.granted" and e.actor != "user")
     p(
         f"({len(shown)} shown; {auto} side-effecting calls allowed by policy without approval)"

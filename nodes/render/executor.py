@@ -38,6 +38,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.messages.utils import count_tokens_approximately
 
 from context import TaskContext, apply_event, new_event
+from context.builder import Trust
 from context.compression import compress_arguments
 from context.events import ContextBuilt
 from context.models import ToolCallRecord, TranscriptNote, arguments_dict
@@ -50,6 +51,7 @@ from .common import (
     core_blocks,
     error_block,
     memory_block,
+    quote_agent,
     quote_external,
 )
 from .reuse import reuse_spans
@@ -84,12 +86,18 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
         return None
     lines = [f"## Working state at the last checkpoint (materialised from the event log; plan v{cp.plan_version})"]
     lines += [f"- {ln}" for ln in cp.plan_lines]
-    if cp.completed_summaries:
+    if cp.step_summary or cp.completed_summaries:
         lines.append("Done before this transcript:")
+        if cp.step_summary:  # the executor's summary: its claim, quoted
+            lines.append("- last step:\n" + quote_agent(cp.step_summary, source="complete_step"))
         lines += [f"- {ln}" for ln in cp.completed_summaries]
     if cp.findings:
-        lines.append("Findings:")
-        lines += [f"- {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]" for f in cp.findings]
+        lines.append("Findings (the executor's claims):")
+        lines += [
+            f"- {f.id} [{', '.join(f.evidence_refs) or 'no refs'}]:\n"
+            + quote_agent(f.statement, source=f"complete_step {f.id}")
+            for f in cp.findings
+        ]
     lines.append(cp.omitted_summary)
     return "\n".join(lines)
 
@@ -172,7 +180,7 @@ def delta_text(ctx: TaskContext) -> str:
         )
     if ctx.progress.last_step is not None:
         ls = ctx.progress.last_step
-        lines.append(f"Last step {ls.id} ({ls.result}): {ls.summary}")
+        lines.append(f"Last step {ls.id} ({ls.result}):\n" + quote_agent(ls.summary, source=f"complete_step {ls.id}"))
     pc = ctx.control.pending_completion
     if pc is not None and pc.not_applied and pc.step_id == ctx.plan.current_step_id:
         lines.append(
@@ -261,6 +269,7 @@ class ExecutorRenderer:
                     layer="recent",
                     source="event log",
                     priority="high",
+                    trust=_trust_of(cp),
                     slot="msg:checkpoint",
                 )
             )
@@ -289,6 +298,7 @@ class ExecutorRenderer:
                         layer="step",
                         source="TaskContext",
                         priority="required" if latest else "normal",
+                        trust=_trust_of(note.text),
                         slot="seq:transcript",
                         relevance=1.0 - (n - note.at) / max(n, 1),
                         tokens=count_tokens_approximately(extra[bid]),
@@ -380,6 +390,12 @@ class ExecutorRenderer:
                 return r
         # the builder has to drop calls: no pointers at all, so none can point to a dropped call
         return self._render(base, env, tools, reset=reset, digest=self.keep_last - 1, reuse=False)
+
+
+def _trust_of(text: str) -> Trust:
+    """``agent_claim`` for a block that quotes an agent's claim (:func:`quote_agent`), else
+    ``trusted_app``: a block's trust is that of its least trusted part."""
+    return "agent_claim" if '<external_content source="agent:' in text else "trusted_app"
 
 
 def _cheap_restart(r: Rendered, keep_last: int) -> bool:

@@ -1,4 +1,6 @@
-"""The planner's renderer: core + plan + progress + findings (no raw tool output)."""
+"""The planner's renderer: core + plan + progress + findings (no raw tool output). Findings, the
+last step's summary and the review and recovery summaries are the agents' claims: quoted as data
+(:func:`~nodes.render.common.quote_agent`), in ``agent_claim`` blocks."""
 
 from __future__ import annotations
 
@@ -8,31 +10,44 @@ from typing import Any
 from context import TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import assemble, block, core_blocks, error_block, memory_block, plan_text
+from .common import EXTERNAL_RULE, assemble, block, core_blocks, error_block, memory_block, plan_text, quote_agent
 
 __all__ = ["PlannerRenderer", "PLANNER_SYSTEM"]
 
 PLANNER_SYSTEM = (
     "You are the planner of a taskctx task. Turn the request into a short plan of concrete steps, each "
     "with an expected output, and call submit_plan. Keep every hard constraint. When re-planning, keep the "
-    "steps already done and plan only what is left; say why in `reason`."
+    "steps already done and plan only what is left; say why in `reason`.\n" + EXTERNAL_RULE
 )
 
 
-def progress_text(ctx: TaskContext) -> str:
+#: Event kinds whose summary the planner's progress shows; the first two are a model's words.
+_AGENT_SUMMARIES = {"review.completed": "review", "recovery.decided": "recovery"}
+
+
+def progress_text(ctx: TaskContext) -> tuple[str, bool]:
+    """The progress block's text and whether it quotes an agent's claim."""
     lines = ["## Progress"]
     lines.append(
         f"completed steps: {', '.join(ctx.progress.completed_steps) or '(none)'}; "
         f"tool calls so far: {ctx.progress.executor_steps}"
     )
+    agent = False
     if ctx.progress.last_step is not None:
         ls = ctx.progress.last_step
-        lines.append(f"last step {ls.id} ({ls.result}): {ls.summary}")
-        lines += [f"unresolved: {u}" for u in ls.unresolved_issues]
+        said = "\n".join([ls.summary, *(f"unresolved: {u}" for u in ls.unresolved_issues)])
+        lines.append(
+            f"last step {ls.id} ({ls.result}), the executor's summary:\n"
+            + quote_agent(said, source=f"complete_step {ls.id}")
+        )
+        agent = True
     for s in ctx.events.recent:
-        if s.kind in ("review.completed", "recovery.decided", "permission.denied"):
+        if s.kind in _AGENT_SUMMARIES:
+            lines.append(f"{s.kind}:\n" + quote_agent(s.summary, source=_AGENT_SUMMARIES[s.kind]))
+            agent = True
+        elif s.kind == "permission.denied":
             lines.append(f"{s.kind}: {s.summary}")
-    return "\n".join(lines)
+    return "\n".join(lines), agent
 
 
 class PlannerRenderer:
@@ -55,15 +70,17 @@ class PlannerRenderer:
                 slot="msg:state",
             )
         )
+        progress, agent = progress_text(ctx)
         cands.append(
             block(
                 env,
                 "state.progress",
-                progress_text(ctx),
+                progress,
                 kind="state",
                 layer="recent",
                 source="TaskContext.progress",
                 priority="high",
+                trust="agent_claim" if agent else "trusted_app",
                 slot="msg:state",
             )
         )
@@ -76,11 +93,13 @@ class PlannerRenderer:
                 block(
                     env,
                     f"finding.{f.id}",
-                    f"- finding: {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]",
+                    f"- finding {f.id} [{', '.join(f.evidence_refs) or 'no refs'}]:\n"
+                    + quote_agent(f.statement, source=f"complete_step {f.id}"),
                     kind="state",
                     layer="recent",
                     source="step.completed",
                     priority="normal",
+                    trust=f.provenance,
                     relevance=(i + 1) / n,
                     slot="msg:state",
                 ).model_copy(update={"supersedes": [f"finding.{x}" for x in f.supersedes]})

@@ -8,7 +8,7 @@ from typing import Any
 from context import TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import assemble, block, core_blocks, quote_external
+from .common import EXTERNAL_RULE, assemble, block, core_blocks, quote_external
 
 __all__ = ["RecoveryRenderer", "RECOVERY_SYSTEM", "ERROR_HISTORY_SHOWN"]
 
@@ -17,7 +17,7 @@ ERROR_HISTORY_SHOWN = 5
 RECOVERY_SYSTEM = (
     "You are the recovery role of a taskctx task. A step failed. Decide with decide_recovery: 'retry' "
     "(the executor tries again, differently), 'replan' (the planner revises the remaining steps) or "
-    "'stop' (the task cannot succeed). Give a one-line reason."
+    "'stop' (the task cannot succeed). Give a one-line reason.\n" + EXTERNAL_RULE
 )
 
 

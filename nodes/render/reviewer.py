@@ -10,14 +10,14 @@ from typing import Any
 from context import Finding, TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import assemble, block, core_blocks, memory_block, plan_text
+from .common import EXTERNAL_RULE, assemble, block, core_blocks, memory_block, plan_text, quote_agent
 
 __all__ = ["ReviewerRenderer", "REVIEWER_SYSTEM", "all_findings"]
 
 REVIEWER_SYSTEM = (
     "You are the reviewer of a taskctx task. Check the work against every success criterion and hard "
     "constraint, using the findings and their evidence refs. Call submit_review with verdict 'approve', "
-    "or 'revise' and the issues that must be fixed."
+    "or 'revise' and the issues that must be fixed.\n" + EXTERNAL_RULE
 )
 
 
@@ -77,11 +77,13 @@ class ReviewerRenderer:
                 block(
                     env,
                     f"finding.{f.id}",
-                    f"- finding {f.id}: {f.statement}\n  evidence: {', '.join(f.evidence_refs) or '(none)'}",
+                    f"- finding {f.id} (evidence: {', '.join(f.evidence_refs) or '(none)'}):\n"
+                    + quote_agent(f.statement, source=f"complete_step {f.id}"),
                     kind="state",
                     layer="recent",
                     source="step.completed",
                     priority="normal",
+                    trust=f.provenance,
                     relevance=(i + 1) / n,
                     slot="msg:state",
                 ).model_copy(update={"supersedes": [f"finding.{x}" for x in f.supersedes]})

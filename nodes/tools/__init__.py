@@ -29,7 +29,15 @@ from .node import (
     make_tool_node,
     normalize_answer,
 )
-from .protocol import CONTROL_TOOLS, ToolExecutor, ToolOutcome, accepts_scopes, function_schema, scoped_execute
+from .protocol import (
+    CONTROL_TOOLS,
+    ToolExecutor,
+    ToolOutcome,
+    accepts_scopes,
+    as_outcome,
+    function_schema,
+    scoped_execute,
+)
 from .replay import RECORDED_ERROR, ReplayTools
 
 __all__ = [
@@ -46,6 +54,7 @@ __all__ = [
     "ToolExecutor",
     "ToolOutcome",
     "accepts_scopes",
+    "as_outcome",
     "function_schema",
     "make_tool_node",
     "normalize_answer",

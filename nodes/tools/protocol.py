@@ -11,7 +11,15 @@ from typing import Any, Protocol
 
 from context.compression import ResultKind
 
-__all__ = ["CONTROL_TOOLS", "ToolExecutor", "ToolOutcome", "accepts_scopes", "function_schema", "scoped_execute"]
+__all__ = [
+    "CONTROL_TOOLS",
+    "ToolExecutor",
+    "ToolOutcome",
+    "accepts_scopes",
+    "as_outcome",
+    "function_schema",
+    "scoped_execute",
+]
 
 #: Tools the nodes handle themselves (not run by a ToolExecutor).
 CONTROL_TOOLS = {"complete_step", "submit_plan", "submit_review", "decide_recovery"}
@@ -46,11 +54,17 @@ class ToolExecutor(Protocol):
       (:func:`nodes.permissions.assess`; raise ``PolicyError`` to refuse).
     * ``recover(call_id, tool, arguments, scopes) -> Recovery``: checks a side-effecting call
       interrupted before its result was recorded (``done``, ``retry`` or ``ask``).
+
+    ``execute`` returns a :class:`ToolOutcome`, or a plain ``str``: the tool's output, an ``ok``
+    result (``ToolOutcome("ok", text)``). Anything else (``bytes``, ``None``, a dict, a
+    ToolOutcome whose ``output`` is not a ``str``) is recorded as that call's ``error`` result
+    naming the executor class, the tool and what to return; the task goes on (the tool is not run
+    again on resume). An exception raised by ``execute`` is the call's ``error`` result too.
     """
 
     def schemas(self) -> list[dict[str, Any]]: ...
     def has_side_effects(self, tool: str) -> bool: ...
-    def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolOutcome: ...
+    def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolOutcome | str: ...
 
 
 def function_schema(
@@ -79,11 +93,35 @@ def accepts_scopes(tools: Any) -> bool:
 
 
 def scoped_execute(tools: Any, call_id: str, tool: str, args: dict[str, Any], scopes: list[str]) -> ToolOutcome:
-    """``tools.execute`` with the scopes when it takes them (:func:`accepts_scopes`). A tool that
-    raises is an ``error`` outcome naming the exception, never a crashed graph."""
+    """``tools.execute`` with the scopes when it takes them (:func:`accepts_scopes`), as a
+    :class:`ToolOutcome` (:func:`as_outcome`). A tool that raises is an ``error`` outcome naming
+    the exception, never a crashed graph."""
     try:
         if accepts_scopes(tools):
-            return tools.execute(call_id, tool, args, scopes)
-        return tools.execute(call_id, tool, args)
+            out = tools.execute(call_id, tool, args, scopes)
+        else:
+            out = tools.execute(call_id, tool, args)
     except Exception as exc:  # a crashing tool is an error result, not a crashed graph
         return ToolOutcome("error", f"error: tool {tool} raised {type(exc).__name__}: {exc}")
+    return as_outcome(out, tools, tool)
+
+
+def as_outcome(out: Any, tools: Any, tool: str) -> ToolOutcome:
+    """What ``execute`` returned, as a :class:`ToolOutcome`: a ToolOutcome as it is, a ``str`` as
+    ``ToolOutcome("ok", out)``; any other value (or a ToolOutcome whose ``output`` is not a
+    ``str``) as an ``error`` outcome whose one line names the executor class of ``tools``, the
+    ``tool``, the type returned and what to return instead."""
+    if isinstance(out, str):
+        return ToolOutcome("ok", out)
+    if isinstance(out, ToolOutcome) and isinstance(out.output, str):
+        return out
+    what = (
+        f"a ToolOutcome whose output is {type(out.output).__name__}"
+        if isinstance(out, ToolOutcome)
+        else type(out).__name__
+    )
+    return ToolOutcome(
+        "error",
+        f"error: {type(tools).__name__}.execute returned {what} for tool {tool!r}; "
+        'return a str (the output) or ToolOutcome("ok" or "error", output: str) from execute',
+    )

@@ -20,7 +20,9 @@ Modules:
   risk of a path (:data:`HIGH_RISK_FILES`), atomic writes.
 * ``commands.py``: :data:`COMMANDS`, the one table of programs ``run_command`` knows (what each
   may do, its risk, the rule for its arguments; shells, launchers, interpreters and network
-  tools never run), and :func:`command_policy`.
+  tools never run), :data:`OPTIONS`, the table of options that make a command read or run more
+  than its argv names (program, option, effect, action: refused, approval, path checked), and
+  :func:`command_policy`.
 * ``patch.py``: :func:`parse_unified_diff`, :func:`apply_unified_diff`, :class:`PatchError`.
 * ``tools.py``: :class:`WorkspaceTools` (``list_dir``, ``read_file``, ``grep``, ``write_file``,
   ``apply_patch``, ``run_command``, and ``search_history`` answered by the tool node).
@@ -37,7 +39,9 @@ from .commands import (
     GIT_FORBIDDEN_ARGS,
     GIT_READ_ONLY,
     LOW_RISK_PROGRAMS,
+    OPTIONS,
     PYTHON_MODULES,
+    Option,
     Program,
     command_policy,
 )
@@ -58,6 +62,8 @@ __all__ = [
     "LOW_RISK_PROGRAMS",
     "MAX_READ_BYTES",
     "MAX_TIMEOUT",
+    "OPTIONS",
+    "Option",
     "PYTHON_MODULES",
     "PatchError",
     "Program",

@@ -11,8 +11,14 @@ smuggling). Arguments may not hold shell syntax (``;``, ``&&``, ``||``, ``|``, b
 attempt and some programs hand arguments to a shell. ``python`` runs as ``python -m
 pytest|unittest|py_compile`` (risk medium) or ``python file.py`` in scope (high); never ``-c``.
 ``git`` runs read-only subcommands only, with no options before the subcommand (``-c`` can run
-commands). Path-like arguments go through the path rules (:mod:`nodes.workspace.paths`). The
-scopes limit which paths a command may name; they are not an OS sandbox for the code it runs.
+commands). Path-like arguments go through the path rules (:mod:`nodes.workspace.paths`).
+
+A second table, :data:`OPTIONS` (program, option, effect, action), judges what a command will read
+and run beyond its argv's literal paths: options that follow symlinks or recurse from the root,
+read other revisions of files, load plugins or import modules by name are refused or raise the
+call's risk to ``high`` (it needs approval); the path operands and path-valued options a command
+will touch are checked against the scopes after resolution, names that do not exist yet too.
+The scopes limit which paths a command may name; they are not an OS sandbox for the code it runs.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ __all__ = [
     "GIT_FORBIDDEN_ARGS",
     "GIT_READ_ONLY",
     "LOW_RISK_PROGRAMS",
+    "OPTIONS",
+    "Option",
     "PYTHON_MODULES",
     "Program",
     "command_policy",
@@ -107,12 +115,6 @@ def _python(row: Program, args: list[str], scopes: Sequence[str], root: Path) ->
     return "high", f"runs the workspace script {rel}"
 
 
-def _pytest(row: Program, args: list[str], scopes: Sequence[str], root: Path) -> None:
-    """No ``-p`` (it loads plugins, i.e. runs code from anywhere)."""
-    if "-p" in args or any(a.startswith("-p") and len(a) > 2 and not a.startswith("--") for a in args):
-        raise PolicyError("pytest -p (loading plugins) is refused")
-
-
 #: The command table: every program ``run_command`` knows, allowed (a risk) or never run (None).
 #: The allowed rows, in order, are :data:`DEFAULT_PROGRAMS`. A program given to
 #: ``WorkspaceTools(programs=...)`` that is in no row runs at ``medium`` risk, path rules only.
@@ -139,9 +141,7 @@ COMMANDS: tuple[Program, ...] = (
         ("pytest", "unittest", "py_compile"),
         runs=(),
     ),
-    Program(
-        ("pytest",), "runs the workspace's tests (executes workspace code)", "medium", _pytest, runs=("-m", "pytest")
-    ),
+    Program(("pytest",), "runs the workspace's tests (executes workspace code)", "medium", runs=("-m", "pytest")),
     Program(("echo",), "prints its arguments", "low"),
     Program(("pwd",), "prints the folder", "low"),
     # never run, whatever the allowed list says
@@ -203,6 +203,258 @@ PYTHON_MODULES = frozenset(_ROWS["python"].allows)
 _SHELL_SYNTAX = re.compile(r";|&&|\|\||\||`|\$\(|\$\{|\$[A-Za-z_]|[<>]|\n|\r|&\s*$")
 
 
+@dataclass(frozen=True)
+class Option:
+    """One row of :data:`OPTIONS`. ``commands``: the commands it applies to (a program name;
+    ``git <sub>``; ``pytest`` is also ``python -m pytest``, ``unittest`` is ``python -m
+    unittest``); ``options``: its spellings (``""``: the command as such, whatever its options);
+    ``effect``: what it makes the command read or run; ``action``:
+
+    * ``refuse``: the call is refused (``PolicyError``);
+    * ``high``: the call's risk becomes ``high``, so it needs approval;
+    * ``root``: with no path operand the command works on the whole root, so ``.`` is checked
+      as a folder that must be wholly inside the scopes;
+    * ``pathspec``: with no path operand the output covers every file of the repository, so the
+      call is ``high`` unless every file is in scope (paths named are checked);
+    * ``path``: the option's value is a path, checked against the scopes after resolution (a
+      name that does not exist yet too);
+    * ``module``: each operand names a module to import (``a.b.C.test``): it must be a file of
+      the workspace in scope (``a/b.py`` or ``a/b/__init__.py``), never an installed module.
+    """
+
+    commands: tuple[str, ...]
+    options: tuple[str, ...]
+    effect: str
+    action: str
+
+
+_GIT_CONTENT = ("git diff", "git log", "git show")  # git log prints contents with -p (a row below)
+#: The option table of ``run_command``, checked after :data:`COMMANDS` (README: "Commands").
+OPTIONS: tuple[Option, ...] = (
+    Option(("grep",), ("-R", "--dereference-recursive"), "recurses and follows every symlink", "refuse"),
+    Option(
+        ("grep",),
+        ("-r", "--recursive", "-d=recurse", "--directories=recurse"),
+        "recurses from the root",
+        "root",
+    ),
+    Option(("grep",), ("-f", "--file", "--exclude-from"), "reads patterns or globs from a file", "path"),
+    Option(("ls",), ("",), "lists the root (names outside the scopes too)", "root"),
+    Option(
+        ("ls",),
+        ("-L", "--dereference", "-H", "--dereference-command-line", "--dereference-command-line-symlink-to-dir"),
+        "follows symlinks",
+        "refuse",
+    ),
+    Option(("diff",), ("-r", "--recursive"), "compares folders recursively, following symlinks", "refuse"),
+    Option(("diff",), ("--from-file", "--to-file", "-X", "--exclude-from"), "reads that file", "path"),
+    Option(("wc",), ("--files0-from",), "reads the names of the files to count from a file", "refuse"),
+    Option(("git diff", "git show"), ("",), "prints file contents of any revision, out-of-scope files too", "pathspec"),
+    Option(
+        ("git log",), ("-p", "-u", "--patch", "-U", "-L", "-G", "-S", "--full-diff"), "prints file changes", "pathspec"
+    ),
+    Option(_GIT_CONTENT, ("REV:path",), "reads a file of another revision", "path"),
+    Option(("pytest",), ("-p",), "loads a plugin module: runs its code", "refuse"),
+    Option(("pytest",), ("-o", "--override-ini"), "overrides ini options (addopts=-p mod loads a plugin)", "refuse"),
+    Option(
+        ("pytest",), ("-c", "--config-file", "--inifile"), "reads another ini file (its addopts load plugins)", "refuse"
+    ),
+    Option(("pytest",), ("--pyargs",), "imports its operands as modules by name", "refuse"),
+    Option(("pytest",), ("--pdbcls", "--debugger"), "imports the named debugger's module", "refuse"),
+    Option(("pytest",), ("-W", "--pythonwarnings"), "a dotted warning category imports its module", "refuse"),
+    Option(("pytest",), ("--basetemp",), "deletes and recreates that folder", "refuse"),
+    Option(
+        ("pytest",),
+        ("--junitxml", "--junit-xml", "--report-log", "--resultlog", "--result-log"),
+        "writes a file (writes go through write_file)",
+        "refuse",
+    ),
+    Option(("pytest",), ("--rootdir", "--confcutdir", "--ignore", "--deselect"), "names a path", "path"),
+    Option(("unittest",), ("",), "imports each module named (a.b.TestCase.test)", "module"),
+)
+
+#: Short options that take a value (``-e PAT``, ``-ePAT``), per command; the rest are flags
+#: that bundle (``-rn``).
+_SHORT_VALUES = {
+    "grep": "efmABCdD",
+    "ls": "ITw",
+    "diff": "CUDFILSWxX",
+    "head": "nc",
+    "tail": "nc",
+    "pytest": "kmcporW",
+    "unittest": "k",
+}
+#: Long options that take the next argument as their value (when written without ``=``).
+_LONG_VALUES = {
+    "grep": {
+        "--regexp",
+        "--file",
+        "--max-count",
+        "--after-context",
+        "--before-context",
+        "--context",
+        "--include",
+        "--exclude",
+        "--exclude-from",
+        "--exclude-dir",
+        "--directories",
+        "--devices",
+        "--label",
+        "--binary-files",
+    },
+    "pytest": {
+        "--override-ini",
+        "--config-file",
+        "--inifile",
+        "--rootdir",
+        "--basetemp",
+        "--junitxml",
+        "--junit-xml",
+        "--confcutdir",
+        "--pdbcls",
+        "--pythonwarnings",
+        "--deselect",
+        "--ignore",
+        "--ignore-glob",
+        "--import-mode",
+        "--tb",
+        "--capture",
+        "--durations",
+        "--maxfail",
+        "--report-log",
+        "--resultlog",
+        "--result-log",
+        "--debugger",
+    },
+    "diff": {"--from-file", "--to-file", "--exclude-from", "--label", "--exclude"},
+    "head": {"--lines", "--bytes"},
+    "tail": {"--lines", "--bytes"},
+}
+#: Commands whose operands are all paths (grep: after its pattern; git: after ``--``).
+_PATH_OPERANDS = frozenset({"cat", "head", "tail", "wc", "ls", "diff", "grep", "pytest"})
+
+
+def _command_key(prog: str, args: list[str]) -> tuple[str, list[str]]:
+    """The command an argv runs, as :data:`OPTIONS` names it, and the arguments it takes."""
+    if prog == "git":
+        return (f"git {args[0]}" if args else "git"), args[1:]
+    if prog in ("python", "python3"):
+        i = 0
+        while i < len(args) and args[i] in ("-B", "-u", "-q", "-I", "-s", "-E"):
+            i += 1
+        if i + 1 < len(args) and args[i] == "-m":
+            return args[i + 1], args[i + 2 :]
+        return "python", args[i + 1 :]
+    return prog, args
+
+
+def _parse(key: str, args: list[str]) -> tuple[list[tuple[str, str | None]], list[str], list[str]]:
+    """``(options as (name, value), operands before --, operands after --)``."""
+    shorts, longs = _SHORT_VALUES.get(key, ""), _LONG_VALUES.get(key, set())
+    opts: list[tuple[str, str | None]] = []
+    operands: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return opts, operands, args[i + 1 :]
+        if a.startswith("--"):
+            name, eq, value = a.partition("=")
+            if not eq and name in longs and i + 1 < len(args):
+                value, i = args[i + 1], i + 1
+            opts.append((name, value if eq or name in longs else None))
+        elif a.startswith("-") and len(a) > 1:
+            for j, c in enumerate(a[1:], 1):
+                if c in shorts:
+                    value = a[j + 1 :]
+                    if not value and i + 1 < len(args):
+                        value, i = args[i + 1], i + 1
+                    opts.append((f"-{c}", value))
+                    break
+                opts.append((f"-{c}", None))
+        else:
+            operands.append(a)
+        i += 1
+    return opts, operands, []
+
+
+def _check_path(v: str, scopes: Sequence[str], root: Path, what: str) -> None:
+    """``v`` (existing or not) resolves inside the workspace and the scopes (a folder: wholly)."""
+    if v.startswith(("/", "~")) or ".." in v.split("/") or "\\" in v:
+        raise PolicyError(f"{what} {v[:80]!r} names a path outside the workspace")
+    real, rel = resolve(root, v, (), kind="any")
+    if real.is_dir():
+        if not dir_fully_in_scope(rel, scopes):
+            raise PolicyError(f"{what} {v!r} is a folder not wholly inside the file scopes ({', '.join(scopes)})")
+    elif not in_scope(rel, scopes):
+        raise PolicyError(f"{what} {v!r} is outside the task's file scopes ({', '.join(scopes)})")
+
+
+def _module_file(root: Path, name: str) -> str | None:
+    """The workspace file (relative) that ``python -m unittest`` imports for ``name``
+    (``a.b.TestCase.test`` → ``a/b.py`` or ``a/b/__init__.py``), or None."""
+    parts = name.split(".")
+    for n in range(len(parts), 0, -1):
+        base = "/".join(parts[:n])
+        for cand in (base + ".py", base + "/__init__.py"):
+            if os.path.isfile(root / cand):
+                return cand
+    return None
+
+
+def _option_policy(prog: str, args: list[str], scopes: Sequence[str], root: Path) -> tuple[str, str] | None:
+    """Apply :data:`OPTIONS` to a command: ``PolicyError`` to refuse, ``("high", reason)`` to
+    raise its risk, None when nothing in the table applies."""
+    key, rest = _command_key(prog, args)
+    opts, operands, after = _parse(key, rest)
+    names = {n for n, _ in opts} | {f"{n}={v}" for n, v in opts if v is not None}
+    if key.startswith("git "):
+        if any(key in r.commands and "REV:path" in r.options for r in OPTIONS):
+            for o in operands + after:
+                if ":" in o:  # REV:path reads a file of another revision
+                    _check_path(o.split(":", 1)[1] or ".", scopes, root, f"{key} {o!r} reads")
+        paths = [o for o in operands if ":" not in o and os.path.lexists(root / o)] + after
+    elif key == "grep":
+        paths = operands + after if names & {"-e", "--regexp", "-f", "--file"} else (operands + after)[1:]
+    else:
+        paths = operands + after
+    if key in _PATH_OPERANDS or key.startswith("git "):
+        for v in paths:
+            if "/" in v or os.path.lexists(root / v) or key.startswith("git "):
+                _check_path(v.split("::", 1)[0] if key == "pytest" else v, scopes, root, "argument")
+    raised: tuple[str, str] | None = None
+    for row in OPTIONS:
+        if key not in row.commands:
+            continue
+        hit = "" if "" in row.options else next((o for o in row.options if o in names), None)
+        if hit is None:
+            continue
+        shown = f"{key} {hit}".strip()
+        if row.action == "refuse":
+            raise PolicyError(f"{shown} is refused: it {row.effect}")
+        if row.action == "high":
+            raised = ("high", f"{shown} {row.effect}")
+        elif row.action == "root" and not paths and not dir_fully_in_scope(".", scopes):
+            raise PolicyError(
+                f"{shown} with no path named {row.effect}; name folders inside the file scopes ({', '.join(scopes)})"
+            )
+        elif row.action == "pathspec" and not paths and not dir_fully_in_scope(".", scopes):
+            raised = ("high", f"{shown} {row.effect} (name paths inside the file scopes, after --)")
+        elif row.action == "path":
+            for n, v in opts:
+                if n in row.options and v:
+                    _check_path(v, scopes, root, f"{key} {n}")
+        elif row.action == "module":
+            for o in operands:
+                if o == "discover" or "/" in o or o.endswith(".py"):
+                    break
+                f = _module_file(root, o)
+                if f is None:
+                    raise PolicyError(f"{key} {o!r} would import a module that is not a file of the workspace")
+                _check_path(f, scopes, root, f"{key} {o!r} imports")
+    return raised
+
+
 def command_policy(
     argv: Any, scopes: Sequence[str], *, root: Path, programs: frozenset[str]
 ) -> tuple[list[str], str, str]:
@@ -229,6 +481,9 @@ def command_policy(
     if row is not None and row.rule is not None:
         risk, reason = row.rule(row, args, scopes, root) or (risk, reason)
     _check_path_args(args, scopes, root)
+    raised = _option_policy(prog, args, scopes, root)
+    if raised is not None:
+        risk, reason = raised
     runs = row.runs if row is not None else None
     exe = shutil.which(prog) if runs is None else sys.executable
     if exe is None and not runs:

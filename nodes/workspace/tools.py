@@ -211,6 +211,10 @@ class WorkspaceTools:
                 if r.split("/")[0] in (".git", ".taskctx"):
                     continue
                 if entry.is_symlink():
+                    try:  # shown only when the link and what it points at are in scope
+                        self.resolve(r, scopes)
+                    except PolicyError:
+                        continue
                     out.append(f"{r}@")
                 elif entry.is_dir():
                     if dir_may_hold_scope(r, scopes):

@@ -1,0 +1,68 @@
+"""``taskctx list [--db DB] [--json]``: every task of a database, one row each (read-only), and
+``taskctx --version``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from context import TaskctxError, list_tasks
+
+from ..orchestrator import DEFAULT_DB
+from .common import DbOpt, _describe, _fail, _open_existing, console
+
+__all__ = ["list_command", "version_callback"]
+
+
+def list_command(
+    db: DbOpt = DEFAULT_DB,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print a JSON list of {task_id, status, executor_steps, last_activity, events, registered}.",
+        ),
+    ] = False,
+) -> None:
+    """List the tasks of a database, most recent activity first (read-only).
+
+    One row per task: id, status, executor steps, last activity (UTC timestamp of its last
+    event); tasks not started yet come last."""
+    try:
+        project = _open_existing(db, readonly=True)
+        try:
+            tasks = list_tasks(project.stores)
+        finally:
+            project.close()
+    except (TaskctxError, sqlite3.Error, OSError) as exc:
+        _fail(_describe(exc, db))
+        return
+    if as_json:
+        sys.stdout.write(json.dumps([t.as_json() for t in tasks], indent=2) + "\n")
+        return
+    if not tasks:
+        console.print(f"no tasks in {project.path}", markup=False)
+        return
+    table = Table(title=f"tasks in {project.path}", title_justify="left")
+    table.add_column("task")
+    table.add_column("status")
+    table.add_column("executor steps", justify="right")
+    table.add_column("last activity (UTC)")
+    for t in tasks:
+        status = t.status if t.registered else f"{t.status} (Python API)"
+        table.add_row(t.task_id, status, str(t.executor_steps), t.last_activity or "-")
+    console.print(table)
+
+
+def version_callback(value: bool) -> None:
+    """``--version``: print ``taskctx <version>`` (the installed distribution's) and exit 0."""
+    if value:
+        from importlib.metadata import version
+
+        console.print(f"taskctx {version('taskctx')}", markup=False)
+        raise typer.Exit()

@@ -1,0 +1,259 @@
+"""What an approval asks for, shown in full: one view, drawn on a terminal (rich) and in HTML.
+
+``approval_view(tool, arguments)`` turns a call's arguments (a dict, or the JSON text stored in
+the event log) into an :class:`ApprovalView`:
+
+- ``write_file``: the file's content (header: path, size in UTF-8 bytes, lines), with line
+  numbers, highlighted by the lexer rich guesses from the path;
+- ``apply_patch``: the patch as a diff (header: the files it writes, lines);
+- ``run_command``: the argv joined with :func:`shlex.join` (and the timeout, if given);
+- anything else: the arguments as pretty JSON (sorted keys, indent 2).
+
+Nothing is cut up to :data:`MAX_LINES` lines and :data:`MAX_CHARS` chars; beyond either, the
+first lines (at most :data:`HEAD_LINES` lines / :data:`HEAD_CHARS` chars) and the last ones (at
+most :data:`TAIL_LINES` / :data:`TAIL_CHARS`) are shown with a note between them that counts what
+is not shown and names a command that prints the full arguments. Control characters (C0 except
+tab and newline, DEL, C1), bidirectional controls (U+200E, U+200F, U+202A-U+202E, U+2066-U+2069,
+U+061C), zero-width characters (U+200B-U+200D, U+FEFF) and U+2028, U+2029 are shown escaped
+(``\\x1b``, ``\\u202e``) and lone surrogates as U+FFFD (:func:`context.text.escape_controls`), so
+nothing in the arguments reaches the terminal raw; a CRLF line end is shown as a line end.
+
+``approval_renderable`` is the terminal view (``taskctx demo``/``run``/``resume`` prompts and
+``taskctx approve``); ``approval_html`` the report's (``<pre>`` blocks, HTML-escaped, diff lines
+coloured by their first character).
+"""
+
+from __future__ import annotations
+
+import html as _html
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.syntax import Syntax
+from rich.text import Text
+
+from context.text import escape_controls as _escape
+
+__all__ = [
+    "HEAD_CHARS",
+    "HEAD_LINES",
+    "MAX_CHARS",
+    "MAX_LINES",
+    "TAIL_CHARS",
+    "TAIL_LINES",
+    "ApprovalView",
+    "approval_html",
+    "approval_renderable",
+    "approval_view",
+    "escape_controls",
+]
+
+#: Shown whole up to this many lines ...
+MAX_LINES = 200
+#: ... and this many chars (after escaping).
+MAX_CHARS = 20_000
+HEAD_LINES, HEAD_CHARS = 120, 12_000
+TAIL_LINES, TAIL_CHARS = 40, 4_000
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with a CRLF line end shown as a line end, then :func:`context.text.escape_controls`:
+    lone surrogates as U+FFFD, control and bidirectional-control characters (tab and newline
+    kept) written as escapes (``"\\x1b"``, ``"\\u202e"``)."""
+    return _escape(text.replace("\r\n", "\n"))
+
+
+@dataclass(frozen=True)
+class ApprovalView:
+    """An approval's arguments as shown. ``title``: one line (tool and what it acts on);
+    ``lexer``: a pygments lexer name (``"diff"``, ``"json"``, ``"text"``, ...); ``line_numbers``:
+    whether lines are numbered; ``head``: the text shown first (all of it when nothing is cut);
+    ``tail``: the text shown after the note (empty when nothing is cut), its first line being line
+    ``tail_start``; ``note``: the cut note, or empty."""
+
+    tool: str
+    title: str
+    lexer: str
+    line_numbers: bool
+    head: str
+    tail: str = ""
+    tail_start: int = 1
+    note: str = ""
+
+
+def _lines_word(n: int) -> str:
+    return f"{n:,} line" + ("" if n == 1 else "s")
+
+
+def _cut(text: str, full_hint: str) -> tuple[str, str, int, str]:
+    """``(head, tail, tail_start, note)`` of ``text`` (already escaped), per the module doc."""
+    lines = text.split("\n")
+    if len(lines) <= MAX_LINES and len(text) <= MAX_CHARS:
+        return text, "", 1, ""
+    head: list[str] = []
+    used = 0
+    for ln in lines[:HEAD_LINES]:
+        if used + len(ln) + 1 > HEAD_CHARS:
+            if not head:
+                head.append(ln[: HEAD_CHARS - 1])
+            break
+        head.append(ln)
+        used += len(ln) + 1
+    tail: list[str] = []
+    used = 0
+    k = len(head)
+    head_partial = k == 1 and len(head[0]) < len(lines[0])
+    rest = lines[k - 1 :] if head_partial else lines[k:]  # a line cut inside may end the tail
+    for ln in reversed(rest[-TAIL_LINES:]):
+        if used + len(ln) + 1 > TAIL_CHARS:
+            if not tail:
+                tail.append(ln[-(TAIL_CHARS - 1) :])
+            break
+        tail.append(ln)
+        used += len(ln) + 1
+    tail.reverse()
+    n, m = len(lines), len(tail)
+    tail_partial = m == 1 and len(tail[0]) < len(lines[-1])
+    first_cut = k if head_partial else k + 1  # 1-based, the first and last line not shown whole
+    last_cut = n - m + 1 if tail_partial else n - m
+    hidden_chars = len(text) - len("\n".join(head)) - len("\n".join(tail))
+    if not head_partial and not tail_partial:
+        what = (
+            f"{_lines_word(last_cut - first_cut + 1)} not shown "
+            f"(lines {first_cut:,}-{last_cut:,} of {n:,}, {hidden_chars:,} chars)"
+        )
+    elif first_cut == last_cut:
+        what = f"{hidden_chars:,} chars not shown (inside line {first_cut:,} of {n:,})"
+    else:
+        what = f"{hidden_chars:,} chars not shown (lines {first_cut:,}-{last_cut:,} of {n:,}, partly)"
+    note = f"... {what}; the full arguments: {full_hint}"
+    return "\n".join(head), "\n".join(tail), n - m + 1, note
+
+
+def approval_view(
+    tool: str, arguments: dict[str, Any] | str, *, full_hint: str = "`taskctx inspect TASK --json`"
+) -> ApprovalView:
+    """The view of a call of ``tool`` with ``arguments`` (a dict, or its JSON text as stored in
+    the log; text that is not a JSON object is shown as it is). ``full_hint`` names where the full
+    arguments can be read; it ends the note of a cut view. Never raises on odd arguments: a
+    ``write_file`` without string ``path``/``content``, a patch that is not a string or a
+    command whose argv is not a list of strings falls back to pretty JSON."""
+    args: Any = arguments
+    if isinstance(arguments, str):
+        try:
+            args = json.loads(arguments)
+        except ValueError:
+            args = arguments
+    t = escape_controls(tool)
+    if isinstance(args, dict):
+        if tool == "write_file" and isinstance(args.get("path"), str) and isinstance(args.get("content"), str):
+            content, path = args["content"], args["path"]
+            n = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+            size = len(content.encode("utf-8", "surrogatepass"))
+            body = escape_controls(content[:-1] if content.endswith("\n") else content)
+            lexer = Syntax.guess_lexer(path, content[:2000])
+            extra = {k: v for k, v in args.items() if k not in ("path", "content")}
+            title = f"{t} {escape_controls(path)} ({size:,} bytes, {_lines_word(n)})" + (
+                f" {escape_controls(json.dumps(extra, sort_keys=True, ensure_ascii=False))}" if extra else ""
+            )
+            head, tail, start, note = _cut(body, full_hint)
+            return ApprovalView(tool, title, lexer, True, head, tail, start, note)
+        if tool == "apply_patch" and isinstance(args.get("patch"), str):
+            patch = args["patch"]
+            files = [
+                m.group(1).split("\t")[0]
+                for m in re.finditer(r"^\+\+\+ (?:b/)?(.+)$", patch, re.M)
+                if m.group(1) != "/dev/null"
+            ]
+            n = patch.count("\n") + (0 if patch.endswith("\n") or not patch else 1)
+            body = escape_controls(patch[:-1] if patch.endswith("\n") else patch)
+            title = f"{t} {escape_controls(', '.join(files) or '(no file named)')} ({_lines_word(n)} of diff)"
+            head, tail, start, note = _cut(body, full_hint)
+            return ApprovalView(tool, title, "diff", False, head, tail, start, note)
+        argv = args.get("argv")
+        if tool == "run_command" and isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv):
+            extra = {k: v for k, v in args.items() if k != "argv"}
+            title = f"{t}" + (
+                f" {escape_controls(json.dumps(extra, sort_keys=True, ensure_ascii=False))}" if extra else ""
+            )
+            head, tail, start, note = _cut("$ " + escape_controls(shlex.join(argv)), full_hint)
+            return ApprovalView(tool, title, "text", False, head, tail, start, note)
+    if isinstance(args, str):
+        head, tail, start, note = _cut(escape_controls(args), full_hint)
+        return ApprovalView(tool, t, "text", False, head, tail, start, note)
+    pretty = json.dumps(args, indent=2, sort_keys=True, ensure_ascii=False)
+    head, tail, start, note = _cut(escape_controls(pretty), full_hint)
+    return ApprovalView(tool, t, "json", False, head, tail, start, note)
+
+
+def _syntax(view: ApprovalView, code: str, start: int) -> Padding:
+    return Padding(
+        Syntax(
+            code,
+            view.lexer,
+            theme="ansi_dark",
+            background_color="default",
+            line_numbers=view.line_numbers,
+            start_line=start,
+            word_wrap=True,
+        ),
+        (0, 0, 0, 4),
+    )
+
+
+def approval_renderable(req: dict[str, Any], *, full_hint: str | None = None) -> RenderableType:
+    """The terminal view of the approval request ``req`` (the ``interrupt()`` value: ``tool``,
+    ``arguments``, ``call_id``, ``risk``, ``reason``, ``task_id``): a header line, the risk and
+    reason, then the arguments (:func:`approval_view`), indented by 4. ``full_hint`` defaults to
+    ``taskctx inspect TASK_ID --json``, which prints the pending approval's full arguments."""
+    task = str(req.get("task_id") or "TASK_ID")
+    hint = full_hint or f"`taskctx inspect {task} --json` (control.pending_approval.arguments)"
+    v = approval_view(str(req.get("tool")), req.get("arguments") or {}, full_hint=hint)
+    parts: list[RenderableType] = [
+        Text(f"  approval requested: {v.title}  [call {escape_controls(str(req.get('call_id')))}]"),
+        Text(f"    risk {req.get('risk')}: {escape_controls(str(req.get('reason')))}"),
+        _syntax(v, v.head, 1),
+    ]
+    if v.note:
+        parts += [Padding(Text(v.note, style="bold"), (0, 0, 0, 4)), _syntax(v, v.tail, v.tail_start)]
+    return Group(*parts)
+
+
+def _html_lines(view: ApprovalView, code: str, start: int) -> str:
+    out = []
+    for i, line in enumerate(code.split("\n"), start):
+        cls = ""
+        if view.lexer == "diff":
+            if line.startswith(("+++", "---")):
+                cls = "dfile"
+            elif line.startswith("+"):
+                cls = "dadd"
+            elif line.startswith("-"):
+                cls = "ddel"
+            elif line.startswith("@@"):
+                cls = "dhunk"
+        ln = f'<span class="ln">{i}</span>' if view.line_numbers else ""
+        body = _html.escape(line, quote=True)
+        out.append(f'<span class="{cls}">{ln}{body}</span>' if cls else f"{ln}{body}")
+    return "\n".join(out)
+
+
+def approval_html(tool: str, arguments: dict[str, Any] | str, *, full_hint: str) -> str:
+    """The report's view of a call of ``tool`` with ``arguments``: a title ``<div>`` and ``<pre
+    class="approval">`` (two, with the note between them, when cut); HTML-escaped; a diff's lines
+    wrapped in ``span.dadd`` / ``span.ddel`` / ``span.dhunk`` / ``span.dfile``; numbered lines
+    start with ``span.ln``."""
+    v = approval_view(tool, arguments, full_hint=full_hint)
+    parts = [
+        f'<div class="approval-title"><code>{_html.escape(v.title)}</code></div>',
+        f'<pre class="approval" data-lexer="{_html.escape(v.lexer)}">{_html_lines(v, v.head, 1)}</pre>',
+    ]
+    if v.note:
+        parts.append(f'<p class="approval-note">{_html.escape(v.note)}</p>')
+        parts.append(f'<pre class="approval tail">{_html_lines(v, v.tail, v.tail_start)}</pre>')
+    return "".join(parts)

@@ -1,0 +1,266 @@
+"""The CLI's one list of tasks (``taskctx list``, ``context.find_task``), read-only commands that
+never write, budget errors that name the budget that works, and ``taskctx --version``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+import tomllib
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from context import load_trajectory
+from context.store import SqliteStores
+from graphs.cli import app
+
+REPO = Path(__file__).resolve().parents[1]
+PONYC = "openhands-ponyc-4588.jsonl"  # its planner needs 2,301 tokens, its first executor call 2,632
+DJANGO = "moatless-django-15695.jsonl"  # 11 steps
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def _error_line(result) -> str:
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def _sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def _python_api_task(db: Path, trajectories_dir: Path, task_id: str) -> None:
+    """Run a recorded trajectory through the Python API (no registry entry), as a notebook does."""
+    from graphs import open_project
+    from graphs.orchestrator import build_orchestrator, new_task
+    from graphs.runner import run_graph
+    from nodes import ReplayChatModel, ReplayTools
+
+    traj = load_trajectory(trajectories_dir / DJANGO)
+    with open_project(str(db)) as p:
+        g = build_orchestrator(
+            ReplayChatModel(trajectory=traj), tools=ReplayTools(traj), checkpointer=p.checkpointer, stores=p.stores
+        )
+        assert run_graph(g, p.stores, task_id, new_task(traj.request, task_id)).finished
+
+
+# ---- budget -----------------------------------------------------------------------------------
+
+
+def test_budget_error_names_the_smallest_budget_that_works(trajectories_dir: Path, tmp_path: Path) -> None:
+    db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
+    traj = str(trajectories_dir / PONYC)
+    r = invoke("replay", traj, "--task-id", "t1", "--budget", "1000", "--db", db, "--out", out)
+    assert r.exit_code == 2
+    assert _error_line(r) == (
+        "error: planner of task t1 needs at least 2301 tokens: required blocks 1301 + reserve 1000; "
+        f"rerun with --budget 2301 or more: `taskctx resume t1 --budget 2301 --db {db}`"
+    )
+    # exact: one token less fails at the same call with the same numbers ...
+    r = invoke("resume", "t1", "--budget", "2300", "--db", db, "--out", out)
+    assert r.exit_code == 2 and "planner of task t1 needs at least 2301 tokens" in _error_line(r)
+    assert not [e for e in SqliteStores(db).events.read("t1") if e.kind == "plan.created"]
+    # ... and N gets past that call: the plan is made; the executor's first call names its own N
+    r = invoke("resume", "t1", "--budget", "2301", "--db", db, "--out", out)
+    assert r.exit_code == 2
+    assert "call   1 planner" in r.stdout and "plan.created: 5 steps" in r.stdout
+    assert _error_line(r) == (
+        "error: executor of task t1 needs at least 2632 tokens: required blocks 1632 + reserve 1000; "
+        f"rerun with --budget 2632 or more: `taskctx resume t1 --budget 2632 --db {db}`"
+    )
+    r = invoke("resume", "t1", "--budget", "2632", "--max-steps", "1", "--db", db, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert "call   2 executor  step s1" in r.stdout and "stopped after 1 executor steps" in r.stdout
+
+
+@pytest.mark.parametrize("cmd", ["replay", "resume", "run"])
+def test_budget_below_the_reserve_is_refused_while_parsing(cmd: str, tmp_path: Path) -> None:
+    db = tmp_path / "t.sqlite"
+    first = {"replay": str(tmp_path / "x.jsonl"), "resume": "t1", "run": "do it"}[cmd]
+    r = invoke(cmd, first, "--budget", "999", "--db", str(db))
+    assert r.exit_code == 2
+    assert _error_line(r) == (
+        "error: --budget 999 is below the 1000 tokens reserved for the model's answer, so no prompt fits; "
+        "pass --budget 1000 or more (a failing call names the smallest budget that works)"
+    )
+    assert not db.exists()
+
+
+# ---- one list of tasks ------------------------------------------------------------------------
+
+
+def test_a_task_that_failed_at_its_planner_is_one_task_to_every_command(trajectories_dir: Path, tmp_path: Path) -> None:
+    db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
+    assert invoke("replay", str(trajectories_dir / PONYC), "--task-id", "t1", "--budget", "1000", "--db", db).exit_code
+    r = invoke("list", "--db", db, "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout) == [
+        {
+            "task_id": "t1",
+            "status": "not started",
+            "executor_steps": 0,
+            "last_activity": None,
+            "events": 0,
+            "registered": True,
+        }
+    ]
+    r = invoke("inspect", "t1", "--db", db)
+    assert r.exit_code == 0, r.output
+    assert r.stdout == (
+        "task t1: not started (replay task, budget 1000): no events yet (its first node failed, or is still "
+        f"running); continue it with `taskctx resume t1 --db {db}` (--budget N to change the budget)\n"
+    )
+    r = invoke("inspect", "t1", "--db", db, "--json")  # the input it was started with
+    assert r.exit_code == 0 and json.loads(r.stdout)["identity"]["task_id"] == "t1"
+    r = invoke("report", "t1", "--db", db, "--html", str(tmp_path / "r.html"))
+    assert r.exit_code == 2 and "has not started (registered, no events): nothing to report yet" in r.output
+    r = invoke("resume", "t1", "--budget", "8000", "--max-steps", "2", "--db", db, "--out", out)
+    assert r.exit_code == 0, r.output
+    r = invoke("list", "--db", db, "--json")
+    (row,) = json.loads(r.stdout)
+    last = SqliteStores(db).events.read("t1")[-1]
+    assert (row["status"], row["executor_steps"], row["last_activity"]) == ("running", 2, last.timestamp)
+
+
+def test_list_reconciles_registry_and_event_log(trajectories_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "t.sqlite"
+    _python_api_task(db, trajectories_dir, "api1")  # events, no registry entry
+    r = invoke("replay", str(trajectories_dir / PONYC), "--task-id", "cli1", "--max-steps", "1", "--db", str(db))
+    assert r.exit_code == 0, r.output
+    invoke("replay", str(trajectories_dir / PONYC), "--task-id", "cli0", "--budget", "1000", "--db", str(db))
+    stores = SqliteStores(db)
+    rows = json.loads(invoke("list", "--db", str(db), "--json").stdout)
+    assert [(x["task_id"], x["status"], x["executor_steps"], x["registered"]) for x in rows] == [
+        ("cli1", "running", 1, True),  # most recent activity first
+        ("api1", "completed", 11, False),
+        ("cli0", "not started", 0, True),  # no events: last
+    ]
+    assert [x["last_activity"] for x in rows] == [
+        stores.events.read("cli1")[-1].timestamp,
+        stores.events.read("api1")[-1].timestamp,
+        None,
+    ]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", rows[0]["last_activity"])
+    table = invoke("list", "--db", str(db)).stdout
+    assert re.search(r"│ api1 +│ completed \(Python API\) +│ +11 │ " + re.escape(rows[1]["last_activity"]), table)
+    assert re.search(r"│ cli0 +│ not started +│ +0 │ - ", table)
+    assert table.index("cli1") < table.index("api1") < table.index("cli0")
+    # every command names the same tasks when one is unknown
+    for cmd in ("inspect", "resume", "approve", "report"):
+        r = invoke(cmd, "nosuch", "--db", str(db))
+        assert r.exit_code == 2
+        assert f"no task 'nosuch' in {db}; check the id and --db (tasks: cli1, api1, cli0)" in r.stderr
+    # a Python API task can be inspected, not resumed from the CLI
+    assert invoke("inspect", "api1", "--db", str(db)).exit_code == 0
+    r = invoke("resume", "api1", "--db", str(db))
+    assert r.exit_code == 2 and "was run through the Python API, not a taskctx command" in _error_line(r)
+
+
+def test_list_of_an_empty_database(tmp_path: Path) -> None:
+    db = tmp_path / "t.sqlite"
+    SqliteStores(db).close()
+    r = invoke("list", "--db", str(db))
+    assert r.exit_code == 0 and r.stdout == f"no tasks in {db}\n"
+    assert invoke("list", "--db", str(db), "--json").stdout == "[]\n"
+
+
+def test_version_is_the_distributions() -> None:
+    r = invoke("--version")
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert r.exit_code == 0 and r.stdout == f"taskctx {version('taskctx')}\n" == f"taskctx {pyproject}\n"
+
+
+# ---- read-only commands -----------------------------------------------------------------------
+
+READ_ONLY = [("inspect", "t1"), ("list",), ("report", "t1")]
+
+
+@pytest.mark.parametrize("cmd", READ_ONLY, ids=lambda c: c[0])
+def test_read_only_command_leaves_an_unrelated_sqlite_file_unchanged(cmd: tuple[str, ...], tmp_path: Path) -> None:
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")
+        conn.execute("INSERT INTO notes VALUES ('mine')")
+    conn.close()
+    before = _sha(other)
+    html = tmp_path / "r.html"
+    r = invoke(*cmd, "--db", str(other), *(["--html", str(html)] if cmd[0] == "report" else []))
+    assert r.exit_code == 2
+    assert f"error: {other} is not a taskctx database (no taskctx tables); pass the --db a task was started with" in (
+        r.stderr.strip().splitlines()
+    )
+    assert _sha(other) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.sqlite"]  # no journal, no HTML
+    with sqlite3.connect(f"file:{other}?mode=ro", uri=True) as conn:
+        assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master")] == ["notes"]
+
+
+@pytest.mark.parametrize("cmd", [*READ_ONLY, ("resume", "t1"), ("approve", "t1")], ids=lambda c: c[0])
+def test_missing_or_foreign_database_is_not_created_or_changed(cmd: tuple[str, ...], tmp_path: Path) -> None:
+    missing = tmp_path / "sub" / "missing.sqlite"
+    r = invoke(*cmd, "--db", str(missing))
+    assert r.exit_code == 2
+    assert f"no database at {missing}; pass the --db the task was started with" in r.stderr
+    assert not (tmp_path / "sub").exists()
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n")
+    r = invoke(*cmd, "--db", str(text))
+    assert r.exit_code == 2
+    assert f"{text} is not a taskctx database (no taskctx tables)" in r.stderr
+    assert text.read_text() == "not a database\n"
+
+
+def test_read_only_commands_leave_a_taskctx_database_byte_identical(trajectories_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "t.sqlite"
+    r = invoke("replay", str(trajectories_dir / PONYC), "--task-id", "t1", "--max-steps", "2", "--db", str(db))
+    assert r.exit_code == 0, r.output
+    # the file and its write-ahead log (the -shm file is SQLite's shared-memory index, where
+    # readers mark what they read; it holds no data)
+    files = [p for p in (db, tmp_path / "t.sqlite-wal") if p.exists()]
+    before = {p.name: _sha(p) for p in files}
+    assert invoke("inspect", "t1", "--db", str(db)).exit_code == 0
+    assert invoke("inspect", "t1", "--db", str(db), "--json").exit_code == 0
+    assert invoke("list", "--db", str(db)).exit_code == 0
+    assert invoke("report", "t1", "--db", str(db), "--html", str(tmp_path / "r.html")).exit_code == 0
+    assert {p.name: _sha(p) for p in files} == before
+
+
+# ---- the README and the tests tell the truth --------------------------------------------------
+
+
+def test_readme_names_exactly_the_commands_that_take_db() -> None:
+    import typer.main
+
+    group = typer.main.get_command(app)
+    takes_db = {name for name, cmd in group.commands.items() if any("--db" in p.opts for p in cmd.params)}
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"\n((?:`[a-z]+`(?:, | and ))+`[a-z]+`) take `--db`", readme)
+    assert m, "README lost its sentence naming the commands that take --db"
+    named = set(re.findall(r"`([a-z]+)`", m.group(1)))
+    assert named == takes_db == {"demo", "replay", "resume", "run", "approve", "inspect", "list", "report", "doctor"}
+    assert set(group.commands) - takes_db == {"bench", "eval"}
+    assert "`bench` and `eval` take no `--db`" in readme
+    assert "All commands take `--db`" not in readme
+
+
+def test_no_test_hard_codes_the_shared_folder() -> None:
+    """Recorded data comes from ``trajectories_dir`` / ``trajectory_file`` (tests/conftest.py),
+    which honour TASKCTX_TRAJECTORIES; a path built from "shared" elsewhere would ignore it."""
+    pattern = re.compile(r"""/\s*["']shared["']|["']\.\./shared/data/trajectories["']\s*\)""")
+    offenders = [
+        p.name
+        for p in sorted((REPO / "tests").glob("*.py"))
+        if p.name != "conftest.py" and pattern.search(p.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
