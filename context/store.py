@@ -264,6 +264,11 @@ class _Sqlite:
             missing = [t for t in TASKCTX_TABLES if t not in sqlite_tables(self.conn)]
             if missing:
                 self.conn.close()
+                if len(missing) < len(TASKCTX_TABLES):  # a taskctx database that lost a table
+                    raise StoreOpenError(
+                        f"the taskctx database at {self.path} is damaged (table {', '.join(missing)} is missing): "
+                        "restore it from a backup, or pass another --db"
+                    )
                 raise NotTaskctxDatabaseError(not_taskctx_message(self.path))
             self.lock = threading.Lock()
             return
@@ -298,7 +303,8 @@ class _Sqlite:
 def connect_readonly(path: str) -> sqlite3.Connection:
     """A read-only connection to the existing SQLite file ``path`` (``file:...?mode=ro`` URI):
     it never creates the file, a table or a journal mode. Raises ``StoreOpenError`` when the file
-    does not exist and ``NotTaskctxDatabaseError`` when it is not a SQLite database."""
+    does not exist or is a damaged SQLite file ("malformed": truncated, pages overwritten) and
+    ``NotTaskctxDatabaseError`` when it is not a SQLite database."""
     p = Path(path)
     if not p.is_file():
         raise StoreOpenError(f"no database at {path}; pass the --db the task was started with")
@@ -310,8 +316,12 @@ def connect_readonly(path: str) -> sqlite3.Connection:
         raise StoreOpenError(f"cannot open the taskctx database at {path} read-only: {exc}; check --db") from exc
     try:
         sqlite_tables(conn)
-    except sqlite3.DatabaseError as exc:  # "file is not a database"
+    except sqlite3.DatabaseError as exc:  # "file is not a database", or a damaged one
         conn.close()
+        if "malformed" in str(exc):  # a SQLite file that lost pages (truncated, overwritten)
+            raise StoreOpenError(
+                f"the taskctx database at {path} is damaged ({exc}): restore it from a backup, or pass another --db"
+            ) from exc
         raise NotTaskctxDatabaseError(not_taskctx_message(path)) from exc
     return conn
 

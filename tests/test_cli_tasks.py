@@ -183,7 +183,7 @@ def test_version_is_the_distributions() -> None:
 
 # ---- read-only commands -----------------------------------------------------------------------
 
-READ_ONLY = [("inspect", "t1"), ("list",), ("report", "t1")]
+READ_ONLY = [("inspect", "t1"), ("list",), ("report", "t1"), ("doctor",)]
 
 
 @pytest.mark.parametrize("cmd", READ_ONLY, ids=lambda c: c[0])
@@ -233,6 +233,8 @@ def test_read_only_commands_leave_a_taskctx_database_byte_identical(trajectories
     assert invoke("inspect", "t1", "--db", str(db), "--json").exit_code == 0
     assert invoke("list", "--db", str(db)).exit_code == 0
     assert invoke("report", "t1", "--db", str(db), "--html", str(tmp_path / "r.html")).exit_code == 0
+    assert invoke("doctor", "--db", str(db)).exit_code == 0
+    assert invoke("doctor", "t1", "--db", str(db)).exit_code == 0
     assert {p.name: _sha(p) for p in files} == before
 
 

@@ -296,7 +296,7 @@ CASES: list[tuple[str, Callable[[str], None], str, bool]] = [
         "checkpoint: none, though the event log holds",
         True,
     ),
-    ("events-table-dropped", _sql("DROP TABLE taskctx_events"), "the last", True),
+    ("events-table-dropped", _sql("DROP TABLE taskctx_events"), "table taskctx_events is missing", True),
     ("file-truncated-half", _truncate(0.5), "", True),
     ("file-truncated-to-header", _truncate(0.02), "", True),
     ("file-header-garbage", _garbage_header, "", True),
@@ -403,3 +403,29 @@ def test_the_missing_middle_row_of_the_issue_is_refused_with_one_line(copy_of: s
         "`taskctx doctor cor-1` for every finding; restore the database from a backup, or start the task again "
         "under a new --task-id (the damaged task can still be inspected)"
     )
+
+
+@pytest.mark.parametrize("fraction", [0.5, 0.02])
+def test_a_truncated_file_is_named_damaged_by_every_command(healthy: Any, tmp_path: Path, fraction: float) -> None:
+    """The read-only commands (and resume's read-only check) open a truncated taskctx file as
+    damaged, never as "not a taskctx database"; the file is left as it was."""
+    if not isinstance(healthy, Path):
+        pytest.skip("damage to a file: SQLite only")
+    db = tmp_path / "d.sqlite"
+    shutil.copy(healthy, db)
+    _truncate(fraction)(str(db))
+    before = db.read_bytes()
+    for cmd in (
+        ["inspect", "cor-1"],
+        ["list"],
+        ["report", "cor-1", "--html", str(tmp_path / "r.html")],
+        ["doctor"],
+        ["resume", "cor-1", "--out", str(tmp_path / "runs")],
+    ):
+        r = _invoke([*cmd, "--db", str(db)])
+        assert r.exit_code == 2, (cmd, r.output)
+        assert _one_line_error(r) == (
+            f"error: the taskctx database at {db} is damaged (database disk image is malformed): restore it "
+            "from a backup, or pass another --db"
+        ), cmd
+    assert db.read_bytes() == before

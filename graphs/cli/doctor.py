@@ -1,5 +1,6 @@
 """``taskctx doctor [TASK_ID]``: run every check of :mod:`graphs.doctor` on one task (or every
-task in the database) and print what it found."""
+task in the database) and print what it found. Read-only, as ``inspect``, ``list`` and
+``report``: the database is opened with ``mode=ro`` (SQLite) or read-only sessions (Postgres)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from typing import Annotated
 import typer
 
 from context import TaskctxError, UnknownTaskError
+from context.catalog import unknown_task_message
 
 from ..doctor import diagnose
-from ..orchestrator import DEFAULT_DB, db_exists
-from .common import DbOpt, _describe, _fail, _open, console
+from ..orchestrator import DEFAULT_DB
+from .common import DbOpt, _describe, _fail, _open_existing, console
 
 __all__ = ["doctor"]
 
@@ -25,9 +27,7 @@ def doctor(
 
     Prints ``task <id>: ok (<n> events)`` or one line per finding (what is damaged and where)."""
     try:
-        if not db_exists(db):
-            raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
-        project = _open(db)
+        project = _open_existing(db, readonly=True)
         found_db: list[str] = []
         conn = getattr(project.stores, "_db", None)
         if conn is not None and hasattr(conn, "conn"):
@@ -42,7 +42,7 @@ def doctor(
             console.print(line, markup=False)
         for tid in ids:
             if not project.stores.events.last_seq(tid) and project.stores.tasks.get(tid) is None:
-                raise UnknownTaskError(f"no task {tid!r} in {db} (tasks: {', '.join(_task_ids(project)) or 'none'})")
+                raise UnknownTaskError(unknown_task_message(tid, db, _task_ids(project)))
             found = diagnose(project.stores, project.checkpointer, tid, resumable=True)
             if found:
                 damaged += 1
@@ -58,14 +58,12 @@ def doctor(
                 markup=False,
             )
             raise typer.Exit(2)
+        project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db, task_id))
 
 
 def _task_ids(project: object) -> list[str]:
+    """Every task id the event log or the registry knows (neither read beyond its ids)."""
     stores = project.stores  # type: ignore[attr-defined]
-    ids = set(stores.events.task_ids())
-    conn = getattr(getattr(stores, "_db", None), "conn", None)
-    if conn is not None:
-        ids |= {r[0] for r in conn.execute("SELECT task_id FROM taskctx_tasks").fetchall()}
-    return sorted(ids)
+    return sorted(set(stores.events.task_ids()) | set(stores.tasks.task_ids()))
