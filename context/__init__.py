@@ -28,7 +28,8 @@ renderer, the model and the tool node live in ``nodes`` (public names given), wi
       +--> new events appended to the log --> back to the top
 
 Beside the loop: errors.py is the error tree that every step raises from (TaskctxError and
-below; drawn in its docstring); trajectory.py loads recorded agent runs
+below; drawn in its docstring); text.py is where any str becomes bytes and back (lone
+surrogates, control characters); verify.py checks a task's log and artifacts as read back; trajectory.py loads recorded agent runs
 (load_trajectory), which `taskctx replay` and the bench feed through the loop (replay model
 and replay tools); catalog.py is the one answer to "which tasks exist" (list_tasks, find_task:
 the task registry and the event log together), used by every command.
@@ -58,6 +59,7 @@ from .compression import (
 from .errors import (
     ArtifactNotFoundError,
     BudgetError,
+    DamagedStoreError,
     InvalidInputError,
     InvalidRefError,
     LogAheadError,
@@ -119,6 +121,7 @@ __all__ = [
     "ArtifactRef",
     "ArtifactStore",
     "BudgetError",
+    "DamagedStoreError",
     "BuildResult",
     "COMMAND_LIMIT",
     "Compressed",

@@ -23,9 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import UnknownTaskError
+from .errors import DamagedStoreError, UnknownTaskError
 from .events import Event
 from .reducer import replay
+from .verify import check_events
 
 __all__ = ["NOT_STARTED", "TaskInfo", "find_task", "list_tasks", "unknown_task_message"]
 
@@ -99,7 +100,15 @@ def _info(stores: _Stores, task_id: str) -> TaskInfo:
     spec = stores.tasks.get(task_id)
     if not events:
         return TaskInfo(task_id, NOT_STARTED, 0, None, 0, spec)
-    ctx = replay(events)
+    try:
+        ctx = replay(events)
+    except (ValueError, KeyError, TypeError) as exc:  # a payload its kind does not allow
+        found = check_events(events) or [f"event log: it cannot be folded ({type(exc).__name__})"]
+        more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+        raise DamagedStoreError(
+            f"task {task_id!r} is damaged: {found[0]}{more}; run `taskctx doctor {task_id}` for every finding",
+            found,
+        ) from exc
     return TaskInfo(task_id, ctx.control.status, ctx.progress.executor_steps, events[-1].timestamp, len(events), spec)
 
 
@@ -121,7 +130,8 @@ def unknown_task_message(task_id: str, where: str, known: Sequence[str]) -> str:
 def find_task(stores: _Stores, task_id: str) -> TaskInfo:
     """The :class:`TaskInfo` of ``task_id``; raises ``UnknownTaskError`` naming the database and
     the tasks it holds (as :func:`list_tasks` sees them) when neither the registry nor the log
-    knows it."""
+    knows it; ``DamagedStoreError`` (what is damaged, and ``taskctx doctor``) when its event log
+    or registry row fails its checks (:mod:`context.verify`)."""
     info = _info(stores, task_id)
     if info.registered or info.started:
         return info

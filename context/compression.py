@@ -39,6 +39,8 @@ __all__ = [
     "SNIPPET_CHARS",
     "Compressed",
     "ResultKind",
+    "arguments_ref",
+    "compress_arguments",
     "compress_tool_result",
     "split_search_results",
 ]
@@ -220,3 +222,53 @@ def compress_tool_result(
     if len(first) > 100:
         first = first[:97] + "..."
     return Compressed(text=raw, compressed=False, summary=f"{n} chars: {first}", raw_chars=n)
+
+
+def arguments_ref(arguments: str) -> str:
+    """The ``artifact://`` ref of a call's arguments JSON text (what the tool node stores for a
+    call whose arguments are over ``COMMAND_LIMIT``)."""
+    import hashlib
+
+    return f"artifact://sha256:{hashlib.sha256(arguments.encode('utf-8', 'surrogatepass')).hexdigest()}"
+
+
+def compress_arguments(arguments: str) -> tuple[str, bool]:
+    """The prompt form of a call's arguments (JSON text) once the call has run: unchanged up to
+    ``COMMAND_LIMIT`` chars; over it, every string value longer than ``HEAD_CHARS + TAIL_CHARS``
+    becomes its first ``HEAD_CHARS`` and last ``TAIL_CHARS`` chars around a note
+    ``[... N of M chars omitted; full arguments: <ref>]`` (the ref of :func:`arguments_ref`);
+    when that is still over ``COMMAND_LIMIT`` (many medium values) or the text is not JSON, the
+    text itself is cut the same way (the transcript then shows it as ``{"input": ...}``).
+    Returns ``(text, whether it was compressed)``."""
+    import json
+
+    if len(arguments) <= COMMAND_LIMIT:
+        return arguments, False
+    try:
+        obj = json.loads(arguments)
+    except ValueError:
+        obj = arguments
+    ref = arguments_ref(arguments)
+    changed = False
+
+    def cut(v: object) -> object:
+        nonlocal changed
+        if isinstance(v, str) and len(v) > HEAD_CHARS + TAIL_CHARS:
+            changed = True
+            omitted = len(v) - HEAD_CHARS - TAIL_CHARS
+            return (
+                f"{v[:HEAD_CHARS]}\n[... {omitted} of {len(v)} chars omitted; full arguments: {ref}]\n{v[-TAIL_CHARS:]}"
+            )
+        if isinstance(v, dict):
+            return {k: cut(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [cut(x) for x in v]
+        return v
+
+    out = cut(obj)
+    text = json.dumps(out, ensure_ascii=False) if not isinstance(out, str) else out
+    if len(text) > COMMAND_LIMIT:  # many medium values (or not JSON): the text itself, cut
+        omitted = len(arguments) - HEAD_CHARS - TAIL_CHARS
+        note = f"[... {omitted} of {len(arguments)} chars omitted; full arguments: {ref}]"
+        text, changed = f"{arguments[:HEAD_CHARS]}\n{note}\n{arguments[-TAIL_CHARS:]}", True
+    return text, changed

@@ -12,6 +12,8 @@ Every error names the thing that is wrong and the fix. The tree::
     │   │   └── NotTaskctxDatabaseError  a read-only open found no taskctx tables
     │   ├── SequenceConflictError  an append would break the per-task sequence
     │   ├── LogAheadError          the log holds events a checkpoint does not know (a fork)
+    │   ├── DamagedStoreError      what was read back fails its checks (rows missing, bytes
+    │   │                          that do not match their hash, a checkpoint the log disagrees with)
     │   └── ArtifactNotFoundError  an ``artifact://`` ref that is not stored
     ├── InvalidRefError            an artifact ref that does not parse
     └── BudgetError                required blocks alone exceed the token budget
@@ -22,6 +24,7 @@ from __future__ import annotations
 __all__ = [
     "ArtifactNotFoundError",
     "BudgetError",
+    "DamagedStoreError",
     "InvalidInputError",
     "InvalidRefError",
     "LogAheadError",
@@ -75,6 +78,17 @@ class SequenceConflictError(StoreError):
 class LogAheadError(StoreError):
     """A node started from a checkpoint older than the task's event log (time travel / a fork):
     the log is append-only per task, so only the latest checkpoint can be continued."""
+
+
+class DamagedStoreError(StoreError):
+    """Data read back from a store fails a check: an event sequence with a gap, an unknown kind
+    or a payload its kind does not allow, artifact bytes that do not match their content hash, a
+    registry row that is not JSON, a checkpoint the event log does not give back. The message
+    says what is damaged, where, and what to do; ``problems`` lists every finding."""
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = list(problems or [message])
 
 
 class ArtifactNotFoundError(StoreError):

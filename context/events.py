@@ -3,7 +3,9 @@
 An :class:`Event` has ``id, seq, kind, timestamp, actor, payload, causation_id,
 correlation_id`` (DESIGN.md part 7). ``payload`` is validated against the payload model of its
 ``kind`` (the event union, :data:`PAYLOAD_MODELS`) when the event is built, so the reducer never
-meets a malformed payload. ``seq`` is the per-task sequence number (1, 2, ...) the event log
+meets a malformed payload. Payload text is clean UTF-8: a lone surrogate (``"\\ud835"``) is
+replaced by U+FFFD when the event is built (the exact bytes of a tool's output are in the artifact
+its ``raw_ref`` names; see :mod:`context.text`). ``seq`` is the per-task sequence number (1, 2, ...) the event log
 assigns; ``timestamp`` is ISO-8601 UTC.
 
 Source: DESIGN.md "The TaskContext contract", part 7 (events) and its list of kinds.
@@ -11,7 +13,6 @@ Source: DESIGN.md "The TaskContext contract", part 7 (events) and its list of ki
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .builder import ManifestEntry
 from .models import Finding, PlanStep, RiskLevel, StepResult
+from .text import clean_tree, json_text
 
 __all__ = [
     "Actor",
@@ -48,6 +50,8 @@ __all__ = [
     "RecoveryDecided",
     "TaskCompleted",
     "MemoryNoted",
+    "StateEdited",
+    "EDITABLE_FIELDS",
 ]
 
 Actor = Literal["user", "agent", "system", "tool"]
@@ -76,6 +80,7 @@ EventKind = Literal[
     "task.completed",
     "memory.proposed",
     "memory.confirmed",
+    "state.edited",
 ]
 
 
@@ -87,6 +92,10 @@ class TaskCreated(_Payload):
     task_id: str
     original_request: str
     constraints: list[str] = Field(default_factory=list)
+    #: Where a constraint came from when not the caller: ``"request"`` (the wording heuristic).
+    constraint_sources: dict[str, str] = Field(default_factory=dict)
+    #: The data schema the task is recorded with (``context.models.SCHEMA_VERSION``; 0: before versions).
+    schema_version: int = 0
     success_criteria: list[str] = Field(default_factory=list)
     non_goals: list[str] = Field(default_factory=list)
     allowed_tools: list[str] = Field(default_factory=list)
@@ -101,6 +110,8 @@ class PlanCreated(_Payload):
     interpreted_goal: str = ""
     success_criteria: list[str] = Field(default_factory=list)
     non_goals: list[str] = Field(default_factory=list)
+    #: Hard constraints the planner read in the request (added with source ``"planner"``).
+    constraints: list[str] = Field(default_factory=list)
     steps: list[PlanStep]
     reason: str = ""
 
@@ -250,6 +261,32 @@ class MemoryNoted(_Payload):
     text: str
 
 
+#: The fields a state edit (``graph.update_state`` from outside a node, e.g. LangGraph Studio's
+#: state editor) may change, per part; every other part is derived from the event log.
+EDITABLE_FIELDS: dict[str, frozenset[str]] = {
+    "identity": frozenset({"interpreted_goal", "success_criteria", "non_goals", "constraints", "constraint_sources"}),
+    "permissions": frozenset({"allowed_tools", "denied_tools", "requires_approval", "file_scopes"}),
+    "memory": frozenset({"durable_facts", "user_preferences", "project_conventions", "working_memory"}),
+}
+
+
+class StateEdited(_Payload):
+    """Addition: a state write that did not come from a node (``graph.update_state``), recorded
+    so the log and the checkpoint agree. ``changes``: part -> {field: new value (JSON)}, only
+    :data:`EDITABLE_FIELDS`; ``as_node``: the node the writer named."""
+
+    changes: dict[str, dict[str, Any]]
+    as_node: str | None = None
+
+    @model_validator(mode="after")
+    def _editable(self) -> StateEdited:
+        for part, fields in self.changes.items():
+            bad = set(fields) - EDITABLE_FIELDS.get(part, frozenset())
+            if bad:
+                raise ValueError(f"{part}.{sorted(bad)[0]} is not an editable field")
+        return self
+
+
 PAYLOAD_MODELS: dict[str, type[_Payload]] = {
     "task.created": TaskCreated,
     "plan.created": PlanCreated,
@@ -274,6 +311,7 @@ PAYLOAD_MODELS: dict[str, type[_Payload]] = {
     "task.completed": TaskCompleted,
     "memory.proposed": MemoryNoted,
     "memory.confirmed": MemoryNoted,
+    "state.edited": StateEdited,
 }
 
 
@@ -303,8 +341,10 @@ class Event(BaseModel):
     @model_validator(mode="after")
     def _check_payload(self) -> Event:
         model = PAYLOAD_MODELS[self.kind]
-        # Normalise: defaults filled in, so equal events compare equal after a round trip.
-        object.__setattr__(self, "payload", model.model_validate(self.payload).model_dump(mode="json"))
+        # Normalise: defaults filled in, so equal events compare equal after a round trip; text is
+        # clean UTF-8 (a lone surrogate becomes U+FFFD; exact tool output lives in the artifact).
+        dumped = model.model_validate(self.payload).model_dump(mode="json")
+        object.__setattr__(self, "payload", clean_tree(dumped))
         return self
 
     def typed(self) -> Any:
@@ -312,7 +352,8 @@ class Event(BaseModel):
         return PAYLOAD_MODELS[self.kind].model_validate(self.payload)
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        """The event as one line of JSON (UTF-8 text; see :func:`context.text.json_text`)."""
+        return json_text(self.model_dump(mode="json"), sort_keys=True)
 
 
 def new_event(

@@ -76,13 +76,27 @@ PLAN_RUN_MIN = 3
 PLAN_FULL_STEPS = 20
 
 
+#: The version of taskctx's stored data (event payloads and the checkpointed TaskContext).
+#: Recorded in ``task.created`` and folded into ``events.schema_version``; ``taskctx resume``
+#: refuses data of a newer version. Migrations (each tested): 0 -> 1 adds ``constraint_sources``,
+#: ``PlanCreated.constraints`` and the version itself, all defaulting to what schema 0 meant, so a
+#: schema-0 task resumes unchanged (it keeps version 0: its log and checkpoint agree).
+SCHEMA_VERSION = 1
+
+
 class _Part(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
 
 
 # 1. identity ------------------------------------------------------------------------------
 class Identity(_Part):
-    """Who asked for what. ``original_request`` and ``constraints`` are kept verbatim."""
+    """Who asked for what. ``original_request`` and ``constraints`` are kept verbatim.
+
+    ``constraint_sources`` says where each hard constraint came from: ``"caller"`` (given to
+    ``new_task(constraints=...)`` / ``taskctx run --constraint``; also every constraint it does
+    not name), ``"request"`` (found in the request's wording by
+    :func:`~context.trajectory.extract_constraints`, a heuristic) or ``"planner"`` (the planner's
+    ``submit_plan`` ``constraints``)."""
 
     task_id: str = ""
     original_request: str = ""
@@ -90,6 +104,7 @@ class Identity(_Part):
     success_criteria: list[str] = Field(default_factory=list)
     non_goals: list[str] = Field(default_factory=list)
     constraints: list[str] = Field(default_factory=list)
+    constraint_sources: dict[str, str] = Field(default_factory=dict)
 
 
 # 2. plan ----------------------------------------------------------------------------------
@@ -315,6 +330,9 @@ class EventsView(_Part):
     prompt_fingerprints: dict[str, list[str]] = Field(default_factory=dict)
     #: Addition: the token of the last ``resume.started`` (one per resume).
     last_resume_token: str = ""
+    #: The data schema the task was recorded with (``task.created``'s ``schema_version``; 0: a
+    #: task recorded before versions). See :data:`SCHEMA_VERSION`.
+    schema_version: int = 0
 
 
 # 8. memory --------------------------------------------------------------------------------

@@ -23,7 +23,6 @@ langgraph or langchain.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -40,15 +39,20 @@ from .events import Event
 from .store import (
     TASKCTX_TABLES,
     SqliteStores,
+    checked_artifact,
+    contiguous,
     duplicate_message,
     event_row,
     make_ref,
     not_taskctx_message,
     number_events,
     parse_ref,
+    registry_spec,
+    row_event,
     schema_sql,
     slice_lines,
 )
+from .text import json_text, to_bytes
 
 __all__ = [
     "APPLICATION_NAME",
@@ -187,19 +191,6 @@ class _Pg:
         self.pool.close()
 
 
-def _row_event(row: Sequence[Any]) -> Event:
-    return Event.model_construct(
-        seq=int(row[0]),
-        id=row[1],
-        kind=row[2],
-        timestamp=row[3],
-        actor=row[4],
-        payload=json.loads(row[5]),
-        causation_id=row[6],
-        correlation_id=row[7],
-    )
-
-
 class PgEventLog:
     """Append-only event log per task on Postgres (see module doc)."""
 
@@ -262,7 +253,8 @@ class PgEventLog:
         self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
     ) -> list[Event]:
         """Events of ``task_id`` with ``seq > after``, in order; with ``kinds``, only events of
-        those kinds (``kind IN (...)`` in SQL; ``limit`` counts the matching events)."""
+        those kinds (``kind IN (...)`` in SQL; ``limit`` counts the matching events). Checked as
+        :meth:`context.store.EventLog.iter` checks (``DamagedStoreError``)."""
         sql = (
             "SELECT seq, id, kind, timestamp, actor, payload, causation_id, correlation_id "
             "FROM taskctx_events WHERE task_id = %s AND seq > %s"
@@ -280,7 +272,8 @@ class PgEventLog:
             args += (limit,)
 
         def q(conn: Any, _: int) -> list[Event]:
-            return [_row_event(r) for r in conn.execute(sql, args).fetchall()]
+            rows = (row_event(task_id, r) for r in conn.execute(sql, args).fetchall())
+            return list(rows if kinds is not None else contiguous(task_id, rows, after))
 
         return self._db.run(q)
 
@@ -306,8 +299,9 @@ class PgArtifactStore:
         self._db = db
 
     def put(self, data: bytes | str) -> str:
-        """Store ``data`` (str is UTF-8 encoded) and return its ref; storing twice is free."""
-        raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        """Store ``data`` and return its ref; storing twice is free. A ``str`` is stored as UTF-8,
+        losslessly: a lone surrogate as its ``surrogatepass`` bytes (:func:`context.text.to_bytes`)."""
+        raw = to_bytes(data)
         ref = make_ref(raw)
         self._db.run(
             lambda conn, _: conn.execute(
@@ -329,9 +323,10 @@ class PgArtifactStore:
         return r, row[0]
 
     def get(self, ref: str) -> bytes:
-        """The exact bytes of ``ref``, or of its ``#L<a>-<b>`` line slice."""
+        """The exact bytes of ``ref``, or of its ``#L<a>-<b>`` line slice; checked against the
+        ref's hash (``DamagedStoreError``)."""
         r, raw = self._row(ref, "data")
-        data = bytes(raw)
+        data = checked_artifact(r, raw, self._db.path)
         return data if r.start is None else slice_lines(data, r.start, r.end or r.start)
 
     def size(self, ref: str) -> int:
@@ -348,7 +343,7 @@ class PgTaskRegistry:
         self._db.run(
             lambda conn, _: conn.execute(
                 "INSERT INTO taskctx_tasks VALUES (%s, %s) ON CONFLICT (task_id) DO UPDATE SET spec = EXCLUDED.spec",
-                (task_id, json.dumps(spec, sort_keys=True)),
+                (task_id, json_text(spec, sort_keys=True)),
             )
         )
 
@@ -356,7 +351,7 @@ class PgTaskRegistry:
         row = self._db.run(
             lambda conn, _: conn.execute("SELECT spec FROM taskctx_tasks WHERE task_id = %s", (task_id,)).fetchone()
         )
-        return None if row is None else json.loads(row[0])
+        return None if row is None else registry_spec(task_id, row[0])
 
     def task_ids(self) -> list[str]:
         """Ids of the registered tasks, sorted."""

@@ -29,6 +29,7 @@ from .events import (
     PlanCreated,
     RecoveryDecided,
     ReviewCompleted,
+    StateEdited,
     StepCompleted,
     StepCompletionRequested,
     StepStarted,
@@ -113,6 +114,8 @@ def summarize_event(e: Event) -> str:
         text = f"{p['decision']}: {p['reason']}"
     elif k == "task.completed":
         text = f"{p['status']}: {p['summary']}"
+    elif k == "state.edited":
+        text = "edited " + ", ".join(sorted(f"{part}.{f}" for part, fs in p["changes"].items() for f in fs))
     elif k == "resume.started":
         text = (f"{p['node']} runs" if p.get("node") else "resumed") + (
             f", from checkpoint {p['from_checkpoint']}" if p.get("from_checkpoint") else ""
@@ -129,15 +132,18 @@ def _fold_plan(ctx: TaskContext, p: PlanCreated) -> TaskContext:
     ident = ctx.identity
     criteria = list(ident.success_criteria) + [c for c in p.success_criteria if c not in ident.success_criteria]
     non_goals = list(ident.non_goals) + [c for c in p.non_goals if c not in ident.non_goals]
+    added = [c for c in dict.fromkeys(p.constraints) if c.strip() and c not in ident.constraints]
+    update: dict[str, object] = {
+        "interpreted_goal": p.interpreted_goal or ident.interpreted_goal,
+        "success_criteria": criteria,
+        "non_goals": non_goals,
+    }
+    if added:
+        update["constraints"] = [*ident.constraints, *added]
+        update["constraint_sources"] = {**ident.constraint_sources, **dict.fromkeys(added, "planner")}
     return ctx.model_copy(
         update={
-            "identity": ident.model_copy(
-                update={
-                    "interpreted_goal": p.interpreted_goal or ident.interpreted_goal,
-                    "success_criteria": criteria,
-                    "non_goals": non_goals,
-                }
-            ),
+            "identity": ident.model_copy(update=update),
             "plan": ctx.plan.model_copy(
                 update={
                     "version": ctx.plan.version + 1,
@@ -219,6 +225,7 @@ def _on_task_created(ctx: TaskContext, e: Event) -> TaskContext:
                     "task_id": p.task_id,
                     "original_request": p.original_request,
                     "constraints": list(p.constraints),
+                    "constraint_sources": dict(p.constraint_sources),
                     "success_criteria": list(p.success_criteria),
                     "non_goals": list(p.non_goals),
                 }
@@ -232,6 +239,7 @@ def _on_task_created(ctx: TaskContext, e: Event) -> TaskContext:
                 }
             ),
             "control": ctx.control.model_copy(update={"status": "running"}),
+            "events": ctx.events.model_copy(update={"schema_version": p.schema_version}),
         }
     )
 
@@ -513,6 +521,16 @@ def _on_memory_proposed(ctx: TaskContext, e: Event) -> TaskContext:
     return ctx.model_copy(update={"memory": mem})
 
 
+def _on_state_edited(ctx: TaskContext, e: Event) -> TaskContext:
+    """``state.edited``: each changed field of each part set to its new value."""
+    p: StateEdited = e.typed()
+    update: dict[str, object] = {}
+    for part, fields in p.changes.items():
+        cur = getattr(ctx, part)
+        update[part] = type(cur).model_validate({**cur.model_dump(mode="json"), **fields})
+    return ctx.model_copy(update=update)
+
+
 def _on_memory_confirmed(ctx: TaskContext, e: Event) -> TaskContext:
     m: MemoryNoted = e.typed()
     mem = ctx.memory
@@ -555,6 +573,7 @@ FOLDS: Mapping[EventKind, Fold] = MappingProxyType(
         "task.completed": _on_task_completed,
         "memory.proposed": _on_memory_proposed,
         "memory.confirmed": _on_memory_confirmed,
+        "state.edited": _on_state_edited,
     }
 )
 

@@ -26,16 +26,18 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from .errors import (
     ArtifactNotFoundError,
+    DamagedStoreError,
     InvalidRefError,
     NotTaskctxDatabaseError,
     SequenceConflictError,
     StoreOpenError,
 )
-from .events import Event
+from .events import PAYLOAD_MODELS, Event
+from .text import json_text, to_bytes
 
 __all__ = [
     "ArtifactRef",
@@ -112,10 +114,18 @@ class ArtifactStoreProtocol(Protocol):
 
 def number_events(task_id: str, events: Sequence[Event], last: int) -> list[Event]:
     """``events`` numbered to continue a log whose last ``seq`` is ``last``; an event that already
-    carries another ``seq`` raises ``SequenceConflictError`` (another writer got there first)."""
+    carries another ``seq`` raises ``SequenceConflictError`` (another writer got there first), or
+    ``DamagedStoreError`` when the first one is past ``last + 1`` (the log lost its last events)."""
     out: list[Event] = []
     for i, e in enumerate(events):
         want = last + 1 + i
+        if e.seq and e.seq > want and i == 0:
+            raise damaged(
+                task_id,
+                "the event log",
+                f"it ends at seq {last} but this run continues from seq {e.seq - 1}: "
+                f"{e.seq - want} event{'s are' if e.seq - want > 1 else ' is'} missing from its end",
+            )
         if e.seq and e.seq != want:
             raise SequenceConflictError(
                 f"task {task_id!r}: event {e.kind} has seq {e.seq} but the log expects {want}; "
@@ -134,10 +144,67 @@ def event_row(task_id: str, e: Event) -> tuple[object, ...]:
         e.kind,
         e.timestamp,
         e.actor,
-        json.dumps(e.payload, sort_keys=True, ensure_ascii=False),
+        json_text(e.payload, sort_keys=True),
         e.causation_id,
         e.correlation_id,
     )
+
+
+#: What to do about a damaged store, the end of every ``DamagedStoreError`` message.
+REPAIR_HINT = (
+    "run `taskctx doctor {task}` for every finding; restore the database from a backup, or start the "
+    "task again under a new --task-id (the damaged task can still be inspected)"
+)
+
+
+def damaged(task_id: str, where: str, what: str) -> DamagedStoreError:
+    """A ``DamagedStoreError``: ``task <id>: <where> is damaged: <what>; <what to do>``."""
+    return DamagedStoreError(
+        f"task {task_id!r}: {where} is damaged: {what}; {REPAIR_HINT.format(task=task_id)}",
+        [f"{where.removeprefix('the ')}: {what}"],
+    )
+
+
+def row_event(task_id: str, row: Sequence[Any]) -> Event:
+    """The event of a ``taskctx_events`` row (``seq, id, kind, timestamp, actor, payload,
+    causation_id, correlation_id``), unvalidated (fast) but checked for what would make every
+    reader fail: a kind that is not an event kind, a payload that is not a JSON object
+    (``DamagedStoreError`` naming the seq)."""
+    seq = int(row[0])
+    if row[2] not in PAYLOAD_MODELS:
+        raise damaged(task_id, "the event log", f"event seq {seq} has an unknown kind {str(row[2])[:60]!r}")
+    try:
+        payload = json.loads(row[5])
+    except (TypeError, ValueError) as exc:
+        raise damaged(task_id, "the event log", f"event seq {seq} ({row[2]}) has a payload that is not JSON") from exc
+    if not isinstance(payload, dict):
+        raise damaged(task_id, "the event log", f"event seq {seq} ({row[2]}) has a payload that is not an object")
+    return Event.model_construct(
+        seq=seq,
+        id=row[1],
+        kind=row[2],
+        timestamp=row[3],
+        actor=row[4],
+        payload=payload,
+        causation_id=row[6],
+        correlation_id=row[7],
+    )
+
+
+def contiguous(task_id: str, events: Iterator[Event], after: int) -> Iterator[Event]:
+    """``events`` (an unfiltered read after seq ``after``), checked to number ``after+1,
+    after+2, ...`` without a gap: a missing or reordered row raises ``DamagedStoreError``."""
+    want = after + 1
+    for e in events:
+        if e.seq != want:
+            if e.seq > want:
+                after_what = f"seq {want - 1} is followed by {e.seq}" if want > 1 else f"the log starts at seq {e.seq}"
+                what = f"event seq {want} is missing ({after_what})"
+            else:
+                what = f"event seq {e.seq} appears after seq {want - 1}"
+            raise damaged(task_id, "the event log", what)
+        want += 1
+        yield e
 
 
 def duplicate_message(e: Event, task_id: str, seq: int) -> str:
@@ -197,6 +264,11 @@ class _Sqlite:
             missing = [t for t in TASKCTX_TABLES if t not in sqlite_tables(self.conn)]
             if missing:
                 self.conn.close()
+                if len(missing) < len(TASKCTX_TABLES):  # a taskctx database that lost a table
+                    raise StoreOpenError(
+                        f"the taskctx database at {self.path} is damaged (table {', '.join(missing)} is missing): "
+                        "restore it from a backup, or pass another --db"
+                    )
                 raise NotTaskctxDatabaseError(not_taskctx_message(self.path))
             self.lock = threading.Lock()
             return
@@ -207,6 +279,16 @@ class _Sqlite:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            if "malformed" not in str(exc) and "not a database" not in str(exc):
+                raise StoreOpenError(
+                    f"cannot open the taskctx database at {self.path}: {exc}; "
+                    "pass --db with a writable file path (its folder is created)"
+                ) from exc
+            raise StoreOpenError(
+                f"the taskctx database at {self.path} is damaged ({exc}): restore it from a backup, "
+                "or pass another --db"
+            ) from exc
         except (sqlite3.Error, OSError) as exc:
             raise StoreOpenError(
                 f"cannot open the taskctx database at {self.path}: {exc}; "
@@ -221,7 +303,8 @@ class _Sqlite:
 def connect_readonly(path: str) -> sqlite3.Connection:
     """A read-only connection to the existing SQLite file ``path`` (``file:...?mode=ro`` URI):
     it never creates the file, a table or a journal mode. Raises ``StoreOpenError`` when the file
-    does not exist and ``NotTaskctxDatabaseError`` when it is not a SQLite database."""
+    does not exist or is a damaged SQLite file ("malformed": truncated, pages overwritten) and
+    ``NotTaskctxDatabaseError`` when it is not a SQLite database."""
     p = Path(path)
     if not p.is_file():
         raise StoreOpenError(f"no database at {path}; pass the --db the task was started with")
@@ -233,8 +316,12 @@ def connect_readonly(path: str) -> sqlite3.Connection:
         raise StoreOpenError(f"cannot open the taskctx database at {path} read-only: {exc}; check --db") from exc
     try:
         sqlite_tables(conn)
-    except sqlite3.DatabaseError as exc:  # "file is not a database"
+    except sqlite3.DatabaseError as exc:  # "file is not a database", or a damaged one
         conn.close()
+        if "malformed" in str(exc):  # a SQLite file that lost pages (truncated, overwritten)
+            raise StoreOpenError(
+                f"the taskctx database at {path} is damaged ({exc}): restore it from a backup, or pass another --db"
+            ) from exc
         raise NotTaskctxDatabaseError(not_taskctx_message(path)) from exc
     return conn
 
@@ -291,7 +378,9 @@ class EventLog:
     def iter(
         self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
     ) -> Iterator[Event]:
-        """As :meth:`read`, one event at a time."""
+        """As :meth:`read`, one event at a time. An unfiltered read checks that the seqs follow
+        ``after`` without a gap, and every read that kinds and payloads parse
+        (``DamagedStoreError`` otherwise: :func:`row_event`, :func:`contiguous`)."""
         sql = (
             "SELECT seq, id, kind, timestamp, actor, payload, causation_id, correlation_id "
             "FROM taskctx_events WHERE task_id = ? AND seq > ?"
@@ -307,21 +396,26 @@ class EventLog:
         if limit is not None:
             sql += " LIMIT ?"
             args += (limit,)
-        for row in self._db.conn.execute(sql, args).fetchall():
-            yield Event.model_construct(
-                seq=row[0],
-                id=row[1],
-                kind=row[2],
-                timestamp=row[3],
-                actor=row[4],
-                payload=json.loads(row[5]),
-                causation_id=row[6],
-                correlation_id=row[7],
-            )
+        rows = (row_event(task_id, row) for row in self._db.conn.execute(sql, args).fetchall())
+        yield from (rows if kinds is not None else contiguous(task_id, rows, after))
 
     def task_ids(self) -> list[str]:
         rows = self._db.conn.execute("SELECT DISTINCT task_id FROM taskctx_events ORDER BY task_id").fetchall()
         return [r[0] for r in rows]
+
+
+def checked_artifact(ref: ArtifactRef, stored: Any, where: str) -> bytes:
+    """The bytes ``stored`` for ``ref`` (a column value: bytes, or text where the row was
+    rewritten as text), checked against its content hash (``DamagedStoreError`` naming the ref
+    and the database otherwise)."""
+    data = stored.encode("utf-8", "surrogateescape") if isinstance(stored, str) else bytes(stored)
+    if hashlib.sha256(data).hexdigest() != ref.digest:
+        raise DamagedStoreError(
+            f"the artifact store of {where} is damaged: the bytes stored for artifact://sha256:{ref.digest} "
+            f"({len(data)} bytes) do not match their hash; restore the database from a backup "
+            "(`taskctx doctor` lists every damaged artifact)"
+        )
+    return data
 
 
 class ArtifactStore:
@@ -331,20 +425,22 @@ class ArtifactStore:
         self._db = db
 
     def put(self, data: bytes | str) -> str:
-        """Store ``data`` (str is UTF-8 encoded) and return its ref; storing twice is free."""
-        raw = data.encode("utf-8") if isinstance(data, str) else data
+        """Store ``data`` and return its ref; storing twice is free. A ``str`` is stored as UTF-8,
+        losslessly: a lone surrogate as its ``surrogatepass`` bytes (:func:`context.text.to_bytes`)."""
+        raw = to_bytes(data)
         ref = make_ref(raw)
         with self._db.lock:
             self._db.conn.execute("INSERT OR IGNORE INTO taskctx_artifacts VALUES (?,?,?)", (ref.digest, len(raw), raw))
         return str(ref)
 
     def get(self, ref: str) -> bytes:
-        """The exact bytes of ``ref``, or of its ``#L<a>-<b>`` line slice."""
+        """The exact bytes of ``ref``, or of its ``#L<a>-<b>`` line slice; bytes that do not
+        match the ref's hash raise ``DamagedStoreError`` (:func:`checked_artifact`)."""
         r = parse_ref(ref)
         row = self._db.conn.execute("SELECT data FROM taskctx_artifacts WHERE digest = ?", (r.digest,)).fetchone()
         if row is None:
             raise ArtifactNotFoundError(f"{ref} is not in the artifact store of {self._db.path}; check --db")
-        data = bytes(row[0])
+        data = checked_artifact(r, row[0], self._db.path)
         return data if r.start is None else slice_lines(data, r.start, r.end or r.start)
 
     def size(self, ref: str) -> int:
@@ -365,17 +461,28 @@ class TaskRegistry:
     def register(self, task_id: str, spec: dict[str, object]) -> None:
         with self._db.lock:
             self._db.conn.execute(
-                "INSERT OR REPLACE INTO taskctx_tasks VALUES (?, ?)", (task_id, json.dumps(spec, sort_keys=True))
+                "INSERT OR REPLACE INTO taskctx_tasks VALUES (?, ?)", (task_id, json_text(spec, sort_keys=True))
             )
 
     def get(self, task_id: str) -> dict[str, object] | None:
         row = self._db.conn.execute("SELECT spec FROM taskctx_tasks WHERE task_id = ?", (task_id,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else registry_spec(task_id, row[0])
 
     def task_ids(self) -> list[str]:
         """Ids of the registered tasks, sorted."""
         rows = self._db.conn.execute("SELECT task_id FROM taskctx_tasks ORDER BY task_id").fetchall()
         return [r[0] for r in rows]
+
+
+def registry_spec(task_id: str, text: Any) -> dict[str, object]:
+    """A ``taskctx_tasks`` row's spec, checked: a JSON object (``DamagedStoreError`` otherwise)."""
+    try:
+        spec = json.loads(text)
+    except (TypeError, ValueError):
+        spec = None
+    if not isinstance(spec, dict):
+        raise damaged(task_id, "the task registry", "its row (how the task was started) is not a JSON object")
+    return spec
 
 
 class SqliteStores:

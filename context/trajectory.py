@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ __all__ = [
     "parse_action",
     "classify_result",
     "extract_constraints",
+    "is_prohibition",
+    "normalize_typography",
     "agent_request",
     "request_goal",
 ]
@@ -160,24 +163,75 @@ def classify_result(tool: str, arguments: dict[str, Any]) -> ResultKind:
     return "command"
 
 
+#: Typography a request may hold, as plain ASCII (matched on; the constraint itself stays verbatim).
+_TYPOGRAPHY = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201b": "'",
+        "\u02bc": "'",
+        "\u2032": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2010": "-",
+        "\u2011": "-",
+        "\u2012": "-",
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u00a0": " ",
+        "\u202f": " ",
+    }
+)
+#: Where an imperative starts: the sentence's start, or after "please", "and", "you must"...
+_IMPERATIVE = r"(?:^|\b(?:please|and|but|also|so|just|you|you must|you should|we must|always)\s+)"
 _CONSTRAINT = re.compile(
-    r"(?<!\bI )(?<!\bwe )\b(do not|don't|must not|must never|should never|should not|shouldn't|not allowed|only if"
-    r"|without (?:modifying|changing))\b|^never\b",
+    # prohibitions anywhere in a sentence (not a first-person statement: "I don't know why")
+    r"(?<!\bi )(?<!\bwe )(?<!\bthat )(?<!\bwhich )"
+    r"\b(?:do not|don't|dont|must not|mustn't|must never|should never|should not|shouldn't|may not|"
+    r"are not allowed|is not allowed|not allowed to|not permitted|is forbidden|are forbidden|is prohibited|"
+    r"are prohibited|under no circumstances|refrain from|only if|without (?:modifying|changing|touching|editing|"
+    r"breaking|deleting|removing))\b"
+    # imperatives: "Please never ...", "Avoid ...", "No changes to ..."
+    rf"|{_IMPERATIVE}(?:never|avoid|no (?:\w+[- ])?(?:changes?|edits?|modifications?|pushes|pushing|commits?|"
+    r"deletions?|force[- ]push(?:es|ing)?|touching|new dependenc(?:y|ies)))\b"
+    r"|^no\s+\S+.*\b(?:to|in|on|of)\b",
     re.IGNORECASE,
 )
+#: A list marker at the start of a line: "-", "*", "+", "•", "1.", "2)", "(3)".
+_MARKER = re.compile(r"^\s*(?:[-*+\u2022]|\(?\d{1,3}[.)])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def normalize_typography(text: str) -> str:
+    """``text`` as it is matched on: NFKC, typographic quotes/apostrophes and dashes as ASCII,
+    no-break spaces as spaces (``"Don\u2019t"`` -> ``"Don't"``)."""
+    return unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHY)
+
+
+def is_prohibition(sentence: str) -> bool:
+    """Whether ``sentence`` says what must not be done (the wording heuristic of
+    :func:`extract_constraints`, on the typography-normalised sentence)."""
+    return _CONSTRAINT.search(normalize_typography(sentence).strip()) is not None
 
 
 def extract_constraints(request: str, limit: int = 8) -> list[str]:
-    """Hard constraints found in ``request``: each line (or sentence) that says "do not", "must
-    not", "never", ..., copied verbatim (stripped of list markers). At most ``limit``."""
+    """Hard constraints found in the wording of ``request``: each sentence (of each line, list
+    markers such as ``- ``, ``1.`` or ``2)`` stripped) that says what must not be done ("do
+    not", "don't", "must not", "never", "avoid", "no changes to", ...), anywhere in the sentence,
+    matched after normalising typography (``Don’t`` is ``Don't``) and copied verbatim. A
+    request that is one sentence is the request, not a constraint of itself. At most ``limit``;
+    a heuristic: the prompt never presents its list as complete (the request governs)."""
+    whole = " ".join(request.split())
     out: list[str] = []
     for line in request.splitlines():
-        s = line.strip().lstrip("-*0-9. ").strip()  # noqa: B005 - a char set (issue 13 reworks this)
+        s = _MARKER.sub("", line, count=1).strip()
         if not s:
             continue
-        parts = re.split(r"(?<=[.!?])\s+", s) if len(s) > 200 else [s]
-        for p in parts:
-            if _CONSTRAINT.search(p) and p not in out and len(p) <= 400:
+        for part in _SENTENCE_END.split(s):
+            p = part.strip()
+            if not p or p in out or len(p) > 400 or " ".join(p.split()) == whole:
+                continue
+            if is_prohibition(p):
                 out.append(p)
             if len(out) >= limit:
                 return out

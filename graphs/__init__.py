@@ -35,6 +35,9 @@ Modules (the wiring; none of them imports an application below):
 - :mod:`.checkpoint`: the checkpointer's serializer (:func:`checkpoint_serde`);
 - :mod:`.runner`: :func:`run_graph` (start, stop after N executor steps, resume),
   :func:`run_with_approvals`, :func:`export_run`;
+- :mod:`.doctor`: the checks of a task's stored data (:func:`diagnose`; ``resume`` runs
+  :func:`ensure_sound` first); :mod:`.edits`: :class:`TaskGraph`, the compiled graph whose
+  ``update_state`` from outside a node is recorded as ``state.edited`` or refused;
 - :mod:`.postgres`: the Postgres checkpointer; :mod:`.server`: the graph for LangGraph Server
   (``langgraph.json``); :mod:`.tracing`: the run tree a run leaves in LangSmith.
 

@@ -27,6 +27,7 @@ from context import (
     extract_constraints,
 )
 from context.pg_store import PgStores, is_postgres_url
+from context.text import clean
 from nodes import (
     DEFAULT_BUDGET,
     DEFAULT_RESERVE,
@@ -41,6 +42,7 @@ from nodes import (
 )
 
 from . import routing
+from .edits import TaskGraph
 
 __all__ = [
     "DEFAULT_DB",
@@ -227,13 +229,19 @@ def new_task(
     non_goals: list[str] | None = None,
     permissions: Permissions | None = None,
 ) -> TaskContext:
-    """The input state of a new task. ``constraints`` default to the request's own hard
-    constraints (its "do not ..." lines, verbatim). The first node records ``task.created``."""
+    """The input state of a new task. Hard constraints: first the caller's ``constraints``
+    (verbatim), then the prohibitions found in the request's wording
+    (:func:`context.extract_constraints`, source ``"request"``) that the caller did not give;
+    the planner may add more (source ``"planner"``). The first node records ``task.created``."""
+    request = clean(request)  # a lone surrogate cannot be checkpointed: U+FFFD (context.text)
+    given = list(dict.fromkeys(clean(c).strip() for c in constraints or () if c.strip()))
+    found = [c for c in extract_constraints(request) if c not in given]
     return TaskContext(
         identity=Identity(
             task_id=task_id,
             original_request=request,
-            constraints=list(constraints) if constraints is not None else extract_constraints(request),
+            constraints=given + found,
+            constraint_sources=dict.fromkeys(found, "request"),
             success_criteria=list(success_criteria or []),
             non_goals=list(non_goals or []),
         ),
@@ -322,6 +330,8 @@ def build_orchestrator(
     ``model``: a chat model or ``"provider:model"``; ``tools``: the task's ToolExecutor;
     ``budget`` and ``reserve_for_output`` in tokens. Without ``stores`` the event log and
     artifacts live in memory. Run it with ``durability="sync"`` and ``thread_id = task_id``.
+    Returns a :class:`~graphs.edits.TaskGraph`: ``update_state`` from outside a node is recorded
+    in the event log (``state.edited``) or refused (``InvalidInputError``).
     """
     chat = resolve_model(model)
     if env is None:
@@ -341,4 +351,7 @@ def build_orchestrator(
     g.add_conditional_edges("tools", routing.after_tools)
     g.add_conditional_edges("recovery", routing.after_recovery)
     g.add_conditional_edges("reviewer", routing.after_reviewer)
-    return compile_graph(g, checkpointer=checkpointer, name="taskctx")  # the root run of each trace
+    compiled = compile_graph(g, checkpointer=checkpointer, name="taskctx")  # the root run of each trace
+    compiled.__class__ = TaskGraph  # update_state from outside a node: recorded or refused (graphs.edits)
+    compiled.taskctx_events = env.events  # type: ignore[attr-defined]
+    return compiled

@@ -19,7 +19,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from context import Event, SqliteStores, TaskContext, UnknownTaskError, replay
+from context.text import shown
 
+from .doctor import ensure_sound
 from .tracing import paused_runs_traced
 
 __all__ = [
@@ -80,9 +82,13 @@ def run_graph(
 
     ``stop_after``: stop once ``progress.executor_steps`` reaches this absolute count.
     ``on_event`` sees every event appended during the run (for progress display).
-    Raises ``UnknownTaskError`` when resuming a thread that has no checkpoint.
+    Raises ``UnknownTaskError`` when resuming a thread that has no checkpoint, and
+    ``DamagedStoreError`` when continuing a thread (``resume``, ``input`` None or a ``Command``)
+    whose stored data fails :func:`graphs.doctor.ensure_sound`.
     """
     extra: dict[str, Any] = {}
+    if resume or input is None or isinstance(input, Command):
+        ensure_sound(stores, graph.checkpointer, task_id)  # what is read back is checked before it is trusted
     if resume:
         snap = graph.get_state(thread_config(task_id))
         if not snap.values:
@@ -221,7 +227,7 @@ def export_run(stores: SqliteStores, task_id: str, out_root: str | Path) -> Path
     pack = "# context pack\n\n(no executor call yet)\n"
     if last_exec:
         e = last_exec[-1]
-        body = stores.artifacts.get(e.payload["prompt_ref"]).decode("utf-8")
+        body = shown(stores.artifacts.get(e.payload["prompt_ref"]))
         pack = (
             f"# context pack: {task_id}, executor call {e.payload['call']} (step {e.payload['step_id']})\n\n"
             f"prompt tokens: {e.payload['prompt_tokens']} of budget {e.payload['budget']}; "

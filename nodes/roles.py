@@ -39,6 +39,7 @@ from context.events import (
     TaskCreated,
     ToolCalled,
 )
+from context.models import SCHEMA_VERSION
 
 from .render import ExecutorRenderer, PlannerRenderer, RecoveryRenderer, Renderer, ReviewerRenderer
 from .runtime import NodeEnv, NodeRun
@@ -83,6 +84,8 @@ def task_created_event(run: NodeRun) -> Event:
             task_id=i.task_id,
             original_request=i.original_request,
             constraints=i.constraints,
+            constraint_sources=i.constraint_sources,
+            schema_version=SCHEMA_VERSION,
             success_criteria=i.success_criteria,
             non_goals=i.non_goals,
             allowed_tools=p.allowed_tools,
@@ -169,6 +172,7 @@ def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | N
             interpreted_goal=str(args.get("interpreted_goal") or ""),
             success_criteria=[str(c) for c in args.get("success_criteria") or []],
             non_goals=[str(c) for c in args.get("non_goals") or []],
+            constraints=[str(c) for c in args.get("constraints") or []],
             steps=steps,
             reason=str(args.get("reason") or ""),
         )

@@ -35,6 +35,7 @@ from context import (
 )
 from context.events import ContextBuilt, ResumeStarted
 from context.store import ArtifactStoreProtocol, EventLogProtocol
+from context.text import clean, has_surrogates
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -292,7 +293,13 @@ class NodeRun:
         }
         bound = model.bind_tools(rendered.tools) if rendered.tools else model
         cfg: RunnableConfig = {"metadata": meta, "tags": [f"role:{role}"], "run_name": f"{role}.model"}
-        out = bound.invoke(rendered.messages, config=cfg)
+        messages = [
+            m.model_copy(update={"content": clean(m.content)})
+            if isinstance(m.content, str) and has_surrogates(m.content)
+            else m
+            for m in rendered.messages
+        ]  # a prompt is UTF-8 text: a lone surrogate is sent as U+FFFD
+        out = bound.invoke(messages, config=cfg)
         if not isinstance(out, AIMessage):
             out = AIMessage(content=str(getattr(out, "content", out)))
         return out

@@ -20,6 +20,11 @@ SUBMIT_PLAN = function_schema(
         "interpreted_goal": _STR,
         "success_criteria": _STRS,
         "non_goals": _STRS,
+        "constraints": {
+            "type": "array",
+            "items": _STR,
+            "description": "Hard constraints the request states that the task's list lacks, verbatim.",
+        },
         "steps": {
             "type": "array",
             "items": {

@@ -68,12 +68,15 @@ def plan(
     criteria: Sequence[str] = (),
     reason: str = "",
     steps: Sequence[dict[str, Any]] | None = None,
+    constraints: Sequence[str] = (),
 ) -> AIMessage:
-    """A ``submit_plan`` answer; ``titles`` become steps s1, s2, ... unless ``steps`` is given."""
+    """A ``submit_plan`` answer; ``titles`` become steps s1, s2, ... unless ``steps`` is given;
+    ``constraints``: hard constraints the planner adds."""
     st = list(steps) if steps is not None else [{"title": t} for t in titles]
-    return tool_call(
-        "submit_plan", {"interpreted_goal": goal, "success_criteria": list(criteria), "steps": st, "reason": reason}
-    )
+    args: dict[str, Any] = {"interpreted_goal": goal, "success_criteria": list(criteria), "steps": st, "reason": reason}
+    if constraints:
+        args["constraints"] = list(constraints)
+    return tool_call("submit_plan", args)
 
 
 def complete(summary: str, findings: Sequence[str | dict[str, Any]] = (), result: str = "success") -> AIMessage:

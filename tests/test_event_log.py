@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from context import (
+    DamagedStoreError,
     SequenceConflictError,
     SqliteStores,
     StoreError,
@@ -71,9 +72,19 @@ def test_explicit_seq_that_continues_the_log_is_accepted(stores):
 @pytest.mark.parametrize("bad_seq", [2, 3, 5, 99])
 def test_wrong_explicit_seq_raises_and_leaves_the_log_unchanged(stores, bad_seq):
     before = stores.events.append("t1", [call(1), call(2), call(3)])
-    with pytest.raises(SequenceConflictError) as ei:
+    # behind the log: another writer got there first; past it: the log lost its last events
+    err = SequenceConflictError if bad_seq < 4 else DamagedStoreError
+    with pytest.raises(err) as ei:
         stores.events.append("t1", [call(4).model_copy(update={"seq": bad_seq})])
-    assert f"has seq {bad_seq} but the log expects 4" in str(ei.value)
+    if bad_seq < 4:
+        assert f"has seq {bad_seq} but the log expects 4" in str(ei.value)
+    else:
+        missing = bad_seq - 4
+        assert str(ei.value).startswith(
+            f"task 't1': the event log is damaged: it ends at seq 3 but this run continues from seq {bad_seq - 1}: "
+            f"{missing} event{'s are' if missing > 1 else ' is'} missing from its end; run `taskctx doctor t1`"
+        )
+        assert "another process" not in str(ei.value)
     assert isinstance(ei.value, StoreError)
     assert dumps(stores.events.read("t1")) == dumps(before)
     assert stores.events.last_seq("t1") == 3

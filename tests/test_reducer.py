@@ -89,6 +89,7 @@ def test_task_created_sets_identity_and_permissions_verbatim():
         "success_criteria": ["tests pass"],
         "non_goals": ["refactor"],
         "constraints": ["do not modify auth.go", "  keep   spacing  "],
+        "constraint_sources": {},
     }
     assert ctx.permissions.model_dump() == {
         "allowed_tools": ["bash", "read_file"],

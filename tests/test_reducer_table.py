@@ -38,6 +38,7 @@ PAYLOADS: dict[str, dict[str, object]] = {
     "task.completed": {"summary": "all done"},
     "memory.proposed": {"text": "uses pytest"},
     "memory.confirmed": {"kind": "fact", "text": "uses pytest"},
+    "state.edited": {"changes": {"identity": {"constraints": ["keep tags"]}}},
 }
 
 
@@ -61,7 +62,7 @@ def _start() -> TaskContext:
 
 def test_the_table_and_the_unfolded_list_are_exactly_the_event_kinds():
     kinds = list(get_args(EventKind))
-    assert len(kinds) == 23
+    assert len(kinds) == 24
     assert not set(FOLDS) & UNFOLDED_KINDS
     assert sorted([*FOLDS, *UNFOLDED_KINDS]) == sorted(kinds)
     assert UNFOLDED_KINDS == frozenset()
@@ -93,6 +94,7 @@ def test_each_kind_has_its_own_named_handler():
         "task.completed": "_on_task_completed",
         "memory.proposed": "_on_memory_proposed",
         "memory.confirmed": "_on_memory_confirmed",
+        "state.edited": "_on_state_edited",
     }
 
 

@@ -1,7 +1,7 @@
 """graphs.cli: the ``taskctx`` command line (typer + rich); entry point ``graphs.cli:main``.
 
 Commands: ``demo``, ``replay``, ``resume``, ``inspect``, ``list``, ``run``, ``approve``, ``bench``,
-``eval``, ``report``; ``taskctx --version``. Every run exports ``<out>/<task_id>/`` (trace.jsonl, state.json, context_pack.md,
+``eval``, ``report``, ``doctor``; ``taskctx --version``. Every run exports ``<out>/<task_id>/`` (trace.jsonl, state.json, context_pack.md,
 manifests.jsonl). Bad input prints one line naming the problem and the fix, and exits with code
 2; nothing already recorded is changed.
 
@@ -25,6 +25,7 @@ import; then the commands registered below, in this order):
 - :mod:`.listing`: ``list`` (rows from :func:`context.list_tasks`, the one source of "which
   tasks exist") and ``--version``;
 - :mod:`.demo`: ``demo`` (the scenario is :mod:`graphs.demo`);
+- :mod:`.doctor`: ``doctor`` (the checks are :mod:`graphs.doctor`);
 - ``bench``, ``eval``, ``report``: the commands of :mod:`graphs.bench`, :mod:`graphs.eval`,
   :mod:`graphs.report`.
 """
@@ -36,7 +37,7 @@ import typer
 from ..bench import bench
 from ..eval import eval_command
 from ..report import report_command
-from . import approve, demo, inspect, listing, tasks
+from . import approve, demo, doctor, inspect, listing, tasks
 from .common import app, main
 
 
@@ -62,5 +63,6 @@ app.command("list")(listing.list_command)
 app.command()(approve.approve)
 app.command()(tasks.run)
 app.command()(demo.demo)
+app.command()(doctor.doctor)
 
 __all__ = ["app", "main"]

@@ -138,15 +138,24 @@ def _event_printer(total: int | None = None):
     return show
 
 
+def file_sha256(path: Path) -> str:
+    """The sha256 hex digest of a file's bytes (a replay's trajectory fingerprint)."""
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
     """The graph a task was started with, rebuilt from its registry entry; ``UnknownTaskError``
     (from :func:`context.find_task`) for a task the database does not know, and for one that
-    has events but no registry entry (run through the Python API)."""
+    has events but no registry entry (run through the Python API, or its registry row was lost:
+    the data cannot tell them apart; ``taskctx doctor`` lists it as a finding)."""
     spec = find_task(project.stores, task_id).spec
     if spec is None:
         raise UnknownTaskError(
-            f"task {task_id!r} in {project.path} was run through the Python API, not a taskctx command, so "
-            f"the CLI cannot rebuild its graph; continue it with graphs.run_graph, or see it with "
+            f"task {task_id!r} in {project.path} has {project.stores.events.last_seq(task_id)} events but no task "
+            "registry row: it was run through the Python API, not a taskctx command (or its registry row was "
+            "lost), so the CLI cannot rebuild its graph; continue it with graphs.run_graph, or see it with "
             f"`{command_hint('inspect', task_id, project.path)}`"
         )
     if "stopped" in spec:  # it continues now: the stop is no longer the last word
@@ -155,6 +164,13 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
     budget = int(spec.get("budget", DEFAULT_BUDGET))
     kind = spec.get("kind")
     if kind == "replay":
+        want = spec.get("sha256")
+        if want and Path(str(spec["source"])).is_file() and file_sha256(Path(str(spec["source"]))) != want:
+            raise InvalidInputError(
+                f"the trajectory {spec['source']} changed since task {task_id!r} was started from it (sha256 "
+                f"{str(want)[:12]}... then, {file_sha256(Path(str(spec['source'])))[:12]}... now): a resume replays "
+                "the same file; restore it, or replay the new file under a new --task-id"
+            )
         traj = load_trajectory(str(spec["source"]))
         g = build_orchestrator(
             ReplayChatModel(trajectory=traj),

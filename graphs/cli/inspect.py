@@ -10,10 +10,11 @@ from typing import Annotated
 
 import typer
 
-from context import TaskContext, TaskctxError, find_task
+from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, TaskctxError, TaskInfo, find_task
+from context.verify import check_events
 
 from ..orchestrator import DEFAULT_DB, command_hint
-from .common import DbOpt, _db_opt, _describe, _fail, _open_existing, console
+from .common import DbOpt, _db_opt, _describe, _fail, _open_existing, console, err
 
 __all__ = ["inspect"]
 
@@ -23,14 +24,18 @@ def inspect(
     db: DbOpt = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help="Print the TaskContext as JSON.")] = False,
 ) -> None:
-    """Print a task's state as a person reads it (read-only)."""
+    """Print a task's state as a person reads it (read-only; a damaged log: a warning per finding first)."""
     from ..report import render_state
 
     try:
         project = _open_existing(db, readonly=True)
         try:
-            info = find_task(project.stores, task_id)
-            if not info.started:  # registered; its first node failed before it recorded anything
+            damage: list[str] = []
+            try:
+                info: TaskInfo | None = find_task(project.stores, task_id)
+            except DamagedStoreError as exc:  # said below, before what is left is shown
+                info, damage = None, list(exc.problems)
+            if info is not None and not info.started:  # registered; its first node failed before it recorded anything
                 spec = info.spec or {}
                 line = (
                     f"task {task_id}: not started ({spec.get('kind')} task, budget {spec.get('budget')}): no events "
@@ -49,10 +54,29 @@ def inspect(
                 else:
                     _fail(line)
                 return
-            events = project.stores.events.read(task_id)
+            try:
+                events = project.stores.events.read(task_id)
+                found = check_events(events)
+            except DamagedStoreError as exc:  # a gap: show what is left, after saying so
+                found = exc.problems
+                events = project.stores.events.read(task_id, kinds=list(PAYLOAD_MODELS))
+            found = damage + [f for f in found if f not in damage]
+            if not events:
+                raise DamagedStoreError(
+                    f"task {task_id!r} is damaged ({found[0] if found else 'no event can be read'}) and cannot be "
+                    f"shown; run `taskctx doctor {task_id}` for every finding"
+                )
+            for f in found:
+                err.print(f"warning: task {task_id} is damaged: {f}", markup=False)
             from context import replay as fold
 
-            ctx = fold(events)
+            try:
+                ctx = fold(events)
+            except Exception as exc:  # a payload its kind does not allow: nothing trustworthy to show
+                raise DamagedStoreError(
+                    f"task {task_id!r} is damaged ({found[0] if found else type(exc).__name__}) and cannot be shown; "
+                    f"run `taskctx doctor {task_id}` for every finding"
+                ) from exc
             if as_json:
                 sys.stdout.write(ctx.model_dump_json(indent=2) + "\n")
                 return

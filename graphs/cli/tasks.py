@@ -10,9 +10,18 @@ from typing import Annotated
 
 import typer
 
-from context import InvalidInputError, TaskContext, TaskctxError, UnknownTaskError, find_task, load_trajectory
+from context import (
+    DamagedStoreError,
+    InvalidInputError,
+    TaskContext,
+    TaskctxError,
+    UnknownTaskError,
+    find_task,
+    load_trajectory,
+)
 from nodes import DEFAULT_BUDGET, DEFAULT_RESERVE, ReplayChatModel, ReplayTools
 
+from ..doctor import ensure_sound
 from ..orchestrator import DEFAULT_DB, build_orchestrator, command_hint, new_task
 from ..runner import export_run, run_graph, run_with_approvals, thread_config
 from .approve import _answerer, _show_request
@@ -35,6 +44,7 @@ from .common import (
     _prepare_out,
     _state_dir,
     console,
+    file_sha256,
 )
 
 __all__ = ["replay", "resume", "run"]
@@ -62,7 +72,15 @@ def replay(
                 f"task {tid!r} already exists in {db}; continue it with `{command_hint('resume', tid, db, out)}` "
                 "or pick another --task-id"
             )
-        project.stores.tasks.register(tid, {"kind": "replay", "source": str(Path(file).resolve()), "budget": budget})
+        project.stores.tasks.register(
+            tid,
+            {
+                "kind": "replay",
+                "source": str(Path(file).resolve()),
+                "sha256": file_sha256(Path(file)),
+                "budget": budget,
+            },
+        )
         g = build_orchestrator(
             ReplayChatModel(trajectory=traj),
             tools=ReplayTools(traj),
@@ -109,12 +127,20 @@ def resume(
         answer = _answerer(approve_all, deny_all)
         project = _open_existing(db)
         _prepare_out(out)
+        ensure_sound(project.stores, project.checkpointer, task_id)  # refuse damaged data, never build on it
         spec = find_task(project.stores, task_id).spec
         if budget is not None and spec is not None:
             project.stores.tasks.register(task_id, {**spec, "budget": budget})
         g, _ = _graph_for(project, task_id)
         snap = g.get_state(thread_config(task_id))
         status = TaskContext.model_validate(snap.values).control.status if snap.values else "idle"
+        if not snap.values and project.stores.events.last_seq(task_id):
+            raise DamagedStoreError(
+                f"task {task_id!r} has {project.stores.events.last_seq(task_id)} events in {db} but no checkpoint "
+                f"(the checkpoint tables were emptied or restored from an older backup), so it cannot be resumed; "
+                f"`taskctx inspect {task_id}` still works; restore the database from a backup, or start the task "
+                "again under a new --task-id"
+            )
         if not snap.values:
             raise UnknownTaskError(
                 f"task {task_id!r} was registered but never started (no checkpoint yet); start it again with the "
@@ -163,6 +189,12 @@ def run(
     ] = None,
     deny_tool: Annotated[
         list[str] | None, typer.Option("--deny-tool", help="A tool the agent may not use (repeatable).")
+    ] = None,
+    constraint: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--constraint", help="A hard constraint, verbatim (repeatable); listed before any found in REQUEST."
+        ),
     ] = None,
     require_approval: Annotated[
         list[str] | None, typer.Option("--require-approval", help="A tool that needs approval (repeatable).")
@@ -217,7 +249,7 @@ def run(
             g,
             project.stores,
             tid,
-            new_task(request, tid, permissions=perms),
+            new_task(request, tid, constraints=list(constraint or []), permissions=perms),
             answer=answer,
             stop_after=max_steps,
             on_event=_event_printer(),

@@ -13,9 +13,10 @@ Nothing is cut up to :data:`MAX_LINES` lines and :data:`MAX_CHARS` chars; beyond
 first lines (at most :data:`HEAD_LINES` lines / :data:`HEAD_CHARS` chars) and the last ones (at
 most :data:`TAIL_LINES` / :data:`TAIL_CHARS`) are shown with a note between them that counts what
 is not shown and names a command that prints the full arguments. Control characters (C0 except
-tab and newline, DEL, C1) and bidirectional controls (U+200E, U+200F, U+202A-U+202E,
-U+2066-U+2069; also U+2028, U+2029) are shown escaped (``\\x1b``, ``\\u202e``), so nothing in the arguments reaches
-the terminal raw; a CRLF line end is shown as a line end.
+tab and newline, DEL, C1), bidirectional controls (U+200E, U+200F, U+202A-U+202E, U+2066-U+2069,
+U+061C), zero-width characters (U+200B-U+200D, U+FEFF) and U+2028, U+2029 are shown escaped
+(``\\x1b``, ``\\u202e``) and lone surrogates as U+FFFD (:func:`context.text.escape_controls`), so
+nothing in the arguments reaches the terminal raw; a CRLF line end is shown as a line end.
 
 ``approval_renderable`` is the terminal view (``taskctx demo``/``run``/``resume`` prompts and
 ``taskctx approve``); ``approval_html`` the report's (``<pre>`` blocks, HTML-escaped, diff lines
@@ -35,6 +36,8 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.segment import Segment
 from rich.syntax import Syntax
 from rich.text import Text
+
+from context.text import escape_controls as _escape
 
 __all__ = [
     "HEAD_CHARS",
@@ -57,18 +60,12 @@ MAX_CHARS = 20_000
 HEAD_LINES, HEAD_CHARS = 120, 12_000
 TAIL_LINES, TAIL_CHARS = 40, 4_000
 
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
-
-
-def _esc_char(m: re.Match[str]) -> str:
-    o = ord(m.group())
-    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
-
 
 def escape_controls(text: str) -> str:
-    """``text`` with control and bidirectional-control characters written as escapes
-    (``"\\x1b"``, ``"\\u202e"``); tab and newline are kept, a CR before a newline is dropped."""
-    return _CONTROLS.sub(_esc_char, text.replace("\r\n", "\n"))
+    """``text`` with a CRLF line end shown as a line end, then :func:`context.text.escape_controls`:
+    lone surrogates as U+FFFD, control and bidirectional-control characters (tab and newline
+    kept) written as escapes (``"\\x1b"``, ``"\\u202e"``)."""
+    return _escape(text.replace("\r\n", "\n"))
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from context import Event, TaskContext, UnknownTaskError, replay, summarize_event
+from context import DamagedStoreError, Event, TaskContext, UnknownTaskError, replay, summarize_event
 from context.trajectory import request_goal
+from context.verify import check_events
 
 from .approval import approval_html, escape_controls
 
@@ -466,11 +467,18 @@ def build_report(events: Sequence[Event], *, title: str | None = None) -> str:
 
 
 def write_report(stores: Any, task_id: str, path: str | Path) -> Path:
-    """Write the report of ``task_id`` (from ``stores.events``) to ``path``; returns the path."""
+    """Write the report of ``task_id`` (from ``stores.events``) to ``path``; returns the path.
+    A damaged log (:func:`context.verify.check_events`) raises ``DamagedStoreError`` instead."""
     events = stores.events.read(task_id)
     if not events:
         known = ", ".join(stores.events.task_ids()) or "none"
         raise UnknownTaskError(f"no task {task_id!r} in this database (tasks: {known})")
+    found = check_events(events)
+    if found:
+        more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+        raise DamagedStoreError(
+            f"task {task_id!r} is damaged: {found[0]}{more}; no report written; run `taskctx doctor {task_id}`"
+        )
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(build_report(events), encoding="utf-8")

@@ -6,9 +6,10 @@ from rich.console import Console
 from rich.text import Text
 
 from context import Event, TaskContext
+from context.text import escape_controls
 from nodes.render.common import quote_agent
 
-from .approval import approval_renderable, escape_controls
+from .approval import approval_renderable
 
 __all__ = ["render_state"]
 
@@ -22,7 +23,8 @@ def render_state(
     *,
     db_opt: str = "",
 ) -> None:
-    """Print ``ctx`` (folded from ``events``) on ``console``, one titled section each: goal,
+    """Print ``ctx`` (folded from ``events``) on ``console`` (control characters and bidi
+    overrides shown escaped: :func:`context.text.escape_controls`), one titled section each: goal,
     request, criteria, constraints, plan, current step, progress, evidence, model calls by role
     (built-in and custom roles alike, each under its own name), permissions, approvals (the
     pending one in full, :func:`.approval.approval_renderable`), errors, omitted history,

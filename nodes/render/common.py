@@ -25,6 +25,7 @@ from ..runtime import NodeEnv, Rendered
 __all__ = [
     "EXTERNAL_RULE",
     "Renderer",
+    "constraints_text",
     "core_blocks",
     "error_block",
     "memory_block",
@@ -135,6 +136,28 @@ def _block(
     )
 
 
+def constraints_text(ctx: TaskContext) -> str:
+    """The hard-constraints block: every constraint verbatim, one ``- `` line each (the caller's
+    first, then those found in the request's wording, then those the planner added), and a last
+    line that says which came from where when not all are the caller's: such a list, or an empty
+    one, is never presented as complete (the original request's own words govern)."""
+    ident = ctx.identity
+    head = "## Hard constraints (verbatim, never break them)"
+    if not ident.constraints:
+        return f"{head}\n- (none listed; every prohibition in the original request still holds)"
+    lines = [head, *(f"- {c}" for c in ident.constraints)]
+    srcs = [ident.constraint_sources.get(c, "caller") for c in ident.constraints]
+    if any(s != "caller" for s in srcs):
+        n = {k: srcs.count(k) for k in ("caller", "request", "planner")}
+        parts = [f"{n['caller']} given by the caller"] if n["caller"] else []
+        if n["request"]:
+            parts.append(f"{n['request']} found in the request's wording")
+        if n["planner"]:
+            parts.append(f"{n['planner']} added by the planner")
+        lines.append(f"({'; '.join(parts)}: possibly incomplete, every prohibition in the original request holds)")
+    return "\n".join(lines)
+
+
 def core_blocks(
     ctx: TaskContext, env: NodeEnv, *, criteria: bool = True, constraints: bool = True, permissions: bool = True
 ) -> list[ContextBlock]:
@@ -172,12 +195,12 @@ def core_blocks(
             )
         )
     if constraints:
-        text = "\n".join(f"- {c}" for c in ident.constraints) or "- (none given)"
+        text = constraints_text(ctx)
         out.append(
             _block(
                 env,
                 "core.constraints",
-                f"## Hard constraints (verbatim, never break them)\n{text}",
+                text,
                 kind="user",
                 layer="core",
                 source="task.created",

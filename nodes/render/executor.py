@@ -39,6 +39,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from context import TaskContext, apply_event, new_event
 from context.builder import Trust
+from context.compression import compress_arguments
 from context.events import ContextBuilt
 from context.models import ToolCallRecord, TranscriptNote, arguments_dict
 
@@ -108,10 +109,14 @@ REUSE_MIN_CHARS = 300
 
 def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
     """One call as its AI tool-call message and its tool message showing ``body`` as external
-    content (never one without the other)."""
+    content (never one without the other). A call that has run shows its arguments through
+    :func:`context.compression.compress_arguments` (over ``COMMAND_LIMIT`` chars: each long
+    string as head + tail + size + the ``artifact://`` ref of the full arguments)."""
+    # once the call has run, long arguments are compressed like outputs (head, tail, size, ref)
+    args = rec.arguments if rec.status == "pending" else compress_arguments(rec.arguments)[0]
     ai = AIMessage(
         content=rec.thought,
-        tool_calls=[{"name": rec.tool, "args": arguments_dict(rec.arguments), "id": rec.id, "type": "tool_call"}],
+        tool_calls=[{"name": rec.tool, "args": arguments_dict(args), "id": rec.id, "type": "tool_call"}],
     )
     # the tool message answers its call (tool_call_id, and the tool is named there); the ref is
     # given once (a compressed body already ends with it)

@@ -55,9 +55,10 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 
-from context import TaskContext, compress_tool_result
+from context import COMMAND_LIMIT, TaskContext, compress_tool_result
 from context.events import ErrorResolved, Event, FileModified, PermissionEvent, ToolResultReceived
 from context.models import ToolCallRecord, arguments_dict
+from context.text import clean
 
 from ..permissions import Decision, assess
 from ..runtime import NodeEnv, NodeRun
@@ -253,13 +254,21 @@ class TaskToolNode:
 
     def record(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], out: ToolOutcome, note: str = "") -> None:
         """Commit one batch: ``tool.result.received`` (raw output in the artifact store, exact
-        bytes; the summary secrets-masked and compressed, headed ``[note]``), one
+        bytes, any ``str``; the summary with lone surrogates replaced, secrets-masked and
+        compressed, headed ``[note]``; an output that cannot be stored or compressed is an
+        ``error`` result naming the exception, so the call is never run again on resume), one
         ``file.modified`` per file the call changed, and on success the ``error.resolved`` events
         of :meth:`resolutions`."""
-        ref = self.env.artifacts.put(out.output)
-        masked = mask_secrets(out.output).text
-        comp = compress_tool_result(masked, out.kind, ref, path=out.path)
+        try:
+            ref = self.env.artifacts.put(out.output)  # exact, any str (context.text.to_bytes)
+            masked = mask_secrets(clean(out.output)).text  # prompts get U+FFFD for a lone surrogate
+            comp = compress_tool_result(masked, out.kind, ref, path=out.path)
+        except Exception as exc:  # recorded as an error result: never re-run on each resume
+            text = clean(f"error: the output of {rec.tool} could not be recorded ({type(exc).__name__}: {exc})")
+            out = ToolOutcome("error", text, modified=out.modified, modified_all=out.modified_all)
+            ref, comp = None, compress_tool_result(text, "command", "")
         summary = f"[{note}]\n{comp.text}" if note else comp.text
+        self.store_arguments(rec)
         batch = [
             run.make(
                 "tool.result.received",
@@ -279,6 +288,12 @@ class TaskToolNode:
         if out.status == "ok":
             batch += self.resolutions(run, rec, args)
         run.commit(batch)
+
+    def store_arguments(self, rec: ToolCallRecord) -> None:
+        """Put arguments over ``COMMAND_LIMIT`` chars in the artifact store: once the call has
+        run, transcripts show them compressed with this ref (:func:`context.compression.compress_arguments`)."""
+        if len(rec.arguments) > COMMAND_LIMIT:
+            self.env.artifacts.put(rec.arguments)
 
     def resolutions(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any]) -> list[Event]:
         """The ``error.resolved`` events (not yet committed) a success of ``rec`` earns: every
@@ -322,6 +337,7 @@ class TaskToolNode:
         """Commit ``permission.denied`` (by ``actor``: the system's policy or the user) and the
         call's result (``status`` denied, or error for a call rejected before) in one batch: the
         call is never run."""
+        self.store_arguments(rec)
         run.commit(
             [
                 run.make(

@@ -1,0 +1,126 @@
+"""Checks of what is read back from the stores, before it is trusted (``taskctx doctor``).
+
+The stores check every read on the fly (:mod:`context.store`: seqs without a gap, known kinds,
+JSON payloads, artifact bytes against their hash). The checks here read a task whole:
+
+* :func:`check_events`: seqs ``1..n`` without a gap; ``task.created`` first and only there;
+  unique event ids; every payload valid for its kind; each event after the attempt that wrote it
+  (its ``causation_id`` ``<task>#<cursor>:<node>`` names a cursor below its seq); timestamps in
+  order; each call id called once, answered once, and answered after it was called.
+* :func:`check_artifacts`: every ``artifact://`` ref the events name is stored, and its bytes match
+  their hash and recorded size.
+
+Each returns a list of findings, one line each (``"event log: ..."``, ``"artifact store: ..."``);
+empty means sound. ``graphs`` adds the checks that need the checkpointer (the checkpoint's state is
+the log's fold; its schema version) and the task registry.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import ArtifactNotFoundError, DamagedStoreError, InvalidRefError
+from .events import PAYLOAD_MODELS, Event
+from .store import parse_ref
+
+__all__ = ["check_artifacts", "check_events", "event_refs"]
+
+_ATTEMPT = re.compile(r"#(\d+):[A-Za-z_]+$")
+
+
+def check_events(events: Sequence[Event]) -> list[str]:
+    """Findings about a task's whole event log (``events``: every event, in seq order)."""
+    out: list[str] = []
+    ids: dict[str, int] = {}
+    called: dict[str, int] = {}
+    answered: dict[str, int] = {}
+    last_ts = ""
+    for want, e in enumerate(events, start=1):
+        if e.seq != want:
+            out.append(f"event log: seq {want} is missing or out of place (found seq {e.seq} there)")
+            break
+        if e.kind not in PAYLOAD_MODELS:
+            out.append(f"event log: seq {e.seq} has an unknown kind {e.kind!r}")
+            continue
+        if (e.kind == "task.created") != (e.seq == 1):
+            out.append(
+                f"event log: seq {e.seq} is {e.kind}"
+                + (" (a task starts with task.created)" if e.seq == 1 else " (task.created twice)")
+            )
+        if e.id in ids:
+            out.append(f"event log: seq {e.seq} repeats the event id of seq {ids[e.id]}")
+        ids[e.id] = e.seq
+        try:
+            PAYLOAD_MODELS[e.kind].model_validate(e.payload)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(x) for x in err["loc"]) or "payload"
+            out.append(
+                f"event log: seq {e.seq} ({e.kind}) has a payload its kind does not allow ({where}: {err['msg']})"
+            )
+            continue
+        m = _ATTEMPT.search(e.causation_id or "")
+        if m and int(m.group(1)) >= e.seq:
+            out.append(
+                f"event log: seq {e.seq} ({e.kind}) was written by a node run that started after seq "
+                f"{m.group(1)}: rows are out of order"
+            )
+        if e.timestamp < last_ts:
+            out.append(f"event log: seq {e.seq} ({e.kind}) is dated {e.timestamp}, before the event it follows")
+        last_ts = max(last_ts, e.timestamp)
+        p = e.payload
+        if e.kind == "tool.called":
+            if p["call_id"] in called:
+                out.append(
+                    f"event log: seq {e.seq} calls {p['call_id']} again (first called at seq {called[p['call_id']]})"
+                )
+            called.setdefault(p["call_id"], e.seq)
+        elif e.kind == "tool.result.received":
+            cid = p["call_id"]
+            if cid not in called:
+                out.append(f"event log: seq {e.seq} answers call {cid}, which was not called before it")
+            if cid in answered:
+                out.append(f"event log: seq {e.seq} answers call {cid} again (first answered at seq {answered[cid]})")
+            answered.setdefault(cid, e.seq)
+    return out
+
+
+def event_refs(e: Event) -> list[str]:
+    """The ``artifact://`` refs an event's payload names (``raw_ref``, ``prompt_ref``)."""
+    return [str(e.payload[k]) for k in ("raw_ref", "prompt_ref") if e.payload.get(k)]
+
+
+def check_artifacts(artifacts: Any, events: Sequence[Event]) -> list[str]:
+    """Findings about the artifacts ``events`` name: missing, or bytes that do not match their
+    hash (read through ``artifacts.get``, which checks the hash) or their recorded size."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for e in events:
+        for ref in event_refs(e):
+            try:
+                r = parse_ref(ref)
+            except InvalidRefError:
+                out.append(f"artifact store: seq {e.seq} ({e.kind}) names {ref[:80]!r}, not an artifact ref")
+                continue
+            if r.digest in seen:
+                continue
+            seen.add(r.digest)
+            base = f"artifact://sha256:{r.digest}"
+            try:
+                data = artifacts.get(base)
+            except ArtifactNotFoundError:
+                out.append(f"artifact store: {base} (named by seq {e.seq}, {e.kind}) is missing")
+                continue
+            except DamagedStoreError:
+                out.append(
+                    f"artifact store: {base} (named by seq {e.seq}, {e.kind}) holds bytes that do not match its hash"
+                )
+                continue
+            size = getattr(artifacts, "size", None)
+            if size is not None and size(base) != len(data):
+                out.append(f"artifact store: {base} records a size of {size(base)} bytes but holds {len(data)}")
+    return out

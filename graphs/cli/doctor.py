@@ -1,0 +1,69 @@
+"""``taskctx doctor [TASK_ID]``: run every check of :mod:`graphs.doctor` on one task (or every
+task in the database) and print what it found. Read-only, as ``inspect``, ``list`` and
+``report``: the database is opened with ``mode=ro`` (SQLite) or read-only sessions (Postgres)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Annotated
+
+import typer
+
+from context import TaskctxError, UnknownTaskError
+from context.catalog import unknown_task_message
+
+from ..doctor import diagnose
+from ..orchestrator import DEFAULT_DB
+from .common import DbOpt, _describe, _fail, _open_existing, console
+
+__all__ = ["doctor"]
+
+
+def doctor(
+    task_id: Annotated[str | None, typer.Argument(help="The task to check (default: every task).")] = None,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Check a task's stored data (event log, artifacts, task registry, checkpoint); exit 2 if damaged.
+
+    Prints ``task <id>: ok (<n> events)`` or one line per finding (what is damaged and where)."""
+    try:
+        project = _open_existing(db, readonly=True)
+        found_db: list[str] = []
+        conn = getattr(project.stores, "_db", None)
+        if conn is not None and hasattr(conn, "conn"):
+            rows = [r[0] for r in conn.conn.execute("PRAGMA quick_check").fetchall()]
+            if rows != ["ok"]:
+                found_db = [f"database: {r}" for r in rows[:5]]
+        ids = [task_id] if task_id else _task_ids(project)
+        if not ids:
+            raise UnknownTaskError(f"no tasks in {db}")
+        damaged = 0
+        for line in found_db:
+            console.print(line, markup=False)
+        for tid in ids:
+            if not project.stores.events.last_seq(tid) and project.stores.tasks.get(tid) is None:
+                raise UnknownTaskError(unknown_task_message(tid, db, _task_ids(project)))
+            found = diagnose(project.stores, project.checkpointer, tid, resumable=True)
+            if found:
+                damaged += 1
+                console.print(f"task {tid}: {len(found)} problem{'s' if len(found) > 1 else ''}", markup=False)
+                for f in found:
+                    console.print(f"  - {f}", markup=False)
+            else:
+                console.print(f"task {tid}: ok ({project.stores.events.last_seq(tid)} events)", markup=False)
+        if damaged or found_db:
+            console.print(
+                f"{damaged} of {len(ids)} task{'s' if len(ids) > 1 else ''} damaged: restore the database from a "
+                "backup, or start a damaged task again under a new --task-id",
+                markup=False,
+            )
+            raise typer.Exit(2)
+        project.close()
+    except (TaskctxError, sqlite3.Error, OSError) as exc:
+        _fail(_describe(exc, db, task_id))
+
+
+def _task_ids(project: object) -> list[str]:
+    """Every task id the event log or the registry knows (neither read beyond its ids)."""
+    stores = project.stores  # type: ignore[attr-defined]
+    return sorted(set(stores.events.task_ids()) | set(stores.tasks.task_ids()))

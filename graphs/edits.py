@@ -1,0 +1,135 @@
+"""State written outside a node (``graph.update_state``, e.g. LangGraph Studio's state editor):
+recorded in the event log or refused, so the log and the checkpoint always agree.
+
+:class:`TaskGraph` is the compiled graph :func:`graphs.build_orchestrator` returns (a
+``CompiledStateGraph`` whose ``bulk_update_state`` / ``abulk_update_state``, and so
+``update_state`` / ``aupdate_state``, go through :func:`record_edit` first):
+
+* an update that is the fold of events already in the log (what a harness does after appending
+  events itself) passes unchanged;
+* an edit of the fields a user may edit (:data:`context.events.EDITABLE_FIELDS`: identity's
+  interpreted goal, success criteria, non-goals and hard constraints; the permissions; the
+  memory) is appended as ``state.edited`` (actor ``user``, the changed fields), folded, and the
+  fold is what the checkpoint gets;
+* anything else (the progress, evidence, errors, plan, control, events parts: all derived from the
+  log) raises ``InvalidInputError`` naming the field and what may be edited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StateUpdate
+from pydantic import BaseModel
+
+from context import InvalidInputError, TaskContext, new_event, replay
+from context.events import EDITABLE_FIELDS, StateEdited
+
+__all__ = ["TaskGraph", "editable_fields", "record_edit"]
+
+
+def editable_fields() -> str:
+    """The editable fields, as ``part.field`` names (for messages and docs)."""
+    return ", ".join(f"{p}.{f}" for p, fs in EDITABLE_FIELDS.items() for f in sorted(fs))
+
+
+def _proposed(cur: TaskContext, values: dict[str, Any]) -> TaskContext:
+    update: dict[str, Any] = {}
+    for part, v in values.items():
+        if part not in TaskContext.model_fields:
+            raise InvalidInputError(
+                f"update_state: {part!r} is not a part of the TaskContext; editable: {editable_fields()}"
+            )
+        old = getattr(cur, part)
+        if isinstance(v, BaseModel) or v is None or old is None:
+            update[part] = v
+        else:  # a dict: the fields it names, over the current part
+            update[part] = type(old).model_validate({**old.model_dump(mode="json"), **dict(v)})
+    return TaskContext.model_validate({**dict(cur), **update})
+
+
+def record_edit(
+    events: Any, state: TaskContext, values: dict[str, Any] | None, as_node: str | None
+) -> dict[str, Any] | None:
+    """The values an update of ``state`` (the thread's current TaskContext) should write: ``values``
+    unchanged when they are the log's own fold, else the fold of a new ``state.edited`` event
+    (appended to ``events``, the event log) with every changed editable field. Raises
+    ``InvalidInputError`` for a field that may not be edited."""
+    if not values or not state.identity.task_id:
+        return values
+    task_id = state.identity.task_id
+    new = _proposed(state, values)
+    past = events.read(task_id, after=state.events.cursor)
+    if past and new.events.cursor == past[-1].seq and replay(past, state) == new:
+        return values  # the fold of events already appended (e.g. an injected event)
+    changes: dict[str, dict[str, Any]] = {}
+    for part in TaskContext.model_fields:
+        a, b = getattr(state, part), getattr(new, part)
+        if a == b:
+            continue
+        if part not in EDITABLE_FIELDS or a is None or b is None:
+            raise InvalidInputError(
+                f"update_state: the {part!r} part is derived from the event log and cannot be edited; "
+                f"editable: {editable_fields()}"
+            )
+        fa, fb = a.model_dump(mode="json"), b.model_dump(mode="json")
+        diff = {f: fb[f] for f in fb if fb[f] != fa.get(f)}
+        bad = sorted(set(diff) - EDITABLE_FIELDS[part])
+        if bad:
+            raise InvalidInputError(
+                f"update_state: {part}.{bad[0]} is recorded by the task's events and cannot be edited; "
+                f"editable: {editable_fields()}"
+            )
+        changes[part] = diff
+    if not changes:
+        return values
+    if past:
+        raise InvalidInputError(
+            f"update_state: task {task_id!r} has events past its checkpoint (a node run in flight); edit it "
+            "when no run is in progress"
+        )
+    e = new_event(
+        "state.edited",
+        StateEdited(changes=changes, as_node=as_node),
+        actor="user",
+        correlation_id=task_id,
+    ).model_copy(update={"seq": state.events.cursor + 1})
+    appended = events.append(task_id, [e])
+    folded = replay(appended, state)
+    return {p: getattr(folded, p) for p in TaskContext.model_fields if getattr(folded, p) != getattr(state, p)}
+
+
+class TaskGraph(CompiledStateGraph):
+    """The compiled taskctx graph: every state update from outside a node is recorded in the
+    event log or refused (see module doc). ``taskctx_events`` is the task's event log."""
+
+    taskctx_events: Any = None
+
+    def _recorded(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> list[list[StateUpdate]]:
+        if self.taskctx_events is None:
+            return [list(s) for s in supersteps]
+        out: list[list[StateUpdate]] = []
+        for step in supersteps:
+            row = []
+            for u in step:
+                snap = self.get_state(config)
+                state = TaskContext.model_validate(snap.values) if snap.values else TaskContext()
+                values = u.values if isinstance(u.values, dict) or u.values is None else dict(u.values)
+                row.append(
+                    StateUpdate(record_edit(self.taskctx_events, state, values, u.as_node), u.as_node, u.task_id)
+                )
+            out.append(row)
+        return out
+
+    def bulk_update_state(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> RunnableConfig:
+        """LangGraph's ``bulk_update_state``, each update recorded or refused first."""
+        return super().bulk_update_state(config, self._recorded(config, supersteps))
+
+    async def abulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> RunnableConfig:
+        """LangGraph's ``abulk_update_state``, each update recorded or refused first."""
+        return await super().abulk_update_state(config, self._recorded(config, supersteps))

@@ -1,0 +1,433 @@
+"""Issue 13 part 3: stores read back are verified. A corruption suite: one healthy task (a replay
+stopped after 3 executor steps), then each case damages a copy of its database and runs
+``taskctx resume``, ``inspect``, ``report`` and ``doctor`` on it.
+
+The rule for every case: 0 silent wrong states and 0 tracebacks. ``resume`` either refuses with
+one line (exit 2: what is damaged, where, what to do) or, when the damage cannot change the
+state (an artifact nobody reads on the way), finishes with a state equal to the log's fold;
+``doctor`` names the damage (exit 2); ``inspect`` and ``report`` exit 0 or 2 with one line.
+
+On Postgres (``TASKCTX_TEST_PG``) the same cases run on the Postgres stores where they apply
+(SQL on the same tables).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from typer.testing import CliRunner
+
+from context import replay
+from graphs.cli import app
+
+STEPS = 6
+PG_URL = os.environ.get("TASKCTX_TEST_PG", "")
+#: Damage that needs a file (SQLite only).
+FILE_CASES = {"file-truncated-half", "file-truncated-to-header", "file-header-garbage"}
+TRAJ = [
+    {"id": "cor-1", "task": "Find where the config is read.\nDo not modify setup.py.", "n_steps": STEPS, "meta": {}},
+    *[
+        {
+            "step": i,
+            "thought": f"look {i}",
+            "action": json.dumps({"name": "cat", "arguments": {"path": f"f{i}.py"}}),
+            "observation": f"line one of f{i}\n" * (3 + i),
+        }
+        for i in range(1, STEPS + 1)
+    ],
+]
+
+
+def _replay_into(db: str, root: Path) -> None:
+    f = root / "t.jsonl"
+    f.write_text("\n".join(json.dumps(x) for x in TRAJ) + "\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["replay", str(f), "--db", db, "--out", str(root / "runs"), "--max-steps", "3"])
+    assert res.exit_code == 0, res.output
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def healthy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A database holding task cor-1 stopped after 3 executor steps (resumable): a SQLite file,
+    or (with ``TASKCTX_TEST_PG``) a Postgres database used as the template of each case's copy."""
+    root = tmp_path_factory.mktemp("cor")
+    if request.param == "sqlite":
+        db = root / "h.sqlite"
+        _replay_into(str(db), root)
+        conn = sqlite3.connect(db)
+        assert conn.execute("PRAGMA wal_checkpoint(FULL)").fetchone()[0] == 0  # every page in the main file
+        conn.close()
+        yield db
+        return
+    if not PG_URL:
+        pytest.skip("TASKCTX_TEST_PG is not set: the Postgres cases need a throwaway server (.ci/run starts one)")
+    import psycopg
+
+    name = f"cor_healthy_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = urlunsplit(urlsplit(PG_URL)._replace(path="/" + name))
+    _replay_into(url, root)
+    yield url
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class _Conn:
+    """One connection to a case's database (SQLite file or Postgres URL); ``?`` placeholders."""
+
+    def __init__(self, db: str):
+        self.pg = db.startswith("postgresql://")
+        if self.pg:
+            import psycopg
+
+            self.conn: Any = psycopg.connect(db, autocommit=True)
+        else:
+            self.conn = sqlite3.connect(db)
+
+    def rows(self, sql: str, *args: Any) -> list[Any]:
+        return list(self.conn.execute(sql.replace("?", "%s") if self.pg else sql, args).fetchall())
+
+    def ex(self, sql: str, *args: Any) -> None:
+        self.conn.execute(sql.replace("?", "%s") if self.pg else sql, args)
+
+    def close(self) -> None:
+        if not self.pg:
+            self.conn.commit()
+        self.conn.close()
+
+
+def _sql(*stmts: str) -> Callable[[str], None]:
+    def run(db: str) -> None:
+        c = _Conn(db)
+        for s in stmts:
+            c.ex(s)
+        c.close()
+
+    return run
+
+
+def _seq_of(c: _Conn, kind: str, nth: int = 0) -> int:
+    rows = c.rows("SELECT seq FROM taskctx_events WHERE kind = ? ORDER BY seq", kind)
+    return int(rows[nth][0])
+
+
+def _alter_payload(kind: str, fn: Callable[[dict[str, Any]], Any], nth: int = 0) -> Callable[[str], None]:
+    def run(db: str) -> None:
+        c = _Conn(db)
+        seq = _seq_of(c, kind, nth)
+        p = json.loads(c.rows("SELECT payload FROM taskctx_events WHERE seq = ?", seq)[0][0])
+        new = fn(p)
+        c.ex(
+            "UPDATE taskctx_events SET payload = ? WHERE seq = ?", new if isinstance(new, str) else json.dumps(new), seq
+        )
+        c.close()
+
+    return run
+
+
+def _swap(kind_a: str, kind_b: str) -> Callable[[str], None]:
+    def run(db: str) -> None:
+        c = _Conn(db)
+        a, b = _seq_of(c, kind_a), _seq_of(c, kind_b)
+        c.ex(f"UPDATE taskctx_events SET seq = -1 WHERE seq = {a}")
+        c.ex(f"UPDATE taskctx_events SET seq = {a} WHERE seq = {b}")
+        c.ex(f"UPDATE taskctx_events SET seq = {b} WHERE seq = -1")
+        c.close()
+
+    return run
+
+
+def _duplicate(kind: str) -> Callable[[str], None]:
+    def run(db: str) -> None:
+        c = _Conn(db)
+        last = c.rows("SELECT MAX(seq) FROM taskctx_events")[0][0]
+        row = c.rows("SELECT * FROM taskctx_events WHERE kind = ? ORDER BY seq LIMIT 1", kind)[0]
+        c.ex("INSERT INTO taskctx_events VALUES (?,?,?,?,?,?,?,?,?)", row[0], last + 1, row[2] + "-copy", *row[3:])
+        c.close()
+
+    return run
+
+
+def _artifact(op: str) -> Callable[[str], None]:
+    def run(db: str) -> None:
+        c = _Conn(db)
+        ref = json.loads(
+            c.rows("SELECT payload FROM taskctx_events WHERE kind = 'tool.result.received' ORDER BY seq LIMIT 1")[0][0]
+        )["raw_ref"]
+        digest = ref.split(":")[-1]
+        zero, newline = ("'\\x00'::bytea", "'\\x0a'::bytea") if c.pg else ("X'00'", "X'0A'")
+        if op == "alter":
+            c.ex(f"UPDATE taskctx_artifacts SET data = {zero} || data WHERE digest = ?", digest)
+        elif op == "delete":
+            c.ex("DELETE FROM taskctx_artifacts WHERE digest = ?", digest)
+        elif op == "size":
+            c.ex("UPDATE taskctx_artifacts SET size = size + 7 WHERE digest = ?", digest)
+        elif op == "prompts":  # every prompt artifact: the export reads the last one
+            for (p,) in c.rows("SELECT payload FROM taskctx_events WHERE kind = 'context.built'"):
+                d = json.loads(p)["prompt_ref"].split(":")[-1]
+                c.ex(f"UPDATE taskctx_artifacts SET data = data || {newline} WHERE digest = ?", d)
+        c.close()
+
+    return run
+
+
+def _no_checkpoints(db: str) -> None:
+    c = _Conn(db)
+    for t in ("checkpoints", "checkpoint_writes", "checkpoint_blobs") if c.pg else ("checkpoints", "writes"):
+        c.ex(f"DELETE FROM {t}")
+    c.close()
+
+
+def _truncate(fraction: float) -> Callable[[str], None]:
+    def run(db: str) -> None:
+        size = Path(db).stat().st_size
+        with open(db, "r+b") as fh:
+            fh.truncate(int(size * fraction))
+
+    return run
+
+
+def _garbage_header(db: str) -> None:
+    with open(db, "r+b") as fh:
+        fh.write(b"NOT A DATABASE!!")
+
+
+#: (case id, damage, what doctor must say, whether resume must refuse)
+CASES: list[tuple[str, Callable[[str], None], str, bool]] = [
+    ("row-deleted-middle", _sql("DELETE FROM taskctx_events WHERE seq = 7"), "event seq 7 is missing", True),
+    ("row-deleted-first", _sql("DELETE FROM taskctx_events WHERE seq = 1"), "event seq 1 is missing", True),
+    (
+        "row-deleted-last",
+        _sql("DELETE FROM taskctx_events WHERE seq = (SELECT MAX(seq) FROM taskctx_events)"),
+        "the last 1 event is missing from the log",
+        True,
+    ),
+    (
+        "rows-deleted-last-three",
+        _sql("DELETE FROM taskctx_events WHERE seq > (SELECT MAX(seq) - 3 FROM taskctx_events)"),
+        "the last 3 events are missing from the log",
+        True,
+    ),
+    ("rows-deleted-all", _sql("DELETE FROM taskctx_events"), "the last", True),
+    ("rows-reordered-call-and-result", _swap("tool.called", "tool.result.received"), "event log:", True),
+    ("rows-reordered-plan-and-task", _swap("task.created", "plan.created"), "event log: seq 1 is plan.created", True),
+    ("row-duplicated-tool-call", _duplicate("tool.called"), "calls rec-1 again (first called at seq 6)", True),
+    ("row-duplicated-task-created", _duplicate("task.created"), "task.created twice", True),
+    (
+        "row-seq-renumbered",
+        _sql("UPDATE taskctx_events SET seq = seq + 100 WHERE seq = 5"),
+        "event seq 5 is missing",
+        True,
+    ),
+    (
+        "payload-text-altered",
+        _alter_payload("tool.result.received", lambda p: {**p, "result_summary": "nothing here"}),
+        "checkpoint: its state differs from the event log's fold",
+        True,
+    ),
+    (
+        "payload-status-altered",
+        _alter_payload("tool.result.received", lambda p: {**p, "status": "error"}),
+        "checkpoint: its state differs",
+        True,
+    ),
+    (
+        "payload-constraint-removed",
+        _alter_payload("task.created", lambda p: {**p, "constraints": []}),
+        "differs from the event log's fold up to seq",
+        True,
+    ),
+    ("payload-not-json", _alter_payload("plan.created", lambda p: "{not json"), "payload that is not JSON", True),
+    ("payload-not-object", _alter_payload("plan.created", lambda p: "[1, 2]"), "payload that is not an object", True),
+    (
+        "payload-wrong-type",
+        _alter_payload("tool.result.received", lambda p: {**p, "status": "exploded"}),
+        "payload its kind does not allow (status",
+        True,
+    ),
+    (
+        "payload-unknown-field",
+        _alter_payload("plan.created", lambda p: {**p, "owner": "mallory"}),
+        "payload its kind does not allow (owner",
+        True,
+    ),
+    (
+        "payload-required-field-missing",
+        _alter_payload("tool.called", lambda p: {k: v for k, v in p.items() if k != "call_id"}),
+        "payload its kind does not allow (call_id",
+        True,
+    ),
+    (
+        "kind-unknown",
+        _sql("UPDATE taskctx_events SET kind = 'tool.exploded' WHERE seq = 6"),
+        "unknown kind 'tool.exploded'",
+        True,
+    ),
+    (
+        "timestamp-before-previous",
+        _sql("UPDATE taskctx_events SET timestamp = '2000-01-01T00:00:00.000Z' WHERE seq = 8"),
+        "is dated 2000-01-01",
+        True,
+    ),
+    ("artifact-bytes-altered", _artifact("alter"), "holds bytes that do not match its hash", False),
+    ("artifact-deleted", _artifact("delete"), "is missing", False),
+    ("artifact-size-altered", _artifact("size"), "records a size of", False),
+    ("artifact-prompts-altered", _artifact("prompts"), "do not match its hash", False),
+    (
+        "registry-row-deleted",
+        _sql("DELETE FROM taskctx_tasks"),
+        "task registry: no row for this task",
+        True,
+    ),
+    ("registry-row-not-json", _sql("UPDATE taskctx_tasks SET spec = '{oops'"), "task registry: its row", True),
+    ("registry-row-not-object", _sql("UPDATE taskctx_tasks SET spec = '42'"), "task registry: its row", True),
+    (
+        "checkpoints-deleted",
+        _no_checkpoints,
+        "checkpoint: none, though the event log holds",
+        True,
+    ),
+    # SQLite: the read-only open names the lost table; Postgres: resume re-creates it empty, so the
+    # doctor finds the events the checkpoint folded missing from the log
+    ("events-table-dropped", _sql("DROP TABLE taskctx_events"), "missing", True),
+    ("file-truncated-half", _truncate(0.5), "", True),
+    ("file-truncated-to-header", _truncate(0.02), "", True),
+    ("file-header-garbage", _garbage_header, "", True),
+]
+
+
+def _invoke(args: list[str]) -> Any:
+    return CliRunner().invoke(app, args)
+
+
+def _one_line_error(res: Any) -> str:
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    assert "Traceback" not in res.output
+    errs = [ln for ln in res.output.splitlines() if ln.startswith("error: ")]
+    assert len(errs) == 1, res.output
+    return errs[0]
+
+
+@pytest.fixture
+def copy_of(healthy: Any, tmp_path: Path) -> Any:
+    """A fresh copy of the healthy database for one case: its path or URL, and its stores."""
+    if isinstance(healthy, Path):
+        db = tmp_path / "d.sqlite"
+        shutil.copy(healthy, db)
+        yield str(db)
+        return
+    import psycopg
+
+    name = urlsplit(healthy).path.lstrip("/")
+    copy = f"cor_case_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+        conn.execute(f'CREATE DATABASE "{copy}" TEMPLATE "{name}"')
+    yield urlunsplit(urlsplit(PG_URL)._replace(path="/" + copy))
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{copy}" WITH (FORCE)')
+
+
+def _stores(db: str) -> Any:
+    from context.pg_store import open_stores
+
+    return open_stores(db)
+
+
+@pytest.mark.parametrize(("case", "damage", "finding", "refuse"), CASES, ids=[c[0] for c in CASES])
+def test_corruption(
+    copy_of: str, tmp_path: Path, case: str, damage: Callable[[str], None], finding: str, refuse: bool
+) -> None:
+    db = copy_of
+    if case in FILE_CASES and db.startswith("postgresql://"):
+        pytest.skip("damage to a file: SQLite only")
+    damage(db)
+    common = ["--db", db]
+    res = _invoke(["resume", "cor-1", *common, "--out", str(tmp_path / "runs")])
+    if refuse:
+        assert res.exit_code == 2, res.output
+        line = _one_line_error(res)
+        assert "another process" not in line and "taskctx replay" not in line
+    else:
+        assert res.exit_code in (0, 2), res.output
+        if res.exit_code == 2:
+            line = _one_line_error(res)
+            assert "artifact" in line and "doctor" in line
+        else:  # finished: the state is the log's fold (nothing was built on the damaged bytes)
+            st = _stores(db)
+            events = st.events.read("cor-1")
+            assert events[-1].kind == "task.completed"
+            assert replay(events).progress.executor_steps == STEPS
+            st.close()
+    doc = _invoke(["doctor", "cor-1", *common])
+    assert doc.exit_code == 2, doc.output
+    assert "Traceback" not in doc.output and doc.exception is None or isinstance(doc.exception, SystemExit)
+    if finding:
+        assert finding in doc.output, doc.output
+    for cmd in (["inspect", "cor-1", *common], ["report", "cor-1", *common, "--html", str(tmp_path / "r.html")]):
+        r = _invoke(cmd)
+        assert r.exit_code in (0, 2), (cmd, r.output, r.exception)
+        if r.exit_code == 2:
+            _one_line_error(r)
+        else:
+            assert r.exception is None
+
+
+def test_a_healthy_task_passes_the_doctor(copy_of: str, tmp_path: Path) -> None:
+    db = copy_of
+    res = _invoke(["doctor", "--db", db])
+    assert res.exit_code == 0, res.output
+    st = _stores(db)
+    n = st.events.last_seq("cor-1")
+    st.close()
+    assert res.output == f"task cor-1: ok ({n} events)\n"
+    done = _invoke(["resume", "cor-1", "--db", db, "--out", str(tmp_path / "runs")])
+    assert done.exit_code == 0, done.output
+    assert _invoke(["doctor", "cor-1", "--db", db]).exit_code == 0
+
+
+def test_the_missing_middle_row_of_the_issue_is_refused_with_one_line(copy_of: str, tmp_path: Path) -> None:
+    db = copy_of
+    _sql("DELETE FROM taskctx_events WHERE seq = 7")(db)
+    res = _invoke(["resume", "cor-1", "--db", db, "--out", str(tmp_path / "runs")])
+    assert res.exit_code == 2
+    assert _one_line_error(res) == (
+        "error: task 'cor-1' is damaged: event log: event seq 7 is missing (seq 6 is followed by 8); run "
+        "`taskctx doctor cor-1` for every finding; restore the database from a backup, or start the task again "
+        "under a new --task-id (the damaged task can still be inspected)"
+    )
+
+
+@pytest.mark.parametrize("fraction", [0.5, 0.02])
+def test_a_truncated_file_is_named_damaged_by_every_command(healthy: Any, tmp_path: Path, fraction: float) -> None:
+    """The read-only commands (and resume's read-only check) open a truncated taskctx file as
+    damaged, never as "not a taskctx database"; the file is left as it was."""
+    if not isinstance(healthy, Path):
+        pytest.skip("damage to a file: SQLite only")
+    db = tmp_path / "d.sqlite"
+    shutil.copy(healthy, db)
+    _truncate(fraction)(str(db))
+    before = db.read_bytes()
+    for cmd in (
+        ["inspect", "cor-1"],
+        ["list"],
+        ["report", "cor-1", "--html", str(tmp_path / "r.html")],
+        ["doctor"],
+        ["resume", "cor-1", "--out", str(tmp_path / "runs")],
+    ):
+        r = _invoke([*cmd, "--db", str(db)])
+        assert r.exit_code == 2, (cmd, r.output)
+        assert _one_line_error(r) == (
+            f"error: the taskctx database at {db} is damaged (database disk image is malformed): restore it "
+            "from a backup, or pass another --db"
+        ), cmd
+    assert db.read_bytes() == before
