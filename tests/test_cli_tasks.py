@@ -270,7 +270,7 @@ def test_readme_names_exactly_the_commands_that_take_db() -> None:
     m = re.search(r"\n((?:`[a-z]+`(?:, | and ))+`[a-z]+`) take `--db`", readme)
     assert m, "README lost its sentence naming the commands that take --db"
     named = set(re.findall(r"`([a-z]+)`", m.group(1)))
-    assert named == takes_db == {"demo", "replay", "resume", "run", "approve", "inspect", "list", "report"}
+    assert named == takes_db == {"demo", "replay", "resume", "run", "approve", "inspect", "list", "report", "doctor"}
     assert set(group.commands) - takes_db == {"bench", "eval"}
     assert "`bench` and `eval` take no `--db`" in readme
     assert "All commands take `--db`" not in readme

@@ -86,7 +86,7 @@ def inspect(
                 for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
             ]
             render_state(console, ctx, events, checkpoints, snap is not None, db_opt=_db_opt(db))
-            stop = (info.spec or {}).get("stopped")
+            stop = ((info.spec if info is not None else None) or {}).get("stopped")
             if isinstance(stop, dict) and ctx.control.status not in ("completed", "failed"):
                 console.print(
                     f"stopped: {stop.get('message')}; continue with "
