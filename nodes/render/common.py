@@ -28,6 +28,7 @@ __all__ = [
     "constraints_text",
     "core_blocks",
     "error_block",
+    "finding_blocks",
     "memory_block",
     "governed_claims",
     "quote_agent",
@@ -273,6 +274,29 @@ def error_block(ctx: TaskContext, env: NodeEnv, *, slot: str) -> ContextBlock | 
 
 
 block = _block
+
+
+def finding_blocks(env: NodeEnv, findings: Sequence[Any], refs: Any) -> list[ContextBlock]:
+    """One ``finding.<id>`` block per finding (layer recent, trust = the finding's provenance,
+    quoted as the agent's claim), newer ones more relevant, each superseding the findings it
+    replaces. ``refs(finding) -> str`` writes the head line's evidence part, which differs by role
+    (the planner's ``[refs]``, the reviewer's ``(evidence: refs)``)."""
+    n = len(findings)
+    return [
+        block(
+            env,
+            f"finding.{f.id}",
+            f"- finding {f.id} {refs(f)}:\n" + quote_agent(f.statement, source=f"complete_step {f.id}"),
+            kind="state",
+            layer="recent",
+            source="step.completed",
+            priority="normal",
+            trust=f.provenance,
+            relevance=(i + 1) / n,
+            slot="msg:state",
+        ).model_copy(update={"supersedes": [f"finding.{x}" for x in f.supersedes]})
+        for i, f in enumerate(findings)
+    ]
 
 
 def assemble(

@@ -10,7 +10,17 @@ from typing import Any
 from context import TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import EXTERNAL_RULE, assemble, block, core_blocks, error_block, memory_block, plan_text, quote_agent
+from .common import (
+    EXTERNAL_RULE,
+    assemble,
+    block,
+    core_blocks,
+    error_block,
+    finding_blocks,
+    memory_block,
+    plan_text,
+    quote_agent,
+)
 
 __all__ = ["PlannerRenderer", "PLANNER_SYSTEM"]
 
@@ -87,23 +97,7 @@ class PlannerRenderer:
         err = error_block(ctx, env, slot="msg:state")
         if err is not None:
             cands.append(err)
-        n = len(ctx.evidence.findings)
-        for i, f in enumerate(ctx.evidence.findings):
-            cands.append(
-                block(
-                    env,
-                    f"finding.{f.id}",
-                    f"- finding {f.id} [{', '.join(f.evidence_refs) or 'no refs'}]:\n"
-                    + quote_agent(f.statement, source=f"complete_step {f.id}"),
-                    kind="state",
-                    layer="recent",
-                    source="step.completed",
-                    priority="normal",
-                    trust=f.provenance,
-                    relevance=(i + 1) / n,
-                    slot="msg:state",
-                ).model_copy(update={"supersedes": [f"finding.{x}" for x in f.supersedes]})
-            )
+        cands += finding_blocks(env, ctx.evidence.findings, lambda f: f"[{', '.join(f.evidence_refs) or 'no refs'}]")
         return assemble(
             role=self.role,
             env=env,

@@ -10,7 +10,7 @@ from typing import Any
 from context import Finding, TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import EXTERNAL_RULE, assemble, block, core_blocks, memory_block, plan_text, quote_agent
+from .common import EXTERNAL_RULE, assemble, block, core_blocks, finding_blocks, memory_block, plan_text
 
 __all__ = ["ReviewerRenderer", "REVIEWER_SYSTEM", "all_findings"]
 
@@ -70,24 +70,9 @@ class ReviewerRenderer:
                 slot="msg:state",
             )
         )
-        findings = all_findings(ctx, env)
-        n = len(findings)
-        for i, f in enumerate(findings):
-            cands.append(
-                block(
-                    env,
-                    f"finding.{f.id}",
-                    f"- finding {f.id} (evidence: {', '.join(f.evidence_refs) or '(none)'}):\n"
-                    + quote_agent(f.statement, source=f"complete_step {f.id}"),
-                    kind="state",
-                    layer="recent",
-                    source="step.completed",
-                    priority="normal",
-                    trust=f.provenance,
-                    relevance=(i + 1) / n,
-                    slot="msg:state",
-                ).model_copy(update={"supersedes": [f"finding.{x}" for x in f.supersedes]})
-            )
+        cands += finding_blocks(
+            env, all_findings(ctx, env), lambda f: f"(evidence: {', '.join(f.evidence_refs) or '(none)'})"
+        )
         return assemble(
             role=self.role,
             env=env,
