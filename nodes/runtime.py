@@ -20,7 +20,6 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
 
 from context import (
@@ -35,6 +34,9 @@ from context import (
 )
 from context.events import ContextBuilt, ResumeStarted
 from context.store import ArtifactStoreProtocol, EventLogProtocol
+from context.tokens import TokenCounter, counter_for_model, counter_name
+
+from .tokens import message_tokens
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -66,23 +68,29 @@ PARTS = (
 
 
 def text_tokens(text: str) -> int:
-    """Tokens of ``text`` by langchain-core's approximate counter, less its per-message overhead."""
-    return max(0, count_tokens_approximately([AIMessage(content=text)]) - 3 - 1)
+    """Tokens of ``text`` by the default counter (``context.tokens``: o200k_base)."""
+    return counter_for_model(None)(text)
+
+
+def _default_counter() -> TokenCounter:
+    return counter_for_model(None)
 
 
 @dataclass
 class NodeEnv:
     """The stores and budget every node of one graph uses.
 
-    ``budget`` and ``reserve_for_output`` are in tokens (counted with langchain-core's
-    approximate counter unless ``count_tokens`` is given).
+    ``budget`` and ``reserve_for_output`` are in tokens, counted by ``count_tokens`` (``str ->
+    int``; default o200k_base, ``context.tokens.counter_for_model(None)``; ``graphs`` passes
+    ``counter_for_model(--model)``). That one counter counts blocks, transcript entries, the
+    restart rule, ``prompt_tokens`` and the prompt fingerprints (:meth:`count_messages`).
     """
 
     events: EventLogProtocol
     artifacts: ArtifactStoreProtocol
     budget: int = DEFAULT_BUDGET
     reserve_for_output: int = DEFAULT_RESERVE
-    count_tokens: Any = field(default=text_tokens)
+    count_tokens: TokenCounter = field(default_factory=_default_counter)
     #: The stores object when built by :meth:`sqlite` (``env.stores.close()`` closes it).
     stores: Any = None
 
@@ -91,6 +99,15 @@ class NodeEnv:
         """An env on a SQLite file (or ``:memory:``); ``env.stores`` keeps the connection."""
         stores = SqliteStores(path)
         return cls(events=stores.events, artifacts=stores.artifacts, stores=stores, **kw)
+
+    def count_messages(self, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] | None = None) -> int:
+        """Tokens of chat messages (and tool schemas) by ``count_tokens`` (``nodes.tokens``)."""
+        return message_tokens(messages, self.count_tokens, tools)
+
+    @property
+    def counter(self) -> str:
+        """The counter's name: ``o200k_base``, ``cl100k_base``, ``estimate``..."""
+        return counter_name(self.count_tokens)
 
 
 @dataclass
@@ -108,14 +125,16 @@ class Rendered:
     delta_note: str | None = None
 
 
-def fingerprints(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]) -> list[str]:
-    """``<sha256[:16]>:<tokens>`` for the tool schemas, then for each message (in order)."""
+def fingerprints(
+    messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]], count: TokenCounter | None = None
+) -> list[str]:
+    """``<sha256[:16]>:<tokens>`` for the tool schemas, then for each message (in order); tokens by
+    ``count`` (default: the default counter, o200k_base)."""
+    count = count or counter_for_model(None)
     out = []
     if tools:
         blob = json.dumps(list(tools), sort_keys=True)
-        out.append(
-            f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}:{count_tokens_approximately([], tools=list(tools))}"
-        )
+        out.append(f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}:{message_tokens([], count, tools)}")
     for m in messages:
         blob = json.dumps(
             {
@@ -127,7 +146,7 @@ def fingerprints(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]
             sort_keys=True,
             default=str,
         )
-        out.append(f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}:{count_tokens_approximately([m])}")
+        out.append(f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}:{message_tokens([m], count)}")
     return out
 
 
@@ -240,7 +259,7 @@ class NodeRun:
     ) -> Event:
         """The ``context.built`` event for a prompt (not yet committed): manifest, tokens, refs."""
         ctx = ctx or self.ctx
-        fps = fingerprints(rendered.messages, rendered.tools)
+        fps = fingerprints(rendered.messages, rendered.tools, self.env.count_tokens)
         prev = ctx.events.prompt_fingerprints.get(role, [])
         prompt_ref = self.env.artifacts.put(prompt_text(rendered.messages, rendered.tools))
         m = rendered.manifest

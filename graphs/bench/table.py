@@ -96,7 +96,7 @@ def markdown(r: BenchResult) -> str:
     T = r.totals
     lines = [f"# taskctx bench: {len(r.trajectories)} trajectories, budget {r.budget:,} tokens", ""]
     lines += [
-        "Tokens: langchain-core `count_tokens_approximately` over messages + tool schemas. Effective cost = "
+        "Tokens: o200k_base (tiktoken, offline) over messages + tool schemas. Effective cost = "
         "uncached + 0.1 × cached prefix (prefix in whole messages vs the previous call of the same role). "
         f"Strategies: naive append-all; masking = SWE-agent LastNObservations(n={MASK_N}); clearing = LangChain "
         f"ClearToolUsesEdit(trigger=budget, keep={CLEAR_KEEP}); summarization = LangChain SummarizationMiddleware "

@@ -1,7 +1,7 @@
 """graphs.cli: the ``taskctx`` command line (typer + rich); entry point ``graphs.cli:main``.
 
-Commands: ``demo``, ``replay``, ``resume``, ``inspect``, ``run``, ``approve``, ``bench``, ``eval``,
-``report``. Every run exports ``<out>/<task_id>/`` (trace.jsonl, state.json, context_pack.md,
+Commands: ``demo``, ``replay``, ``resume``, ``inspect``, ``run``, ``approve``, ``bench``, ``tokens``,
+``eval``, ``report``. Every run exports ``<out>/<task_id>/`` (trace.jsonl, state.json, context_pack.md,
 manifests.jsonl). Bad input prints one line naming the problem and the fix, and exits with code
 2; nothing already recorded is changed.
 
@@ -22,17 +22,20 @@ Modules (the commands are registered below, in the order ``--help`` lists them):
 - :mod:`.approve`: ``approve`` and how approval requests are shown and answered;
 - :mod:`.inspect`: ``inspect`` (the view is :func:`graphs.report.render_state`);
 - :mod:`.demo`: ``demo`` (the scenario is :mod:`graphs.demo`);
-- ``bench``, ``eval``, ``report``: the commands of :mod:`graphs.bench`, :mod:`graphs.eval`,
+- ``bench``, ``tokens``, ``eval``, ``report``: the commands of :mod:`graphs.bench` (``tokens``:
+  :mod:`graphs.bench.tokens`), :mod:`graphs.eval`,
   :mod:`graphs.report`.
 """
 
 from ..bench import bench
+from ..bench.tokens import tokens_command
 from ..eval import eval_command
 from ..report import report_command
 from . import approve, demo, inspect, tasks
 from .common import app, main
 
 app.command("bench")(bench)
+app.command("tokens")(tokens_command)
 app.command("report")(report_command)
 app.command("eval")(eval_command)
 app.command()(tasks.replay)

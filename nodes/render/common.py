@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.messages.utils import count_tokens_approximately
 
 from context import ContextBlock, TaskContext, build_context, make_block
 from context.builder import BlockKind, Layer, Priority, Trust
@@ -265,7 +264,7 @@ def assemble(
     # Overhead: tool schemas, the system message, the framing of each "msg" slot's message.
     # (a "seq" block's tokens are counted over its messages, framing included; a "msg" slot is
     # one message whose framing is not in its blocks' text tokens)
-    overhead = count_tokens_approximately([sys_msg], tools=tools or None) + 4 * len(layout)
+    overhead = env.count_messages([sys_msg], tools or None) + 4 * len(layout)
     result = build_context(
         candidates, budget=env.budget, reserve_for_output=env.reserve_for_output, overhead_tokens=overhead, role=role
     )
@@ -282,7 +281,7 @@ def assemble(
         else:
             for b in members:
                 messages.extend(extra[b.id])
-    prompt_tokens = count_tokens_approximately(messages, tools=tools or None)
+    prompt_tokens = env.count_messages(messages, tools or None)
     return Rendered(
         messages=messages,
         tools=tools,
