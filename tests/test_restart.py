@@ -43,7 +43,9 @@ def _calls(r) -> list[str]:
 
 
 def test_restarts_early_when_the_kept_calls_are_small() -> None:
-    env = NodeEnv.sqlite(budget=4000, count_tokens=approx_tokens)  # 3,000 tokens for the prompt; an early restart from 1,500
+    env = NodeEnv.sqlite(
+        budget=4000, count_tokens=approx_tokens
+    )  # 3,000 tokens for the prompt; an early restart from 1,500
     # two large calls (910 tokens each), then three small ones (100): past half the limit
     r = ExecutorRenderer().render(_ctx(env, [60, 60, 3, 3, 3]), env, [])
     assert r.transcript_reset and r.keep_last == 3 and _calls(r) == ["tool.c3", "tool.c4", "tool.c5"]
