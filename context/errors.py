@@ -13,7 +13,9 @@ Every error names the thing that is wrong and the fix. The tree::
     │   ├── LogAheadError          the log holds events a checkpoint does not know (a fork)
     │   └── ArtifactNotFoundError  an ``artifact://`` ref that is not stored
     ├── InvalidRefError            an artifact ref that does not parse
-    └── BudgetError                required blocks alone exceed the token budget
+    ├── BudgetError                required blocks alone exceed the token budget
+    └── ModelCallError             the model provider failed a call (after the client's retries)
+        └── ContextLengthError     the provider refused the prompt as too long for the model
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ __all__ = [
     "InvalidInputError",
     "InvalidRefError",
     "LogAheadError",
+    "ModelCallError",
+    "ContextLengthError",
     "ModelConfigError",
     "SequenceConflictError",
     "StoreError",
@@ -81,3 +85,20 @@ class InvalidRefError(TaskctxError):
 
 class BudgetError(TaskctxError):
     """The required blocks alone do not fit the token budget."""
+
+
+class ModelCallError(TaskctxError):
+    """A model call failed at the provider, after the client's own retries: ``cause`` is one
+    line naming it (``authentication failed (401): ...``, ``timed out after 60 s``...),
+    ``status`` the HTTP status (``None`` for a connection failure or a timeout). Nothing of
+    the failed call is recorded, so ``taskctx resume`` repeats it."""
+
+    def __init__(self, cause: str, *, status: int | None = None, role: str | None = None) -> None:
+        super().__init__(f"{role} model call failed: {cause}" if role else f"model call failed: {cause}")
+        self.cause = cause
+        self.status = status
+        self.role = role
+
+
+class ContextLengthError(ModelCallError):
+    """The provider refused the prompt as longer than the model's context window."""

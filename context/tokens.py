@@ -40,7 +40,7 @@ import re
 import tempfile
 import threading
 from collections.abc import Callable
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,8 @@ ENCODINGS = {
     ),
 }
 _SHIPPED = Path(__file__).with_name("encodings")
+#: texts whose exact count each counter remembers (a renderer counts the same blocks every call)
+COUNT_CACHE = 8192
 _LOCK = threading.Lock()
 
 
@@ -114,7 +116,8 @@ def encoding_counter(name: str = DEFAULT_ENCODING) -> TokenCounter:
 
     count.__name__ = name
     count.__qualname__ = name
-    return count
+    cached: TokenCounter = lru_cache(maxsize=COUNT_CACHE)(count)
+    return cached
 
 
 _PIECES = re.compile(r" ?([A-Za-z]+)|([0-9]+)|([ \t]+)|(\n)|([\x00-\x7f])|([^\x00-\x7f])")

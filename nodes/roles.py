@@ -15,7 +15,9 @@ wiring.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -24,7 +26,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
-from context import Event, Finding, PlanStep, TaskContext, replay
+from context import ContextLengthError, Event, Finding, PlanStep, TaskContext, replay
 from context.events import (
     CheckpointCreated,
     ErrorOccurred,
@@ -60,6 +62,9 @@ Node = Callable[[TaskContext, RunnableConfig], dict[str, Any]]
 
 #: Reviews that may send the work back before the task stops as failed.
 MAX_REVIEW_ROUNDS = 3
+#: A prompt the provider refuses as too long is rebuilt once, at a budget this share of its
+#: droppable (not required) blocks' tokens smaller.
+REBUILD_CUT = 0.25
 #: Errors one step may meet before recovery stops the task whatever the model says.
 MAX_STEP_ERRORS = 10
 #: Calls repeated after the user rejected them before recovery stops the task (the first
@@ -112,7 +117,28 @@ def _model_call(
 ) -> tuple[Event, AIMessage]:
     rendered = renderer.render(ctx, run.env, tools)
     built = run.context_built(renderer.role, rendered, step_id, ctx)
-    ai = run.call_model(model, renderer.role, rendered, built, ctx)
+    try:
+        ai = run.call_model(model, renderer.role, rendered, built, ctx)
+    except ContextLengthError as exc:
+        # once: the prompt again with a quarter of its droppable blocks' tokens less, recorded
+        optional = sum(b.token_estimate for b in rendered.blocks if b.priority != "required")
+        if optional == 0:
+            raise ContextLengthError(
+                f"{exc.cause}; the prompt holds only required blocks ({rendered.prompt_tokens:,} tokens), so a smaller "
+                "budget cannot shorten it: use a model with a larger context window",
+                status=exc.status,
+                role=exc.role,
+            ) from exc
+        refused = rendered.prompt_tokens
+        smaller = run.env.reserve_for_output + refused - math.ceil(optional * REBUILD_CUT)
+        env = dataclasses.replace(run.env, budget=min(run.env.budget, smaller))
+        rendered = renderer.render(ctx, env, tools)
+        built = run.context_built(renderer.role, rendered, step_id, ctx)
+        reason = (
+            f"{exc.cause}; the prompt of {refused:,} tokens rebuilt at budget {env.budget:,} (was {run.env.budget:,})"
+        )
+        built = built.model_copy(update={"payload": {**built.payload, "rebuilt": reason}})
+        ai = run.call_model(model, renderer.role, rendered, built, ctx)
     return built, ai
 
 

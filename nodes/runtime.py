@@ -36,6 +36,7 @@ from context.events import ContextBuilt, ResumeStarted
 from context.store import ArtifactStoreProtocol, EventLogProtocol
 from context.tokens import TokenCounter, counter_for_model, counter_name
 
+from .models import model_error
 from .tokens import message_tokens
 
 __all__ = [
@@ -285,7 +286,11 @@ class NodeRun:
         self, model: BaseChatModel, role: str, rendered: Rendered, built: Event, ctx: TaskContext | None = None
     ) -> AIMessage:
         """Invoke ``model`` (with the rendered tools bound) under a config that names the role
-        and carries the manifest as metadata (LangSmith shows it on the model run)."""
+        and carries the manifest as metadata (LangSmith shows it on the model run).
+
+        A provider failure (after the client's retries) is raised as ``context.ModelCallError``
+        (``ContextLengthError`` for a prompt too long for the model), with one line naming it
+        (``nodes.models.model_error``); nothing of this call is recorded."""
         ctx = ctx or self.ctx
         p = built.payload
         meta = {
@@ -309,7 +314,13 @@ class NodeRun:
         }
         bound = model.bind_tools(rendered.tools) if rendered.tools else model
         cfg: RunnableConfig = {"metadata": meta, "tags": [f"role:{role}"], "run_name": f"{role}.model"}
-        out = bound.invoke(rendered.messages, config=cfg)
+        try:
+            out = bound.invoke(rendered.messages, config=cfg)
+        except Exception as exc:
+            failure = model_error(exc, role=role)
+            if failure is None:
+                raise
+            raise failure from exc
         if not isinstance(out, AIMessage):
             out = AIMessage(content=str(getattr(out, "content", out)))
         return out

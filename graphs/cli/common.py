@@ -1,5 +1,6 @@
 """The ``taskctx`` typer app and what its commands share: the options, the one-line error
-(``_fail``: prints ``error: ...``, exits with code 2), the event printer, the graph of a recorded
+(``_fail``: prints ``error: ...``, exits with code 2; ``_model_failed``: a provider failure, two
+lines, the run exported, exit code 3), the event printer, the graph of a recorded
 task (``_graph_for``), the export at the end of a run (``_finish``), and :func:`main`."""
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from context import BudgetError, Event, InvalidInputError, TaskctxError, UnknownTaskError, load_trajectory
+from context import (
+    BudgetError,
+    Event,
+    InvalidInputError,
+    ModelCallError,
+    TaskctxError,
+    UnknownTaskError,
+    load_trajectory,
+)
 from context.pg_store import redact_url
 from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
 
@@ -35,9 +44,28 @@ OutOpt = Annotated[Path, typer.Option("--out", help="Folder the run is exported 
 DEFAULT_OUT = Path(".taskctx/runs")
 
 
+#: exit status of bad input (a usage error, nothing run) and of a model provider failure (the
+#: task is saved and resumable)
+EXIT_BAD_INPUT = 2
+EXIT_MODEL_FAILED = 3
+
+
 def _fail(msg: str) -> None:
     err.print("error: " + " ".join(msg.split()), markup=False)
-    raise typer.Exit(2)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _model_failed(project: Project, exc: ModelCallError, task_id: str, out: Path, db: str) -> None:
+    """A model call failed at the provider: export the run up to the failure, print the cause and
+    the command that continues, exit :data:`EXIT_MODEL_FAILED`."""
+    saved = "nothing recorded before the failure"
+    if project.stores.events.last_seq(task_id):
+        saved = f"exported {export_run(project.stores, task_id, out)}/"
+    err.print("error: " + " ".join(str(exc).split()), markup=False)
+    err.print(
+        f"task {task_id} is saved ({saved}); continue it with: taskctx resume {task_id}{_db_opt(db)}", markup=False
+    )
+    raise typer.Exit(EXIT_MODEL_FAILED)
 
 
 def _db_opt(db: str) -> str:
@@ -162,8 +190,16 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
 
             tools = WorkspaceTools(str(spec["workspace"]), receipts_dir=spec.get("receipts"))
             tools.strict_resolution = True
+        from nodes import resolve_model
+        from nodes.models import DEFAULT_RETRIES, DEFAULT_TIMEOUT
+
+        chat = resolve_model(
+            str(spec["model"]),
+            timeout=float(spec.get("timeout") or DEFAULT_TIMEOUT),
+            max_retries=int(spec.get("retries", DEFAULT_RETRIES)),
+        )
         g = build_orchestrator(
-            str(spec["model"]), tools=tools, checkpointer=project.checkpointer, stores=project.stores, budget=budget
+            chat, tools=tools, checkpointer=project.checkpointer, stores=project.stores, budget=budget
         )
     else:
         raise InvalidInputError(f"task {task_id!r} has an unknown kind {kind!r} in {project.path}")

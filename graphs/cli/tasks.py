@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from context import InvalidInputError, TaskContext, TaskctxError, UnknownTaskError, load_trajectory
+from context import InvalidInputError, ModelCallError, TaskContext, TaskctxError, UnknownTaskError, load_trajectory
 from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
 
 from ..orchestrator import DEFAULT_DB, build_orchestrator, db_exists, new_task
@@ -28,6 +28,7 @@ from .common import (
     _fail,
     _finish,
     _graph_for,
+    _model_failed,
     _open,
     _prepare_out,
     _state_dir,
@@ -84,6 +85,9 @@ def resume(
         int | None, typer.Option("--max-steps", min=1, help="Stop after N more executor steps.")
     ] = None,
     budget: Annotated[int | None, typer.Option("--budget", min=1000, help="New prompt budget in tokens.")] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", min=1, help="New per-request model timeout in seconds (run tasks).")
+    ] = None,
     approve_all: Annotated[
         bool, typer.Option("--approve-all", help="Approve every approval request (scripts).")
     ] = False,
@@ -103,7 +107,10 @@ def resume(
         project = _open(db)
         spec = project.stores.tasks.get(task_id)
         if budget is not None and spec is not None:
-            project.stores.tasks.register(task_id, {**spec, "budget": budget})
+            spec = {**spec, "budget": budget}
+            project.stores.tasks.register(task_id, spec)
+        if timeout is not None and spec is not None:
+            project.stores.tasks.register(task_id, {**spec, "timeout": timeout})
         g, _ = _graph_for(project, task_id)
         snap = g.get_state(thread_config(task_id))
         status = TaskContext.model_validate(snap.values).control.status if snap.values else "idle"
@@ -137,6 +144,8 @@ def resume(
             on_request=_show_request,
         )
         _finish(project, result, out, db)
+    except ModelCallError as exc:
+        _model_failed(project, exc, task_id, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db, task_id))
 
@@ -148,6 +157,9 @@ def run(
     task_id: Annotated[str | None, typer.Option("--task-id")] = None,
     budget: Annotated[int, typer.Option("--budget", min=1000)] = DEFAULT_BUDGET,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1)] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1, help="Seconds one model request may take (the client retries 2 times).")
+    ] = 60.0,
     scope: Annotated[
         list[str] | None, typer.Option("--scope", help="File scope glob under the workspace (repeatable).")
     ] = None,
@@ -162,7 +174,12 @@ def run(
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
-    """Drive the graph with a real chat model (any LangChain provider), on --workspace DIR."""
+    """Drive the graph with a real chat model (any LangChain provider), on --workspace DIR.
+
+    The provider client retries 429, 5xx and connection errors (2 retries, backoff, honouring
+    retry-after) and gives each request --timeout seconds (default 60). A failure that remains
+    prints one line naming it and the ``taskctx resume TASK_ID`` that continues, exports the run
+    up to the failure and exits 3 (bad input exits 2)."""
     import uuid
 
     if not model:
@@ -189,6 +206,7 @@ def run(
                 "kind": "run",
                 "model": model,
                 "budget": budget,
+                "timeout": timeout,
                 "workspace": str(workspace.resolve()) if workspace else None,
                 "receipts": str(_state_dir(db) / "receipts" / tid),
             },
@@ -212,5 +230,7 @@ def run(
             on_request=_show_request,
         )
         _finish(project, result, out, db)
+    except ModelCallError as exc:
+        _model_failed(project, exc, str(tid), out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db, tid))
