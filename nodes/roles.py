@@ -43,7 +43,7 @@ from context.events import (
 )
 
 from .render import ExecutorRenderer, PlannerRenderer, RecoveryRenderer, Renderer, ReviewerRenderer
-from .runtime import NodeEnv, NodeRun
+from .runtime import NodeEnv, NodeRun, usage_of
 from .schemas import COMPLETE_STEP, DECIDE_RECOVERY, SUBMIT_PLAN, SUBMIT_REVIEW
 from .tools import CONTROL_TOOLS, READ_ARTIFACT_SCHEMA, REJECTED_AGAIN, ToolExecutor
 
@@ -139,6 +139,9 @@ def _model_call(
         )
         built = built.model_copy(update={"payload": {**built.payload, "rebuilt": reason}})
         ai = run.call_model(model, renderer.role, rendered, built, ctx)
+    usage = usage_of(ai)
+    if usage is not None:
+        built = built.model_copy(update={"payload": {**built.payload, "usage": usage}})
     return built, ai
 
 

@@ -49,7 +49,9 @@ __all__ = [
     "cached_prefix_tokens",
     "fingerprints",
     "prompt_text",
+    "provider_caching",
     "text_tokens",
+    "usage_of",
 ]
 
 DEFAULT_BUDGET = 8_000
@@ -124,6 +126,9 @@ class Rendered:
     keep_last: int = 0
     #: Executor: the state delta this prompt appends to the transcript (None: unchanged).
     delta_note: str | None = None
+    #: Indices of the messages that end a stable part of the layout (core layer, checkpoint):
+    #: where a provider with explicit cache breakpoints (Anthropic) gets one.
+    breakpoints: list[int] = field(default_factory=list)
 
 
 def fingerprints(
@@ -179,6 +184,64 @@ def prompt_text(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]
             )
         parts.append(f"{head}\n{body}")
     return "\n\n".join(parts) + "\n"
+
+
+CACHE_CONTROL = {"type": "ephemeral"}
+
+
+def provider_of(model: Any) -> str:
+    """The model's provider as LangChain reports it (``ls_provider``: ``openai``, ``anthropic``...;
+    ``""`` when it reports none)."""
+    try:
+        return str(model._get_ls_params().get("ls_provider") or "")
+    except Exception:
+        return ""
+
+
+def provider_caching(model: Any, rendered: Rendered, task_id: str) -> tuple[list[BaseMessage], dict[str, Any]]:
+    """The messages and invoke arguments that make the provider cache the prompt's stable prefix.
+
+    * OpenAI caches prompt prefixes of 1,024 tokens and more automatically, in 128-token steps;
+      ``prompt_cache_key`` routes the calls of one task to the same cache: the task id.
+      (platform.openai.com/docs/guides/prompt-caching; langchain-openai: ``invoke(...,
+      prompt_cache_key=...)``.)
+    * Anthropic caches only up to explicit ``cache_control`` breakpoints, at most 4 a request
+      (a cache write costs 1.25x plain input for the 5-minute TTL, a read 0.1x; a prefix under
+      the model's minimum, 1,024 tokens for Sonnet/Opus, 2,048 for Haiku, is not cached).
+      (docs.anthropic.com/en/docs/build-with-claude/prompt-caching.) Three here, through
+      langchain-anthropic's own content-block ``cache_control``: after the core layer (tools +
+      system + request, criteria, constraints, permissions), after the checkpoint block, and at
+      the transcript's tail (its ``cache_control`` invoke argument, which marks the last block).
+    * Other providers: unchanged.
+    """
+    provider = provider_of(model)
+    if provider == "openai":
+        return list(rendered.messages), {"prompt_cache_key": task_id}
+    if provider != "anthropic":
+        return list(rendered.messages), {}
+    out = list(rendered.messages)
+    for i in rendered.breakpoints:
+        m = out[i]
+        blocks = [{"type": "text", "text": m.content}] if isinstance(m.content, str) else [dict(b) for b in m.content]
+        blocks[-1] = {**blocks[-1], "cache_control": dict(CACHE_CONTROL)}
+        out[i] = m.model_copy(update={"content": blocks})
+    return out, {"cache_control": dict(CACHE_CONTROL)}
+
+
+def usage_of(ai: AIMessage) -> dict[str, int] | None:
+    """What the provider reported for a call (LangChain's ``usage_metadata``):
+    ``{input_tokens, output_tokens, cache_read, cache_creation}`` (tokens; ``input_tokens``
+    includes the cached ones), or ``None`` when the model reports none (scripted, replay)."""
+    um = ai.usage_metadata
+    if not um:
+        return None
+    details = um.get("input_token_details") or {}
+    return {
+        "input_tokens": int(um.get("input_tokens") or 0),
+        "output_tokens": int(um.get("output_tokens") or 0),
+        "cache_read": int(details.get("cache_read") or 0),
+        "cache_creation": int(details.get("cache_creation") or 0),
+    }
 
 
 class NodeRun:
@@ -313,9 +376,12 @@ class NodeRun:
             },
         }
         bound = model.bind_tools(rendered.tools) if rendered.tools else model
+        messages, cache_kw = provider_caching(model, rendered, self.task_id)
+        if cache_kw:
+            bound = bound.bind(**cache_kw)
         cfg: RunnableConfig = {"metadata": meta, "tags": [f"role:{role}"], "run_name": f"{role}.model"}
         try:
-            out = bound.invoke(rendered.messages, config=cfg)
+            out = bound.invoke(messages, config=cfg)
         except Exception as exc:
             failure = model_error(exc, role=role)
             if failure is None:

@@ -257,6 +257,33 @@ def test_run_fixes_the_sample_against_the_stub(env: Path, monkeypatch: pytest.Mo
         "executor",
         "reviewer",
     ]
+    # usage as the provider reported it, per call, in the events and manifests.jsonl
+    built = [e.payload for e in evs if e.kind == "context.built"]
+    if wire == "openai":
+        want = [
+            {"input_tokens": 1000 + n, "output_tokens": 20, "cache_read": 512, "cache_creation": 0} for n in range(1, 6)
+        ]
+        assert [b["prompt_cache_key"] for b in stub.requests] == ["t1"] * 5  # one cache per task
+    else:  # LangChain's input_tokens = uncached + cache read + cache write
+        want = [
+            {"input_tokens": 1000 + n, "output_tokens": 20, "cache_read": 900, "cache_creation": 0} for n in range(1, 6)
+        ]
+        for b in stub.requests:  # breakpoints: after the core layer (the first user message), at the tail
+            assert b["cache_control"] == {"type": "ephemeral"} and "prompt_cache_key" not in b
+            marked = [
+                (i, j)
+                for i, m in enumerate(b["messages"])
+                if isinstance(m["content"], list)
+                for j, blk in enumerate(m["content"])
+                if "cache_control" in blk
+            ]
+            assert marked == [(0, 0)] and b["messages"][0]["content"][0]["text"].startswith(
+                "## Original request (verbatim)\n"
+            )
+    assert [p["usage"] for p in built] == want
+    lines = [json.loads(ln) for ln in (env / "runs/t1/manifests.jsonl").read_text().splitlines()]
+    assert [ln["usage"] for ln in lines] == want
+    assert "provider: 1001 in (cache read" in res.output
     # every tool result sent back is paired with its call, ids in the provider's format
     last_exec = [b for b in stub.requests if Stub.role_of(b) == "executor"][-1]
     if wire == "openai":

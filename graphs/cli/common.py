@@ -119,7 +119,14 @@ def _event_printer(total: int | None = None):
                 f"  call {p['call']:>3} {p['role']:<9} step {p['step_id'] or '-':<4} prompt {p['prompt_tokens']:>5} tok"
                 f" (budget {p['budget']}, cached prefix {p['cached_prefix_tokens']:>5})"
                 f" blocks {p['blocks_in']} in / {p['blocks_out']} out"
-                + ("  [transcript restarted]" if p["transcript_reset"] else ""),
+                + ("  [transcript restarted]" if p["transcript_reset"] else "")
+                + (
+                    f"; provider: {u['input_tokens']} in (cache read {u['cache_read']}, written {u['cache_creation']}),"
+                    f" {u['output_tokens']} out"
+                    if (u := p.get("usage"))
+                    else ""
+                )
+                + (f"  [rebuilt: {p['rebuilt']}]" if p.get("rebuilt") else ""),
                 markup=False,
             )
         elif e.kind == "tool.result.received":

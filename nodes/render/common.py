@@ -38,6 +38,11 @@ EXTERNAL_RULE = (
 )
 
 
+#: The slots that end a stable part of the layout (the core layer; the executor's checkpoint):
+#: a provider that caches up to explicit breakpoints gets one after each (``Rendered.breakpoints``).
+STABLE_SLOTS = ("msg:core", "msg:checkpoint")
+
+
 class Renderer(Protocol):
     """Projects a TaskContext into one role's prompt."""
 
@@ -270,6 +275,7 @@ def assemble(
     )
     chosen = {b.id: b for b in result.blocks}
     messages: list[BaseMessage] = [sys_msg]
+    breakpoints: list[int] = []
     extra = extra_messages or {}
     for slot in layout:
         kind, name = slot.split(":", 1)
@@ -278,6 +284,8 @@ def assemble(
             continue
         if kind == "msg":
             messages.append(HumanMessage(content="\n\n".join(b.text for b in members)))
+            if slot in STABLE_SLOTS:
+                breakpoints.append(len(messages) - 1)
         else:
             for b in members:
                 messages.extend(extra[b.id])
@@ -290,4 +298,5 @@ def assemble(
         prompt_tokens=prompt_tokens,
         transcript_reset=transcript_reset,
         keep_last=keep_last,
+        breakpoints=breakpoints,
     )
