@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -70,6 +71,22 @@ MAX_STEP_ERRORS = 10
 #: Calls repeated after the user rejected them before recovery stops the task (the first
 #: repeat re-plans: retrying a rejected call would only repeat it).
 MAX_REJECTED_REPEATS = 2
+
+
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def reply_text(ai: AIMessage) -> str:
+    """The text of a model reply: its content, or, when the content is a list of blocks
+    (Anthropic: text + tool_use), the text blocks joined; the tool calls are kept as tool calls
+    (``ai.tool_calls``), never repeated as text."""
+    if isinstance(ai.content, str):
+        return ai.content
+    return "\n".join(
+        b if isinstance(b, str) else str(b.get("text", ""))
+        for b in ai.content
+        if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
+    )
 
 
 def _tool_args(ai: AIMessage, name: str) -> dict[str, Any] | None:
@@ -185,7 +202,7 @@ def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | N
         built, ai = _model_call(run, model, rend, ctx, [SUBMIT_PLAN], None)
         args = _tool_args(ai, "submit_plan")
         if args is None:
-            text = ai.content if isinstance(ai.content, str) else json.dumps(ai.content)
+            text = reply_text(ai)
             args = {
                 "steps": [{"title": text.strip()[:200] or "Do the task"}],
                 "reason": "model gave no submit_plan call",
@@ -329,15 +346,17 @@ def make_executor_node(
             return run.update()
         schemas = [*tools.schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
         built, ai = _model_call(run, model, rend, ctx, schemas, step_id)
-        thought = ai.content if isinstance(ai.content, str) else json.dumps(ai.content)
+        thought = reply_text(ai)
         work = [tc for tc in ai.tool_calls if tc["name"] not in CONTROL_TOOLS]
         events: list[Event] = []
         used = {r.id for r in ctx.evidence.recent_tool_calls}
         if work:
             for i, tc in enumerate(work):
-                cid = tc.get("id") or f"call_{uuid.uuid4().hex[:12]}"
+                # ids go back to the provider: keep them in the strictest format (Anthropic's
+                # ^[a-zA-Z0-9_-]+$); a repeated id gets "_<cursor>"
+                cid = _ID_UNSAFE.sub("_", tc.get("id") or "") or f"call_{uuid.uuid4().hex[:12]}"
                 if cid in used:
-                    cid = f"{cid}~{ctx.events.cursor}"
+                    cid = f"{cid}_{ctx.events.cursor}"
                 used.add(cid)
                 events.append(
                     run.make(
@@ -393,7 +412,7 @@ def make_reviewer_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
         # no verdict is no approval: a reviewer that answers in prose sends the work back
         args = _tool_args(ai, "submit_review") or {
             "verdict": "revise",
-            "summary": str(ai.content)[:500],
+            "summary": reply_text(ai)[:500],
             "issues": ["the reviewer gave no verdict (no submit_review call)"],
         }
         verdict = "revise" if args.get("verdict") == "revise" else "approve"
@@ -464,7 +483,7 @@ def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
             ctx = replay([ev], ctx)
         step_id = ctx.plan.current_step_id or (failed.id if failed is not None else None)
         built, ai = _model_call(run, model, rend, ctx, [DECIDE_RECOVERY], step_id)
-        args = _tool_args(ai, "decide_recovery") or {"decision": "retry", "reason": str(ai.content)[:300]}
+        args = _tool_args(ai, "decide_recovery") or {"decision": "retry", "reason": reply_text(ai)[:300]}
         decision = args.get("decision") if args.get("decision") in ("retry", "replan", "stop") else "retry"
         reason = str(args.get("reason") or "")
         step_errors = sum(1 for e in ctx.errors.error_history if e.step_id == step_id)

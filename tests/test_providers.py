@@ -68,8 +68,9 @@ def sample_script() -> dict[str, list[AIMessage]]:
 class Stub:
     """A loopback server of one wire format (``openai`` or ``anthropic``)."""
 
-    def __init__(self, wire: str, script: dict[str, list[AIMessage]]):
+    def __init__(self, wire: str, script: dict[str, list[AIMessage]], ids: str = ""):
         self.wire = wire
+        self.ids = ids  # a fixed tool-call id format (e.g. one that repeats); default call_<n>_<i> / toolu_<n>_<i>
         self.script = {r: list(script.get(r, [])) for r in ROLES}
         self.faults: list[Any] = []  # popped one per request: (status, body[, headers]) or "hang"
         self.requests: list[dict[str, Any]] = []
@@ -139,7 +140,7 @@ class Stub:
         if self.wire == "openai":
             calls = [
                 {
-                    "id": f"call_{n}_{i}",
+                    "id": (self.ids or "call_{n}_{i}").format(n=n, i=i),
                     "type": "function",
                     "function": {"name": c["name"], "arguments": json.dumps(c["args"])},
                 }
@@ -163,7 +164,12 @@ class Stub:
             }
         content: list[dict[str, Any]] = [{"type": "text", "text": ai.content}] if ai.content else []
         content += [
-            {"type": "tool_use", "id": f"toolu_{n}_{i}", "name": c["name"], "input": c["args"]}
+            {
+                "type": "tool_use",
+                "id": (self.ids or "toolu_{n}_{i}").format(n=n, i=i),
+                "name": c["name"],
+                "input": c["args"],
+            }
             for i, c in enumerate(ai.tool_calls)
         ]
         return {
@@ -303,6 +309,10 @@ def test_run_fixes_the_sample_against_the_stub(env: Path, monkeypatch: pytest.Mo
             if b.get("type") == "tool_result"
         ]
         assert used == results == ["toolu_2_0", "toolu_3_0"]
+        # a reply of text + tool_use blocks goes back as blocks: the text once, the call as tool_use
+        first = next(m for m in msgs if m["role"] == "assistant")
+        assert [b["type"] for b in first["content"]] == ["text", "tool_use"]
+        assert first["content"][0]["text"] == "Raise client_max_body_size to the app's 10 MiB."
         assert [t["name"] for t in last_exec["tools"]][:2] == ["list_dir", "read_file"]
 
 
@@ -405,3 +415,33 @@ def test_context_length_error_rebuilds_once_at_a_smaller_budget(env: Path, monke
     assert p["rebuilt"].startswith("context length exceeded (400): This model's maximum context length is 2000")
     assert f"rebuilt at budget {p['budget']:,} (was 8,000)" in p["rebuilt"] and p["budget"] < 8_000
     assert p["blocks_out"] == 1 and len(sent["messages"]) < len(refused["messages"])
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_repeated_and_odd_tool_call_ids_are_sent_in_the_provider_format(
+    env: Path, monkeypatch: pytest.MonkeyPatch, wire: str
+) -> None:
+    """The model repeats an id that also has a character Anthropic refuses: taskctx records and
+    sends back ids matching ^[a-zA-Z0-9_-]+$, unique, each tool result paired with its call."""
+    import re
+
+    with Stub(wire, sample_script(), ids="tc.1") as stub:
+        _point(monkeypatch, stub)
+        res = _run(env, wire)
+    assert res.exit_code == 0, res.output
+    ids = [e.payload["call_id"] for e in _events(env) if e.kind == "tool.called"]
+    assert ids[0] == "tc_1" and ids[1].startswith("tc_1_") and len(set(ids)) == 2
+    last = [b for b in stub.requests if Stub.role_of(b) == "executor"][-1]["messages"]
+    if wire == "openai":
+        sent = [c["id"] for m in last if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+        back = [m["tool_call_id"] for m in last if m["role"] == "tool"]
+    else:
+        sent = [b["id"] for m in last if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_use"]
+        back = [
+            b["tool_use_id"]
+            for m in last
+            if m["role"] == "user" and isinstance(m["content"], list)
+            for b in m["content"]
+            if b.get("type") == "tool_result"
+        ]
+    assert sent == back == ids and all(re.fullmatch(r"[a-zA-Z0-9_-]+", i) for i in sent)
