@@ -290,6 +290,13 @@ def test_run_fixes_the_sample_against_the_stub(env: Path, monkeypatch: pytest.Mo
     lines = [json.loads(ln) for ln in (env / "runs/t1/manifests.jsonl").read_text().splitlines()]
     assert [ln["usage"] for ln in lines] == want
     assert "provider: 1001 in (cache read" in res.output
+    counted = sum(p["prompt_tokens"] for p in built)
+    res2 = CliRunner().invoke(app, ["inspect", "t1", "--db", str(env / "db.sqlite")])
+    assert res2.exit_code == 0, res2.output
+    assert (
+        f"5 calls: 5,015 input tokens reported vs {counted:,} counted ({5015 - counted:+,}); "
+        f"cache read {5 * want[0]['cache_read']:,}, cache write 0, output 100"
+    ) in res2.output
     # every tool result sent back is paired with its call, ids in the provider's format
     last_exec = [b for b in stub.requests if Stub.role_of(b) == "executor"][-1]
     if wire == "openai":

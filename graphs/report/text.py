@@ -14,7 +14,8 @@ def render_state(
 ) -> None:
     """Print ``ctx`` (folded from ``events``) on ``console``, one titled section each: goal,
     request, criteria, constraints, plan, current step, progress, evidence, permissions,
-    approvals, errors, omitted history, checkpoints (``checkpoints``: the newest ids, as listed
+    approvals, errors, omitted history, provider usage (when the model reports it: input tokens
+    reported vs counted, cache read/write), checkpoints (``checkpoints``: the newest ids, as listed
     by the checkpointer). ``has_checkpoint`` is not used (kept for callers)."""
 
     def h(title: str) -> None:
@@ -99,6 +100,23 @@ def render_state(
     p(", ".join(resolved) or "(none)")
     h("Omitted history")
     p(ctx.evidence.omitted_summary or "(nothing omitted)")
+    reported = [e.payload for e in events if e.kind == "context.built" and e.payload.get("usage")]
+    if reported:  # only for models that report usage (real providers)
+        h("Provider usage")
+        counted = sum(c["prompt_tokens"] for c in reported)
+        inp = sum(c["usage"]["input_tokens"] for c in reported)
+        p(
+            f"{len(reported)} calls: {inp:,} input tokens reported vs {counted:,} counted ({inp - counted:+,}); "
+            f"cache read {sum(c['usage']['cache_read'] for c in reported):,}, "
+            f"cache write {sum(c['usage']['cache_creation'] for c in reported):,}, "
+            f"output {sum(c['usage']['output_tokens'] for c in reported):,}"
+        )
+        for c in reported[-5:]:
+            u = c["usage"]
+            p(
+                f"  call {c['call']} {c['role']}: {u['input_tokens']:,} reported vs {c['prompt_tokens']:,} counted "
+                f"({u['input_tokens'] - c['prompt_tokens']:+,}), cache read {u['cache_read']:,}"
+            )
     h("Checkpoints")
     resumes = [e for e in events if e.kind == "resume.started"]
     p(f"latest checkpoints: {', '.join(checkpoints) or '(none)'}; resumes: {len(resumes)}; events: {ctx.events.cursor}")
