@@ -16,7 +16,9 @@ Every error names the thing that is wrong and the fix. The tree::
     │   │                          that do not match their hash, a checkpoint the log disagrees with)
     │   └── ArtifactNotFoundError  an ``artifact://`` ref that is not stored
     ├── InvalidRefError            an artifact ref that does not parse
-    └── BudgetError                required blocks alone exceed the token budget
+    ├── BudgetError                required blocks alone exceed the token budget
+    └── ModelCallError             the model provider failed a call (after the client's retries)
+        └── ContextLengthError     the provider refused the prompt as too long for the model
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ __all__ = [
     "InvalidInputError",
     "InvalidRefError",
     "LogAheadError",
+    "ModelCallError",
+    "ContextLengthError",
     "ModelConfigError",
     "NotTaskctxDatabaseError",
     "SequenceConflictError",
@@ -106,7 +110,7 @@ class BudgetError(TaskctxError):
     message, tool schemas, message framing); ``reserve``: tokens kept for the model's answer;
     ``budget``: the budget that was too small; ``minimum`` = ``required + reserve``, the smallest
     budget with which this call fits. ``role`` and ``task_id`` name the call ("" when unknown).
-    All counts are tokens (langchain-core ``count_tokens_approximately``). A ``BudgetError(msg)``
+    All counts are tokens, by the task's one counter (:mod:`context.tokens`). A ``BudgetError(msg)``
     without the numbers has ``minimum == 0``.
     """
 
@@ -158,3 +162,27 @@ class BudgetError(TaskctxError):
 
 def _budget_error(message: str, role: str, task_id: str, required: int, reserve: int, budget: int) -> BudgetError:
     return BudgetError(message, role=role, task_id=task_id, required=required, reserve=reserve, budget=budget)
+
+
+class ModelCallError(TaskctxError):
+    """A model call failed at the provider, after the client's own retries: ``cause`` is one
+    line naming it (``authentication failed (401): ...``, ``timed out after 60 s``...),
+    ``status`` the HTTP status (``None`` for a connection failure or a timeout). Nothing of
+    the failed call is recorded, so ``taskctx resume`` repeats it."""
+
+    def __init__(self, cause: str, *, status: int | None = None, role: str | None = None) -> None:
+        super().__init__(f"{role} model call failed: {cause}" if role else f"model call failed: {cause}")
+        self.cause = cause
+        self.status = status
+        self.role = role
+
+    def __reduce__(self) -> tuple[object, ...]:  # keyword-only fields survive pickling
+        return (_model_call_error, (type(self), self.cause, self.status, self.role))
+
+
+def _model_call_error(cls: type[ModelCallError], cause: str, status: int | None, role: str | None) -> ModelCallError:
+    return cls(cause, status=status, role=role)
+
+
+class ContextLengthError(ModelCallError):
+    """The provider refused the prompt as longer than the model's context window."""

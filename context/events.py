@@ -235,6 +235,13 @@ class ContextBuilt(_Payload):
     prompt_ref: str | None = None
     #: One ``<sha256 prefix>:<tokens>`` per prompt message, for the next call's cached prefix.
     fingerprints: list[str] = Field(default_factory=list)
+    #: Why this prompt was rebuilt at a smaller budget (the provider refused the first one as
+    #: too long for the model), or ``None``.
+    rebuilt: str | None = None
+    #: What the provider reported for this call (LangChain's ``usage_metadata``):
+    #: ``{input_tokens, output_tokens, cache_read, cache_creation}``, ``None`` when the model
+    #: reports none (scripted and replay models).
+    usage: dict[str, int] | None = None
 
 
 class ReviewCompleted(_Payload):

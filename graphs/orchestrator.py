@@ -40,6 +40,7 @@ from nodes import (
     make_tool_node,
     resolve_model,
 )
+from nodes.tokens import model_counter
 
 from . import routing
 from .edits import TaskGraph
@@ -328,7 +329,9 @@ def build_orchestrator(
     """The default compiled graph (see module doc).
 
     ``model``: a chat model or ``"provider:model"``; ``tools``: the task's ToolExecutor;
-    ``budget`` and ``reserve_for_output`` in tokens. Without ``stores`` the event log and
+    ``budget`` and ``reserve_for_output`` in tokens, counted by :func:`model_counter` of the
+    model (o200k_base or cl100k_base for OpenAI models, the upper-bound estimate for other
+    providers, o200k_base for scripted and replay models). Without ``stores`` the event log and
     artifacts live in memory. Run it with ``durability="sync"`` and ``thread_id = task_id``.
     Returns a :class:`~graphs.edits.TaskGraph`: ``update_state`` from outside a node is recorded
     in the event log (``state.edited``) or refused (``InvalidInputError``).
@@ -336,7 +339,13 @@ def build_orchestrator(
     chat = resolve_model(model)
     if env is None:
         st = stores or SqliteStores(":memory:")
-        env = NodeEnv(events=st.events, artifacts=st.artifacts, budget=budget, reserve_for_output=reserve_for_output)
+        env = NodeEnv(
+            events=st.events,
+            artifacts=st.artifacts,
+            budget=budget,
+            reserve_for_output=reserve_for_output,
+            count_tokens=model_counter(chat),
+        )
     tx = tools or NoTools()
     g = StateGraph(TaskContext)
     g.add_node("planner", make_planner_node(chat, env), metadata={"role": "planner"})

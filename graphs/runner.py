@@ -199,6 +199,8 @@ def manifest_line(e: Event) -> dict[str, Any]:
         "prompt_tokens": p["prompt_tokens"],
         "cached_prefix_tokens": p["cached_prefix_tokens"],
         "transcript_reset": p["transcript_reset"],
+        "rebuilt": p.get("rebuilt"),
+        "usage": p.get("usage"),
         "blocks": [
             {k: b[k] for k in ("id", "layer", "kind", "trust", "tokens", "included", "reason")} for b in p["blocks"]
         ],

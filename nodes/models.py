@@ -1,14 +1,73 @@
-"""Turning ``provider:model`` strings into LangChain chat models."""
+"""Turning ``provider:model`` strings into LangChain chat models, and provider failures into one line.
+
+Retries and timeouts are the provider client's own (openai / anthropic SDKs, through
+langchain-openai / langchain-anthropic): ``max_retries`` retries of connection errors, 408, 409,
+429 and 5xx with exponential backoff that honours ``retry-after``; ``timeout`` seconds per
+request. :func:`model_error` turns what is left into a :class:`context.ModelCallError`.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from langchain_core import exceptions as lce
 from langchain_core.language_models import BaseChatModel
 
-from context import ModelConfigError
+from context import ContextLengthError, ModelCallError, ModelConfigError
 
-__all__ = ["resolve_model"]
+__all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT", "model_error", "resolve_model"]
+
+#: seconds a request to the provider may take (``taskctx run --timeout``)
+DEFAULT_TIMEOUT = 60.0
+#: retries of a failed request by the provider client (429, 5xx, connection errors)
+DEFAULT_RETRIES = 2
+
+
+#: what a 400 says when the prompt is longer than the model's window (where the integration does
+#: not raise langchain-core's ContextOverflowError itself)
+_TOO_LONG = ("context_length_exceeded", "maximum context length", "context window", "prompt is too long")
+
+
+def model_error(exc: BaseException, *, role: str | None = None) -> ModelCallError | None:
+    """A provider failure as a :class:`ModelCallError` with a one-line cause, or ``None`` when
+    ``exc`` is not one (a bug: raised as it is). The kind comes from langchain-core's standard
+    model exceptions (``langchain_core.exceptions.ModelError`` and below, which
+    langchain-openai and langchain-anthropic raise), the HTTP status from ``status_code``, the
+    text from the provider's error body."""
+    if isinstance(exc, ModelCallError):
+        return exc
+    status = getattr(exc, "status_code", None)
+    if not isinstance(exc, lce.ModelError) and not isinstance(status, int):
+        return None
+    body = getattr(exc, "body", None)
+    text = str(getattr(exc, "message", None) or exc)
+    if isinstance(body, dict):
+        err = body.get("error") if isinstance(body.get("error"), dict) else body
+        text = str(err.get("message") or text)
+    text = " ".join(text.split())
+    short = text if len(text) <= 160 else text[:157] + "..."
+    code = f" ({status})" if isinstance(status, int) else ""
+    if isinstance(exc, lce.ModelTimeoutError):
+        return ModelCallError("timed out (no answer within --timeout seconds); raise --timeout", role=role)
+    if isinstance(exc, lce.ModelConnectionError):
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, ConnectionRefusedError):
+            cause = cause.__cause__ or cause.__context__
+        what = "connection refused" if cause is not None else "connection failed"
+        return ModelCallError(f"{what} ({short}); check the network and the provider's base URL", role=role)
+    if isinstance(exc, lce.ContextOverflowError) or (status == 400 and any(k in text.lower() for k in _TOO_LONG)):
+        return ContextLengthError(f"context length exceeded{code}: {short}", status=status, role=role)
+    kinds: list[tuple[type[BaseException], int, str]] = [
+        (lce.ModelAuthenticationError, 401, "authentication failed{code}: check the API key"),
+        (lce.ModelPermissionDeniedError, 403, "permission denied{code}: the key may not use this model"),
+        (lce.ModelNotFoundError, 404, "model not found{code}: check --model"),
+        (lce.ModelRateLimitError, 429, "rate limited{code} after the client's retries"),
+        (lce.ModelAPIError, 500, "provider error{code} after the client's retries"),
+    ]
+    for cls, st, head in kinds:
+        if isinstance(exc, cls) or status == st or (st == 500 and isinstance(status, int) and status >= 500):
+            return ModelCallError(f"{head.format(code=code)}; {short}", status=status, role=role)
+    return ModelCallError(f"request refused{code}: {short}", status=status, role=role)
 
 
 def resolve_model(spec: str | BaseChatModel, **kwargs: Any) -> BaseChatModel:

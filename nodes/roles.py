@@ -15,7 +15,10 @@ wiring.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -24,7 +27,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
-from context import BudgetError, Event, Finding, PlanStep, TaskContext, replay
+from context import BudgetError, ContextLengthError, Event, Finding, PlanStep, TaskContext, replay
 from context.events import (
     CheckpointCreated,
     ErrorOccurred,
@@ -42,7 +45,7 @@ from context.events import (
 from context.models import SCHEMA_VERSION
 
 from .render import ExecutorRenderer, PlannerRenderer, RecoveryRenderer, Renderer, ReviewerRenderer
-from .runtime import NodeEnv, NodeRun
+from .runtime import NodeEnv, NodeRun, usage_of
 from .schemas import COMPLETE_STEP, DECIDE_RECOVERY, SUBMIT_PLAN, SUBMIT_REVIEW
 from .tools import CONTROL_TOOLS, READ_ARTIFACT_SCHEMA, REJECTED_AGAIN, ToolExecutor
 
@@ -61,11 +64,30 @@ Node = Callable[[TaskContext, RunnableConfig], dict[str, Any]]
 
 #: Reviews that may send the work back before the task stops as failed.
 MAX_REVIEW_ROUNDS = 3
+#: A prompt the provider refuses as too long is rebuilt once, at a budget this share of its
+#: droppable (not required) blocks' tokens smaller.
+REBUILD_CUT = 0.25
 #: Errors one step may meet before recovery stops the task whatever the model says.
 MAX_STEP_ERRORS = 10
 #: Calls repeated after the user rejected them before recovery stops the task (the first
 #: repeat re-plans: retrying a rejected call would only repeat it).
 MAX_REJECTED_REPEATS = 2
+
+
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def reply_text(ai: AIMessage) -> str:
+    """The text of a model reply: its content, or, when the content is a list of blocks
+    (Anthropic: text + tool_use), the text blocks joined; the tool calls are kept as tool calls
+    (``ai.tool_calls``), never repeated as text."""
+    if isinstance(ai.content, str):
+        return ai.content
+    return "\n".join(
+        b if isinstance(b, str) else str(b.get("text", ""))
+        for b in ai.content
+        if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
+    )
 
 
 def _tool_args(ai: AIMessage, name: str) -> dict[str, Any] | None:
@@ -118,7 +140,31 @@ def _model_call(
     except BudgetError as exc:  # name the task, so the message says which one to rerun
         raise (exc if exc.task_id or not exc.minimum else exc.for_task(ctx.identity.task_id)) from None
     built = run.context_built(renderer.role, rendered, step_id, ctx)
-    ai = run.call_model(model, renderer.role, rendered, built, ctx)
+    try:
+        ai = run.call_model(model, renderer.role, rendered, built, ctx)
+    except ContextLengthError as exc:
+        # once: the prompt again with a quarter of its droppable blocks' tokens less, recorded
+        optional = sum(b.token_estimate for b in rendered.blocks if b.priority != "required")
+        if optional == 0:
+            raise ContextLengthError(
+                f"{exc.cause}; the prompt holds only required blocks ({rendered.prompt_tokens:,} tokens), so a smaller "
+                "budget cannot shorten it: use a model with a larger context window",
+                status=exc.status,
+                role=exc.role,
+            ) from exc
+        refused = rendered.prompt_tokens
+        smaller = run.env.reserve_for_output + refused - math.ceil(optional * REBUILD_CUT)
+        env = dataclasses.replace(run.env, budget=min(run.env.budget, smaller))
+        rendered = renderer.render(ctx, env, tools)
+        built = run.context_built(renderer.role, rendered, step_id, ctx)
+        reason = (
+            f"{exc.cause}; the prompt of {refused:,} tokens rebuilt at budget {env.budget:,} (was {run.env.budget:,})"
+        )
+        built = built.model_copy(update={"payload": {**built.payload, "rebuilt": reason}})
+        ai = run.call_model(model, renderer.role, rendered, built, ctx)
+    usage = usage_of(ai)
+    if usage is not None:
+        built = built.model_copy(update={"payload": {**built.payload, "usage": usage}})
     return built, ai
 
 
@@ -162,7 +208,7 @@ def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | N
         built, ai = _model_call(run, model, rend, ctx, [SUBMIT_PLAN], None)
         args = _tool_args(ai, "submit_plan")
         if args is None:
-            text = ai.content if isinstance(ai.content, str) else json.dumps(ai.content)
+            text = reply_text(ai)
             args = {
                 "steps": [{"title": text.strip()[:200] or "Do the task"}],
                 "reason": "model gave no submit_plan call",
@@ -307,15 +353,17 @@ def make_executor_node(
             return run.update()
         schemas = [*tools.schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
         built, ai = _model_call(run, model, rend, ctx, schemas, step_id)
-        thought = ai.content if isinstance(ai.content, str) else json.dumps(ai.content)
+        thought = reply_text(ai)
         work = [tc for tc in ai.tool_calls if tc["name"] not in CONTROL_TOOLS]
         events: list[Event] = []
         used = {r.id for r in ctx.evidence.recent_tool_calls}
         if work:
             for i, tc in enumerate(work):
-                cid = tc.get("id") or f"call_{uuid.uuid4().hex[:12]}"
+                # ids go back to the provider: keep them in the strictest format (Anthropic's
+                # ^[a-zA-Z0-9_-]+$); a repeated id gets "_<cursor>"
+                cid = _ID_UNSAFE.sub("_", tc.get("id") or "") or f"call_{uuid.uuid4().hex[:12]}"
                 if cid in used:
-                    cid = f"{cid}~{ctx.events.cursor}"
+                    cid = f"{cid}_{ctx.events.cursor}"
                 used.add(cid)
                 events.append(
                     run.make(
@@ -371,7 +419,7 @@ def make_reviewer_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
         # no verdict is no approval: a reviewer that answers in prose sends the work back
         args = _tool_args(ai, "submit_review") or {
             "verdict": "revise",
-            "summary": str(ai.content)[:500],
+            "summary": reply_text(ai)[:500],
             "issues": ["the reviewer gave no verdict (no submit_review call)"],
         }
         verdict = "revise" if args.get("verdict") == "revise" else "approve"
@@ -442,7 +490,7 @@ def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
             ctx = replay([ev], ctx)
         step_id = ctx.plan.current_step_id or (failed.id if failed is not None else None)
         built, ai = _model_call(run, model, rend, ctx, [DECIDE_RECOVERY], step_id)
-        args = _tool_args(ai, "decide_recovery") or {"decision": "retry", "reason": str(ai.content)[:300]}
+        args = _tool_args(ai, "decide_recovery") or {"decision": "retry", "reason": reply_text(ai)[:300]}
         decision = args.get("decision") if args.get("decision") in ("retry", "replan", "stop") else "retry"
         reason = str(args.get("reason") or "")
         step_errors = sum(1 for e in ctx.errors.error_history if e.step_id == step_id)

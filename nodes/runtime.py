@@ -20,7 +20,6 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
 
 from context import (
@@ -36,6 +35,10 @@ from context import (
 from context.events import ContextBuilt, ResumeStarted
 from context.store import ArtifactStoreProtocol, EventLogProtocol
 from context.text import clean, has_surrogates
+from context.tokens import TokenCounter, counter_for_model, counter_name
+
+from .models import model_error
+from .tokens import message_tokens
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -47,7 +50,9 @@ __all__ = [
     "cached_prefix_tokens",
     "fingerprints",
     "prompt_text",
+    "provider_caching",
     "text_tokens",
+    "usage_of",
 ]
 
 DEFAULT_BUDGET = 8_000
@@ -67,23 +72,29 @@ PARTS = (
 
 
 def text_tokens(text: str) -> int:
-    """Tokens of ``text`` by langchain-core's approximate counter, less its per-message overhead."""
-    return max(0, count_tokens_approximately([AIMessage(content=text)]) - 3 - 1)
+    """Tokens of ``text`` by the default counter (``context.tokens``: o200k_base)."""
+    return counter_for_model(None)(text)
+
+
+def _default_counter() -> TokenCounter:
+    return counter_for_model(None)
 
 
 @dataclass
 class NodeEnv:
     """The stores and budget every node of one graph uses.
 
-    ``budget`` and ``reserve_for_output`` are in tokens (counted with langchain-core's
-    approximate counter unless ``count_tokens`` is given).
+    ``budget`` and ``reserve_for_output`` are in tokens, counted by ``count_tokens`` (``str ->
+    int``; default o200k_base, ``context.tokens.counter_for_model(None)``; ``graphs`` passes
+    ``counter_for_model(--model)``). That one counter counts blocks, transcript entries, the
+    restart rule, ``prompt_tokens`` and the prompt fingerprints (:meth:`count_messages`).
     """
 
     events: EventLogProtocol
     artifacts: ArtifactStoreProtocol
     budget: int = DEFAULT_BUDGET
     reserve_for_output: int = DEFAULT_RESERVE
-    count_tokens: Any = field(default=text_tokens)
+    count_tokens: TokenCounter = field(default_factory=_default_counter)
     #: The stores object when built by :meth:`sqlite` (``env.stores.close()`` closes it).
     stores: Any = None
 
@@ -92,6 +103,15 @@ class NodeEnv:
         """An env on a SQLite file (or ``:memory:``); ``env.stores`` keeps the connection."""
         stores = SqliteStores(path)
         return cls(events=stores.events, artifacts=stores.artifacts, stores=stores, **kw)
+
+    def count_messages(self, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] | None = None) -> int:
+        """Tokens of chat messages (and tool schemas) by ``count_tokens`` (``nodes.tokens``)."""
+        return message_tokens(messages, self.count_tokens, tools)
+
+    @property
+    def counter(self) -> str:
+        """The counter's name: ``o200k_base``, ``cl100k_base``, ``estimate``..."""
+        return counter_name(self.count_tokens)
 
 
 @dataclass
@@ -107,16 +127,21 @@ class Rendered:
     keep_last: int = 0
     #: Executor: the state delta this prompt appends to the transcript (None: unchanged).
     delta_note: str | None = None
+    #: Indices of the messages that end a stable part of the layout (core layer, checkpoint):
+    #: where a provider with explicit cache breakpoints (Anthropic) gets one.
+    breakpoints: list[int] = field(default_factory=list)
 
 
-def fingerprints(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]) -> list[str]:
-    """``<sha256[:16]>:<tokens>`` for the tool schemas, then for each message (in order)."""
+def fingerprints(
+    messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]], count: TokenCounter | None = None
+) -> list[str]:
+    """``<sha256[:16]>:<tokens>`` for the tool schemas, then for each message (in order); tokens by
+    ``count`` (default: the default counter, o200k_base)."""
+    count = count or counter_for_model(None)
     out = []
     if tools:
         blob = json.dumps(list(tools), sort_keys=True)
-        out.append(
-            f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}:{count_tokens_approximately([], tools=list(tools))}"
-        )
+        out.append(f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}:{message_tokens([], count, tools)}")
     for m in messages:
         blob = json.dumps(
             {
@@ -128,7 +153,7 @@ def fingerprints(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]
             sort_keys=True,
             default=str,
         )
-        out.append(f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}:{count_tokens_approximately([m])}")
+        out.append(f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}:{message_tokens([m], count)}")
     return out
 
 
@@ -160,6 +185,64 @@ def prompt_text(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]
             )
         parts.append(f"{head}\n{body}")
     return "\n\n".join(parts) + "\n"
+
+
+CACHE_CONTROL = {"type": "ephemeral"}
+
+
+def provider_of(model: Any) -> str:
+    """The model's provider as LangChain reports it (``ls_provider``: ``openai``, ``anthropic``...;
+    ``""`` when it reports none)."""
+    try:
+        return str(model._get_ls_params().get("ls_provider") or "")
+    except Exception:
+        return ""
+
+
+def provider_caching(model: Any, rendered: Rendered, task_id: str) -> tuple[list[BaseMessage], dict[str, Any]]:
+    """The messages and invoke arguments that make the provider cache the prompt's stable prefix.
+
+    * OpenAI caches prompt prefixes of 1,024 tokens and more automatically, in 128-token steps;
+      ``prompt_cache_key`` routes the calls of one task to the same cache: the task id.
+      (platform.openai.com/docs/guides/prompt-caching; langchain-openai: ``invoke(...,
+      prompt_cache_key=...)``.)
+    * Anthropic caches only up to explicit ``cache_control`` breakpoints, at most 4 a request
+      (a cache write costs 1.25x plain input for the 5-minute TTL, a read 0.1x; a prefix under
+      the model's minimum, 1,024 tokens for Sonnet/Opus, 2,048 for Haiku, is not cached).
+      (docs.anthropic.com/en/docs/build-with-claude/prompt-caching.) Three here, through
+      langchain-anthropic's own content-block ``cache_control``: after the core layer (tools +
+      system + request, criteria, constraints, permissions), after the checkpoint block, and at
+      the transcript's tail (its ``cache_control`` invoke argument, which marks the last block).
+    * Other providers: unchanged.
+    """
+    provider = provider_of(model)
+    if provider == "openai":
+        return list(rendered.messages), {"prompt_cache_key": task_id}
+    if provider != "anthropic":
+        return list(rendered.messages), {}
+    out = list(rendered.messages)
+    for i in rendered.breakpoints:
+        m = out[i]
+        blocks = [{"type": "text", "text": m.content}] if isinstance(m.content, str) else [dict(b) for b in m.content]
+        blocks[-1] = {**blocks[-1], "cache_control": dict(CACHE_CONTROL)}
+        out[i] = m.model_copy(update={"content": blocks})
+    return out, {"cache_control": dict(CACHE_CONTROL)}
+
+
+def usage_of(ai: AIMessage) -> dict[str, int] | None:
+    """What the provider reported for a call (LangChain's ``usage_metadata``):
+    ``{input_tokens, output_tokens, cache_read, cache_creation}`` (tokens; ``input_tokens``
+    includes the cached ones), or ``None`` when the model reports none (scripted, replay)."""
+    um = ai.usage_metadata
+    if not um:
+        return None
+    details = um.get("input_token_details") or {}
+    return {
+        "input_tokens": int(um.get("input_tokens") or 0),
+        "output_tokens": int(um.get("output_tokens") or 0),
+        "cache_read": int(details.get("cache_read") or 0),
+        "cache_creation": int(details.get("cache_creation") or 0),
+    }
 
 
 class NodeRun:
@@ -243,7 +326,7 @@ class NodeRun:
     ) -> Event:
         """The ``context.built`` event for a prompt (not yet committed): manifest, tokens, refs."""
         ctx = ctx or self.ctx
-        fps = fingerprints(rendered.messages, rendered.tools)
+        fps = fingerprints(rendered.messages, rendered.tools, self.env.count_tokens)
         prev = ctx.events.prompt_fingerprints.get(role, [])
         prompt_ref = self.env.artifacts.put(prompt_text(rendered.messages, rendered.tools))
         m = rendered.manifest
@@ -269,7 +352,11 @@ class NodeRun:
         self, model: BaseChatModel, role: str, rendered: Rendered, built: Event, ctx: TaskContext | None = None
     ) -> AIMessage:
         """Invoke ``model`` (with the rendered tools bound) under a config that names the role
-        and carries the manifest as metadata (LangSmith shows it on the model run)."""
+        and carries the manifest as metadata (LangSmith shows it on the model run).
+
+        A provider failure (after the client's retries) is raised as ``context.ModelCallError``
+        (``ContextLengthError`` for a prompt too long for the model), with one line naming it
+        (``nodes.models.model_error``); nothing of this call is recorded."""
         ctx = ctx or self.ctx
         p = built.payload
         meta = {
@@ -292,14 +379,30 @@ class NodeRun:
             },
         }
         bound = model.bind_tools(rendered.tools) if rendered.tools else model
+        messages, cache_kw = provider_caching(model, rendered, self.task_id)
+        if cache_kw:
+            bound = bound.bind(**cache_kw)
         cfg: RunnableConfig = {"metadata": meta, "tags": [f"role:{role}"], "run_name": f"{role}.model"}
-        messages = [
-            m.model_copy(update={"content": clean(m.content)})
-            if isinstance(m.content, str) and has_surrogates(m.content)
-            else m
-            for m in rendered.messages
-        ]  # a prompt is UTF-8 text: a lone surrogate is sent as U+FFFD
-        out = bound.invoke(messages, config=cfg)
+        messages = [_utf8_message(m) for m in messages]  # a prompt is UTF-8 text: a lone surrogate goes as U+FFFD
+        try:
+            out = bound.invoke(messages, config=cfg)
+        except Exception as exc:
+            failure = model_error(exc, role=role)
+            if failure is None:
+                raise
+            raise failure from exc
         if not isinstance(out, AIMessage):
             out = AIMessage(content=str(getattr(out, "content", out)))
         return out
+
+
+def _utf8_message(m: BaseMessage) -> BaseMessage:
+    """``m`` with lone surrogates in its text (a string, or the ``text`` of content blocks) replaced
+    by U+FFFD, so the provider client can encode it; ``m`` itself when it has none."""
+    if isinstance(m.content, str):
+        return m.model_copy(update={"content": clean(m.content)}) if has_surrogates(m.content) else m
+    blocks = [
+        {**b, "text": clean(b["text"])} if isinstance(b, dict) and isinstance(b.get("text"), str) else b
+        for b in m.content
+    ]
+    return m.model_copy(update={"content": blocks}) if blocks != m.content else m

@@ -109,8 +109,12 @@ def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None
         "prompt_tokens",
         "cached_prefix_tokens",
         "transcript_reset",
+        "rebuilt",
+        "usage",
         "blocks",
     }
+    # the scripted model reports no usage; no prompt was rebuilt
+    assert {(m["usage"], m["rebuilt"]) for m in manifests} == {(None, None)}
     assert set(manifests[0]["blocks"][0]) == {"id", "layer", "kind", "trust", "tokens", "included", "reason"}
     pack = (run_dir / "context_pack.md").read_text()
     assert "Do not modify tests/test_upload.py." in pack and "executor call 14" in pack

@@ -65,36 +65,36 @@ def test_budget_error_names_the_smallest_budget_that_works(trajectories_dir: Pat
     assert r.exit_code == 2
     later = "later calls carry more context and may need more (the default --budget is 8000)"
     assert _error_line(r) == (
-        "error: planner of task t1 needs at least 2301 tokens: required blocks 1301 + reserve 1000; "
-        f"rerun with --budget 2301 or more: `taskctx resume t1 --budget 2301 --db {db} --out {out}`; "
-        f"2301 is what this call needs, {later}"
+        "error: planner of task t1 needs at least 2225 tokens: required blocks 1225 + reserve 1000; "
+        f"rerun with --budget 2225 or more: `taskctx resume t1 --budget 2225 --db {db} --out {out}`; "
+        f"2225 is what this call needs, {later}"
     )
     # exact: one token less fails at the same call with the same numbers ...
-    r = invoke("resume", "t1", "--budget", "2300", "--db", db, "--out", out)
-    assert r.exit_code == 2 and "planner of task t1 needs at least 2301 tokens" in _error_line(r)
+    r = invoke("resume", "t1", "--budget", "2224", "--db", db, "--out", out)
+    assert r.exit_code == 2 and "planner of task t1 needs at least 2225 tokens" in _error_line(r)
     assert not [e for e in SqliteStores(db).events.read("t1") if e.kind == "plan.created"]
     # ... and N gets past that call: the plan is made; the executor's first call names its own N
-    r = invoke("resume", "t1", "--budget", "2301", "--db", db, "--out", out)
+    r = invoke("resume", "t1", "--budget", "2225", "--db", db, "--out", out)
     assert r.exit_code == 2
     assert "call   1 planner" in r.stdout and "plan.created: 5 steps" in r.stdout
     message = (
-        "executor of task t1 needs at least 2632 tokens: required blocks 1632 + reserve 1000; "
-        "rerun with --budget 2632 or more"
+        "executor of task t1 needs at least 2562 tokens: required blocks 1562 + reserve 1000; "
+        "rerun with --budget 2562 or more"
     )
     assert _error_line(r) == (
-        f"error: {message}: `taskctx resume t1 --budget 2632 --db {db} --out {out}`; 2632 is what this call needs, "
+        f"error: {message}: `taskctx resume t1 --budget 2562 --db {db} --out {out}`; 2562 is what this call needs, "
         f"{later}"
     )
     # the stop is recorded (registry entry of the task): list and inspect say why and how to go on
-    assert SqliteStores(db).tasks.get("t1")["stopped"] == {"reason": "budget", "message": message, "budget": 2632}
+    assert SqliteStores(db).tasks.get("t1")["stopped"] == {"reason": "budget", "message": message, "budget": 2562}
     (row,) = json.loads(invoke("list", "--db", db, "--json").stdout)
     assert (row["status"], row["stopped"]) == ("running", "budget")
     assert "│ t1   │ stopped: budget │" in invoke("list", "--db", db).stdout
     assert (
-        f"stopped: {message}; continue with `taskctx resume t1 --budget 2632 --db {db}`\n"
+        f"stopped: {message}; continue with `taskctx resume t1 --budget 2562 --db {db}`\n"
         in invoke("inspect", "t1", "--db", db).stdout
     )
-    r = invoke("resume", "t1", "--budget", "2632", "--max-steps", "1", "--db", db, "--out", out)
+    r = invoke("resume", "t1", "--budget", "2562", "--max-steps", "1", "--db", db, "--out", out)
     assert r.exit_code == 0, r.output
     assert "call   2 executor  step s1" in r.stdout and "stopped after 1 executor steps" in r.stdout
     assert "stopped" not in SqliteStores(db).tasks.get("t1")  # it went on: the stop is gone
@@ -271,8 +271,8 @@ def test_readme_names_exactly_the_commands_that_take_db() -> None:
     assert m, "README lost its sentence naming the commands that take --db"
     named = set(re.findall(r"`([a-z]+)`", m.group(1)))
     assert named == takes_db == {"demo", "replay", "resume", "run", "approve", "inspect", "list", "report", "doctor"}
-    assert set(group.commands) - takes_db == {"bench", "eval"}
-    assert "`bench` and `eval` take no `--db`" in readme
+    assert set(group.commands) - takes_db == {"bench", "eval", "tokens"}
+    assert "`bench`, `eval` and `tokens` take no `--db`" in readme
     assert "All commands take `--db`" not in readme
 
 

@@ -1,9 +1,11 @@
 """When the executor transcript restarts: at the budget always; earlier only when what the
-restart sends again (new checkpoint + kept calls but the latest) is small next to what it drops."""
+restart sends again (new checkpoint + kept calls but the latest) is small next to what it drops.
+The rule is tested with the 4-characters-a-token counter, so the sizes below stay easy to read
+(the counter itself: test_tokens.py)."""
 
 from __future__ import annotations
 
-from context import new_event, replay
+from context import approx_tokens, new_event, replay
 from nodes import ExecutorRenderer, NodeEnv
 from nodes.render.executor import RESTART_FILL, RESTART_GAIN
 
@@ -41,25 +43,27 @@ def _calls(r) -> list[str]:
 
 
 def test_restarts_early_when_the_kept_calls_are_small() -> None:
-    env = NodeEnv.sqlite(budget=4000)  # 3,000 tokens for the prompt; an early restart from 1,500
+    env = NodeEnv.sqlite(
+        budget=4000, count_tokens=approx_tokens
+    )  # 3,000 tokens for the prompt; an early restart from 1,500
     # two large calls (910 tokens each), then three small ones (100): past half the limit
     r = ExecutorRenderer().render(_ctx(env, [60, 60, 3, 3, 3]), env, [])
     assert r.transcript_reset and r.keep_last == 3 and _calls(r) == ["tool.c3", "tool.c4", "tool.c5"]
-    assert r.prompt_tokens == 686
+    assert r.prompt_tokens == 671
     # the same calls, the large ones last: a restart would send them again, so it waits
     r = ExecutorRenderer().render(_ctx(env, [3, 3, 60, 60, 3]), env, [])
     assert not r.transcript_reset and _calls(r) == [f"tool.c{i}" for i in range(1, 6)]
-    assert r.prompt_tokens == 2386 > RESTART_FILL * 3000
+    assert r.prompt_tokens == 2361 > RESTART_FILL * 3000
     # under half the limit nothing restarts, however cheap
     r = ExecutorRenderer().render(_ctx(env, [10, 3, 3, 3]), env, [])
-    assert not r.transcript_reset and r.prompt_tokens == 764
+    assert not r.transcript_reset and r.prompt_tokens == 744
     assert (RESTART_FILL, RESTART_GAIN) == (0.5, 0.3)
 
 
 def test_restarts_at_the_budget_whatever_it_costs() -> None:
-    env = NodeEnv.sqlite(budget=3000)  # 2,000 tokens for the prompt
+    env = NodeEnv.sqlite(budget=3000, count_tokens=approx_tokens)  # 2,000 tokens for the prompt
     # 2 x 100 + 4 x 483 tokens of calls do not fit; the restart sends c4 and c5 again
     # (966 tokens + the checkpoint) to drop 683: not worth it early, but forced here
     r = ExecutorRenderer().render(_ctx(env, [3, 3, 30, 30, 30, 30]), env, [])
     assert r.transcript_reset and _calls(r) == ["tool.c4", "tool.c5", "tool.c6"]
-    assert r.prompt_tokens == 1861
+    assert r.prompt_tokens == 1846

@@ -127,9 +127,10 @@ def test_a_repeat_never_points_to_a_digest_or_a_dropped_call() -> None:
     env = NodeEnv.sqlite(budget=8000)
     big = "".join(f"config line {i}: value_{i * 7919 % 1000} = enabled\n" for i in range(80))
     ev = _events(env, [big, "ok\n", big])
+    note = "".join(f"{i % 1000:03d}" for i in range(6000))  # 18,000 digits: 6,000 o200k tokens
     ev[5] = new_event(
         "tool.called",
-        {"call_id": "c2", "step_id": "s1", "tool": "cat", "arguments": "{}", "thought": "x" * 24000},
+        {"call_id": "c2", "step_id": "s1", "tool": "cat", "arguments": "{}", "thought": note},
         actor="agent",
         timestamp=TS,
     )

@@ -5,8 +5,8 @@ Strategies (see :mod:`graphs.bench.strategies`): naive append-all, SWE-agent obs
 triggered at the budget), deepagents-style threshold summarisation (85% / keep 10%, extractive
 stand-in summary of fixed size) and taskctx itself (the real graph and executor renderer).
 
-All token counts are langchain-core's ``count_tokens_approximately`` over the messages plus the
-tool schemas. Per trajectory and in total:
+All token counts are o200k_base (``context.tokens``, the taskctx graph's default counter) over
+the messages plus the tool schemas, as ``nodes.tokens.message_tokens`` counts them. Per trajectory and in total:
 
 * ``input_tokens``: sum of prompt tokens over executor calls; ``peak``: largest prompt;
 * ``cached``: longest common prefix, in whole messages (tool schemas first), with the previous
@@ -43,6 +43,8 @@ the real graph, replaying the trajectory::
       --> overhead.py: reducer + builder + renderer timed again over the log; checkpoint bytes
       --> runner.run_bench: BenchResult --> table.py: results.md   plots.py: the two PNGs
                                         --> command.py: results.csv, ``taskctx bench`` itself
+
+``taskctx tokens`` (:mod:`.tokens`) measures the counters against o200k_base.
 
 Modules: :mod:`.strategies` (the five strategies), :mod:`.metrics` (:class:`Stats`),
 :mod:`.overhead` (timings, synthetic trajectory, checkpoint bytes), :mod:`.runner`

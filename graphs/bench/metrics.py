@@ -3,9 +3,10 @@ prefix, effective cost, over-budget calls, retention, the floor, orphans, restor
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .pricing import RULES
 from .strategies import Call, TaskctxRun
 
 __all__ = ["CACHE_DISCOUNT", "FLOOR_LAST", "Stats"]
@@ -33,6 +34,8 @@ class Stats:
     compressed: int | None = None  # compressed observations (taskctx) / None
     restored: int | None = None  # of them, byte-exact from their ref
     summaries: int = 0  # summarization: times the history was summarised (model calls not counted)
+    #: effective cost under each provider pricing rule (``pricing.RULES``), by rule name
+    costs: dict[str, float] = field(default_factory=dict)
 
     @property
     def cached_share(self) -> float:
@@ -63,6 +66,8 @@ class Stats:
         self.orphans += o.orphans
         self.elided += o.elided
         self.summaries += o.summaries
+        for k, v in o.costs.items():
+            self.costs[k] = self.costs.get(k, 0.0) + v
         if o.floor_ok is not None:
             self.floor_ok = (self.floor_ok or 0) + o.floor_ok
         if o.compressed is not None:
@@ -71,6 +76,8 @@ class Stats:
 
     def row(self) -> dict[str, Any]:
         d = asdict(self)
+        d.pop("costs")
+        d.update({f"cost_{r.name}": round(self.costs.get(r.name, 0.0), 1) for r in RULES})
         d.update(
             cached_share=round(self.cached_share, 4),
             retention=round(self.retention, 4),
@@ -88,6 +95,8 @@ def _count_call(s: Stats, c: Call, cached: int, budget: int, request: str, const
     s.peak_prompt_tokens = max(s.peak_prompt_tokens, c.prompt_tokens)
     s.cached_prefix_tokens += cached
     s.effective_cost += (c.prompt_tokens - cached) + CACHE_DISCOUNT * cached
+    for r in RULES:
+        s.costs[r.name] = s.costs.get(r.name, 0.0) + r.cost(c.prompt_tokens, cached)
     s.over_budget += c.prompt_tokens > budget
     s.retained += request in c.text and all(k in c.text for k in constraints)
     s.orphans += c.orphans

@@ -2,7 +2,8 @@
 
 Every strategy yields one :class:`Call` per executor model call: the prompt as LangChain
 messages (or, for taskctx, the prompt text the graph stored), its tool schemas and its token
-count by langchain-core's ``count_tokens_approximately`` (messages + tool schemas).
+count by :data:`COUNT` (o200k_base, ``context.tokens``), messages + tool schemas as
+``nodes.tokens.message_tokens`` counts them: the counter the taskctx graph uses.
 
 Strategies 1-4 build, for recorded step k (0-based), the prompt the agent would send before
 taking that step: system + the request as the first user message, then for every earlier step
@@ -16,10 +17,10 @@ recorded tool schemas, so only the context strategy differs.
    the "instance template" that SWE-agent never masks.
 3. ``clearing``: LangChain's ``ClearToolUsesEdit(trigger=budget, keep=3)`` itself (imported,
    not copied), applied per call to a copy of the history as ``ContextEditingMiddleware`` does
-   with its default ``"approximate"`` counter (state messages only, no system/tools).
+   with its counter set to :data:`COUNT` (state messages only, no system/tools).
 4. ``summarization``: LangChain's ``SummarizationMiddleware`` itself with deepagents' settings
    for a model with a profile: ``trigger=("fraction", 0.85)``, ``keep=("fraction", 0.10)`` of
-   a window equal to the budget. It rewrites the history it keeps (stateful, like the agent's
+   a window equal to the budget, counted by :data:`COUNT`. It rewrites the history it keeps (stateful, like the agent's
    state). No model is available offline, so the summary is an **extractive stand-in of fixed
    size** (:data:`SUMMARY_CHARS` characters, labelled as such in its text).
 5. ``taskctx``: the trajectory replayed through the real graph
@@ -35,9 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.messages.utils import count_tokens_approximately
 
 from context import Event, SqliteStores, Trajectory
+from context.tokens import counter_for_model
+from nodes.tokens import message_tokens
 
 __all__ = [
     "BASELINES",
@@ -58,6 +60,15 @@ BASELINES = STRATEGIES[:4]
 MASK_N = 5
 CLEAR_KEEP = 3
 SUMMARY_TRIGGER = 0.85
+#: the bench's text counter (o200k_base): the default counter of the taskctx graph
+COUNT = counter_for_model(None)
+
+
+def count_messages(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] | None = None) -> int:
+    """Tokens of ``messages`` (+ ``tools``) by :data:`COUNT`."""
+    return message_tokens(messages, COUNT, tools)
+
+
 SUMMARY_KEEP = 0.10
 #: Size of the extractive stand-in summary (about 500 tokens by the approximate counter).
 SUMMARY_CHARS = 2_000
@@ -173,6 +184,7 @@ def _summarizer_middleware(budget: int) -> Any:
         trigger=("fraction", SUMMARY_TRIGGER),
         keep=("fraction", SUMMARY_KEEP),
         summarizer=RunnableLambda(_extractive_summary),
+        token_counter=count_messages,
     )
 
 
@@ -201,7 +213,7 @@ def baseline_calls(t: Trajectory, strategy: str, budget: int, tools: list[dict[s
             msgs, elided = _mask(history, MASK_N)
         elif strategy == "clearing":
             msgs = deepcopy(history)
-            ClearToolUsesEdit(trigger=budget, keep=CLEAR_KEEP).apply(msgs, count_tokens=count_tokens_approximately)
+            ClearToolUsesEdit(trigger=budget, keep=CLEAR_KEEP).apply(msgs, count_tokens=count_messages)
             elided = sum(
                 1
                 for m in msgs
@@ -223,8 +235,8 @@ def baseline_calls(t: Trajectory, strategy: str, budget: int, tools: list[dict[s
         calls.append(
             Call(
                 index=k,
-                prompt_tokens=count_tokens_approximately(prompt, tools=tools or None),
-                fingerprints=fingerprints(prompt, tools),
+                prompt_tokens=count_messages(prompt, tools or None),
+                fingerprints=fingerprints(prompt, tools, COUNT),
                 text=_text(prompt),
                 orphans=orphan_tool_results(prompt),
                 elided=elided,

@@ -4,6 +4,7 @@ per-trajectory tables of a :class:`~.runner.BenchResult`."""
 from __future__ import annotations
 
 from .metrics import Stats
+from .pricing import HEADLINE, RULES
 from .runner import BenchResult
 from .strategies import CLEAR_KEEP, MASK_N, STRATEGIES, SUMMARY_CHARS
 
@@ -92,11 +93,31 @@ def targets(r: BenchResult) -> list[tuple[str, str, bool | None]]:
     return out
 
 
+def pricing_table(r: BenchResult) -> list[str]:
+    """Each strategy's effective cost under each provider pricing rule (``pricing.RULES``), × naive
+    under the same rule in brackets; the rules' sources and dates below."""
+    T = r.totals
+    names = [*STRATEGIES, "taskctx (all roles)"]
+    out = ["## Effective cost under provider pricing rules (× naive in brackets)", ""]
+    out.append(
+        "| strategy | " + " | ".join(f"{x.name}{' (headline)' if x.name == HEADLINE else ''}" for x in RULES) + " |"
+    )
+    out.append("|---|" + "---:|" * len(RULES))
+    for n in names:
+        cells = []
+        for x in RULES:
+            v, nv = T[n].costs.get(x.name, 0.0), T["naive"].costs.get(x.name, 0.0)
+            cells.append(f"{v:,.0f} ({v / nv:.3f})" if nv else f"{v:,.0f}")
+        out.append(f"| {n} | " + " | ".join(cells) + " |")
+    out += [""] + [f"- `{x.name}`: {x.source}; as of {x.as_of}." for x in RULES] + [""]
+    return out
+
+
 def markdown(r: BenchResult) -> str:
     T = r.totals
     lines = [f"# taskctx bench: {len(r.trajectories)} trajectories, budget {r.budget:,} tokens", ""]
     lines += [
-        "Tokens: langchain-core `count_tokens_approximately` over messages + tool schemas. Effective cost = "
+        "Tokens: o200k_base (tiktoken, offline) over messages + tool schemas. Effective cost = "
         "uncached + 0.1 × cached prefix (prefix in whole messages vs the previous call of the same role). "
         f"Strategies: naive append-all; masking = SWE-agent LastNObservations(n={MASK_N}); clearing = LangChain "
         f"ClearToolUsesEdit(trigger=budget, keep={CLEAR_KEEP}); summarization = LangChain SummarizationMiddleware "
@@ -115,6 +136,7 @@ def markdown(r: BenchResult) -> str:
         "extra summary call whose tokens are not counted above (the stand-in costs nothing).",
         "",
     ]
+    lines += pricing_table(r)
     lines += ["## Targets (measured, not asserted)", "", "| target | measured | met |", "|---|---|---|"]
     for name, val, met in targets(r):
         lines.append(f"| {name} | {val} | {'-' if met is None else ('yes' if met else '**no**')} |")

@@ -1,9 +1,10 @@
 """graphs.cli: the ``taskctx`` command line (typer + rich); entry point ``graphs.cli:main``.
 
 Commands: ``demo``, ``replay``, ``resume``, ``inspect``, ``list``, ``run``, ``approve``, ``bench``,
-``eval``, ``report``, ``doctor``; ``taskctx --version``. Every run exports ``<out>/<task_id>/`` (trace.jsonl, state.json, context_pack.md,
-manifests.jsonl). Bad input prints one line naming the problem and the fix, and exits with code
-2; nothing already recorded is changed.
+``tokens``, ``eval``, ``report``, ``doctor``; ``taskctx --version``. Every run exports ``<out>/<task_id>/``
+(trace.jsonl, state.json, context_pack.md, manifests.jsonl). Bad input prints one line naming the
+problem and the fix, and exits with code 2; a model call that failed at the provider exits with
+code 3 and says how to resume; nothing already recorded is changed.
 
 A run command opens the stores and the checkpointer (``graphs.open_project``), builds the graph
 (``graphs.build_orchestrator``) and drives it (``graphs.runner``); it prints the events as they
@@ -26,8 +27,8 @@ import; then the commands registered below, in this order):
   tasks exist") and ``--version``;
 - :mod:`.demo`: ``demo`` (the scenario is :mod:`graphs.demo`);
 - :mod:`.doctor`: ``doctor`` (the checks are :mod:`graphs.doctor`);
-- ``bench``, ``eval``, ``report``: the commands of :mod:`graphs.bench`, :mod:`graphs.eval`,
-  :mod:`graphs.report`.
+- ``bench``, ``tokens``, ``eval``, ``report``: the commands of :mod:`graphs.bench` (``tokens``:
+  :mod:`graphs.bench.tokens`), :mod:`graphs.eval`, :mod:`graphs.report`.
 """
 
 from typing import Annotated
@@ -35,6 +36,7 @@ from typing import Annotated
 import typer
 
 from ..bench import bench
+from ..bench.tokens import tokens_command
 from ..eval import eval_command
 from ..report import report_command
 from . import approve, demo, doctor, inspect, listing, tasks
@@ -54,6 +56,7 @@ def _root(
 
 
 app.command("bench")(bench)
+app.command("tokens")(tokens_command)
 app.command("report")(report_command)
 app.command("eval")(eval_command)
 app.command()(tasks.replay)

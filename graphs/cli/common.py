@@ -1,5 +1,6 @@
 """The ``taskctx`` typer app and what its commands share: the options, the one-line error
-(``_fail``: prints ``error: ...``, exits with code 2), the event printer, the graph of a recorded
+(``_fail``: prints ``error: ...``, exits with code 2; ``_model_failed``: a provider failure, two
+lines, the run exported, exit code 3), the event printer, the graph of a recorded
 task (``_graph_for``), the export at the end of a run (``_finish``), and :func:`main`."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from context import (
     BudgetError,
     Event,
     InvalidInputError,
+    ModelCallError,
     TaskctxError,
     UnknownTaskError,
     find_task,
@@ -44,9 +46,28 @@ DbOpt = Annotated[
 OutOpt = Annotated[Path, typer.Option("--out", help="Folder the run is exported to (<out>/<task_id>/).")]
 
 
+#: exit status of bad input (a usage error, nothing run) and of a model provider failure (the
+#: task is saved and resumable)
+EXIT_BAD_INPUT = 2
+EXIT_MODEL_FAILED = 3
+
+
 def _fail(msg: str) -> None:
     err.print("error: " + " ".join(msg.split()), markup=False)
-    raise typer.Exit(2)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _model_failed(project: Project, exc: ModelCallError, task_id: str, out: Path, db: str) -> None:
+    """A model call failed at the provider: export the run up to the failure, print the cause and
+    the command that continues, exit :data:`EXIT_MODEL_FAILED`."""
+    saved = "nothing recorded before the failure"
+    if project.stores.events.last_seq(task_id):
+        saved = f"exported {export_run(project.stores, task_id, out)}/"
+    err.print("error: " + " ".join(str(exc).split()), markup=False)
+    err.print(
+        f"task {task_id} is saved ({saved}); continue it with: {command_hint('resume', task_id, db, out)}", markup=False
+    )
+    raise typer.Exit(EXIT_MODEL_FAILED)
 
 
 def _db_opt(db: str) -> str:
@@ -107,7 +128,14 @@ def _event_printer(total: int | None = None):
                 f"  call {p['call']:>3} {p['role']:<9} step {p['step_id'] or '-':<4} prompt {p['prompt_tokens']:>5} tok"
                 f" (budget {p['budget']}, cached prefix {p['cached_prefix_tokens']:>5})"
                 f" blocks {p['blocks_in']} in / {p['blocks_out']} out"
-                + ("  [transcript restarted]" if p["transcript_reset"] else ""),
+                + ("  [transcript restarted]" if p["transcript_reset"] else "")
+                + (
+                    f"; provider: {u['input_tokens']} in (cache read {u['cache_read']}, written {u['cache_creation']}),"
+                    f" {u['output_tokens']} out"
+                    if (u := p.get("usage"))
+                    else ""
+                )
+                + (f"  [rebuilt: {p['rebuilt']}]" if p.get("rebuilt") else ""),
                 markup=False,
             )
         elif e.kind == "tool.result.received":
@@ -201,8 +229,16 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
 
             tools = WorkspaceTools(str(spec["workspace"]), receipts_dir=spec.get("receipts"))
             tools.strict_resolution = True
+        from nodes import resolve_model
+        from nodes.models import DEFAULT_RETRIES, DEFAULT_TIMEOUT
+
+        chat = resolve_model(
+            str(spec["model"]),
+            timeout=float(spec.get("timeout") or DEFAULT_TIMEOUT),
+            max_retries=int(spec.get("retries", DEFAULT_RETRIES)),
+        )
         g = build_orchestrator(
-            str(spec["model"]), tools=tools, checkpointer=project.checkpointer, stores=project.stores, budget=budget
+            chat, tools=tools, checkpointer=project.checkpointer, stores=project.stores, budget=budget
         )
     else:
         raise InvalidInputError(f"task {task_id!r} has an unknown kind {kind!r} in {project.path}")

@@ -13,6 +13,7 @@ import typer
 from context import (
     DamagedStoreError,
     InvalidInputError,
+    ModelCallError,
     TaskContext,
     TaskctxError,
     UnknownTaskError,
@@ -39,6 +40,7 @@ from .common import (
     _fail_run,
     _finish,
     _graph_for,
+    _model_failed,
     _open,
     _open_existing,
     _prepare_out,
@@ -112,6 +114,9 @@ def resume(
             help=f"New prompt budget in tokens (at least the {DEFAULT_RESERVE} reserved for the answer).",
         ),
     ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", min=1, help="New per-request model timeout in seconds (run tasks).")
+    ] = None,
     approve_all: Annotated[
         bool, typer.Option("--approve-all", help="Approve every approval request (scripts).")
     ] = False,
@@ -130,7 +135,10 @@ def resume(
         ensure_sound(project.stores, project.checkpointer, task_id)  # refuse damaged data, never build on it
         spec = find_task(project.stores, task_id).spec
         if budget is not None and spec is not None:
-            project.stores.tasks.register(task_id, {**spec, "budget": budget})
+            spec = {**spec, "budget": budget}
+            project.stores.tasks.register(task_id, spec)
+        if timeout is not None and spec is not None:
+            project.stores.tasks.register(task_id, {**spec, "timeout": timeout})
         g, _ = _graph_for(project, task_id)
         snap = g.get_state(thread_config(task_id))
         status = TaskContext.model_validate(snap.values).control.status if snap.values else "idle"
@@ -173,6 +181,8 @@ def resume(
             on_request=functools.partial(_show_request, db=db),
         )
         _finish(project, result, out, db)
+    except ModelCallError as exc:
+        _model_failed(project, exc, task_id, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail_run(exc, db, task_id, out)
 
@@ -184,6 +194,9 @@ def run(
     task_id: Annotated[str | None, typer.Option("--task-id")] = None,
     budget: BudgetOpt = DEFAULT_BUDGET,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1)] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1, help="Seconds one model request may take (the client retries 2 times).")
+    ] = 60.0,
     scope: Annotated[
         list[str] | None, typer.Option("--scope", help="File scope glob under the workspace (repeatable).")
     ] = None,
@@ -204,7 +217,12 @@ def run(
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
-    """Drive the graph with a real chat model (any LangChain provider), on --workspace DIR."""
+    """Drive the graph with a real chat model (any LangChain provider), on --workspace DIR.
+
+    The provider client retries 429, 5xx and connection errors (2 retries, backoff, honouring
+    retry-after) and gives each request --timeout seconds (default 60). A failure that remains
+    prints one line naming it and the ``taskctx resume TASK_ID`` that continues, exports the run
+    up to the failure and exits 3 (bad input exits 2)."""
     import uuid
 
     if not model:
@@ -233,6 +251,7 @@ def run(
                 "kind": "run",
                 "model": model,
                 "budget": budget,
+                "timeout": timeout,
                 "workspace": str(workspace.resolve()) if workspace else None,
                 "receipts": str(_state_dir(db) / "receipts" / tid),
             },
@@ -256,5 +275,7 @@ def run(
             on_request=functools.partial(_show_request, db=db),
         )
         _finish(project, result, out, db)
+    except ModelCallError as exc:
+        _model_failed(project, exc, str(tid), out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail_run(exc, db, tid, out)

@@ -139,12 +139,26 @@ def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 240) -> st
             f"call {c['call']} {c['role']} step {c.get('step_id') or '-'}: {pt} prompt tokens, "
             f"{cp} cached prefix, budget {c['budget']}"
             + (" (transcript restarted)" if c.get("transcript_reset") else "")
+            + (
+                f"; provider: {u['input_tokens']} input tokens ({u['input_tokens'] - pt:+d} vs counted), "
+                f"{u['cache_read']} cache read"
+                if (u := c.get("usage"))
+                else ""
+            )
         )
         parts.append(
             f'<g class="bar" data-call="{c["call"]}" data-role="{_e(c["role"])}"><title>{_e(tip)}</title>'
             f'<rect x="{x + gap / 2:.1f}" y="{y(pt):.1f}" width="{bw - gap:.1f}" height="{y(0) - y(pt):.1f}" fill="{color}" '
             f'fill-opacity="0.45"/>'
-            f'<rect x="{x + gap / 2:.1f}" y="{y(cp):.1f}" width="{bw - gap:.1f}" height="{y(0) - y(cp):.1f}" fill="{color}"/></g>'
+            f'<rect x="{x + gap / 2:.1f}" y="{y(cp):.1f}" width="{bw - gap:.1f}" height="{y(0) - y(cp):.1f}" fill="{color}"/>'
+            + (
+                # the provider's cache_read beside the predicted cached prefix: a black tick
+                f'<line class="provider-cache" x1="{x + gap / 2:.1f}" x2="{x + bw - gap / 2:.1f}" '
+                f'y1="{y(u["cache_read"]):.1f}" y2="{y(u["cache_read"]):.1f}" stroke="#000" stroke-width="2"/>'
+                if u
+                else ""
+            )
+            + "</g>"
         )
     # the budget: one path from the plot's left edge to its right edge, stepping where it changed
     path = []
@@ -174,10 +188,11 @@ def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 240) -> st
     legend = " ".join(
         f'<span class="swatch" style="background:{col}"></span>{_e(role)}' for role, col in colors.items()
     )
+    provider = " · black tick: the provider's cache read" if any(c.get("usage") for c in calls) else ""
     return (
         '<div class="chart">'
         + "".join(parts)
-        + f'</div><p class="legend">{legend} · darker: cached prefix · dashed: budget</p>'
+        + f'</div><p class="legend">{legend} · darker: cached prefix{provider} · dashed: budget</p>'
     )
 
 
@@ -274,7 +289,16 @@ def _manifests(calls: Sequence[dict[str, Any]]) -> str:
             f'<details class="manifest" id="call-{c["call"]}" data-role="{_e(c["role"])}"><summary>call {c["call"]}: '
             f"<b>{_e(c['role'])}</b> step {_e(c.get('step_id') or '-')}: {c['prompt_tokens']:,} prompt tokens of "
             f"{c['budget']:,} (cached prefix {c['cached_prefix_tokens']:,}); blocks {c.get('blocks_in', 0)} in / "
-            f"{c.get('blocks_out', 0)} out{' ; transcript restarted' if c.get('transcript_reset') else ''}</summary>"
+            f"{c.get('blocks_out', 0)} out{' ; transcript restarted' if c.get('transcript_reset') else ''}"
+            + (
+                f"; provider: {u['input_tokens']:,} input tokens ({u['input_tokens'] - c['prompt_tokens']:+,} vs "
+                f"counted), cache read {u['cache_read']:,}, cache write {u['cache_creation']:,}, "
+                f"{u['output_tokens']:,} output"
+                if (u := c.get("usage"))
+                else ""
+            )
+            + (f"; rebuilt: {_e(c['rebuilt'])}" if c.get("rebuilt") else "")
+            + "</summary>"
             f'<p class="muted">prompt as sent: <code class="ref">{_e(c.get("prompt_ref") or "-")}</code></p>'
             '<div class="scroll"><table><tr><th>block</th><th>layer</th><th>kind</th><th>trust</th><th>priority</th>'
             f"<th>tokens</th><th>in/out</th><th>why</th></tr>{rows}</table></div></details>"

@@ -27,10 +27,11 @@ def render_state(
     overrides shown escaped: :func:`context.text.escape_controls`), one titled section each: goal,
     request, criteria, constraints, plan, current step, progress, evidence, model calls by role
     (built-in and custom roles alike, each under its own name), permissions, approvals (the
-    pending one in full, :func:`.approval.approval_renderable`), errors, omitted history,
-    checkpoints (``checkpoints``: the newest ids, as listed
-    by the checkpointer). ``has_checkpoint`` is not used (kept for callers). ``db_opt``: the
-    ``" --db DB"`` the commands it names need (empty for the default database)."""
+    pending one in full, :func:`.approval.approval_renderable`), errors, omitted history, provider
+    usage (when the model reports it: input tokens reported vs counted, cache read/write),
+    checkpoints (``checkpoints``: the newest ids, as listed by the checkpointer). ``has_checkpoint``
+    is not used (kept for callers). ``db_opt``: the ``" --db DB"`` the commands it names need
+    (empty for the default database)."""
 
     def h(title: str) -> None:
         console.print(f"\n[bold]{title}[/bold]")
@@ -144,6 +145,23 @@ def render_state(
     p(", ".join(resolved) or "(none)")
     h("Omitted history")
     p(ctx.evidence.omitted_summary or "(nothing omitted)")
+    reported = [e.payload for e in events if e.kind == "context.built" and e.payload.get("usage")]
+    if reported:  # only for models that report usage (real providers)
+        h("Provider usage")
+        counted = sum(c["prompt_tokens"] for c in reported)
+        inp = sum(c["usage"]["input_tokens"] for c in reported)
+        p(
+            f"{len(reported)} calls: {inp:,} input tokens reported vs {counted:,} counted ({inp - counted:+,}); "
+            f"cache read {sum(c['usage']['cache_read'] for c in reported):,}, "
+            f"cache write {sum(c['usage']['cache_creation'] for c in reported):,}, "
+            f"output {sum(c['usage']['output_tokens'] for c in reported):,}"
+        )
+        for c in reported[-5:]:
+            u = c["usage"]
+            p(
+                f"  call {c['call']} {c['role']}: {u['input_tokens']:,} reported vs {c['prompt_tokens']:,} counted "
+                f"({u['input_tokens'] - c['prompt_tokens']:+,}), cache read {u['cache_read']:,}"
+            )
     h("Checkpoints")
     resumes = [e for e in events if e.kind == "resume.started"]
     p(f"latest checkpoints: {', '.join(checkpoints) or '(none)'}; resumes: {len(resumes)}; events: {ctx.events.cursor}")

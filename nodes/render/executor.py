@@ -35,7 +35,6 @@ from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.messages.utils import count_tokens_approximately
 
 from context import TaskContext, apply_event, new_event
 from context.builder import Trust
@@ -214,6 +213,7 @@ class ExecutorRenderer:
         same_as: str | None,
         shown: Sequence[tuple[str, str]],
         reuse: bool,
+        env: NodeEnv,
     ) -> tuple[int, str, list[BaseMessage], int]:
         """``(entry id, shown output, messages, tokens)`` of one transcript entry (cached);
         ``reuse=False``: no span pointers (``shown`` is ignored)."""
@@ -229,6 +229,7 @@ class ExecutorRenderer:
             digest,
             same_as,
             reuse,
+            env.count_tokens,
         )
         with self._lock:
             hit = self._entries.get(key)
@@ -237,7 +238,7 @@ class ExecutorRenderer:
                 return hit
         body = shown_output(rec, digest=digest, same_as=same_as, earlier=shown if reuse else ())
         msgs = entry_messages(rec, body)
-        entry = (next(self._entry_ids), body, msgs, count_tokens_approximately(msgs))
+        entry = (next(self._entry_ids), body, msgs, env.count_messages(msgs))
         with self._lock:
             self._entries[key] = entry
             while len(self._entries) > ENTRY_CACHE:
@@ -301,7 +302,7 @@ class ExecutorRenderer:
                         trust=_trust_of(note.text),
                         slot="seq:transcript",
                         relevance=1.0 - (n - note.at) / max(n, 1),
-                        tokens=count_tokens_approximately(extra[bid]),
+                        tokens=env.count_messages(extra[bid]),
                     )
                 )
 
@@ -317,7 +318,9 @@ class ExecutorRenderer:
             same_as = first_by_ref.get(rec.raw_ref) if reusable and not dig else None
             if reusable and same_as is None and not dig:
                 first_by_ref[rec.raw_ref] = rec.id
-            prev, body, msgs, tokens = self._entry(prev, rec, digest=dig, same_as=same_as, shown=shown, reuse=reuse)
+            prev, body, msgs, tokens = self._entry(
+                prev, rec, digest=dig, same_as=same_as, shown=shown, reuse=reuse, env=env
+            )
             shown.append((rec.id, body))
             bid = f"tool.{rec.id}"
             extra[bid] = msgs

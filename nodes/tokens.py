@@ -1,0 +1,74 @@
+"""Tokens of chat messages and tool schemas by one text counter (``context.tokens``).
+
+:func:`message_tokens` follows the layout of langchain-core's ``count_tokens_approximately``
+(per message: the content, the role, the name, an AI message's tool calls, a tool message's
+call id, plus 3 tokens of framing; the tool schemas as JSON) but counts each text with the
+given counter instead of 4 characters a token, so blocks, transcript entries, restarts,
+``prompt_tokens`` and the bench all count with the same counter.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages.utils import _get_message_openai_role
+
+from context.tokens import TokenCounter, counter_for_model
+
+__all__ = ["MESSAGE_FRAMING", "content_text", "message_tokens", "model_counter"]
+
+#: tokens of framing per message (OpenAI's chat format: ``<|start|>role<|message|>...<|end|>``)
+MESSAGE_FRAMING = 3
+
+
+def content_text(content: Any) -> str:
+    """A message content as the text a counter reads: a string as is; a list of blocks, each
+    text block's text and any other block as JSON (one per line)."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for b in content if isinstance(content, list) else [content]:
+        if isinstance(b, str):
+            parts.append(b)
+        elif isinstance(b, dict) and b.get("type") == "text":
+            parts.append(str(b.get("text", "")))
+        else:
+            parts.append(json.dumps(b, sort_keys=True, default=str))
+    return "\n".join(parts)
+
+
+def message_tokens(
+    messages: Sequence[BaseMessage], count: TokenCounter, tools: Sequence[dict[str, Any]] | None = None
+) -> int:
+    """Tokens of ``messages`` (and the ``tools`` schemas, if given) by the text counter ``count``."""
+    total = count(json.dumps(list(tools))) if tools else 0
+    for m in messages:
+        text = content_text(m.content)
+        if isinstance(m, AIMessage) and m.tool_calls and not isinstance(m.content, list):
+            text += json.dumps([{"name": c["name"], "args": c["args"], "id": c["id"]} for c in m.tool_calls])
+        if isinstance(m, ToolMessage):
+            text += m.tool_call_id
+        text += _get_message_openai_role(m)
+        if m.name:
+            text += m.name
+        total += count(text) + MESSAGE_FRAMING
+    return total
+
+
+def model_counter(model: Any) -> TokenCounter:
+    """The counter for a chat model: ``context.tokens.counter_for_model`` of the provider and
+    model name LangChain reports for it (``_get_ls_params``: ``ls_provider``,
+    ``ls_model_name``): exact for OpenAI models, the upper-bound estimate for other providers.
+    A model that reports no model name (the offline scripted and replay models, fakes) gets the
+    default counter, o200k_base."""
+    try:
+        ls = model._get_ls_params()
+    except Exception:
+        ls = {}
+    provider, name = ls.get("ls_provider"), ls.get("ls_model_name")
+    if not provider or not name:
+        return counter_for_model(None)
+    return counter_for_model(f"{provider}:{name}")

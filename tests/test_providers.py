@@ -1,0 +1,454 @@
+"""Real provider clients (langchain-openai, langchain-anthropic) against loopback servers that
+speak the OpenAI Chat Completions and Anthropic Messages wire formats (issue 11).
+
+Each stub is a stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (an ephemeral port), answering per
+role from a script of ``AIMessage``s (the role is read from the system prompt), or with a queued
+fault (an HTTP error, a hang). It records every request body, and closes itself (a hang is
+bounded: it waits at most 10 s, and is released when the server closes). No network.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+from typer.testing import CliRunner
+
+from context import SqliteStores
+from graphs.cli import app
+from graphs.demo.scenario import DEMO_REQUEST, DEMO_TEST_ARGV, SAMPLE_WORKSPACE
+from nodes.testing import complete, plan, review, tool_call
+
+pytest.importorskip("langchain_openai")
+pytest.importorskip("langchain_anthropic")
+
+ROLES = ("planner", "executor", "reviewer", "recovery")
+
+FIX = """--- a/proxy/nginx.conf
++++ b/proxy/nginx.conf
+@@ -3,7 +3,7 @@
+     server {
+         listen 80;
+         server_name uploads.example.internal;
+-        client_max_body_size 1m;
++        client_max_body_size 10m;
+ 
+         location /api/ {
+             proxy_pass http://app:8000;
+"""
+
+
+def sample_script() -> dict[str, list[AIMessage]]:
+    """The sample workspace's fix: one step, patch, run the tests, complete; the reviewer approves."""
+    return {
+        "planner": [
+            plan(
+                steps=[{"id": "s1", "title": "Raise the proxy body limit to 10m and run the upload tests"}],
+                goal="uploads up to 10 MB pass the proxy",
+                criteria=["tests/test_upload.py passes"],
+            )
+        ],
+        "executor": [
+            tool_call("apply_patch", {"patch": FIX}, content="Raise client_max_body_size to the app's 10 MiB."),
+            tool_call("run_command", {"argv": DEMO_TEST_ARGV}, content="Run the upload tests."),
+            complete("client_max_body_size is 10m; the upload tests pass"),
+        ],
+        "reviewer": [review("approve", "the proxy allows 10 MiB; tests pass")],
+        "recovery": [],
+    }
+
+
+class Stub:
+    """A loopback server of one wire format (``openai`` or ``anthropic``)."""
+
+    def __init__(self, wire: str, script: dict[str, list[AIMessage]], ids: str = ""):
+        self.wire = wire
+        self.ids = ids  # a fixed tool-call id format (e.g. one that repeats); default call_<n>_<i> / toolu_<n>_<i>
+        self.script = {r: list(script.get(r, [])) for r in ROLES}
+        self.faults: list[Any] = []  # popped one per request: (status, body[, headers]) or "hang"
+        self.requests: list[dict[str, Any]] = []
+        self.closing = threading.Event()
+        self.calls = 0
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
+                stub.requests.append(body)
+                fault = stub.faults.pop(0) if stub.faults else None
+                if fault == "hang":
+                    stub.closing.wait(10)
+                    return
+                if fault is not None:
+                    status, payload, *headers = fault
+                    return self._send(status, payload, headers[0] if headers else {})
+                self._send(200, stub.answer(body))
+
+            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}" + ("/v1" if self.wire == "openai" else "")
+
+    def __enter__(self) -> Stub:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.closing.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+    # -- answers ---------------------------------------------------------------------------
+    @staticmethod
+    def role_of(body: dict[str, Any]) -> str:
+        system = body.get("system")
+        if system is None:
+            system = next((m.get("content") for m in body.get("messages", []) if m.get("role") == "system"), "")
+        text = system if isinstance(system, str) else " ".join(b.get("text", "") for b in system)
+        return next(r for r in ROLES if f"You are the {r}" in text)
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        role = self.role_of(body)
+        ai = self.script[role].pop(0) if self.script[role] else complete("nothing left", result="blocked")
+        self.calls += 1
+        n = self.calls
+        if self.wire == "openai":
+            calls = [
+                {
+                    "id": (self.ids or "call_{n}_{i}").format(n=n, i=i),
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": json.dumps(c["args"])},
+                }
+                for i, c in enumerate(ai.tool_calls)
+            ]
+            msg: dict[str, Any] = {"role": "assistant", "content": ai.content or None}
+            if calls:
+                msg["tool_calls"] = calls
+            return {
+                "id": f"chatcmpl-{n}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model"),
+                "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else "stop"}],
+                "usage": {
+                    "prompt_tokens": 1000 + n,
+                    "completion_tokens": 20,
+                    "total_tokens": 1020 + n,
+                    "prompt_tokens_details": {"cached_tokens": 512},
+                },
+            }
+        content: list[dict[str, Any]] = [{"type": "text", "text": ai.content}] if ai.content else []
+        content += [
+            {
+                "type": "tool_use",
+                "id": (self.ids or "toolu_{n}_{i}").format(n=n, i=i),
+                "name": c["name"],
+                "input": c["args"],
+            }
+            for i, c in enumerate(ai.tool_calls)
+        ]
+        return {
+            "id": f"msg_{n}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model"),
+            "content": content,
+            "stop_reason": "tool_use" if ai.tool_calls else "end_turn",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 100 + n,
+                "output_tokens": 20,
+                "cache_read_input_tokens": 900,
+                "cache_creation_input_tokens": 0,
+            },
+        }
+
+
+OPENAI_401 = (401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+OPENAI_429 = (429, {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}, {"retry-after": "0"})
+OPENAI_500 = (500, {"error": {"message": "The server had an error", "type": "server_error"}}, {"retry-after": "0"})
+OPENAI_LONG = (
+    400,
+    {
+        "error": {
+            "message": "This model's maximum context length is 2000 tokens. However, your messages resulted in 2500 tokens.",
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded",
+        }
+    },
+)
+ANTHROPIC_401 = (401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    for k in ("OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_API_URL", "ANTHROPIC_BASE_URL", "LANGSMITH_TRACING"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    ws = tmp_path / "ws"
+    shutil.copytree(SAMPLE_WORKSPACE, ws)
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+
+
+def _point(monkeypatch: pytest.MonkeyPatch, stub: Stub) -> None:
+    if stub.wire == "openai":
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.url)
+    else:
+        monkeypatch.setenv("ANTHROPIC_API_URL", stub.url)
+
+
+MODELS = {"openai": "openai:gpt-4o-mini", "anthropic": "anthropic:claude-sonnet-4-5"}
+
+
+def _run(tmp: Path, wire: str, *extra: str, task_id: str = "t1") -> Any:
+    args = ["run", DEMO_REQUEST, "--model", MODELS[wire], "--workspace", str(tmp / "ws"), "--task-id", task_id]
+    args += ["--approve-all", "--db", str(tmp / "db.sqlite"), "--out", str(tmp / "runs"), *extra]
+    return CliRunner().invoke(app, args)
+
+
+def _resume(tmp: Path, task_id: str = "t1") -> Any:
+    args = ["resume", task_id, "--approve-all", "--db", str(tmp / "db.sqlite"), "--out", str(tmp / "runs")]
+    return CliRunner().invoke(app, args)
+
+
+def _events(tmp: Path, task_id: str = "t1") -> list[Any]:
+    st = SqliteStores(tmp / "db.sqlite")
+    try:
+        return st.events.read(task_id)
+    finally:
+        st.close()
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_run_fixes_the_sample_against_the_stub(env: Path, monkeypatch: pytest.MonkeyPatch, wire: str) -> None:
+    with Stub(wire, sample_script()) as stub:
+        _point(monkeypatch, stub)
+        res = _run(env, wire)
+    assert res.exit_code == 0, res.output
+    assert "task t1: completed" in res.output
+    assert "client_max_body_size 10m;" in (env / "ws/proxy/nginx.conf").read_text()
+    evs = _events(env)
+    assert [e.payload["status"] for e in evs if e.kind == "tool.result.received"] == ["ok", "ok"]
+    assert [p["role"] for p in (e.payload for e in evs if e.kind == "context.built")] == [
+        "planner",
+        "executor",
+        "executor",
+        "executor",
+        "reviewer",
+    ]
+    # usage as the provider reported it, per call, in the events and manifests.jsonl
+    built = [e.payload for e in evs if e.kind == "context.built"]
+    if wire == "openai":
+        want = [
+            {"input_tokens": 1000 + n, "output_tokens": 20, "cache_read": 512, "cache_creation": 0} for n in range(1, 6)
+        ]
+        assert [b["prompt_cache_key"] for b in stub.requests] == ["t1"] * 5  # one cache per task
+    else:  # LangChain's input_tokens = uncached + cache read + cache write
+        want = [
+            {"input_tokens": 1000 + n, "output_tokens": 20, "cache_read": 900, "cache_creation": 0} for n in range(1, 6)
+        ]
+        for b in stub.requests:  # breakpoints: after the core layer (the first user message), at the tail
+            assert b["cache_control"] == {"type": "ephemeral"} and "prompt_cache_key" not in b
+            marked = [
+                (i, j)
+                for i, m in enumerate(b["messages"])
+                if isinstance(m["content"], list)
+                for j, blk in enumerate(m["content"])
+                if "cache_control" in blk
+            ]
+            assert marked == [(0, 0)] and b["messages"][0]["content"][0]["text"].startswith(
+                "## Original request (verbatim)\n"
+            )
+    assert [p["usage"] for p in built] == want
+    lines = [json.loads(ln) for ln in (env / "runs/t1/manifests.jsonl").read_text().splitlines()]
+    assert [ln["usage"] for ln in lines] == want
+    assert "provider: 1001 in (cache read" in res.output
+    counted = sum(p["prompt_tokens"] for p in built)
+    res2 = CliRunner().invoke(app, ["inspect", "t1", "--db", str(env / "db.sqlite")])
+    assert res2.exit_code == 0, res2.output
+    assert (
+        f"5 calls: 5,015 input tokens reported vs {counted:,} counted ({5015 - counted:+,}); "
+        f"cache read {5 * want[0]['cache_read']:,}, cache write 0, output 100"
+    ) in res2.output
+    # every tool result sent back is paired with its call, ids in the provider's format
+    last_exec = [b for b in stub.requests if Stub.role_of(b) == "executor"][-1]
+    if wire == "openai":
+        msgs = last_exec["messages"]
+        called = [c["id"] for m in msgs if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+        answered = [m["tool_call_id"] for m in msgs if m["role"] == "tool"]
+        assert called == answered == ["call_2_0", "call_3_0"]
+        assert [t["function"]["name"] for t in last_exec["tools"]][:2] == ["list_dir", "read_file"]
+    else:
+        msgs = last_exec["messages"]
+        used = [b["id"] for m in msgs if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_use"]
+        results = [
+            b["tool_use_id"]
+            for m in msgs
+            if m["role"] == "user" and isinstance(m["content"], list)
+            for b in m["content"]
+            if b.get("type") == "tool_result"
+        ]
+        assert used == results == ["toolu_2_0", "toolu_3_0"]
+        # a reply of text + tool_use blocks goes back as blocks: the text once, the call as tool_use
+        first = next(m for m in msgs if m["role"] == "assistant")
+        assert [b["type"] for b in first["content"]] == ["text", "tool_use"]
+        assert first["content"][0]["text"] == "Raise client_max_body_size to the app's 10 MiB."
+        assert [t["name"] for t in last_exec["tools"]][:2] == ["list_dir", "read_file"]
+
+
+@pytest.mark.parametrize("wire,fault", [("openai", OPENAI_401), ("anthropic", ANTHROPIC_401)])
+def test_wrong_key_is_one_line_and_exit_3(env: Path, monkeypatch: pytest.MonkeyPatch, wire: str, fault: Any) -> None:
+    with Stub(wire, sample_script()) as stub:
+        stub.faults = [fault]
+        _point(monkeypatch, stub)
+        res = _run(env, wire)
+    assert res.exit_code == 3
+    lines = res.output.strip().splitlines()
+    assert lines[-2].startswith("error: planner model call failed: authentication failed (401): check the API key; ")
+    assert lines[-1] == (
+        "task t1 is saved (nothing recorded before the failure); continue it with: taskctx resume t1"
+        f" --db {env / 'db.sqlite'} --out {env / 'runs'}"
+    )
+    assert "Traceback" not in res.output and _events(env) == []
+    with Stub(wire, sample_script()) as stub:  # the right key: resume runs the task from the start
+        _point(monkeypatch, stub)
+        res = _resume(env)
+    assert res.exit_code == 0, res.output
+    assert "task t1: completed" in res.output
+
+
+def test_401_mid_run_then_resume_finishes_once(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Stub("openai", sample_script()) as stub:
+        _point(monkeypatch, stub)
+        res = _run(env, "openai", "--max-steps", "1")
+        assert res.exit_code == 0, res.output
+        stub.faults = [OPENAI_401]
+        res = _resume(env)
+        assert res.exit_code == 3 and "authentication failed (401)" in res.output
+        assert res.output.strip().splitlines()[-1] == (
+            f"task t1 is saved (exported {env / 'runs' / 't1'}/); continue it with: taskctx resume t1"
+            f" --db {env / 'db.sqlite'} --out {env / 'runs'}"
+        )
+        assert (env / "runs/t1/manifests.jsonl").read_text().count("\n") == 2
+        evs = _events(env)
+        assert [e.kind for e in evs].count("context.built") == 2  # the failed call recorded nothing
+        res = _resume(env)  # the server has recovered
+    assert res.exit_code == 0, res.output
+    assert "task t1: completed" in res.output
+    evs = _events(env)
+    kinds = [e.kind for e in evs]
+    # the failed resume recorded nothing (its resume.started goes with the call's output)
+    assert kinds.count("resume.started") == 1 and kinds.count("context.built") == 5
+    assert [e.payload["call_id"] for e in evs if e.kind == "tool.result.received"] == ["call_2_0", "call_3_0"]
+
+
+def test_429_and_500_are_retried_by_the_client(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Stub("openai", sample_script()) as stub:
+        stub.faults = [OPENAI_429, OPENAI_500]
+        _point(monkeypatch, stub)
+        res = _run(env, "openai")
+    assert res.exit_code == 0, res.output
+    assert len(stub.requests) == 5 + 2 and stub.requests[0] == stub.requests[1] == stub.requests[2]
+
+
+def test_429_after_the_retries_is_one_line(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Stub("openai", sample_script()) as stub:
+        stub.faults = [OPENAI_429] * 3
+        _point(monkeypatch, stub)
+        res = _run(env, "openai")
+    assert res.exit_code == 3 and len(stub.requests) == 3
+    assert res.output.strip().splitlines()[-2] == (
+        "error: planner model call failed: rate limited (429) after the client's retries; Rate limit reached"
+    )
+
+
+def test_hang_times_out(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Stub("openai", sample_script()) as stub:
+        stub.faults = ["hang"] * 3
+        _point(monkeypatch, stub)
+        res = _run(env, "openai", "--timeout", "1")
+    assert res.exit_code == 3 and len(stub.requests) == 3
+    assert res.output.strip().splitlines()[-2] == (
+        "error: planner model call failed: timed out (no answer within --timeout seconds); raise --timeout"
+    )
+
+
+def test_connection_refused(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Stub("openai", sample_script()) as stub:
+        url = stub.url
+    monkeypatch.setenv("OPENAI_BASE_URL", url)  # closed: nothing listens there now
+    res = _run(env, "openai")
+    assert res.exit_code == 3
+    assert res.output.strip().splitlines()[-2].startswith("error: planner model call failed: connection refused (")
+
+
+def test_context_length_error_rebuilds_once_at_a_smaller_budget(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Stub("openai", sample_script()) as stub:
+        stub.faults = [None, None, None, OPENAI_LONG]  # the executor's third call (None: answer)
+        _point(monkeypatch, stub)
+        res = _run(env, "openai")
+    assert res.exit_code == 0, res.output
+    built = [e.payload for e in _events(env) if e.kind == "context.built"]
+    assert [p["rebuilt"] is not None for p in built] == [False, False, False, True, False]
+    p = built[3]
+    refused, sent = stub.requests[3], stub.requests[4]
+    assert p["rebuilt"].startswith("context length exceeded (400): This model's maximum context length is 2000")
+    assert f"rebuilt at budget {p['budget']:,} (was 8,000)" in p["rebuilt"] and p["budget"] < 8_000
+    assert p["blocks_out"] == 1 and len(sent["messages"]) < len(refused["messages"])
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_repeated_and_odd_tool_call_ids_are_sent_in_the_provider_format(
+    env: Path, monkeypatch: pytest.MonkeyPatch, wire: str
+) -> None:
+    """The model repeats an id that also has a character Anthropic refuses: taskctx records and
+    sends back ids matching ^[a-zA-Z0-9_-]+$, unique, each tool result paired with its call."""
+    import re
+
+    with Stub(wire, sample_script(), ids="tc.1") as stub:
+        _point(monkeypatch, stub)
+        res = _run(env, wire)
+    assert res.exit_code == 0, res.output
+    ids = [e.payload["call_id"] for e in _events(env) if e.kind == "tool.called"]
+    assert ids[0] == "tc_1" and ids[1].startswith("tc_1_") and len(set(ids)) == 2
+    last = [b for b in stub.requests if Stub.role_of(b) == "executor"][-1]["messages"]
+    if wire == "openai":
+        sent = [c["id"] for m in last if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+        back = [m["tool_call_id"] for m in last if m["role"] == "tool"]
+    else:
+        sent = [b["id"] for m in last if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_use"]
+        back = [
+            b["tool_use_id"]
+            for m in last
+            if m["role"] == "user" and isinstance(m["content"], list)
+            for b in m["content"]
+            if b.get("type") == "tool_result"
+        ]
+    assert sent == back == ids and all(re.fullmatch(r"[a-zA-Z0-9_-]+", i) for i in sent)
