@@ -176,6 +176,20 @@ class LastStep(_Part):
     provenance: Provenance = AGENT_CLAIM
 
 
+class ProviderUsage(_Part):
+    """Addition (issue 11): the provider's reported usage summed over the task's model calls that
+    reported one (``context.built.usage``; scripted and replay models report none). All counts
+    are tokens as the provider counted them; ``counted`` is taskctx's own count of the same
+    prompts (:mod:`context.tokens`), so ``input_tokens - counted`` is the difference."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read: int = 0
+    cache_creation: int = 0
+    counted: int = 0
+
+
 class Progress(_Part):
     completed_steps: list[str] = Field(default_factory=list)
     last_step: LastStep | None = None
@@ -183,6 +197,8 @@ class Progress(_Part):
     executor_steps: int = 0
     #: Addition: paths from ``file.modified`` events, in order of first change.
     changed_artifacts: list[str] = Field(default_factory=list)
+    #: Addition: the provider's reported usage, summed (``None`` until a call reports one).
+    usage: ProviderUsage | None = None
 
 
 # 5. control + permissions -----------------------------------------------------------------

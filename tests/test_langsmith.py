@@ -201,9 +201,22 @@ def _model() -> Any:
                 tool_call("run_build", {}, id="c-build"),
                 complete("built", findings=["all 800 units built"]),
             ],
-            "reviewer": [review("approve", "the build finishes")],
+            "reviewer": [
+                review("approve", "the build finishes").model_copy(
+                    update={"usage_metadata": REVIEW_USAGE}  # as a provider reports it (issue 11)
+                )
+            ],
         }
     )
+
+
+#: What the scripted reviewer's reply reports, in LangChain's ``usage_metadata`` shape.
+REVIEW_USAGE = {
+    "input_tokens": 1234,
+    "output_tokens": 21,
+    "total_tokens": 1255,
+    "input_token_details": {"cache_read": 1024, "cache_creation": 0},
+}
 
 
 def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remote_network: list[Any]) -> None:
@@ -309,6 +322,18 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
         ("finding.s2.f1", "agent_claim")
     ]
     assert any(meta[k]["cached_prefix_tokens"] > 0 for k in model_runs)
+    # provider usage: recorded in the reviewer's context.built, and the reviewer's model run in
+    # LangSmith carries it as the reply's usage_metadata (LangSmith's token columns read it there)
+    (rev_built,) = [e.payload for e in events if e.kind == "context.built" and e.payload["role"] == "reviewer"]
+    assert rev_built["usage"] == {"input_tokens": 1234, "output_tokens": 21, "cache_read": 1024, "cache_creation": 0}
+    (gen,) = runs[rev[0]]["post.outputs"]["generations"][0]
+    assert gen["message"]["kwargs"]["usage_metadata"] == REVIEW_USAGE
+    assert all(
+        "usage_metadata" not in g["message"]["kwargs"] or g["message"]["kwargs"]["usage_metadata"] is None
+        for k in model_runs
+        if k != rev[0]
+        for g in runs[k]["post.outputs"]["generations"][0]
+    )
 
     # Artifacts stay out: the big log's middle (left out by compression) is nowhere in the trace,
     # its ref and its compressed summary are.

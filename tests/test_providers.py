@@ -297,6 +297,12 @@ def test_run_fixes_the_sample_against_the_stub(env: Path, monkeypatch: pytest.Mo
         f"5 calls: 5,015 input tokens reported vs {counted:,} counted ({5015 - counted:+,}); "
         f"cache read {5 * want[0]['cache_read']:,}, cache write 0, output 100"
     ) in res2.output
+    # the same totals folded into the state: inspect --json and state.json
+    res3 = CliRunner().invoke(app, ["inspect", "t1", "--db", str(env / "db.sqlite"), "--json"])
+    total = {"calls": 5, "input_tokens": 5015, "output_tokens": 100, "cache_read": 5 * want[0]["cache_read"]}
+    total |= {"cache_creation": 0, "counted": counted}
+    assert json.loads(res3.stdout)["progress"]["usage"] == total
+    assert json.loads((env / "runs/t1/state.json").read_text())["progress"]["usage"] == total
     # every tool result sent back is paired with its call, ids in the provider's format
     last_exec = [b for b in stub.requests if Stub.role_of(b) == "executor"][-1]
     if wire == "openai":
