@@ -177,11 +177,12 @@ def prompt_text(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]
         head = f"### {m.type}"
         if getattr(m, "tool_call_id", None):
             head += f" (tool_call_id={m.tool_call_id})"
-        body = m.content if isinstance(m.content, str) else json.dumps(m.content)
+        body = m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False)
         calls = getattr(m, "tool_calls", None)
         if calls:
             body += "".join(
-                f"\n-> tool call {c['name']} {json.dumps(c['args'], sort_keys=True)} (id={c['id']})" for c in calls
+                f"\n-> tool call {c['name']} {json.dumps(c['args'], sort_keys=True, ensure_ascii=False)} (id={c['id']})"
+                for c in calls
             )
         parts.append(f"{head}\n{body}")
     return "\n\n".join(parts) + "\n"

@@ -36,19 +36,25 @@ def content_text(content: Any) -> str:
         elif isinstance(b, dict) and b.get("type") == "text":
             parts.append(str(b.get("text", "")))
         else:
-            parts.append(json.dumps(b, sort_keys=True, default=str))
+            parts.append(json.dumps(b, sort_keys=True, default=str, ensure_ascii=False))
     return "\n".join(parts)
 
 
 def message_tokens(
     messages: Sequence[BaseMessage], count: TokenCounter, tools: Sequence[dict[str, Any]] | None = None
 ) -> int:
-    """Tokens of ``messages`` (and the ``tools`` schemas, if given) by the text counter ``count``."""
-    total = count(json.dumps(list(tools))) if tools else 0
+    """Tokens of ``messages`` (and the ``tools`` schemas, if given) by the text counter ``count``.
+
+    Structured parts (tool-call arguments, schemas, non-text content blocks) are counted as the
+    JSON the providers' clients send, with non-ASCII characters as themselves (``ensure_ascii=
+    False``): a ``\\uXXXX`` escape would count a Chinese character as about 4 tokens instead of 1."""
+    total = count(json.dumps(list(tools), ensure_ascii=False)) if tools else 0
     for m in messages:
         text = content_text(m.content)
         if isinstance(m, AIMessage) and m.tool_calls and not isinstance(m.content, list):
-            text += json.dumps([{"name": c["name"], "args": c["args"], "id": c["id"]} for c in m.tool_calls])
+            text += json.dumps(
+                [{"name": c["name"], "args": c["args"], "id": c["id"]} for c in m.tool_calls], ensure_ascii=False
+            )
         if isinstance(m, ToolMessage):
             text += m.tool_call_id
         text += _get_message_openai_role(m)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -99,8 +100,8 @@ def _zh(i: int, n: int) -> str:
     return text[:n]
 
 
-def _cjk_run(budget: int, env_counter=None):
-    steps = [
+def _cjk_run(budget: int, env_counter=None, steps: list[RecordedStep] | None = None):
+    steps = steps or [
         RecordedStep(
             step=i + 1,
             thought=f"读取第{i}个日志",
@@ -168,3 +169,51 @@ def test_tokens_command(tmp_path) -> None:
     assert lines[-1].startswith("estimate: worst under/over ratio ")
     res = CliRunner().invoke(app, ["tokens", str(tmp_path / "nope")])
     assert res.exit_code == 2 and "is not a folder of trajectories" in res.output
+
+
+@pytest.mark.parametrize(
+    "text,tokens,joint",
+    [  # joint: tokens where the text meets the schema's closing quote (merged into one with it or not)
+        (_zh(0, 2_000), 1_310, 1),
+        ("😀🎉" * 500, 1_500, 1),
+        ("日本語のテキストです。" * 150, 1_200, 1),
+        ("한국어 텍스트입니다. " * 150, 1_051, 0),
+    ],
+    ids=["zh", "emoji", "ja", "ko"],
+)
+def test_non_ascii_arguments_count_as_sent_not_as_json_escapes(text: str, tokens: int, joint: int) -> None:
+    """A tool call's arguments are counted as the JSON the clients send (non-ASCII as itself): the
+    arguments' text adds exactly its o200k tokens. (Counted with ``\\uXXXX`` escapes, the 2,000
+    Chinese characters were 7,301 tokens, and a task writing them stopped on a budget error.)"""
+    assert O200K(text) == tokens
+
+    def call(content: str) -> AIMessage:
+        return AIMessage(
+            content="", tool_calls=[{"name": "write_file", "args": {"path": "a.md", "content": content}, "id": "c1"}]
+        )
+
+    assert message_tokens([call(text)], O200K) - message_tokens([call("")], O200K) == tokens
+    schema = [{"type": "function", "function": {"name": "写文件", "description": text, "parameters": {}}}]
+    empty = [{"type": "function", "function": {"name": "写文件", "description": "", "parameters": {}}}]
+    assert message_tokens([], O200K, schema) - message_tokens([], O200K, empty) == tokens + joint
+
+
+def test_six_chinese_files_written_fit_the_default_budget() -> None:
+    """Six ``write_file`` calls of 2,000 Chinese characters each (1,310 o200k tokens) at budget
+    8,000: the task completes, every prompt within the budget by o200k."""
+    steps = [
+        RecordedStep(
+            step=i + 1,
+            thought=f"写第{i}个文件",
+            action='{"name": "write_file"}',
+            observation="ok",
+            tool="write_file",
+            arguments={"path": f"docs/说明{i}.md", "content": _zh(i, 2_000)},
+        )
+        for i in range(6)
+    ]
+    stores, built = _cjk_run(8_000, steps=steps)
+    assert stores.events.read("cjk")[-1].kind == "task.completed"
+    assert max(p["prompt_tokens"] for p in built) <= 8_000 - 1_000
+    for p in built:  # the stored prompt recounted independently never exceeds the count
+        assert O200K(stores.artifacts.get(p["prompt_ref"]).decode()) <= p["prompt_tokens"]

@@ -135,9 +135,9 @@ def prompt_orphans(prompt: str) -> int:
 def _text(messages: Sequence[BaseMessage]) -> str:
     parts = []
     for m in messages:
-        parts.append(m.content if isinstance(m.content, str) else json.dumps(m.content))
+        parts.append(m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False))
         for tc in getattr(m, "tool_calls", None) or []:
-            parts.append(json.dumps(tc["args"], sort_keys=True))
+            parts.append(json.dumps(tc["args"], sort_keys=True, ensure_ascii=False))
     return "\n".join(parts)
 
 
@@ -148,7 +148,7 @@ def _mask(history: list[BaseMessage], n: int) -> tuple[list[BaseMessage], int]:
     out: list[BaseMessage] = []
     for i, m in enumerate(history):
         if i in omit:
-            text = m.content if isinstance(m.content, str) else json.dumps(m.content)
+            text = m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False)
             out.append(
                 m.model_copy(update={"content": f"Old environment output: ({text.count(chr(10)) + 1} lines omitted)"})
             )
@@ -162,9 +162,9 @@ def _extractive_summary(messages: Sequence[BaseMessage]) -> str:
     head = SUMMARY_LABEL.format(n=SUMMARY_CHARS)
     bits = []
     for m in messages:
-        text = m.content if isinstance(m.content, str) else json.dumps(m.content)
+        text = m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False)
         calls = " ".join(
-            f"{tc['name']}({json.dumps(tc['args'], sort_keys=True)[:80]})"
+            f"{tc['name']}({json.dumps(tc['args'], sort_keys=True, ensure_ascii=False)[:80]})"
             for tc in getattr(m, "tool_calls", None) or []
         )
         line = " ".join(f"{m.type}: {text} {calls}".split())[:160]
