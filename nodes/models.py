@@ -28,12 +28,13 @@ DEFAULT_RETRIES = 2
 _TOO_LONG = ("context_length_exceeded", "maximum context length", "context window", "prompt is too long")
 
 
-def model_error(exc: BaseException, *, role: str | None = None) -> ModelCallError | None:
+def model_error(exc: BaseException, *, role: str | None = None, timeout: float | None = None) -> ModelCallError | None:
     """A provider failure as a :class:`ModelCallError` with a one-line cause, or ``None`` when
     ``exc`` is not one (a bug: raised as it is). The kind comes from langchain-core's standard
     model exceptions (``langchain_core.exceptions.ModelError`` and below, which
     langchain-openai and langchain-anthropic raise), the HTTP status from ``status_code``, the
-    text from the provider's error body."""
+    text from the provider's error body. ``timeout``: the seconds a request was given (named in
+    a timeout's line when known)."""
     if isinstance(exc, ModelCallError):
         return exc
     status = getattr(exc, "status_code", None)
@@ -48,7 +49,8 @@ def model_error(exc: BaseException, *, role: str | None = None) -> ModelCallErro
     short = text if len(text) <= 160 else text[:157] + "..."
     code = f" ({status})" if isinstance(status, int) else ""
     if isinstance(exc, lce.ModelTimeoutError):
-        return ModelCallError("timed out (no answer within --timeout seconds); raise --timeout", role=role)
+        within = f"{timeout:g} s" if timeout else "--timeout seconds"
+        return ModelCallError(f"timed out (no answer within {within}); raise --timeout", role=role)
     if isinstance(exc, lce.ModelConnectionError):
         cause: BaseException | None = exc
         while cause is not None and not isinstance(cause, ConnectionRefusedError):
@@ -77,7 +79,7 @@ def resolve_model(spec: str | BaseChatModel, **kwargs: Any) -> BaseChatModel:
         return spec
     if not isinstance(spec, str) or ":" not in spec or not spec.split(":", 1)[1]:
         raise ModelConfigError(
-            f"model {spec!r} is not of the form provider:model (e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5)"
+            f"model {spec!r} is not of the form provider:model (e.g. openai:gpt-4o, anthropic:claude-sonnet-4-6)"
         )
     try:
         from langchain.chat_models import init_chat_model

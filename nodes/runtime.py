@@ -388,7 +388,7 @@ class NodeRun:
         try:
             out = bound.invoke(messages, config=cfg)
         except Exception as exc:
-            failure = model_error(exc, role=role)
+            failure = model_error(exc, role=role, timeout=request_timeout(model))
             if failure is None:
                 raise
             raise failure from exc
@@ -407,3 +407,13 @@ def _utf8_message(m: BaseMessage) -> BaseMessage:
         for b in m.content
     ]
     return m.model_copy(update={"content": blocks}) if blocks != m.content else m
+
+
+def request_timeout(model: Any) -> float | None:
+    """The seconds one request of ``model`` may take, as its client was configured (ChatOpenAI's
+    ``request_timeout``, ChatAnthropic's ``default_request_timeout``); None when it has no number."""
+    for name in ("request_timeout", "default_request_timeout"):
+        value = getattr(model, name, None)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None

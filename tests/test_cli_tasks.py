@@ -69,6 +69,13 @@ def test_budget_error_names_the_smallest_budget_that_works(trajectories_dir: Pat
         f"rerun with --budget 2225 or more: `taskctx resume t1 --budget 2225 --db {db} --out {out}`; "
         f"2225 is what this call needs, {later}"
     )
+    # stopped before recording anything: list and inspect still say why and how to go on
+    first = "planner of task t1 needs at least 2225 tokens: required blocks 1225 + reserve 1000; rerun with --budget 2225 or more"
+    (row,) = json.loads(invoke("list", "--db", db, "--json").stdout)
+    assert (row["status"], row["stopped"]) == ("not started", "budget")
+    assert invoke("inspect", "t1", "--db", db).stdout == (
+        f"task t1: not started; stopped: {first}; continue with `taskctx resume t1 --budget 2225 --db {db} --out {out}`\n"
+    )
     # exact: one token less fails at the same call with the same numbers ...
     r = invoke("resume", "t1", "--budget", "2224", "--db", db, "--out", out)
     assert r.exit_code == 2 and "planner of task t1 needs at least 2225 tokens" in _error_line(r)
@@ -86,12 +93,17 @@ def test_budget_error_names_the_smallest_budget_that_works(trajectories_dir: Pat
         f"{later}"
     )
     # the stop is recorded (registry entry of the task): list and inspect say why and how to go on
-    assert SqliteStores(db).tasks.get("t1")["stopped"] == {"reason": "budget", "message": message, "budget": 2562}
+    assert SqliteStores(db).tasks.get("t1")["stopped"] == {
+        "reason": "budget",
+        "message": message,
+        "budget": 2562,
+        "out": out,
+    }
     (row,) = json.loads(invoke("list", "--db", db, "--json").stdout)
     assert (row["status"], row["stopped"]) == ("running", "budget")
     assert "│ t1   │ stopped: budget │" in invoke("list", "--db", db).stdout
     assert (
-        f"stopped: {message}; continue with `taskctx resume t1 --budget 2562 --db {db}`\n"
+        f"stopped: {message}; continue with `taskctx resume t1 --budget 2562 --db {db} --out {out}`\n"
         in invoke("inspect", "t1", "--db", db).stdout
     )
     r = invoke("resume", "t1", "--budget", "2562", "--max-steps", "1", "--db", db, "--out", out)
@@ -131,13 +143,14 @@ def test_a_task_that_failed_at_its_planner_is_one_task_to_every_command(trajecto
             "last_activity": None,
             "events": 0,
             "registered": True,
+            "stopped": "budget",  # why, kept by the command that stopped it
         }
     ]
     r = invoke("inspect", "t1", "--db", db)
     assert r.exit_code == 0, r.output
     assert r.stdout == (
-        "task t1: not started (replay task, budget 1000): no events yet (its first node failed, or is still "
-        f"running); continue it with `taskctx resume t1 --db {db}` (--budget N to change the budget)\n"
+        "task t1: not started; stopped: planner of task t1 needs at least 2225 tokens: required blocks 1225 + "
+        f"reserve 1000; rerun with --budget 2225 or more; continue with `taskctx resume t1 --budget 2225 --db {db}`\n"
     )
     r = invoke("inspect", "t1", "--db", db, "--json")  # the input it was started with
     assert r.exit_code == 0 and json.loads(r.stdout)["identity"]["task_id"] == "t1"
@@ -175,7 +188,7 @@ def test_list_reconciles_registry_and_event_log(trajectories_dir: Path, tmp_path
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", rows[0]["last_activity"])
     table = invoke("list", "--db", str(db)).stdout
     assert re.search(r"│ api1 +│ completed \(Python API\) +│ +11 │ " + re.escape(rows[1]["last_activity"]), table)
-    assert re.search(r"│ cli0 +│ not started +│ +0 │ - ", table)
+    assert re.search(r"│ cli0 +│ stopped: budget +│ +0 │ - ", table)  # not started: its planner's budget
     assert table.index("cli1") < table.index("api1") < table.index("cli0")
     # every command names the same tasks when one is unknown
     for cmd in ("inspect", "resume", "approve", "report"):

@@ -11,198 +11,29 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage
 from typer.testing import CliRunner
 
 from context import SqliteStores
 from graphs.cli import app
-from graphs.demo.scenario import DEMO_REQUEST, DEMO_TEST_ARGV, SAMPLE_WORKSPACE
-from nodes.testing import complete, plan, review, tool_call
+from graphs.demo.scenario import DEMO_REQUEST, SAMPLE_WORKSPACE
 
 pytest.importorskip("langchain_openai")
 pytest.importorskip("langchain_anthropic")
 
-ROLES = ("planner", "executor", "reviewer", "recovery")
-
-FIX = """--- a/proxy/nginx.conf
-+++ b/proxy/nginx.conf
-@@ -3,7 +3,7 @@
-     server {
-         listen 80;
-         server_name uploads.example.internal;
--        client_max_body_size 1m;
-+        client_max_body_size 10m;
- 
-         location /api/ {
-             proxy_pass http://app:8000;
-"""
-
-
-def sample_script() -> dict[str, list[AIMessage]]:
-    """The sample workspace's fix: one step, patch, run the tests, complete; the reviewer approves."""
-    return {
-        "planner": [
-            plan(
-                steps=[{"id": "s1", "title": "Raise the proxy body limit to 10m and run the upload tests"}],
-                goal="uploads up to 10 MB pass the proxy",
-                criteria=["tests/test_upload.py passes"],
-            )
-        ],
-        "executor": [
-            tool_call("apply_patch", {"patch": FIX}, content="Raise client_max_body_size to the app's 10 MiB."),
-            tool_call("run_command", {"argv": DEMO_TEST_ARGV}, content="Run the upload tests."),
-            complete("client_max_body_size is 10m; the upload tests pass"),
-        ],
-        "reviewer": [review("approve", "the proxy allows 10 MiB; tests pass")],
-        "recovery": [],
-    }
-
-
-class Stub:
-    """A loopback server of one wire format (``openai`` or ``anthropic``)."""
-
-    def __init__(self, wire: str, script: dict[str, list[AIMessage]], ids: str = ""):
-        self.wire = wire
-        self.ids = ids  # a fixed tool-call id format (e.g. one that repeats); default call_<n>_<i> / toolu_<n>_<i>
-        self.script = {r: list(script.get(r, [])) for r in ROLES}
-        self.faults: list[Any] = []  # popped one per request: (status, body[, headers]) or "hang"
-        self.requests: list[dict[str, Any]] = []
-        self.closing = threading.Event()
-        self.calls = 0
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
-                stub.requests.append(body)
-                fault = stub.faults.pop(0) if stub.faults else None
-                if fault == "hang":
-                    stub.closing.wait(10)
-                    return
-                if fault is not None:
-                    status, payload, *headers = fault
-                    return self._send(status, payload, headers[0] if headers else {})
-                self._send(200, stub.answer(body))
-
-            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}" + ("/v1" if self.wire == "openai" else "")
-
-    def __enter__(self) -> Stub:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.closing.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
-
-    # -- answers ---------------------------------------------------------------------------
-    @staticmethod
-    def role_of(body: dict[str, Any]) -> str:
-        system = body.get("system")
-        if system is None:
-            system = next((m.get("content") for m in body.get("messages", []) if m.get("role") == "system"), "")
-        text = system if isinstance(system, str) else " ".join(b.get("text", "") for b in system)
-        return next(r for r in ROLES if f"You are the {r}" in text)
-
-    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
-        role = self.role_of(body)
-        ai = self.script[role].pop(0) if self.script[role] else complete("nothing left", result="blocked")
-        self.calls += 1
-        n = self.calls
-        if self.wire == "openai":
-            calls = [
-                {
-                    "id": (self.ids or "call_{n}_{i}").format(n=n, i=i),
-                    "type": "function",
-                    "function": {"name": c["name"], "arguments": json.dumps(c["args"])},
-                }
-                for i, c in enumerate(ai.tool_calls)
-            ]
-            msg: dict[str, Any] = {"role": "assistant", "content": ai.content or None}
-            if calls:
-                msg["tool_calls"] = calls
-            return {
-                "id": f"chatcmpl-{n}",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body.get("model"),
-                "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if calls else "stop"}],
-                "usage": {
-                    "prompt_tokens": 1000 + n,
-                    "completion_tokens": 20,
-                    "total_tokens": 1020 + n,
-                    "prompt_tokens_details": {"cached_tokens": 512},
-                },
-            }
-        content: list[dict[str, Any]] = [{"type": "text", "text": ai.content}] if ai.content else []
-        content += [
-            {
-                "type": "tool_use",
-                "id": (self.ids or "toolu_{n}_{i}").format(n=n, i=i),
-                "name": c["name"],
-                "input": c["args"],
-            }
-            for i, c in enumerate(ai.tool_calls)
-        ]
-        return {
-            "id": f"msg_{n}",
-            "type": "message",
-            "role": "assistant",
-            "model": body.get("model"),
-            "content": content,
-            "stop_reason": "tool_use" if ai.tool_calls else "end_turn",
-            "stop_sequence": None,
-            "usage": {
-                "input_tokens": 100 + n,
-                "output_tokens": 20,
-                "cache_read_input_tokens": 900,
-                "cache_creation_input_tokens": 0,
-            },
-        }
-
-
-OPENAI_401 = (401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
-OPENAI_429 = (429, {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}, {"retry-after": "0"})
-OPENAI_500 = (500, {"error": {"message": "The server had an error", "type": "server_error"}}, {"retry-after": "0"})
-OPENAI_LONG = (
-    400,
-    {
-        "error": {
-            "message": "This model's maximum context length is 2000 tokens. However, your messages resulted in 2500 tokens.",
-            "type": "invalid_request_error",
-            "code": "context_length_exceeded",
-        }
-    },
+from provider_stub import (  # noqa: E402
+    ANTHROPIC_401,
+    OPENAI_401,
+    OPENAI_429,
+    OPENAI_500,
+    OPENAI_LONG,
+    Stub,
+    sample_script,
 )
-ANTHROPIC_401 = (401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
 
 
 @pytest.fixture
@@ -224,7 +55,7 @@ def _point(monkeypatch: pytest.MonkeyPatch, stub: Stub) -> None:
         monkeypatch.setenv("ANTHROPIC_API_URL", stub.url)
 
 
-MODELS = {"openai": "openai:gpt-4o-mini", "anthropic": "anthropic:claude-sonnet-4-5"}
+MODELS = {"openai": "openai:gpt-4o-mini", "anthropic": "anthropic:claude-sonnet-4-6"}
 
 
 def _run(tmp: Path, wire: str, *extra: str, task_id: str = "t1") -> Any:
@@ -363,11 +194,24 @@ def test_401_mid_run_then_resume_finishes_once(env: Path, monkeypatch: pytest.Mo
             f" --db {env / 'db.sqlite'} --out {env / 'runs'}"
         )
         assert (env / "runs/t1/manifests.jsonl").read_text().count("\n") == 2
+        # the stop is kept with the task: list and inspect say why and how to go on
+        db = str(env / "db.sqlite")
+        (row,) = json.loads(CliRunner().invoke(app, ["list", "--db", db, "--json"]).stdout)
+        assert (row["status"], row["stopped"]) == ("running", "model")
+        cause = res.output.strip().splitlines()[-2].removeprefix("error: ")
+        assert cause.startswith("executor model call failed: authentication failed (401)")
+        assert (
+            CliRunner()
+            .invoke(app, ["inspect", "t1", "--db", db])
+            .stdout.endswith(f"stopped: {cause}; continue with `taskctx resume t1 --db {db} --out {env / 'runs'}`\n")
+        )
         evs = _events(env)
         assert [e.kind for e in evs].count("context.built") == 2  # the failed call recorded nothing
         res = _resume(env)  # the server has recovered
     assert res.exit_code == 0, res.output
     assert "task t1: completed" in res.output
+    (row,) = json.loads(CliRunner().invoke(app, ["list", "--db", str(env / "db.sqlite"), "--json"]).stdout)
+    assert "stopped" not in row  # it went on: the stop is gone
     evs = _events(env)
     kinds = [e.kind for e in evs]
     # the failed resume recorded nothing (its resume.started goes with the call's output)
@@ -402,7 +246,7 @@ def test_hang_times_out(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         res = _run(env, "openai", "--timeout", "1")
     assert res.exit_code == 3 and len(stub.requests) == 3
     assert res.output.strip().splitlines()[-2] == (
-        "error: planner model call failed: timed out (no answer within --timeout seconds); raise --timeout"
+        "error: planner model call failed: timed out (no answer within 1 s); raise --timeout"
     )
 
 

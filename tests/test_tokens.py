@@ -39,7 +39,7 @@ def test_counter_for_model() -> None:
             "openai:gpt-3.5-turbo",
             "openai:some-future-model",
             "gpt-4.1",
-            "anthropic:claude-sonnet-4-5",
+            "anthropic:claude-sonnet-4-6",
             "google_genai:gemini-2.5-pro",
         )
     }
@@ -50,7 +50,7 @@ def test_counter_for_model() -> None:
         "openai:gpt-3.5-turbo": "cl100k_base",
         "openai:some-future-model": "o200k_base",
         "gpt-4.1": "o200k_base",
-        "anthropic:claude-sonnet-4-5": "estimate",
+        "anthropic:claude-sonnet-4-6": "estimate",
         "google_genai:gemini-2.5-pro": "estimate",
     }
 

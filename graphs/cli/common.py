@@ -58,12 +58,19 @@ def _fail(msg: str) -> None:
 
 
 def _model_failed(project: Project, exc: ModelCallError, task_id: str, out: Path, db: str) -> None:
-    """A model call failed at the provider: export the run up to the failure, print the cause and
-    the command that continues, exit :data:`EXIT_MODEL_FAILED`."""
+    """A model call failed at the provider: export the run up to the failure, keep the stop in
+    the task's registry entry (:func:`_record_stop`, reason ``"model"``), print the cause and the
+    command that continues, exit :data:`EXIT_MODEL_FAILED`."""
     saved = "nothing recorded before the failure"
     if project.stores.events.last_seq(task_id):
         saved = f"exported {export_run(project.stores, task_id, out)}/"
-    err.print("error: " + " ".join(str(exc).split()), markup=False)
+    message = " ".join(str(exc).split())
+    spec = project.stores.tasks.get(task_id)
+    if spec is not None:
+        project.stores.tasks.register(
+            task_id, {**spec, "stopped": {"reason": "model", "message": message, "out": str(out)}}
+        )
+    err.print("error: " + message, markup=False)
     err.print(
         f"task {task_id} is saved ({saved}); continue it with: {command_hint('resume', task_id, db, out)}", markup=False
     )
@@ -275,25 +282,33 @@ def _finish(project: Project, result: RunResult, out: Path, db: str) -> None:
         raise typer.Exit(1)
 
 
+def _record_stop(db: str, task_id: str, stop: dict[str, Any]) -> None:
+    """Keep why a registered task stopped in its registry entry (``spec["stopped"]``: ``{"reason":
+    "budget" | "model", "message", "budget" (the smallest budget of the failing call; budget stops
+    only), "out"}``), so ``list`` and ``inspect`` say why and how to go on; the next
+    ``resume``/``approve`` removes it. A task without a registry entry, or a database that cannot
+    be written, is left as it is (the error line the caller prints is what matters)."""
+    try:
+        project = open_project(db)
+        try:
+            spec = project.stores.tasks.get(task_id)
+            if spec is not None:
+                project.stores.tasks.register(task_id, {**spec, "stopped": stop})
+        finally:
+            project.close()
+    except (TaskctxError, sqlite3.Error, OSError):
+        pass
+
+
 def _fail_run(exc: BaseException, db: str, task_id: str | None, out: Path | None = None) -> None:
     """``_fail`` for a run command: the line of :func:`_describe`, exit 2. A ``BudgetError`` of a
-    registered task is also kept in its registry entry (``spec["stopped"]``: ``{"reason":
-    "budget", "message", "budget"}``, the smallest budget of the failing call), so ``list`` and
-    ``inspect`` say why the task stopped; the next ``resume``/``approve`` removes it."""
+    registered task is also kept in its registry entry (:func:`_record_stop`, reason
+    ``"budget"``)."""
     if isinstance(exc, BudgetError) and task_id:
         if exc.minimum and not exc.task_id:
             exc = exc.for_task(task_id)
-        try:
-            project = open_project(db)
-            try:
-                spec = project.stores.tasks.get(task_id)
-                if spec is not None:
-                    stop = {"reason": "budget", "message": str(exc), "budget": exc.minimum}
-                    project.stores.tasks.register(task_id, {**spec, "stopped": stop})
-            finally:
-                project.close()
-        except (TaskctxError, sqlite3.Error, OSError):
-            pass  # the error line below is what matters
+        stop: dict[str, Any] = {"reason": "budget", "message": str(exc), "budget": exc.minimum}
+        _record_stop(db, task_id, stop | ({"out": str(out)} if out is not None else {}))
     _fail(_describe(exc, db, task_id, out))
 
 

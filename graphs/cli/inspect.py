@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -42,6 +42,8 @@ def inspect(
                     f"yet (its first node failed, or is still running); continue it with "
                     f"`{command_hint('resume', task_id, db)}` (--budget N to change the budget)"
                 )
+                if _stop_line(spec, task_id, db):
+                    line = f"task {task_id}: not started; {_stop_line(spec, task_id, db)}"
                 snap = project.checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
                 if not as_json:
                     console.print(line, markup=False)
@@ -86,14 +88,21 @@ def inspect(
                 for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
             ]
             render_state(console, ctx, events, checkpoints, snap is not None, db_opt=_db_opt(db))
-            stop = ((info.spec if info is not None else None) or {}).get("stopped")
-            if isinstance(stop, dict) and ctx.control.status not in ("completed", "failed"):
-                console.print(
-                    f"stopped: {stop.get('message')}; continue with "
-                    f"`{command_hint('resume', task_id, db, None, '--budget', str(stop.get('budget')))}`",
-                    markup=False,
-                )
+            stopped = _stop_line((info.spec if info is not None else None) or {}, task_id, db)
+            if stopped and ctx.control.status not in ("completed", "failed"):
+                console.print(stopped, markup=False)
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db))
+
+
+def _stop_line(spec: dict[str, Any], task_id: str, db: str) -> str | None:
+    """``stopped: <message>; continue with `taskctx resume ...``` for a task a run command stopped
+    (``spec["stopped"]``: a budget stop names its smallest budget, a model failure only resumes),
+    with the ``--db`` and ``--out`` the run used; None when it was not stopped."""
+    stop = spec.get("stopped")
+    if not isinstance(stop, dict):
+        return None
+    extra = ("--budget", str(stop["budget"])) if stop.get("reason") == "budget" and stop.get("budget") else ()
+    return f"stopped: {stop.get('message')}; continue with `{command_hint('resume', task_id, db, stop.get('out'), *extra)}`"

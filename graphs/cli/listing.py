@@ -20,10 +20,11 @@ __all__ = ["list_command", "version_callback"]
 
 
 def _stopped(t: TaskInfo) -> str | None:
-    """Why a started task that is not finished stopped (``"budget"``), from its registry entry
-    (``spec["stopped"]``, kept by the run command that failed); else None."""
+    """Why a task that is not finished stopped (``"budget"``, ``"model"``), from its registry
+    entry (``spec["stopped"]``, kept by the run command that failed, also when it failed before
+    recording anything); else None."""
     stop = (t.spec or {}).get("stopped")
-    if isinstance(stop, dict) and t.started and t.status not in ("completed", "failed"):
+    if isinstance(stop, dict) and t.status not in ("completed", "failed"):
         return str(stop.get("reason"))
     return None
 

@@ -23,7 +23,7 @@ from context import (
 from nodes import DEFAULT_BUDGET, DEFAULT_RESERVE, ReplayChatModel, ReplayTools
 
 from ..doctor import ensure_sound
-from ..orchestrator import DEFAULT_DB, build_orchestrator, command_hint, new_task
+from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, command_hint, new_task
 from ..runner import export_run, run_graph, run_with_approvals, thread_config
 from .approve import _answerer, _show_request
 from .common import (
@@ -64,6 +64,7 @@ def replay(
 ) -> None:
     """Run the whole graph over a recorded trajectory (replay model + replay tools)."""
     tid = task_id  # (named in a budget error's hint)
+    project: Project | None = None
     try:
         traj = load_trajectory(file)
         tid = _check_task_id(task_id if task_id is not None else traj.id)
@@ -99,6 +100,8 @@ def replay(
         _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail_run(exc, db, tid, out)
+    finally:
+        _close(project)
 
 
 def resume(
@@ -128,6 +131,7 @@ def resume(
 
     Approvals are answered as in ``run``/``demo``: --approve-all, --deny-all, the terminal, or
     left pending for ``taskctx approve`` (the flags of the first run are not remembered)."""
+    project: Project | None = None
     try:
         answer = _answerer(approve_all, deny_all)
         project = _open_existing(db)
@@ -182,9 +186,12 @@ def resume(
         )
         _finish(project, result, out, db)
     except ModelCallError as exc:
+        assert project is not None  # (a model is called only once the project is open)
         _model_failed(project, exc, task_id, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail_run(exc, db, task_id, out)
+    finally:
+        _close(project)
 
 
 def run(
@@ -231,6 +238,7 @@ def run(
             "`taskctx demo` or `taskctx replay FILE`"
         )
     tid = task_id  # (named in a budget error's hint)
+    project: Project | None = None
     try:
         from nodes import resolve_model
 
@@ -276,6 +284,17 @@ def run(
         )
         _finish(project, result, out, db)
     except ModelCallError as exc:
+        assert project is not None  # (a model is called only once the project is open)
         _model_failed(project, exc, str(tid), out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail_run(exc, db, tid, out)
+    finally:
+        _close(project)
+
+
+def _close(project: Project | None) -> None:
+    """Close what a run command opened (its connections and pool), also after a failure, so a
+    command run in-process (tests, notebooks) leaves no connection for the garbage collector
+    to close at some later moment (closing a writable SQLite connection checkpoints its WAL)."""
+    if project is not None:
+        project.close()
