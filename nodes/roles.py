@@ -126,15 +126,15 @@ def _plan_steps(ctx: TaskContext, raw_steps: list[Any]) -> list[PlanStep]:
     kept = [s for s in ctx.plan.steps if s.status in ("done", "skipped")]
     used = {s.id for s in kept}
     out = list(kept)
-    n = len(ctx.plan.steps)
+    n = len(ctx.plan.steps) + ctx.plan.done_folded
     for raw in raw_steps:
         if not isinstance(raw, dict):
             raw = {"title": str(raw)}
         sid = str(raw.get("id") or "")
-        if not sid or sid in used:
+        if not sid or sid in used or ctx.plan.is_folded(sid):  # a folded done step's id is taken too
             n += 1
             sid = f"s{n}"
-            while sid in used:
+            while sid in used or ctx.plan.is_folded(sid):
                 n += 1
                 sid = f"s{n}"
         used.add(sid)
@@ -409,7 +409,7 @@ def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
         if run.replayed:
             return run.update()
         pre, ctx = _prologue(run)
-        n = len(ctx.errors.error_history)
+        n = max(ctx.errors.occurred_count, len(ctx.errors.error_history))  # the history is a window
         failures: list[ErrorOccurred] = []
         for rec in ctx.unrecorded_tool_errors():
             n += 1

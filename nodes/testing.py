@@ -48,6 +48,9 @@ __all__ = [
 ]
 
 REPLAY_CHUNK = 10
+#: A replay plan has at most this many steps: past ``REPLAY_CHUNK * REPLAY_MAX_PLAN_STEPS``
+#: recorded actions each plan step holds more of them (as a planner would not write a 1,000-step plan).
+REPLAY_MAX_PLAN_STEPS = 100
 #: Heads a finding that is the recorded agent's own thought (not something the replay observed).
 RECORDED_THOUGHT = "recorded thought (replay):"
 
@@ -198,8 +201,11 @@ class ReplayChatModel(_OfflineModel):
         return "taskctx-replay"
 
     def chunks(self) -> list[tuple[int, int]]:
+        """``(first, last)`` recorded action (1-based) of each plan step: ``chunk`` actions each, or
+        more when that would make more than ``REPLAY_MAX_PLAN_STEPS`` steps."""
         n = len(self.trajectory.steps)
-        return [(a, min(a + self.chunk - 1, n)) for a in range(1, n + 1, self.chunk)]
+        size = max(self.chunk, -(-n // REPLAY_MAX_PLAN_STEPS))
+        return [(a, min(a + size - 1, n)) for a in range(1, n + 1, size)]
 
     def _answer(self, messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
         role = meta.get("role")

@@ -65,9 +65,7 @@ def render_state(
         else "(none)"
     )
     h("Recent progress")
-    p(
-        f"completed steps: {', '.join(ctx.progress.completed_steps) or '(none)'}; executor steps: {ctx.progress.executor_steps}"
-    )
+    p(f"completed steps: {ctx.progress.completed_text()}; executor steps: {ctx.progress.executor_steps}")
     if ctx.progress.last_step:
         ls = ctx.progress.last_step
         p(
