@@ -92,3 +92,24 @@ def test_a_saver_without_prune_is_left_alone() -> None:
     from langgraph.checkpoint.memory import InMemorySaver
 
     assert prune_thread(InMemorySaver(), "x") is False
+
+
+def test_postgres_keeps_one_checkpoint_per_thread_with_langgraphs_prune(trajectories_dir: Path, pg_db: str) -> None:
+    traj = load_trajectory(trajectories_dir / "sweagent-pydicom-1458.jsonl")
+    project = open_project(pg_db)
+    try:
+        g = _graph(traj, project)
+        done = run_graph(g, project.stores, "pg1", new_task(traj.request, "pg1"), prune=True)
+        run_graph(g, project.stores, "pg2", new_task(traj.request, "pg2"))
+        import psycopg
+
+        with psycopg.connect(pg_db) as c:
+            rows = dict(c.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id").fetchall())
+            writes = dict(c.execute("SELECT thread_id, COUNT(*) FROM checkpoint_writes GROUP BY thread_id").fetchall())
+        assert rows["pg1"] == 1 and "pg1" not in writes
+        assert rows["pg2"] == 34  # not pruned: every superstep's checkpoint
+        assert replay(project.stores.events.read("pg1")) == done.state
+        snap = g.get_state({"configurable": {"thread_id": "pg1"}})
+        assert snap.values["control"].status == "completed" and snap.parent_config is None
+    finally:
+        project.close()
