@@ -12,7 +12,9 @@
   observation), with ``complete_step`` alongside the last action of each chunk (or alone, when
   that action failed), whose finding is the chunk's last recorded thought headed
   :data:`RECORDED_THOUGHT` ("recorded thought (replay): ..."); the reviewer approves; recovery
-  retries (the recorded agent went on after its errors).
+  retries (the recorded agent went on after its errors). A plan has at most
+  ``REPLAY_MAX_PLAN_STEPS`` steps: past them the reviewer asks for the next batch (``revise``)
+  and the planner plans it.
 
 Helpers build the control-tool answers: :func:`plan`, :func:`tool_call`, :func:`complete`,
 :func:`and_complete`, :func:`review`, :func:`recover`.
@@ -48,8 +50,9 @@ __all__ = [
 ]
 
 REPLAY_CHUNK = 10
-#: A replay plan has at most this many steps: past ``REPLAY_CHUNK * REPLAY_MAX_PLAN_STEPS``
-#: recorded actions each plan step holds more of them (as a planner would not write a 1,000-step plan).
+#: A replay plan has at most this many steps (as a planner would not write a 1,000-step plan):
+#: a longer trajectory is planned in rolling batches; the reviewer asks for the next one
+#: (``revise``) while recorded actions remain, and the planner plans it (``plan.updated``).
 REPLAY_MAX_PLAN_STEPS = 100
 #: Heads a finding that is the recorded agent's own thought (not something the replay observed).
 RECORDED_THOUGHT = "recorded thought (replay):"
@@ -201,18 +204,18 @@ class ReplayChatModel(_OfflineModel):
         return "taskctx-replay"
 
     def chunks(self) -> list[tuple[int, int]]:
-        """``(first, last)`` recorded action (1-based) of each plan step: ``chunk`` actions each, or
-        more when that would make more than ``REPLAY_MAX_PLAN_STEPS`` steps."""
+        """``(first, last)`` recorded action (1-based) of each plan step, ``chunk`` actions each."""
         n = len(self.trajectory.steps)
-        size = max(self.chunk, -(-n // REPLAY_MAX_PLAN_STEPS))
-        return [(a, min(a + size - 1, n)) for a in range(1, n + 1, size)]
+        return [(a, min(a + self.chunk - 1, n)) for a in range(1, n + 1, self.chunk)]
 
     def _answer(self, messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
         role = meta.get("role")
         steps = self.trajectory.steps
         if role == "planner":
             plan_steps = []
-            for k, (a, b) in enumerate(self.chunks(), start=1):
+            first = int(meta.get("executor_steps", 0)) // self.chunk  # the batch from the next action on
+            batch = list(enumerate(self.chunks(), start=1))[first : first + REPLAY_MAX_PLAN_STEPS]
+            for k, (a, b) in batch:
                 tools = sorted({s.tool for s in steps[a - 1 : b]})
                 plan_steps.append(
                     {
@@ -243,6 +246,9 @@ class ReplayChatModel(_OfflineModel):
                 return call
             return complete(f"Replayed recorded steps {a}-{b}", findings=[finding])
         if role == "reviewer":
+            done = int(meta.get("executor_steps", 0))
+            if done < len(steps):  # a rolling plan: the next batch of recorded actions
+                return review("revise", f"recorded steps {done + 1}-{len(steps)} remain; plan the next ones")
             return review("approve", f"all {len(steps)} recorded steps replayed")
         if role == "recovery":
             return recover("retry", "the recorded agent went on after this error")
