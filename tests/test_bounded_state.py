@@ -119,3 +119,22 @@ def test_a_long_run_with_errors_keeps_a_small_state_and_replay_equals_the_fold()
     assert len(step_by_step.model_dump_json()) < 64_000
     assert step_by_step.plan.status == "completed"
     assert step_by_step.errors.occurred_count == 2000
+
+
+def test_a_long_replay_is_planned_in_rolling_batches_of_100_steps(trajectories_dir) -> None:
+    from context import load_trajectory
+    from graphs.bench.scale import repeat_trajectory
+    from nodes import ReplayChatModel
+
+    traj = repeat_trajectory(load_trajectory(trajectories_dir / "openhands-ponyc-4588.jsonl"), 1_205)
+    assert traj.id == "openhands-ponyc-4588-x1205" and traj.steps[50].observation == traj.steps[0].observation
+    m = ReplayChatModel(trajectory=traj)
+
+    def planned(done: int) -> list[str]:
+        ai = m._answer([], {"role": "planner", "executor_steps": done})
+        return [s["id"] for s in ai.tool_calls[0]["args"]["steps"]]
+
+    assert planned(0) == [f"s{k}" for k in range(1, 101)]
+    assert planned(1_000) == [f"s{k}" for k in range(101, 122)]  # 205 actions left: 21 steps of 10
+    assert m._answer([], {"role": "reviewer", "executor_steps": 1_000}).tool_calls[0]["args"]["verdict"] == "revise"
+    assert m._answer([], {"role": "reviewer", "executor_steps": 1_205}).tool_calls[0]["args"]["verdict"] == "approve"
