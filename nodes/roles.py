@@ -61,7 +61,8 @@ Node = Callable[[TaskContext, RunnableConfig], dict[str, Any]]
 
 #: Reviews that may send the work back before the task stops as failed.
 MAX_REVIEW_ROUNDS = 3
-#: Errors one step may meet before recovery stops the task whatever the model says.
+#: Open errors (failures no later success of the step resolved) one step may have before recovery
+#: stops the task whatever the model says.
 MAX_STEP_ERRORS = 10
 #: Calls repeated after the user rejected them before recovery stops the task (the first
 #: repeat re-plans: retrying a rejected call would only repeat it).
@@ -401,7 +402,8 @@ def make_reviewer_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
 def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> Node:
     """Recovery: records each new failure in ``error_history`` (``error.occurred``), then
     ``recovery.decided``: retry (back to the executor), replan (planner) or stop (task failed).
-    After ``MAX_STEP_ERRORS`` errors in one step it stops whatever the model says."""
+    After ``MAX_STEP_ERRORS`` open errors in one step (failures no success of the step has
+    resolved since) it stops whatever the model says."""
     rend = renderer or RecoveryRenderer()
 
     def recovery(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
@@ -445,7 +447,10 @@ def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
         args = _tool_args(ai, "decide_recovery") or {"decision": "retry", "reason": str(ai.content)[:300]}
         decision = args.get("decision") if args.get("decision") in ("retry", "replan", "stop") else "retry"
         reason = str(args.get("reason") or "")
-        step_errors = sum(1 for e in ctx.errors.error_history if e.step_id == step_id)
+        # open errors of the step: failures since its last success (a resolved error left the
+        # state's window, or a later call of the step succeeded: the step is moving)
+        settled = {e.id for e in ctx.errors.resolved_errors}
+        step_errors = sum(1 for e in ctx.errors.error_history if e.step_id == step_id and e.id not in settled)
         if decision == "retry" and step_errors >= MAX_STEP_ERRORS:
             decision, reason = "stop", f"{step_errors} errors in step {step_id}; {reason}"
         last = ctx.errors.last_error

@@ -13,8 +13,7 @@
   that action failed), whose finding is the chunk's last recorded thought headed
   :data:`RECORDED_THOUGHT` ("recorded thought (replay): ..."); the reviewer approves; recovery
   retries (the recorded agent went on after its errors). A plan has at most
-  ``REPLAY_MAX_PLAN_STEPS`` steps: past them the reviewer asks for the next batch (``revise``)
-  and the planner plans it.
+  ``REPLAY_MAX_PLAN_STEPS`` steps: a longer trajectory gets more actions per step.
 
 Helpers build the control-tool answers: :func:`plan`, :func:`tool_call`, :func:`complete`,
 :func:`and_complete`, :func:`review`, :func:`recover`.
@@ -51,8 +50,7 @@ __all__ = [
 
 REPLAY_CHUNK = 10
 #: A replay plan has at most this many steps (as a planner would not write a 1,000-step plan):
-#: a longer trajectory is planned in rolling batches; the reviewer asks for the next one
-#: (``revise``) while recorded actions remain, and the planner plans it (``plan.updated``).
+#: past ``REPLAY_CHUNK * REPLAY_MAX_PLAN_STEPS`` recorded actions each plan step holds more of them.
 REPLAY_MAX_PLAN_STEPS = 100
 #: Heads a finding that is the recorded agent's own thought (not something the replay observed).
 RECORDED_THOUGHT = "recorded thought (replay):"
@@ -204,18 +202,18 @@ class ReplayChatModel(_OfflineModel):
         return "taskctx-replay"
 
     def chunks(self) -> list[tuple[int, int]]:
-        """``(first, last)`` recorded action (1-based) of each plan step, ``chunk`` actions each."""
+        """``(first, last)`` recorded action (1-based) of each plan step: ``chunk`` actions each, or
+        more when that would make more than ``REPLAY_MAX_PLAN_STEPS`` steps."""
         n = len(self.trajectory.steps)
-        return [(a, min(a + self.chunk - 1, n)) for a in range(1, n + 1, self.chunk)]
+        size = max(self.chunk, -(-n // REPLAY_MAX_PLAN_STEPS))
+        return [(a, min(a + size - 1, n)) for a in range(1, n + 1, size)]
 
     def _answer(self, messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
         role = meta.get("role")
         steps = self.trajectory.steps
         if role == "planner":
             plan_steps = []
-            first = int(meta.get("executor_steps", 0)) // self.chunk  # the batch from the next action on
-            batch = list(enumerate(self.chunks(), start=1))[first : first + REPLAY_MAX_PLAN_STEPS]
-            for k, (a, b) in batch:
+            for k, (a, b) in enumerate(self.chunks(), start=1):
                 tools = sorted({s.tool for s in steps[a - 1 : b]})
                 plan_steps.append(
                     {
@@ -246,9 +244,6 @@ class ReplayChatModel(_OfflineModel):
                 return call
             return complete(f"Replayed recorded steps {a}-{b}", findings=[finding])
         if role == "reviewer":
-            done = int(meta.get("executor_steps", 0))
-            if done < len(steps):  # a rolling plan: the next batch of recorded actions
-                return review("revise", f"recorded steps {done + 1}-{len(steps)} remain; plan the next ones")
             return review("approve", f"all {len(steps)} recorded steps replayed")
         if role == "recovery":
             return recover("retry", "the recorded agent went on after this error")
