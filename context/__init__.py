@@ -31,7 +31,8 @@ Beside the loop: errors.py is the error tree that every step raises from (Taskct
 below; drawn in its docstring); text.py is where any str becomes bytes and back (lone
 surrogates, control characters); verify.py checks a task's log and artifacts as read back; trajectory.py loads recorded agent runs
 (load_trajectory), which `taskctx replay` and the bench feed through the loop (replay model
-and replay tools); catalog.py is the one answer to "which tasks exist" (list_tasks, find_task:
+and replay tools); history.py reads back from the log what left
+the state's windows (every error, every plan step: all_errors, all_plan_steps) for the views; catalog.py is the one answer to "which tasks exist" (list_tasks, find_task:
 the task registry and the event log together), used by every command.
 
 This package never imports langgraph or langchain-core (enforced by import-linter), so it is
@@ -75,6 +76,7 @@ from .errors import (
     UnknownTaskError,
 )
 from .events import PAYLOAD_MODELS, Event, EventKind, new_event, utc_now
+from .history import all_errors, all_plan_steps
 from .models import (
     AGENT_CLAIM,
     ApprovalRequest,
@@ -114,6 +116,8 @@ from .trajectory import (
 
 __all__ = [
     "AGENT_CLAIM",
+    "all_errors",
+    "all_plan_steps",
     "NOT_STARTED",
     "TaskInfo",
     "find_task",

@@ -49,8 +49,12 @@ __all__ = [
     "RiskLevel",
     "RECENT_EVENTS_WINDOW",
     "FINDINGS_WINDOW",
+    "ERRORS_WINDOW",
+    "PLAN_DONE_WINDOW",
+    "COMPLETED_WINDOW",
     "PLAN_FULL_STEPS",
     "PLAN_RUN_MIN",
+    "PLAN_DIGEST_MAX",
 ]
 
 PlanStatus = Literal["draft", "approved", "executing", "revising", "completed"]
@@ -70,6 +74,15 @@ RECENT_EVENTS_WINDOW = 20
 #: How many findings ``TaskContext.evidence.findings`` keeps (older ones stay in the event log),
 #: so a checkpoint's size does not grow with the number of steps.
 FINDINGS_WINDOW = 10
+#: How many resolved errors ``TaskContext.errors`` keeps (the most recent; open errors are always
+#: kept, and so is a resolved error whose call is still in the executor transcript). The others
+#: stay in the event log (``error.occurred`` / ``error.resolved``), where inspect and the report read them.
+ERRORS_WINDOW = 10
+#: How many done (or skipped) steps ``plan.steps`` keeps (the most recent); older ones leave the
+#: state for the digest ``plan.done_digest`` (their titles and results stay in the event log).
+PLAN_DONE_WINDOW = 20
+#: How many ids ``progress.completed_steps`` keeps (the most recent; ``completed_count`` counts all).
+COMPLETED_WINDOW = 20
 #: Prompts collapse a run of at least this many consecutive done (or skipped) plan steps ...
 PLAN_RUN_MIN = 3
 #: ... in plans of more than this many steps (the executor's one-line plan status: always).
@@ -117,11 +130,80 @@ class PlanStep(_Part):
     expected_output: str = ""
 
 
+#: How many entries ``plan.done_digest`` keeps (ranges like ``s1-s990`` or single ids).
+PLAN_DIGEST_MAX = 50
+
+
+def _id_parts(step_id: str) -> tuple[str, int] | None:
+    """``"s12"`` -> ``("s", 12)``; None for an id that does not end in digits."""
+    head = step_id.rstrip("0123456789")
+    tail = step_id[len(head) :]
+    return (head, int(tail)) if tail and not (len(tail) > 1 and tail[0] == "0") else None
+
+
+def _digest_ranges(entry: str) -> tuple[str, int, int] | None:
+    lo, sep, hi = entry.partition("-")
+    a = _id_parts(lo)
+    if a is None:
+        return None
+    if not sep:
+        return a[0], a[1], a[1]
+    b = _id_parts(hi)
+    return (a[0], a[1], b[1]) if b is not None and b[0] == a[0] and b[1] >= a[1] else None
+
+
 class Plan(_Part):
+    """The plan as a window (bound: every step not yet done, plus the last
+    :data:`PLAN_DONE_WINDOW` done or skipped ones). Older done steps leave ``steps``: their ids go
+    to ``done_digest`` (id ranges, e.g. ``["s1-s990"]``, at most :data:`PLAN_DIGEST_MAX` entries)
+    and ``done_folded`` counts them; their titles and results stay in the event log."""
+
     version: int = 0
     status: PlanStatus = "draft"
     steps: list[PlanStep] = Field(default_factory=list)
     current_step_id: str | None = None
+    #: Addition: ids of done steps folded out of ``steps``, as ranges (``s1-s990``) or single ids.
+    done_digest: list[str] = Field(default_factory=list)
+    #: Addition: how many done steps were folded out of ``steps``.
+    done_folded: int = 0
+
+    def is_folded(self, step_id: str) -> bool:
+        """Whether ``step_id`` is a done step folded out of ``steps`` (in ``done_digest``)."""
+        parts = _id_parts(step_id)
+        for entry in self.done_digest:
+            if entry == step_id:
+                return True
+            r = _digest_ranges(entry) if parts is not None else None
+            if r is not None and parts is not None and r[0] == parts[0] and r[1] <= parts[1] <= r[2]:
+                return True
+        return False
+
+    def fold_done(self, window: int = PLAN_DONE_WINDOW) -> Plan:
+        """This plan with its done (or skipped) steps beyond the last ``window`` moved to the digest."""
+        done = [i for i, s in enumerate(self.steps) if s.status in ("done", "skipped")]
+        if len(done) <= window:
+            return self
+        out = set(done[: len(done) - window])
+        digest = list(self.done_digest)
+        added = 0
+        for i in sorted(out):
+            sid = self.steps[i].id
+            if self.is_folded(sid) or sid in digest:  # listed again by a re-plan: folded once
+                continue
+            added += 1
+            parts = _id_parts(sid)
+            last = _digest_ranges(digest[-1]) if digest and parts is not None else None
+            if last is not None and parts is not None and last[0] == parts[0] and parts[1] == last[2] + 1:
+                digest[-1] = f"{last[0]}{last[1]}-{sid}"
+            else:
+                digest.append(sid)
+        return self.model_copy(
+            update={
+                "steps": [s for i, s in enumerate(self.steps) if i not in out],
+                "done_digest": digest[-PLAN_DIGEST_MAX:],
+                "done_folded": self.done_folded + added,
+            }
+        )
 
     def runs(
         self, *, min_run: int = PLAN_RUN_MIN, statuses: tuple[str, ...] = ("done", "skipped")
@@ -137,12 +219,32 @@ class Plan(_Part):
                 out.append([step])
         return [g for grp in out for g in ([grp] if len(grp) >= min_run else [[x] for x in grp])]
 
+    def folded_head(self, groups: list[list[PlanStep]]) -> tuple[str, int, list[list[PlanStep]]]:
+        """The folded done steps as ``(ids, count, rest of groups)``: when the digest is one range
+        and ``groups`` starts with done steps that continue it, they join it (``s1-s297``, 297)."""
+        ids, n = ", ".join(self.done_digest), self.done_folded
+        if len(self.done_digest) == 1 and groups and groups[0][0].status == "done":
+            r, first = _digest_ranges(self.done_digest[0]), _id_parts(groups[0][0].id)
+            if r is not None and first is not None and first[0] == r[0] and first[1] == r[2] + 1:
+                g = groups[0]
+                return f"{r[0]}{r[1]}-{g[-1].id}", n + len(g), groups[1:]
+        return ids, n, groups
+
+    def digest_line(self) -> str:
+        """The folded done steps in one line (``s1-s990 [done] 990 steps ...``); empty when none."""
+        if not self.done_folded:
+            return ""
+        return f"{', '.join(self.done_digest)} [done] {self.done_folded} steps (titles and results in the event log)"
+
     def lines(self, *, detail: bool = True) -> list[str]:
         """One line per step (``s1 [done] Title after s0: expected ...``; without ``detail``
         only ``s1 [done] Title``), runs of done steps collapsed into one line when the plan has
         more than ``PLAN_FULL_STEPS`` steps."""
-        groups = self.runs() if len(self.steps) > PLAN_FULL_STEPS else [[x] for x in self.steps]
+        groups = self.runs() if len(self.steps) > PLAN_FULL_STEPS or self.done_folded else [[x] for x in self.steps]
         out = []
+        if self.done_folded:
+            ids, n, groups = self.folded_head(groups)
+            out.append(f"{ids} [done] {n} steps (titles and results in the event log)")
         for g in groups:
             if len(g) > 1:
                 out.append(f"{g[0].id}-{g[-1].id} [{g[0].status}] {len(g)} steps (titles and results in the event log)")
@@ -191,7 +293,17 @@ class ProviderUsage(_Part):
 
 
 class Progress(_Part):
+    #: The ids of the last :data:`COMPLETED_WINDOW` steps completed done, oldest first.
     completed_steps: list[str] = Field(default_factory=list)
+    #: Addition: steps completed done in this task (``completed_steps`` is its window).
+    completed_count: int = 0
+
+    def completed_text(self) -> str:
+        """``s1, s2`` (``(none)`` when empty); ``120 in all, the last 20: s101, ...`` past the window."""
+        ids = ", ".join(self.completed_steps) or "(none)"
+        extra = self.completed_count > len(self.completed_steps)
+        return f"{self.completed_count} in all, the last {len(self.completed_steps)}: {ids}" if extra else ids
+
     last_step: LastStep | None = None
     #: Addition: tool results received in this task (one executor step = one tool result).
     executor_steps: int = 0
@@ -371,9 +483,21 @@ class ErrorRecord(_Part):
 
 
 class Errors(_Part):
+    """The task's errors, as a window (bound: :data:`ERRORS_WINDOW`).
+
+    ``error_history``: every open error, plus the resolved ones ``resolved_errors`` keeps, in the
+    order they occurred. ``resolved_errors``: the last :data:`ERRORS_WINDOW` errors resolved, plus
+    any whose call is still in ``evidence.recent_tool_calls`` (so a failed call is never recorded
+    twice). Every error, resolved or not, stays in the event log (``error.occurred``,
+    ``error.resolved``); ``occurred_count`` and ``resolved_count`` count them all."""
+
     last_error: ErrorRecord | None = None
     error_history: list[ErrorRecord] = Field(default_factory=list)
     resolved_errors: list[ErrorRecord] = Field(default_factory=list)
+    #: Addition: ``error.occurred`` events folded (new error ids are numbered from it).
+    occurred_count: int = 0
+    #: Addition: errors resolved (``error.resolved`` events that resolved an error).
+    resolved_count: int = 0
 
 
 class TaskContext(BaseModel):
@@ -405,7 +529,7 @@ class TaskContext(BaseModel):
         """The first pending step whose dependencies are all done (None if there is none)."""
         done = {s.id for s in self.plan.steps if s.status in ("done", "skipped")}
         for s in self.plan.steps:
-            if s.status == "pending" and all(d in done for d in s.depends_on):
+            if s.status == "pending" and all(d in done or self.plan.is_folded(d) for d in s.depends_on):
                 return s
         return None
 

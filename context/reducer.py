@@ -39,11 +39,14 @@ from .events import (
     ToolResultReceived,
 )
 from .models import (
+    COMPLETED_WINDOW,
+    ERRORS_WINDOW,
     FINDINGS_WINDOW,
     RECENT_EVENTS_WINDOW,
     ApprovalRequest,
     CurrentStep,
     ErrorRecord,
+    Errors,
     EventSummary,
     LastStep,
     PendingCompletion,
@@ -129,7 +132,9 @@ def summarize_event(e: Event) -> str:
 
 def _fold_plan(ctx: TaskContext, p: PlanCreated) -> TaskContext:
     done = set(ctx.progress.completed_steps)
-    steps = [s.model_copy(update={"status": "done"}) if s.id in done else s for s in p.steps]
+    steps = [
+        s.model_copy(update={"status": "done"}) if s.id in done or ctx.plan.is_folded(s.id) else s for s in p.steps
+    ]
     ident = ctx.identity
     criteria = list(ident.success_criteria) + [c for c in p.success_criteria if c not in ident.success_criteria]
     non_goals = list(ident.non_goals) + [c for c in p.non_goals if c not in ident.non_goals]
@@ -152,7 +157,7 @@ def _fold_plan(ctx: TaskContext, p: PlanCreated) -> TaskContext:
                     "steps": steps,
                     "current_step_id": None,
                 }
-            ),
+            ).fold_done(),
             "current_step": None,
         }
     )
@@ -292,8 +297,10 @@ def _on_step_completed(ctx: TaskContext, e: Event) -> TaskContext:
     status = {"success": "done", "partial": "done", "failed": "failed", "blocked": "blocked"}[c.result]
     steps = _set_step_status(ctx.plan.steps, c.step_id, status)
     completed = list(ctx.progress.completed_steps)
+    count = ctx.progress.completed_count
     if status == "done" and c.step_id not in completed:
         completed.append(c.step_id)
+        count += 1
     all_done = bool(steps) and all(s.status in ("done", "skipped") for s in steps)
     return ctx.model_copy(
         update={
@@ -303,11 +310,12 @@ def _on_step_completed(ctx: TaskContext, e: Event) -> TaskContext:
                     "current_step_id": None,
                     "status": "completed" if all_done else ctx.plan.status,
                 }
-            ),
+            ).fold_done(),
             "current_step": None,
             "progress": ctx.progress.model_copy(
                 update={
-                    "completed_steps": completed,
+                    "completed_steps": completed[-COMPLETED_WINDOW:],
+                    "completed_count": count,
                     "last_step": LastStep(
                         id=c.step_id,
                         result=c.result,
@@ -420,18 +428,33 @@ def _on_file_modified(ctx: TaskContext, e: Event) -> TaskContext:
     )
 
 
+def _errors_window(ctx: TaskContext, errors: Errors) -> Errors:
+    """``errors`` cut to its window (see :class:`~context.models.Errors`): the last
+    ``ERRORS_WINDOW`` resolved errors and those whose call is still in the transcript; every open one."""
+    resolved = errors.resolved_errors
+    if len(resolved) <= ERRORS_WINDOW:
+        return errors
+    live = {r.id for r in ctx.evidence.recent_tool_calls}
+    cut = len(resolved) - ERRORS_WINDOW
+    kept = [r for i, r in enumerate(resolved) if i >= cut or (r.call_id is not None and r.call_id in live)]
+    dropped = {r.id for r in resolved} - {r.id for r in kept}
+    history = [r for r in errors.error_history if r.id not in dropped]
+    return errors.model_copy(update={"resolved_errors": kept, "error_history": history})
+
+
 def _on_error_occurred(ctx: TaskContext, e: Event) -> TaskContext:
     o: ErrorOccurred = e.typed()
     rec = ErrorRecord(
         id=o.error_id, step_id=o.step_id, source=o.source, message=o.message, call_id=o.call_id, timestamp=e.timestamp
     )
-    return ctx.model_copy(
+    errors = ctx.errors.model_copy(
         update={
-            "errors": ctx.errors.model_copy(
-                update={"last_error": rec, "error_history": list(ctx.errors.error_history) + [rec]}
-            )
+            "last_error": rec,
+            "error_history": list(ctx.errors.error_history) + [rec],
+            "occurred_count": ctx.errors.occurred_count + 1,
         }
     )
+    return ctx.model_copy(update={"errors": _errors_window(ctx, errors)})
 
 
 def _on_error_resolved(ctx: TaskContext, e: Event) -> TaskContext:
@@ -440,14 +463,15 @@ def _on_error_resolved(ctx: TaskContext, e: Event) -> TaskContext:
         return ctx
     found = [x for x in ctx.errors.error_history if x.id == res.error_id]
     resolved = list(ctx.errors.resolved_errors)
+    count = ctx.errors.resolved_count
     if found:
         resolved.append(found[-1].model_copy(update={"resolution": res.resolution}))
+        count += 1
     last = ctx.errors.last_error
     if last is not None and last.id == res.error_id:
         last = None
-    return ctx.model_copy(
-        update={"errors": ctx.errors.model_copy(update={"resolved_errors": resolved, "last_error": last})}
-    )
+    errors = ctx.errors.model_copy(update={"resolved_errors": resolved, "last_error": last, "resolved_count": count})
+    return ctx.model_copy(update={"errors": _errors_window(ctx, errors)})
 
 
 def _on_user_interrupted(ctx: TaskContext, e: Event) -> TaskContext:

@@ -142,10 +142,10 @@ class Project:
             self._open_readonly_checkpointer(path, checkpoint_serde())
             return
         try:
-            from langgraph.checkpoint.sqlite import SqliteSaver
+            from .checkpoint import PruningSqliteSaver
 
             self.conn = sqlite3.connect(path, check_same_thread=False)
-            self.checkpointer = SqliteSaver(self.conn, serde=checkpoint_serde())
+            self.checkpointer = PruningSqliteSaver(self.conn, serde=checkpoint_serde())
             self.checkpointer.setup()
         except sqlite3.Error as exc:
             raise StoreOpenError(

@@ -81,6 +81,9 @@ class RetryingPostgresSaver(PostgresSaver):  # type: ignore[misc,valid-type]
     def delete_thread(self, thread_id):  # type: ignore[no-untyped-def]
         return self._retry(lambda: super(RetryingPostgresSaver, self).delete_thread(thread_id))
 
+    def prune(self, thread_ids, *, strategy="keep_latest"):  # type: ignore[no-untyped-def]
+        return self._retry(lambda: super(RetryingPostgresSaver, self).prune(thread_ids, strategy=strategy))
+
     def list(self, config, *, filter=None, before=None, limit=None) -> Iterator[Any]:  # type: ignore[no-untyped-def]
         # retried only until the first item is out (a half-consumed listing is not replayed)
         return iter(

@@ -21,6 +21,7 @@ from langgraph.types import Command
 from context import Event, SqliteStores, TaskContext, UnknownTaskError, replay
 from context.text import shown
 
+from .checkpoint import PRUNE_EVERY, prune_thread
 from .doctor import ensure_sound
 from .tracing import paused_runs_traced
 
@@ -73,9 +74,15 @@ def run_graph(
     stop_after: int | None = None,
     resume: bool = False,
     on_event: Callable[[Event], None] | None = None,
+    prune: bool = False,
 ) -> RunResult:
     """Run (``input`` given) or resume (``input=None``) the thread ``task_id``; ``input`` may be
     a ``Command(resume=answer)`` that answers a pending approval.
+
+    ``prune``: keep only the thread's latest checkpoint (with its pending writes), pruning every
+    ``PRUNE_EVERY`` supersteps and when the run ends (:func:`graphs.checkpoint.prune_thread`;
+    the ``taskctx`` commands do). Off, every superstep's checkpoint stays (for
+    ``get_state_history``).
 
     After an ``interrupt()`` the stream ends with the thread's next node pending; the result's
     ``interrupts`` then holds the request (see :func:`run_with_approvals`).
@@ -99,8 +106,12 @@ def run_graph(
     seen = stores.events.last_seq(task_id)
     calls: list[Event] = []
     stopped = False
+    supersteps = 0
     with paused_runs_traced():  # an approval pause is traced as a pause, not an error
         for update in graph.stream(input, config, stream_mode="updates", durability="sync"):
+            supersteps += 1
+            if prune and supersteps % PRUNE_EVERY == 0:
+                prune_thread(graph.checkpointer, task_id)
             new = stores.events.read(task_id, after=seen)
             if new:
                 seen = new[-1].seq
@@ -119,6 +130,8 @@ def run_graph(
                 if steps is not None and steps >= stop_after:
                     stopped = True
                     break
+    if prune:
+        prune_thread(graph.checkpointer, task_id)
     snap = graph.get_state(thread_config(task_id))
     state = TaskContext.model_validate(snap.values)
     waiting = [] if stopped else [i.value for i in (snap.interrupts or ())]
@@ -169,12 +182,15 @@ def run_with_approvals(
     resume: bool = False,
     on_event: Callable[[Event], None] | None = None,
     on_request: Callable[[dict[str, Any]], None] | None = None,
+    prune: bool = False,
 ) -> RunResult:
     """:func:`run_graph`, answering each approval request with ``answer(request)`` (which returns
     ``{"action": "approve" | "edit" | "reject" | "respond", ...}``, or None to stop and leave the
     request pending for ``taskctx approve``). ``answer`` gets the request with ``parameters``
     added (:func:`tool_parameters`) when the tool declares them, so an edit can be checked."""
-    result = run_graph(graph, stores, task_id, input, stop_after=stop_after, resume=resume, on_event=on_event)
+    result = run_graph(
+        graph, stores, task_id, input, stop_after=stop_after, resume=resume, on_event=on_event, prune=prune
+    )
     while result.waiting is not None:
         if on_request:
             on_request(result.waiting)
@@ -184,7 +200,9 @@ def run_with_approvals(
             break
         if "request_id" in result.waiting and "request_id" not in reply:
             reply = {**reply, "request_id": result.waiting["request_id"]}  # a stale answer never fits another question
-        result = run_graph(graph, stores, task_id, Command(resume=reply), stop_after=stop_after, on_event=on_event)
+        result = run_graph(
+            graph, stores, task_id, Command(resume=reply), stop_after=stop_after, on_event=on_event, prune=prune
+        )
     return result
 
 

@@ -67,7 +67,8 @@ MAX_REVIEW_ROUNDS = 3
 #: A prompt the provider refuses as too long is rebuilt once, at a budget this share of its
 #: droppable (not required) blocks' tokens smaller.
 REBUILD_CUT = 0.25
-#: Errors one step may meet before recovery stops the task whatever the model says.
+#: Open errors (failures no later success of the step resolved) one step may have before recovery
+#: stops the task whatever the model says.
 MAX_STEP_ERRORS = 10
 #: Calls repeated after the user rejected them before recovery stops the task (the first
 #: repeat re-plans: retrying a rejected call would only repeat it).
@@ -172,15 +173,15 @@ def _plan_steps(ctx: TaskContext, raw_steps: list[Any]) -> list[PlanStep]:
     kept = [s for s in ctx.plan.steps if s.status in ("done", "skipped")]
     used = {s.id for s in kept}
     out = list(kept)
-    n = len(ctx.plan.steps)
+    n = len(ctx.plan.steps) + ctx.plan.done_folded
     for raw in raw_steps:
         if not isinstance(raw, dict):
             raw = {"title": str(raw)}
         sid = str(raw.get("id") or "")
-        if not sid or sid in used:
+        if not sid or sid in used or ctx.plan.is_folded(sid):  # a folded done step's id is taken too
             n += 1
             sid = f"s{n}"
-            while sid in used:
+            while sid in used or ctx.plan.is_folded(sid):
                 n += 1
                 sid = f"s{n}"
         used.add(sid)
@@ -449,7 +450,8 @@ def make_reviewer_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
 def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> Node:
     """Recovery: records each new failure in ``error_history`` (``error.occurred``), then
     ``recovery.decided``: retry (back to the executor), replan (planner) or stop (task failed).
-    After ``MAX_STEP_ERRORS`` errors in one step it stops whatever the model says."""
+    After ``MAX_STEP_ERRORS`` open errors in one step (failures no success of the step has
+    resolved since) it stops whatever the model says."""
     rend = renderer or RecoveryRenderer()
 
     def recovery(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
@@ -457,7 +459,7 @@ def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
         if run.replayed:
             return run.update()
         pre, ctx = _prologue(run)
-        n = len(ctx.errors.error_history)
+        n = max(ctx.errors.occurred_count, len(ctx.errors.error_history))  # the history is a window
         failures: list[ErrorOccurred] = []
         for rec in ctx.unrecorded_tool_errors():
             n += 1
@@ -493,7 +495,10 @@ def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
         args = _tool_args(ai, "decide_recovery") or {"decision": "retry", "reason": reply_text(ai)[:300]}
         decision = args.get("decision") if args.get("decision") in ("retry", "replan", "stop") else "retry"
         reason = str(args.get("reason") or "")
-        step_errors = sum(1 for e in ctx.errors.error_history if e.step_id == step_id)
+        # open errors of the step: failures since its last success (a resolved error left the
+        # state's window, or a later call of the step succeeded: the step is moving)
+        settled = {e.id for e in ctx.errors.resolved_errors}
+        step_errors = sum(1 for e in ctx.errors.error_history if e.step_id == step_id and e.id not in settled)
         if decision == "retry" and step_errors >= MAX_STEP_ERRORS:
             decision, reason = "stop", f"{step_errors} errors in step {step_id}; {reason}"
         last = ctx.errors.last_error

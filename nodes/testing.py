@@ -12,7 +12,8 @@
   observation), with ``complete_step`` alongside the last action of each chunk (or alone, when
   that action failed), whose finding is the chunk's last recorded thought headed
   :data:`RECORDED_THOUGHT` ("recorded thought (replay): ..."); the reviewer approves; recovery
-  retries (the recorded agent went on after its errors).
+  retries (the recorded agent went on after its errors). A plan has at most
+  ``REPLAY_MAX_PLAN_STEPS`` steps: a longer trajectory gets more actions per step.
 
 Helpers build the control-tool answers: :func:`plan`, :func:`tool_call`, :func:`complete`,
 :func:`and_complete`, :func:`review`, :func:`recover`.
@@ -48,6 +49,9 @@ __all__ = [
 ]
 
 REPLAY_CHUNK = 10
+#: A replay plan has at most this many steps (as a planner would not write a 1,000-step plan):
+#: past ``REPLAY_CHUNK * REPLAY_MAX_PLAN_STEPS`` recorded actions each plan step holds more of them.
+REPLAY_MAX_PLAN_STEPS = 100
 #: Heads a finding that is the recorded agent's own thought (not something the replay observed).
 RECORDED_THOUGHT = "recorded thought (replay):"
 
@@ -198,8 +202,11 @@ class ReplayChatModel(_OfflineModel):
         return "taskctx-replay"
 
     def chunks(self) -> list[tuple[int, int]]:
+        """``(first, last)`` recorded action (1-based) of each plan step: ``chunk`` actions each, or
+        more when that would make more than ``REPLAY_MAX_PLAN_STEPS`` steps."""
         n = len(self.trajectory.steps)
-        return [(a, min(a + self.chunk - 1, n)) for a in range(1, n + 1, self.chunk)]
+        size = max(self.chunk, -(-n // REPLAY_MAX_PLAN_STEPS))
+        return [(a, min(a + size - 1, n)) for a in range(1, n + 1, size)]
 
     def _answer(self, messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
         role = meta.get("role")

@@ -29,6 +29,7 @@ CHILD = textwrap.dedent(
     from graphs.runner import run_graph
 
     path, db, task_id, where, at = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+    prune = sys.argv[6:] == ["prune"]  # keep only the latest checkpoint as the run goes (the CLI's way)
 
     class KillingTools(ReplayTools):
         def execute(self, call_id, tool, arguments):
@@ -56,7 +57,7 @@ CHILD = textwrap.dedent(
     project.stores.tasks.register(task_id, {"kind": "replay", "source": path, "budget": 8000})
     g = build_orchestrator(KillingModel(trajectory=traj), tools=KillingTools(traj),
                            checkpointer=project.checkpointer, stores=project.stores)
-    run_graph(g, project.stores, task_id, new_task(traj.request, task_id))
+    run_graph(g, project.stores, task_id, new_task(traj.request, task_id), prune=prune)
     print("finished without being killed")
     """
 )
@@ -89,12 +90,26 @@ def _taskctx(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("where,at", [("tool", 7), ("model", 23), ("tool", 41), ("checkpoint", 60), ("checkpoint", 61)])
-def test_sigkill_then_resume_matches_clean_run(trajectories_dir: Path, tmp_path: Path, where: str, at: int) -> None:
+@pytest.mark.parametrize(
+    "where,at,prune",
+    [
+        ("tool", 7, ""),
+        ("model", 23, ""),
+        ("tool", 41, ""),
+        ("checkpoint", 60, ""),
+        ("checkpoint", 61, ""),
+        # pruned every 50 supersteps: killed after a prune, with one checkpoint left
+        ("tool", 41, "prune"),
+        ("checkpoint", 61, "prune"),
+    ],
+)
+def test_sigkill_then_resume_matches_clean_run(
+    trajectories_dir: Path, tmp_path: Path, where: str, at: int, prune: str
+) -> None:
     traj = trajectories_dir / "openhands-ponyc-4588.jsonl"
     db = tmp_path / "crash.sqlite"
     child = subprocess.run(
-        [sys.executable, "-c", CHILD, str(traj), str(db), "k1", where, str(at)],
+        [sys.executable, "-c", CHILD, str(traj), str(db), "k1", where, str(at), *([prune] if prune else [])],
         capture_output=True,
         text=True,
         timeout=300,

@@ -301,7 +301,7 @@ LOAD_CHILD = textwrap.dedent(
     tids = [f"p{proc}-t{j:02d}" for j in range(n_threads)]
 
     def one(tid):
-        r = run_graph(g, project.stores, tid, new_task(f"Echo {n_steps} times", tid))
+        r = run_graph(g, project.stores, tid, new_task(f"Echo {n_steps} times", tid), prune=True)
         return [tid, r.state.control.status, r.state.progress.executor_steps]
 
     with cf.ThreadPoolExecutor(n_threads) as ex:
@@ -362,6 +362,13 @@ def test_load_4_processes_20_threads_20_steps(pg_db: str, tmp_path: Path) -> Non
             state = TaskContext.model_validate(snap.checkpoint["channel_values"])
             assert state.identity.task_id == tid and state.events.cursor == len(evs)
             assert replay(evs) == state
+        # pruned as they ran (LangGraph's PostgresSaver.prune): one checkpoint per thread, no writes
+        import psycopg
+
+        with psycopg.connect(pg_db) as c:
+            per_thread = c.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id").fetchall()
+            left = c.execute("SELECT COUNT(*) FROM checkpoint_writes").fetchone()[0]
+        assert sorted(per_thread) == [(tid, 1) for tid in tids] and left == 0
     finally:
         project.close()
     print(

@@ -45,6 +45,10 @@ the real graph, replaying the trajectory::
                                         --> command.py: results.csv, ``taskctx bench`` itself
 
 ``taskctx tokens`` (:mod:`.tokens`) measures the counters against o200k_base.
+Scale (``--scale 100,1000[,10000]``, :mod:`.scale`): the shared ponyc run repeated with its errors
+to N executor steps, replayed by ``taskctx replay`` in a child process on SQLite (checkpoints
+pruned), then resumed and inspected: disk bytes per step by table, state, time per step, peak
+RSS, resume and inspect time (``scale.md``, ``scale.csv``, ``scale.png``).
 
 Modules: :mod:`.strategies` (the five strategies), :mod:`.metrics` (:class:`Stats`),
 :mod:`.overhead` (timings, synthetic trajectory, checkpoint bytes), :mod:`.runner`
@@ -58,6 +62,7 @@ from .command import DEFAULT_OUT, bench, write_outputs
 from .metrics import Stats
 from .overhead import Timing, synthetic_trajectory
 from .runner import DEFAULT_DIR, BenchResult, run_bench
+from .scale import ScaleRow, repeat_trajectory, run_scale
 from .strategies import BASELINES, STRATEGIES, Call, TaskctxRun, baseline_calls, run_taskctx
 from .table import markdown, targets
 
@@ -68,13 +73,16 @@ __all__ = [
     "DEFAULT_DIR",
     "DEFAULT_OUT",
     "STRATEGIES",
+    "ScaleRow",
     "Stats",
     "TaskctxRun",
     "Timing",
     "baseline_calls",
     "bench",
     "markdown",
+    "repeat_trajectory",
     "run_bench",
+    "run_scale",
     "run_taskctx",
     "synthetic_trajectory",
     "targets",

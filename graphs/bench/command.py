@@ -13,6 +13,7 @@ from context import TaskctxError
 
 from .plots import plot_effective_cost, plot_prompt_tokens
 from .runner import DEFAULT_DIR, BenchResult, run_bench
+from .scale import DEFAULT_SCALE, parse_scale, run_scale, scale_markdown, write_scale
 from .strategies import STRATEGIES
 from .table import markdown
 
@@ -44,14 +45,28 @@ def bench(
     ] = DEFAULT_DIR,  # noqa: A002
     budget: Annotated[int, typer.Option("--budget", min=1000, help="Prompt budget in tokens.")] = 8_000,
     out: Annotated[Path, typer.Option("--out", help="Folder for results.md, results.csv and the plots.")] = DEFAULT_OUT,
+    scale: Annotated[
+        str,
+        typer.Option(
+            "--scale",
+            help="Executor steps of the scale legs, comma-separated (the shared ponyc run repeated with its "
+            "errors; e.g. 100,1000,10000); '' skips them.",
+        ),
+    ] = ",".join(str(n) for n in DEFAULT_SCALE),
 ) -> None:
-    """Replay every trajectory in DIR through five context strategies and write the results."""
+    """Replay every trajectory in DIR through five context strategies and write the results; then
+    the scale legs (scale.md, scale.csv, scale.png)."""
     d = Path(dir)
     if not d.is_absolute():
         d = Path.cwd() / d
     if out.exists() and not out.is_dir():
         typer.echo(f"error: --out {out} is a file; pass a folder for results.md, results.csv and the plots", err=True)
         raise typer.Exit(2)
+    try:
+        legs = parse_scale(scale)
+    except TaskctxError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
     try:  # before the run, so a bad --out does not waste it
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -60,10 +75,14 @@ def bench(
     try:
         r = run_bench(d, budget)
         files = write_outputs(r, out)
-    except (FileNotFoundError, TaskctxError, OSError) as exc:
+        rows = run_scale(d, legs, budget)
+        files += write_scale(rows, out)
+    except (FileNotFoundError, TaskctxError, OSError, RuntimeError) as exc:
         typer.echo("error: " + " ".join(str(exc).split()), err=True)
         raise typer.Exit(2) from exc
     typer.echo(markdown(r).split("## Effective cost per trajectory")[0].rstrip())
     typer.echo("")
+    if rows:
+        typer.echo(scale_markdown(rows))
     for f in files:
         typer.echo(f"wrote {f}")

@@ -85,9 +85,9 @@ def targets(r: BenchResult) -> list[tuple[str, str, bool | None]]:
         g = r.checkpoint[hi] / r.checkpoint[lo] - 1
         out.append(
             (
-                f"checkpoint bytes within 10% from {lo:,} to {hi:,} events",
+                f"checkpoint bytes grow at most 10% from {lo:,} to {hi:,} events",
                 f"{r.checkpoint[lo]:,} → {r.checkpoint[hi]:,} bytes ({100 * g:+.1f}%)",
-                abs(g) <= 0.10,
+                g <= 0.10,  # bounded state: a plan folding its done steps may shrink it
             )
         )
     return out

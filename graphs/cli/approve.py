@@ -208,7 +208,7 @@ def approve(
         if "request_id" in req:
             answer = {**answer, "request_id": req["request_id"]}  # answers exactly this question
         console.print(f"    -> {answer['action']}", markup=False)
-        result = run_graph(g, project.stores, task_id, Command(resume=answer), on_event=_event_printer())
+        result = run_graph(g, project.stores, task_id, Command(resume=answer), on_event=_event_printer(), prune=True)
         if result.waiting is not None:
             _show_request(result.waiting, db)
         _finish(project, result, out, db)

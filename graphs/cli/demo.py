@@ -92,6 +92,7 @@ def demo(
             answer=answer,
             stop_after=DEMO_STOP_AFTER,
             on_event=_event_printer(),
+            prune=True,
             on_request=functools.partial(_show_request, db=db),
         )
         if first.stopped_early:
@@ -109,6 +110,7 @@ def demo(
                 answer=answer,
                 resume=True,
                 on_event=_event_printer(),
+                prune=True,
                 on_request=functools.partial(_show_request, db=db),
             )
         else:

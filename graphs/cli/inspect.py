@@ -23,6 +23,12 @@ def inspect(
     task_id: Annotated[str, typer.Argument(help="The task to show.")],
     db: DbOpt = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help="Print the TaskContext as JSON.")] = False,
+    show_all: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="List every plan step and every error, from the event log (not only the state's window)."
+        ),
+    ] = False,
 ) -> None:
     """Print a task's state as a person reads it (read-only; a damaged log: a warning per finding first)."""
     from ..report import render_state
@@ -87,7 +93,7 @@ def inspect(
                 c.config["configurable"]["checkpoint_id"]
                 for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
             ]
-            render_state(console, ctx, events, checkpoints, snap is not None, db_opt=_db_opt(db))
+            render_state(console, ctx, events, checkpoints, snap is not None, db_opt=_db_opt(db), full=show_all)
             stopped = _stop_line((info.spec if info is not None else None) or {}, task_id, db)
             if stopped and ctx.control.status not in ("completed", "failed"):
                 console.print(stopped, markup=False)

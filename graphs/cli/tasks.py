@@ -95,7 +95,13 @@ def replay(
             f"replay {traj.id}: {len(traj.steps)} recorded steps, budget {budget} tokens, task {tid}", markup=False
         )
         result = run_graph(
-            g, project.stores, tid, new_task(traj.request, tid), stop_after=max_steps, on_event=_event_printer()
+            g,
+            project.stores,
+            tid,
+            new_task(traj.request, tid),
+            stop_after=max_steps,
+            on_event=_event_printer(),
+            prune=True,
         )
         _finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
@@ -182,6 +188,7 @@ def resume(
             stop_after=stop,
             resume=True,
             on_event=_event_printer(),
+            prune=True,
             on_request=functools.partial(_show_request, db=db),
         )
         _finish(project, result, out, db)
@@ -280,6 +287,7 @@ def run(
             answer=answer,
             stop_after=max_steps,
             on_event=_event_printer(),
+            prune=True,
             on_request=functools.partial(_show_request, db=db),
         )
         _finish(project, result, out, db)

@@ -22,6 +22,12 @@ def report_command(
         Path | None, typer.Option("--html", help="HTML file to write (default .taskctx/runs/<task_id>/report.html).")
     ] = None,
     db: Annotated[str, typer.Option("--db", help="SQLite file of checkpoints, event log and artifacts.")] = DEFAULT_DB,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full", help="Every tool call, manifest and event (a long run's page shows the first 100 and last 400)."
+        ),
+    ] = False,
 ) -> None:
     """Write one static HTML page for a run: timeline, manifests, token chart, approvals, errors.
 
@@ -38,7 +44,7 @@ def report_command(
                     f"report yet; continue it with `{command_hint('resume', task_id, db)}`"
                 )
             target = html or Path(".taskctx/runs") / task_id / "report.html"
-            out = write_report(project.stores, task_id, target)
+            out = write_report(project.stores, task_id, target, full=full)
         finally:
             project.close()
     except TaskctxError as exc:

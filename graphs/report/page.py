@@ -25,7 +25,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from context import DamagedStoreError, Event, TaskContext, UnknownTaskError, replay, summarize_event
+from context import (
+    DamagedStoreError,
+    Event,
+    TaskContext,
+    UnknownTaskError,
+    all_errors,
+    all_plan_steps,
+    replay,
+    summarize_event,
+)
 from context.trajectory import request_goal
 from context.verify import check_events
 
@@ -68,6 +77,25 @@ def _wrappable(x: Any) -> str:
             "<wbr>".join(f'<span class="nw">{_e(p)}</span>' if "-" in p and len(p) <= 40 else _e(p) for p in parts)
         )
     return "".join(out)
+
+
+#: A long section of the report (tool calls, manifests, timeline) shows its first ``PAGE_HEAD``
+#: and last ``PAGE_TAIL`` rows and says how many are between (``taskctx report --full``: all).
+PAGE_HEAD = 100
+PAGE_TAIL = 400
+
+
+def _paged(rows: list[str], what: str, cols: int, full: bool, hint: str) -> list[str]:
+    """``rows`` cut to the first ``PAGE_HEAD`` and last ``PAGE_TAIL`` (unless ``full``), with one
+    row saying how many of ``what`` are left out and where they are."""
+    if full or len(rows) <= PAGE_HEAD + PAGE_TAIL:
+        return rows
+    left = len(rows) - PAGE_HEAD - PAGE_TAIL
+    note = (
+        f'<tr class="omitted"><td colspan="{cols}" class="muted">... {left:,} {what} not shown here '
+        f"({PAGE_HEAD} first, {PAGE_TAIL} last shown); every one is in the event log: {hint}</td></tr>"
+    )
+    return [*rows[:PAGE_HEAD], note, *rows[-PAGE_TAIL:]]
 
 
 def _calls(events: Sequence[Event]) -> list[dict[str, Any]]:
@@ -244,10 +272,9 @@ def _approvals(ctx: TaskContext, events: Sequence[Event]) -> str:
 
 
 def _errors(ctx: TaskContext, events: Sequence[Event]) -> str:
-    resolved = {r.id: r for r in ctx.errors.resolved_errors}
     rows = []
-    for err in ctx.errors.error_history:
-        r = resolved.get(err.id)
+    for err in all_errors(events):  # every error, from the log (the state keeps a window)
+        r = err if err.resolution is not None else None
         state = f"resolved: {r.resolution}" if r else "open"
         rows.append(
             f'<tr class="{"resolved" if r else "open"}"><td class="kind">{_e(err.id)}</td>'
@@ -270,11 +297,19 @@ def _errors(ctx: TaskContext, events: Sequence[Event]) -> str:
     return "".join(out)
 
 
-def _manifests(calls: Sequence[dict[str, Any]]) -> str:
+def _manifests(calls: Sequence[dict[str, Any]], full: bool = False, hint: str = "") -> str:
     if not calls:
         return '<p class="muted">No model call recorded yet.</p>'
     out = []
-    for c in calls:
+    skip = range(0) if full or len(calls) <= PAGE_HEAD + PAGE_TAIL else range(PAGE_HEAD, len(calls) - PAGE_TAIL)
+    for n, c in enumerate(calls):
+        if n in skip:
+            if n == skip.start:
+                out.append(
+                    f'<p class="muted omitted">... the manifests of {len(skip):,} calls not shown here; every one is '
+                    f"in the event log (context.built): {hint}</p>"
+                )
+            continue
         blocks = c.get("blocks") or []
         rows = "".join(
             f'<tr class="{"in" if b["included"] else "out"}"><td class="kind"><code>{_e(b["id"])}</code></td>'
@@ -318,7 +353,7 @@ def _tool_args(tool: str, arguments: str, seq: int) -> str:
     )
 
 
-def _tool_calls(events: Sequence[Event], limit: int = 2000) -> str:
+def _tool_calls(events: Sequence[Event], limit: int = 2000, full: bool = False, hint: str = "") -> str:
     """Each tool call with its result summary as recorded (compressed; the raw output stays in
     the artifact store, named by its ref)."""
     results = {e.payload["call_id"]: e.payload for e in events if e.kind == "tool.result.received"}
@@ -345,7 +380,8 @@ def _tool_calls(events: Sequence[Event], limit: int = 2000) -> str:
         return '<p class="muted">No tool call recorded.</p>'
     return (
         '<div class="scroll"><table id="tool-calls"><tr><th>call</th><th>step</th><th>tool and arguments</th>'
-        f"<th>status</th><th>result (as it enters prompts) and raw ref</th></tr>{''.join(rows)}</table></div>"
+        f"<th>status</th><th>result (as it enters prompts) and raw ref</th></tr>"
+        f"{''.join(_paged(rows, 'tool calls', 5, full, hint))}</table></div>"
     )
 
 
@@ -358,21 +394,30 @@ def _summary(e: Event) -> str:
     return summarize_event(e)
 
 
-def _timeline(events: Sequence[Event]) -> str:
+def _timeline(events: Sequence[Event], full: bool = False, hint: str = "") -> str:
     """The event table: seq, time (the time of day; the full timestamp when the date is not the
-    first event's, and as the cell's title), actor, kind, summary; plus the filter box."""
+    first event's, and as the cell's title), actor, kind, summary; plus the filter box. Paged
+    like the other long sections (``full``: every event)."""
     day = events[0].timestamp[:10] if events else ""
 
     def when(ts: str) -> str:
         short = ts[11:] if ts[:10] == day and len(ts) > 11 else ts
         return f'<td class="kind" title="{_e(ts)}">{_e(short)}</td>'
 
-    rows = "".join(
+    shown = events if full or len(events) <= PAGE_HEAD + PAGE_TAIL else [*events[:PAGE_HEAD], *events[-PAGE_TAIL:]]
+    cells = [
         f'<tr data-kind="{_e(e.kind)}" data-actor="{_e(e.actor)}"><td class="num">{e.seq}</td>'
         f'{when(e.timestamp)}<td class="kind">{_e(e.actor)}</td>'
         f'<td class="kind"><code>{_e(e.kind)}</code></td><td class="text">{_wrappable(_summary(e))}</td></tr>'
-        for e in events
-    )
+        for e in shown
+    ]
+    if len(shown) < len(events):
+        cells.insert(
+            PAGE_HEAD,
+            f'<tr class="omitted"><td colspan="5" class="muted">... {len(events) - len(shown):,} events not shown '
+            f"here; every one is in the event log: {hint}</td></tr>",
+        )
+    rows = "".join(cells)
     return (
         '<p><label>filter <input id="filter" type="search" placeholder="kind, actor or text"></label> '
         '<span id="shown"></span></p>'
@@ -409,15 +454,15 @@ _BODY_JS = """(function(){
 function fail(m){var ul=document.getElementById("js-errors");var li=document.createElement("li");
 li.textContent=m;ul.appendChild(li);ul.hidden=false;document.body.dataset.jsErrors=String(ul.children.length);}
 try{
- var rows=Array.prototype.slice.call(document.querySelectorAll("#timeline tbody tr"));
+ var rows=Array.prototype.slice.call(document.querySelectorAll("#timeline tbody tr:not(.omitted)"));
  var shown=document.getElementById("shown");
  function apply(){var q=document.getElementById("filter").value.toLowerCase();var n=0;
   rows.forEach(function(r){var hit=!q||r.textContent.toLowerCase().indexOf(q)>=0;r.hidden=!hit;if(hit)n++;});
   shown.textContent=q?n+" of "+rows.length+" match":"all shown";}
  document.getElementById("filter").addEventListener("input",apply);apply();
  var data=JSON.parse(document.getElementById("report-data").textContent);
- if(data.events!==rows.length){throw new Error("timeline has "+rows.length+" rows, log has "+data.events);}
- if(data.calls!==document.querySelectorAll("details.manifest").length){throw new Error("manifest count mismatch");}
+ if(data.events_shown!==rows.length){throw new Error("timeline has "+rows.length+" rows, should show "+data.events_shown);}
+ if(data.calls_shown!==document.querySelectorAll("details.manifest").length){throw new Error("manifest count mismatch");}
  document.getElementById("js-summary").textContent=data.calls+" model calls, "
   +data.prompt_tokens.toLocaleString("en")+" prompt tokens in all";
 }catch(e){fail(String(e&&e.message||e));}
@@ -427,8 +472,10 @@ document.body.dataset.ready="1";
 })();"""
 
 
-def build_report(events: Sequence[Event], *, title: str | None = None) -> str:
-    """The HTML page of a task's run from its event log (see module doc)."""
+def build_report(events: Sequence[Event], *, title: str | None = None, full: bool = False) -> str:
+    """The HTML page of a task's run from its event log (see module doc). The long sections
+    (tool calls, manifests, timeline) show their first ``PAGE_HEAD`` and last ``PAGE_TAIL``
+    rows and say how many are left out; ``full`` shows every row."""
     if not events:
         raise UnknownTaskError("no events for this task; nothing to report")
     ctx = replay(events)
@@ -443,13 +490,17 @@ def build_report(events: Sequence[Event], *, title: str | None = None) -> str:
         f'<tr><td class="kind">{_e(s.id)}{" ←" if s.id == ctx.plan.current_step_id else ""}</td>'
         f'<td class="kind">{_e(s.status)}</td>'
         f"<td>{_e(s.title)}</td><td>{_e(', '.join(s.depends_on))}</td><td>{_e(s.expected_output)}</td></tr>"
-        for s in ctx.plan.steps
+        for s in all_plan_steps(ctx, events)
     )
     findings = [f"{f.id}: {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]" for f in ctx.evidence.findings]
+    hint = f"`taskctx report {ident.task_id} --full` shows them all; `taskctx inspect {ident.task_id} --all` lists plan and errors"
+    timeline = _timeline(events, full, hint)
     data = {
         "task_id": ident.task_id,
         "events": len(events),
         "calls": len(calls),
+        "events_shown": len(events) if full else min(len(events), PAGE_HEAD + PAGE_TAIL),
+        "calls_shown": len(calls) if full else min(len(calls), PAGE_HEAD + PAGE_TAIL),
         "prompt_tokens": total_prompt,
         "cached_prefix_tokens": total_cached,
         "status": ctx.control.status,
@@ -479,18 +530,18 @@ def build_report(events: Sequence[Event], *, title: str | None = None) -> str:
 <h2>Approvals</h2>{_approvals(ctx, events)}
 <h2>Errors</h2>{_errors(ctx, events)}
 <h2>Findings</h2>{_list(findings)}
-<h2>Tool calls</h2>{_tool_calls(events)}
-<h2>Manifests (one per model call)</h2>{_manifests(calls)}
+<h2>Tool calls</h2>{_tool_calls(events, full=full, hint=hint)}
+<h2>Manifests (one per model call)</h2>{_manifests(calls, full, hint)}
 <h2>Event timeline</h2>
 <p class="muted">{", ".join(f'<span class="nowrap">{_e(k)} {n}</span>' for k, n in sorted(kinds.items()))}</p>
-{_timeline(events)}
+{timeline}
 <script type="application/json" id="report-data">{data_json}</script>
 <script>{_BODY_JS}</script>
 </body></html>
 """
 
 
-def write_report(stores: Any, task_id: str, path: str | Path) -> Path:
+def write_report(stores: Any, task_id: str, path: str | Path, *, full: bool = False) -> Path:
     """Write the report of ``task_id`` (from ``stores.events``) to ``path``; returns the path.
     A damaged log (:func:`context.verify.check_events`) raises ``DamagedStoreError`` instead."""
     events = stores.events.read(task_id)
@@ -505,5 +556,5 @@ def write_report(stores: Any, task_id: str, path: str | Path) -> Path:
         )
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(build_report(events), encoding="utf-8")
+    out.write_text(build_report(events, full=full), encoding="utf-8")
     return out

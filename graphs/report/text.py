@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from context import Event, TaskContext
+from context import Event, TaskContext, all_errors, all_plan_steps
 from context.text import escape_controls
 from nodes.render.common import quote_agent
 
@@ -22,6 +22,7 @@ def render_state(
     has_checkpoint: bool,
     *,
     db_opt: str = "",
+    full: bool = False,
 ) -> None:
     """Print ``ctx`` (folded from ``events``) on ``console`` (control characters and bidi
     overrides shown escaped: :func:`context.text.escape_controls`), one titled section each: goal,
@@ -31,7 +32,10 @@ def render_state(
     usage (when the model reports it: input tokens reported vs counted, cache read/write),
     checkpoints (``checkpoints``: the newest ids, as listed by the checkpointer). ``has_checkpoint``
     is not used (kept for callers). ``db_opt``: the ``" --db DB"`` the commands it names need
-    (empty for the default database)."""
+    (empty for the default database). The plan and the errors show the state's windows (done
+    steps before them in one line; open errors and the last resolved ones) with the command that
+    lists the rest; ``full`` lists every plan step and error from the log
+    (:func:`context.all_plan_steps`, :func:`context.all_errors`)."""
 
     def h(title: str) -> None:
         console.print(f"\n[bold]{title}[/bold]")
@@ -55,7 +59,13 @@ def render_state(
     for c in i.constraints or ["(none)"]:
         p(f"- {c}")
     h("Plan")
-    for s in ctx.plan.steps or []:
+    if full:
+        steps = all_plan_steps(ctx, events)
+    else:
+        steps = list(ctx.plan.steps)
+        if ctx.plan.done_folded:
+            p(f"   {ctx.plan.digest_line()}; `taskctx inspect {i.task_id}{db_opt} --all` lists them")
+    for s in steps:
         mark = "->" if s.id == ctx.plan.current_step_id else "  "
         p(f"{mark} {s.id} [{s.status}] {s.title}")
     h("Current step")
@@ -66,9 +76,7 @@ def render_state(
         else "(none)"
     )
     h("Recent progress")
-    p(
-        f"completed steps: {', '.join(ctx.progress.completed_steps) or '(none)'}; executor steps: {ctx.progress.executor_steps}"
-    )
+    p(f"completed steps: {ctx.progress.completed_text()}; executor steps: {ctx.progress.executor_steps}")
     if ctx.progress.last_step:
         ls = ctx.progress.last_step
         p(
@@ -135,11 +143,23 @@ def render_state(
         else "(none)"
     )
     h("Error history")
-    resolved = {e.id: e for e in ctx.errors.resolved_errors}
-    for e in ctx.errors.error_history or []:
+    errs = ctx.errors
+    if full:
+        history = all_errors(events)
+        resolved = {e.id: e for e in history if e.resolution is not None}
+    else:
+        history = list(errs.error_history)
+        resolved = {e.id: e for e in errs.resolved_errors}
+        earlier = errs.occurred_count - len(history)
+        if earlier > 0:
+            p(
+                f"({errs.occurred_count} errors, {errs.resolved_count} resolved; the {earlier} resolved before these "
+                f"are in the event log: `taskctx inspect {i.task_id}{db_opt} --all` lists every one)"
+            )
+    for e in history:
         state = f"resolved: {resolved[e.id].resolution}" if e.id in resolved else "open"
         p(f"- {e.id} [{state}] {e.source} in {e.step_id}: {e.message}")
-    if not ctx.errors.error_history:
+    if not history:
         p("(none)")
     h("Resolved errors")
     p(", ".join(resolved) or "(none)")

@@ -171,10 +171,15 @@ def delta_text(ctx: TaskContext) -> str:
         lines.append("No step is running.")
     if ctx.plan.steps:
         groups = ctx.plan.runs(statuses=("done", "skipped", "pending"))
+        folded = []
+        if ctx.plan.done_folded:
+            ids, _, groups = ctx.plan.folded_head(groups)
+            folded = [f"{ids} done"]
         lines.append(
             "Plan: "
             + " · ".join(
-                f"{g[0].id} {g[0].status}" if len(g) == 1 else f"{g[0].id}-{g[-1].id} {g[0].status}" for g in groups
+                folded
+                + [f"{g[0].id} {g[0].status}" if len(g) == 1 else f"{g[0].id}-{g[-1].id} {g[0].status}" for g in groups]
             )
         )
     if ctx.progress.last_step is not None:

@@ -38,10 +38,7 @@ _AGENT_SUMMARIES = {"review.completed": "review", "recovery.decided": "recovery"
 def progress_text(ctx: TaskContext) -> tuple[str, bool]:
     """The progress block's text and whether it quotes an agent's claim."""
     lines = ["## Progress"]
-    lines.append(
-        f"completed steps: {', '.join(ctx.progress.completed_steps) or '(none)'}; "
-        f"tool calls so far: {ctx.progress.executor_steps}"
-    )
+    lines.append(f"completed steps: {ctx.progress.completed_text()}; tool calls so far: {ctx.progress.executor_steps}")
     agent = False
     if ctx.progress.last_step is not None:
         ls = ctx.progress.last_step

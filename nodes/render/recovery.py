@@ -61,7 +61,7 @@ class RecoveryRenderer:
             )
         )
         cp = ctx.control.checkpoint_id or "(none yet)"
-        done = ", ".join(ctx.progress.completed_steps) or "(none)"
+        done = ctx.progress.completed_text()
         cur = ctx.plan.current_step_id or "(none)"
         cands.append(
             block(

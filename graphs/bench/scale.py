@@ -1,0 +1,325 @@
+"""The scale legs of ``taskctx bench --scale 100,1000[,10000]``: one recorded run repeated, with
+its errors, to N executor steps and replayed by the real ``taskctx replay`` (SQLite, checkpoints
+pruned as it goes) in a child process; then ``taskctx resume`` and ``taskctx inspect`` of the
+finished task, each in a new process.
+
+Per leg (:class:`ScaleRow`): disk bytes per executor step (events, artifacts, checkpoints,
+writes: the pages of each table and its indexes, ``dbstat``; and the whole file), the state
+(``state.json`` of the export), wall time per step, orchestrator overhead per step (reduce +
+build + render of the last ``OVERHEAD_CALLS`` executor calls, re-timed over the log), the
+child's peak RSS, and the wall time of ``resume`` and ``inspect`` (each a new process, Python
+start-up included). Files go to a temporary folder that is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from context import SqliteStores, Trajectory, load_trajectory
+from context.errors import InvalidInputError
+from context.trajectory import RecordedStep
+
+__all__ = [
+    "DEFAULT_SCALE",
+    "OVERHEAD_CALLS",
+    "SCALE_TRAJECTORY",
+    "ScaleRow",
+    "parse_scale",
+    "repeat_trajectory",
+    "run_scale",
+    "scale_markdown",
+    "write_scale",
+]
+
+#: The legs ``taskctx bench`` runs by default (``--scale 100,1000,10000`` adds the long one).
+DEFAULT_SCALE = (100, 1000)
+#: The recorded run the legs repeat (the issue's): the longest shared run, with its errors.
+SCALE_TRAJECTORY = "openhands-ponyc-4588"
+#: Executor calls (the last ones of the run) whose reduce + build + render are re-timed.
+OVERHEAD_CALLS = 100
+
+_CHILD = """
+import json, resource, sys, time
+from graphs.cli import main
+out, args = sys.argv[1], sys.argv[2:]
+sys.argv = ["taskctx", *args]
+t0 = time.perf_counter()
+code = 0
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code or 0
+with open(out, "w") as fh:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    json.dump({"seconds": time.perf_counter() - t0, "code": code, "cpu": ru.ru_utime + ru.ru_stime,
+               "rss_kb": ru.ru_maxrss}, fh)
+"""
+
+
+@dataclass
+class ScaleRow:
+    steps: int
+    events: int
+    file_bytes: int
+    events_bytes: int
+    artifacts_bytes: int
+    checkpoints_bytes: int
+    writes_bytes: int
+    checkpoints_kept: int
+    state_bytes: int
+    seconds: float
+    ms_per_step: float
+    #: CPU time (user + system) of the replay process per step: steadier than wall time on a busy machine.
+    cpu_ms_per_step: float
+    overhead_ms: float
+    peak_rss_mb: float
+    resume_s: float
+    inspect_s: float
+
+    @property
+    def disk_per_step(self) -> float:
+        """Bytes per executor step: events + artifacts + checkpoints + writes (table pages)."""
+        return (self.events_bytes + self.artifacts_bytes + self.checkpoints_bytes + self.writes_bytes) / self.steps
+
+
+def parse_scale(text: str) -> tuple[int, ...]:
+    """``"100,1000"`` -> ``(100, 1000)``; ``""`` -> no legs. Raises ``InvalidInputError`` naming
+    the bad entry (each must be an integer from 10 to 100000)."""
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        if not part.isdigit() or not 10 <= int(part) <= 100_000:
+            raise InvalidInputError(
+                f"--scale {text!r}: {part!r} is not a step count from 10 to 100000; pass e.g. --scale 100,1000,10000"
+            )
+        out.append(int(part))
+    return tuple(sorted(set(out)))
+
+
+def repeat_trajectory(t: Trajectory, n_steps: int) -> Trajectory:
+    """``t``'s recorded steps repeated in order (errors included) until there are ``n_steps``,
+    renumbered from 1; the id gets ``-x<n_steps>``."""
+    steps = [
+        RecordedStep(
+            step=i + 1,
+            thought=s.thought,
+            action=s.action,
+            observation=s.observation,
+            tool=s.tool,
+            arguments=s.arguments,
+        )
+        for i, s in ((i, t.steps[i % len(t.steps)]) for i in range(n_steps))
+    ]
+    return Trajectory(id=f"{t.id}-x{n_steps}", task=t.task, meta=t.meta, steps=steps, path="")
+
+
+def _write_jsonl(t: Trajectory, path: Path) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"id": t.id, "task": t.task, "n_steps": len(t.steps), "meta": t.meta}) + "\n")
+        for s in t.steps:
+            fh.write(
+                json.dumps({"step": s.step, "thought": s.thought, "action": s.action, "observation": s.observation})
+                + "\n"
+            )
+
+
+def _child(args: list[str], cwd: Path) -> dict[str, float]:
+    res = cwd / "child.json"
+    res.unlink(missing_ok=True)
+    env = {**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true"}
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(res), *args], cwd=cwd, env=env, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0 or not res.exists():
+        raise RuntimeError(f"taskctx {' '.join(args[:2])} failed in the scale bench: {proc.stderr.strip()[-500:]}")
+    out = json.loads(res.read_text())
+    if out["code"] not in (0, None):
+        raise RuntimeError(f"taskctx {' '.join(args[:2])} exited {out['code']}: {proc.stderr.strip()[-500:]}")
+    return {**out, "wall": wall}
+
+
+def _table_bytes(db: Path) -> dict[str, int]:
+    import sqlite3
+
+    c = sqlite3.connect(db)
+    try:
+        rows = c.execute("SELECT tbl_name, name FROM sqlite_master WHERE type IN ('table', 'index')").fetchall()
+        owner = {name: tbl for tbl, name in rows}
+        sizes: dict[str, int] = {}
+        for name, size in c.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name"):
+            tbl = owner.get(name, name)
+            sizes[tbl] = sizes.get(tbl, 0) + int(size)
+        sizes["_kept"] = c.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
+        return sizes
+    finally:
+        c.close()
+
+
+def _overhead_ms(db: Path, task_id: str, traj: Trajectory, budget: int) -> float:
+    from .overhead import _overhead
+
+    stores = SqliteStores(db)
+    try:
+        events = stores.events.read(task_id)
+        executor = [i for i, e in enumerate(events) if e.kind == "context.built" and e.payload["role"] == "executor"]
+        lo = executor[-OVERHEAD_CALLS] if len(executor) >= OVERHEAD_CALLS else 0
+
+        class _Run:  # what _overhead reads of a TaskctxRun
+            pass
+
+        run = _Run()
+        run.stores, run.events, run.trajectory = stores, events, traj  # type: ignore[attr-defined]
+        times, _, _ = _overhead(run, budget, window=(lo, len(events)))  # type: ignore[arg-type]
+        return round(statistics.median(times), 3) if times else 0.0
+    finally:
+        stores.close()
+
+
+def run_leg(traj: Trajectory, n_steps: int, work: Path, budget: int = 8_000) -> ScaleRow:
+    """One leg: ``traj`` repeated to ``n_steps``, replayed, resumed and inspected under ``work``."""
+    rep = repeat_trajectory(traj, n_steps)
+    src = work / f"{rep.id}.jsonl"
+    _write_jsonl(rep, src)
+    db, out = work / f"scale-{n_steps}.sqlite", work / "runs"
+    run = _child(["replay", str(src), "--db", str(db), "--out", str(out), "--budget", str(budget)], work)
+    sizes = _table_bytes(db)
+    state = (out / rep.id / "state.json").stat().st_size
+    n_events = sum(1 for _ in open(out / rep.id / "trace.jsonl", encoding="utf-8"))
+    resume = _child(["resume", rep.id, "--db", str(db), "--out", str(out)], work)
+    inspect = _child(["inspect", rep.id, "--db", str(db)], work)
+    return ScaleRow(
+        steps=n_steps,
+        events=n_events,
+        file_bytes=db.stat().st_size,
+        events_bytes=sizes.get("taskctx_events", 0),
+        artifacts_bytes=sizes.get("taskctx_artifacts", 0),
+        checkpoints_bytes=sizes.get("checkpoints", 0),
+        writes_bytes=sizes.get("writes", 0),
+        checkpoints_kept=sizes["_kept"],
+        state_bytes=state,
+        seconds=round(run["seconds"], 2),
+        ms_per_step=round(1000 * run["seconds"] / n_steps, 2),
+        cpu_ms_per_step=round(1000 * run["cpu"] / n_steps, 2),
+        overhead_ms=_overhead_ms(db, rep.id, rep, budget),
+        peak_rss_mb=round(run["rss_kb"] / 1024, 1),
+        resume_s=round(resume["wall"], 2),
+        inspect_s=round(inspect["wall"], 2),
+    )
+
+
+def run_scale(trajectories: Path, legs: tuple[int, ...], budget: int = 8_000) -> list[ScaleRow]:
+    """Every leg of ``legs`` over ``SCALE_TRAJECTORY`` from the folder ``trajectories`` (or the
+    one .jsonl given), in a temporary folder. Raises ``RuntimeError`` when a child fails."""
+    path = trajectories if trajectories.is_file() else trajectories / f"{SCALE_TRAJECTORY}.jsonl"
+    traj = load_trajectory(path)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="taskctx-scale-") as tmp:
+        for n in legs:
+            work = Path(tmp) / str(n)
+            work.mkdir()
+            rows.append(run_leg(traj, n, work, budget))
+    return rows
+
+
+def _kb(b: float) -> str:
+    return f"{b / 1024:,.1f}"
+
+
+def scale_markdown(rows: list[ScaleRow]) -> str:
+    """The scale table and the targets (first leg against the last) as markdown."""
+    if not rows:
+        return ""
+    lines = [
+        f"## Scale: {SCALE_TRAJECTORY} repeated (with its errors), SQLite, checkpoints pruned",
+        "",
+        "| steps | events | disk KB/step | events | artifacts | checkpoints | writes | file MB | state KB "
+        "| ms/step | CPU ms/step | overhead ms/step | peak RSS MB | resume s | inspect s |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.steps:,} | {r.events:,} | {_kb(r.disk_per_step)} | {_kb(r.events_bytes / r.steps)} "
+            f"| {_kb(r.artifacts_bytes / r.steps)} | {_kb(r.checkpoints_bytes / r.steps)} "
+            f"| {_kb(r.writes_bytes / r.steps)} | {r.file_bytes / 2**20:,.1f} | {_kb(r.state_bytes)} "
+            f"| {r.ms_per_step} | {r.cpu_ms_per_step} | {r.overhead_ms} | {r.peak_rss_mb} | {r.resume_s} | {r.inspect_s} |"
+        )
+    a, b = rows[0], rows[-1]
+    lines += [
+        "",
+        "(disk per step: pages of each table and its indexes over executor steps; events, artifacts, "
+        "checkpoints and writes per step in KB; state: `state.json` of the export; resume and inspect: "
+        "wall time of a new process)",
+        "",
+        f"- disk per step at {b.steps:,} / at {a.steps:,}: {b.disk_per_step / a.disk_per_step:.2f}x (target <= 1.25); "
+        f"{_kb(b.disk_per_step)} KB per step (target <= 30)",
+        f"- largest state: {_kb(max(r.state_bytes for r in rows))} KB (target <= 64)",
+        f"- time per step at {b.steps:,} / at {a.steps:,}: {b.ms_per_step / a.ms_per_step:.2f}x wall, "
+        f"{b.cpu_ms_per_step / a.cpu_ms_per_step:.2f}x CPU (target <= 1.5)",
+        f"- resume {b.resume_s} s, inspect {b.inspect_s} s at {b.steps:,} steps (target < 2 s)",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_scale(rows: list[ScaleRow], out: Path) -> list[Path]:
+    """``scale.md``, ``scale.csv`` and ``scale.png`` (four panels against steps) under ``out``."""
+    if not rows:
+        return []
+    md = out / "scale.md"
+    md.write_text(scale_markdown(rows), encoding="utf-8")
+    cs = out / "scale.csv"
+    with open(cs, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=[*asdict(rows[0]), "disk_per_step"])
+        w.writeheader()
+        for r in rows:
+            w.writerow({**asdict(r), "disk_per_step": round(r.disk_per_step)})
+    from .plots import _pyplot
+
+    plt = _pyplot()
+    xs = [r.steps for r in rows]
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
+    panels = [
+        (
+            "disk KB per step",
+            [
+                ("events", [r.events_bytes / r.steps / 1024 for r in rows]),
+                ("artifacts", [r.artifacts_bytes / r.steps / 1024 for r in rows]),
+                ("checkpoints + writes", [(r.checkpoints_bytes + r.writes_bytes) / r.steps / 1024 for r in rows]),
+                ("total", [r.disk_per_step / 1024 for r in rows]),
+            ],
+        ),
+        ("state KB", [("state.json", [r.state_bytes / 1024 for r in rows])]),
+        (
+            "ms per step",
+            [
+                ("wall", [r.ms_per_step for r in rows]),
+                ("CPU", [r.cpu_ms_per_step for r in rows]),
+                ("overhead", [r.overhead_ms for r in rows]),
+            ],
+        ),
+        ("seconds", [("resume", [r.resume_s for r in rows]), ("inspect", [r.inspect_s for r in rows])]),
+    ]
+    for ax, (title, series) in zip(axes, panels):
+        for label, ys in series:
+            ax.plot(xs, ys, marker="o", label=label)
+        ax.set_xscale("log")
+        ax.set_xlabel("executor steps (log)")
+        ax.set_title(title, fontsize=10)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    png = out / "scale.png"
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+    return [md, cs, png]
