@@ -173,7 +173,28 @@ class Project:
     def is_postgres(self) -> bool:
         return self.url is not None
 
+    @property
+    def memory_store(self) -> Any:
+        """The long-term store of durable memories (a LangGraph ``BaseStore`` beside the
+        checkpointer: :func:`graphs.memory.open_memory_store`), opened on first use."""
+        if getattr(self, "_memory_store", None) is None:
+            from .memory import open_memory_store
+
+            self._memory_store = open_memory_store(self)
+        return self._memory_store
+
+    def memory(self, root: str | Path | None = None) -> Any:
+        """A :class:`nodes.memory.MemorySource` on :attr:`memory_store`, checking the memories'
+        files against the workspace ``root`` (``None``: no staleness check); pass it to
+        :func:`build_orchestrator` as ``memory=``."""
+        from nodes.memory import MemorySource
+
+        return MemorySource(self.memory_store, root=Path(root) if root is not None else None)
+
     def close(self) -> None:
+        ms = getattr(self, "_memory_store", None)
+        if ms is not None and getattr(ms, "_taskctx_conn", None) is not None:
+            ms._taskctx_conn.close()
         if self.conn is not None:
             self.conn.close()
         if self._pool is not None:
@@ -324,12 +345,16 @@ def build_orchestrator(
     budget: int = DEFAULT_BUDGET,
     reserve_for_output: int = DEFAULT_RESERVE,
     env: NodeEnv | None = None,
+    memory: Any = None,
 ) -> CompiledStateGraph:
     """The default compiled graph (see module doc).
 
     ``model``: a chat model or ``"provider:model"``; ``tools``: the task's ToolExecutor;
     ``budget`` and ``reserve_for_output`` in tokens. Without ``stores`` the event log and
-    artifacts live in memory. Run it with ``durability="sync"`` and ``thread_id = task_id``.
+    artifacts live in memory. ``memory``: a :class:`nodes.memory.MemorySource` (e.g.
+    ``project.memory(workspace)``): a new task loads the durable memories relevant to its
+    request, confirmations reach the long-term store, and the graph is compiled with its store
+    (LangGraph passes it to nodes that ask for ``store``); ``None``: no durable memory. Run it with ``durability="sync"`` and ``thread_id = task_id``.
     Returns a :class:`~graphs.edits.TaskGraph`: ``update_state`` from outside a node is recorded
     in the event log (``state.edited``) or refused (``InvalidInputError``).
     """
@@ -337,6 +362,8 @@ def build_orchestrator(
     if env is None:
         st = stores or SqliteStores(":memory:")
         env = NodeEnv(events=st.events, artifacts=st.artifacts, budget=budget, reserve_for_output=reserve_for_output)
+    if memory is not None:
+        env.memory = memory
     tx = tools or NoTools()
     g = StateGraph(TaskContext)
     g.add_node("planner", make_planner_node(chat, env), metadata={"role": "planner"})
@@ -351,7 +378,8 @@ def build_orchestrator(
     g.add_conditional_edges("tools", routing.after_tools)
     g.add_conditional_edges("recovery", routing.after_recovery)
     g.add_conditional_edges("reviewer", routing.after_reviewer)
-    compiled = compile_graph(g, checkpointer=checkpointer, name="taskctx")  # the root run of each trace
+    store = getattr(env.memory, "store", None)
+    compiled = compile_graph(g, checkpointer=checkpointer, store=store, name="taskctx")  # the root run of each trace
     compiled.__class__ = TaskGraph  # update_state from outside a node: recorded or refused (graphs.edits)
     compiled.taskctx_events = env.events  # type: ignore[attr-defined]
     return compiled
