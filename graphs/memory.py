@@ -215,9 +215,23 @@ def forget_memory(project: Any, key: str, *, reason: str = "") -> MemoryRecord:
 
 
 def _append(project: Any, kind: str, payload: Any) -> Any:
-    ev = new_event(kind, payload, actor="user", correlation_id=MEMORY_LOG)  # type: ignore[arg-type]
-    seq = project.stores.events.last_seq(MEMORY_LOG) + 1
-    return project.stores.events.append(MEMORY_LOG, [ev.model_copy(update={"seq": seq})])[0]
+    """Append one event to the :data:`MEMORY_LOG` stream. Its timestamp is after the stream's
+    last one (at least 1 ms), so the order of two confirmations made in the same millisecond is
+    the order they were made in (supersession compares ``confirmed_at``)."""
+    from datetime import datetime, timedelta
+
+    from context import utc_now
+
+    log = project.stores.events
+    seq = log.last_seq(MEMORY_LOG) + 1
+    ts = utc_now()
+    if seq > 1:
+        last = log.read(MEMORY_LOG, after=seq - 2)[-1].timestamp
+        if ts <= last:
+            t = datetime.fromisoformat(last.replace("Z", "+00:00")) + timedelta(milliseconds=1)
+            ts = t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    ev = new_event(kind, payload, actor="user", correlation_id=MEMORY_LOG, timestamp=ts)  # type: ignore[arg-type]
+    return log.append(MEMORY_LOG, [ev.model_copy(update={"seq": seq})])[0]
 
 
 @dataclass

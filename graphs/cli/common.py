@@ -178,6 +178,7 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
             checkpointer=project.checkpointer,
             stores=project.stores,
             budget=budget,
+            memory=project.memory(),
         )
     elif kind == "demo":
         from ..demo import demo_model, demo_tools
@@ -193,6 +194,7 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
             checkpointer=project.checkpointer,
             stores=project.stores,
             budget=budget,
+            memory=project.memory(str(spec["workspace"])),
         )
     elif kind == "run":
         tools = None
@@ -202,7 +204,12 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
             tools = WorkspaceTools(str(spec["workspace"]), receipts_dir=spec.get("receipts"))
             tools.strict_resolution = True
         g = build_orchestrator(
-            str(spec["model"]), tools=tools, checkpointer=project.checkpointer, stores=project.stores, budget=budget
+            str(spec["model"]),
+            tools=tools,
+            checkpointer=project.checkpointer,
+            stores=project.stores,
+            budget=budget,
+            memory=project.memory(spec.get("workspace")),  # type: ignore[arg-type]
         )
     else:
         raise InvalidInputError(f"task {task_id!r} has an unknown kind {kind!r} in {project.path}")

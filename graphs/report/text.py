@@ -25,7 +25,7 @@ def render_state(
 ) -> None:
     """Print ``ctx`` (folded from ``events``) on ``console`` (control characters and bidi
     overrides shown escaped: :func:`context.text.escape_controls`), one titled section each: goal,
-    request, criteria, constraints, plan, current step, progress, evidence, model calls by role
+    request, criteria, constraints, the memories it loaded (only when it loaded any), plan, current step, progress, evidence, model calls by role
     (built-in and custom roles alike, each under its own name), permissions, approvals (the
     pending one in full, :func:`.approval.approval_renderable`), errors, omitted history,
     checkpoints (``checkpoints``: the newest ids, as listed
@@ -53,6 +53,17 @@ def render_state(
     h("Constraints")
     for c in i.constraints or ["(none)"]:
         p(f"- {c}")
+    if ctx.memory.loaded:  # the durable memories it loaded at its start (section shown only then)
+        h("Memories loaded")
+        for m in ctx.memory.loaded:
+            where = f"task {m.task_id}" if m.task_id else "no task"
+            state = "STALE " if m.stale else ""
+            state += f"superseded by {m.superseded_by} " if m.superseded_by else ""
+            p(
+                f"- {m.key} [{state}{m.namespace} {m.kind}] {m.text} (confirmed by {m.confirmed_by}, {where}, {m.confirmed_at})"
+            )
+            for f in m.stale:
+                p(f"  stale: {f.path} sha256 {f.recorded[:12]} then, {f.current[:12]} now")
     h("Plan")
     for s in ctx.plan.steps or []:
         mark = "->" if s.id == ctx.plan.current_step_id else "  "
