@@ -57,10 +57,10 @@ def render_state(
         h("Memories loaded")
         for m in ctx.memory.loaded:
             where = f"task {m.task_id}" if m.task_id else "no task"
-            state = "STALE " if m.stale else ""
-            state += f"superseded by {m.superseded_by} " if m.superseded_by else ""
+            marks = (["STALE"] if m.stale else []) + ([f"superseded by {m.superseded_by}"] if m.superseded_by else [])
+            state = f"; {', '.join(marks)}" if marks else ""
             p(
-                f"- {m.key} [{state}{m.namespace} {m.kind}] {m.text} (confirmed by {m.confirmed_by}, {where}, {m.confirmed_at})"
+                f"- {m.key} [{m.namespace} {m.kind}{state}] {m.text} (confirmed by {m.confirmed_by}, {where}, {m.confirmed_at})"
             )
             for f in m.stale:
                 p(f"  stale: {f.path} sha256 {f.recorded[:12]} then, {f.current[:12]} now")
