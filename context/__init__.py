@@ -32,7 +32,10 @@ below; drawn in its docstring); text.py is where any str becomes bytes and back 
 surrogates, control characters); verify.py checks a task's log and artifacts as read back; trajectory.py loads recorded agent runs
 (load_trajectory), which `taskctx replay` and the bench feed through the loop (replay model
 and replay tools); catalog.py is the one answer to "which tasks exist" (list_tasks, find_task:
-the task registry and the event log together), used by every command.
+the task registry and the event log together), used by every command; memory.py is durable
+memory across tasks, pure: the records LangGraph's long-term store holds (MemoryRecord, with
+provenance and the files they rest on), what a task loaded (LoadedMemory: stale, superseded),
+lexical relevance, and the store's contents rebuilt from the confirmation events.
 
 This package never imports langgraph or langchain-core (enforced by import-linter), so it is
 testable without a graph.

@@ -141,12 +141,15 @@ def words(text: str) -> set[str]:
 
 
 def lexical_score(query: str, record: MemoryRecord) -> float:
-    """The share (0..1) of the record's words (text, subject, file paths) that the query has;
-    0.0 when they share none (the record is not relevant)."""
+    """How much the query and the record (text, subject, file paths) share: the words they have
+    in common over the words of the smaller of the two (0..1, 4 decimals; the overlap
+    coefficient, so a long request does not dilute a short memory). 0.0 when they share none
+    (the record is not relevant)."""
     mine = words(" ".join([record.text, record.subject, *(f.path for f in record.files)]))
-    if not mine:
+    theirs = words(query)
+    if not mine or not theirs:
         return 0.0
-    return round(len(mine & words(query)) / len(mine), 4)
+    return round(len(mine & theirs) / min(len(mine), len(theirs)), 4)
 
 
 def supersession(records: Iterable[MemoryRecord]) -> dict[str, str]:
