@@ -88,6 +88,13 @@ def open_memory_store(project: Any, *, index: dict[str, Any] | None = None) -> A
             store.is_setup = True  # reads only: no tables created (an empty listing when there are none)
         else:
             conn = sqlite3.connect(project.path, check_same_thread=False, isolation_level=None)
+            if index and not hasattr(conn, "enable_load_extension"):
+                conn.close()
+                raise StoreOpenError(
+                    f"semantic memory search on SQLite ({project.path}) needs sqlite-vec, and this Python's sqlite3 "
+                    "cannot load extensions; use a Python built with loadable sqlite extensions, a postgresql:// "
+                    "--db with pgvector, or no index (lexical search)"
+                )
             store = SqliteStore(conn, index=index)  # type: ignore[arg-type]
             store.setup()
     except sqlite3.Error as exc:

@@ -113,12 +113,15 @@ class Project:
     created or changed; raises ``context.NotTaskctxDatabaseError`` when it holds no taskctx tables.
     """
 
-    def __init__(self, path: str, *, readonly: bool = False):
+    def __init__(self, path: str, *, readonly: bool = False, memory_index: dict[str, Any] | None = None):
         self.path = path
         self.url: str | None = None
         self.conn: sqlite3.Connection | None = None
         self._pool: Any = None
         self.readonly = readonly
+        #: LangGraph's index config of the memory store (``{"dims", "embed", "fields"}``): its
+        #: search is then semantic (see :attr:`memory_store`); None: lexical.
+        self.memory_index = memory_index
         self.checkpointer: BaseCheckpointSaver
         from .checkpoint import checkpoint_serde
 
@@ -180,7 +183,7 @@ class Project:
         if getattr(self, "_memory_store", None) is None:
             from .memory import open_memory_store
 
-            self._memory_store = open_memory_store(self)
+            self._memory_store = open_memory_store(self, index=self.memory_index)
         return self._memory_store
 
     def memory(self, root: str | Path | None = None) -> Any:
@@ -214,17 +217,22 @@ def db_exists(db: str | Path) -> bool:
     return is_postgres_url(str(db)) or str(db) == ":memory:" or Path(db).exists()
 
 
-def open_project(db: str | Path = DEFAULT_DB, *, readonly: bool = False) -> Project:
+def open_project(
+    db: str | Path = DEFAULT_DB, *, readonly: bool = False, memory_index: dict[str, Any] | None = None
+) -> Project:
     """Open (creating it and its folder if needed) the project database at ``db``: a SQLite
     file path, ``:memory:``, or a ``postgresql://user@host:port/dbname`` URL.
 
     Raises ``StoreOpenError`` naming the path (the URL without its password) when it cannot be
     opened. ``readonly=True`` creates and changes nothing (see :class:`Project`): a missing file
     raises ``StoreOpenError``, a database without the taskctx tables ``NotTaskctxDatabaseError``.
+    ``memory_index``: LangGraph's index config for the long-term memory store (``{"dims": N,
+    "embed": <embedding function or Embeddings>}``): memories are then found by semantic search;
+    ``None``: lexically (nothing downloaded).
     """
     path = str(db)
     if is_postgres_url(path) or readonly:
-        return Project(path, readonly=readonly)
+        return Project(path, readonly=readonly, memory_index=memory_index)
     if path != ":memory:":
         p = Path(path)
         if p.exists() and p.is_dir():
@@ -238,7 +246,7 @@ def open_project(db: str | Path = DEFAULT_DB, *, readonly: bool = False) -> Proj
                 head = fh.read(16)
             if head and not head.startswith(b"SQLite format 3"):
                 raise StoreOpenError(f"--db {path} exists but is not a SQLite database; pass another path")
-    return Project(path)
+    return Project(path, memory_index=memory_index)
 
 
 def new_task(

@@ -331,6 +331,32 @@ def test_semantic_search_when_an_embedding_function_is_configured() -> None:
     assert MemorySource(InMemoryStore()).search_kind == "lexical"
 
 
+def test_the_project_store_searches_semantically_with_an_index(tmp_path: Path) -> None:
+    """``open_project(..., memory_index=...)``: the SQLite store beside the checkpointer with
+    LangGraph's vector index (sqlite-vec); a new task loads by similarity."""
+    vocab = ["staging", "database", "release", "branch", "port"]
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        return [[float(w in t.lower()) + 0.01 for w in vocab] for t in texts]
+
+    index = {"dims": 5, "embed": embed, "fields": ["text"]}
+    if not hasattr(sqlite3.Connection, "enable_load_extension"):  # this Python's sqlite3 cannot load sqlite-vec
+        from context import StoreOpenError
+
+        with open_project(tmp_path / "p.sqlite", memory_index=index) as p:
+            with pytest.raises(StoreOpenError, match="^semantic memory search on SQLite .* needs sqlite-vec, and this"):
+                confirm_memory(p, DB1)
+        return
+    with open_project(tmp_path / "p.sqlite", memory_index=index) as p:
+        confirm_memory(p, DB1)
+        confirm_memory(p, REL, kind="convention")
+        assert p.memory().search_kind == "semantic"
+        _, res = _run(p, "t1", "Which port does the staging database use?")
+        assert [m.text for m in res.state.memory.loaded] == [DB1]
+        assert res.state.memory.loaded[0].score > 0.9
+        assert p.stores.events.read("t1")[1].payload["search"] == "semantic"
+
+
 def test_a_node_that_confirms_writes_the_store(tmp_path: Path) -> None:
     """A confirmation recorded by a node (``NodeRun.commit``) reaches the long-term store too."""
     from context.events import MemoryConfirmed
