@@ -37,6 +37,7 @@ from nodes.memory import MemorySource, file_sha256
 
 __all__ = [
     "MemoryView",
+    "confirm_in_task",
     "confirm_memory",
     "forget_memory",
     "list_memories",
@@ -159,6 +160,7 @@ def confirm_memory(
     root: Path | None = None,
     task_id: str | None = None,
     confirmed_by: str = "user",
+    graph: Any = None,
 ) -> MemoryRecord:
     """Record that the user confirmed ``text`` and write it to the long-term store.
 
@@ -166,9 +168,14 @@ def confirm_memory(
     it is about (a newer memory of the same subject supersedes the older); ``supersedes``: the
     key of the memory it replaces (takes that memory's subject). ``files``: paths it rests on,
     stamped by :func:`read_stamps` (from task ``task_id``'s reads, else under ``root``).
-    ``task_id``: the task it was confirmed in (must exist). Appends ``memory.confirmed`` to the
-    :data:`~context.memory.MEMORY_LOG` stream, then puts the record. Returns the record.
-    Raises ``InvalidInputError`` (one line naming the argument and the fix)."""
+    ``task_id``: the task it was confirmed in (must exist). With ``graph`` (the task's compiled
+    graph, e.g. ``build_orchestrator(...)`` on the same checkpointer) and a task that is paused or
+    finished (a checkpoint, no run in flight, no approval pending), ``memory.confirmed`` is
+    appended to the task's own log and folded into its checkpoint (a working-memory item of the
+    same text becomes durable: :func:`confirm_in_task`); otherwise it is appended to the
+    :data:`~context.memory.MEMORY_LOG` stream with ``task_id`` as provenance. Then the record is
+    put in the store. Returns the record. Raises ``InvalidInputError`` (one line naming the
+    argument and the fix)."""
     from context import UnknownTaskError
 
     text = " ".join(str(text).split())
@@ -200,11 +207,38 @@ def confirm_memory(
         confirmed_by=confirmed_by,
         task_id=task_id,
     )
-    e = _append(project, "memory.confirmed", payload)
-    src.apply([e], MEMORY_LOG)
+    in_task = confirm_in_task(project, graph, task_id, payload) if graph is not None and task_id else None
+    if in_task is not None:
+        src.apply([in_task], str(task_id))
+    else:
+        src.apply([_append(project, "memory.confirmed", payload)], MEMORY_LOG)
     rec = src.get(memory_key(namespace, kind, text))
     assert rec is not None
     return rec
+
+
+def confirm_in_task(project: Any, graph: Any, task_id: str, payload: MemoryConfirmed) -> Any:
+    """Append ``memory.confirmed`` (``payload``) to task ``task_id``'s own log and fold it into
+    its checkpoint through ``graph.update_state`` (the fold of an event already in the log passes
+    :mod:`graphs.edits` unchanged). Returns the appended event, or None (nothing recorded) when
+    the task cannot take it now: no checkpoint, events past it (a run in flight), or an approval
+    pending (an interrupt)."""
+    from .runner import thread_config
+
+    cfg = thread_config(task_id)
+    snap = graph.get_state(cfg)
+    if not snap.values or snap.interrupts or any(getattr(t, "interrupts", ()) for t in snap.tasks):
+        return None
+    ctx = TaskContext.model_validate(snap.values)
+    if project.stores.events.read(task_id, after=ctx.events.cursor):
+        return None
+    e = new_event("memory.confirmed", payload, actor="user", correlation_id=task_id)
+    appended = project.stores.events.append(task_id, [e.model_copy(update={"seq": ctx.events.cursor + 1})])
+    new = replay(appended, ctx)
+    graph.update_state(
+        cfg, {p: getattr(new, p) for p in TaskContext.model_fields if getattr(new, p) != getattr(ctx, p)}
+    )
+    return appended[0]
 
 
 def forget_memory(project: Any, key: str, *, reason: str = "") -> MemoryRecord:

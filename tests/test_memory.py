@@ -357,6 +357,28 @@ def test_the_project_store_searches_semantically_with_an_index(tmp_path: Path) -
         assert p.stores.events.read("t1")[1].payload["search"] == "semantic"
 
 
+def test_confirming_in_a_paused_task_promotes_its_working_memory(tmp_path: Path) -> None:
+    """With the task's graph, the confirmation goes into the task's own log and checkpoint: its
+    working-memory item becomes a durable fact there, and the store gets it."""
+    with open_project(tmp_path / "p.sqlite") as p:
+        g, _ = _run(p, "t1", "Find the staging database")
+        cfg = thread_config("t1")
+        ctx = TaskContext.model_validate(g.get_state(cfg).values)
+        e = new_event("memory.proposed", {"text": DB1}, actor="agent", correlation_id="t1")
+        new = replay(p.stores.events.append("t1", [e.model_copy(update={"seq": ctx.events.cursor + 1})]), ctx)
+        g.update_state(cfg, {"memory": new.memory, "events": new.events})
+        assert TaskContext.model_validate(g.get_state(cfg).values).memory.working_memory == [DB1]
+        rec = confirm_memory(p, DB1, task_id="t1", graph=g)
+        state = TaskContext.model_validate(g.get_state(cfg).values)
+        assert (state.memory.working_memory, state.memory.durable_facts) == ([], [DB1])
+        events = p.stores.events.read("t1")
+        assert [x.kind for x in events[-2:]] == ["memory.proposed", "memory.confirmed"]
+        assert replay(events) == state  # the log and the checkpoint agree
+        assert p.stores.events.read(MEMORY_LOG) == []
+        assert (rec.task_id, rec.event_id) == ("t1", events[-1].id)
+        assert rebuild_memory(p) == 1 and list_memories(p)[0].record == rec
+
+
 def test_a_node_that_confirms_writes_the_store(tmp_path: Path) -> None:
     """A confirmation recorded by a node (``NodeRun.commit``) reaches the long-term store too."""
     from context.events import MemoryConfirmed

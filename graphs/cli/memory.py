@@ -17,7 +17,7 @@ from context import TaskctxError
 
 from ..memory import MemoryView, confirm_memory, forget_memory, list_memories, rebuild_memory, show_memory
 from ..orchestrator import DEFAULT_DB, open_project
-from .common import DbOpt, _describe, _fail, _open_existing, console
+from .common import DbOpt, _describe, _fail, _graph_for, _open_existing, console
 
 __all__ = ["memory_app"]
 
@@ -120,10 +120,17 @@ def confirm_cmd(
     ] = None,
     db: DbOpt = DEFAULT_DB,
 ) -> None:
-    """Confirm a memory: records memory.confirmed, then writes it to the long-term store."""
+    """Confirm a memory: records memory.confirmed, then writes it to the long-term store.
+
+    With --task of a paused or finished task started by a taskctx command, the event goes into
+    that task's own log and checkpoint (a working-memory item of the same text becomes durable);
+    otherwise into the log's memory stream, with the task as provenance."""
     try:
         project = open_project(db)
         try:
+            graph = None
+            if task and project.stores.tasks.get(task) is not None:
+                graph, _ = _graph_for(project, task)
             r = confirm_memory(
                 project,
                 text,
@@ -134,6 +141,7 @@ def confirm_cmd(
                 files=list(file or []),
                 root=workspace,
                 task_id=task,
+                graph=graph,
             )
         finally:
             project.close()
