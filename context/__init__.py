@@ -33,7 +33,10 @@ surrogates, control characters); verify.py checks a task's log and artifacts as 
 (load_trajectory), which `taskctx replay` and the bench feed through the loop (replay model
 and replay tools); history.py reads back from the log what left
 the state's windows (every error, every plan step: all_errors, all_plan_steps) for the views; catalog.py is the one answer to "which tasks exist" (list_tasks, find_task:
-the task registry and the event log together), used by every command.
+the task registry and the event log together), used by every command; memory.py is durable
+memory across tasks, pure: the records LangGraph's long-term store holds (MemoryRecord, with
+provenance and the files they rest on), what a task loaded (LoadedMemory: stale, superseded),
+lexical relevance, and the store's contents rebuilt from the confirmation events.
 
 This package never imports langgraph or langchain-core (enforced by import-linter), so it is
 testable without a graph.

@@ -25,6 +25,7 @@ from typing import Protocol
 
 from .errors import DamagedStoreError, UnknownTaskError
 from .events import Event
+from .memory import MEMORY_LOG
 from .reducer import replay
 from .verify import check_events
 
@@ -115,7 +116,7 @@ def _info(stores: _Stores, task_id: str) -> TaskInfo:
 def list_tasks(stores: _Stores) -> list[TaskInfo]:
     """Every task of ``stores`` (registry and event log reconciled, see the module doc), the most
     recent activity first; tasks without events ("not started") last, by id."""
-    ids = set(stores.events.task_ids()) | set(stores.tasks.task_ids())
+    ids = (set(stores.events.task_ids()) | set(stores.tasks.task_ids())) - {MEMORY_LOG}  # (no task: memory)
     infos = [_info(stores, t) for t in ids]
     started = sorted((i for i in infos if i.last_activity), key=lambda i: (i.last_activity, i.task_id), reverse=True)
     return started + sorted((i for i in infos if not i.last_activity), key=lambda i: i.task_id)

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .builder import ManifestEntry
+from .memory import FileStamp, LoadedMemory, MemoryKind, MemoryNamespace
 from .models import Finding, PlanStep, RiskLevel, StepResult
 from .text import clean_tree, json_text
 
@@ -50,6 +51,9 @@ __all__ = [
     "RecoveryDecided",
     "TaskCompleted",
     "MemoryNoted",
+    "MemoryConfirmed",
+    "MemoryForgotten",
+    "MemoryLoaded",
     "StateEdited",
     "EDITABLE_FIELDS",
 ]
@@ -80,6 +84,8 @@ EventKind = Literal[
     "task.completed",
     "memory.proposed",
     "memory.confirmed",
+    "memory.forgotten",
+    "memory.loaded",
     "state.edited",
 ]
 
@@ -262,10 +268,46 @@ class TaskCompleted(_Payload):
 
 
 class MemoryNoted(_Payload):
-    """Payload of ``memory.proposed`` (working memory) and ``memory.confirmed`` (durable)."""
+    """Payload of ``memory.proposed`` (working memory, per task)."""
 
-    kind: Literal["fact", "preference", "convention"] = "fact"
+    kind: MemoryKind = "fact"
     text: str
+
+
+class MemoryConfirmed(MemoryNoted):
+    """Payload of ``memory.confirmed``: durable, written to the long-term store (see
+    :mod:`context.memory`).
+
+    ``namespace`` (``user`` or ``project``), ``subject`` (a newer confirmed memory of the same
+    subject supersedes an older one), ``files`` (what it rests on: path + sha256 when
+    confirmed), ``confirmed_by`` and ``task_id`` (the task it was confirmed in, when the event is
+    not in that task's own log) are its provenance; all have defaults, so an older
+    ``{"kind", "text"}`` payload reads back as before."""
+
+    namespace: MemoryNamespace = "project"
+    subject: str = ""
+    files: list[FileStamp] = Field(default_factory=list)
+    confirmed_by: str = "user"
+    task_id: str | None = None
+
+
+class MemoryForgotten(_Payload):
+    """Payload of ``memory.forgotten``: the durable memory ``key`` (of ``namespace``) is removed
+    from the long-term store; ``text`` is what it said, ``reason`` why it was forgotten."""
+
+    key: str
+    namespace: MemoryNamespace = "project"
+    text: str = ""
+    reason: str = ""
+
+
+class MemoryLoaded(_Payload):
+    """Payload of ``memory.loaded``: the durable memories a new task loaded from the long-term
+    store for its request (each with provenance, staleness and what supersedes it), and how
+    they were found (``search``: ``lexical`` or ``semantic``)."""
+
+    memories: list[LoadedMemory] = Field(default_factory=list)
+    search: Literal["lexical", "semantic"] = "lexical"
 
 
 #: The fields a state edit (``graph.update_state`` from outside a node, e.g. LangGraph Studio's
@@ -317,7 +359,9 @@ PAYLOAD_MODELS: dict[str, type[_Payload]] = {
     "recovery.decided": RecoveryDecided,
     "task.completed": TaskCompleted,
     "memory.proposed": MemoryNoted,
-    "memory.confirmed": MemoryNoted,
+    "memory.confirmed": MemoryConfirmed,
+    "memory.forgotten": MemoryForgotten,
+    "memory.loaded": MemoryLoaded,
     "state.edited": StateEdited,
 }
 

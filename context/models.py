@@ -18,6 +18,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .memory import LoadedMemory
+
 __all__ = [
     "AGENT_CLAIM",
     "ApprovalRequest",
@@ -469,6 +471,9 @@ class Memory(_Part):
     user_preferences: list[str] = Field(default_factory=list)
     project_conventions: list[str] = Field(default_factory=list)
     working_memory: list[str] = Field(default_factory=list)
+    #: Addition: the durable memories this task loaded from the long-term store at its start
+    #: (``memory.loaded``; a later ``memory.forgotten`` removes one). See :mod:`context.memory`.
+    loaded: list[LoadedMemory] = Field(default_factory=list)
 
 
 # errors -----------------------------------------------------------------------------------

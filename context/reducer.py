@@ -24,6 +24,9 @@ from .events import (
     ErrorResolved,
     Event,
     EventKind,
+    MemoryConfirmed,
+    MemoryForgotten,
+    MemoryLoaded,
     MemoryNoted,
     PermissionEvent,
     PlanCreated,
@@ -120,6 +123,15 @@ def summarize_event(e: Event) -> str:
         text = f"{p['status']}: {p['summary']}"
     elif k == "state.edited":
         text = "edited " + ", ".join(sorted(f"{part}.{f}" for part, fs in p["changes"].items() for f in fs))
+    elif k == "memory.confirmed":
+        text = f"{p['namespace']} {p['kind']}: {p['text']}"
+    elif k == "memory.forgotten":
+        text = f"{p['namespace']} {p['key']}: {p['text']}" + (f" ({p['reason']})" if p.get("reason") else "")
+    elif k == "memory.loaded":
+        ms = p["memories"]
+        text = f"{len(ms)} memories ({p['search']}): " + ", ".join(
+            m["key"] + (" stale" if m["stale"] else "") + (" superseded" if m["superseded_by"] else "") for m in ms
+        )
     elif k == "resume.started":
         text = (f"{p['node']} runs" if p.get("node") else "resumed") + (
             f", from checkpoint {p['from_checkpoint']}" if p.get("from_checkpoint") else ""
@@ -567,10 +579,13 @@ def _on_state_edited(ctx: TaskContext, e: Event) -> TaskContext:
     return ctx.model_copy(update=update)
 
 
+_MEMORY_FIELDS = {"fact": "durable_facts", "preference": "user_preferences", "convention": "project_conventions"}
+
+
 def _on_memory_confirmed(ctx: TaskContext, e: Event) -> TaskContext:
-    m: MemoryNoted = e.typed()
+    m: MemoryConfirmed = e.typed()
     mem = ctx.memory
-    field = {"fact": "durable_facts", "preference": "user_preferences", "convention": "project_conventions"}[m.kind]
+    field = _MEMORY_FIELDS[m.kind]
     mem = mem.model_copy(
         update={
             field: list(getattr(mem, field)) + [m.text],
@@ -578,6 +593,25 @@ def _on_memory_confirmed(ctx: TaskContext, e: Event) -> TaskContext:
         }
     )
     return ctx.model_copy(update={"memory": mem})
+
+
+def _on_memory_forgotten(ctx: TaskContext, e: Event) -> TaskContext:
+    """``memory.forgotten``: the memory leaves the task's loaded memories and, when the task
+    confirmed it itself, its durable lists (by text)."""
+    f: MemoryForgotten = e.typed()
+    mem = ctx.memory
+    update: dict[str, object] = {"loaded": [m for m in mem.loaded if (m.namespace, m.key) != (f.namespace, f.key)]}
+    if f.text:
+        for field in _MEMORY_FIELDS.values():
+            update[field] = [t for t in getattr(mem, field) if t != f.text]
+    return ctx.model_copy(update={"memory": mem.model_copy(update=update)})
+
+
+def _on_memory_loaded(ctx: TaskContext, e: Event) -> TaskContext:
+    """``memory.loaded``: the memories the task loaded from the long-term store (replacing any
+    earlier load)."""
+    p: MemoryLoaded = e.typed()
+    return ctx.model_copy(update={"memory": ctx.memory.model_copy(update={"loaded": list(p.memories)})})
 
 
 #: One event's fold: ``(ctx, event) -> new ctx``, pure (no clock, no store, ``ctx`` not mutated).
@@ -609,6 +643,8 @@ FOLDS: Mapping[EventKind, Fold] = MappingProxyType(
         "task.completed": _on_task_completed,
         "memory.proposed": _on_memory_proposed,
         "memory.confirmed": _on_memory_confirmed,
+        "memory.forgotten": _on_memory_forgotten,
+        "memory.loaded": _on_memory_loaded,
         "state.edited": _on_state_edited,
     }
 )

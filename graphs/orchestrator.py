@@ -114,12 +114,15 @@ class Project:
     created or changed; raises ``context.NotTaskctxDatabaseError`` when it holds no taskctx tables.
     """
 
-    def __init__(self, path: str, *, readonly: bool = False):
+    def __init__(self, path: str, *, readonly: bool = False, memory_index: dict[str, Any] | None = None):
         self.path = path
         self.url: str | None = None
         self.conn: sqlite3.Connection | None = None
         self._pool: Any = None
         self.readonly = readonly
+        #: LangGraph's index config of the memory store (``{"dims", "embed", "fields"}``): its
+        #: search is then semantic (see :attr:`memory_store`); None: lexical.
+        self.memory_index = memory_index
         self.checkpointer: BaseCheckpointSaver
         from .checkpoint import checkpoint_serde
 
@@ -174,7 +177,28 @@ class Project:
     def is_postgres(self) -> bool:
         return self.url is not None
 
+    @property
+    def memory_store(self) -> Any:
+        """The long-term store of durable memories (a LangGraph ``BaseStore`` beside the
+        checkpointer: :func:`graphs.memory.open_memory_store`), opened on first use."""
+        if getattr(self, "_memory_store", None) is None:
+            from .memory import open_memory_store
+
+            self._memory_store = open_memory_store(self, index=self.memory_index)
+        return self._memory_store
+
+    def memory(self, root: str | Path | None = None) -> Any:
+        """A :class:`nodes.memory.MemorySource` on :attr:`memory_store`, checking the memories'
+        files against the workspace ``root`` (``None``: no staleness check); pass it to
+        :func:`build_orchestrator` as ``memory=``."""
+        from nodes.memory import MemorySource
+
+        return MemorySource(self.memory_store, root=Path(root) if root is not None else None)
+
     def close(self) -> None:
+        ms = getattr(self, "_memory_store", None)
+        if ms is not None and getattr(ms, "_taskctx_conn", None) is not None:
+            ms._taskctx_conn.close()
         if self.conn is not None:
             self.conn.close()
         if self._pool is not None:
@@ -194,17 +218,22 @@ def db_exists(db: str | Path) -> bool:
     return is_postgres_url(str(db)) or str(db) == ":memory:" or Path(db).exists()
 
 
-def open_project(db: str | Path = DEFAULT_DB, *, readonly: bool = False) -> Project:
+def open_project(
+    db: str | Path = DEFAULT_DB, *, readonly: bool = False, memory_index: dict[str, Any] | None = None
+) -> Project:
     """Open (creating it and its folder if needed) the project database at ``db``: a SQLite
     file path, ``:memory:``, or a ``postgresql://user@host:port/dbname`` URL.
 
     Raises ``StoreOpenError`` naming the path (the URL without its password) when it cannot be
     opened. ``readonly=True`` creates and changes nothing (see :class:`Project`): a missing file
     raises ``StoreOpenError``, a database without the taskctx tables ``NotTaskctxDatabaseError``.
+    ``memory_index``: LangGraph's index config for the long-term memory store (``{"dims": N,
+    "embed": <embedding function or Embeddings>}``): memories are then found by semantic search;
+    ``None``: lexically (nothing downloaded).
     """
     path = str(db)
     if is_postgres_url(path) or readonly:
-        return Project(path, readonly=readonly)
+        return Project(path, readonly=readonly, memory_index=memory_index)
     if path != ":memory:":
         p = Path(path)
         if p.exists() and p.is_dir():
@@ -218,7 +247,7 @@ def open_project(db: str | Path = DEFAULT_DB, *, readonly: bool = False) -> Proj
                 head = fh.read(16)
             if head and not head.startswith(b"SQLite format 3"):
                 raise StoreOpenError(f"--db {path} exists but is not a SQLite database; pass another path")
-    return Project(path)
+    return Project(path, memory_index=memory_index)
 
 
 def new_task(
@@ -325,6 +354,7 @@ def build_orchestrator(
     budget: int = DEFAULT_BUDGET,
     reserve_for_output: int = DEFAULT_RESERVE,
     env: NodeEnv | None = None,
+    memory: Any = None,
 ) -> CompiledStateGraph:
     """The default compiled graph (see module doc).
 
@@ -332,7 +362,11 @@ def build_orchestrator(
     ``budget`` and ``reserve_for_output`` in tokens, counted by :func:`model_counter` of the
     model (o200k_base or cl100k_base for OpenAI models, the upper-bound estimate for other
     providers, o200k_base for scripted and replay models). Without ``stores`` the event log and
-    artifacts live in memory. Run it with ``durability="sync"`` and ``thread_id = task_id``.
+    artifacts live in memory. ``memory``: a :class:`nodes.memory.MemorySource` (e.g.
+    ``project.memory(workspace)``): a new task loads the durable memories relevant to its
+    request, confirmations reach the long-term store, and the graph is compiled with its store
+    (LangGraph passes it to nodes that ask for ``store``); ``None``: no durable memory. Run it
+    with ``durability="sync"`` and ``thread_id = task_id``.
     Returns a :class:`~graphs.edits.TaskGraph`: ``update_state`` from outside a node is recorded
     in the event log (``state.edited``) or refused (``InvalidInputError``).
     """
@@ -346,6 +380,8 @@ def build_orchestrator(
             reserve_for_output=reserve_for_output,
             count_tokens=model_counter(chat),
         )
+    if memory is not None:
+        env.memory = memory
     tx = tools or NoTools()
     g = StateGraph(TaskContext)
     g.add_node("planner", make_planner_node(chat, env), metadata={"role": "planner"})
@@ -360,7 +396,8 @@ def build_orchestrator(
     g.add_conditional_edges("tools", routing.after_tools)
     g.add_conditional_edges("recovery", routing.after_recovery)
     g.add_conditional_edges("reviewer", routing.after_reviewer)
-    compiled = compile_graph(g, checkpointer=checkpointer, name="taskctx")  # the root run of each trace
+    store = getattr(env.memory, "store", None)
+    compiled = compile_graph(g, checkpointer=checkpointer, store=store, name="taskctx")  # the root run of each trace
     compiled.__class__ = TaskGraph  # update_state from outside a node: recorded or refused (graphs.edits)
     compiled.taskctx_events = env.events  # type: ignore[attr-defined]
     return compiled

@@ -36,6 +36,9 @@ Modules:
 * ``secrets.py``: :func:`mask_secrets`, applied to everything that leaves the artifact store.
 * ``testing.py``: :class:`ScriptedChatModel`, :class:`ReplayChatModel` and the answer helpers.
 * ``models.py``: :func:`resolve_model`, ``provider:model`` strings to chat models.
+* ``memory.py``: :class:`~nodes.memory.MemorySource`, durable memory on a LangGraph ``BaseStore``:
+  what a new task loads (``memory.loaded``, by the role nodes' prologue) and how confirmation
+  events reach the store (``NodeRun.commit``).
 """
 
 from .models import resolve_model

@@ -32,6 +32,7 @@ from context.events import (
     CheckpointCreated,
     ErrorOccurred,
     ErrorResolved,
+    MemoryLoaded,
     PlanCreated,
     RecoveryDecided,
     ReviewCompleted,
@@ -57,6 +58,7 @@ __all__ = [
     "make_planner_node",
     "make_recovery_node",
     "make_reviewer_node",
+    "memory_loaded_events",
     "task_created_event",
 ]
 
@@ -120,10 +122,23 @@ def task_created_event(run: NodeRun) -> Event:
     )
 
 
+def memory_loaded_events(run: NodeRun) -> list[Event]:
+    """``memory.loaded`` with the durable memories relevant to the request
+    (:meth:`nodes.memory.MemorySource.load`), when the env has a long-term store and any is
+    relevant; else nothing."""
+    if run.env.memory is None:
+        return []
+    found = run.env.memory.load(run.input.identity.original_request)
+    if not found:
+        return []
+    return [run.make("memory.loaded", MemoryLoaded(memories=found, search=run.env.memory.search_kind), actor="system")]
+
+
 def _prologue(run: NodeRun) -> tuple[list[Event], TaskContext]:
     pre: list[Event] = []
     if run.ctx.events.cursor == 0:
         pre.append(task_created_event(run))
+        pre += memory_loaded_events(run)
     pre += run.resume_events()
     return pre, replay(pre, run.ctx)
 

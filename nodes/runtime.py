@@ -97,6 +97,9 @@ class NodeEnv:
     count_tokens: TokenCounter = field(default_factory=_default_counter)
     #: The stores object when built by :meth:`sqlite` (``env.stores.close()`` closes it).
     stores: Any = None
+    #: The long-term store of durable memories (:class:`nodes.memory.MemorySource`), or None:
+    #: a new task then loads no memories, and confirmations stay in the event log only.
+    memory: Any = None
 
     @classmethod
     def sqlite(cls, path: str = ":memory:", **kw: Any) -> NodeEnv:
@@ -279,6 +282,8 @@ class NodeRun:
         self.own: list[Event] = past
         self.ctx = replay(self.own, self.input)
         self._new: list[Event] = []
+        if env.memory is not None and past:  # a crashed attempt may have died before its store write
+            env.memory.apply(past, task_id)
 
     @property
     def replayed(self) -> bool:
@@ -305,6 +310,8 @@ class NodeRun:
         appended = self.env.events.append(self.task_id, numbered)
         self.ctx = replay(appended, self.ctx)
         self._new.extend(appended)
+        if self.env.memory is not None:  # confirmations reach the long-term store (nodes.memory)
+            self.env.memory.apply(appended, self.task_id)
         return appended
 
     def resume_events(self) -> list[Event]:

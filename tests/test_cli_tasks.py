@@ -10,6 +10,7 @@ import sqlite3
 import tomllib
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -278,12 +279,21 @@ def test_readme_names_exactly_the_commands_that_take_db() -> None:
     import typer.main
 
     group = typer.main.get_command(app)
-    takes_db = {name for name, cmd in group.commands.items() if any("--db" in p.opts for p in cmd.params)}
+
+    def db_opt(cmd: Any) -> bool:  # a command group (``memory``): every one of its commands takes it
+        subs = getattr(cmd, "commands", None)
+        return all(map(db_opt, subs.values())) if subs else any("--db" in p.opts for p in cmd.params)
+
+    takes_db = {name for name, cmd in group.commands.items() if db_opt(cmd)}
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     m = re.search(r"\n((?:`[a-z]+`(?:, | and ))+`[a-z]+`) take `--db`", readme)
     assert m, "README lost its sentence naming the commands that take --db"
     named = set(re.findall(r"`([a-z]+)`", m.group(1)))
-    assert named == takes_db == {"demo", "replay", "resume", "run", "approve", "inspect", "list", "report", "doctor"}
+    assert (
+        named
+        == takes_db
+        == {"demo", "replay", "resume", "run", "approve", "inspect", "list", "report", "doctor", "memory"}
+    )
     assert set(group.commands) - takes_db == {"bench", "eval", "tokens"}
     assert "`bench`, `eval` and `tokens` take no `--db`" in readme
     assert "All commands take `--db`" not in readme

@@ -38,6 +38,8 @@ PAYLOADS: dict[str, dict[str, object]] = {
     "task.completed": {"summary": "all done"},
     "memory.proposed": {"text": "uses pytest"},
     "memory.confirmed": {"kind": "fact", "text": "uses pytest"},
+    "memory.forgotten": {"key": "m_0123456789ab", "text": "ports are fixed"},
+    "memory.loaded": {"memories": [{"key": "m_0123456789ab", "text": "ports are fixed", "confirmed_at": TS}]},
     "state.edited": {"changes": {"identity": {"constraints": ["keep tags"]}}},
 }
 
@@ -48,7 +50,8 @@ def _ev(kind: str, payload: dict[str, object], seq: int = 0):
 
 
 def _start() -> TaskContext:
-    """A task with a plan, a running step s1, a pending call c1, an open error e1, waiting for approval."""
+    """A task with a plan, a running step s1, a pending call c1, an open error e1, waiting for approval,
+    and one confirmed fact."""
     events = [
         _ev("task.created", {"task_id": "task-1", "original_request": "fix it"}),
         _ev("plan.created", {"steps": [{"id": "s1", "title": "one"}, {"id": "s2", "title": "two"}]}),
@@ -56,13 +59,14 @@ def _start() -> TaskContext:
         _ev("tool.called", {"call_id": "c1", "tool": "bash", "step_id": "s1"}),
         _ev("error.occurred", {"error_id": "e1", "message": "first"}),
         _ev("permission.requested", {"call_id": "c1", "tool": "bash", "reason": "first ask"}),
+        _ev("memory.confirmed", {"text": "ports are fixed"}),
     ]
     return replay(events)
 
 
 def test_the_table_and_the_unfolded_list_are_exactly_the_event_kinds():
     kinds = list(get_args(EventKind))
-    assert len(kinds) == 24
+    assert len(kinds) == 26
     assert not set(FOLDS) & UNFOLDED_KINDS
     assert sorted([*FOLDS, *UNFOLDED_KINDS]) == sorted(kinds)
     assert UNFOLDED_KINDS == frozenset()
@@ -94,6 +98,8 @@ def test_each_kind_has_its_own_named_handler():
         "task.completed": "_on_task_completed",
         "memory.proposed": "_on_memory_proposed",
         "memory.confirmed": "_on_memory_confirmed",
+        "memory.forgotten": "_on_memory_forgotten",
+        "memory.loaded": "_on_memory_loaded",
         "state.edited": "_on_state_edited",
     }
 

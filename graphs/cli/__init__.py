@@ -1,7 +1,8 @@
 """graphs.cli: the ``taskctx`` command line (typer + rich); entry point ``graphs.cli:main``.
 
 Commands: ``demo``, ``replay``, ``resume``, ``inspect``, ``list``, ``run``, ``approve``, ``bench``,
-``tokens``, ``eval``, ``report``, ``doctor``; ``taskctx --version``. Every run exports ``<out>/<task_id>/``
+``tokens``, ``eval``, ``report``, ``doctor``, ``memory`` (``list|show|confirm|forget|rebuild``);
+``taskctx --version``. Every run exports ``<out>/<task_id>/``
 (trace.jsonl, state.json, context_pack.md, manifests.jsonl). Bad input prints one line naming the
 problem and the fix, and exits with code 2; a model call that failed at the provider exits with
 code 3 and says how to resume; nothing already recorded is changed.
@@ -27,6 +28,7 @@ import; then the commands registered below, in this order):
   tasks exist") and ``--version``;
 - :mod:`.demo`: ``demo`` (the scenario is :mod:`graphs.demo`);
 - :mod:`.doctor`: ``doctor`` (the checks are :mod:`graphs.doctor`);
+- :mod:`.memory`: ``memory list|show|confirm|forget|rebuild`` (the API is :mod:`graphs.memory`);
 - ``bench``, ``tokens``, ``eval``, ``report``: the commands of :mod:`graphs.bench` (``tokens``:
   :mod:`graphs.bench.tokens`), :mod:`graphs.eval`, :mod:`graphs.report`.
 """
@@ -41,6 +43,7 @@ from ..eval import eval_command
 from ..report import report_command
 from . import approve, demo, doctor, inspect, listing, tasks
 from .common import app, main
+from .memory import memory_app
 
 
 @app.callback()
@@ -67,5 +70,6 @@ app.command()(approve.approve)
 app.command()(tasks.run)
 app.command()(demo.demo)
 app.command()(doctor.doctor)
+app.add_typer(memory_app, name="memory")
 
 __all__ = ["app", "main"]

@@ -213,6 +213,7 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
             checkpointer=project.checkpointer,
             stores=project.stores,
             budget=budget,
+            memory=project.memory(),
         )
     elif kind == "demo":
         from ..demo import demo_model, demo_tools
@@ -228,6 +229,7 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
             checkpointer=project.checkpointer,
             stores=project.stores,
             budget=budget,
+            memory=project.memory(str(spec["workspace"])),
         )
     elif kind == "run":
         tools = None
@@ -245,7 +247,12 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
             max_retries=int(spec.get("retries", DEFAULT_RETRIES)),
         )
         g = build_orchestrator(
-            chat, tools=tools, checkpointer=project.checkpointer, stores=project.stores, budget=budget
+            chat,
+            tools=tools,
+            checkpointer=project.checkpointer,
+            stores=project.stores,
+            budget=budget,
+            memory=project.memory(spec.get("workspace")),  # type: ignore[arg-type]
         )
     else:
         raise InvalidInputError(f"task {task_id!r} has an unknown kind {kind!r} in {project.path}")

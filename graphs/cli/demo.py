@@ -82,7 +82,11 @@ def demo(
             markup=False,
         )
         g = build_orchestrator(
-            demo_model(), tools=demo_tools(ws, receipts), checkpointer=project.checkpointer, stores=project.stores
+            demo_model(),
+            tools=demo_tools(ws, receipts),
+            checkpointer=project.checkpointer,
+            stores=project.stores,
+            memory=project.memory(ws),
         )
         first = run_with_approvals(
             g,

@@ -64,6 +64,9 @@ def doctor(
 
 
 def _task_ids(project: object) -> list[str]:
-    """Every task id the event log or the registry knows (neither read beyond its ids)."""
+    """Every task id the event log or the registry knows (neither read beyond its ids); not the
+    log of memory confirmations made outside a task (:data:`context.memory.MEMORY_LOG`)."""
+    from context.memory import MEMORY_LOG
+
     stores = project.stores  # type: ignore[attr-defined]
-    return sorted(set(stores.events.task_ids()) | set(stores.tasks.task_ids()))
+    return sorted((set(stores.events.task_ids()) | set(stores.tasks.task_ids())) - {MEMORY_LOG})

@@ -90,6 +90,7 @@ def replay(
             checkpointer=project.checkpointer,
             stores=project.stores,
             budget=budget,
+            memory=project.memory(),
         )
         console.print(
             f"replay {traj.id}: {len(traj.steps)} recorded steps, budget {budget} tokens, task {tid}", markup=False

@@ -30,6 +30,7 @@ __all__ = [
     "Generated",
     "Inject",
     "InjectEvent",
+    "MemoryOp",
     "ModelPoint",
     "ToolResult",
     "ToolSpec",
@@ -40,7 +41,17 @@ __all__ = [
     "load_cases",
 ]
 
-CATEGORIES = ("missing", "pollution", "conflict", "distortion", "overload", "security", "recovery", "provenance")
+CATEGORIES = (
+    "missing",
+    "pollution",
+    "conflict",
+    "distortion",
+    "overload",
+    "security",
+    "recovery",
+    "provenance",
+    "memory",
+)
 
 
 class CaseError(InvalidInputError):
@@ -254,12 +265,49 @@ class Inject(_M):
     events: list[InjectEvent] = Field(min_length=1)
 
 
+class MemoryOp(_M):
+    """One change to the durable memory before the case's task starts (what earlier tasks and
+    the user did), applied in order through :mod:`graphs.memory`; exactly one action:
+
+    * ``confirm`` (the text, with ``kind``, ``namespace``, ``subject``, ``files`` it rests on and
+      ``task_id``: the earlier task it was confirmed in, recorded as a task of its own);
+    * ``forget``: the text of the stored memory to forget;
+    * ``propose``: working memory of the earlier task ``task_id`` (``memory.proposed``), never
+      confirmed;
+    * ``rebuild``: clear the store, then rebuild it from the confirmation events.
+
+    ``files_now``: workspace files (path: text) written before the action (the world as it was
+    then); after the last op the case's own ``workspace`` is written again."""
+
+    confirm: str | None = None
+    forget: str | None = None
+    propose: str | None = None
+    rebuild: bool | None = None
+    kind: Literal["fact", "preference", "convention"] = "fact"
+    namespace: Literal["user", "project"] = "project"
+    subject: str = ""
+    files: list[str] = Field(default_factory=list)
+    task_id: str | None = None
+    files_now: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one(self) -> MemoryOp:
+        given = [a for a in ("confirm", "forget", "propose", "rebuild") if getattr(self, a) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"a memory op needs exactly one of confirm, forget, propose, rebuild (got {given or 'none'})"
+            )
+        if self.propose is not None and not self.task_id:
+            raise ValueError("propose needs the task_id of the earlier task whose working memory it is")
+        return self
+
+
 class Case(_M):
     """One scenario (one JSON file in ``tests/eval_cases/``)."""
 
     id: str
     category: Literal[
-        "missing", "pollution", "conflict", "distortion", "overload", "security", "recovery", "provenance"
+        "missing", "pollution", "conflict", "distortion", "overload", "security", "recovery", "provenance", "memory"
     ]
     description: str = ""
     request: str
@@ -281,6 +329,8 @@ class Case(_M):
     #: workspace tools with their path policy (see :class:`WorkspaceCaseTools`).
     workspace: dict[str, str] | None = None
     requires: list[Literal["approvals", "path_scopes"]] = Field(default_factory=list)
+    #: What earlier tasks and the user did to the durable memory before this task (in order).
+    memory: list[MemoryOp] = Field(default_factory=list)
     checks: list[Check] = Field(min_length=1)
 
     @model_validator(mode="after")

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -24,7 +25,7 @@ from .cases import Case, CaseError, Crash, Inject, load_case
 from .checks import run_check
 from .scripted import CaseModel, CaseTools, SimulatedKill, WorkspaceCaseTools, _compile, _Plan
 
-__all__ = ["FEATURES", "STAT_KEYS", "CaseResult", "probe", "run_case"]
+__all__ = ["FEATURES", "MECHANISMS", "STAT_KEYS", "CaseResult", "probe", "run_case"]
 
 STAT_KEYS = (
     "state_updates",
@@ -94,7 +95,20 @@ def _tools(case: Case, compiled: _Plan, root: str | Path, **kw: Any) -> CaseTool
     return WorkspaceCaseTools(case, compiled, ws, **kw)
 
 
-def _graph(case: Case, project: Project, model: CaseModel, tools: CaseTools, budget: int | None) -> Any:
+#: The mechanisms a run can switch off (``run_case(..., off=...)``, ``taskctx eval --off``), to
+#: show that the cases of their category fail without them.
+MECHANISMS = {"memory": "durable memory: no memory is loaded from the long-term store (graphs.memory)"}
+
+
+def _graph(
+    case: Case,
+    project: Project,
+    model: CaseModel,
+    tools: CaseTools,
+    budget: int | None,
+    off: frozenset[str] = frozenset(),
+    root: Path | None = None,
+) -> Any:
     return build_orchestrator(
         model,
         tools=tools,
@@ -102,7 +116,64 @@ def _graph(case: Case, project: Project, model: CaseModel, tools: CaseTools, bud
         stores=project.stores,
         budget=budget or case.budget,
         reserve_for_output=case.reserve_for_output,
+        memory=None if "memory" in off else project.memory(root),
     )
+
+
+def _workspace(case: Case, root: str | Path) -> Path | None:
+    return Path(root) / "workspace" if case.workspace is not None else None
+
+
+def _memory_ops(case: Case, project: Project, ws: Path | None) -> None:
+    """Apply the case's :class:`MemoryOp` list (earlier tasks and the user) through
+    :mod:`graphs.memory`; then write the case's workspace again."""
+    from context import new_event
+    from context.events import MemoryNoted, TaskCreated
+
+    from ..memory import confirm_memory, forget_memory, list_memories, rebuild_memory
+
+    def earlier_task(tid: str) -> None:
+        if not project.stores.events.last_seq(tid):
+            e = new_event(
+                "task.created", TaskCreated(task_id=tid, original_request=f"(earlier task {tid})"), actor="user"
+            )
+            project.stores.events.append(tid, [e.model_copy(update={"seq": 1})])
+
+    for op in case.memory:
+        for rel, text in op.files_now.items():
+            if ws is None:
+                raise CaseError(f"case {case.id}: memory files_now needs a workspace")
+            (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+            (ws / rel).write_text(text, encoding="utf-8")
+        if op.task_id:
+            earlier_task(op.task_id)
+        if op.confirm is not None:
+            confirm_memory(
+                project,
+                op.confirm,
+                kind=op.kind,
+                namespace=op.namespace,
+                subject=op.subject,
+                files=op.files,
+                root=ws,
+                task_id=op.task_id,
+            )
+        elif op.forget is not None:
+            keys = [v.record.key for v in list_memories(project) if v.record.text == op.forget]
+            if not keys:
+                raise CaseError(f"case {case.id}: memory forget {op.forget!r}: no stored memory has this text")
+            for k in keys:
+                forget_memory(project, k, reason="eval case")
+        elif op.propose is not None:
+            tid = str(op.task_id)
+            e = new_event("memory.proposed", MemoryNoted(kind=op.kind, text=op.propose), actor="agent")
+            project.stores.events.append(tid, [e.model_copy(update={"seq": project.stores.events.last_seq(tid) + 1})])
+        elif op.rebuild:
+            project.memory().clear()
+            rebuild_memory(project)
+    if ws is not None and case.memory:
+        for rel, text in (case.workspace or {}).items():
+            (ws / rel).write_text(text, encoding="utf-8")
 
 
 def _task(case: Case) -> TaskContext:
@@ -129,11 +200,13 @@ def _child_main() -> None:  # pragma: no cover - runs in a subprocess that SIGKI
         kill_at=(crash.in_model_call.role, crash.in_model_call.call) if crash.in_model_call else None,
     )
     project = _new_project(sys.argv[2])
-    run_graph(_graph(case, project, model, tools, budget), project.stores, case.id, _task(case))
+    root = _workspace(case, Path(sys.argv[2]).parent)
+    _memory_ops(case, project, root)
+    run_graph(_graph(case, project, model, tools, budget, root=root), project.stores, case.id, _task(case))
     print("finished without being killed")
 
 
-def _execute(case: Case, path: Path | None, budget: int | None) -> _Run:
+def _execute(case: Case, path: Path | None, budget: int | None, off: frozenset[str] = frozenset()) -> _Run:
     compiled = _compile(case)
     tmp = tempfile.TemporaryDirectory(prefix="taskctx-eval-")
     sigkill = bool(case.crashes) and case.crashes[0].mode == "sigkill"
@@ -175,6 +248,9 @@ def _execute(case: Case, path: Path | None, budget: int | None) -> _Run:
         input_state, resume = None, True
     project = _new_project(db)
     tools = _tools(case, compiled, tmp.name)
+    root = _workspace(case, tmp.name)
+    if not sigkill:  # (the child applied them to the same database)
+        _memory_ops(case, project, root)
     model = CaseModel(script=compiled.script)
     stops: dict[int, list[Any]] = {}
     for c in crashes:
@@ -190,7 +266,7 @@ def _execute(case: Case, path: Path | None, budget: int | None) -> _Run:
             k = pending_kills.pop(0)
             tools.kill_call = k.in_tool_call
             model.kill_at = (k.in_model_call.role, k.in_model_call.call) if k.in_model_call else None
-        g = _graph(case, project, model, tools, budget)
+        g = _graph(case, project, model, tools, budget, off, root)
         done_steps = 0
         if input_state is None:
             vals = g.get_state(thread_config(case.id)).values
@@ -235,7 +311,7 @@ def _execute(case: Case, path: Path | None, budget: int | None) -> _Run:
         )
         run_error = f"the run finished before these crash or inject points were reached: {left}"
     events = project.stores.events.read(case.id)
-    vals = _graph(case, project, model, tools, budget).get_state(thread_config(case.id)).values
+    vals = _graph(case, project, model, tools, budget, off, root).get_state(thread_config(case.id)).values
     state = TaskContext.model_validate(vals) if vals else replay(events)
     nck = project.conn.execute(
         "SELECT COUNT(*) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''", (case.id,)
@@ -368,14 +444,19 @@ def probe(feature: str) -> bool:
     return ok
 
 
-def run_case(case: Case, path: Path | None = None, *, budget: int | None = None) -> CaseResult:
-    """Run one case and its checks (``budget`` overrides the case's)."""
+def run_case(case: Case, path: Path | None = None, *, budget: int | None = None, off: Iterable[str] = ()) -> CaseResult:
+    """Run one case and its checks (``budget`` overrides the case's). ``off``: mechanisms
+    switched off (:data:`MECHANISMS`), to show which cases fail without them; ``InvalidInputError``
+    for an unknown one."""
+    bad = sorted(set(off) - set(MECHANISMS))
+    if bad:
+        raise CaseError(f"--off {bad[0]}: no such mechanism; use one of {', '.join(MECHANISMS)}")
     missing = [f for f in case.requires if not probe(f)]
     if missing:
         return CaseResult(case, path, "pending", note="waits for " + "; ".join(FEATURES[m] for m in missing))
     t0 = time.perf_counter()
     try:
-        run = _execute(case, path, budget)
+        run = _execute(case, path, budget, frozenset(off))
     except Exception as exc:  # noqa: BLE001
         return CaseResult(case, path, "failed", [f"run: {type(exc).__name__}: {exc}"], seconds=time.perf_counter() - t0)
     failures: list[str] = []

@@ -26,7 +26,7 @@ def render_state(
 ) -> None:
     """Print ``ctx`` (folded from ``events``) on ``console`` (control characters and bidi
     overrides shown escaped: :func:`context.text.escape_controls`), one titled section each: goal,
-    request, criteria, constraints, plan, current step, progress, evidence, model calls by role
+    request, criteria, constraints, the memories it loaded (only when it loaded any), plan, current step, progress, evidence, model calls by role
     (built-in and custom roles alike, each under its own name), permissions, approvals (the
     pending one in full, :func:`.approval.approval_renderable`), errors, omitted history, provider
     usage (when the model reports it: input tokens reported vs counted, cache read/write),
@@ -58,6 +58,17 @@ def render_state(
     h("Constraints")
     for c in i.constraints or ["(none)"]:
         p(f"- {c}")
+    if ctx.memory.loaded:  # the durable memories it loaded at its start (section shown only then)
+        h("Memories loaded")
+        for m in ctx.memory.loaded:
+            where = f"task {m.task_id}" if m.task_id else "no task"
+            marks = (["STALE"] if m.stale else []) + ([f"superseded by {m.superseded_by}"] if m.superseded_by else [])
+            state = f"; {', '.join(marks)}" if marks else ""
+            p(
+                f"- {m.key} [{m.namespace} {m.kind}{state}] {m.text} (confirmed by {m.confirmed_by}, {where}, {m.confirmed_at})"
+            )
+            for f in m.stale:
+                p(f"  stale: {f.path} sha256 {f.recorded[:12]} then, {f.current[:12]} now")
     h("Plan")
     if full:
         steps = all_plan_steps(ctx, events)

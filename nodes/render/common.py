@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from context import ContextBlock, TaskContext, build_context, make_block
 from context.builder import BlockKind, Layer, Priority, Trust
+from context.memory import LoadedMemory
 
 from ..runtime import NodeEnv, Rendered
 
@@ -29,6 +30,7 @@ __all__ = [
     "error_block",
     "finding_blocks",
     "memory_block",
+    "loaded_memory_blocks",
     "governed_claims",
     "quote_agent",
     "quote_external",
@@ -225,6 +227,50 @@ def core_blocks(
                 priority="required",
             ).model_copy(update={"supersedes": governed_claims(ctx)})
         )
+    return out + loaded_memory_blocks(ctx, env)
+
+
+def loaded_memory_text(m: LoadedMemory) -> str:
+    """One loaded memory as the prompt shows it: what it is, its provenance (who confirmed it,
+    in which task, when), the text, and, for a stale one, which file changed."""
+    where = f"in task {m.task_id}" if m.task_id else "outside a task"
+    state = " (STALE)" if m.stale else ""
+    label = {"fact": "fact", "preference": "preference", "convention": "convention"}[m.kind]
+    lines = [
+        f"## Remembered {m.namespace} {label}{state}: memory {m.key}, confirmed by {m.confirmed_by} {where} "
+        f"at {m.confirmed_at}",
+        m.text,
+    ]
+    for f in m.stale:
+        now = "it is gone" if f.current == "missing" else f"sha256 {f.current[:12]} now"
+        lines.append(
+            f"STALE: {f.path} changed since this was confirmed (sha256 {f.recorded[:12]} then, {now}); "
+            "do not rely on it before re-reading the file."
+        )
+    return "\n".join(lines)
+
+
+def loaded_memory_blocks(ctx: TaskContext, env: NodeEnv, *, slot: str = "msg:core") -> list[ContextBlock]:
+    """The durable memories the task loaded (``memory.loaded``), one block each (id
+    ``memory.<key>``), in the core layer, trusted (the user confirmed them), with provenance and,
+    when a file they rest on changed, marked stale. A newer memory of the same subject
+    supersedes the older one: the older block is dropped and the manifest says by which."""
+    out = []
+    for m in ctx.memory.loaded:
+        b = _block(
+            env,
+            f"memory.{m.key}",
+            loaded_memory_text(m),
+            kind="memory",
+            layer="core",
+            source=f"memory.loaded:{m.namespace}",
+            priority="high",
+            observed_at=m.confirmed_at,
+            relevance=min(1.0, max(0.0, m.score)),
+            slot=slot,
+        )
+        older = [f"memory.{o.key}" for o in ctx.memory.loaded if o.superseded_by == m.key]
+        out.append(b.model_copy(update={"supersedes": older}) if older else b)
     return out
 
 

@@ -1,0 +1,185 @@
+"""``taskctx memory list|show|confirm|forget|rebuild``: the durable memories of a database (the
+Python API is :mod:`graphs.memory`). ``confirm`` and ``forget`` record an event first
+(``memory.confirmed``, ``memory.forgotten``), then write the long-term store; ``rebuild``
+restores the store from those events."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from context import TaskctxError
+
+from ..memory import MemoryView, confirm_memory, forget_memory, list_memories, rebuild_memory, show_memory
+from ..orchestrator import DEFAULT_DB, open_project
+from .common import DbOpt, _describe, _fail, _graph_for, _open_existing, console
+
+__all__ = ["memory_app"]
+
+memory_app = typer.Typer(
+    no_args_is_help=True,
+    help="Durable memories across tasks: list, show, confirm, forget, rebuild (LangGraph's long-term store).",
+)
+
+WorkspaceOpt = Annotated[
+    Path | None,
+    typer.Option("--workspace", help="Folder the memories' files are checked against (stale when they changed)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def _line(v: MemoryView) -> str:
+    r = v.record
+    marks = (["STALE"] if v.stale else []) + ([f"superseded by {v.superseded_by}"] if v.superseded_by else [])
+    where = f"task {r.task_id}" if r.task_id else "no task"
+    return (
+        f"{r.key}  {r.namespace} {r.kind}{' [' + ', '.join(marks) + ']' if marks else ''}: {r.text}  "
+        f"(confirmed by {r.confirmed_by}, {where}, {r.confirmed_at})"
+    )
+
+
+@memory_app.command("list")
+def list_cmd(
+    namespace: Annotated[str | None, typer.Option("--namespace", help="user or project (default: both).")] = None,
+    workspace: WorkspaceOpt = None,
+    db: DbOpt = DEFAULT_DB,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the stored memories, oldest confirmation first (superseded and stale ones marked)."""
+    try:
+        project = _open_existing(db)
+        try:
+            views = list_memories(project, namespace=namespace, root=workspace)
+        finally:
+            project.close()
+    except (TaskctxError, sqlite3.Error, OSError) as exc:
+        _fail(_describe(exc, db))
+        return
+    if as_json:
+        sys.stdout.write(json.dumps([v.as_json() for v in views], indent=2) + "\n")
+        return
+    if not views:
+        console.print("no memories", markup=False)
+    for v in views:
+        console.print(_line(v), markup=False)
+
+
+@memory_app.command("show")
+def show_cmd(
+    key: Annotated[str, typer.Argument(help="The memory's key (m_<12 hex>, from `taskctx memory list`).")],
+    workspace: WorkspaceOpt = None,
+    db: DbOpt = DEFAULT_DB,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show one memory with its provenance and the files it rests on."""
+    try:
+        project = _open_existing(db)
+        try:
+            v = show_memory(project, key, root=workspace)
+        finally:
+            project.close()
+    except (TaskctxError, sqlite3.Error, OSError) as exc:
+        _fail(_describe(exc, db))
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(v.as_json(), indent=2) + "\n")
+        return
+    console.print(_line(v), markup=False)
+    r = v.record
+    console.print(f"subject: {r.subject or '(none)'}; event: {r.event_id}", markup=False)
+    stale = {s.path: s for s in v.stale}
+    for f in r.files:
+        s = stale.get(f.path)
+        now = f"; STALE: sha256 {s.current[:12]} now" if s else ""
+        console.print(f"file: {f.path} sha256 {f.sha256[:12]} when confirmed{now}", markup=False)
+
+
+@memory_app.command("confirm")
+def confirm_cmd(
+    text: Annotated[str, typer.Argument(help="The fact, preference or convention to remember.")],
+    kind: Annotated[str, typer.Option("--kind", help="fact, preference or convention.")] = "fact",
+    namespace: Annotated[str, typer.Option("--namespace", help="user or project.")] = "project",
+    subject: Annotated[
+        str, typer.Option("--subject", help="What it is about: a newer memory of the same subject supersedes it.")
+    ] = "",
+    supersedes: Annotated[
+        str | None, typer.Option("--supersedes", help="The key of the memory this one replaces.")
+    ] = None,
+    file: Annotated[
+        list[str] | None,
+        typer.Option("--file", help="A workspace file it rests on (repeatable): stale once its bytes change."),
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    task: Annotated[
+        str | None, typer.Option("--task", help="The task it was confirmed in (its reads stamp the files).")
+    ] = None,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Confirm a memory: records memory.confirmed, then writes it to the long-term store.
+
+    With --task of a paused or finished task started by a taskctx command, the event goes into
+    that task's own log and checkpoint (a working-memory item of the same text becomes durable);
+    otherwise into the log's memory stream, with the task as provenance."""
+    try:
+        project = open_project(db)
+        try:
+            graph = None
+            if task and project.stores.tasks.get(task) is not None:
+                graph, _ = _graph_for(project, task)
+            r = confirm_memory(
+                project,
+                text,
+                kind=kind,
+                namespace=namespace,
+                subject=subject,
+                supersedes=supersedes,
+                files=list(file or []),
+                root=workspace,
+                task_id=task,
+                graph=graph,
+            )
+        finally:
+            project.close()
+    except (TaskctxError, sqlite3.Error, OSError) as exc:
+        _fail(_describe(exc, db))
+        return
+    console.print(f"confirmed {r.key} ({r.namespace} {r.kind}): {r.text}", markup=False)
+
+
+@memory_app.command("forget")
+def forget_cmd(
+    key: Annotated[str, typer.Argument(help="The memory's key (from `taskctx memory list`).")],
+    reason: Annotated[str, typer.Option("--reason", help="Why it is forgotten (kept in the event).")] = "",
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Forget a memory: records memory.forgotten, then deletes it from the long-term store."""
+    try:
+        project = _open_existing(db)
+        try:
+            r = forget_memory(project, key, reason=reason)
+        finally:
+            project.close()
+    except (TaskctxError, sqlite3.Error, OSError) as exc:
+        _fail(_describe(exc, db))
+        return
+    console.print(f"forgot {r.key}: {r.text}", markup=False)
+
+
+@memory_app.command("rebuild")
+def rebuild_cmd(db: DbOpt = DEFAULT_DB) -> None:
+    """Rebuild the long-term store from the confirmation events of every log."""
+    try:
+        project = _open_existing(db)
+        try:
+            n = rebuild_memory(project)
+        finally:
+            project.close()
+    except (TaskctxError, sqlite3.Error, OSError) as exc:
+        _fail(_describe(exc, db))
+        return
+    console.print(f"rebuilt the memory store from the event log: {n} memories", markup=False)

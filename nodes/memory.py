@@ -1,0 +1,175 @@
+"""Durable memory on LangGraph's long-term store: what a task loads at its start, and how the
+confirmation events are written to the store.
+
+:class:`MemorySource` wraps a ``langgraph.store.base.BaseStore`` (``SqliteStore`` beside the
+checkpointer, ``PostgresStore`` with ``--db postgresql://``, any other in tests) and the
+workspace root. The records are :class:`context.memory.MemoryRecord` values under the namespaces
+``("memory", "user")`` and ``("memory", "project")``.
+
+* :meth:`MemorySource.load` finds the records relevant to a request: the store's semantic search
+  when the store was built with an embedding function (``index={"embed": ..., "dims": ...}``),
+  else :func:`context.memory.lexical_score` over the namespace's records (no model is
+  downloaded, nothing leaves the machine). Each loaded record says whether a file it rests on
+  changed since it was confirmed (sha256 of the workspace file now vs. then) and which newer
+  record of the same subject supersedes it.
+* :meth:`MemorySource.apply` writes ``memory.confirmed`` / ``memory.forgotten`` events to the
+  store (the only way anything is promoted: a confirmation event); the role nodes call it on
+  every event they commit, ``graphs.memory`` on the events it records, and a rebuild on every
+  confirmation event of the log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from context import Event
+from context.memory import (
+    MEMORY_NAMESPACES,
+    LoadedMemory,
+    MemoryRecord,
+    StaleFile,
+    lexical_score,
+    record_of,
+    supersession,
+)
+
+__all__ = ["MemorySource", "file_sha256", "namespace_of"]
+
+#: Records fetched per store page while listing a namespace.
+_PAGE = 500
+
+
+def namespace_of(name: str) -> tuple[str, str]:
+    """The store namespace of a memory namespace: ``("memory", name)``."""
+    return ("memory", name)
+
+
+def file_sha256(root: Path, path: str) -> str:
+    """sha256 (64 hex) of ``root/path``'s bytes, or ``"missing"`` when it is not a file."""
+    f = Path(root) / path
+    try:
+        return hashlib.sha256(f.read_bytes()).hexdigest()
+    except OSError:
+        return "missing"
+
+
+@dataclass
+class MemorySource:
+    """The long-term store a graph's tasks load their memories from (see module doc).
+
+    ``store``: a LangGraph ``BaseStore``. ``root``: the workspace the memories' files are checked
+    against (``None``: no check, nothing is marked stale). ``limit``: at most this many current
+    memories are loaded per task (the most relevant). ``min_score``: the least relevance a memory
+    needs to be loaded (lexical: the share of its words the request has; semantic: the store's
+    similarity)."""
+
+    store: Any
+    root: Path | None = None
+    limit: int = 8
+    min_score: float = 0.2
+
+    @property
+    def search_kind(self) -> Literal["lexical", "semantic"]:
+        """``semantic`` when the store has an embedding index, else ``lexical``."""
+        return "semantic" if getattr(self.store, "index_config", None) else "lexical"
+
+    # writing ------------------------------------------------------------------------------
+    def apply(self, events: Iterable[Event], log: str) -> int:
+        """Write the confirmation events among ``events`` (of the log ``log``: a task id or
+        :data:`context.memory.MEMORY_LOG`) to the store: ``memory.confirmed`` puts its record,
+        ``memory.forgotten`` deletes it. Returns how many it applied."""
+        n = 0
+        for e in events:
+            if e.kind == "memory.confirmed":
+                r = record_of(e, log)
+                self.store.put(namespace_of(r.namespace), r.key, r.model_dump(mode="json"))
+                n += 1
+            elif e.kind == "memory.forgotten":
+                self.store.delete(namespace_of(str(e.payload["namespace"])), str(e.payload["key"]))
+                n += 1
+        return n
+
+    def clear(self) -> int:
+        """Delete every memory record (before a rebuild). Returns how many were deleted."""
+        recs = self.records()
+        for r in recs:
+            self.store.delete(namespace_of(r.namespace), r.key)
+        return len(recs)
+
+    # reading ------------------------------------------------------------------------------
+    def records(self, namespaces: Sequence[str] = MEMORY_NAMESPACES) -> list[MemoryRecord]:
+        """Every record of ``namespaces``, oldest confirmation first (then by key)."""
+        out: list[MemoryRecord] = []
+        for ns in namespaces:
+            offset = 0
+            while True:
+                page = self.store.search(namespace_of(ns), limit=_PAGE, offset=offset)
+                out += [MemoryRecord.model_validate(i.value) for i in page]
+                if len(page) < _PAGE:
+                    break
+                offset += _PAGE
+        return sorted(out, key=lambda r: (r.confirmed_at, r.key))
+
+    def get(self, key: str) -> MemoryRecord | None:
+        """The record with this key (in any namespace), or None."""
+        for ns in MEMORY_NAMESPACES:
+            item = self.store.get(namespace_of(ns), key)
+            if item is not None:
+                return MemoryRecord.model_validate(item.value)
+        return None
+
+    def stale_files(self, r: MemoryRecord) -> list[StaleFile]:
+        """The files of ``r`` whose workspace bytes differ from the recorded sha256 (none
+        without a ``root``)."""
+        if self.root is None:
+            return []
+        out = []
+        for f in r.files:
+            now = file_sha256(self.root, f.path)
+            if now != f.sha256:
+                out.append(StaleFile(path=f.path, recorded=f.sha256, current=now))
+        return out
+
+    def _scored(self, request: str) -> list[tuple[float, MemoryRecord]]:
+        if self.search_kind == "semantic":
+            scored: list[tuple[float, MemoryRecord]] = []
+            for ns in MEMORY_NAMESPACES:
+                for item in self.store.search(namespace_of(ns), query=request, limit=max(self.limit * 4, 20)):
+                    scored.append((round(float(item.score or 0.0), 4), MemoryRecord.model_validate(item.value)))
+            return scored
+        return [(lexical_score(request, r), r) for r in self.records()]
+
+    def load(self, request: str) -> list[LoadedMemory]:
+        """The memories relevant to ``request`` (see module doc), most relevant first: at most
+        ``limit`` current ones with ``score >= min_score``, each followed by the older records it
+        supersedes (``superseded_by`` set, so the prompt's manifest says so). Every record is
+        checked against the workspace (``stale``)."""
+        all_records = self.records()
+        newer = supersession(all_records)
+        by_key = {r.key: r for r in all_records}
+        scored = [(s, r) for s, r in self._scored(request) if s >= self.min_score and r.key in by_key]
+        # a relevant older record brings its newer one; the newer one is what is loaded
+        best: dict[str, float] = {}
+        for s, r in scored:
+            head = newer.get(r.key, r.key)
+            best[head] = max(best.get(head, 0.0), s)
+        heads = sorted(best, key=lambda k: (-best[k], by_key[k].confirmed_at, k))[: self.limit]
+        out: list[LoadedMemory] = []
+        for k in heads:
+            group = [by_key[k]] + sorted(
+                (r for r in all_records if newer.get(r.key) == k), key=lambda r: (r.confirmed_at, r.key), reverse=True
+            )
+            for r in group:
+                out.append(
+                    LoadedMemory(
+                        **r.model_dump(),
+                        stale=self.stale_files(r),
+                        superseded_by=newer.get(r.key),
+                        score=best[k] if r.key == k else 0.0,
+                    )
+                )
+        return out
