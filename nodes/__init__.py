@@ -36,6 +36,8 @@ Modules:
 * ``secrets.py``: :func:`mask_secrets`, applied to everything that leaves the artifact store.
 * ``testing.py``: :class:`ScriptedChatModel`, :class:`ReplayChatModel` and the answer helpers.
 * ``models.py``: :func:`resolve_model`, ``provider:model`` strings to chat models.
+* ``pricing.py``: the providers' prompt-cache pricing rules (:class:`~nodes.pricing.PricingRule`),
+  what the executor's restart decision prices with (``NodeEnv.cache_rule``).
 """
 
 from .models import resolve_model
