@@ -465,22 +465,24 @@ def restart_decision(
     blocks' token estimates; this call without the restart appends its latest call and, when it
     changed, the state note; a call appends the mean entry of ``r``'s transcript (calls and
     notes over calls). ``limit``: the prompt's budget (``budget - reserve_for_output``)."""
-    tok = {b.id: b.token_estimate for b in r.blocks}
-    calls = [b.id for b in r.blocks if b.id.startswith("tool.")]
-    notes = [b.id for b in r.blocks if b.id.startswith("note.")]
+    # every candidate block, also those the builder dropped (a prompt over the budget)
+    tok = {e.id: e.tokens for e in r.manifest.entries}
+    full = r.prompt_tokens + sum(e.tokens for e in r.manifest.entries if not e.included)
+    calls = [e.id for e in r.manifest.entries if e.id.startswith("tool.")]
+    notes = [e.id for e in r.manifest.entries if e.id.startswith("note.")]
     cp = tok.get("state.checkpoint", 0)
     removed = cp + sum(tok[c] for c in calls[:-keep_last]) + sum(tok[n] for n in notes)
     latest = tok[calls[-1]] if calls else 0
     appended = latest + (tok.get("step.delta", 0) if r.delta_note is not None else 0)
     growth = round((sum(tok[c] for c in calls) + sum(tok[n] for n in notes)) / max(len(calls), 1))
     # both sides priced with the same call: one that appends the mean entry
-    before = r.prompt_tokens - appended
+    before = full - appended
     now = rule.cost(before + growth, before)
     if restarted is None:
         resent = cp + sum(tok[c] for c in calls[-keep_last:-1])
-        start = r.prompt_tokens - removed + cp
+        start = full - removed + cp
         stable = sum(b.token_estimate for b in r.blocks if b.slot == "msg:core")
-        stable += r.prompt_tokens - sum(tok.values())  # system, tool schemas, framing
+        stable += full - sum(tok.values())  # system, tool schemas, framing
     else:
         t2 = {b.id: b.token_estimate for b in restarted.blocks}
         kept = [b.id for b in restarted.blocks if b.id.startswith("tool.")]
