@@ -16,7 +16,8 @@ the messages plus the tool schemas, as ``nodes.tokens.message_tokens`` counts th
 * ``retention``: share of calls holding the original request verbatim and every hard
   constraint (``context.extract_constraints``); ``floor`` (taskctx only): share of executor
   calls with the core layer, the working state and the last 3 steps (thought, action and
-  compressed observation with its ref); ``orphans``: tool results without their call;
+  compressed observation with its ref; an observation shown whole needs no ref); ``orphans``:
+  tool results without their call;
 * ``restorability``: share of compressed observations whose ref returns the recorded
   observation byte-exact (taskctx); baselines that elide observations have nothing to restore
   from (reported as 0 when they elided any, n/a otherwise);

@@ -130,8 +130,11 @@ def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
         tool_calls=[{"name": rec.tool, "args": arguments_dict(args), "id": rec.id, "type": "tool_call"}],
     )
     # the tool message answers its call (tool_call_id, and the tool is named there); the ref is
-    # given once (a compressed body already ends with it)
-    ref = None if rec.raw_ref and rec.raw_ref in body else rec.raw_ref
+    # given once (a compressed body already ends with it), and only where the output is not
+    # shown whole (compressed, a digest, a pointer): a whole output's ref earns nothing here
+    # (about 45 tokens a call; the checkpoint names it once the call leaves the transcript)
+    whole = not rec.compressed and body == rec.result_summary and rec.status != "pending"
+    ref = None if whole or (rec.raw_ref and rec.raw_ref in body) else rec.raw_ref
     content = quote_external(body, source=None, ref=ref)
     return [
         ai,
