@@ -3,7 +3,8 @@ the quality floor, to tell how much is left to win.
 
 Per taskctx executor call, the bound's prompt is exactly the floor and the tool schemas: the
 system text and tool schemas (the prompt's tokens outside its blocks), the core layer
-(``core.*`` blocks), the working state (``step.delta``) and the last 3 calls as taskctx shows
+(``core.*`` blocks), the working state (``step.delta``, and ``state.checkpoint`` once the
+transcript restarted: the floor the bench measures asks both) and the last 3 calls as taskctx shows
 them (thought, action, compressed observation with its ref), from the call's manifest. Everything
 but the newest step (the latest call, when the previous call did not show it) is assumed cached;
 the first call caches nothing. Each rule of :mod:`nodes.pricing` prices it like the strategies'
@@ -19,6 +20,9 @@ from .strategies import TaskctxRun
 __all__ = ["BOUND", "bound_stats"]
 
 BOUND = "optimistic bound"
+#: the working state of the floor, as the bench's floor measure asks it (``metrics``): the state
+#: note, and the checkpoint block (plan, steps done, findings) once the transcript restarted
+WORKING_STATE = ("step.delta", "state.checkpoint")
 
 
 def bound_stats(run: TaskctxRun) -> Stats:
@@ -30,7 +34,7 @@ def bound_stats(run: TaskctxRun) -> Stats:
         blocks = [b for b in c.payload["blocks"] if b["included"]]
         calls = [b for b in blocks if b["id"].startswith("tool.")]
         outside = c.prompt_tokens - sum(b["tokens"] for b in blocks)  # system, schemas, framing
-        floor = [b for b in blocks if b["id"].startswith("core.") or b["id"] == "step.delta"]
+        floor = [b for b in blocks if b["id"].startswith("core.") or b["id"] in WORKING_STATE]
         floor += calls[-FLOOR_LAST:]
         prompt = outside + sum(b["tokens"] for b in floor)
         newest = calls[-1]["tokens"] if calls and calls[-1]["id"] not in shown else 0

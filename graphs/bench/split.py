@@ -135,7 +135,8 @@ def bound_markdown(r: BenchResult) -> list[str]:
     out = [
         "## Optimistic bound (× bound: each strategy's cost over the bound's, under the same rule)",
         "",
-        "Per taskctx executor call: exactly the quality floor (core layer, working state, the last 3 "
+        "Per taskctx executor call: exactly the quality floor (core layer, working state: the state note and, "
+        "after a restart, the checkpoint block; the last 3 "
         "calls as taskctx shows them) and the tool schemas, everything but the newest step cached. "
         "It tells how much is left to win.",
         "",
