@@ -40,6 +40,8 @@ from nodes import (
     make_tool_node,
     resolve_model,
 )
+from nodes.pricing import rule_for_provider
+from nodes.runtime import provider_of
 from nodes.tokens import model_counter
 
 from . import routing
@@ -331,7 +333,9 @@ def build_orchestrator(
     ``model``: a chat model or ``"provider:model"``; ``tools``: the task's ToolExecutor;
     ``budget`` and ``reserve_for_output`` in tokens, counted by :func:`model_counter` of the
     model (o200k_base or cl100k_base for OpenAI models, the upper-bound estimate for other
-    providers, o200k_base for scripted and replay models). Without ``stores`` the event log and
+    providers, o200k_base for scripted and replay models); the executor's restarts are priced
+    with the provider's cache rule (``nodes.pricing.rule_for_provider``: flat for scripted and
+    replay models). Without ``stores`` the event log and
     artifacts live in memory. Run it with ``durability="sync"`` and ``thread_id = task_id``.
     Returns a :class:`~graphs.edits.TaskGraph`: ``update_state`` from outside a node is recorded
     in the event log (``state.edited``) or refused (``InvalidInputError``).
@@ -345,6 +349,7 @@ def build_orchestrator(
             budget=budget,
             reserve_for_output=reserve_for_output,
             count_tokens=model_counter(chat),
+            cache_rule=rule_for_provider(provider_of(chat)),
         )
     tx = tools or NoTools()
     g = StateGraph(TaskContext)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FLAT", "HEADLINE", "RULES", "PricingRule", "rule_named"]
+__all__ = ["FLAT", "HEADLINE", "PROVIDER_RULES", "RULES", "PricingRule", "rule_for_provider", "rule_named"]
 
 
 @dataclass(frozen=True)
@@ -83,3 +83,14 @@ def rule_named(name: str) -> PricingRule:
         if r.name == name:
             return r
     raise ValueError(f"unknown cache pricing rule {name!r}; use one of {', '.join(r.name for r in RULES)}")
+
+
+#: The rule in force for a provider (``ls_provider`` as LangChain reports it); others: :data:`FLAT`.
+PROVIDER_RULES = {"openai": "openai-auto", "anthropic": "anthropic-breakpoints"}
+
+
+def rule_for_provider(provider: str) -> PricingRule:
+    """The cache pricing rule of ``provider`` (:data:`PROVIDER_RULES`), :data:`FLAT` for any other
+    (offline scripted and replay models included)."""
+    name = PROVIDER_RULES.get(provider)
+    return rule_named(name) if name else FLAT
