@@ -51,7 +51,9 @@ Modules: :mod:`.strategies` (the five strategies), :mod:`.metrics` (:class:`Stat
 :mod:`.overhead` (timings, synthetic trajectory, checkpoint bytes), :mod:`.runner`
 (:func:`run_bench`, :class:`BenchResult`), :mod:`.table` (``results.md``), :mod:`.plots`
 (``prompt_tokens.png``, ``effective_cost.png``), :mod:`.command` (:func:`write_outputs`, the
-``bench`` typer command). Imports the wiring (``graphs.build_orchestrator``, ``graphs.runner``,
+``bench`` typer command), :mod:`.pricing` (the providers' cache rules, from ``nodes.pricing``),
+:mod:`.bound` (the optimistic bound), :mod:`.split` (the two-fold split, the bound's and the
+short runs' sections), :mod:`.stress` (the synthetic stress set). Imports the wiring (``graphs.build_orchestrator``, ``graphs.runner``,
 ``graphs.checkpoint``); the wiring never imports it.
 """
 
