@@ -47,6 +47,7 @@ __all__ = [
     "UserInterrupted",
     "ResumeStarted",
     "ContextBuilt",
+    "TranscriptReset",
     "ReviewCompleted",
     "RecoveryDecided",
     "TaskCompleted",
@@ -219,6 +220,29 @@ class ResumeStarted(_Payload):
     node: str | None = None
 
 
+class TranscriptReset(_Payload):
+    """The executor's decision to restart its transcript at this call, with its numbers.
+
+    Tokens by the graph's counter; costs in units of one uncached input token under ``rule``
+    (``nodes.pricing``). ``reason``: ``"cost"`` (the restart is expected to pay), ``"budget"``
+    (the prompt does not fit without it) or ``"notes"`` (the transcript holds the most state
+    notes it may). ``removed``: tokens the restart takes out (the old checkpoint block, the calls
+    that leave, the older notes); ``resent``: tokens it sends again uncached (the new checkpoint
+    block, the kept calls but the latest). ``expected_saving``: this call's cost without the
+    restart minus the expected mean cost per call of the transcript the restart starts (over
+    ``horizon`` calls, the length that makes that mean least); negative when forced.
+    ``digests``: how many of the kept calls (the oldest) are shown as their one-line digest from
+    here until they leave the transcript."""
+
+    reason: Literal["cost", "budget", "notes"]
+    removed: int
+    resent: int
+    expected_saving: float
+    horizon: int = 1
+    rule: str = ""
+    digests: int = 0
+
+
 class ContextBuilt(_Payload):
     call: int
     role: str
@@ -228,8 +252,9 @@ class ContextBuilt(_Payload):
     cached_prefix_tokens: int = 0
     blocks_in: int = 0
     blocks_out: int = 0
-    #: The executor transcript restarted from a checkpoint block at this call.
-    transcript_reset: bool = False
+    #: The executor transcript restarted from a checkpoint block at this call: the decision's
+    #: numbers (:class:`TranscriptReset`; ``True`` in logs written before they were recorded).
+    transcript_reset: bool | TranscriptReset = False
     #: With ``transcript_reset``: how many most recent tool calls stay in the transcript.
     keep_last: int = 0
     #: Executor: the state delta appended to the transcript at this call (it changed since the

@@ -417,6 +417,9 @@ class TranscriptCheckpoint(_Part):
     completed_summaries: list[str] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     omitted_summary: str = ""
+    #: Addition: how many of the calls the restart kept are shown as their one-line digest
+    #: until they leave (a restart the budget forced to digest them); 0 in older checkpoints.
+    digests: int = 0
 
 
 class TranscriptNote(_Part):

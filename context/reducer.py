@@ -40,6 +40,7 @@ from .events import (
     TaskCreated,
     ToolCalled,
     ToolResultReceived,
+    TranscriptReset,
 )
 from .models import (
     COMPLETED_WINDOW,
@@ -501,6 +502,8 @@ def _on_context_built(ctx: TaskContext, e: Event) -> TaskContext:
         keep = calls[max(0, len(calls) - b.keep_last) :] if b.keep_last > 0 else []
         leaving = calls[: len(calls) - len(keep)]
         view = _checkpoint_view(ctx, leaving, e.seq)
+        if isinstance(b.transcript_reset, TranscriptReset) and b.transcript_reset.digests:
+            view = view.model_copy(update={"digests": min(b.transcript_reset.digests, len(keep))})
         ctx = ctx.model_copy(
             update={
                 "evidence": ctx.evidence.model_copy(

@@ -40,6 +40,8 @@ from nodes import (
     make_tool_node,
     resolve_model,
 )
+from nodes.pricing import rule_for_provider
+from nodes.runtime import provider_of
 from nodes.tokens import model_counter
 
 from . import routing
@@ -361,7 +363,9 @@ def build_orchestrator(
     ``model``: a chat model or ``"provider:model"``; ``tools``: the task's ToolExecutor;
     ``budget`` and ``reserve_for_output`` in tokens, counted by :func:`model_counter` of the
     model (o200k_base or cl100k_base for OpenAI models, the upper-bound estimate for other
-    providers, o200k_base for scripted and replay models). Without ``stores`` the event log and
+    providers, o200k_base for scripted and replay models); the executor's restarts are priced
+    with the provider's cache rule (``nodes.pricing.rule_for_provider``: flat for scripted and
+    replay models). Without ``stores`` the event log and
     artifacts live in memory. ``memory``: a :class:`nodes.memory.MemorySource` (e.g.
     ``project.memory(workspace)``): a new task loads the durable memories relevant to its
     request, confirmations reach the long-term store, and the graph is compiled with its store
@@ -379,6 +383,7 @@ def build_orchestrator(
             budget=budget,
             reserve_for_output=reserve_for_output,
             count_tokens=model_counter(chat),
+            cache_rule=rule_for_provider(provider_of(chat)),
         )
     if memory is not None:
         env.memory = memory

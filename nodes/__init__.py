@@ -39,6 +39,8 @@ Modules:
 * ``memory.py``: :class:`~nodes.memory.MemorySource`, durable memory on a LangGraph ``BaseStore``:
   what a new task loads (``memory.loaded``, by the role nodes' prologue) and how confirmation
   events reach the store (``NodeRun.commit``).
+* ``pricing.py``: the providers' prompt-cache pricing rules (:class:`~nodes.pricing.PricingRule`),
+  what the executor's restart decision prices with (``NodeEnv.cache_rule``).
 """
 
 from .models import resolve_model

@@ -32,12 +32,13 @@ from context import (
     new_event,
     replay,
 )
-from context.events import ContextBuilt, ResumeStarted
+from context.events import ContextBuilt, ResumeStarted, TranscriptReset
 from context.store import ArtifactStoreProtocol, EventLogProtocol
 from context.text import clean, has_surrogates
 from context.tokens import TokenCounter, counter_for_model, counter_name
 
 from .models import model_error
+from .pricing import FLAT, PricingRule
 from .tokens import message_tokens
 
 __all__ = [
@@ -88,6 +89,8 @@ class NodeEnv:
     int``; default o200k_base, ``context.tokens.counter_for_model(None)``; ``graphs`` passes
     ``counter_for_model(--model)``). That one counter counts blocks, transcript entries, the
     restart rule, ``prompt_tokens`` and the prompt fingerprints (:meth:`count_messages`).
+    ``cache_rule``: the provider's prompt-cache pricing (:mod:`nodes.pricing`) the executor's
+    transcript restarts are priced with; default the flat rule (any shared prefix read at 0.1).
     """
 
     events: EventLogProtocol
@@ -95,6 +98,7 @@ class NodeEnv:
     budget: int = DEFAULT_BUDGET
     reserve_for_output: int = DEFAULT_RESERVE
     count_tokens: TokenCounter = field(default_factory=_default_counter)
+    cache_rule: PricingRule = FLAT
     #: The stores object when built by :meth:`sqlite` (``env.stores.close()`` closes it).
     stores: Any = None
     #: The long-term store of durable memories (:class:`nodes.memory.MemorySource`), or None:
@@ -126,7 +130,9 @@ class Rendered:
     manifest: Manifest
     blocks: list[ContextBlock]
     prompt_tokens: int
-    transcript_reset: bool = False
+    #: Executor: the restart decision's numbers when the transcript restarts here (``True``:
+    #: a restart without them, as a caller may still pass).
+    transcript_reset: bool | TranscriptReset = False
     keep_last: int = 0
     #: Executor: the state delta this prompt appends to the transcript (None: unchanged).
     delta_note: str | None = None

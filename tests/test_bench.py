@@ -60,5 +60,23 @@ def test_files_written(result, tmp_path) -> None:
     for s in STRATEGIES:
         assert f"| {s} |" in md
     lines = (tmp_path / "bench" / "results.csv").read_text().splitlines()
-    assert len(lines) == 1 + len(SMALL) * 5 + 6  # header, per-trajectory rows, totals (+ all-roles)
+    # header, per-trajectory rows, totals (+ all-roles), the optimistic bound per trajectory
+    assert len(lines) == 1 + len(SMALL) * 5 + 6 + len(SMALL)
+    assert sum(1 for ln in lines if ",optimistic bound," in ln) == len(SMALL)
     assert (tmp_path / "bench" / "prompt_tokens.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_bound_and_split(result) -> None:
+    from graphs.bench.split import half_totals, halves, split_markdown
+
+    for tid in SMALL:
+        b, tc = result.bound[tid], result.stats(tid, "taskctx")
+        # one bound call per executor call, never dearer than taskctx's call, under every rule
+        assert b.calls == tc.calls and b.input_tokens < tc.input_tokens
+        assert all(b.costs[k] < tc.costs[k] for k in tc.costs) and b.effective_cost < tc.effective_cost
+    # both runs are moatless ones: one in each half
+    assert halves(result.trajectories) == {"A": ["moatless-django-15695"], "B": ["moatless-matplotlib-23299"]}
+    a = half_totals(result, ["moatless-django-15695"])
+    assert a["taskctx"].effective_cost == result.stats("moatless-django-15695", "taskctx").effective_cost
+    md = "\n".join(split_markdown(result))
+    assert "### Half A (1 runs): moatless-django-15695" in md and "### Half B (1 runs): moatless-matplotlib-23299" in md

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from graphs.bench.metrics import Stats, _count_call
 from graphs.bench.pricing import HEADLINE, RULES
 from graphs.bench.strategies import Call
@@ -41,3 +43,14 @@ def test_stats_sum_every_rule() -> None:
     assert s.effective_cost == s.costs["flat"]
     row = s.row()
     assert (row["cost_flat"], row["cost_openai-auto"], row["cost_anthropic-breakpoints"]) == (3200.0, 3272.0, 3950.0)
+
+
+def test_rule_in_force_by_provider() -> None:
+    from nodes.pricing import FLAT, rule_for_provider, rule_named
+
+    assert rule_for_provider("openai").name == "openai-auto"
+    assert rule_for_provider("anthropic") == rule_named("anthropic-breakpoints")
+    assert rule_for_provider("") is FLAT and rule_for_provider("ollama") is FLAT
+    with pytest.raises(ValueError) as exc:
+        rule_named("nope")
+    assert str(exc.value) == "unknown cache pricing rule 'nope'; use one of flat, openai-auto, anthropic-breakpoints"

@@ -16,7 +16,8 @@ the messages plus the tool schemas, as ``nodes.tokens.message_tokens`` counts th
 * ``retention``: share of calls holding the original request verbatim and every hard
   constraint (``context.extract_constraints``); ``floor`` (taskctx only): share of executor
   calls with the core layer, the working state and the last 3 steps (thought, action and
-  compressed observation with its ref); ``orphans``: tool results without their call;
+  compressed observation with its ref; an observation shown whole needs no ref); ``orphans``:
+  tool results without their call;
 * ``restorability``: share of compressed observations whose ref returns the recorded
   observation byte-exact (taskctx); baselines that elide observations have nothing to restore
   from (reported as 0 when they elided any, n/a otherwise);
@@ -54,7 +55,9 @@ Modules: :mod:`.strategies` (the five strategies), :mod:`.metrics` (:class:`Stat
 :mod:`.overhead` (timings, synthetic trajectory, checkpoint bytes), :mod:`.runner`
 (:func:`run_bench`, :class:`BenchResult`), :mod:`.table` (``results.md``), :mod:`.plots`
 (``prompt_tokens.png``, ``effective_cost.png``), :mod:`.command` (:func:`write_outputs`, the
-``bench`` typer command). Imports the wiring (``graphs.build_orchestrator``, ``graphs.runner``,
+``bench`` typer command), :mod:`.pricing` (the providers' cache rules, from ``nodes.pricing``),
+:mod:`.bound` (the optimistic bound), :mod:`.split` (the two-fold split, the bound's and the
+short runs' sections), :mod:`.stress` (the synthetic stress set). Imports the wiring (``graphs.build_orchestrator``, ``graphs.runner``,
 ``graphs.checkpoint``); the wiring never imports it.
 """
 

@@ -1,4 +1,4 @@
-"""``taskctx bench [DIR] [--budget N] [--out DIR]``: run the bench (:mod:`.runner`), write
+"""``taskctx bench [DIR] [--budget N] [--out DIR] [--split] [--stress]``: run the bench (:mod:`.runner`), write
 ``results.md``, ``results.csv`` and the two plots, print the totals and targets."""
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from context import TaskctxError
 from .plots import plot_effective_cost, plot_prompt_tokens
 from .runner import DEFAULT_DIR, BenchResult, run_bench
 from .scale import DEFAULT_SCALE, parse_scale, run_scale, scale_markdown, write_scale
+from .split import split_markdown
 from .strategies import STRATEGIES
+from .stress import stress_markdown
 from .table import markdown
 
 __all__ = ["DEFAULT_OUT", "bench", "write_outputs"]
@@ -30,6 +32,7 @@ def write_outputs(r: BenchResult, out: str | Path) -> list[Path]:
     md.write_text(markdown(r), encoding="utf-8")
     cs = o / "results.csv"
     rows = [x.row() for x in r.rows] + [r.totals[s].row() for s in [*STRATEGIES, "taskctx (all roles)"]]
+    rows += [b.row() for b in r.bound.values()]  # the optimistic bound per trajectory
     with open(cs, "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
@@ -53,9 +56,16 @@ def bench(
             "errors; e.g. 100,1000,10000); '' skips them.",
         ),
     ] = ",".join(str(n) for n in DEFAULT_SCALE),
+    split: Annotated[
+        bool, typer.Option("--split", help="Also print the two-fold split: each half of the runs as unseen data.")
+    ] = False,
+    stress: Annotated[
+        bool, typer.Option("--stress", help="Also run and print the synthetic stress set (about a minute more).")
+    ] = False,
 ) -> None:
     """Replay every trajectory in DIR through five context strategies and write the results; then
-    the scale legs (scale.md, scale.csv, scale.png)."""
+    the scale legs (scale.md, scale.csv, scale.png). ``results.md`` always holds the two-fold
+    split; ``--split`` prints it too."""
     d = Path(dir)
     if not d.is_absolute():
         d = Path.cwd() / d
@@ -73,7 +83,7 @@ def bench(
         typer.echo(f"error: --out {out} cannot be created ({exc.strerror or exc}); pass a writable folder", err=True)
         raise typer.Exit(2) from exc
     try:
-        r = run_bench(d, budget)
+        r = run_bench(d, budget, stress=stress)
         files = write_outputs(r, out)
         rows = run_scale(d, legs, budget)
         files += write_scale(rows, out)
@@ -81,6 +91,10 @@ def bench(
         typer.echo("error: " + " ".join(str(exc).split()), err=True)
         raise typer.Exit(2) from exc
     typer.echo(markdown(r).split("## Effective cost per trajectory")[0].rstrip())
+    extra = [*(split_markdown(r) if split else []), *stress_markdown(r.stress, r.budget)]
+    if extra:
+        typer.echo("")
+        typer.echo("\n".join(extra).rstrip())
     typer.echo("")
     if rows:
         typer.echo(scale_markdown(rows))

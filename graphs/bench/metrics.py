@@ -122,7 +122,8 @@ def _taskctx_stats(run: TaskctxRun, budget: int, constraints: list[str]) -> tupl
     # cached prefix as the graph logged it (previous call of the same role)
     ex = _logged_stats(t.id, "taskctx", run.calls, budget, t.request, constraints)
     allr = _logged_stats(t.id, "taskctx (all roles)", run.calls + run.other_calls, budget, t.request, constraints)
-    # floor: core layer + working state + last 3 steps (thought, action, compressed obs + ref)
+    # floor: core layer + working state + last 3 steps (thought, action, compressed obs + ref;
+    # an observation shown whole needs no ref)
     results: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     reset_seen = False
@@ -146,7 +147,7 @@ def _taskctx_stats(run: TaskctxRun, budget: int, constraints: list[str]) -> tupl
             last &= (
                 f"(id={cid})" in c.text
                 and f"tool_call_id={cid})" in c.text
-                and (not ref or ref in c.text)
+                and (not ref or not results[cid].get("compressed") or ref in c.text)
                 and (not thought or thought in c.text)
             )
         ok += core and state and last

@@ -10,9 +10,11 @@ from pathlib import Path
 
 from context import BudgetError, Trajectory, extract_constraints, load_trajectory
 
+from .bound import bound_stats
 from .metrics import Stats, _stats, _taskctx_stats
 from .overhead import Timing, _checkpoint_sizes, _overhead, _timing, synthetic_trajectory
 from .strategies import BASELINES, STRATEGIES, TaskctxRun, baseline_calls, run_taskctx
+from .stress import StressRow, run_stress
 
 __all__ = ["BenchResult", "DEFAULT_DIR", "run_bench"]
 
@@ -33,6 +35,10 @@ class BenchResult:
     checkpoint_parts: dict[int, dict[str, int]] = field(default_factory=dict)
     finished: dict[str, bool] = field(default_factory=dict)
     seconds: float = 0.0
+    #: trajectory -> the optimistic bound over its taskctx executor calls (:mod:`.bound`)
+    bound: dict[str, Stats] = field(default_factory=dict)
+    #: the stress set (:mod:`.stress`), when run (``stress=True``)
+    stress: list[StressRow] = field(default_factory=list)
 
     @property
     def strategies(self) -> list[str]:
@@ -57,10 +63,12 @@ def run_bench(
     only: list[str] | None = None,
     synthetic_events: int = 1_000,
     checkpoint_events: tuple[int, ...] = (100, 1_000, 5_000),
+    stress: bool = False,
 ) -> BenchResult:
     """Run every trajectory in ``dir`` (``only``: these ids; ``limit``: the first N) through the
     five strategies, plus the synthetic overhead and checkpoint measures.
-    ``synthetic_events=0`` / ``checkpoint_events=()`` skip those."""
+    ``synthetic_events=0`` / ``checkpoint_events=()`` skip those; ``stress=True`` adds the
+    stress set (:mod:`.stress`, about a minute)."""
     from nodes import ReplayTools
 
     t_start = time.perf_counter()
@@ -85,6 +93,7 @@ def run_bench(
     series: dict[str, dict[str, list[int]]] = {}
     other: dict[str, dict[str, int]] = {}
     finished: dict[str, bool] = {}
+    bound: dict[str, Stats] = {}
     totals = {s: Stats("TOTAL", s) for s in [*STRATEGIES, "taskctx (all roles)"]}
     real_times: list[float] = []
     real_same = 0
@@ -106,6 +115,7 @@ def run_bench(
         totals["taskctx"].add(ex)
         totals["taskctx (all roles)"].add(allr)
         series[t.id]["taskctx"] = [c.prompt_tokens for c in run.calls]
+        bound[t.id] = bound_stats(run)
         roles: dict[str, int] = {}
         for c in run.other_calls:
             roles[c.role] = roles.get(c.role, 0) + 1
@@ -144,6 +154,7 @@ def run_bench(
         if checkpoint_events:
             cp, cp_parts = _checkpoint_sizes(run.events, checkpoint_events)
         run.stores.close()
+    stress_rows = run_stress(budget) if stress else []
     return BenchResult(
         budget=budget,
         trajectories=[t.id for t in trajs],
@@ -157,4 +168,6 @@ def run_bench(
         checkpoint_parts=cp_parts,
         finished=finished,
         seconds=round(time.perf_counter() - t_start, 1),
+        bound=bound,
+        stress=stress_rows,
     )

@@ -6,7 +6,9 @@ from __future__ import annotations
 from .metrics import Stats
 from .pricing import HEADLINE, RULES
 from .runner import BenchResult
+from .split import LARGE_RUN, bound_markdown, short_runs_markdown, split_markdown
 from .strategies import CLEAR_KEEP, MASK_N, STRATEGIES, SUMMARY_CHARS
+from .stress import stress_markdown
 
 __all__ = ["markdown", "targets"]
 
@@ -53,6 +55,23 @@ def targets(r: BenchResult) -> list[tuple[str, str, bool | None]]:
             "peak prompt within budget",
             f"peak {tc.peak_prompt_tokens:,} of {r.budget:,}; {tc.over_budget} calls over",
             tc.peak_prompt_tokens <= r.budget,
+        )
+    )
+    if r.bound:
+        bd = sum(b.effective_cost for b in r.bound.values())
+        rb = tc.effective_cost / bd if bd else float("nan")
+        out.append(("ratio to the optimistic bound ≤ 1.3×", f"{rb:.3f}×", rb <= 1.3))
+    large = [t for t in r.trajectories if r.stats(t, "naive").effective_cost > LARGE_RUN]
+    above = [
+        f"{t} {r.stats(t, 'taskctx').effective_cost / r.stats(t, 'naive').effective_cost:.2f}×"
+        for t in large
+        if r.stats(t, "taskctx").effective_cost > r.stats(t, "naive").effective_cost
+    ]
+    out.append(
+        (
+            f"no run above 1.0× naive (naive over {LARGE_RUN:,} tokens)",
+            ", ".join(above) if above else f"none of {len(large)} runs",
+            not above,
         )
     )
     out.append(("cached-prefix share ≥ 0.85", f"{tc.cached_share:.3f}", tc.cached_share >= 0.85))
@@ -137,10 +156,12 @@ def markdown(r: BenchResult) -> str:
         "",
     ]
     lines += pricing_table(r)
+    lines += bound_markdown(r)
     lines += ["## Targets (measured, not asserted)", "", "| target | measured | met |", "|---|---|---|"]
     for name, val, met in targets(r):
         lines.append(f"| {name} | {val} | {'-' if met is None else ('yes' if met else '**no**')} |")
-    lines += ["", "## Effective cost per trajectory (× naive in brackets)", ""]
+    lines += ["", *short_runs_markdown(r)]
+    lines += ["## Effective cost per trajectory (× naive in brackets)", ""]
     lines.append("| trajectory | steps | " + " | ".join(STRATEGIES) + " | taskctx other-role calls |")
     lines.append("|---|---:|" + "---:|" * len(STRATEGIES) + "---|")
     for tid in r.trajectories:
@@ -181,5 +202,6 @@ def markdown(r: BenchResult) -> str:
         for n, b in sorted(r.checkpoint.items()):
             top = sorted(r.checkpoint_parts[n].items(), key=lambda kv: -kv[1])[:4]
             lines.append(f"| {n:,} | {b:,} | " + ", ".join(f"{k} {v:,}" for k, v in top) + " |")
+    lines += ["", *split_markdown(r), *stress_markdown(r.stress, r.budget)]
     lines += ["", f"Bench wall time: {r.seconds} s. Runs finished: {sum(r.finished.values())}/{len(r.finished)}.", ""]
     return "\n".join(lines)

@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from context import ContextBlock, TaskContext, build_context, make_block
 from context.builder import BlockKind, Layer, Priority, Trust
+from context.events import TranscriptReset
 from context.memory import LoadedMemory
 
 from ..runtime import NodeEnv, Rendered
@@ -358,7 +359,7 @@ def assemble(
     layout: list[str],
     tools: Sequence[dict[str, Any]],
     extra_messages: dict[str, list[BaseMessage]] | None = None,
-    transcript_reset: bool = False,
+    transcript_reset: bool | TranscriptReset = False,
     keep_last: int = 0,
 ) -> Rendered:
     """Build and assemble a prompt.

@@ -14,13 +14,23 @@ Layout (stable parts first, so call k+1 starts with call k's prompt):
    (``evidence.transcript_notes``), so an unchanged delta is not sent again; an unresolved
    error follows the transcript while it is open.
 
-When the prompt would pass ``budget - reserve_for_output`` (or earlier: once past
-``RESTART_FILL`` of it, when what a restart sends again is under ``RESTART_GAIN`` of what it
-takes out, e.g. after large outputs followed by small ones), the transcript restarts: a
-``context.built`` event with ``transcript_reset`` and ``keep_last = KEEP_LAST`` is folded by the
+When the prompt would pass ``budget - reserve_for_output``, or earlier when it is expected to
+pay, the transcript restarts: a ``context.built`` event with ``transcript_reset`` (the decision's
+numbers, :class:`context.events.TranscriptReset`) and ``keep_last = KEEP_LAST`` is folded by the
 reducer, which materialises the checkpoint from the state (never a summary of a summary).
-If even then it does not fit, the older kept entries fall back to their one-line digest + ref,
-and last the builder drops ``normal`` blocks. The latest tool result is ``required``.
+
+The decision is a cost model priced with ``env.cache_rule`` (:mod:`nodes.pricing`: read and
+write multipliers, minimum cached prefix), from what the two renderings show, no constant fitted
+to data (:func:`restart_decision`): a transcript costs, per call, a read of the prompt so far
+plus the tokens the call appends (the mean entry of the transcript: the current output sizes);
+a restart costs one call that sends the new checkpoint and the kept calls again uncached. It is
+taken when this call's cost without it is above the least mean cost per call of the transcript
+it starts (the renewal rule: replace when the running cost passes the best average cost of a
+new cycle), and never when it sends again more than it removes (no thrash), unless the budget
+forces it. When the prompt does not fit, every restart that fits (with 0, 1 or 2 of the older
+kept calls as their one-line digest + ref) is priced the same way and the cheapest taken, so a
+restart that would be forced again at the next call loses to one that leaves room. Last the
+builder drops ``normal`` blocks. The latest tool result is ``required``.
 
 Source: DESIGN.md "Cache-aware rendering"; prompt-caching practice of stable prefixes.
 """
@@ -39,9 +49,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from context import TaskContext, apply_event, new_event
 from context.builder import Trust
 from context.compression import compress_arguments
-from context.events import ContextBuilt
+from context.events import ContextBuilt, TranscriptReset
 from context.models import ToolCallRecord, TranscriptNote, arguments_dict
 
+from ..pricing import PricingRule
 from ..runtime import NodeEnv, Rendered
 from .common import (
     EXTERNAL_RULE,
@@ -55,16 +66,17 @@ from .common import (
 )
 from .reuse import reuse_spans
 
-__all__ = ["ExecutorRenderer", "EXECUTOR_SYSTEM", "KEEP_LAST", "REUSE_MIN_CHARS", "checkpoint_text"]
+__all__ = [
+    "ExecutorRenderer",
+    "EXECUTOR_SYSTEM",
+    "KEEP_LAST",
+    "REUSE_MIN_CHARS",
+    "checkpoint_text",
+    "cycle_cost",
+    "restart_decision",
+]
 
 KEEP_LAST = 3
-#: An early restart is considered once the prompt passes this share of ``budget - reserve`` ...
-RESTART_FILL = 0.5
-#: ... and taken when what it sends again (the new checkpoint block, the kept calls but the
-#: latest) is under this share of what it takes out (the old checkpoint, the calls that leave).
-#: Both chosen by a sweep over the shared trajectories (``taskctx bench``): restarting only at
-#: the budget re-sends large kept calls; restarting at every chance re-sends too often.
-RESTART_GAIN = 0.3
 #: A transcript holding this many state-delta notes restarts: steps that end without tool calls
 #: add notes but no calls, and the notes live in the checkpointed state until a restart.
 MAX_NOTES = 12
@@ -118,8 +130,11 @@ def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
         tool_calls=[{"name": rec.tool, "args": arguments_dict(args), "id": rec.id, "type": "tool_call"}],
     )
     # the tool message answers its call (tool_call_id, and the tool is named there); the ref is
-    # given once (a compressed body already ends with it)
-    ref = None if rec.raw_ref and rec.raw_ref in body else rec.raw_ref
+    # given once (a compressed body already ends with it), and only where the output is not
+    # shown whole (compressed, a digest, a pointer): a whole output's ref earns nothing here
+    # (about 45 tokens a call; the checkpoint names it once the call leaves the transcript)
+    whole = not rec.compressed and body == rec.result_summary and rec.status != "pending"
+    ref = None if whole or (rec.raw_ref and rec.raw_ref in body) else rec.raw_ref
     content = quote_external(body, source=None, ref=ref)
     return [
         ai,
@@ -311,13 +326,15 @@ class ExecutorRenderer:
                     )
                 )
 
+        # calls a forced restart showed as digests stay so until they leave (a stable prefix)
+        pinned = ctx.evidence.transcript_checkpoint.digests if ctx.evidence.transcript_checkpoint else 0
         first_by_ref: dict[str, str] = {}
         shown: list[tuple[str, str]] = []
         prev = 0
         for i, rec in enumerate(calls):
             add_notes(i)
             age = n - 1 - i
-            dig = digest > 0 and 0 < age and age >= self.keep_last - digest
+            dig = i < pinned or (digest > 0 and 0 < age and age >= self.keep_last - digest)
             # point only to an earlier output shown in full in this prompt (never to a digest)
             reusable = reuse and rec.raw_ref and rec.status == "ok" and len(rec.result_summary) >= REUSE_MIN_CHARS
             same_as = first_by_ref.get(rec.raw_ref) if reusable and not dig else None
@@ -364,55 +381,136 @@ class ExecutorRenderer:
         )
         return replace(r, delta_note=delta_note)
 
-    def _restarted(self, ctx: TaskContext) -> TaskContext:
+    def _restarted(self, ctx: TaskContext, digests: int = 0) -> TaskContext:
+        """``ctx`` as the reducer folds a restart here (``digests``: kept calls shown as digests)."""
+        reset = TranscriptReset(reason="budget", removed=0, resent=0, expected_saving=0.0, digests=digests)
         prelim = new_event(
             "context.built",
             ContextBuilt(
-                call=0, role=self.role, budget=0, prompt_tokens=0, transcript_reset=True, keep_last=self.keep_last
+                call=0, role=self.role, budget=0, prompt_tokens=0, transcript_reset=reset, keep_last=self.keep_last
             ),
             actor="system",
         )
         return apply_event(ctx, prelim)
 
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
-        """Render; restart the transcript if it would pass the budget, or early when that is
-        cheap (see module doc)."""
+        """Render; restart the transcript when the budget forces it or the cost model expects it
+        to pay (see module doc)."""
         limit = env.budget - env.reserve_for_output
         r = self._render(ctx, env, tools, reset=False, digest=0)
         fits = r.prompt_tokens <= limit and not r.manifest.dropped
         notes_full = len(ctx.evidence.transcript_notes) >= MAX_NOTES
         reset = len(ctx.evidence.recent_tool_calls) > self.keep_last or notes_full
-        early = reset and r.prompt_tokens > RESTART_FILL * limit and _cheap_restart(r, self.keep_last)
-        if fits and not notes_full and not early:
-            return r
-        base = self._restarted(ctx) if reset else ctx
-        if reset:
-            r2 = self._render(base, env, tools, reset=True, digest=0)
-            if r2.prompt_tokens <= limit and not r2.manifest.dropped:
-                return r2
-            if fits:  # (an early restart that would not fit: keep the transcript as it is)
+        if not reset:
+            if fits:
                 return r
+            return self._digests(ctx, env, tools, limit)
+        rule = env.cache_rule
+        if fits and not notes_full:
+            # price the restart first from this rendering (the old checkpoint standing for the
+            # new one), and render it only when that estimate expects it to pay
+            est = restart_decision(r, None, rule, limit, self.keep_last)
+            if est.resent > est.removed or est.expected_saving <= 0:
+                return r
+        best: tuple[float, Rendered, TranscriptReset] | None = None
+        for d in range(0, self.keep_last if not fits else 1):
+            cand = self._render(self._restarted(ctx, d), env, tools, reset=True, digest=0)
+            if cand.prompt_tokens > limit or cand.manifest.dropped:
+                continue
+            dec = restart_decision(r, cand, rule, limit, self.keep_last)
+            if fits and not notes_full and (dec.resent > dec.removed or dec.expected_saving <= 0):
+                return r  # rendered, it does not pay after all: keep the transcript
+            if best is None or dec.expected_saving > best[0]:
+                reason = "cost" if fits and not notes_full else ("budget" if not fits else "notes")
+                best = (dec.expected_saving, cand, dec.model_copy(update={"reason": reason, "digests": d}))
+        if best is not None:
+            return replace(best[1], transcript_reset=best[2])
+        if fits:  # the restart notes_full asks for does not fit: keep the transcript as it is
+            return r
+        last = self.keep_last - 1
+        dec = restart_decision(r, None, rule, limit, self.keep_last)
+        dec = dec.model_copy(update={"reason": "budget", "digests": last})
+        # the builder has to drop calls: no pointers at all, so none can point to a dropped call
+        r = self._render(self._restarted(ctx, last), env, tools, reset=True, digest=0, reuse=False)
+        return replace(r, transcript_reset=dec)
+
+    def _digests(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]], limit: int) -> Rendered:
+        """No restart possible (few calls): the prompt with 1, 2... of the older calls as
+        digests, the first that fits; else the builder drops calls, with no pointers at all
+        (none may point to a dropped call)."""
         for d in range(1, self.keep_last):
-            r = self._render(base, env, tools, reset=reset, digest=d)
+            r = self._render(ctx, env, tools, reset=False, digest=d)
             if r.prompt_tokens <= limit and not r.manifest.dropped:
                 return r
-        # the builder has to drop calls: no pointers at all, so none can point to a dropped call
-        return self._render(base, env, tools, reset=reset, digest=self.keep_last - 1, reuse=False)
+        return self._render(ctx, env, tools, reset=False, digest=self.keep_last - 1, reuse=False)
+
+
+def cycle_cost(rule: PricingRule, *, start: int, shared: int, growth: int, limit: int) -> tuple[float, int]:
+    """``(mean cost per call, calls)`` of the cheapest transcript cycle: a first call of ``start``
+    prompt tokens of which ``shared`` are a cached prefix, then calls that each append ``growth``
+    tokens and read the previous prompt from the cache, while the prompt stays within ``limit``
+    tokens; the cycle length is the one whose mean cost per call (``rule.cost`` units) is least.
+    The calls get dearer as the prompt grows, so the mean falls until a call costs more than it."""
+    total = rule.cost(start, shared)
+    best = (total, 1)
+    p, n, g = start, 1, max(growth, 1)
+    while p + g <= limit:
+        c = rule.cost(p + g, p)
+        if c > total / n:  # from here on every call raises the mean
+            break
+        total += c
+        p, n = p + g, n + 1
+        best = (total / n, n)
+    return best
+
+
+def restart_decision(
+    r: Rendered, restarted: Rendered | None, rule: PricingRule, limit: int, keep_last: int = KEEP_LAST
+) -> TranscriptReset:
+    """The numbers of restarting now (:class:`~context.events.TranscriptReset`, ``reason="cost"``)
+    from ``r``, the prompt without the restart, and ``restarted``, the prompt with it (``None``:
+    estimated from ``r``, the old checkpoint block standing for the new one). Tokens are the
+    blocks' token estimates; this call without the restart appends its latest call and, when it
+    changed, the state note; a call appends the mean entry of ``r``'s transcript (calls and
+    notes over calls). ``limit``: the prompt's budget (``budget - reserve_for_output``)."""
+    # every candidate block, also those the builder dropped (a prompt over the budget)
+    tok = {e.id: e.tokens for e in r.manifest.entries}
+    full = r.prompt_tokens + sum(e.tokens for e in r.manifest.entries if not e.included)
+    calls = [e.id for e in r.manifest.entries if e.id.startswith("tool.")]
+    notes = [e.id for e in r.manifest.entries if e.id.startswith("note.")]
+    cp = tok.get("state.checkpoint", 0)
+    removed = cp + sum(tok[c] for c in calls[:-keep_last]) + sum(tok[n] for n in notes)
+    latest = tok[calls[-1]] if calls else 0
+    appended = latest + (tok.get("step.delta", 0) if r.delta_note is not None else 0)
+    growth = round((sum(tok[c] for c in calls) + sum(tok[n] for n in notes)) / max(len(calls), 1))
+    # both sides priced with the same call: one that appends the mean entry
+    before = full - appended
+    now = rule.cost(before + growth, before)
+    if restarted is None:
+        resent = cp + sum(tok[c] for c in calls[-keep_last:-1])
+        start = full - removed + cp
+        stable = sum(b.token_estimate for b in r.blocks if b.slot == "msg:core")
+        stable += full - sum(tok.values())  # system, tool schemas, framing
+    else:
+        t2 = {b.id: b.token_estimate for b in restarted.blocks}
+        kept = [b.id for b in restarted.blocks if b.id.startswith("tool.")]
+        resent = t2.get("state.checkpoint", 0) + sum(t2[c] for c in kept[:-1])
+        start = restarted.prompt_tokens
+        stable = sum(b.token_estimate for b in restarted.blocks if b.slot == "msg:core")
+        stable += restarted.prompt_tokens - sum(t2.values())
+    start += growth - latest
+    mean, horizon = cycle_cost(rule, start=start, shared=stable, growth=growth, limit=limit)
+    return TranscriptReset(
+        reason="cost",
+        removed=removed,
+        resent=resent,
+        expected_saving=round(now - mean, 1),
+        horizon=horizon,
+        rule=rule.name,
+    )
 
 
 def _trust_of(text: str) -> Trust:
     """``agent_claim`` for a block that quotes an agent's claim (:func:`quote_agent`), else
     ``trusted_app``: a block's trust is that of its least trusted part."""
     return "agent_claim" if '<external_content source="agent:' in text else "trusted_app"
-
-
-def _cheap_restart(r: Rendered, keep_last: int) -> bool:
-    """Whether restarting now sends again (the checkpoint block, the kept calls but the latest,
-    as ``r`` shows them) under ``RESTART_GAIN`` of what it takes out (the checkpoint block and
-    the calls that leave)."""
-    tok = {b.id: b.token_estimate for b in r.blocks}
-    calls = [b.id for b in r.blocks if b.id.startswith("tool.")]
-    cp = tok.get("state.checkpoint", 0)
-    resent = cp + sum(tok[c] for c in calls[-keep_last:-1])
-    dropped = cp + sum(tok[c] for c in calls[:-keep_last])
-    return resent < RESTART_GAIN * dropped
