@@ -51,6 +51,7 @@ __all__ = [
     "TaskCompleted",
     "MemoryNoted",
     "StateEdited",
+    "FactStale",
     "EDITABLE_FIELDS",
 ]
 
@@ -81,6 +82,7 @@ EventKind = Literal[
     "memory.proposed",
     "memory.confirmed",
     "state.edited",
+    "fact.stale",
 ]
 
 
@@ -133,6 +135,9 @@ class StepCompleted(_Payload):
     findings: list[Finding] = Field(default_factory=list)
     changed_artifacts: list[str] = Field(default_factory=list)
     unresolved_issues: list[str] = Field(default_factory=list)
+    #: Addition (freshness): the files the step's calls read (path -> sha256 hex) and the HEAD then.
+    rests_on: dict[str, str] = Field(default_factory=dict)
+    head: str | None = None
 
 
 class StepCompletionRequested(_Payload):
@@ -166,6 +171,10 @@ class ToolResultReceived(_Payload):
     raw_ref: str | None = None
     raw_chars: int = 0
     compressed: bool = False
+    #: Addition (freshness): the workspace files the call read, path -> sha256 hex of the bytes
+    #: read (``ToolOutcome.reads``), and the git HEAD commit when it ran (None: not known).
+    reads: dict[str, str] = Field(default_factory=dict)
+    head: str | None = None
 
 
 class PermissionEvent(_Payload):
@@ -186,6 +195,8 @@ class FileModified(_Payload):
     path: str
     call_id: str | None = None
     raw_ref: str | None = None
+    #: Addition (freshness): sha256 hex of the file's bytes after the change ("" : not known).
+    sha256: str = ""
 
 
 class ErrorOccurred(_Payload):
@@ -287,6 +298,18 @@ class StateEdited(_Payload):
         return self
 
 
+class FactStale(_Payload):
+    """Addition (freshness): a fact rests on bytes the workspace no longer has (see
+    :class:`~context.models.StaleFact` for the fields, :mod:`context.freshness` for who notices)."""
+
+    fact_id: str
+    fact_kind: Literal["finding", "step", "evidence"] = "finding"
+    path: str
+    old_sha: str = ""
+    new_sha: str = ""
+    cause: Literal["write", "reread", "resume", "head"] = "reread"
+
+
 PAYLOAD_MODELS: dict[str, type[_Payload]] = {
     "task.created": TaskCreated,
     "plan.created": PlanCreated,
@@ -312,6 +335,7 @@ PAYLOAD_MODELS: dict[str, type[_Payload]] = {
     "memory.proposed": MemoryNoted,
     "memory.confirmed": MemoryNoted,
     "state.edited": StateEdited,
+    "fact.stale": FactStale,
 }
 
 

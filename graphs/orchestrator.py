@@ -338,6 +338,8 @@ def build_orchestrator(
         st = stores or SqliteStores(":memory:")
         env = NodeEnv(events=st.events, artifacts=st.artifacts, budget=budget, reserve_for_output=reserve_for_output)
     tx = tools or NoTools()
+    if env.workspace is None and hasattr(tx, "fingerprint"):
+        env.workspace = tx  # fingerprinted by the first node after a resume (context.freshness)
     g = StateGraph(TaskContext)
     g.add_node("planner", make_planner_node(chat, env), metadata={"role": "planner"})
     g.add_node("executor", make_executor_node(chat, env, tx), metadata={"role": "executor"})

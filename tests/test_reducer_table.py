@@ -39,6 +39,7 @@ PAYLOADS: dict[str, dict[str, object]] = {
     "memory.proposed": {"text": "uses pytest"},
     "memory.confirmed": {"kind": "fact", "text": "uses pytest"},
     "state.edited": {"changes": {"identity": {"constraints": ["keep tags"]}}},
+    "fact.stale": {"fact_id": "s0.f1", "path": "a.py", "old_sha": "aa", "new_sha": "bb", "cause": "resume"},
 }
 
 
@@ -62,7 +63,7 @@ def _start() -> TaskContext:
 
 def test_the_table_and_the_unfolded_list_are_exactly_the_event_kinds():
     kinds = list(get_args(EventKind))
-    assert len(kinds) == 24
+    assert len(kinds) == 25
     assert not set(FOLDS) & UNFOLDED_KINDS
     assert sorted([*FOLDS, *UNFOLDED_KINDS]) == sorted(kinds)
     assert UNFOLDED_KINDS == frozenset()
@@ -95,6 +96,7 @@ def test_each_kind_has_its_own_named_handler():
         "memory.proposed": "_on_memory_proposed",
         "memory.confirmed": "_on_memory_confirmed",
         "state.edited": "_on_state_edited",
+        "fact.stale": "_on_fact_stale",
     }
 
 

@@ -41,6 +41,7 @@ from context import TaskContext, apply_event, new_event
 from context.builder import Trust
 from context.compression import compress_arguments
 from context.events import ContextBuilt
+from context.freshness import stale_line
 from context.models import ToolCallRecord, TranscriptNote, arguments_dict
 
 from ..runtime import NodeEnv, Rendered
@@ -53,6 +54,7 @@ from .common import (
     memory_block,
     quote_agent,
     quote_external,
+    stale_block,
 )
 from .reuse import reuse_spans
 
@@ -94,7 +96,9 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
     if cp.findings:
         lines.append("Findings (the executor's claims):")
         lines += [
-            f"- {f.id} [{', '.join(f.evidence_refs) or 'no refs'}]:\n"
+            f"- {f.id} [{', '.join(f.evidence_refs) or 'no refs'}]"
+            + (f" [{stale_line(ctx, f.id)}]" if ctx.stale(f.id) else "")
+            + ":\n"
             + quote_agent(f.statement, source=f"complete_step {f.id}")
             for f in cp.findings
         ]
@@ -180,7 +184,14 @@ def delta_text(ctx: TaskContext) -> str:
         )
     if ctx.progress.last_step is not None:
         ls = ctx.progress.last_step
-        lines.append(f"Last step {ls.id} ({ls.result}):\n" + quote_agent(ls.summary, source=f"complete_step {ls.id}"))
+        stale = stale_line(ctx, f"step:{ls.id}")
+        lines.append(
+            f"Last step {ls.id} ({ls.result}){f' [{stale}]' if stale else ''}:\n"
+            + quote_agent(ls.summary, source=f"complete_step {ls.id}")
+        )
+    again = ctx.to_reread()
+    if again:
+        lines.append(f"Re-read before acting (facts resting on them are stale): {', '.join(again)}")
     pc = ctx.control.pending_completion
     if pc is not None and pc.not_applied and pc.step_id == ctx.plan.current_step_id:
         lines.append(
@@ -343,6 +354,9 @@ class ExecutorRenderer:
         err = error_block(ctx, env, slot="msg:delta")
         if err is not None:
             cands.append(err)
+        stale = stale_block(ctx, env, slot="msg:delta")
+        if stale is not None:
+            cands.append(stale)
         r = assemble(
             role=self.role,
             env=env,

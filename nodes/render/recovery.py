@@ -8,7 +8,7 @@ from typing import Any
 from context import TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import EXTERNAL_RULE, assemble, block, core_blocks, quote_external
+from .common import EXTERNAL_RULE, assemble, block, core_blocks, quote_external, stale_block
 
 __all__ = ["RecoveryRenderer", "RECOVERY_SYSTEM", "ERROR_HISTORY_SHOWN"]
 
@@ -60,6 +60,9 @@ class RecoveryRenderer:
                 slot="msg:recovery",
             )
         )
+        stale = stale_block(ctx, env, slot="msg:recovery")
+        if stale is not None:
+            cands.append(stale)
         cp = ctx.control.checkpoint_id or "(none yet)"
         done = ", ".join(ctx.progress.completed_steps) or "(none)"
         cur = ctx.plan.current_step_id or "(none)"

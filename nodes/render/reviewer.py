@@ -10,7 +10,16 @@ from typing import Any
 from context import Finding, TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import EXTERNAL_RULE, assemble, block, core_blocks, finding_blocks, memory_block, plan_text
+from .common import (
+    EXTERNAL_RULE,
+    assemble,
+    block,
+    core_blocks,
+    finding_blocks,
+    memory_block,
+    plan_text,
+    stale_block,
+)
 
 __all__ = ["ReviewerRenderer", "REVIEWER_SYSTEM", "all_findings"]
 
@@ -70,8 +79,11 @@ class ReviewerRenderer:
                 slot="msg:state",
             )
         )
+        stale = stale_block(ctx, env, slot="msg:state")
+        if stale is not None:
+            cands.append(stale)
         cands += finding_blocks(
-            env, all_findings(ctx, env), lambda f: f"(evidence: {', '.join(f.evidence_refs) or '(none)'})"
+            env, all_findings(ctx, env), lambda f: f"(evidence: {', '.join(f.evidence_refs) or '(none)'})", ctx
         )
         return assemble(
             role=self.role,
