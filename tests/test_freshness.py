@@ -216,3 +216,20 @@ def test_a_fact_resting_on_two_files_is_stale_when_one_changes():
         {"fact_id": "s1.f1", "fact_kind": "finding", "path": "b", "old_sha": "2", "new_sha": "3", "cause": "resume"}
     ]
     assert find_stale(ctx, {"a": "1", "b": "2"}, "resume") == []
+
+
+def test_inspect_and_the_report_mark_the_stale_finding(tmp_path):
+    from rich.console import Console
+
+    from graphs.report.page import build_report
+    from graphs.report.text import render_state
+
+    events, state, _ = _run(tmp_path, REREAD_THEN_DONE, edit=_hand_edit)
+    console = Console(width=200, record=True, color_system=None)
+    render_state(console, state, events, [], True)
+    text = console.export_text()
+    old, new = sha(CONF_1M)[:12], sha(CONF_5M)[:12]
+    assert f"- finding s1.f1 (agent_claim) [{state.evidence.findings[0].evidence_refs[0]}] [STALE: limit.txt" in text
+    assert f"- finding s1.f1: limit.txt changed while paused ({old} -> {new})" in text
+    html = build_report(events)
+    assert f"[STALE: limit.txt changed while paused ({old} -&gt; {new})]" in html

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from context import DamagedStoreError, Event, TaskContext, UnknownTaskError, replay, summarize_event
+from context.freshness import stale_line
 from context.trajectory import request_goal
 from context.verify import check_events
 
@@ -421,7 +422,11 @@ def build_report(events: Sequence[Event], *, title: str | None = None) -> str:
         f"<td>{_e(s.title)}</td><td>{_e(', '.join(s.depends_on))}</td><td>{_e(s.expected_output)}</td></tr>"
         for s in ctx.plan.steps
     )
-    findings = [f"{f.id}: {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]" for f in ctx.evidence.findings]
+    findings = [
+        f"{f.id}: {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]"
+        + (f" [{stale_line(ctx, f.id)}]" if ctx.stale(f.id) else "")
+        for f in ctx.evidence.findings
+    ]
     data = {
         "task_id": ident.task_id,
         "events": len(events),
