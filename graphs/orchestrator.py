@@ -9,6 +9,7 @@ their own tables (``stores``), the checkpointer holds the TaskContext.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
@@ -27,6 +28,7 @@ from context import (
     extract_constraints,
 )
 from context.pg_store import PgStores, is_postgres_url
+from context.policy import ContextPolicy
 from context.text import clean
 from nodes import (
     DEFAULT_BUDGET,
@@ -324,19 +326,30 @@ def build_orchestrator(
     budget: int = DEFAULT_BUDGET,
     reserve_for_output: int = DEFAULT_RESERVE,
     env: NodeEnv | None = None,
+    policies: Sequence[ContextPolicy] | None = None,
+    freshness: bool = True,
 ) -> CompiledStateGraph:
     """The default compiled graph (see module doc).
 
     ``model``: a chat model or ``"provider:model"``; ``tools``: the task's ToolExecutor;
     ``budget`` and ``reserve_for_output`` in tokens. Without ``stores`` the event log and
-    artifacts live in memory. Run it with ``durability="sync"`` and ``thread_id = task_id``.
+    artifacts live in memory. ``policies``: the context policies (:mod:`context.policy`; None:
+    the defaults, ``[]``: none); ``freshness``: record ``fact.stale`` (:mod:`context.freshness`;
+    False switches it off). Both are ignored when ``env`` is given (set them on the env). Run it with ``durability="sync"`` and ``thread_id = task_id``.
     Returns a :class:`~graphs.edits.TaskGraph`: ``update_state`` from outside a node is recorded
     in the event log (``state.edited``) or refused (``InvalidInputError``).
     """
     chat = resolve_model(model)
     if env is None:
         st = stores or SqliteStores(":memory:")
-        env = NodeEnv(events=st.events, artifacts=st.artifacts, budget=budget, reserve_for_output=reserve_for_output)
+        env = NodeEnv(
+            events=st.events,
+            artifacts=st.artifacts,
+            budget=budget,
+            reserve_for_output=reserve_for_output,
+            policies=policies,
+            freshness=freshness,
+        )
     tx = tools or NoTools()
     if env.workspace is None and hasattr(tx, "fingerprint"):
         env.workspace = tx  # fingerprinted by the first node after a resume (context.freshness)

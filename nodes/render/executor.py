@@ -54,8 +54,8 @@ from .common import (
     memory_block,
     quote_agent,
     quote_external,
-    stale_block,
 )
+from .policy import policy_blocks
 from .reuse import reuse_spans
 
 __all__ = ["ExecutorRenderer", "EXECUTOR_SYSTEM", "KEEP_LAST", "REUSE_MIN_CHARS", "checkpoint_text"]
@@ -354,9 +354,7 @@ class ExecutorRenderer:
         err = error_block(ctx, env, slot="msg:delta")
         if err is not None:
             cands.append(err)
-        stale = stale_block(ctx, env, slot="msg:delta")
-        if stale is not None:
-            cands.append(stale)
+        cands += policy_blocks(ctx, env, self.role, slot="msg:delta")
         r = assemble(
             role=self.role,
             env=env,

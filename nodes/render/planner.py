@@ -21,8 +21,8 @@ from .common import (
     memory_block,
     plan_text,
     quote_agent,
-    stale_block,
 )
+from .policy import policy_blocks
 
 __all__ = ["PlannerRenderer", "PLANNER_SYSTEM"]
 
@@ -100,9 +100,7 @@ class PlannerRenderer:
         err = error_block(ctx, env, slot="msg:state")
         if err is not None:
             cands.append(err)
-        stale = stale_block(ctx, env, slot="msg:state")
-        if stale is not None:
-            cands.append(stale)
+        cands += policy_blocks(ctx, env, self.role, slot="msg:state")
         cands += finding_blocks(
             env, ctx.evidence.findings, lambda f: f"[{', '.join(f.evidence_refs) or 'no refs'}]", ctx
         )

@@ -8,7 +8,8 @@ from typing import Any
 from context import TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import EXTERNAL_RULE, assemble, block, core_blocks, quote_external, stale_block
+from .common import EXTERNAL_RULE, assemble, block, core_blocks, quote_external
+from .policy import policy_blocks
 
 __all__ = ["RecoveryRenderer", "RECOVERY_SYSTEM", "ERROR_HISTORY_SHOWN"]
 
@@ -60,9 +61,7 @@ class RecoveryRenderer:
                 slot="msg:recovery",
             )
         )
-        stale = stale_block(ctx, env, slot="msg:recovery")
-        if stale is not None:
-            cands.append(stale)
+        cands += policy_blocks(ctx, env, self.role, slot="msg:recovery")
         cp = ctx.control.checkpoint_id or "(none yet)"
         done = ", ".join(ctx.progress.completed_steps) or "(none)"
         cur = ctx.plan.current_step_id or "(none)"

@@ -18,8 +18,8 @@ from .common import (
     finding_blocks,
     memory_block,
     plan_text,
-    stale_block,
 )
+from .policy import policy_blocks
 
 __all__ = ["ReviewerRenderer", "REVIEWER_SYSTEM", "all_findings"]
 
@@ -79,9 +79,7 @@ class ReviewerRenderer:
                 slot="msg:state",
             )
         )
-        stale = stale_block(ctx, env, slot="msg:state")
-        if stale is not None:
-            cands.append(stale)
+        cands += policy_blocks(ctx, env, self.role, slot="msg:state")
         cands += finding_blocks(
             env, all_findings(ctx, env), lambda f: f"(evidence: {', '.join(f.evidence_refs) or '(none)'})", ctx
         )
