@@ -28,7 +28,7 @@ from typing import Literal
 
 from .models import TaskContext
 
-__all__ = ["HEAD_PATH", "Cause", "facts", "find_stale", "short_sha", "stale_line", "world_version"]
+__all__ = ["HEAD_PATH", "Cause", "change_text", "facts", "find_stale", "short_sha", "stale_line", "world_version"]
 
 #: The ``path`` of a ``fact.stale`` mark for a moved git HEAD.
 HEAD_PATH = "HEAD"
@@ -107,6 +107,14 @@ def stale_line(ctx: TaskContext, fact_id: str) -> str:
     marks = ctx.stale(fact_id)
     if not marks:
         return ""
-    what = {"write": "by this task", "reread": "seen on a re-read", "resume": "while paused", "head": "HEAD moved"}
-    parts = [f"{m.path} changed {what[m.cause]} ({short_sha(m.old_sha)} -> {short_sha(m.new_sha)})" for m in marks]
+    parts = [change_text(m.path, m.cause, m.old_sha, m.new_sha) for m in marks]
     return "STALE: " + "; ".join(dict.fromkeys(parts))
+
+
+def change_text(path: str, cause: str, old: str, new: str) -> str:
+    """``"<path> changed <how> (<old> -> <new>)"``, or ``"HEAD moved (<old> -> <new>)"``."""
+    shas = f"({short_sha(old)} -> {short_sha(new)})"
+    if path == HEAD_PATH:
+        return f"HEAD moved {shas}"
+    how = {"write": "by this task", "reread": "seen on a re-read", "resume": "while paused"}.get(cause, "")
+    return f"{path} changed {how} {shas}"

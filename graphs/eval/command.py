@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from .cases import CaseError, default_cases_dir, load_cases
-from .harness import CaseResult, run_case
+from .harness import MECHANISMS, CaseResult, run_case
 from .printing import EvalReport, format_report
 
 __all__ = ["eval_command", "run_eval"]
@@ -26,9 +26,14 @@ def run_eval(
     categories: Iterable[str] | None = None,
     budget: int | None = None,
     on_result: Callable[[CaseResult], None] | None = None,
+    off: Iterable[str] = (),
 ) -> EvalReport:
     """Load and run every case of ``folder`` (default :func:`default_cases_dir`); ``only`` picks
-    case ids (``CaseError`` names any that does not exist)."""
+    case ids (``CaseError`` names any that does not exist); ``off`` switches mechanisms off
+    (names of :data:`~graphs.eval.harness.MECHANISMS`; ``CaseError`` for an unknown one)."""
+    bad = sorted(set(off) - set(MECHANISMS))
+    if bad:
+        raise CaseError(f"--off {bad[0]}: no such mechanism; use one of {', '.join(MECHANISMS)}")
     d = Path(folder) if folder is not None else default_cases_dir()
     cases = load_cases(d)
     ids, cats = set(only or ()), set(categories or ())
@@ -39,7 +44,7 @@ def run_eval(
     for p, c in cases:
         if (ids and c.id not in ids) or (cats and c.category not in cats):
             continue
-        r = run_case(c, p, budget=budget)
+        r = run_case(c, p, budget=budget, off=frozenset(off))
         results.append(r)
         if on_result:
             on_result(r)
@@ -52,10 +57,17 @@ def eval_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     case_id: Annotated[list[str] | None, typer.Option("--case", help="Run only this case id (repeatable).")] = None,
+    category: Annotated[
+        list[str] | None, typer.Option("--category", help="Run only the cases of this category (repeatable).")
+    ] = None,
+    off: Annotated[
+        list[str] | None,
+        typer.Option("--off", help="Switch a mechanism off (freshness, policy) to see its category fail. Repeatable."),
+    ] = None,
 ) -> None:
     """Run the scenario cases: pass rate per category and context statistics."""
     try:
-        rep = run_eval(cases, only=case_id)
+        rep = run_eval(cases, only=case_id, categories=category, off=off or ())
     except CaseError as exc:
         sys.stderr.write("error: " + " ".join(str(exc).split()) + "\n")
         raise typer.Exit(2) from exc

@@ -24,7 +24,7 @@ from .cases import Case, CaseError, Crash, Inject, load_case
 from .checks import run_check
 from .scripted import CaseModel, CaseTools, SimulatedKill, WorkspaceCaseTools, _compile, _Plan
 
-__all__ = ["FEATURES", "STAT_KEYS", "CaseResult", "probe", "run_case"]
+__all__ = ["FEATURES", "MECHANISMS", "STAT_KEYS", "CaseResult", "probe", "run_case"]
 
 STAT_KEYS = (
     "state_updates",
@@ -75,6 +75,12 @@ class _Run:
 
 _PROBES: dict[str, bool] = {}
 
+#: Mechanisms ``taskctx eval --off`` can switch off, to show their category fails without them.
+MECHANISMS = {
+    "freshness": "no fact.stale: facts are never marked stale (context.freshness)",
+    "policy": "no context policies: the builder adds nothing the model did not ask for (context.policy)",
+}
+
 
 def _new_project(path: str) -> Project:
     return open_project(path)
@@ -94,7 +100,14 @@ def _tools(case: Case, compiled: _Plan, root: str | Path, **kw: Any) -> CaseTool
     return WorkspaceCaseTools(case, compiled, ws, **kw)
 
 
-def _graph(case: Case, project: Project, model: CaseModel, tools: CaseTools, budget: int | None) -> Any:
+def _graph(
+    case: Case,
+    project: Project,
+    model: CaseModel,
+    tools: CaseTools,
+    budget: int | None,
+    off: frozenset[str] = frozenset(),
+) -> Any:
     return build_orchestrator(
         model,
         tools=tools,
@@ -102,6 +115,8 @@ def _graph(case: Case, project: Project, model: CaseModel, tools: CaseTools, bud
         stores=project.stores,
         budget=budget or case.budget,
         reserve_for_output=case.reserve_for_output,
+        policies=[] if "policy" in off else None,
+        freshness="freshness" not in off,
     )
 
 
@@ -133,7 +148,7 @@ def _child_main() -> None:  # pragma: no cover - runs in a subprocess that SIGKI
     print("finished without being killed")
 
 
-def _execute(case: Case, path: Path | None, budget: int | None) -> _Run:
+def _execute(case: Case, path: Path | None, budget: int | None, off: frozenset[str] = frozenset()) -> _Run:
     compiled = _compile(case)
     tmp = tempfile.TemporaryDirectory(prefix="taskctx-eval-")
     sigkill = bool(case.crashes) and case.crashes[0].mode == "sigkill"
@@ -190,7 +205,7 @@ def _execute(case: Case, path: Path | None, budget: int | None) -> _Run:
             k = pending_kills.pop(0)
             tools.kill_call = k.in_tool_call
             model.kill_at = (k.in_model_call.role, k.in_model_call.call) if k.in_model_call else None
-        g = _graph(case, project, model, tools, budget)
+        g = _graph(case, project, model, tools, budget, off)
         done_steps = 0
         if input_state is None:
             vals = g.get_state(thread_config(case.id)).values
@@ -210,8 +225,11 @@ def _execute(case: Case, path: Path | None, budget: int | None) -> _Run:
             for item in stops.pop(nxt):
                 if isinstance(item, Crash):
                     resume = True
+                    _edit(tools, item)
                 else:
-                    inject_seq = _inject(project, g, case.id, item, inject_seq)
+                    _edit(tools, item)
+                    if item.events:
+                        inject_seq = _inject(project, g, case.id, item, inject_seq)
             continue
         snap = g.get_state(thread_config(case.id))
         interrupts = [i for t in snap.tasks for i in getattr(t, "interrupts", ())]
@@ -235,7 +253,7 @@ def _execute(case: Case, path: Path | None, budget: int | None) -> _Run:
         )
         run_error = f"the run finished before these crash or inject points were reached: {left}"
     events = project.stores.events.read(case.id)
-    vals = _graph(case, project, model, tools, budget).get_state(thread_config(case.id)).values
+    vals = _graph(case, project, model, tools, budget, off).get_state(thread_config(case.id)).values
     state = TaskContext.model_validate(vals) if vals else replay(events)
     nck = project.conn.execute(
         "SELECT COUNT(*) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''", (case.id,)
@@ -255,6 +273,19 @@ def _execute(case: Case, path: Path | None, budget: int | None) -> _Run:
         tmp=tmp,
     )
     return run
+
+
+def _edit(tools: CaseTools, item: Crash | Inject) -> None:
+    """A person's edits of the workspace while the task is paused (``Crash.edits``,
+    ``Inject.edits``)."""
+    if not item.edits:
+        return
+    if tools.workspace is None:
+        raise CaseError("edits need a case workspace")
+    for rel, text in item.edits.items():
+        f = Path(tools.workspace.root) / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text, encoding="utf-8")
 
 
 def _inject(project: Project, graph: Any, task_id: str, inj: Inject, first_seq: int | None) -> int:
@@ -368,14 +399,17 @@ def probe(feature: str) -> bool:
     return ok
 
 
-def run_case(case: Case, path: Path | None = None, *, budget: int | None = None) -> CaseResult:
-    """Run one case and its checks (``budget`` overrides the case's)."""
+def run_case(
+    case: Case, path: Path | None = None, *, budget: int | None = None, off: frozenset[str] = frozenset()
+) -> CaseResult:
+    """Run one case and its checks (``budget`` overrides the case's; ``off``: mechanisms of
+    :data:`MECHANISMS` switched off)."""
     missing = [f for f in case.requires if not probe(f)]
     if missing:
         return CaseResult(case, path, "pending", note="waits for " + "; ".join(FEATURES[m] for m in missing))
     t0 = time.perf_counter()
     try:
-        run = _execute(case, path, budget)
+        run = _execute(case, path, budget, off)
     except Exception as exc:  # noqa: BLE001
         return CaseResult(case, path, "failed", [f"run: {type(exc).__name__}: {exc}"], seconds=time.perf_counter() - t0)
     failures: list[str] = []

@@ -19,7 +19,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from context import ContextBlock, TaskContext, build_context, make_block
 from context.builder import BlockKind, Layer, Priority, Trust
-from context.freshness import short_sha, stale_line
+from context.freshness import change_text, stale_line
 
 from ..runtime import NodeEnv, Rendered
 
@@ -285,15 +285,11 @@ def stale_text(ctx: TaskContext) -> str | None:
     marks = ctx.evidence.stale_facts
     if not marks:
         return None
-    what = {"write": "by this task", "reread": "seen on a re-read", "resume": "while paused", "head": "HEAD moved"}
     kinds = {"finding": "finding", "step": "step summary", "evidence": "output of call"}
     lines = ["## Stale facts (the workspace changed since they were drawn: never treat them as current)"]
     for m in marks:
         fid = m.fact_id.removeprefix("step:")
-        lines.append(
-            f"- {kinds[m.fact_kind]} {fid}: {m.path} changed {what[m.cause]} "
-            f"({short_sha(m.old_sha)} -> {short_sha(m.new_sha)})"
-        )
+        lines.append(f"- {kinds[m.fact_kind]} {fid}: {change_text(m.path, m.cause, m.old_sha, m.new_sha)}")
     again = ctx.to_reread()
     if again:
         lines.append("Re-read before relying on them: " + ", ".join(again))
