@@ -74,14 +74,18 @@ def find_stale(
     """The ``fact.stale`` payloads for facts of ``ctx`` that ``changes`` (path -> the sha the
     workspace has now; ``""``: gone) or a HEAD now at ``head`` makes stale, in fact order. A fact
     already marked stale for the same path and new sha is not marked again. ``cause`` says who
-    noticed (see module doc; a HEAD move is always ``"head"``)."""
+    noticed (see module doc; a HEAD move is always ``"head"``). A write of the task does not mark
+    a fact already stale for that file again (it adds nothing: the task knows what it wrote)."""
     known = {(s.fact_id, s.path, s.new_sha) for s in ctx.evidence.stale_facts}
+    marked = {(s.fact_id, s.path) for s in ctx.evidence.stale_facts}
     out: list[dict[str, object]] = []
     for fid, kind, rests_on, fhead in facts(ctx):
         for path, new in changes.items():
             old = rests_on.get(path)
             if old is None or old == new or (fid, path, new) in known:
                 continue
+            if cause == "write" and (fid, path) in marked:
+                continue  # already stale for this file; the task knows the bytes it wrote
             known.add((fid, path, new))
             out.append(
                 {"fact_id": fid, "fact_kind": kind, "path": path, "old_sha": old, "new_sha": new, "cause": cause}

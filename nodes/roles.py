@@ -40,7 +40,7 @@ from context.events import (
     TaskCreated,
     ToolCalled,
 )
-from context.models import SCHEMA_VERSION, ToolCallRecord
+from context.models import SCHEMA_VERSION, ToolCallRecord, arguments_dict
 
 from .render import ExecutorRenderer, PlannerRenderer, RecoveryRenderer, Renderer, ReviewerRenderer
 from .runtime import NodeEnv, NodeRun
@@ -208,17 +208,44 @@ def _with_refs(ctx: TaskContext, step_id: str, findings: list[Finding]) -> list[
     on the files its evidence calls read (:func:`_rests_on`)."""
     refs = [r.raw_ref for r in ctx.evidence.recent_tool_calls if r.step_id == step_id and r.raw_ref][-3:]
     out = [f if f.evidence_refs else f.model_copy(update={"evidence_refs": list(refs)}) for f in findings]
-    return [_rests_on(ctx, f, [r for r in ctx.evidence.recent_tool_calls if r.raw_ref in f.evidence_refs]) for f in out]
+    written = _written_by(ctx, step_id)
+    return [
+        _rests_on(ctx, f, [r for r in ctx.evidence.recent_tool_calls if r.raw_ref in f.evidence_refs], written)
+        for f in out
+    ]
 
 
-def _rests_on(ctx: TaskContext, fact: Any, calls: list[ToolCallRecord]) -> Any:
+def _written_by(ctx: TaskContext, step_id: str) -> set[str]:
+    """The files the step's own successful write or patch calls changed (their findings and
+    summary are about what they wrote)."""
+    out: set[str] = set()
+    for r in ctx.evidence.recent_tool_calls:
+        if r.step_id != step_id or r.status != "ok":
+            continue
+        args = arguments_dict(r.arguments)
+        if r.tool == "write_file":
+            out.add(str(args.get("path", "")))
+        elif r.tool == "apply_patch":
+            out.update(
+                ln[4:].strip().removeprefix("b/")
+                for ln in str(args.get("patch", "")).splitlines()
+                if ln.startswith("+++ ")
+            )
+    return out
+
+
+def _rests_on(ctx: TaskContext, fact: Any, calls: list[ToolCallRecord], written: set[str] | None = None) -> Any:
     """``fact`` (a Finding or StepCompleted) with ``rests_on``: the files ``calls`` read, path ->
-    sha256 of the bytes read (the latest read of a path wins), and ``head``: the HEAD they saw."""
+    sha256 of the bytes read (the latest read of a path wins; a file in ``written``, which the
+    step itself changed, at the bytes it wrote), and ``head``: the HEAD they saw."""
     files: dict[str, str] = {}
     head = None
     for r in calls:
         files.update(r.reads)
         head = r.head if r.head is not None else head
+    for path in written or ():
+        if path in files and path in ctx.evidence.world:
+            files[path] = ctx.evidence.world[path]
     if not files and head is None:
         return fact
     return fact.model_copy(update={"rests_on": files, "head": head})
@@ -253,7 +280,9 @@ def _step_completed(
         findings=_with_refs(ctx, step_id, findings),
         unresolved_issues=unresolved,
     )
-    completed = _rests_on(ctx, completed, [r for r in ctx.evidence.recent_tool_calls if r.step_id == step_id])
+    completed = _rests_on(
+        ctx, completed, [r for r in ctx.evidence.recent_tool_calls if r.step_id == step_id], _written_by(ctx, step_id)
+    )
     events = [run.make("step.completed", completed)]
     if run.env.freshness:
         events += _born_stale(run, ctx, completed)

@@ -145,16 +145,19 @@ def _resolve(ctx: TaskContext, env: NodeEnv, relation: str, role: str) -> tuple[
         replaced = {x for f in ctx.evidence.findings for x in f.supersedes}
         findings = stale or [f for f in ctx.evidence.findings if f.id not in replaced][-3:]
         by_ref = {r.raw_ref: r for r in ctx.evidence.recent_tool_calls if r.raw_ref}
-        lines = []
+        refs: dict[str, list[str]] = {}  # each evidence once, naming every finding it backs
         for f in findings:
             for ref in f.evidence_refs:
-                rec = by_ref.get(ref)
-                out = rec.result_summary if rec is not None else _artifact(env, ref)
-                if out is None:
-                    continue
-                out = out if len(out) <= EVIDENCE_LIMIT else out[:EVIDENCE_LIMIT] + f"\n[... {len(out)} chars: {ref}]"
-                src = f"tool:{rec.tool}" if rec is not None else "artifact"
-                lines.append(f"evidence of finding {f.id}:\n" + quote_external(out, source=src, ref=ref))
+                refs.setdefault(ref, []).append(f.id)
+        lines = []
+        for ref, ids in refs.items():
+            rec = by_ref.get(ref)
+            out = rec.result_summary if rec is not None else _artifact(env, ref)
+            if out is None:
+                continue
+            out = out if len(out) <= EVIDENCE_LIMIT else out[:EVIDENCE_LIMIT] + f"\n[... {len(out)} chars: {ref}]"
+            src = f"tool:{rec.tool}" if rec is not None else "artifact"
+            lines.append(f"evidence of finding {', '.join(ids)}:\n" + quote_external(out, source=src, ref=ref))
         if not lines:
             return None
         return "## Evidence of the findings in play\n" + "\n".join(lines), "external_content"
