@@ -233,3 +233,29 @@ def test_inspect_and_the_report_mark_the_stale_finding(tmp_path):
     assert f"- finding s1.f1: limit.txt changed while paused ({old} -> {new})" in text
     html = build_report(events)
     assert f"[STALE: limit.txt changed while paused ({old} -&gt; {new})]" in html
+
+
+def test_a_command_that_rewrites_a_file_makes_the_facts_resting_on_it_stale(tmp_path):
+    """``run_command`` says nothing about the files it changes: the tool node fingerprints the
+    task's world after it and records ``file.modified`` (with the new sha) and ``fact.stale``."""
+    rewrite = (
+        "import unittest\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_rewrite(self):\n        open('limit.txt', 'w').write('[proxy]\\nlimit = 2m\\n')\n"
+    )
+    after = [
+        tool_call("run_command", {"argv": ["python", "-m", "unittest", "-q", "test_rewrite.py"]}, id="c1"),
+        complete("looked around"),
+        complete("done"),
+    ]
+
+    def add_test(ws: Path) -> None:
+        (ws / "test_rewrite.py").write_text(rewrite)
+
+    events, state, _ = _run(tmp_path, after, edit=add_test)
+    new = sha("[proxy]\nlimit = 2m\n")
+    mod = [(e.payload["path"], e.payload["call_id"], e.payload["sha256"]) for e in events if e.kind == "file.modified"]
+    assert mod == [("limit.txt", "c1", new)]
+    stale = [(e.payload["fact_id"], e.payload["cause"], e.payload["new_sha"]) for e in events if e.kind == "fact.stale"]
+    assert stale == [("s1.f1", "write", new), ("step:s1", "write", new), ("r1", "write", new)]
+    assert state.progress.changed_artifacts == ["limit.txt"]
+    assert replay(events) == state
