@@ -302,9 +302,12 @@ def _born_stale(run: NodeRun, ctx: TaskContext, completed: StepCompleted) -> lis
     by_ref = {r.raw_ref: r.id for r in ctx.evidence.recent_tool_calls if r.raw_ref}
     step_calls = [r.id for r in ctx.evidence.recent_tool_calls if r.step_id == completed.step_id]
     facts: list[tuple[str, str, list[str], dict[str, str]]] = [
-        (f.id, "finding", [by_ref[x] for x in f.evidence_refs if x in by_ref], f.rests_on) for f in completed.findings
+        (f.id, "finding", [by_ref[x] for x in f.evidence_refs if x in by_ref], {**f.rests_on, "HEAD": f.head or ""})
+        for f in completed.findings
     ]
-    facts.append((f"step:{completed.step_id}", "step", step_calls, completed.rests_on))
+    facts.append(
+        (f"step:{completed.step_id}", "step", step_calls, {**completed.rests_on, "HEAD": completed.head or ""})
+    )
     out = []
     for fid, kind, calls, rests_on in facts:
         seen: set[tuple[str, str]] = set()

@@ -259,3 +259,60 @@ def test_a_command_that_rewrites_a_file_makes_the_facts_resting_on_it_stale(tmp_
     assert stale == [("s1.f1", "write", new), ("step:s1", "write", new), ("r1", "write", new)]
     assert state.progress.changed_artifacts == ["limit.txt"]
     assert replay(events) == state
+
+
+def test_the_reducer_folds_fact_stale_and_a_read_of_the_new_bytes_clears_the_reread():
+    def ev(kind, payload, actor="system"):
+        return new_event(kind, payload, actor=actor)
+
+    ctx = replay(
+        [
+            ev("task.created", {"task_id": "t", "original_request": "r"}, "user"),
+            ev("tool.called", {"call_id": "c1", "tool": "read_file"}, "agent"),
+            ev("tool.result.received", {"call_id": "c1", "reads": {"a.txt": "old"}, "head": HEAD_A}, "tool"),
+            ev(
+                "fact.stale",
+                {
+                    "fact_id": "c1",
+                    "fact_kind": "evidence",
+                    "path": "a.txt",
+                    "old_sha": "old",
+                    "new_sha": "new",
+                    "cause": "resume",
+                },
+            ),
+        ]
+    )
+    assert ctx.evidence.recent_tool_calls[0].reads == {"a.txt": "old"}
+    assert (ctx.evidence.world, ctx.evidence.head) == ({"a.txt": "old"}, HEAD_A)
+    assert [(m.fact_id, m.seq, m.needs_reread) for m in ctx.evidence.stale_facts] == [("c1", 4, True)]
+    assert ctx.to_reread() == ["a.txt"]
+    again = replay(
+        [
+            ev("tool.called", {"call_id": "c2", "tool": "read_file"}, "agent"),
+            ev("tool.result.received", {"call_id": "c2", "reads": {"a.txt": "new"}}, "tool"),
+        ],
+        ctx,
+    )
+    assert again.to_reread() == [] and again.evidence.world == {"a.txt": "new"}
+    assert again.evidence.stale_facts[0].needs_reread is False
+    # the task's own write: it knows the bytes (file.modified with the sha), no re-read needed
+    wrote = replay(
+        [
+            ev("file.modified", {"path": "a.txt", "sha256": "newer"}, "tool"),
+            ev(
+                "fact.stale",
+                {
+                    "fact_id": "c2",
+                    "fact_kind": "evidence",
+                    "path": "a.txt",
+                    "old_sha": "new",
+                    "new_sha": "newer",
+                    "cause": "write",
+                },
+            ),
+        ],
+        again,
+    )
+    assert wrote.evidence.stale_facts[-1].needs_reread is False and wrote.to_reread() == []
+    assert wrote.evidence.world_version == world_version({"a.txt": "newer"}, HEAD_A) != again.evidence.world_version
