@@ -16,7 +16,9 @@ outputs read back from the artifact store are secrets-masked like every prompt.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Sequence
+from typing import Any
 
 from context import ContextBlock, TaskContext
 from context.builder import Trust
@@ -51,19 +53,36 @@ def _is_test(tool: str, args: str) -> bool:
     return isinstance(argv, list) and any(_TEST.search(str(a)) for a in argv)
 
 
+class _CallIndex:
+    """The calls of one task read so far from its (append-only) log: only new events are read."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.called: dict[str, tuple[str, str]] = {}
+        self.results: list[tuple[int, str, str, str, dict[str, object]]] = []
+
+
+#: Per event log object, per task: the calls read so far (dropped with the log object).
+_INDEX: weakref.WeakKeyDictionary[Any, dict[str, _CallIndex]] = weakref.WeakKeyDictionary()
+
+
 def _calls(ctx: TaskContext, env: NodeEnv) -> list[tuple[str, str, str, dict[str, object]]]:
-    """``(call id, tool, arguments, result payload)`` of every call with a result, in order."""
-    called: dict[str, tuple[str, str]] = {}
-    out = []
-    for e in env.events.read(ctx.identity.task_id, kinds=("tool.called", "tool.result.received")):
-        if e.seq > ctx.events.cursor:
-            break
+    """``(call id, tool, arguments, result payload)`` of every call with a result up to the
+    state's cursor, in order (the log is read once; later renders read only its new events)."""
+    tid = ctx.identity.task_id
+    try:
+        per_task = _INDEX.setdefault(env.events, {})
+    except TypeError:  # an event log that takes no weak reference: read it whole
+        per_task = {}
+    idx = per_task.setdefault(tid, _CallIndex())
+    for e in env.events.read(tid, after=idx.seq, kinds=("tool.called", "tool.result.received")):
+        idx.seq = max(idx.seq, e.seq)
         if e.kind == "tool.called":
-            called[e.payload["call_id"]] = (e.payload["tool"], e.payload["arguments"])
-        elif e.payload["call_id"] in called:
-            tool, args = called[e.payload["call_id"]]
-            out.append((e.payload["call_id"], tool, args, e.payload))
-    return out
+            idx.called[e.payload["call_id"]] = (e.payload["tool"], e.payload["arguments"])
+        elif e.payload["call_id"] in idx.called:
+            tool, args = idx.called[e.payload["call_id"]]
+            idx.results.append((e.seq, e.payload["call_id"], tool, args, e.payload))
+    return [(cid, tool, args, res) for seq, cid, tool, args, res in idx.results if seq <= ctx.events.cursor]
 
 
 def _artifact(env: NodeEnv, ref: str | None) -> str | None:
