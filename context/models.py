@@ -7,7 +7,10 @@ holding models) so a checkpoint round-trips under ``LANGGRAPH_STRICT_MSGPACK=tru
 
 Additions to DESIGN.md's list (all derived by the reducer, documented where defined):
 ``progress.executor_steps``, ``evidence.transcript_checkpoint``, ``evidence.omitted_calls``,
-``events.counts``, ``ToolCallRecord.thought``, ``Finding.provenance``, ``LastStep.provenance``.
+``events.counts``, ``ToolCallRecord.thought``, ``Finding.provenance``, ``LastStep.provenance``;
+freshness (:mod:`context.freshness`): ``Finding.rests_on``/``head``, ``LastStep.rests_on``/``head``,
+``ToolCallRecord.reads``/``head``, ``evidence.world``, ``evidence.head``, ``evidence.stale_facts``
+(``fact.stale``) and the derived ``evidence.world_version``.
 
 Source: DESIGN.md "The TaskContext contract".
 """
