@@ -27,7 +27,10 @@ renderer, the model and the tool node live in ``nodes`` (public names given), wi
       |           (compress_tool_result) into tool.result.received.
       +--> new events appended to the log --> back to the top
 
-Beside the loop: errors.py is the error tree that every step raises from (TaskctxError and
+Beside the loop: freshness.py says which facts (findings, step summaries, tool outputs) rest on
+bytes the workspace no longer has (``fact.stale``; the world version); policy.py holds the
+context policies, declarative rules for what the builder adds because a situation always needs
+it (the nodes resolve them to blocks: ``nodes.render.policy``). errors.py is the error tree that every step raises from (TaskctxError and
 below; drawn in its docstring); text.py is where any str becomes bytes and back (lone
 surrogates, control characters); verify.py checks a task's log and artifacts as read back; trajectory.py loads recorded agent runs
 (load_trajectory), which `taskctx replay` and the bench feed through the loop (replay model

@@ -5,7 +5,8 @@ observed_at, priority, trust, token_estimate`` (DESIGN.md "Context blocks, trust
 :func:`build_context` loads every ``required`` block, ranks the others, fits them into
 ``budget - reserve_for_output - overhead_tokens`` and returns the chosen blocks (in their input
 order, so a renderer's layout is kept) and a :class:`Manifest` that says, for every block, whether
-it went in, why, its tokens and whether it was compressed.
+it went in, why, its tokens and whether it was compressed. A block a context policy added
+(``added_by="policy:<name>"``) has a reason that starts with ``policy:<name>; ``.
 
 Ranking, highest first: priority (high > normal > low), then trust (trusted_app > user_claim >
 agent_claim > external_content), then relevance (0..1, given by the renderer), then recency (``observed_at``).
@@ -93,6 +94,9 @@ class ContextBlock(BaseModel):
     slot: str = ""
     #: Ids of candidate blocks this block overrides (see module doc).
     supersedes: list[str] = Field(default_factory=list)
+    #: Who added the block when not the role's renderer, e.g. ``policy:<name>`` (a context
+    #: policy, :mod:`context.policy`): the manifest reason starts with it.
+    added_by: str = ""
 
 
 class BlockOptions(TypedDict, total=False):
@@ -243,6 +247,9 @@ def build_context(
             reasons[b.id] = f"superseded by {w.id} ({w.trust}{newer}); both over budget"
     for w_id, xs in refused.items():
         reasons[w_id] += f"; cannot supersede {', '.join(xs)} (more trusted)"
+    for b in candidates:
+        if b.added_by:
+            reasons[b.id] = f"{b.added_by}; {reasons[b.id]}"
     entries = [
         ManifestEntry(
             id=b.id,

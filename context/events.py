@@ -56,6 +56,7 @@ __all__ = [
     "MemoryForgotten",
     "MemoryLoaded",
     "StateEdited",
+    "FactStale",
     "EDITABLE_FIELDS",
 ]
 
@@ -88,6 +89,7 @@ EventKind = Literal[
     "memory.forgotten",
     "memory.loaded",
     "state.edited",
+    "fact.stale",
 ]
 
 
@@ -140,6 +142,9 @@ class StepCompleted(_Payload):
     findings: list[Finding] = Field(default_factory=list)
     changed_artifacts: list[str] = Field(default_factory=list)
     unresolved_issues: list[str] = Field(default_factory=list)
+    #: Addition (freshness): the files the step's calls read (path -> sha256 hex) and the HEAD then.
+    rests_on: dict[str, str] = Field(default_factory=dict)
+    head: str | None = None
 
 
 class StepCompletionRequested(_Payload):
@@ -173,6 +178,10 @@ class ToolResultReceived(_Payload):
     raw_ref: str | None = None
     raw_chars: int = 0
     compressed: bool = False
+    #: Addition (freshness): the workspace files the call read, path -> sha256 hex of the bytes
+    #: read (``ToolOutcome.reads``), and the git HEAD commit when it ran (None: not known).
+    reads: dict[str, str] = Field(default_factory=dict)
+    head: str | None = None
 
 
 class PermissionEvent(_Payload):
@@ -193,6 +202,8 @@ class FileModified(_Payload):
     path: str
     call_id: str | None = None
     raw_ref: str | None = None
+    #: Addition (freshness): sha256 hex of the file's bytes after the change ("" : not known).
+    sha256: str = ""
 
 
 class ErrorOccurred(_Payload):
@@ -361,6 +372,18 @@ class StateEdited(_Payload):
         return self
 
 
+class FactStale(_Payload):
+    """Addition (freshness): a fact rests on bytes the workspace no longer has (see
+    :class:`~context.models.StaleFact` for the fields, :mod:`context.freshness` for who notices)."""
+
+    fact_id: str
+    fact_kind: Literal["finding", "step", "evidence"] = "finding"
+    path: str
+    old_sha: str = ""
+    new_sha: str = ""
+    cause: Literal["write", "reread", "resume", "head"] = "reread"
+
+
 PAYLOAD_MODELS: dict[str, type[_Payload]] = {
     "task.created": TaskCreated,
     "plan.created": PlanCreated,
@@ -388,6 +411,7 @@ PAYLOAD_MODELS: dict[str, type[_Payload]] = {
     "memory.forgotten": MemoryForgotten,
     "memory.loaded": MemoryLoaded,
     "state.edited": StateEdited,
+    "fact.stale": FactStale,
 }
 
 

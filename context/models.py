@@ -7,7 +7,10 @@ holding models) so a checkpoint round-trips under ``LANGGRAPH_STRICT_MSGPACK=tru
 
 Additions to DESIGN.md's list (all derived by the reducer, documented where defined):
 ``progress.executor_steps``, ``evidence.transcript_checkpoint``, ``evidence.omitted_calls``,
-``events.counts``, ``ToolCallRecord.thought``, ``Finding.provenance``, ``LastStep.provenance``.
+``events.counts``, ``ToolCallRecord.thought``, ``Finding.provenance``, ``LastStep.provenance``;
+freshness (:mod:`context.freshness`): ``Finding.rests_on``/``head``, ``LastStep.rests_on``/``head``,
+``ToolCallRecord.reads``/``head``, ``evidence.world``, ``evidence.head``, ``evidence.stale_facts``
+(``fact.stale``) and the derived ``evidence.world_version``.
 
 Source: DESIGN.md "The TaskContext contract".
 """
@@ -40,6 +43,7 @@ __all__ = [
     "PendingCompletion",
     "PlanStep",
     "Progress",
+    "StaleFact",
     "TaskContext",
     "ToolCallRecord",
     "TranscriptCheckpoint",
@@ -57,6 +61,7 @@ __all__ = [
     "PLAN_FULL_STEPS",
     "PLAN_RUN_MIN",
     "PLAN_DIGEST_MAX",
+    "STALE_WINDOW",
 ]
 
 PlanStatus = Literal["draft", "approved", "executing", "revising", "completed"]
@@ -85,6 +90,8 @@ ERRORS_WINDOW = 10
 PLAN_DONE_WINDOW = 20
 #: How many ids ``progress.completed_steps`` keeps (the most recent; ``completed_count`` counts all).
 COMPLETED_WINDOW = 20
+#: How many ``fact.stale`` marks ``TaskContext.evidence.stale_facts`` keeps (the log has them all).
+STALE_WINDOW = 50
 #: Prompts collapse a run of at least this many consecutive done (or skipped) plan steps ...
 PLAN_RUN_MIN = 3
 #: ... in plans of more than this many steps (the executor's one-line plan status: always).
@@ -96,7 +103,11 @@ PLAN_FULL_STEPS = 20
 #: refuses data of a newer version. Migrations (each tested): 0 -> 1 adds ``constraint_sources``,
 #: ``PlanCreated.constraints`` and the version itself, all defaulting to what schema 0 meant, so a
 #: schema-0 task resumes unchanged (it keeps version 0: its log and checkpoint agree).
-SCHEMA_VERSION = 1
+#: 1 -> 2 (issues 11, 14, 15, 16) adds event kinds (``fact.stale``, ``memory.loaded``,
+#: ``memory.forgotten``) and fields (``progress.usage``, the windows' counts and ``done_digest``,
+#: freshness fields, ``memory.loaded``, ``transcript_reset``'s numbers), all with defaults, so
+#: data of 0 and 1 reads back; an older taskctx refuses data of 2 by its version.
+SCHEMA_VERSION = 2
 
 
 class _Part(BaseModel):
@@ -278,6 +289,10 @@ class LastStep(_Part):
     unresolved_issues: list[str] = Field(default_factory=list)
     #: Addition: who wrote ``summary``, ``findings`` and ``unresolved_issues`` (the executor model).
     provenance: Provenance = AGENT_CLAIM
+    #: Addition (freshness): the workspace files the step's tool calls read, path -> sha256 hex
+    #: of the bytes read, and the git HEAD commit then (None: not a git repository).
+    rests_on: dict[str, str] = Field(default_factory=dict)
+    head: str | None = None
 
 
 class ProviderUsage(_Part):
@@ -333,6 +348,10 @@ class Finding(_Part):
     supersedes: list[str] = Field(default_factory=list)
     #: Addition: who wrote ``statement`` (the executor model, in ``complete_step``).
     provenance: Provenance = AGENT_CLAIM
+    #: Addition (freshness): the files its evidence read, path -> sha256 hex of the bytes read,
+    #: and the git HEAD commit then (None: not a git repository). See :mod:`context.freshness`.
+    rests_on: dict[str, str] = Field(default_factory=dict)
+    head: str | None = None
 
 
 class PendingCompletion(_Part):
@@ -400,6 +419,10 @@ class ToolCallRecord(_Part):
     thought: str = ""
     #: Addition: ``result_summary`` is a compressed form of the raw output (from the event).
     compressed: bool = False
+    #: Addition (freshness): the workspace files the call read, path -> sha256 hex of the bytes
+    #: read, and the git HEAD commit when it ran (None: not a git repository or not known).
+    reads: dict[str, str] = Field(default_factory=dict)
+    head: str | None = None
 
 
 class TranscriptCheckpoint(_Part):
@@ -431,6 +454,26 @@ class TranscriptNote(_Part):
     text: str
 
 
+class StaleFact(_Part):
+    """Addition (freshness): one ``fact.stale`` mark. The fact ``fact_id`` (a finding id, a
+    step summary ``step:<id>``, or a tool call id for its output) rests on ``path`` at
+    ``old_sha``; the workspace now has ``new_sha`` there (``""``: the file is gone). ``path`` is
+    ``"HEAD"`` when the git HEAD commit moved (the shas are then commits). ``cause``: ``write``
+    (the task itself changed the file), ``reread`` (a later read showed other bytes), ``resume``
+    (the workspace was fingerprinted on resume and differs: someone else changed it), ``head``
+    (HEAD moved). ``needs_reread``: the task has not read the file's new bytes yet (a file the
+    task wrote itself, or one it has read again since, does not need it)."""
+
+    fact_id: str
+    fact_kind: Literal["finding", "step", "evidence"] = "finding"
+    path: str
+    old_sha: str = ""
+    new_sha: str = ""
+    cause: Literal["write", "reread", "resume", "head"] = "reread"
+    seq: int = 0
+    needs_reread: bool = True
+
+
 class Evidence(_Part):
     #: Tool calls since the executor transcript last restarted (oldest first).
     recent_tool_calls: list[ToolCallRecord] = Field(default_factory=list)
@@ -441,6 +484,21 @@ class Evidence(_Part):
     #: Addition: how many tool calls have left the transcript (their refs stay in the log).
     omitted_calls: int = 0
     transcript_checkpoint: TranscriptCheckpoint | None = None
+    #: Addition (freshness): what the task has read or written of the workspace, path -> sha256
+    #: hex of the latest bytes it saw, and the git HEAD commit it last saw (None: none seen).
+    world: dict[str, str] = Field(default_factory=dict)
+    head: str | None = None
+    #: Addition (freshness): the facts found stale (``fact.stale``), oldest first, the last
+    #: :data:`STALE_WINDOW`.
+    stale_facts: list[StaleFact] = Field(default_factory=list)
+
+    @property
+    def world_version(self) -> str:
+        """The fingerprint of what the task has seen: ``"wv:" + sha256[:16]`` of the sorted
+        ``world`` items and ``head`` (``"wv:none"`` before the first read)."""
+        from .freshness import world_version
+
+        return world_version(self.world, self.head)
 
 
 # 7. events --------------------------------------------------------------------------------
@@ -565,6 +623,14 @@ class TaskContext(BaseModel):
             return None
         step = self.step(ls.id)
         return ls if step is not None and step.status in ("failed", "blocked") else None
+
+    def stale(self, fact_id: str) -> list[StaleFact]:
+        """The ``fact.stale`` marks of one fact (a finding id, ``step:<id>`` or a call id)."""
+        return [s for s in self.evidence.stale_facts if s.fact_id == fact_id]
+
+    def to_reread(self) -> list[str]:
+        """Paths a stale fact rests on whose new bytes the task has not read yet (in order)."""
+        return list(dict.fromkeys(s.path for s in self.evidence.stale_facts if s.needs_reread))
 
     def step(self, step_id: str | None) -> PlanStep | None:
         """The plan step with this id, or None."""

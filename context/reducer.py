@@ -24,6 +24,7 @@ from .events import (
     ErrorResolved,
     Event,
     EventKind,
+    FactStale,
     MemoryConfirmed,
     MemoryForgotten,
     MemoryLoaded,
@@ -47,6 +48,7 @@ from .models import (
     ERRORS_WINDOW,
     FINDINGS_WINDOW,
     RECENT_EVENTS_WINDOW,
+    STALE_WINDOW,
     ApprovalRequest,
     CurrentStep,
     ErrorRecord,
@@ -56,6 +58,7 @@ from .models import (
     PendingCompletion,
     PlanStep,
     ProviderUsage,
+    StaleFact,
     TaskContext,
     ToolCallRecord,
     TranscriptCheckpoint,
@@ -122,6 +125,8 @@ def summarize_event(e: Event) -> str:
         text = f"{p['decision']}: {p['reason']}"
     elif k == "task.completed":
         text = f"{p['status']}: {p['summary']}"
+    elif k == "fact.stale":
+        text = f"{p['fact_id']} rests on {p['path']} {p['old_sha'][:12]}, now {p['new_sha'][:12] or '(gone)'} ({p['cause']})"
     elif k == "state.edited":
         text = "edited " + ", ".join(sorted(f"{part}.{f}" for part, fs in p["changes"].items() for f in fs))
     elif k == "memory.confirmed":
@@ -336,6 +341,8 @@ def _on_step_completed(ctx: TaskContext, e: Event) -> TaskContext:
                         findings=[f.statement for f in c.findings],
                         changed_artifacts=list(c.changed_artifacts),
                         unresolved_issues=list(c.unresolved_issues),
+                        rests_on=dict(c.rests_on),
+                        head=c.head,
                     ),
                 }
             ),
@@ -362,14 +369,35 @@ def _on_tool_called(ctx: TaskContext, e: Event) -> TaskContext:
     return ctx.model_copy(update={"evidence": ctx.evidence.model_copy(update={"recent_tool_calls": calls})})
 
 
+def _seen(ctx: TaskContext, files: dict[str, str], head: str | None) -> dict[str, object]:
+    """The evidence update for bytes the task has now seen (read or written): the world, and
+    stale marks whose new bytes these are no longer need a re-read."""
+    if not files and head is None:
+        return {}
+    marks = [
+        s.model_copy(update={"needs_reread": False})
+        if s.needs_reread and (files.get(s.path) == s.new_sha or (s.path == "HEAD" and head == s.new_sha))
+        else s
+        for s in ctx.evidence.stale_facts
+    ]
+    return {
+        "world": {**ctx.evidence.world, **files},
+        "head": head if head is not None else ctx.evidence.head,
+        "stale_facts": marks,
+    }
+
+
 def _on_tool_result_received(ctx: TaskContext, e: Event) -> TaskContext:
     r: ToolResultReceived = e.typed()
-    calls = _update_call(
-        ctx, r.call_id, status=r.status, result_summary=r.result_summary, raw_ref=r.raw_ref, compressed=r.compressed
+    changes: dict[str, object] = dict(
+        status=r.status, result_summary=r.result_summary, raw_ref=r.raw_ref, compressed=r.compressed
     )
+    if r.reads or r.head is not None:
+        changes.update(reads=dict(r.reads), head=r.head)
+    calls = _update_call(ctx, r.call_id, **changes)
     out = ctx.model_copy(
         update={
-            "evidence": ctx.evidence.model_copy(update={"recent_tool_calls": calls}),
+            "evidence": ctx.evidence.model_copy(update={"recent_tool_calls": calls, **_seen(ctx, r.reads, r.head)}),
             "progress": ctx.progress.model_copy(update={"executor_steps": ctx.progress.executor_steps + 1}),
         }
     )
@@ -432,6 +460,9 @@ def _on_checkpoint_created(ctx: TaskContext, e: Event) -> TaskContext:
 
 def _on_file_modified(ctx: TaskContext, e: Event) -> TaskContext:
     path = e.payload["path"]
+    sha = e.payload.get("sha256") or ""
+    if sha:  # the task wrote these bytes: it knows them
+        ctx = ctx.model_copy(update={"evidence": ctx.evidence.model_copy(update=_seen(ctx, {path: sha}, None))})
     if path in ctx.progress.changed_artifacts:
         return ctx
     return ctx.model_copy(
@@ -617,6 +648,25 @@ def _on_memory_loaded(ctx: TaskContext, e: Event) -> TaskContext:
     return ctx.model_copy(update={"memory": ctx.memory.model_copy(update={"loaded": list(p.memories)})})
 
 
+def _on_fact_stale(ctx: TaskContext, e: Event) -> TaskContext:
+    """``fact.stale``: the mark is kept (the last ``STALE_WINDOW``); it needs no re-read when the
+    task already saw the new bytes (its own write, or a read since)."""
+    f: FactStale = e.typed()
+    known = ctx.evidence.head if f.path == "HEAD" else ctx.evidence.world.get(f.path)
+    mark = StaleFact(
+        fact_id=f.fact_id,
+        fact_kind=f.fact_kind,
+        path=f.path,
+        old_sha=f.old_sha,
+        new_sha=f.new_sha,
+        cause=f.cause,
+        seq=e.seq,
+        needs_reread=known != f.new_sha,
+    )
+    marks = [*ctx.evidence.stale_facts, mark][-STALE_WINDOW:]
+    return ctx.model_copy(update={"evidence": ctx.evidence.model_copy(update={"stale_facts": marks})})
+
+
 #: One event's fold: ``(ctx, event) -> new ctx``, pure (no clock, no store, ``ctx`` not mutated).
 Fold = Callable[[TaskContext, Event], TaskContext]
 
@@ -649,6 +699,7 @@ FOLDS: Mapping[EventKind, Fold] = MappingProxyType(
         "memory.forgotten": _on_memory_forgotten,
         "memory.loaded": _on_memory_loaded,
         "state.edited": _on_state_edited,
+        "fact.stale": _on_fact_stale,
     }
 )
 

@@ -9,6 +9,7 @@ their own tables (``stores``), the checkpointer holds the TaskContext.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
@@ -27,6 +28,7 @@ from context import (
     extract_constraints,
 )
 from context.pg_store import PgStores, is_postgres_url
+from context.policy import ContextPolicy
 from context.text import clean
 from nodes import (
     DEFAULT_BUDGET,
@@ -357,6 +359,8 @@ def build_orchestrator(
     reserve_for_output: int = DEFAULT_RESERVE,
     env: NodeEnv | None = None,
     memory: Any = None,
+    policies: Sequence[ContextPolicy] | None = None,
+    freshness: bool = True,
 ) -> CompiledStateGraph:
     """The default compiled graph (see module doc).
 
@@ -365,12 +369,14 @@ def build_orchestrator(
     model (o200k_base or cl100k_base for OpenAI models, the upper-bound estimate for other
     providers, o200k_base for scripted and replay models); the executor's restarts are priced
     with the provider's cache rule (``nodes.pricing.rule_for_provider``: flat for scripted and
-    replay models). Without ``stores`` the event log and
-    artifacts live in memory. ``memory``: a :class:`nodes.memory.MemorySource` (e.g.
-    ``project.memory(workspace)``): a new task loads the durable memories relevant to its
-    request, confirmations reach the long-term store, and the graph is compiled with its store
-    (LangGraph passes it to nodes that ask for ``store``); ``None``: no durable memory. Run it
-    with ``durability="sync"`` and ``thread_id = task_id``.
+    replay models). Without ``stores`` the event log and artifacts live in memory. ``policies``:
+    the context policies (:mod:`context.policy`; None: the defaults, ``[]``: none);
+    ``freshness``: record ``fact.stale`` (:mod:`context.freshness`; False switches it off); both
+    are ignored when ``env`` is given (set them on the env). ``memory``: a
+    :class:`nodes.memory.MemorySource` (e.g. ``project.memory(workspace)``): a new task loads the
+    durable memories relevant to its request, confirmations reach the long-term store, and the
+    graph is compiled with its store (LangGraph passes it to nodes that ask for ``store``);
+    ``None``: no durable memory. Run it with ``durability="sync"`` and ``thread_id = task_id``.
     Returns a :class:`~graphs.edits.TaskGraph`: ``update_state`` from outside a node is recorded
     in the event log (``state.edited``) or refused (``InvalidInputError``).
     """
@@ -384,10 +390,14 @@ def build_orchestrator(
             reserve_for_output=reserve_for_output,
             count_tokens=model_counter(chat),
             cache_rule=rule_for_provider(provider_of(chat)),
+            policies=policies,
+            freshness=freshness,
         )
     if memory is not None:
         env.memory = memory
     tx = tools or NoTools()
+    if env.workspace is None and hasattr(tx, "fingerprint"):
+        env.workspace = tx  # fingerprinted by the first node after a resume (context.freshness)
     g = StateGraph(TaskContext)
     g.add_node("planner", make_planner_node(chat, env), metadata={"role": "planner"})
     g.add_node("executor", make_executor_node(chat, env, tx), metadata={"role": "executor"})

@@ -32,6 +32,7 @@ from context.events import (
     CheckpointCreated,
     ErrorOccurred,
     ErrorResolved,
+    FactStale,
     MemoryLoaded,
     PlanCreated,
     RecoveryDecided,
@@ -43,7 +44,7 @@ from context.events import (
     TaskCreated,
     ToolCalled,
 )
-from context.models import SCHEMA_VERSION
+from context.models import SCHEMA_VERSION, ToolCallRecord, arguments_dict
 
 from .render import ExecutorRenderer, PlannerRenderer, RecoveryRenderer, Renderer, ReviewerRenderer
 from .runtime import NodeEnv, NodeRun, usage_of
@@ -265,9 +266,51 @@ def _raw_findings(step_id: str, raw: Any) -> list[Finding]:
 
 
 def _with_refs(ctx: TaskContext, step_id: str, findings: list[Finding]) -> list[Finding]:
-    """A finding without refs gets the refs of the step's last 3 tool results."""
+    """A finding without refs gets the refs of the step's last 3 tool results; each finding rests
+    on the files its evidence calls read (:func:`_rests_on`)."""
     refs = [r.raw_ref for r in ctx.evidence.recent_tool_calls if r.step_id == step_id and r.raw_ref][-3:]
-    return [f if f.evidence_refs else f.model_copy(update={"evidence_refs": list(refs)}) for f in findings]
+    out = [f if f.evidence_refs else f.model_copy(update={"evidence_refs": list(refs)}) for f in findings]
+    written = _written_by(ctx, step_id)
+    return [
+        _rests_on(ctx, f, [r for r in ctx.evidence.recent_tool_calls if r.raw_ref in f.evidence_refs], written)
+        for f in out
+    ]
+
+
+def _written_by(ctx: TaskContext, step_id: str) -> set[str]:
+    """The files the step's own successful write or patch calls changed (their findings and
+    summary are about what they wrote)."""
+    out: set[str] = set()
+    for r in ctx.evidence.recent_tool_calls:
+        if r.step_id != step_id or r.status != "ok":
+            continue
+        args = arguments_dict(r.arguments)
+        if r.tool == "write_file":
+            out.add(str(args.get("path", "")))
+        elif r.tool == "apply_patch":
+            out.update(
+                ln[4:].strip().removeprefix("b/")
+                for ln in str(args.get("patch", "")).splitlines()
+                if ln.startswith("+++ ")
+            )
+    return out
+
+
+def _rests_on(ctx: TaskContext, fact: Any, calls: list[ToolCallRecord], written: set[str] | None = None) -> Any:
+    """``fact`` (a Finding or StepCompleted) with ``rests_on``: the files ``calls`` read, path ->
+    sha256 of the bytes read (the latest read of a path wins; a file in ``written``, which the
+    step itself changed, at the bytes it wrote), and ``head``: the HEAD they saw."""
+    files: dict[str, str] = {}
+    head = None
+    for r in calls:
+        files.update(r.reads)
+        head = r.head if r.head is not None else head
+    for path in written or ():
+        if path in files and path in ctx.evidence.world:
+            files[path] = ctx.evidence.world[path]
+    if not files and head is None:
+        return fact
+    return fact.model_copy(update={"rests_on": files, "head": head})
 
 
 def _completion_args(step_id: str, args: dict[str, Any]) -> tuple[str, str, list[Finding], list[str]]:
@@ -292,18 +335,19 @@ def _step_completed(
 ) -> list[Event]:
     """``step.completed`` and, for a step that succeeded, the errors it settles and the last
     good checkpoint."""
-    events = [
-        run.make(
-            "step.completed",
-            StepCompleted(
-                step_id=step_id,
-                result=result,
-                summary=summary,
-                findings=_with_refs(ctx, step_id, findings),
-                unresolved_issues=unresolved,
-            ),
-        )
-    ]
+    completed = StepCompleted(
+        step_id=step_id,
+        result=result,
+        summary=summary,
+        findings=_with_refs(ctx, step_id, findings),
+        unresolved_issues=unresolved,
+    )
+    completed = _rests_on(
+        ctx, completed, [r for r in ctx.evidence.recent_tool_calls if r.step_id == step_id], _written_by(ctx, step_id)
+    )
+    events = [run.make("step.completed", completed)]
+    if run.env.freshness:
+        events += _born_stale(run, ctx, completed)
     if result in ("success", "partial"):
         events += _resolved_by_step(run, ctx, step_id)
         # the checkpoint this node started from holds the step's recorded work: the last
@@ -312,6 +356,31 @@ def _step_completed(
         if cp:
             events.append(run.make("checkpoint.created", CheckpointCreated(checkpoint_id=str(cp)), actor="system"))
     return events
+
+
+def _born_stale(run: NodeRun, ctx: TaskContext, completed: StepCompleted) -> list[Event]:
+    """``fact.stale`` for the new findings and step summary that rest on evidence already
+    stale (a call whose file changed before the step ended): they are stale from the start."""
+    by_ref = {r.raw_ref: r.id for r in ctx.evidence.recent_tool_calls if r.raw_ref}
+    step_calls = [r.id for r in ctx.evidence.recent_tool_calls if r.step_id == completed.step_id]
+    facts: list[tuple[str, str, list[str], dict[str, str]]] = [
+        (f.id, "finding", [by_ref[x] for x in f.evidence_refs if x in by_ref], {**f.rests_on, "HEAD": f.head or ""})
+        for f in completed.findings
+    ]
+    facts.append(
+        (f"step:{completed.step_id}", "step", step_calls, {**completed.rests_on, "HEAD": completed.head or ""})
+    )
+    out = []
+    for fid, kind, calls, rests_on in facts:
+        seen: set[tuple[str, str]] = set()
+        for m in ctx.evidence.stale_facts:
+            if m.fact_id in calls and rests_on.get(m.path) == m.old_sha and (m.path, m.new_sha) not in seen:
+                seen.add((m.path, m.new_sha))
+                payload = FactStale(
+                    fact_id=fid, fact_kind=kind, path=m.path, old_sha=m.old_sha, new_sha=m.new_sha, cause=m.cause
+                )
+                out.append(run.make("fact.stale", payload, actor="system"))
+    return out
 
 
 def _resolved_by_step(run: NodeRun, ctx: TaskContext, step_id: str) -> list[Event]:

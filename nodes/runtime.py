@@ -32,7 +32,8 @@ from context import (
     new_event,
     replay,
 )
-from context.events import ContextBuilt, ResumeStarted, TranscriptReset
+from context.events import ContextBuilt, FactStale, ResumeStarted, TranscriptReset
+from context.freshness import find_stale
 from context.store import ArtifactStoreProtocol, EventLogProtocol
 from context.text import clean, has_surrogates
 from context.tokens import TokenCounter, counter_for_model, counter_name
@@ -104,6 +105,16 @@ class NodeEnv:
     #: The long-term store of durable memories (:class:`nodes.memory.MemorySource`), or None:
     #: a new task then loads no memories, and confirmations stay in the event log only.
     memory: Any = None
+    #: Freshness (:mod:`context.freshness`): record ``fact.stale`` when a write, a re-read, a
+    #: HEAD move or a change made while paused leaves a fact resting on other bytes. False
+    #: switches the mechanism off (facts are then never marked stale).
+    freshness: bool = True
+    #: The ToolExecutor whose ``fingerprint(paths)`` the first node after a resume compares
+    #: with what the task's facts rest on (``build_orchestrator`` sets it to the task's tools).
+    workspace: Any = None
+    #: The context policies (:mod:`nodes.policy`): None, the defaults
+    #: (:func:`~nodes.policy.default_policies`); a list replaces them (``[]``: none).
+    policies: Any = None
 
     @classmethod
     def sqlite(cls, path: str = ":memory:", **kw: Any) -> NodeEnv:
@@ -322,13 +333,25 @@ class NodeRun:
 
     def resume_events(self) -> list[Event]:
         """A ``resume.started`` event (naming this node) if this run was started by a resume not
-        yet recorded."""
+        yet recorded, followed by the ``fact.stale`` events of :meth:`resume_fingerprint`."""
         token = (self.config.get("configurable") or {}).get("resume_token")
         if token and token != self.ctx.events.last_resume_token:
             cp = (self.config.get("configurable") or {}).get("resumed_from_checkpoint")
             started = ResumeStarted(token=token, from_checkpoint=cp, node=self.node)
-            return [self.make("resume.started", started, actor="user")]
+            return [self.make("resume.started", started, actor="user"), *self.resume_fingerprint()]
         return []
+
+    def resume_fingerprint(self) -> list[Event]:
+        """On resume, the workspace is fingerprinted (``env.workspace.fingerprint`` over the
+        files the task has seen): a fact resting on a file that changed while the task was
+        paused, or on a HEAD that moved, gets ``fact.stale`` (``cause="resume"`` / ``"head"``)."""
+        fp = getattr(self.env.workspace, "fingerprint", None)
+        if not self.env.freshness or fp is None or not (self.ctx.evidence.world or self.ctx.evidence.head):
+            return []
+        now, head = fp(sorted(self.ctx.evidence.world))
+        changes = {p: sha for p, sha in now.items() if sha != self.ctx.evidence.world.get(p)}
+        stale = find_stale(self.ctx, changes, "resume", head=head)
+        return [self.make("fact.stale", FactStale.model_validate(p), actor="system") for p in stale]
 
     def update(self) -> dict[str, Any]:
         """The state update: every part that differs from the node's input."""

@@ -30,15 +30,17 @@ def _error_line(result) -> str:
 
 def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None:
     """``taskctx demo --approve-all`` on the bundled sample workspace: explores, is refused outside
-    its scopes, asks approval for the fix, hits a failing test, recovers, is interrupted and
-    resumed, and ends with the sample's test green."""
+    its scopes, is interrupted, the config is edited by hand while paused, the resume finds the
+    findings about it stale and re-reads it, asks approval for the fix, hits a failing test,
+    recovers, and ends with the sample's test green."""
     import subprocess
     import sys
 
     db, out = tmp_path / "t.sqlite", tmp_path / "runs"
     r = invoke("demo", "--db", str(db), "--out", str(out), "--task-id", "d1", "--approve-all")
     assert r.exit_code == 0, r.output
-    assert "interrupted after 3 executor steps" in r.stdout
+    assert "interrupted after 4 executor steps" in r.stdout
+    assert "-- while paused, a person edits proxy/nginx.conf by hand (adds a comment line); resuming" in r.stdout
     assert r.stdout.count("approval requested: apply_patch") == 2
     assert r.stdout.count("-> approved (--approve-all)") == 2
     # each patch is shown in full as a diff (real newlines), not as cut one-line JSON
@@ -53,7 +55,7 @@ def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None
     ) in "\n".join(line.rstrip() for line in r.stdout.split("\n"))
     assert "    +        client_max_body_size 10mb;" in r.stdout
     assert "permission.denied: read_file: secrets/prod.env is outside the task's file scopes" in r.stdout
-    assert "task d1: completed; 9 executor steps" in r.stdout
+    assert "task d1: completed; 10 executor steps" in r.stdout
     stores = SqliteStores(db)
     kinds = [e.kind for e in stores.events.read("d1")]
     assert kinds[:4] == ["task.created", "context.built", "plan.created", "step.started"]
@@ -61,6 +63,21 @@ def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None
     assert kinds.count("permission.denied") == 1 and kinds.count("permission.requested") == 2
     assert kinds.count("error.occurred") == 1 and kinds.count("error.resolved") == 1
     assert kinds[-2:] == ["review.completed", "task.completed"]
+    # the hand edit while paused: the resume fingerprints the workspace; the grep output and the
+    # findings drawn from it rest on the old config (stale), and the executor re-reads it first
+    evs = stores.events.read("d1")
+    stale = [(e.payload["fact_id"], e.payload["path"], e.payload["cause"]) for e in evs if e.kind == "fact.stale"]
+    assert stale == [
+        ("d-grep", "proxy/nginx.conf", "resume"),
+        ("s1.f1", "proxy/nginx.conf", "resume"),
+        ("s1.f2", "proxy/nginx.conf", "resume"),
+        ("step:s1", "proxy/nginx.conf", "resume"),
+        ("d-reread", "proxy/nginx.conf", "write"),
+        ("step:s2", "proxy/nginx.conf", "write"),
+    ]
+    assert kinds[kinds.index("resume.started") + 1] == "fact.stale"
+    called = [e.payload["call_id"] for e in evs if e.kind == "tool.called"]
+    assert called[called.index("d-reread") + 1] == "d-fix1"  # re-read before acting
     ctx = replay(stores.events.read("d1"))
     assert ctx.errors.error_history[0].id == "err-1"
     assert ctx.errors.resolved_errors[0].resolution == "later call d-test2 (run_command) succeeded"
@@ -98,7 +115,7 @@ def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None
     ]
     assert len((run_dir / "trace.jsonl").read_text().splitlines()) == len(kinds)
     manifests = [json.loads(x) for x in (run_dir / "manifests.jsonl").read_text().splitlines()]
-    assert [m["role"] for m in manifests] == ["planner"] + ["executor"] * 8 + ["recovery"] + ["executor"] * 4 + [
+    assert [m["role"] for m in manifests] == ["planner"] + ["executor"] * 9 + ["recovery"] + ["executor"] * 4 + [
         "reviewer"
     ]
     assert set(manifests[0]) == {
@@ -117,7 +134,7 @@ def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None
     assert {(m["usage"], m["rebuilt"]) for m in manifests} == {(None, None)}
     assert set(manifests[0]["blocks"][0]) == {"id", "layer", "kind", "trust", "tokens", "included", "reason"}
     pack = (run_dir / "context_pack.md").read_text()
-    assert "Do not modify tests/test_upload.py." in pack and "executor call 14" in pack
+    assert "Do not modify tests/test_upload.py." in pack and "executor call 15" in pack
 
     insp = invoke("inspect", "d1", "--db", str(db))
     assert insp.exit_code == 0
@@ -170,7 +187,7 @@ def test_demo_without_an_answer_waits_then_approve_from_another_process(tmp_path
     assert "    +        client_max_body_size 10m;" in shown
     r3 = invoke("approve", "w1", "--db", db, "--out", out)
     assert r3.exit_code == 0, r3.output
-    assert "task w1: completed; 9 executor steps" in r3.stdout
+    assert "task w1: completed; 10 executor steps" in r3.stdout
     n = SqliteStores(db).events.last_seq("w1")
     r4 = invoke("approve", "w1", "--reject", "too late", "--db", db)
     assert r4.exit_code == 2 and "has no pending approval" in _error_line(r4)

@@ -89,6 +89,8 @@ def test_the_step_completes_after_its_last_call_without_another_model_call() -> 
             "evidence_refs": refs,
             "supersedes": [],
             "provenance": "agent_claim",
+            "rests_on": {},  # scripted tools record no workspace reads (context.freshness)
+            "head": None,
         }
     ]
     assert done["summary"] == "probed twice" and done["result"] == "success"

@@ -230,6 +230,8 @@ def test_step_completed_records_progress_and_appends_findings():
         "changed_artifacts": ["notes.md"],
         "unresolved_issues": ["flaky test"],
         "provenance": "agent_claim",  # the executor model wrote them: the agent's claim
+        "rests_on": {},  # no workspace read recorded (context.freshness)
+        "head": None,
     }
     assert ctx.evidence.findings == [Finding(**f1)]
     assert ctx.evidence.findings[0].provenance == "agent_claim"

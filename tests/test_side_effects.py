@@ -100,13 +100,15 @@ def test_sigkill_inside_a_side_effect_then_resume_runs_it_exactly_once(tmp_path:
 
     resumed = _taskctx("resume", "k1", "--db", str(db), "--out", str(tmp_path / "runs"), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert "task k1: completed; 9 executor steps" in resumed.stdout, resumed.stdout
+    assert "task k1: completed; 10 executor steps" in resumed.stdout, resumed.stdout
 
     stores = SqliteStores(db)
     events = stores.events.read("k1")
     assert [e.id for e in events[: len(before)]] == [e.id for e in before]  # nothing rewritten
     results = Counter(e.payload["call_id"] for e in events if e.kind == "tool.result.received")
-    assert all(n == 1 for n in results.values()) and len(results) == 9, results
+    assert all(n == 1 for n in results.values()) and len(results) == 10, (
+        results
+    )  # the demo re-reads the config (d-reread)
     markers = Counter(e.payload["call_id"] for e in events if e.kind == "permission.granted")
     assert markers[call] == 1  # the re-run did not grant (start) it a second time
     assert [e.kind for e in events].count("resume.started") == 1
@@ -187,7 +189,7 @@ def test_command_cut_off_mid_run_asks_before_running_again(tmp_path: Path) -> No
     stores.close()
     ok = _taskctx("approve", "k2", "--db", str(db), "--out", str(tmp_path / "runs"), cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
-    assert "task k2: completed; 9 executor steps" in ok.stdout
+    assert "task k2: completed; 10 executor steps" in ok.stdout
     assert (ws / "runs.log").read_text().count("run\n") == 3  # run again, once, after the approval
 
 

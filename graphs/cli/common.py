@@ -261,8 +261,13 @@ def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
 
 def _finish(project: Project, result: RunResult, out: Path, db: str) -> None:
     """Export the run, print how it ended and what to run next; a task that ended with
-    ``control.status == "failed"`` exits with code 1 (after the export and the line)."""
-    folder = export_run(project.stores, result.task_id, out)
+    ``control.status == "failed"`` exits with code 1 (after the export and the line). The
+    project is closed (its SQLite write-ahead log checkpointed now, not whenever the connection
+    is garbage-collected, so a read-only command run next finds the file as it will stay)."""
+    try:
+        folder = export_run(project.stores, result.task_id, out)
+    finally:
+        project.close()
     s = result.state
     req = result.waiting
     if req is not None:

@@ -1,5 +1,6 @@
 """``taskctx demo``: the offline demo (:mod:`graphs.demo`) on a fresh copy of the sample
-workspace, interrupted after a few steps and resumed with a new graph."""
+workspace, interrupted after a few steps, the sample's config edited by hand while paused, and
+resumed with a new graph (which finds the facts drawn from the old config stale)."""
 
 from __future__ import annotations
 
@@ -51,10 +52,18 @@ def demo(
     approve_all: ApproveAllOpt = False,
     deny_all: DenyAllOpt = False,
 ) -> None:
-    """Offline demo on a real sample workspace: explore, interrupt, resume, refused outside scope, approved fix, failing test, recovery, tests green, review."""
+    """Offline demo on a real sample workspace: explore, refused outside scope, interrupt, hand edit, resume (stale finding, re-read), approved fix, failing test, recovery, tests green, review."""
     import uuid
 
-    from ..demo import DEMO_REQUEST, DEMO_STOP_AFTER, copy_sample, demo_model, demo_permissions, demo_tools
+    from ..demo import (
+        DEMO_REQUEST,
+        DEMO_STOP_AFTER,
+        copy_sample,
+        demo_model,
+        demo_permissions,
+        demo_tools,
+        hand_edit,
+    )
 
     tid = task_id  # (named in a budget error's hint)
     try:
@@ -102,7 +111,13 @@ def demo(
         if first.stopped_early:
             console.print(
                 f"-- interrupted after {first.state.progress.executor_steps} executor steps "
-                f"(checkpoint kept; next: {', '.join(first.next_nodes)}); resuming with a new graph --",
+                f"(checkpoint kept; next: {', '.join(first.next_nodes)}) --",
+                markup=False,
+            )
+            conf = hand_edit(ws)
+            console.print(
+                f"-- while paused, a person edits {conf.relative_to(ws).as_posix()} by hand (adds a comment line); "
+                "resuming with a new graph --",
                 markup=False,
             )
             g2, _ = _graph_for(project, tid)

@@ -9,8 +9,9 @@ The demo runs the whole pipeline; this package only supplies the model's script 
                                           in call order (resume-safe)             copy of sample_workspace/
 
 - :mod:`.scenario`: the request, the permissions (file scopes), the script (explore, refused
-  read outside the scopes, approved patch, failing test, recovery, green tests, review) and
-  ``copy_sample(dest)``;
+  read outside the scopes, a hand edit of the config while paused, re-read of the stale file,
+  approved patch, failing test, recovery, green tests, review), ``copy_sample(dest)`` and
+  ``hand_edit(ws)``;
 - ``sample_workspace/``: the bundled upload service behind an nginx proxy whose 1 MB limit is
   the bug (package data; ``copy_sample`` copies it and the demo works on the copy).
 
@@ -20,6 +21,7 @@ package.
 """
 
 from .scenario import (
+    DEMO_HAND_EDIT,
     DEMO_REQUEST,
     DEMO_STOP_AFTER,
     DEMO_TEST_ARGV,
@@ -28,14 +30,17 @@ from .scenario import (
     demo_model,
     demo_permissions,
     demo_tools,
+    hand_edit,
 )
 
 __all__ = [
     "DEMO_REQUEST",
+    "DEMO_HAND_EDIT",
     "DEMO_STOP_AFTER",
     "DEMO_TEST_ARGV",
     "SAMPLE_WORKSPACE",
     "copy_sample",
+    "hand_edit",
     "demo_model",
     "demo_permissions",
     "demo_tools",

@@ -7,10 +7,13 @@ model gets 413). The demo copies the sample to a folder of its own and a scripte
 (:class:`~nodes.ScriptedChatModel`) drives the real :class:`~nodes.WorkspaceTools` on it:
 
 1. explores (``list_dir``, ``read_file`` of the proxy log, whose bearer token is masked, ``grep``);
-   the CLI stops the run after :data:`DEMO_STOP_AFTER` executor steps and resumes it from its
-   checkpoint with a new graph ("interrupted and resumed");
 2. reaches for ``secrets/prod.env``: outside its file scopes, refused (``permission.denied``);
-3. patches ``proxy/nginx.conf`` (``apply_patch``; a config file is high risk, so the tool node
+   the CLI stops the run after :data:`DEMO_STOP_AFTER` executor steps; while the task is paused a
+   person edits ``proxy/nginx.conf`` by hand (:func:`hand_edit`: a comment line); the run resumes
+   from its checkpoint with a new graph, which fingerprints the workspace: the ``grep`` output
+   and the findings drawn from it rest on the old bytes of the config, so they are recorded
+   stale (``fact.stale``, cause ``resume``) and the executor's delta says to re-read the file;
+3. re-reads ``proxy/nginx.conf`` (the finding still holds: the limit is 1m), then patches it (``apply_patch``; a config file is high risk, so the tool node
    asks for approval through ``interrupt()``) with the wrong unit (``10mb``);
 4. runs the tests: nginx would refuse the config, the tests error, recovery records the error
    and retries; a second approved patch writes ``10m``; the tests pass and the error is
@@ -34,6 +37,8 @@ __all__ = [
     "DEMO_TEST_ARGV",
     "SAMPLE_WORKSPACE",
     "copy_sample",
+    "hand_edit",
+    "DEMO_HAND_EDIT",
     "demo_model",
     "demo_permissions",
     "demo_tools",
@@ -47,7 +52,9 @@ DEMO_REQUEST = (
     "CHANGELOG.md.\n"
     "Do not modify tests/test_upload.py."
 )
-DEMO_STOP_AFTER = 3
+DEMO_STOP_AFTER = 4
+#: The line a person appends to ``proxy/nginx.conf`` while the demo task is paused.
+DEMO_HAND_EDIT = "# Reviewed with ops on 2026-11-30: large uploads go through /upload/.\n"
 DEMO_TEST_ARGV = ["python", "-m", "unittest", "-v", "tests/test_upload.py"]
 
 _PATCH_WRONG_UNIT = """--- a/proxy/nginx.conf
@@ -110,6 +117,14 @@ def copy_sample(dest: str | Path) -> Path:
         SAMPLE_WORKSPACE, d, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".taskctx")
     )
     return d
+
+
+def hand_edit(workspace: str | Path) -> Path:
+    """A person's edit of the sample while the task is paused: :data:`DEMO_HAND_EDIT` appended to
+    ``proxy/nginx.conf`` (the limit itself is unchanged). Returns the edited file."""
+    conf = Path(workspace) / "proxy" / "nginx.conf"
+    conf.write_text(conf.read_text(encoding="utf-8") + DEMO_HAND_EDIT, encoding="utf-8")
+    return conf
 
 
 def demo_tools(workspace: str | Path, receipts_dir: str | Path | None = None, cls: Any = WorkspaceTools) -> Any:
@@ -200,6 +215,12 @@ def demo_model() -> ScriptedChatModel:
                         "proxy/nginx.conf sets client_max_body_size 1m at server level, so nginx answers 413",
                         "app/upload.py accepts up to 10 MiB (MAX_UPLOAD_BYTES)",
                     ],
+                ),
+                tool_call(
+                    "read_file",
+                    {"path": "proxy/nginx.conf"},
+                    id="d-reread",
+                    content="The config changed while the task was paused: re-read it before patching it.",
                 ),
                 tool_call(
                     "apply_patch", {"patch": _PATCH_WRONG_UNIT}, id="d-fix1", content="Raise the limit to 10 MB."

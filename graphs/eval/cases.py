@@ -51,6 +51,8 @@ CATEGORIES = (
     "recovery",
     "provenance",
     "memory",
+    "freshness",
+    "policy",
 )
 
 
@@ -234,12 +236,17 @@ class Crash(_M):
     ``mode``: ``simulated`` (an exception unwinds the graph) or ``sigkill`` (a child process runs
     the case and kills itself with SIGKILL; only for the first crash, not ``after_executor_steps``).
     Every crash is followed by a resume with a new graph object on the same stores.
+
+    ``edits``: with ``after_executor_steps``, files of the workspace (path relative to its root:
+    new text) a person changes while the task is paused, before the resume (a path under
+    ``.git/`` moves HEAD).
     """
 
     after_executor_steps: int | None = Field(default=None, ge=1)
     in_tool_call: str | None = None
     in_model_call: ModelPoint | None = None
     mode: Literal["simulated", "sigkill"] = "simulated"
+    edits: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one(self) -> Crash:
@@ -248,6 +255,8 @@ class Crash(_M):
             raise ValueError("a crash needs exactly one of after_executor_steps, in_tool_call, in_model_call")
         if self.mode == "sigkill" and self.after_executor_steps is not None:
             raise ValueError("mode sigkill needs in_tool_call or in_model_call")
+        if self.edits and self.after_executor_steps is None:
+            raise ValueError("edits need after_executor_steps (the task is paused there)")
         return self
 
 
@@ -262,7 +271,16 @@ class Inject(_M):
     paused after ``after_executor_steps``; the run then continues (no resume event)."""
 
     after_executor_steps: int = Field(ge=1)
-    events: list[InjectEvent] = Field(min_length=1)
+    events: list[InjectEvent] = Field(default_factory=list)
+    #: Files of the workspace (path: new text) a person changes at that point; the run goes on
+    #: without a resume, so only a later read of the file can notice.
+    edits: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _something(self) -> Inject:
+        if not self.events and not self.edits:
+            raise ValueError("an inject needs events or edits")
+        return self
 
 
 class MemoryOp(_M):
@@ -307,7 +325,17 @@ class Case(_M):
 
     id: str
     category: Literal[
-        "missing", "pollution", "conflict", "distortion", "overload", "security", "recovery", "provenance", "memory"
+        "missing",
+        "pollution",
+        "conflict",
+        "distortion",
+        "overload",
+        "security",
+        "recovery",
+        "provenance",
+        "freshness",
+        "policy",
+        "memory",
     ]
     description: str = ""
     request: str

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from .cases import CaseError, default_cases_dir, load_cases
-from .harness import CaseResult, run_case
+from .harness import MECHANISMS, CaseResult, run_case
 from .printing import EvalReport, format_report
 
 __all__ = ["eval_command", "run_eval"]
@@ -30,7 +30,11 @@ def run_eval(
 ) -> EvalReport:
     """Load and run every case of ``folder`` (default :func:`default_cases_dir`); ``only`` picks
     case ids (``CaseError`` names any that does not exist); ``off`` switches mechanisms off
-    (:data:`graphs.eval.harness.MECHANISMS`: their category's cases then fail)."""
+    (names of :data:`~graphs.eval.harness.MECHANISMS`: their category's cases then fail;
+    ``CaseError`` for an unknown one)."""
+    bad = sorted(set(off) - set(MECHANISMS))
+    if bad:
+        raise CaseError(f"--off {bad[0]}: no such mechanism; use one of {', '.join(MECHANISMS)}")
     d = Path(folder) if folder is not None else default_cases_dir()
     cases = load_cases(d)
     ids, cats = set(only or ()), set(categories or ())
@@ -41,7 +45,7 @@ def run_eval(
     for p, c in cases:
         if (ids and c.id not in ids) or (cats and c.category not in cats):
             continue
-        r = run_case(c, p, budget=budget, off=off)
+        r = run_case(c, p, budget=budget, off=frozenset(off))
         results.append(r)
         if on_result:
             on_result(r)
@@ -59,7 +63,9 @@ def eval_command(
     ] = None,
     off: Annotated[
         list[str] | None,
-        typer.Option("--off", help="Switch a mechanism off (repeatable; memory): its cases should then fail."),
+        typer.Option(
+            "--off", help="Switch a mechanism off (freshness, policy, memory) to see its category fail. Repeatable."
+        ),
     ] = None,
 ) -> None:
     """Run the scenario cases: pass rate per category and context statistics."""

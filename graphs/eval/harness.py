@@ -76,6 +76,13 @@ class _Run:
 
 _PROBES: dict[str, bool] = {}
 
+#: Mechanisms ``taskctx eval --off`` can switch off, to show their category fails without them.
+MECHANISMS = {
+    "freshness": "no fact.stale: facts are never marked stale (context.freshness)",
+    "policy": "no context policies: the builder adds nothing the model did not ask for (context.policy)",
+    "memory": "durable memory: no memory is loaded from the long-term store (graphs.memory)",
+}
+
 
 def _new_project(path: str) -> Project:
     return open_project(path)
@@ -95,11 +102,6 @@ def _tools(case: Case, compiled: _Plan, root: str | Path, **kw: Any) -> CaseTool
     return WorkspaceCaseTools(case, compiled, ws, **kw)
 
 
-#: The mechanisms a run can switch off (``run_case(..., off=...)``, ``taskctx eval --off``), to
-#: show that the cases of their category fail without them.
-MECHANISMS = {"memory": "durable memory: no memory is loaded from the long-term store (graphs.memory)"}
-
-
 def _graph(
     case: Case,
     project: Project,
@@ -117,6 +119,8 @@ def _graph(
         budget=budget or case.budget,
         reserve_for_output=case.reserve_for_output,
         memory=None if "memory" in off else project.memory(root),
+        policies=[] if "policy" in off else None,
+        freshness="freshness" not in off,
     )
 
 
@@ -286,8 +290,11 @@ def _execute(case: Case, path: Path | None, budget: int | None, off: frozenset[s
             for item in stops.pop(nxt):
                 if isinstance(item, Crash):
                     resume = True
+                    _edit(tools, item)
                 else:
-                    inject_seq = _inject(project, g, case.id, item, inject_seq)
+                    _edit(tools, item)
+                    if item.events:
+                        inject_seq = _inject(project, g, case.id, item, inject_seq)
             continue
         snap = g.get_state(thread_config(case.id))
         interrupts = [i for t in snap.tasks for i in getattr(t, "interrupts", ())]
@@ -331,6 +338,19 @@ def _execute(case: Case, path: Path | None, budget: int | None, off: frozenset[s
         tmp=tmp,
     )
     return run
+
+
+def _edit(tools: CaseTools, item: Crash | Inject) -> None:
+    """A person's edits of the workspace while the task is paused (``Crash.edits``,
+    ``Inject.edits``)."""
+    if not item.edits:
+        return
+    if tools.workspace is None:
+        raise CaseError("edits need a case workspace")
+    for rel, text in item.edits.items():
+        f = Path(tools.workspace.root) / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text, encoding="utf-8")
 
 
 def _inject(project: Project, graph: Any, task_id: str, inj: Inject, first_seq: int | None) -> int:
@@ -444,9 +464,11 @@ def probe(feature: str) -> bool:
     return ok
 
 
-def run_case(case: Case, path: Path | None = None, *, budget: int | None = None, off: Iterable[str] = ()) -> CaseResult:
+def run_case(
+    case: Case, path: Path | None = None, *, budget: int | None = None, off: Iterable[str] = frozenset()
+) -> CaseResult:
     """Run one case and its checks (``budget`` overrides the case's). ``off``: mechanisms
-    switched off (:data:`MECHANISMS`), to show which cases fail without them; ``InvalidInputError``
+    switched off (:data:`MECHANISMS`), to show which cases fail without them; ``CaseError``
     for an unknown one."""
     bad = sorted(set(off) - set(MECHANISMS))
     if bad:

@@ -124,6 +124,9 @@ class WorkspaceCaseTools(CaseTools):
     def recover(self, call_id: str, tool: str, arguments: dict[str, Any], scopes: Any = ()) -> Any:
         return self.workspace.recover(call_id, tool, arguments, scopes)
 
+    def fingerprint(self, paths: Any) -> Any:
+        return self.workspace.fingerprint(paths)
+
 
 class CaseModel(ScriptedChatModel):
     """The case's scripted model; dies inside the model call named by ``kill_at`` (once)."""

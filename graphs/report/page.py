@@ -35,6 +35,7 @@ from context import (
     replay,
     summarize_event,
 )
+from context.freshness import stale_line
 from context.trajectory import request_goal
 from context.verify import check_events
 
@@ -492,7 +493,11 @@ def build_report(events: Sequence[Event], *, title: str | None = None, full: boo
         f"<td>{_e(s.title)}</td><td>{_e(', '.join(s.depends_on))}</td><td>{_e(s.expected_output)}</td></tr>"
         for s in all_plan_steps(ctx, events)
     )
-    findings = [f"{f.id}: {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]" for f in ctx.evidence.findings]
+    findings = [
+        f"{f.id}: {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]"
+        + (f" [{stale_line(ctx, f.id)}]" if ctx.stale(f.id) else "")
+        for f in ctx.evidence.findings
+    ]
     hint = f"`taskctx report {ident.task_id} --full` shows them all; `taskctx inspect {ident.task_id} --all` lists plan and errors"
     timeline = _timeline(events, full, hint)
     data = {

@@ -6,8 +6,9 @@ from rich.console import Console
 from rich.text import Text
 
 from context import Event, TaskContext, all_errors, all_plan_steps
+from context.freshness import stale_line
 from context.text import escape_controls
-from nodes.render.common import quote_agent
+from nodes.render.common import quote_agent, stale_text
 
 from .approval import approval_renderable
 
@@ -100,10 +101,19 @@ def render_state(
     for r in ctx.evidence.recent_tool_calls[-8:]:
         p(f"- {r.id} {r.tool} -> {r.status}" + (f"  {r.raw_ref}" if r.raw_ref else ""))
     for f in ctx.evidence.findings[-8:]:
+        stale = stale_line(ctx, f.id)
         p(
-            f"- finding {f.id} ({f.provenance}) [{', '.join(f.evidence_refs)}]:\n"
+            f"- finding {f.id} ({f.provenance}) [{', '.join(f.evidence_refs)}]"
+            + (f" [{stale}]" if stale else "")
+            + ":\n"
             + quote_agent(f.statement, source=f"complete_step {f.id}")
         )
+    stale_all = stale_text(ctx)
+    if stale_all is not None:
+        h("Stale facts")
+        p(stale_all.split("\n", 1)[1])
+    if ctx.evidence.world or ctx.evidence.head:
+        p(f"world version {ctx.evidence.world_version}: {len(ctx.evidence.world)} files seen, HEAD {ctx.evidence.head}")
     h("Model calls by role")
     by_role: dict[str, list[dict]] = {}
     for e in events:

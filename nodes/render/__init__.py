@@ -3,7 +3,8 @@
 ::
 
     TaskContext ──▶ <Role>Renderer.render(ctx, env, tools) ──▶ Rendered (messages, tools, manifest)
-                      1. candidate blocks of the role's layers (common.core_blocks + its own)
+                      1. candidate blocks of the role's layers (common.core_blocks + its own,
+                         + the blocks the fired context policies add: policy.policy_blocks)
                       2. common.assemble: context.build_context chooses them within
                          budget - reserve_for_output (the manifest), then lays the chosen
                          blocks out as chat messages, stable parts first
@@ -17,6 +18,8 @@ Modules:
 * ``reuse.py``: lines an earlier transcript entry already showed are sent as a pointer.
 * ``reviewer.py``: success criteria + plan + changed artifacts + findings with refs.
 * ``recovery.py``: core + the failure and error history + the last good checkpoint.
+* ``policy.py``: the blocks the context policies add (:mod:`context.policy`), in each role's
+  prompt, reason ``policy:<name>`` in the manifest.
 """
 
 from .common import EXTERNAL_RULE, Renderer, quote_external

@@ -19,6 +19,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from context import ContextBlock, TaskContext, build_context, make_block
 from context.builder import BlockKind, Layer, Priority, Trust
 from context.events import TranscriptReset
+from context.freshness import change_text, stale_line
 from context.memory import LoadedMemory
 
 from ..runtime import NodeEnv, Rendered
@@ -32,6 +33,8 @@ __all__ = [
     "finding_blocks",
     "memory_block",
     "loaded_memory_blocks",
+    "stale_block",
+    "stale_text",
     "governed_claims",
     "quote_agent",
     "quote_external",
@@ -327,17 +330,52 @@ def error_block(ctx: TaskContext, env: NodeEnv, *, slot: str) -> ContextBlock | 
 block = _block
 
 
-def finding_blocks(env: NodeEnv, findings: Sequence[Any], refs: Any) -> list[ContextBlock]:
+def stale_text(ctx: TaskContext) -> str | None:
+    """The stale facts of the task (``fact.stale``, :mod:`context.freshness`), one line each,
+    and the files to re-read before relying on them; None when no fact is stale."""
+    marks = ctx.evidence.stale_facts
+    if not marks:
+        return None
+    kinds = {"finding": "finding", "step": "step summary", "evidence": "output of call"}
+    lines = ["## Stale facts (the workspace changed since they were drawn: never treat them as current)"]
+    for m in marks:
+        fid = m.fact_id.removeprefix("step:")
+        lines.append(f"- {kinds[m.fact_kind]} {fid}: {change_text(m.path, m.cause, m.old_sha, m.new_sha)}")
+    again = ctx.to_reread()
+    if again:
+        lines.append("Re-read before relying on them: " + ", ".join(again))
+    return "\n".join(lines)
+
+
+def stale_block(ctx: TaskContext, env: NodeEnv, *, slot: str) -> ContextBlock | None:
+    """The ``state.stale`` block (:func:`stale_text`; high priority, the app's word), or None."""
+    text = stale_text(ctx)
+    if text is None:
+        return None
+    return _block(
+        env, "state.stale", text, kind="state", layer="recent", source="fact.stale", priority="high", slot=slot
+    )
+
+
+def finding_blocks(
+    env: NodeEnv, findings: Sequence[Any], refs: Any, ctx: TaskContext | None = None
+) -> list[ContextBlock]:
     """One ``finding.<id>`` block per finding (layer recent, trust = the finding's provenance,
     quoted as the agent's claim), newer ones more relevant, each superseding the findings it
     replaces. ``refs(finding) -> str`` writes the head line's evidence part, which differs by role
-    (the planner's ``[refs]``, the reviewer's ``(evidence: refs)``)."""
+    (the planner's ``[refs]``, the reviewer's ``(evidence: refs)``). With ``ctx``, a stale finding's
+    head line says so (``STALE: <path> changed ...``, :func:`context.freshness.stale_line`)."""
     n = len(findings)
+
+    def head(f: Any) -> str:
+        stale = stale_line(ctx, f.id) if ctx is not None else ""
+        return f" [{stale}]" if stale else ""
+
     return [
         block(
             env,
             f"finding.{f.id}",
-            f"- finding {f.id} {refs(f)}:\n" + quote_agent(f.statement, source=f"complete_step {f.id}"),
+            f"- finding {f.id} {refs(f)}{head(f)}:\n" + quote_agent(f.statement, source=f"complete_step {f.id}"),
             kind="state",
             layer="recent",
             source="step.completed",

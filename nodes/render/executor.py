@@ -50,6 +50,7 @@ from context import TaskContext, apply_event, new_event
 from context.builder import Trust
 from context.compression import compress_arguments
 from context.events import ContextBuilt, TranscriptReset
+from context.freshness import stale_line
 from context.models import ToolCallRecord, TranscriptNote, arguments_dict
 
 from ..pricing import PricingRule
@@ -64,6 +65,7 @@ from .common import (
     quote_agent,
     quote_external,
 )
+from .policy import policy_blocks
 from .reuse import reuse_spans
 
 __all__ = [
@@ -105,7 +107,9 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
     if cp.findings:
         lines.append("Findings (the executor's claims):")
         lines += [
-            f"- {f.id} [{', '.join(f.evidence_refs) or 'no refs'}]:\n"
+            f"- {f.id} [{', '.join(f.evidence_refs) or 'no refs'}]"
+            + (f" [{stale_line(ctx, f.id)}]" if ctx.stale(f.id) else "")
+            + ":\n"
             + quote_agent(f.statement, source=f"complete_step {f.id}")
             for f in cp.findings
         ]
@@ -199,7 +203,14 @@ def delta_text(ctx: TaskContext) -> str:
         )
     if ctx.progress.last_step is not None:
         ls = ctx.progress.last_step
-        lines.append(f"Last step {ls.id} ({ls.result}):\n" + quote_agent(ls.summary, source=f"complete_step {ls.id}"))
+        stale = stale_line(ctx, f"step:{ls.id}")
+        lines.append(
+            f"Last step {ls.id} ({ls.result}){f' [{stale}]' if stale else ''}:\n"
+            + quote_agent(ls.summary, source=f"complete_step {ls.id}")
+        )
+    again = ctx.to_reread()
+    if again:
+        lines.append(f"Re-read before acting (facts resting on them are stale): {', '.join(again)}")
     pc = ctx.control.pending_completion
     if pc is not None and pc.not_applied and pc.step_id == ctx.plan.current_step_id:
         lines.append(
@@ -368,6 +379,7 @@ class ExecutorRenderer:
         err = error_block(ctx, env, slot="msg:delta")
         if err is not None:
             cands.append(err)
+        cands += policy_blocks(ctx, env, self.role, slot="msg:delta")
         r = assemble(
             role=self.role,
             env=env,

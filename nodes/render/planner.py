@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from context import TaskContext
+from context.freshness import stale_line
 
 from ..runtime import NodeEnv, Rendered
 from .common import (
@@ -21,6 +22,7 @@ from .common import (
     plan_text,
     quote_agent,
 )
+from .policy import policy_blocks
 
 __all__ = ["PlannerRenderer", "PLANNER_SYSTEM"]
 
@@ -43,8 +45,9 @@ def progress_text(ctx: TaskContext) -> tuple[str, bool]:
     if ctx.progress.last_step is not None:
         ls = ctx.progress.last_step
         said = "\n".join([ls.summary, *(f"unresolved: {u}" for u in ls.unresolved_issues)])
+        stale = stale_line(ctx, f"step:{ls.id}")
         lines.append(
-            f"last step {ls.id} ({ls.result}), the executor's summary:\n"
+            f"last step {ls.id} ({ls.result}), the executor's summary{f' [{stale}]' if stale else ''}:\n"
             + quote_agent(said, source=f"complete_step {ls.id}")
         )
         agent = True
@@ -94,7 +97,10 @@ class PlannerRenderer:
         err = error_block(ctx, env, slot="msg:state")
         if err is not None:
             cands.append(err)
-        cands += finding_blocks(env, ctx.evidence.findings, lambda f: f"[{', '.join(f.evidence_refs) or 'no refs'}]")
+        cands += policy_blocks(ctx, env, self.role, slot="msg:state")
+        cands += finding_blocks(
+            env, ctx.evidence.findings, lambda f: f"[{', '.join(f.evidence_refs) or 'no refs'}]", ctx
+        )
         return assemble(
             role=self.role,
             env=env,

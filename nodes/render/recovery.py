@@ -9,6 +9,7 @@ from context import TaskContext
 
 from ..runtime import NodeEnv, Rendered
 from .common import EXTERNAL_RULE, assemble, block, core_blocks, quote_external
+from .policy import policy_blocks
 
 __all__ = ["RecoveryRenderer", "RECOVERY_SYSTEM", "ERROR_HISTORY_SHOWN"]
 
@@ -60,6 +61,7 @@ class RecoveryRenderer:
                 slot="msg:recovery",
             )
         )
+        cands += policy_blocks(ctx, env, self.role, slot="msg:recovery")
         cp = ctx.control.checkpoint_id or "(none yet)"
         done = ctx.progress.completed_text()
         cur = ctx.plan.current_step_id or "(none)"

@@ -10,7 +10,16 @@ from typing import Any
 from context import Finding, TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import EXTERNAL_RULE, assemble, block, core_blocks, finding_blocks, memory_block, plan_text
+from .common import (
+    EXTERNAL_RULE,
+    assemble,
+    block,
+    core_blocks,
+    finding_blocks,
+    memory_block,
+    plan_text,
+)
+from .policy import policy_blocks
 
 __all__ = ["ReviewerRenderer", "REVIEWER_SYSTEM", "all_findings"]
 
@@ -70,8 +79,9 @@ class ReviewerRenderer:
                 slot="msg:state",
             )
         )
+        cands += policy_blocks(ctx, env, self.role, slot="msg:state")
         cands += finding_blocks(
-            env, all_findings(ctx, env), lambda f: f"(evidence: {', '.join(f.evidence_refs) or '(none)'})"
+            env, all_findings(ctx, env), lambda f: f"(evidence: {', '.join(f.evidence_refs) or '(none)'})", ctx
         )
         return assemble(
             role=self.role,

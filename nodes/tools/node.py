@@ -56,7 +56,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 
 from context import COMMAND_LIMIT, TaskContext, compress_tool_result
-from context.events import ErrorResolved, Event, FileModified, PermissionEvent, ToolResultReceived
+from context.events import ErrorResolved, Event, FactStale, FileModified, PermissionEvent, ToolResultReceived
+from context.freshness import find_stale
 from context.models import ToolCallRecord, arguments_dict
 from context.text import clean
 
@@ -269,6 +270,8 @@ class TaskToolNode:
             ref, comp = None, compress_tool_result(text, "command", "")
         summary = f"[{note}]\n{comp.text}" if note else comp.text
         self.store_arguments(rec)
+        reads, written = dict(out.reads), dict(out.written)
+        before = run.ctx
         batch = [
             run.make(
                 "tool.result.received",
@@ -279,15 +282,47 @@ class TaskToolNode:
                     raw_ref=ref,
                     raw_chars=len(out.output),
                     compressed=comp.compressed,
+                    reads=reads,
+                    head=out.head,
                 ),
                 actor="tool",
             )
         ]
-        for path in out.modified_all or ((out.modified,) if out.modified else ()):
-            batch.append(run.make("file.modified", FileModified(path=path, call_id=rec.id, raw_ref=ref), actor="tool"))
+        modified = list(out.modified_all or ((out.modified,) if out.modified else ()))
+        if self.env.freshness and self.tools.has_side_effects(rec.tool):
+            written.update(self.changed_by_command(before, modified, written))
+        for path in [*modified, *(p for p in written if p not in modified)]:
+            batch.append(
+                run.make(
+                    "file.modified",
+                    FileModified(path=path, call_id=rec.id, raw_ref=ref, sha256=written.get(path, "")),
+                    actor="tool",
+                )
+            )
         if out.status == "ok":
             batch += self.resolutions(run, rec, args)
+        if self.env.freshness:
+            batch += self.stale_events(run, before, reads, written, out.head)
         run.commit(batch)
+
+    def changed_by_command(self, ctx: TaskContext, modified: list[str], written: dict[str, str]) -> dict[str, str]:
+        """Files of the task's world that a side-effecting call changed without saying so (a
+        command rewrote them): ``{path: sha now}``, from the executor's ``fingerprint``."""
+        fp = getattr(self.tools, "fingerprint", None)
+        paths = [p for p in ctx.evidence.world if p not in written and p not in modified]
+        if fp is None or not paths:
+            return {}
+        now, _ = fp(paths)
+        return {p: sha for p, sha in now.items() if sha != ctx.evidence.world.get(p)}
+
+    def stale_events(
+        self, run: NodeRun, ctx: TaskContext, reads: dict[str, str], written: dict[str, str], head: str | None
+    ) -> list[Event]:
+        """``fact.stale`` for the facts of ``ctx`` (the state before this call) that the call's
+        writes (``cause="write"``), reads of other bytes (``"reread"``) or HEAD make stale."""
+        out = find_stale(ctx, written, "write", head=head)
+        out += find_stale(ctx, {p: s for p, s in reads.items() if p not in written}, "reread")
+        return [run.make("fact.stale", FactStale.model_validate(p), actor="system") for p in out]
 
     def store_arguments(self, rec: ToolCallRecord) -> None:
         """Put arguments over ``COMMAND_LIMIT`` chars in the artifact store: once the call has

@@ -29,7 +29,12 @@ CONTROL_TOOLS = {"complete_step", "submit_plan", "submit_review", "decide_recove
 class ToolOutcome:
     """What a tool returned: ``status`` ok|error, the raw ``output`` text, its compression
     ``kind``, and for file reads/writes the ``path``; ``modified`` (and ``modified_all`` for
-    several files) the files the call changed."""
+    several files) the files the call changed.
+
+    Freshness (optional; :mod:`context.freshness`): ``reads``, ``(path, sha256 hex)`` of each
+    file whose bytes the output was drawn from; ``written``, ``(path, sha256 hex)`` of each file
+    the call wrote, after the write; ``head``, the git HEAD commit when it ran (None: not a git
+    repository)."""
 
     status: str
     output: str
@@ -37,6 +42,9 @@ class ToolOutcome:
     path: str | None = None
     modified: str | None = None
     modified_all: tuple[str, ...] = ()
+    reads: tuple[tuple[str, str], ...] = ()
+    written: tuple[tuple[str, str], ...] = ()
+    head: str | None = None
 
 
 class ToolExecutor(Protocol):
@@ -54,6 +62,9 @@ class ToolExecutor(Protocol):
       (:func:`nodes.permissions.assess`; raise ``PolicyError`` to refuse).
     * ``recover(call_id, tool, arguments, scopes) -> Recovery``: checks a side-effecting call
       interrupted before its result was recorded (``done``, ``retry`` or ``ask``).
+    * ``fingerprint(paths) -> (dict path -> sha256 hex or "" when gone, HEAD commit or None)``:
+      what the workspace holds now; the first node after a resume compares it with what the
+      task's facts rest on (``fact.stale``, :mod:`context.freshness`).
 
     ``execute`` returns a :class:`ToolOutcome`, or a plain ``str``: the tool's output, an ``ok``
     result (``ToolOutcome("ok", text)``). Anything else (``bytes``, ``None``, a dict, a

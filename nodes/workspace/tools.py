@@ -18,7 +18,8 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -184,15 +185,54 @@ class WorkspaceTools:
                 rels.append(self.resolve(p, scopes, write=True, kind="file")[1])
         return list(dict.fromkeys(rels))
 
+    # freshness --------------------------------------------------------------------------
+    def head(self) -> str | None:
+        """The git HEAD commit of the workspace (40 hex digits, read from ``.git/HEAD``, its ref
+        file or ``packed-refs``; no git process), or None when it is not a git repository."""
+        git = self.root / ".git"
+        try:
+            ref = (git / "HEAD").read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        if not ref.startswith("ref: "):
+            return ref or None
+        name = ref[5:].strip()
+        try:
+            return (git / name).read_text(encoding="utf-8").strip() or None
+        except OSError:
+            pass
+        try:
+            for line in (git / "packed-refs").read_text(encoding="utf-8").splitlines():
+                if line.endswith(" " + name):
+                    return line.split(" ", 1)[0]
+        except OSError:
+            pass
+        return None
+
+    def fingerprint(self, paths: Iterable[str]) -> tuple[dict[str, str], str | None]:
+        """``({path: sha256 hex of its bytes now, "" when gone}, HEAD commit)`` for workspace-
+        relative ``paths`` (what the first node after a resume compares with the task's facts)."""
+        out: dict[str, str] = {}
+        for rel in paths:
+            f = self.root / rel
+            try:
+                out[rel] = sha256_hex(f.read_bytes()) if f.is_file() else ""
+            except OSError:
+                out[rel] = ""
+        return out, self.head()
+
     # execution --------------------------------------------------------------------------
     def execute(self, call_id: str, tool: str, arguments: dict[str, Any], scopes: Sequence[str] = ()) -> ToolOutcome:
-        """Run one call. Policy is checked again here (defense in depth); a refusal is an error outcome."""
+        """Run one call. Policy is checked again here (defense in depth); a refusal is an error
+        outcome. The outcome carries the HEAD commit (``head``) and the shas of the files read or
+        written (``reads``, ``written``)."""
         try:
             self.check(tool, arguments, scopes)
             fn = getattr(self, f"_t_{tool}", None)
             if fn is None:
                 return ToolOutcome("error", f"unknown tool {tool!r}")
-            return fn(call_id, arguments, scopes)
+            out: ToolOutcome = fn(call_id, arguments, scopes)
+            return replace(out, head=self.head())
         except PolicyError as exc:
             return ToolOutcome("error", f"refused: {exc}")
         except PatchError as exc:
@@ -245,13 +285,14 @@ class WorkspaceTools:
             s = max(1, int(s or 1))
             e = min(len(lines), int(e or len(lines)))
             text = "".join(lines[s - 1 : e])
-        return ToolOutcome("ok", text, "file_read", rel)
+        return ToolOutcome("ok", text, "file_read", rel, reads=((rel, sha256_hex(data)),))
 
     def _t_grep(self, call_id: str, a: dict[str, Any], scopes: Sequence[str]) -> ToolOutcome:
         real, rel = self.resolve(a.get("path", ".") or ".", scopes)
         rx = re.compile(str(a.get("pattern", "")))
         glob = a.get("glob")
         hits: list[str] = []
+        reads: dict[str, str] = {}
         files = [real] if real.is_file() else []
         if real.is_dir():
             for d, dirs, names in os.walk(real, followlinks=False):
@@ -274,15 +315,20 @@ class WorkspaceTools:
             for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
                 if rx.search(line[:2000]):
                     hits.append(f"{r}:{n}: {line[:300]}")
+                    reads.setdefault(r, sha256_hex(data))
                     if len(hits) >= 500:
                         break
-        return ToolOutcome("ok", "\n".join(hits) + "\n" if hits else "(no matches)\n", "search", rel)
+        out = "\n".join(hits) + "\n" if hits else "(no matches)\n"
+        return ToolOutcome("ok", out, "search", rel, reads=tuple(reads.items()))
 
     def _t_write_file(self, call_id: str, a: dict[str, Any], scopes: Sequence[str]) -> ToolOutcome:
         real, rel = self.resolve(a.get("path"), scopes, write=True, kind="file")
         data = str(a["content"]).encode("utf-8")
         atomic_write(real, data)
-        return ToolOutcome("ok", f"wrote {rel}: {len(data)} bytes, sha256 {sha256_hex(data)[:12]}", "command", rel, rel)
+        sha = sha256_hex(data)
+        return ToolOutcome(
+            "ok", f"wrote {rel}: {len(data)} bytes, sha256 {sha[:12]}", "command", rel, rel, written=((rel, sha),)
+        )
 
     def patch_plan(self, a: dict[str, Any], scopes: Sequence[str]) -> list[tuple[Path, str, FilePatch, str | None]]:
         """``(real path, relative path, file patch, current text or None)`` per file of the
@@ -307,7 +353,8 @@ class WorkspaceTools:
             atomic_write(real, text.encode("utf-8"))
         desc = ", ".join(f"{rel} ({n} hunk{'s' if n != 1 else ''})" for _, rel, _, n in results)
         rels = tuple(rel for _, rel, _, _ in results)
-        return ToolOutcome("ok", f"patched {desc}", "command", rels[0], rels[0], rels)
+        written = tuple((rel, sha256_hex(text.encode("utf-8"))) for _, rel, text, _ in results)
+        return ToolOutcome("ok", f"patched {desc}", "command", rels[0], rels[0], rels, written=written)
 
     def receipt(self, call_id: str) -> Path:
         """The receipt file of a ``run_command`` call (:func:`nodes.workspace.recovery.receipt_path`)."""

@@ -1,0 +1,124 @@
+"""Freshness: which state of the workspace a fact was drawn from, and when it is stale.
+
+A *fact* is a finding (``Finding``), a step summary (``LastStep``, fact id ``step:<id>``) or a
+tool call's output (``ToolCallRecord``, fact id = the call id). Each records what it rests on:
+``path -> sha256 hex`` of the bytes read (a tool result's ``reads``; a finding: the reads of
+the calls whose artifacts are its evidence; a step: the reads of its calls) and the git HEAD
+commit then. The task's world (``evidence.world`` and ``evidence.head``) is the latest sha of
+every file it has read or written; :func:`world_version` fingerprints it.
+
+When the workspace shows other bytes for a path a fact rests on, or HEAD moved, the fact is
+stale: :func:`find_stale` returns the ``fact.stale`` payloads (the nodes record them; the
+reducer folds them into ``evidence.stale_facts``). Who notices:
+
+* the tool node, after a write or patch of the task itself (``cause="write"``) and after a read
+  that shows other bytes (``"reread"``), or another HEAD (``"head"``);
+* the first node after a ``taskctx resume``, which fingerprints the files of the world
+  (``NodeEnv.workspace.fingerprint``; ``"resume"``: a person changed them while paused).
+
+Pure: no clock, no store, no file system (the nodes hand in what they read).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from typing import Literal
+
+from .models import TaskContext
+
+__all__ = ["HEAD_PATH", "Cause", "change_text", "facts", "find_stale", "short_sha", "stale_line", "world_version"]
+
+#: The ``path`` of a ``fact.stale`` mark for a moved git HEAD.
+HEAD_PATH = "HEAD"
+Cause = Literal["write", "reread", "resume", "head"]
+
+
+def world_version(world: Mapping[str, str], head: str | None) -> str:
+    """``"wv:" + sha256[:16]`` of the sorted ``(path, sha)`` items and ``head``; ``"wv:none"`` for
+    an empty world without a HEAD."""
+    if not world and head is None:
+        return "wv:none"
+    blob = json.dumps({"files": sorted(world.items()), "head": head}, separators=(",", ":"))
+    return "wv:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def short_sha(sha: str) -> str:
+    """The first 12 hex digits of a sha (``"(gone)"`` for an empty one)."""
+    return sha[:12] if sha else "(gone)"
+
+
+def facts(ctx: TaskContext) -> Iterator[tuple[str, str, Mapping[str, str], str | None]]:
+    """``(fact id, fact kind, rests_on, head)`` of every fact in the state that rests on
+    something: findings (of the window and the transcript checkpoint, once each), the last
+    step's summary, and the tool calls in the transcript."""
+    seen: set[str] = set()
+    cp = ctx.evidence.transcript_checkpoint
+    for f in [*(cp.findings if cp else []), *ctx.evidence.findings]:
+        if f.id in seen or not (f.rests_on or f.head):
+            continue
+        seen.add(f.id)
+        yield f.id, "finding", f.rests_on, f.head
+    ls = ctx.progress.last_step
+    if ls is not None and (ls.rests_on or ls.head):
+        yield f"step:{ls.id}", "step", ls.rests_on, ls.head
+    for r in ctx.evidence.recent_tool_calls:
+        if r.reads or r.head:
+            yield r.id, "evidence", r.reads, r.head
+
+
+def find_stale(
+    ctx: TaskContext, changes: Mapping[str, str], cause: Cause, *, head: str | None = None
+) -> list[dict[str, object]]:
+    """The ``fact.stale`` payloads for facts of ``ctx`` that ``changes`` (path -> the sha the
+    workspace has now; ``""``: gone) or a HEAD now at ``head`` makes stale, in fact order. A fact
+    already marked stale for the same path and new sha is not marked again. ``cause`` says who
+    noticed (see module doc; a HEAD move is always ``"head"``). A write of the task does not mark
+    a fact already stale for that file again (it adds nothing: the task knows what it wrote)."""
+    known = {(s.fact_id, s.path, s.new_sha) for s in ctx.evidence.stale_facts}
+    marked = {(s.fact_id, s.path) for s in ctx.evidence.stale_facts}
+    out: list[dict[str, object]] = []
+    for fid, kind, rests_on, fhead in facts(ctx):
+        for path, new in changes.items():
+            old = rests_on.get(path)
+            if old is None or old == new or (fid, path, new) in known:
+                continue
+            if cause == "write" and (fid, path) in marked:
+                continue  # already stale for this file; the task knows the bytes it wrote
+            known.add((fid, path, new))
+            out.append(
+                {"fact_id": fid, "fact_kind": kind, "path": path, "old_sha": old, "new_sha": new, "cause": cause}
+            )
+        if head is not None and fhead is not None and fhead != head and (fid, HEAD_PATH, head) not in known:
+            known.add((fid, HEAD_PATH, head))
+            out.append(
+                {
+                    "fact_id": fid,
+                    "fact_kind": kind,
+                    "path": HEAD_PATH,
+                    "old_sha": fhead,
+                    "new_sha": head,
+                    "cause": "head",
+                }
+            )
+    return out
+
+
+def stale_line(ctx: TaskContext, fact_id: str) -> str:
+    """``"STALE: <path> changed (<old> -> <new>, <cause>)"`` for a stale fact (its marks joined
+    by ``"; "``), ``""`` for a fact not known to be stale."""
+    marks = ctx.stale(fact_id)
+    if not marks:
+        return ""
+    parts = [change_text(m.path, m.cause, m.old_sha, m.new_sha) for m in marks]
+    return "STALE: " + "; ".join(dict.fromkeys(parts))
+
+
+def change_text(path: str, cause: str, old: str, new: str) -> str:
+    """``"<path> changed <how> (<old> -> <new>)"``, or ``"HEAD moved (<old> -> <new>)"``."""
+    shas = f"({short_sha(old)} -> {short_sha(new)})"
+    if path == HEAD_PATH:
+        return f"HEAD moved {shas}"
+    how = {"write": "by this task", "reread": "seen on a re-read", "resume": "while paused"}.get(cause, "")
+    return f"{path} changed {how} {shas}"

@@ -1,0 +1,215 @@
+"""The blocks the context policies add (:mod:`context.policy` decides which relations a
+situation needs; this module resolves each relation to a block from the state, the event log
+and the artifact store).
+
+::
+
+    TaskContext + role ──situation()──▶ Situation ──fired(policies)──▶ policies, by priority
+                      ──each relation (once per prompt: the first policy that asks names it)──▶
+                      ContextBlock "policy.<relation>", added_by "policy:<name>", the policy's priority
+
+A relation with nothing to show (no change yet, no stale fact, no failing call...) adds no
+block. Tool output and diffs are quoted as data (``external_content`` / the agent's claim);
+outputs read back from the artifact store are secrets-masked like every prompt.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from context import ContextBlock, TaskContext
+from context.builder import Trust
+from context.models import arguments_dict
+from context.policy import ContextPolicy, default_policies, fired, situation
+from context.text import clean
+
+from ..runtime import NodeEnv
+from ..secrets import mask_secrets
+from .common import block, quote_agent, quote_external, stale_text
+
+__all__ = ["ERROR_LIMIT", "DIFF_LIMIT", "EVIDENCE_LIMIT", "policies_of", "policy_blocks"]
+
+#: Characters of a failing call's full output a ``failing_error`` block shows (its tail).
+ERROR_LIMIT = 12_000
+#: Characters of the task's diffs a ``diff`` block shows (the latest changes).
+DIFF_LIMIT = 6_000
+#: Characters of each evidence output a ``finding_evidence`` block shows.
+EVIDENCE_LIMIT = 1_500
+_TEST = re.compile(r"\b(pytest|unittest|test|tests|tox|nox)\b|test_|_test\b")
+
+
+def policies_of(env: NodeEnv) -> Sequence[ContextPolicy]:
+    """``env.policies``, or the defaults when it is None."""
+    return default_policies() if env.policies is None else list(env.policies)
+
+
+def _is_test(tool: str, args: str) -> bool:
+    if tool != "run_command":
+        return False
+    argv = arguments_dict(args).get("argv")
+    return isinstance(argv, list) and any(_TEST.search(str(a)) for a in argv)
+
+
+class _CallIndex:
+    """The calls of one task read so far from its (append-only) log: only new events are read."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.called: dict[str, tuple[str, str]] = {}
+        self.results: list[tuple[int, str, str, str, dict[str, object]]] = []
+
+
+#: Per event log object, per task: the calls read so far (dropped with the log object).
+_INDEX: weakref.WeakKeyDictionary[Any, dict[str, _CallIndex]] = weakref.WeakKeyDictionary()
+
+
+def _calls(ctx: TaskContext, env: NodeEnv) -> list[tuple[str, str, str, dict[str, object]]]:
+    """``(call id, tool, arguments, result payload)`` of every call with a result up to the
+    state's cursor, in order (the log is read once; later renders read only its new events)."""
+    tid = ctx.identity.task_id
+    try:
+        per_task = _INDEX.setdefault(env.events, {})
+    except TypeError:  # an event log that takes no weak reference: read it whole
+        per_task = {}
+    idx = per_task.setdefault(tid, _CallIndex())
+    for e in env.events.read(tid, after=idx.seq, kinds=("tool.called", "tool.result.received")):
+        idx.seq = max(idx.seq, e.seq)
+        if e.kind == "tool.called":
+            idx.called[e.payload["call_id"]] = (e.payload["tool"], e.payload["arguments"])
+        elif e.payload["call_id"] in idx.called:
+            tool, args = idx.called[e.payload["call_id"]]
+            idx.results.append((e.seq, e.payload["call_id"], tool, args, e.payload))
+    return [(cid, tool, args, res) for seq, cid, tool, args, res in idx.results if seq <= ctx.events.cursor]
+
+
+def _artifact(env: NodeEnv, ref: str | None) -> str | None:
+    if not ref:
+        return None
+    try:
+        data = env.artifacts.get(ref)
+    except Exception:  # noqa: BLE001 - a missing artifact shows nothing
+        return None
+    return mask_secrets(clean(data.decode("utf-8", errors="replace"))).text
+
+
+def _resolve(ctx: TaskContext, env: NodeEnv, relation: str, role: str) -> tuple[str, Trust] | None:
+    """The text and trust of one relation's block, or None when there is nothing to show."""
+    if relation == "stale_facts":
+        text = stale_text(ctx)
+        return (text, "trusted_app") if text else None
+    if relation == "last_checkpoint":
+        cp_id = ctx.control.checkpoint_id
+        if cp_id is None:
+            return None
+        lines = [
+            "## Last good checkpoint",
+            f"checkpoint {cp_id}; completed steps: {', '.join(ctx.progress.completed_steps) or '(none)'}",
+        ]
+        cp = ctx.evidence.transcript_checkpoint
+        if cp is not None:
+            lines += ["working state materialised there:", *(f"- {ln}" for ln in cp.plan_lines)]
+        return "\n".join(lines), "trusted_app"
+    if relation == "failing_error":
+        err = ctx.errors.last_error
+        rec = next((r for r in ctx.evidence.recent_tool_calls if err and r.id == err.call_id), None)
+        if rec is None:
+            rec = next((r for r in reversed(ctx.evidence.recent_tool_calls) if r.status == "error"), None)
+        if rec is None:
+            return None
+        full = _artifact(env, rec.raw_ref) or rec.result_summary
+        if not rec.compressed and full.strip() == rec.result_summary.strip():
+            return None  # the prompt already shows it whole
+        cut = f"(the last {ERROR_LIMIT} of {len(full)} chars)\n" if len(full) > ERROR_LIMIT else ""
+        text = f"## The failing call's output in full: {rec.id} {rec.tool} {rec.arguments}\n" + quote_external(
+            cut + full[-ERROR_LIMIT:], source=f"tool:{rec.tool}", ref=rec.raw_ref, call_id=rec.id
+        )
+        return text, "external_content"
+    if relation == "diff":
+        parts = []
+        for cid, tool, args, res in _calls(ctx, env):
+            if res["status"] != "ok" or tool not in ("apply_patch", "write_file"):
+                continue
+            a = arguments_dict(args)
+            if tool == "apply_patch":
+                parts.append(f"# {cid} apply_patch\n{a.get('patch', '')}".rstrip())
+            else:
+                content = str(a.get("content", ""))
+                parts.append(f"# {cid} write_file {a.get('path')}: {len(content.encode())} bytes written")
+        if not parts:
+            return None
+        body = "\n".join(parts)
+        if len(body) > DIFF_LIMIT:
+            body = f"(the last {DIFF_LIMIT} of {len(body)} chars)\n" + body[-DIFF_LIMIT:]
+        return "## Changes this task made (diffs as applied)\n" + quote_agent(body, source="diff"), "agent_claim"
+    if relation.startswith("latest_result:"):
+        want = relation.split(":", 1)[1]
+        hits = [
+            (cid, tool, args, res)
+            for cid, tool, args, res in _calls(ctx, env)
+            if (_is_test(tool, args) if want == "test" else tool == want)
+        ]
+        if not hits:
+            return None
+        cid, tool, args, res = hits[-1]
+        what = "test run" if want == "test" else f"result of {want}"
+        text = f"## The latest {what}: {cid} {tool} {' '.join(args.split())} -> {res['status']}\n" + quote_external(
+            str(res["result_summary"]), source=f"tool:{tool}", ref=res.get("raw_ref"), call_id=cid
+        )
+        return text, "external_content"
+    if relation == "finding_evidence":
+        stale = [f for f in ctx.evidence.findings if ctx.stale(f.id)]
+        replaced = {x for f in ctx.evidence.findings for x in f.supersedes}
+        findings = stale or [f for f in ctx.evidence.findings if f.id not in replaced][-3:]
+        by_ref = {r.raw_ref: r for r in ctx.evidence.recent_tool_calls if r.raw_ref}
+        refs: dict[str, list[str]] = {}  # each evidence once, naming every finding it backs
+        for f in findings:
+            for ref in f.evidence_refs:
+                refs.setdefault(ref, []).append(f.id)
+        lines = []
+        for ref, ids in refs.items():
+            rec = by_ref.get(ref)
+            out = rec.result_summary if rec is not None else _artifact(env, ref)
+            if out is None:
+                continue
+            out = out if len(out) <= EVIDENCE_LIMIT else out[:EVIDENCE_LIMIT] + f"\n[... {len(out)} chars: {ref}]"
+            src = f"tool:{rec.tool}" if rec is not None else "artifact"
+            lines.append(f"evidence of finding {', '.join(ids)}:\n" + quote_external(out, source=src, ref=ref))
+        if not lines:
+            return None
+        return "## Evidence of the findings in play\n" + "\n".join(lines), "external_content"
+    return None
+
+
+def policy_blocks(ctx: TaskContext, env: NodeEnv, role: str, *, slot: str) -> list[ContextBlock]:
+    """The blocks the fired policies add to ``role``'s prompt, in slot ``slot``: one
+    ``policy.<relation>`` block per relation (the first, highest-priority policy that asks for
+    it names it: ``added_by="policy:<name>"``), none for a relation with nothing to show."""
+    sit = situation(ctx, role)
+    out: list[ContextBlock] = []
+    done: set[str] = set()
+    for p in fired(policies_of(env), sit):
+        for rel in p.add:
+            if rel in done:
+                continue
+            done.add(rel)
+            got = _resolve(ctx, env, rel, role)
+            if got is None:
+                continue
+            text, trust = got
+            bid = "policy." + rel.replace(":", ".")
+            b = block(
+                env,
+                bid,
+                text,
+                kind="tool_result" if trust == "external_content" else "state",
+                layer="referenced",
+                source=f"policy:{p.name}",
+                priority=p.priority,
+                trust=trust,
+                slot=slot,
+            )
+            out.append(b.model_copy(update={"added_by": f"policy:{p.name}"}))
+    return out

@@ -1,0 +1,143 @@
+"""Context policies (issue 15 part 2): declarative rules that add what a situation always needs;
+each added block's manifest reason is ``policy:<name>``; the budget applies to them; users add
+and override policies per role."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from context.policy import DEFAULT_POLICIES, ContextPolicy, Situation, fired, merge_policies
+from graphs import build_orchestrator, new_task, open_project, run_graph
+from nodes import ScriptedChatModel, WorkspaceTools, complete, plan, recover, review, tool_call
+
+TEST_ARGV = ["python", "-m", "unittest", "-q", "test_limit.py"]
+TEST_PY = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_limit(self):\n        self.assertIn('10m', open('limit.txt').read())\n"
+PATCH = "--- a/limit.txt\n+++ b/limit.txt\n@@ -1 +1 @@\n-limit = 1m\n+limit = 10m\n"
+
+
+def _run(tmp_path: Path, executor: list, *, policies=None, reviewer=None, budget: int = 8000):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "limit.txt").write_text("limit = 1m\n")
+    (ws / "test_limit.py").write_text(TEST_PY)
+    project = open_project(str(tmp_path / "t.sqlite"))
+    model = ScriptedChatModel(
+        script={
+            "planner": [plan(steps=["Run the tests", "Fix the limit"])],
+            "executor": executor,
+            "reviewer": reviewer or [review("approve", "done")],
+            "recovery": [recover("retry", "the test fails as expected before the fix; go on")],
+        }
+    )
+    g = build_orchestrator(
+        model,
+        tools=WorkspaceTools(ws),
+        checkpointer=project.checkpointer,
+        stores=project.stores,
+        policies=policies,
+        budget=budget,
+    )
+    run_graph(g, project.stores, "t1", new_task("Raise the limit to 10m.", "t1"))
+    events = project.stores.events.read("t1")
+    built = [e.payload for e in events if e.kind == "context.built"]
+    prompts = [project.stores.artifacts.get(b["prompt_ref"]).decode() for b in built]
+    project.close()
+    return built, prompts
+
+
+FIX = [
+    tool_call("run_command", {"argv": TEST_ARGV}, id="t1"),
+    complete("the test fails: limit is 1m"),
+    tool_call("apply_patch", {"patch": PATCH}, id="p1"),
+    complete("limit raised"),
+]
+
+
+def _blocks(b: dict) -> dict[str, dict]:
+    return {x["id"]: x for x in b["blocks"]}
+
+
+def test_a_fix_step_adds_the_latest_test_result_and_the_diff(tmp_path):
+    built, prompts = _run(tmp_path, FIX)
+    # the executor call after the patch (step s2 wrote a file: a fix step)
+    i = max(k for k, b in enumerate(built) if b["role"] == "executor")
+    assert built[i]["step_id"] == "s2"
+    blocks = _blocks(built[i])
+    assert (
+        blocks["policy.latest_result.test"]["reason"] == "policy:fix_adds_tests_and_diff; fits (high, external_content)"
+    )
+    assert blocks["policy.diff"]["reason"] == "policy:fix_adds_tests_and_diff; fits (high, agent_claim)"
+    p = prompts[i]
+    assert "## The latest test run: t1 run_command" in p
+    assert "## Changes this task made (diffs as applied)" in p
+    assert "-limit = 1m\n+limit = 10m" in p
+    # before anything was written, no policy fired (explore step s1; step s2 before its patch)
+    assert [(b["role"], b["step_id"], [k for k in _blocks(b) if k.startswith("policy.")]) for b in built[:i]] == [
+        ("planner", None, []),
+        ("executor", "s1", []),
+        ("recovery", "s1", []),  # the failing output was short: already whole in the prompt
+        ("executor", "s1", []),
+        ("executor", "s2", []),
+    ]
+    # the reviewer gets the diff: a file changed (the change policy)
+    assert (
+        _blocks(built[-1])["policy.diff"]["reason"] == "policy:change_adds_diff_and_stale; fits (normal, agent_claim)"
+    )
+
+
+def test_switched_off_no_policy_block_is_added(tmp_path):
+    built, prompts = _run(tmp_path, FIX, policies=[])
+    assert [x["id"] for b in built for x in b["blocks"] if x["id"].startswith("policy.")] == []
+    assert not any("## Changes this task made" in p for p in prompts)
+
+
+def test_a_user_policy_for_the_reviewer_adds_the_latest_test_run(tmp_path):
+    mine = ContextPolicy(name="review_sees_tests", roles=("reviewer",), add=("latest_result:test",))
+    built, prompts = _run(tmp_path, FIX, policies=[*DEFAULT_POLICIES, mine])
+    rv = [b for b in built if b["role"] == "reviewer"][-1]
+    assert (
+        _blocks(rv)["policy.latest_result.test"]["reason"] == "policy:review_sees_tests; fits (high, external_content)"
+    )
+
+
+def test_an_override_by_name_replaces_the_default(tmp_path):
+    quiet = ContextPolicy(name="change_adds_diff_and_stale", roles=("planner",), add=("diff",), priority="low")
+    merged = merge_policies(DEFAULT_POLICIES, [quiet])
+    assert [p.name for p in merged] == [p.name for p in DEFAULT_POLICIES]
+    assert merged[2] is quiet
+    built, _ = _run(tmp_path, FIX, policies=merged)
+    rv = [b for b in built if b["role"] == "reviewer"][-1]
+    assert "policy.diff" not in _blocks(rv)  # the default would have added it to the reviewer
+
+
+def test_the_budget_applies_to_policy_blocks(tmp_path):
+    low = [p.model_copy(update={"priority": "low"}) for p in DEFAULT_POLICIES]
+    built, _ = _run(tmp_path, FIX, policies=low, budget=2400)
+    got = [(x["id"], x["included"], x["reason"]) for b in built for x in b["blocks"] if x["id"].startswith("policy.")]
+    # the test output names the temporary folder: its token count varies with the path's length
+    assert re.fullmatch(
+        r"policy:fix_adds_tests_and_diff; dropped: over budget \(low, external_content; needs \d+, 126 left\)",
+        got[0][2],
+    )
+    assert got == [
+        ("policy.latest_result.test", False, got[0][2]),
+        ("policy.diff", True, "policy:fix_adds_tests_and_diff; fits (low, agent_claim)"),
+        ("policy.diff", True, "policy:change_adds_diff_and_stale; fits (low, agent_claim)"),
+    ]
+
+
+def test_conditions_and_validation():
+    sit = Situation(role="executor", step_kind="fix", tools=("apply_patch",), events=("file.modified",))
+    assert [p.name for p in fired(DEFAULT_POLICIES, sit)] == ["fix_adds_tests_and_diff", "change_adds_diff_and_stale"]
+    sit = Situation(role="recovery", step_kind="recovery")
+    assert [p.name for p in fired(DEFAULT_POLICIES, sit)] == ["recovery_adds_error_and_checkpoint"]
+    sit = Situation(role="executor", step_kind="explore")
+    assert fired(DEFAULT_POLICIES, sit) == []
+    with pytest.raises(ValidationError, match="unknown relation 'the_logs'; use one of finding_evidence"):
+        ContextPolicy(name="x", add=("the_logs",))
+    with pytest.raises(ValidationError):
+        ContextPolicy(name="x", add=("diff",), priority="required")
