@@ -271,7 +271,11 @@ def test_context_length_error_rebuilds_once_at_a_smaller_budget(env: Path, monke
     refused, sent = stub.requests[3], stub.requests[4]
     assert p["rebuilt"].startswith("context length exceeded (400): This model's maximum context length is 2000")
     assert f"rebuilt at budget {p['budget']:,} (was 8,000)" in p["rebuilt"] and p["budget"] < 8_000
-    assert p["blocks_out"] == 1 and len(sent["messages"]) < len(refused["messages"])
+    # the rebuild drops a droppable block (here the test output the fix policy added) and sends less
+    (dropped,) = [b for b in p["blocks"] if not b["included"]]
+    assert (p["blocks_out"], dropped["id"], dropped["tokens"]) == (1, "policy.latest_result.test", 209)
+    assert dropped["reason"].startswith("policy:fix_adds_tests_and_diff; dropped: over budget (high")
+    assert len(json.dumps(sent["messages"])) < len(json.dumps(refused["messages"]))
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
