@@ -21,7 +21,7 @@ def render_state(
     checkpoints: list[str],
     has_checkpoint: bool,
     *,
-    db_opt: str = "",
+    full_hint: str | None = None,
 ) -> None:
     """Print ``ctx`` (folded from ``events``) on ``console`` (control characters and bidi
     overrides shown escaped: :func:`context.text.escape_controls`), one titled section each: goal,
@@ -30,8 +30,9 @@ def render_state(
     pending one in full, :func:`.approval.approval_renderable`), errors, omitted history, provider
     usage (when the model reports it: input tokens reported vs counted, cache read/write),
     checkpoints (``checkpoints``: the newest ids, as listed by the checkpointer). ``has_checkpoint``
-    is not used (kept for callers). ``db_opt``: the ``" --db DB"`` the commands it names need
-    (empty for the default database)."""
+    is not used (kept for callers). ``full_hint``: where a cut view of the pending approval sends
+    the reader (:func:`.approval.inspect_hint` for the task's database; default: the default
+    database's)."""
 
     def h(title: str) -> None:
         console.print(f"\n[bold]{title}[/bold]")
@@ -114,7 +115,7 @@ def render_state(
             approval_renderable(
                 {"task_id": i.task_id, "call_id": a.call_id, "tool": a.tool, "arguments": a.arguments}
                 | {"risk": a.risk, "reason": a.reason},
-                db_opt=db_opt,
+                full_hint=full_hint,
             )
         )
     h("Approvals and denials")
