@@ -189,6 +189,82 @@ def test_list_reconciles_registry_and_event_log(trajectories_dir: Path, tmp_path
     assert _error_line(r).endswith(f"or see it with `taskctx inspect api1 --db {db}`")
 
 
+def test_doctor_takes_a_python_api_task_for_sound(trajectories_dir: Path, tmp_path: Path) -> None:
+    """A task run through the Python API has events and no registry row (and here its checkpoints
+    in the same database): not damaged. A registered task that lost its row still is."""
+    db = tmp_path / "t.sqlite"
+    _python_api_task(db, trajectories_dir, "api1")
+    n = SqliteStores(db).events.last_seq("api1")
+    r = invoke("doctor", "--db", str(db))
+    assert r.exit_code == 0, r.output
+    assert r.stdout == f"task api1: ok ({n} events; started through the Python API)\n"
+    # the same database with a task a command started, whose registry row is then deleted
+    r = invoke("replay", str(trajectories_dir / PONYC), "--task-id", "cli1", "--max-steps", "1", "--db", str(db))
+    assert r.exit_code == 0, r.output
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM taskctx_tasks WHERE task_id = 'cli1'")
+    conn.commit()
+    conn.close()
+    r = invoke("doctor", "--db", str(db))
+    assert r.exit_code == 2
+    assert r.stdout.splitlines()[:3] == [
+        f"task api1: ok ({n} events; started through the Python API)",
+        "task cli1: 1 problem",
+        "  - task registry: no row for this task (how it was started is lost): it can be inspected, not resumed",
+    ]
+
+
+def test_doctor_takes_a_python_api_task_without_checkpoints_for_sound(trajectories_dir: Path, tmp_path: Path) -> None:
+    """Run with an in-memory checkpointer (as tests and notebooks often do): events only."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from graphs.orchestrator import build_orchestrator, new_task
+    from graphs.runner import run_graph
+    from nodes import ReplayChatModel, ReplayTools
+
+    db = tmp_path / "t.sqlite"
+    traj = load_trajectory(trajectories_dir / PONYC)
+    stores = SqliteStores(db)
+    g = build_orchestrator(
+        ReplayChatModel(trajectory=traj), tools=ReplayTools(traj), checkpointer=InMemorySaver(), stores=stores
+    )
+    run_graph(g, stores, "mem1", new_task(traj.request, "mem1"), stop_after=2)
+    n = stores.events.last_seq("mem1")
+    stores.close()
+    r = invoke("doctor", "mem1", "--db", str(db))
+    assert r.exit_code == 0, r.output
+    assert r.stdout == f"task mem1: ok ({n} events; started through the Python API)\n"
+
+
+def test_list_shows_every_task_and_marks_the_damaged(trajectories_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "t.sqlite"
+    for tid in ("a1", "b2", "c3"):
+        r = invoke("replay", str(trajectories_dir / PONYC), "--task-id", tid, "--max-steps", "2", "--db", str(db))
+        assert r.exit_code == 0, r.output
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM taskctx_events WHERE task_id = 'b2' AND seq = 5")
+    conn.execute("UPDATE taskctx_events SET kind = 'tool.exploded' WHERE task_id = 'c3' AND seq = 6")
+    conn.commit()
+    conn.close()
+    r = invoke("list", "--db", str(db), "--json")
+    assert r.exit_code == 0, r.output
+    rows = {x["task_id"]: x for x in json.loads(r.stdout)}
+    assert sorted(rows) == ["a1", "b2", "c3"]
+    assert rows["a1"]["status"] == "running" and "damaged" not in rows["a1"]
+    assert rows["b2"]["status"] == "damaged"
+    assert rows["b2"]["damaged"] == ["event log: event seq 5 is missing (seq 4 is followed by 6)"]
+    assert rows["c3"]["status"] == "damaged"
+    assert any("unknown kind 'tool.exploded'" in f for f in rows["c3"]["damaged"])
+    r = invoke("list", "--db", str(db))
+    assert r.exit_code == 0, r.output
+    assert re.search(r"│ a1 +│ running +│ +2 │ ", r.stdout)
+    assert re.search(r"│ b2 +│ damaged +│ +- │ ", r.stdout)
+    assert (
+        f"task b2 is damaged: event log: event seq 5 is missing (seq 4 is followed by 6); see `taskctx doctor b2 --db {db}`"
+        in r.stdout
+    )
+
+
 def test_list_of_an_empty_database(tmp_path: Path) -> None:
     db = tmp_path / "t.sqlite"
     SqliteStores(db).close()
