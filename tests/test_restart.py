@@ -49,14 +49,14 @@ def test_restarts_early_when_the_kept_calls_are_small() -> None:
     # two large calls (910 tokens each), then three small ones (100): past half the limit
     r = ExecutorRenderer().render(_ctx(env, [60, 60, 3, 3, 3]), env, [])
     assert r.transcript_reset and r.keep_last == 3 and _calls(r) == ["tool.c3", "tool.c4", "tool.c5"]
-    assert r.prompt_tokens == 671
+    assert r.prompt_tokens == 721
     # the same calls, the large ones last: a restart would send them again, so it waits
     r = ExecutorRenderer().render(_ctx(env, [3, 3, 60, 60, 3]), env, [])
     assert not r.transcript_reset and _calls(r) == [f"tool.c{i}" for i in range(1, 6)]
-    assert r.prompt_tokens == 2361 > RESTART_FILL * 3000
+    assert r.prompt_tokens == 2384 > RESTART_FILL * 3000
     # under half the limit nothing restarts, however cheap
     r = ExecutorRenderer().render(_ctx(env, [10, 3, 3, 3]), env, [])
-    assert not r.transcript_reset and r.prompt_tokens == 744
+    assert not r.transcript_reset and r.prompt_tokens == 767
     assert (RESTART_FILL, RESTART_GAIN) == (0.5, 0.3)
 
 
@@ -66,4 +66,4 @@ def test_restarts_at_the_budget_whatever_it_costs() -> None:
     # (966 tokens + the checkpoint) to drop 683: not worth it early, but forced here
     r = ExecutorRenderer().render(_ctx(env, [3, 3, 30, 30, 30, 30]), env, [])
     assert r.transcript_reset and _calls(r) == ["tool.c4", "tool.c5", "tool.c6"]
-    assert r.prompt_tokens == 1846
+    assert r.prompt_tokens == 1896

@@ -56,13 +56,22 @@ def render_state(
     for c in i.constraints or ["(none)"]:
         p(f"- {c}")
     h("Plan")
-    for s in ctx.plan.steps or []:
-        mark = "->" if s.id == ctx.plan.current_step_id else "  "
-        p(f"{mark} {s.id} [{s.status}] {s.title}")
+    if ctx.plan.steps:  # titles the planner model wrote: its claim, quoted as in the prompts
+        steps = [
+            f"{'->' if s.id == ctx.plan.current_step_id else '  '} {s.id} [{s.status}] {s.title}"
+            for s in ctx.plan.steps
+        ]
+        p(
+            f"v{ctx.plan.version}, the steps as the planner wrote them (agent_claim):\n"
+            + quote_agent("\n".join(steps), source=f"planner plan v{ctx.plan.version}")
+        )
     h("Current step")
     cs = ctx.current_step
     p(
-        f"{ctx.plan.current_step_id}: {cs.objective} (expected: {cs.expected_output or '-'}, risk {cs.risk_level})"
+        f"{ctx.plan.current_step_id} (risk {cs.risk_level}), as the planner wrote it (agent_claim):\n"
+        + quote_agent(
+            f"{cs.objective}\nexpected: {cs.expected_output or '-'}", source=f"planner {ctx.plan.current_step_id}"
+        )
         if cs
         else "(none)"
     )

@@ -52,6 +52,7 @@ from .common import (
     memory_block,
     quote_agent,
     quote_external,
+    quote_plan,
 )
 from .reuse import reuse_spans
 
@@ -83,8 +84,11 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
     cp = ctx.evidence.transcript_checkpoint
     if cp is None:
         return None
-    lines = [f"## Working state at the last checkpoint (materialised from the event log; plan v{cp.plan_version})"]
-    lines += [f"- {ln}" for ln in cp.plan_lines]
+    lines = [
+        f"## Working state at the last checkpoint (materialised from the event log; plan v{cp.plan_version}), "
+        "the steps as the planner wrote them:",
+        quote_plan(cp.plan_lines, cp.plan_version),
+    ]
     if cp.step_summary or cp.completed_summaries:
         lines.append("Done before this transcript:")
         if cp.step_summary:  # the executor's summary: its claim, quoted
@@ -114,7 +118,8 @@ def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
     # once the call has run, long arguments are compressed like outputs (head, tail, size, ref)
     args = rec.arguments if rec.status == "pending" else compress_arguments(rec.arguments)[0]
     ai = AIMessage(
-        content=rec.thought,
+        # the executor's own earlier words, written after reading tool output: its claim, quoted
+        content=quote_agent(rec.thought, source=f"executor {rec.id}") if rec.thought else "",
         tool_calls=[{"name": rec.tool, "args": arguments_dict(args), "id": rec.id, "type": "tool_call"}],
     )
     # the tool message answers its call (tool_call_id, and the tool is named there); the ref is
@@ -159,9 +164,13 @@ def delta_text(ctx: TaskContext) -> str:
     step = ctx.step(ctx.plan.current_step_id)
     cs = ctx.current_step
     if step is not None and cs is not None:
-        lines.append(f"Current step {step.id}: {cs.objective or step.title}")
+        said = cs.objective or step.title
         if cs.expected_output:
-            lines.append(f"Expected output: {cs.expected_output}")
+            said += f"\nExpected output: {cs.expected_output}"
+        # the planner's words (a re-plan is written after reading findings): its claim, quoted
+        lines.append(
+            f"Current step {step.id}, as the planner wrote it:\n" + quote_agent(said, source=f"planner {step.id}")
+        )
         if cs.allowed_tools:
             lines.append(f"Tools for this step: {', '.join(cs.allowed_tools)}")
         for c in cs.constraints:
@@ -188,7 +197,10 @@ def delta_text(ctx: TaskContext) -> str:
         )
     if ctx.control.pending_approval is not None:
         a = ctx.control.pending_approval
-        lines.append(f"Waiting for approval of {a.tool} {a.arguments} ({a.risk} risk): {a.reason}")
+        lines.append(
+            f"Waiting for approval of {a.tool} ({a.risk} risk): {a.reason}; the call's arguments:\n"
+            + quote_agent(a.arguments, source=f"executor {a.call_id}")
+        )
     return "\n".join(lines)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from context import Finding, TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import EXTERNAL_RULE, assemble, block, core_blocks, finding_blocks, memory_block, plan_text
+from .common import EXTERNAL_RULE, assemble, block, core_blocks, finding_blocks, memory_block, plan_text, plan_trust
 
 __all__ = ["ReviewerRenderer", "REVIEWER_SYSTEM", "all_findings"]
 
@@ -52,6 +52,7 @@ class ReviewerRenderer:
                 kind="state",
                 layer="step",
                 source="TaskContext.plan",
+                trust=plan_trust(ctx),
                 priority="required",
                 slot="msg:state",
             )
