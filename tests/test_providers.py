@@ -321,7 +321,7 @@ def test_run_fixes_the_sample_against_the_stub(env: Path, monkeypatch: pytest.Mo
         assert [b["type"] for b in first["content"]] == ["text", "tool_use"]
         # (its own earlier words, quoted as its claim: issue 12)
         assert first["content"][0]["text"] == (
-            '<external_content source="agent:executor toolu_2_0">\n'
+            '<external_content source="agent:executor">\n'
             "Raise client_max_body_size to the app's 10 MiB.\n</external_content>"
         )
         assert [t["name"] for t in last_exec["tools"]][:2] == ["list_dir", "read_file"]
