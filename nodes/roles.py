@@ -457,6 +457,19 @@ def make_executor_node(
             )
             return run.update()
         schemas = [*tools.schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
+        minimum = getattr(rend, "minimum_budget", None)
+        if minimum is not None and not ctx.events.counts.get("context.built:executor"):
+            # the task's first executor call, before any tool runs: a budget too small for a
+            # degraded call later fails now, not after a side effect
+            need = minimum(ctx, env, schemas)
+            if need > env.budget:
+                raise BudgetError(
+                    role="executor",
+                    task_id=ctx.identity.task_id,
+                    required=need - env.reserve_for_output,
+                    reserve=env.reserve_for_output,
+                    budget=env.budget,
+                )
         built, ai = _model_call(run, model, rend, ctx, schemas, step_id)
         thought = reply_text(ai)
         work = [tc for tc in ai.tool_calls if tc["name"] not in CONTROL_TOOLS]
