@@ -135,7 +135,7 @@ def test_cjk_outputs_stay_within_budget_by_o200k() -> None:
     assert O200K(_zh(0, 3_900)) == 2_550
     stores, built = _cjk_run(8_000)
     execs = [p for p in built if p["role"] == "executor"]
-    assert [p["prompt_tokens"] for p in execs] == [592, 3233, 5878, 6176, 6307, 6312]
+    assert [p["prompt_tokens"] for p in execs] == [613, 3267, 5925, 6236, 6391, 6396]
     assert [p["transcript_reset"] for p in execs] == [False, False, False, False, True, True]
     for p in built:
         assert p["prompt_tokens"] <= 8_000 - 1_000
@@ -147,9 +147,9 @@ def test_env_counter_is_the_one_counter() -> None:
     """``NodeEnv(count_tokens=...)`` decides prompt_tokens, blocks and the fingerprints."""
     _, built = _cjk_run(8_000, env_counter=len)
     p = next(p for p in built if p["role"] == "executor")
-    assert p["prompt_tokens"] == 2_298  # characters, not o200k's 592
-    assert sum(int(f.rsplit(":", 1)[1]) for f in p["fingerprints"]) == 2_298
-    assert sum(b["tokens"] for b in p["blocks"]) == 542
+    assert p["prompt_tokens"] == 2_388  # characters, not o200k's 613
+    assert sum(int(f.rsplit(":", 1)[1]) for f in p["fingerprints"]) == 2_388
+    assert sum(b["tokens"] for b in p["blocks"]) == 632
 
 
 def test_tokens_command(tmp_path) -> None:
