@@ -29,10 +29,12 @@ from .memory import MEMORY_LOG
 from .reducer import replay
 from .verify import check_events
 
-__all__ = ["NOT_STARTED", "TaskInfo", "find_task", "list_tasks", "unknown_task_message"]
+__all__ = ["DAMAGED", "NOT_STARTED", "TaskInfo", "find_task", "list_tasks", "unknown_task_message"]
 
 #: ``TaskInfo.status`` of a registered task without events.
 NOT_STARTED = "not started"
+#: ``TaskInfo.status`` of a task whose stored data fails its checks (``list_tasks``).
+DAMAGED = "damaged"
 
 
 class _Log(Protocol):
@@ -64,7 +66,8 @@ class TaskInfo:
     ...) or ``"not started"`` (registered, no events); ``executor_steps``: executor steps
     recorded; ``last_activity``: ISO-8601 UTC timestamp of its last event (None without
     events); ``events``: number of events; ``spec``: the registry entry (how it was started),
-    None when it was not started by a taskctx command.
+    None when it was not started by a taskctx command; ``damage``: the findings about a damaged
+    task (status ``"damaged"``, as :func:`list_tasks` reports it instead of raising).
     """
 
     task_id: str
@@ -73,6 +76,9 @@ class TaskInfo:
     last_activity: str | None
     events: int
     spec: dict[str, object] | None
+    #: What :mod:`context.verify` found wrong with it (``status`` is then ``"damaged"``); empty
+    #: for a sound task.
+    damage: tuple[str, ...] = ()
 
     @property
     def registered(self) -> bool:
@@ -85,8 +91,9 @@ class TaskInfo:
         return self.events > 0
 
     def as_json(self) -> dict[str, object]:
-        """``{task_id, status, executor_steps, last_activity, events, registered}``."""
-        return {
+        """``{task_id, status, executor_steps, last_activity, events, registered}`` (and
+        ``damaged``: the findings, for a damaged task)."""
+        out: dict[str, object] = {
             "task_id": self.task_id,
             "status": self.status,
             "executor_steps": self.executor_steps,
@@ -94,6 +101,9 @@ class TaskInfo:
             "events": self.events,
             "registered": self.registered,
         }
+        if self.damage:
+            out["damaged"] = list(self.damage)
+        return out
 
 
 def _info(stores: _Stores, task_id: str) -> TaskInfo:
@@ -115,11 +125,26 @@ def _info(stores: _Stores, task_id: str) -> TaskInfo:
 
 def list_tasks(stores: _Stores) -> list[TaskInfo]:
     """Every task of ``stores`` (registry and event log reconciled, see the module doc), the most
-    recent activity first; tasks without events ("not started") last, by id."""
+    recent activity first; tasks without events ("not started") last, by id. A task whose log or
+    registry row fails its checks is listed with status ``"damaged"`` and its findings
+    (``TaskInfo.damage``), never raised: one damaged task does not hide the others."""
     ids = (set(stores.events.task_ids()) | set(stores.tasks.task_ids())) - {MEMORY_LOG}  # (no task: memory)
-    infos = [_info(stores, t) for t in ids]
+    infos = [_info_or_damage(stores, t) for t in ids]
     started = sorted((i for i in infos if i.last_activity), key=lambda i: (i.last_activity, i.task_id), reverse=True)
     return started + sorted((i for i in infos if not i.last_activity), key=lambda i: i.task_id)
+
+
+def _info_or_damage(stores: _Stores, task_id: str) -> TaskInfo:
+    try:
+        return _info(stores, task_id)
+    except DamagedStoreError as exc:
+        found = tuple(exc.problems) or (str(exc),)
+        try:  # when the log itself reads back, its last event still dates the task
+            events = stores.events.read(task_id)
+        except DamagedStoreError:
+            events = []
+        last = events[-1].timestamp if events else None
+        return TaskInfo(task_id, DAMAGED, 0, last, len(events), None, found)
 
 
 def unknown_task_message(task_id: str, where: str, known: Sequence[str]) -> str:

@@ -21,7 +21,20 @@ from context.store import REPAIR_HINT
 from context.verify import check_artifacts, check_events
 from nodes.runtime import PARTS
 
-__all__ = ["checkpoint_state", "diagnose", "ensure_sound"]
+__all__ = ["REGISTERED_MARK", "checkpoint_state", "diagnose", "ensure_sound"]
+
+#: Checkpoint metadata key set on every checkpoint of a task that has a registry row when it runs
+#: (:func:`graphs.runner.run_graph` puts it in the run's ``config["metadata"]``, which LangGraph
+#: copies into each checkpoint's metadata): it tells a lost registry row (a finding) from a task
+#: started through the Python API, which never had one (not a finding).
+REGISTERED_MARK = "taskctx_registered"
+
+
+def _marked_registered(checkpointer: Any, task_id: str) -> bool:
+    if checkpointer is None:
+        return False
+    tup = checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
+    return bool(tup is not None and (tup.metadata or {}).get(REGISTERED_MARK))
 
 
 def checkpoint_state(checkpointer: Any, task_id: str) -> tuple[TaskContext | None, list[str]]:
@@ -70,7 +83,10 @@ def diagnose(
     """Every finding about ``task_id``: its registry row, event log (:func:`context.verify.check_events`),
     the artifacts it names (``artifacts=True``) and its latest checkpoint (see module doc). With
     ``resumable`` (the CLI's view: every task it starts is registered and checkpointed), a task
-    with events but no registry row or no checkpoint is a finding too."""
+    whose checkpoints say a taskctx command started it (:data:`REGISTERED_MARK`) but that has no
+    registry row, and a registered task with events but no checkpoint, are findings too. A task
+    started through the Python API (events, no registry row, maybe no checkpoint in this
+    database) is not damaged: the CLI reads it, it cannot resume it."""
     out: list[str] = []
     try:
         spec = stores.tasks.get(task_id)
@@ -86,9 +102,9 @@ def diagnose(
     newer = _newer_schema(events, state)
     if newer:
         return [*out, *newer]
-    if resumable and spec is None and (events or state is not None):
+    if resumable and spec is None and _marked_registered(checkpointer, task_id):
         out.append("task registry: no row for this task (how it was started is lost): it can be inspected, not resumed")
-    if resumable and state is None and not cp and events:
+    if resumable and spec is not None and state is None and not cp and events:
         out.append(f"checkpoint: none, though the event log holds {len(events)} events: it cannot be resumed")
     out += check_events(events)
     if artifacts:

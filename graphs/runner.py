@@ -18,11 +18,11 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from context import Event, SqliteStores, TaskContext, UnknownTaskError, replay
+from context import Event, SqliteStores, TaskContext, TaskctxError, UnknownTaskError, replay
 from context.text import shown
 
 from .checkpoint import PRUNE_EVERY, prune_thread
-from .doctor import ensure_sound
+from .doctor import REGISTERED_MARK, ensure_sound
 from .tracing import paused_runs_traced
 
 __all__ = [
@@ -59,6 +59,13 @@ class RunResult:
     def waiting(self) -> dict[str, Any] | None:
         """The approval request the run stopped at, if any."""
         return self.interrupts[0] if self.interrupts else None
+
+
+def _registered(stores: Any, task_id: str) -> bool:
+    try:
+        return stores.tasks.get(task_id) is not None
+    except TaskctxError:  # a damaged row: ensure_sound names it where it matters
+        return False
 
 
 def thread_config(task_id: str, **configurable: Any) -> dict[str, Any]:
@@ -103,6 +110,8 @@ def run_graph(
         extra["resume_token"] = uuid.uuid4().hex
         extra["resumed_from_checkpoint"] = snap.config.get("configurable", {}).get("checkpoint_id")
     config = thread_config(task_id, **extra)
+    if _registered(stores, task_id):  # its checkpoints say so: doctor then misses a lost registry row
+        config["metadata"] = {REGISTERED_MARK: True}
     seen = stores.events.last_seq(task_id)
     calls: list[Event] = []
     stopped = False

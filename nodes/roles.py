@@ -15,10 +15,12 @@ wiring.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import json
 import math
 import re
+import sqlite3
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -26,8 +28,9 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphBubbleUp
 
-from context import BudgetError, ContextLengthError, Event, Finding, PlanStep, TaskContext, replay
+from context import BudgetError, ContextLengthError, Event, Finding, PlanStep, TaskContext, TaskctxError, replay
 from context.events import (
     CheckpointCreated,
     ErrorOccurred,
@@ -135,12 +138,20 @@ def memory_loaded_events(run: NodeRun) -> list[Event]:
     return [run.make("memory.loaded", MemoryLoaded(memories=found, search=run.env.memory.search_kind), actor="system")]
 
 
+#: The attempt a role node is in (its NodeRun, and the ``context.built`` of a model call that
+#: answered), for :func:`_guarded` to record a failure with the call it cost.
+_ATTEMPT: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("taskctx_attempt", default=None)
+
+
 def _prologue(run: NodeRun) -> tuple[list[Event], TaskContext]:
     pre: list[Event] = []
     if run.ctx.events.cursor == 0:
         pre.append(task_created_event(run))
         pre += memory_loaded_events(run)
     pre += run.resume_events()
+    att = _ATTEMPT.get()
+    if att is not None:  # the node appends its step.started to this same list
+        att.update(run=run, pre=pre)
     return pre, replay(pre, run.ctx)
 
 
@@ -182,6 +193,9 @@ def _model_call(
     usage = usage_of(ai)
     if usage is not None:
         built = built.model_copy(update={"payload": {**built.payload, "usage": usage}})
+    att = _ATTEMPT.get()
+    if att is not None:
+        att["built"] = built
     return built, ai
 
 
@@ -211,6 +225,105 @@ def _plan_steps(ctx: TaskContext, raw_steps: list[Any]) -> list[PlanStep]:
             )
         )
     return out
+
+
+#: Exceptions a role node lets through (not a node failure): taskctx's own (budget, damaged store,
+#: a provider failure as ModelCallError: issue 11's exit 3, nothing recorded), LangGraph's control
+#: flow (interrupts), and the store's I/O. Anything else (a model answer the node cannot use, a bug
+#: in a custom renderer) is a node failure (:func:`_guarded`).
+_PASS_THROUGH: tuple[type[BaseException], ...] = (TaskctxError, GraphBubbleUp, OSError, sqlite3.Error)
+
+
+def _is_store_error(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".")[0] == "psycopg"
+
+
+def _step_started(run: NodeRun, step: PlanStep) -> Event:
+    return run.make(
+        "step.started",
+        StepStarted(
+            step_id=step.id,
+            objective=step.title + (f": {step.description}" if step.description else ""),
+            expected_output=step.expected_output,
+            constraints=[],
+        ),
+    )
+
+
+def _guarded(role: str, env: NodeEnv, node: Node) -> Node:
+    """``node`` that records a failure instead of raising it again on every resume.
+
+    A non-provider exception of the node (see ``_PASS_THROUGH``) is recorded, in one transaction
+    with the node's prologue (``task.created``, ``resume.started``, ``step.started``), as
+    ``error.occurred`` (source ``node:<role>``, message ``<role> node failed: <Type>: <text>``),
+    after the ``context.built`` of the model call when the model answered (the call happened and
+    is counted; a scripted or replayed model moves on to its next answer), and routed on: the executor's running step ends ``failed`` (``step.completed``), so the graph
+    goes to recovery (which stops the task after ``MAX_STEP_ERRORS`` errors in one step); a
+    planner, reviewer or recovery failure ends the task ``failed`` (``task.completed``: running
+    the same node again would meet the same failure). The next resume continues from there;
+    it never calls the failing node again silently."""
+
+    def guarded(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
+        att: dict[str, Any] = {}
+        token = _ATTEMPT.set(att)
+        try:
+            return node(state, config)
+        except _PASS_THROUGH:
+            raise
+        except Exception as exc:
+            if _is_store_error(exc):
+                raise
+            return _record_failure(role, env, state, config, exc, att)
+        finally:
+            _ATTEMPT.reset(token)
+
+    guarded.__name__ = getattr(node, "__name__", role)
+    guarded.__doc__ = node.__doc__
+    return guarded
+
+
+def _record_failure(
+    role: str, env: NodeEnv, state: TaskContext, config: RunnableConfig, exc: Exception, att: dict[str, Any]
+) -> dict[str, Any]:
+    # the failed attempt's own prologue (and step.started), when it got that far: nothing of it
+    # was appended, and its events are older than the model call's
+    run: NodeRun = att["run"] if "run" in att else NodeRun(env, state, role, config)
+    pre: list[Event] = list(att["pre"]) if "pre" in att else _prologue(run)[0]
+    ctx = replay(pre, run.ctx)
+    built: Event | None = att.get("built")
+    text = " ".join(str(exc).split())
+    message = f"{role} node failed: {type(exc).__name__}" + (f": {text}" if text else "")
+    message = message if len(message) <= 300 else message[:297] + "..."
+    if role == "executor" and ctx.plan.current_step_id is None:
+        nxt = ctx.next_runnable_step()
+        if nxt is not None:  # the step the failed attempt was starting
+            started = _step_started(run, nxt)
+            pre.append(started)
+            ctx = replay([started], ctx)
+    if built is not None:  # the model answered: its call is recorded (the manifest, the tokens it took)
+        pre.append(built)
+        ctx = replay([built], ctx)
+    step_id = ctx.plan.current_step_id
+    events = [
+        run.make(
+            "error.occurred",
+            ErrorOccurred(
+                error_id=f"err-{len(ctx.errors.error_history) + 1}",
+                source=f"node:{role}",
+                message=message,
+                step_id=step_id,
+            ),
+            actor="system",
+        )
+    ]
+    if role == "executor" and step_id is not None:
+        events.append(
+            run.make("step.completed", StepCompleted(step_id=step_id, result="failed", summary=message), actor="system")
+        )
+    else:
+        events.append(run.make("task.completed", TaskCompleted(status="failed", summary=message), actor="system"))
+    run.commit([*pre, *events])
+    return run.update()
 
 
 def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> Node:
@@ -248,7 +361,7 @@ def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | N
         run.commit([*pre, built, *events])
         return run.update()
 
-    return planner
+    return _guarded("planner", env, planner)
 
 
 def _raw_findings(step_id: str, raw: Any) -> list[Finding]:
@@ -412,15 +525,7 @@ def make_executor_node(
             if nxt is None:
                 run.commit(pre)
                 return run.update()
-            started = run.make(
-                "step.started",
-                StepStarted(
-                    step_id=nxt.id,
-                    objective=nxt.title + (f": {nxt.description}" if nxt.description else ""),
-                    expected_output=nxt.expected_output,
-                    constraints=[],
-                ),
-            )
+            started = _step_started(run, nxt)
             pre.append(started)
             ctx = replay([started], ctx)
         step_id = ctx.plan.current_step_id
@@ -437,6 +542,19 @@ def make_executor_node(
             )
             return run.update()
         schemas = [*tools.schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
+        minimum = getattr(rend, "minimum_budget", None)
+        if minimum is not None and not ctx.events.counts.get("context.built:executor"):
+            # the task's first executor call, before any tool runs: a budget too small for a
+            # degraded call later fails now, not after a side effect
+            need = minimum(ctx, env, schemas)
+            if need > env.budget:
+                raise BudgetError(
+                    role="executor",
+                    task_id=ctx.identity.task_id,
+                    required=need - env.reserve_for_output,
+                    reserve=env.reserve_for_output,
+                    budget=env.budget,
+                )
         built, ai = _model_call(run, model, rend, ctx, schemas, step_id)
         thought = reply_text(ai)
         work = [tc for tc in ai.tool_calls if tc["name"] not in CONTROL_TOOLS]
@@ -487,7 +605,7 @@ def make_executor_node(
         run.commit([*pre, built, *events])
         return run.update()
 
-    return executor
+    return _guarded("executor", env, executor)
 
 
 def make_reviewer_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> Node:
@@ -528,7 +646,7 @@ def make_reviewer_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
         run.commit([*pre, built, *events])
         return run.update()
 
-    return reviewer
+    return _guarded("reviewer", env, reviewer)
 
 
 def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> Node:
@@ -603,4 +721,4 @@ def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
         run.commit([*pre, built, *events])
         return run.update()
 
-    return recovery
+    return _guarded("recovery", env, recovery)

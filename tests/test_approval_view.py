@@ -257,7 +257,7 @@ def test_the_cut_note_wraps_at_80_columns_names_the_db_and_no_line_ends_in_space
     assert lines[i - 1 : i + 4] == [
         "      120 row 120",
         "    ... 140 lines not shown (lines 121-260 of 300, 1,121 chars); the full",
-        f"    arguments: `taskctx inspect t1 --db {db} --json`",
+        f"    arguments: `taskctx inspect t1 --json --db {db}`",
         "    (control.pending_approval.arguments)",
         "      261 row 261",
     ]
@@ -275,5 +275,5 @@ def test_the_cut_note_wraps_at_80_columns_names_the_db_and_no_line_ends_in_space
     req = _req("write_file", {"path": "data/rows.txt", "content": "".join(f"row {i}\n" for i in range(1, 301))})
     approve_mod._show_request(req, db)
     out = c.export_text().split("\n")
-    assert f"    arguments: `taskctx inspect t1 --db {db} --json`" in out
+    assert f"    arguments: `taskctx inspect t1 --json --db {db}`" in out
     assert [line for line in out if line != line.rstrip()] == []

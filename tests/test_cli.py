@@ -346,11 +346,18 @@ def test_bench_refuses_bad_input_before_running(tmp_path: Path) -> None:
 
 
 def test_hints_name_the_db_quoted_and_without_its_password() -> None:
-    from graphs.cli.common import _db_opt
+    """The approval view's and inspect's hint is built by command_hint (no second fragment builder)."""
+    import graphs.cli.common
     from graphs.orchestrator import DEFAULT_DB
+    from graphs.report.approval import inspect_hint
 
-    assert _db_opt(DEFAULT_DB) == ""
-    assert _db_opt("/tmp/my runs/t.sqlite") == " --db '/tmp/my runs/t.sqlite'"
+    assert not hasattr(graphs.cli.common, "_db_opt")
+    tail = " (control.pending_approval.arguments)"
+    assert inspect_hint("t1", DEFAULT_DB) == "`taskctx inspect t1 --json`" + tail
     assert (
-        _db_opt("postgresql://app:s3cret@127.0.0.1:5433/tasks") == " --db 'postgresql://app:***@127.0.0.1:5433/tasks'"
+        inspect_hint("t1", "/tmp/my runs/t.sqlite") == "`taskctx inspect t1 --json --db '/tmp/my runs/t.sqlite'`" + tail
+    )
+    assert (
+        inspect_hint("t 2", "postgresql://app:s3cret@127.0.0.1:5433/tasks")
+        == "`taskctx inspect 't 2' --json --db 'postgresql://app:***@127.0.0.1:5433/tasks'`" + tail
     )

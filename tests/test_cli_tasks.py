@@ -86,28 +86,28 @@ def test_budget_error_names_the_smallest_budget_that_works(trajectories_dir: Pat
     assert r.exit_code == 2
     assert "call   1 planner" in r.stdout and "plan.created: 5 steps" in r.stdout
     message = (
-        "executor of task t1 needs at least 2562 tokens: required blocks 1562 + reserve 1000; "
-        "rerun with --budget 2562 or more"
+        "executor of task t1 needs at least 2825 tokens: required blocks 1825 + reserve 1000; "
+        "rerun with --budget 2825 or more"
     )
     assert _error_line(r) == (
-        f"error: {message}: `taskctx resume t1 --budget 2562 --db {db} --out {out}`; 2562 is what this call needs, "
+        f"error: {message}: `taskctx resume t1 --budget 2825 --db {db} --out {out}`; 2825 is what this call needs, "
         f"{later}"
     )
     # the stop is recorded (registry entry of the task): list and inspect say why and how to go on
     assert SqliteStores(db).tasks.get("t1")["stopped"] == {
         "reason": "budget",
         "message": message,
-        "budget": 2562,
+        "budget": 2825,
         "out": out,
     }
     (row,) = json.loads(invoke("list", "--db", db, "--json").stdout)
     assert (row["status"], row["stopped"]) == ("running", "budget")
     assert "│ t1   │ stopped: budget │" in invoke("list", "--db", db).stdout
     assert (
-        f"stopped: {message}; continue with `taskctx resume t1 --budget 2562 --db {db} --out {out}`\n"
+        f"stopped: {message}; continue with `taskctx resume t1 --budget 2825 --db {db} --out {out}`\n"
         in invoke("inspect", "t1", "--db", db).stdout
     )
-    r = invoke("resume", "t1", "--budget", "2562", "--max-steps", "1", "--db", db, "--out", out)
+    r = invoke("resume", "t1", "--budget", "2825", "--max-steps", "1", "--db", db, "--out", out)
     assert r.exit_code == 0, r.output
     assert "call   2 executor  step s1" in r.stdout and "stopped after 1 executor steps" in r.stdout
     assert "stopped" not in SqliteStores(db).tasks.get("t1")  # it went on: the stop is gone
@@ -203,6 +203,82 @@ def test_list_reconciles_registry_and_event_log(trajectories_dir: Path, tmp_path
     assert _error_line(r).endswith(f"or see it with `taskctx inspect api1 --db {db}`")
 
 
+def test_doctor_takes_a_python_api_task_for_sound(trajectories_dir: Path, tmp_path: Path) -> None:
+    """A task run through the Python API has events and no registry row (and here its checkpoints
+    in the same database): not damaged. A registered task that lost its row still is."""
+    db = tmp_path / "t.sqlite"
+    _python_api_task(db, trajectories_dir, "api1")
+    n = SqliteStores(db).events.last_seq("api1")
+    r = invoke("doctor", "--db", str(db))
+    assert r.exit_code == 0, r.output
+    assert r.stdout == f"task api1: ok ({n} events; started through the Python API)\n"
+    # the same database with a task a command started, whose registry row is then deleted
+    r = invoke("replay", str(trajectories_dir / PONYC), "--task-id", "cli1", "--max-steps", "1", "--db", str(db))
+    assert r.exit_code == 0, r.output
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM taskctx_tasks WHERE task_id = 'cli1'")
+    conn.commit()
+    conn.close()
+    r = invoke("doctor", "--db", str(db))
+    assert r.exit_code == 2
+    assert r.stdout.splitlines()[:3] == [
+        f"task api1: ok ({n} events; started through the Python API)",
+        "task cli1: 1 problem",
+        "  - task registry: no row for this task (how it was started is lost): it can be inspected, not resumed",
+    ]
+
+
+def test_doctor_takes_a_python_api_task_without_checkpoints_for_sound(trajectories_dir: Path, tmp_path: Path) -> None:
+    """Run with an in-memory checkpointer (as tests and notebooks often do): events only."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from graphs.orchestrator import build_orchestrator, new_task
+    from graphs.runner import run_graph
+    from nodes import ReplayChatModel, ReplayTools
+
+    db = tmp_path / "t.sqlite"
+    traj = load_trajectory(trajectories_dir / PONYC)
+    stores = SqliteStores(db)
+    g = build_orchestrator(
+        ReplayChatModel(trajectory=traj), tools=ReplayTools(traj), checkpointer=InMemorySaver(), stores=stores
+    )
+    run_graph(g, stores, "mem1", new_task(traj.request, "mem1"), stop_after=2)
+    n = stores.events.last_seq("mem1")
+    stores.close()
+    r = invoke("doctor", "mem1", "--db", str(db))
+    assert r.exit_code == 0, r.output
+    assert r.stdout == f"task mem1: ok ({n} events; started through the Python API)\n"
+
+
+def test_list_shows_every_task_and_marks_the_damaged(trajectories_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "t.sqlite"
+    for tid in ("a1", "b2", "c3"):
+        r = invoke("replay", str(trajectories_dir / PONYC), "--task-id", tid, "--max-steps", "2", "--db", str(db))
+        assert r.exit_code == 0, r.output
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM taskctx_events WHERE task_id = 'b2' AND seq = 5")
+    conn.execute("UPDATE taskctx_events SET kind = 'tool.exploded' WHERE task_id = 'c3' AND seq = 6")
+    conn.commit()
+    conn.close()
+    r = invoke("list", "--db", str(db), "--json")
+    assert r.exit_code == 0, r.output
+    rows = {x["task_id"]: x for x in json.loads(r.stdout)}
+    assert sorted(rows) == ["a1", "b2", "c3"]
+    assert rows["a1"]["status"] == "running" and "damaged" not in rows["a1"]
+    assert rows["b2"]["status"] == "damaged"
+    assert rows["b2"]["damaged"] == ["event log: event seq 5 is missing (seq 4 is followed by 6)"]
+    assert rows["c3"]["status"] == "damaged"
+    assert any("unknown kind 'tool.exploded'" in f for f in rows["c3"]["damaged"])
+    r = invoke("list", "--db", str(db))
+    assert r.exit_code == 0, r.output
+    assert re.search(r"│ a1 +│ running +│ +2 │ ", r.stdout)
+    assert re.search(r"│ b2 +│ damaged +│ +- │ ", r.stdout)
+    assert (
+        f"task b2 is damaged: event log: event seq 5 is missing (seq 4 is followed by 6); see `taskctx doctor b2 --db {db}`"
+        in r.stdout
+    )
+
+
 def test_list_of_an_empty_database(tmp_path: Path) -> None:
     db = tmp_path / "t.sqlite"
     SqliteStores(db).close()
@@ -261,6 +337,11 @@ def test_read_only_commands_leave_a_taskctx_database_byte_identical(trajectories
     db = tmp_path / "t.sqlite"
     r = invoke("replay", str(trajectories_dir / PONYC), "--task-id", "t1", "--max-steps", "2", "--db", str(db))
     assert r.exit_code == 0, r.output
+    # connections of the in-process runs that only the garbage collector closes (in reference
+    # cycles) checkpoint the WAL when collected: collect now, not during the read-only commands
+    import gc
+
+    gc.collect()
     # the file and its write-ahead log (the -shm file is SQLite's shared-memory index, where
     # readers mark what they read; it holds no data)
     files = [p for p in (db, tmp_path / "t.sqlite-wal") if p.exists()]

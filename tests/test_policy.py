@@ -116,7 +116,7 @@ def test_an_override_by_name_replaces_the_default(tmp_path):
 
 def test_the_budget_applies_to_policy_blocks(tmp_path):
     low = [p.model_copy(update={"priority": "low"}) for p in DEFAULT_POLICIES]
-    built, _ = _run(tmp_path, FIX, policies=low, budget=2400)
+    built, _ = _run(tmp_path, FIX, policies=low, budget=2500)
     got = [(x["id"], x["included"], x["reason"]) for b in built for x in b["blocks"] if x["id"].startswith("policy.")]
     # the test output names the temporary folder: its token count (and so what is left) varies with the
     # path's length; the block is dropped because it needs more than is left

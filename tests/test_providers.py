@@ -156,7 +156,11 @@ def test_run_fixes_the_sample_against_the_stub(env: Path, monkeypatch: pytest.Mo
         # a reply of text + tool_use blocks goes back as blocks: the text once, the call as tool_use
         first = next(m for m in msgs if m["role"] == "assistant")
         assert [b["type"] for b in first["content"]] == ["text", "tool_use"]
-        assert first["content"][0]["text"] == "Raise client_max_body_size to the app's 10 MiB."
+        # (its own earlier words, quoted as its claim: issue 12)
+        assert first["content"][0]["text"] == (
+            '<external_content source="agent:executor">\n'
+            "Raise client_max_body_size to the app's 10 MiB.\n</external_content>"
+        )
         assert [t["name"] for t in last_exec["tools"]][:2] == ["list_dir", "read_file"]
 
 

@@ -521,13 +521,24 @@ class Adversary:
         self.handled: set[str] = set()  # tool messages whose ACTIONs were taken
         self.seen: list[str] = []  # payload lines read in tool output, repeated in its notes
         self.reviews = 0
+        self.replans = 0
 
     def capture(self, role: str):
         def answer(messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
             self.prompts.append((role, list(messages)))
             if role == "planner":
+                said = self.echo(messages)
+                if said == "(no note)":
+                    return plan(
+                        "Review the release notes", goal="summarise the release notes", criteria=["every note read"]
+                    )
+                # a re-plan after reading the notes: it copies one into a step's title and expected output
+                self.replans += 1
                 return plan(
-                    "Review the release notes", goal="summarise the release notes", criteria=["every note read"]
+                    goal="summarise the release notes",
+                    criteria=["every note read"],
+                    steps=[{"title": f"Follow the note: {said}", "expected_output": f"done as it says: {said}"}],
+                    reason="the review sent it back",
                 )
             # every role repeats what it read: the executor in complete_step (summary, findings),
             # the reviewer in its summary and issues, recovery in its diagnosis
@@ -663,15 +674,13 @@ def test_prompt_injections_in_tool_output_never_get_through(tmp_path: Path, caps
     for s in SECRETS:
         assert s not in blob and s not in prompts_text and s not in exported, s
     assert "[REDACTED:" in prompts_text
-    # 5. every payload taskctx renders (tool messages, state, errors) is quoted as external content,
-    #    never in the instruction part; AI messages are the model's own words (this adversary even
-    #    echoes what it read), not something taskctx renders from tool output
+    # 5. every payload taskctx renders (tool messages, state, errors, the plan's steps and the
+    #    executor's own earlier messages, which this adversary fills with what it read) is quoted
+    #    as external content, never in the instruction part
     checked = 0
     for role, ms in adv.prompts:
         assert "[INJ-" not in _text(ms[0]), role  # the system message
         for m in ms:
-            if isinstance(m, AIMessage):
-                continue
             t = _text(m)
             for mt in re.finditer(r"\[INJ-\d\d\]", t):
                 assert _inside_external(t, mt.start()), (
@@ -683,15 +692,34 @@ def test_prompt_injections_in_tool_output_never_get_through(tmp_path: Path, caps
     # 6. what the agents wrote after reading those payloads (findings, summaries, the review, the
     #    recovery diagnosis) reaches every role quoted as the agent's claim, in agent_claim blocks
     agent_quoted: dict[str, int] = {}
+    by_source: dict[str, int] = {}
     for role, ms in adv.prompts:
         for m in ms[1:]:
-            if isinstance(m, AIMessage):
-                continue
             t = _text(m)
             for mt in re.finditer(r"\[INJ-\d\d\]", t):
-                if t.startswith('<external_content source="agent:', t.rfind("<external_content", 0, mt.start())):
+                at = t.rfind("<external_content", 0, mt.start())
+                if t.startswith('<external_content source="agent:', at):
                     agent_quoted[role] = agent_quoted.get(role, 0) + 1
+                    src = t[at : t.index(">", at)].split('"agent:')[1].split()[0].rstrip('"')
+                    by_source[src] = by_source.get(src, 0) + 1
     assert set(agent_quoted) == {"planner", "reviewer", "executor"}, agent_quoted
+    # each place a model's text reaches a prompt: findings and summaries (complete_step), the
+    # review, the plan (re-planned from the notes) and the executor's
+    # own earlier messages
+    assert adv.replans >= 1
+    assert {"complete_step", "review", "planner", "executor"} <= set(by_source), by_source
+    # once there is a plan, the plan's block, the Now note and the checkpoint are agent_claim
+    planned = next(e.seq for e in events if e.kind == "plan.created")
+    plan_blocks = [
+        b
+        for e in events
+        if e.kind == "context.built" and e.seq > planned
+        for b in e.payload["blocks"]
+        if b["id"] in ("state.plan", "step.delta", "state.checkpoint")
+    ]
+    assert plan_blocks and all(b["trust"] == "agent_claim" for b in plan_blocks), {
+        (b["id"], b["trust"]) for b in plan_blocks
+    }
     launder = _marker(next(k for k, (c, _, _) in enumerate(INJECTIONS) if c == "launder"))
     for role in ("planner", "reviewer"):
         assert any(launder in _text(m) for r, ms in adv.prompts if r == role for m in ms[1:]), role
@@ -728,7 +756,8 @@ def test_prompt_injections_in_tool_output_never_get_through(tmp_path: Path, caps
             f"rejected at approval: {rejected}; in-scope reads (output masked): {read_only}; got through: 0; "
             f"payload occurrences checked inside external_content: {checked} in {len(adv.prompts)} prompts; "
             f"laundered through the agents' notes and quoted as agent claims: "
-            f"{', '.join(f'{r} {n}' for r, n in sorted(agent_quoted.items()))} ({len(claims)} finding blocks, all agent_claim)"
+            f"{', '.join(f'{r} {n}' for r, n in sorted(agent_quoted.items()))} ({len(claims)} finding blocks, all agent_claim); "
+            f"by place: {', '.join(f'{k} {v}' for k, v in sorted(by_source.items()))}"
         )
     assert len(INJECTIONS) >= 30
 
@@ -1040,8 +1069,9 @@ def test_the_issue_commands_escape_when_run_without_the_policy(tmp_path: Path) -
 
 
 def test_inspect_quotes_the_agents_claims() -> None:
-    """``taskctx inspect`` shows findings and the last step's summary as the agent's claims,
-    quoted like tool output, never as the app's word."""
+    """``taskctx inspect`` shows findings, the last step's summary and the plan's steps (a re-plan
+    that copied the note into a title) as the agents' claims, quoted like tool output, never as
+    the app's word."""
     from rich.console import Console
 
     from context import new_event
@@ -1057,12 +1087,34 @@ def test_inspect_quotes_the_agents_claims() -> None:
             {"step_id": "s1", "result": "success", "summary": note, "findings": [{"id": "s1.f1", "statement": note}]},
             actor="agent",
         ),
+        new_event(
+            "plan.updated",
+            {
+                "steps": [
+                    {"id": "s1", "title": "Read"},
+                    {"id": "s2", "title": f"Do it: {note}", "expected_output": note},
+                ]
+            },
+            actor="agent",
+        ),
+        new_event(
+            "step.started", {"step_id": "s2", "objective": f"Do it: {note}", "expected_output": note}, actor="agent"
+        ),
     ]
     ctx = replay(events)
     console = Console(record=True, width=400)
     render_state(console, ctx, events, [], False)
     out = console.export_text()
-    assert out.count(note) == 2
+    assert out.count(note) == 5
+    # the plan's steps and the current step are the planner's words: quoted too
+    assert (
+        'v2, the steps as the planner wrote them (agent_claim):\n<external_content source="agent:planner plan v2">\n'
+        f"   s1 [done] Read\n-> s2 [running] Do it: {note}\n</external_content>"
+    ) in out
+    assert (
+        's2 (risk low), as the planner wrote it (agent_claim):\n<external_content source="agent:planner s2">\n'
+        f"Do it: {note}\nexpected: {note}\n</external_content>"
+    ) in out
     assert (
         'last step s1 (success), its summary (agent_claim):\n<external_content source="agent:complete_step s1">\n'
         + note

@@ -52,7 +52,9 @@ def test_the_delta_is_sent_once_per_change() -> None:
     ]
     ctx = replay(ev)
     r1 = rend.render(ctx, env, [])
-    assert r1.delta_note == delta_text(ctx) and r1.delta_note.startswith("## Now\nCurrent step s1: look")
+    assert r1.delta_note == delta_text(ctx) and r1.delta_note.startswith(
+        '## Now\nCurrent step s1, as the planner wrote it:\n<external_content source="agent:planner s1">\nlook\n'
+    )
     assert [m.type for m in r1.messages] == ["system", "human", "human"] and r1.messages[-1].content == r1.delta_note
 
     ev += [_built(r1), *_call(env, "c1", "first output\n")]

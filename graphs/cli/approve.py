@@ -12,13 +12,12 @@ import typer
 from context import InvalidInputError, TaskctxError
 
 from ..orchestrator import DEFAULT_DB, command_hint
-from ..report.approval import approval_renderable
+from ..report.approval import approval_renderable, inspect_hint
 from ..runner import pending_approval, run_graph, tool_parameters
 from .common import (
     DEFAULT_OUT,
     DbOpt,
     OutOpt,
-    _db_opt,
     _event_printer,
     _fail_run,
     _finish,
@@ -34,7 +33,7 @@ def _show_request(req: dict[str, Any], db: str = DEFAULT_DB) -> None:
     """Print the approval request ``req`` in full (:func:`graphs.report.approval_renderable`:
     a write as the file, a patch as a diff, a command as its argv, cut only when very long); the
     note of a cut view names ``--db DB`` when ``db`` is not the default."""
-    console.print(approval_renderable(req, db_opt=_db_opt(db)))
+    console.print(approval_renderable(req, full_hint=inspect_hint(str(req.get("task_id") or "TASK_ID"), db)))
 
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {

@@ -6,7 +6,6 @@ task (``_graph_for``), the export at the end of a run (``_finish``), and :func:`
 from __future__ import annotations
 
 import re
-import shlex
 import sqlite3
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,11 +23,11 @@ from context import (
     find_task,
     load_trajectory,
 )
-from context.pg_store import is_postgres_url, redact_url
+from context.pg_store import is_postgres_url
 from nodes import DEFAULT_BUDGET, DEFAULT_RESERVE, ReplayChatModel, ReplayTools
 
-from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, command_hint, db_exists, open_project
 from ..orchestrator import DEFAULT_OUT as DEFAULT_OUT  # (the commands' --out default, re-exported)
+from ..orchestrator import Project, build_orchestrator, command_hint, db_exists, open_project
 from ..runner import RunResult, export_run
 from ..tracing import tracing_session
 
@@ -75,11 +74,6 @@ def _model_failed(project: Project, exc: ModelCallError, task_id: str, out: Path
         f"task {task_id} is saved ({saved}); continue it with: {command_hint('resume', task_id, db, out)}", markup=False
     )
     raise typer.Exit(EXIT_MODEL_FAILED)
-
-
-def _db_opt(db: str) -> str:
-    """`` --db DB`` for a hint (empty for the default), quoted for a shell, password hidden."""
-    return f" --db {shlex.quote(redact_url(db))}" if db != DEFAULT_DB else ""
 
 
 def _describe(exc: BaseException, db: str, task_id: str | None = None, out: Path | None = None) -> str:

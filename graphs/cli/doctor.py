@@ -25,7 +25,9 @@ def doctor(
 ) -> None:
     """Check a task's stored data (event log, artifacts, task registry, checkpoint); exit 2 if damaged.
 
-    Prints ``task <id>: ok (<n> events)`` or one line per finding (what is damaged and where)."""
+    Prints ``task <id>: ok (<n> events)`` (``; started through the Python API`` for a task with
+    no registry row that no taskctx command ran: not damaged) or one line per finding (what is
+    damaged and where)."""
     try:
         project = _open_existing(db, readonly=True)
         found_db: list[str] = []
@@ -50,7 +52,9 @@ def doctor(
                 for f in found:
                     console.print(f"  - {f}", markup=False)
             else:
-                console.print(f"task {tid}: ok ({project.stores.events.last_seq(tid)} events)", markup=False)
+                n = project.stores.events.last_seq(tid)
+                api = "" if project.stores.tasks.get(tid) is not None or not n else "; started through the Python API"
+                console.print(f"task {tid}: ok ({n} events{api})", markup=False)
         if damaged or found_db:
             console.print(
                 f"{damaged} of {len(ids)} task{'s' if len(ids) > 1 else ''} damaged: restore the database from a "

@@ -14,7 +14,7 @@ from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, TaskctxError
 from context.verify import check_events
 
 from ..orchestrator import DEFAULT_DB, command_hint
-from .common import DbOpt, _db_opt, _describe, _fail, _open_existing, console, err
+from .common import DbOpt, _describe, _fail, _open_existing, console, err
 
 __all__ = ["inspect"]
 
@@ -32,6 +32,7 @@ def inspect(
 ) -> None:
     """Print a task's state as a person reads it (read-only; a damaged log: a warning per finding first)."""
     from ..report import render_state
+    from ..report.approval import inspect_hint
 
     try:
         project = _open_existing(db, readonly=True)
@@ -93,7 +94,16 @@ def inspect(
                 c.config["configurable"]["checkpoint_id"]
                 for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
             ]
-            render_state(console, ctx, events, checkpoints, snap is not None, db_opt=_db_opt(db), full=show_all)
+            render_state(
+                console,
+                ctx,
+                events,
+                checkpoints,
+                snap is not None,
+                full_hint=inspect_hint(task_id, db),
+                full=show_all,
+                db=db,
+            )
             stopped = _stop_line((info.spec if info is not None else None) or {}, task_id, db)
             if stopped and ctx.control.status not in ("completed", "failed"):
                 console.print(stopped, markup=False)

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from context import TaskctxError, TaskInfo, list_tasks
 
-from ..orchestrator import DEFAULT_DB
+from ..orchestrator import DEFAULT_DB, command_hint
 from .common import DbOpt, _describe, _fail, _open_existing, console
 
 __all__ = ["list_command", "version_callback"]
@@ -36,14 +36,16 @@ def list_command(
         typer.Option(
             "--json",
             help="Print a JSON list of {task_id, status, executor_steps, last_activity, events, registered}"
-            " (and stopped: the reason, for a task a run command stopped).",
+            " (and stopped: the reason, for a task a run command stopped; damaged: the findings, for a damaged"
+            " task).",
         ),
     ] = False,
 ) -> None:
     """List the tasks of a database, most recent activity first (read-only).
 
     One row per task: id, status, executor steps, last activity (UTC timestamp of its last
-    event); tasks not started yet come last."""
+    event); tasks not started yet come last. A damaged task is listed as ``damaged`` with a line
+    under the table naming its first finding (``--json``: ``damaged``, every finding)."""
     try:
         project = _open_existing(db, readonly=True)
         try:
@@ -66,11 +68,18 @@ def list_command(
     table.add_column("executor steps", justify="right")
     table.add_column("last activity (UTC)")
     for t in tasks:
-        status = t.status if t.registered else f"{t.status} (Python API)"
+        status = t.status if t.registered or t.damage else f"{t.status} (Python API)"
         if _stopped(t):
             status = f"stopped: {_stopped(t)}"
-        table.add_row(t.task_id, status, str(t.executor_steps), t.last_activity or "-")
+        table.add_row(t.task_id, status, "-" if t.damage else str(t.executor_steps), t.last_activity or "-")
     console.print(table)
+    for t in tasks:
+        if t.damage:
+            more = f" (+{len(t.damage) - 1} more)" if len(t.damage) > 1 else ""
+            console.print(
+                f"task {t.task_id} is damaged: {t.damage[0]}{more}; see `{command_hint('doctor', t.task_id, db)}`",
+                markup=False,
+            )
 
 
 def version_callback(value: bool) -> None:

@@ -30,6 +30,7 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -38,6 +39,8 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from context.text import escape_controls as _escape
+
+from ..orchestrator import DEFAULT_DB, command_hint
 
 __all__ = [
     "HEAD_CHARS",
@@ -51,6 +54,7 @@ __all__ = [
     "approval_renderable",
     "approval_view",
     "escape_controls",
+    "inspect_hint",
 ]
 
 #: Shown whole up to this many lines ...
@@ -228,16 +232,23 @@ def _syntax(view: ApprovalView, code: str, start: int) -> _Indented:
     )
 
 
-def approval_renderable(req: dict[str, Any], *, full_hint: str | None = None, db_opt: str = "") -> RenderableType:
+def inspect_hint(task_id: str, db: str | Path = DEFAULT_DB) -> str:
+    """Where a cut approval view sends the reader for the full arguments:
+    ``\`taskctx inspect TASK_ID --json [--db DB]\` (control.pending_approval.arguments)``, the
+    command built by :func:`graphs.orchestrator.command_hint` (``--db`` only for a database that
+    is not the default, quoted, without its password)."""
+    return f"`{command_hint('inspect', task_id, db, None, '--json')}` (control.pending_approval.arguments)"
+
+
+def approval_renderable(req: dict[str, Any], *, full_hint: str | None = None) -> RenderableType:
     """The terminal view of the approval request ``req`` (the ``interrupt()`` value: ``tool``,
     ``arguments``, ``call_id``, ``risk``, ``reason``, ``task_id``): a header line, the risk and
     reason, then the arguments (:func:`approval_view`), indented by 4, wrapped at the console's
-    width (never cropped) and without trailing spaces. ``full_hint`` defaults to
-    ``taskctx inspect TASK_ID{db_opt} --json``, which prints the pending approval's full
-    arguments; ``db_opt`` is the ``" --db DB"`` the task's database needs (empty for the
-    default database)."""
+    width (never cropped) and without trailing spaces. ``full_hint`` names where the full
+    arguments are (build it with :func:`inspect_hint` for the task's database); default:
+    ``inspect_hint(TASK_ID)`` for the default database."""
     task = str(req.get("task_id") or "TASK_ID")
-    hint = full_hint or f"`taskctx inspect {task}{db_opt} --json` (control.pending_approval.arguments)"
+    hint = full_hint or inspect_hint(task)
     v = approval_view(str(req.get("tool")), req.get("arguments") or {}, full_hint=hint)
     parts: list[RenderableType] = [
         Text(f"  approval requested: {v.title}  [call {escape_controls(str(req.get('call_id')))}]"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.text import Text
 
@@ -10,6 +12,7 @@ from context.freshness import stale_line
 from context.text import escape_controls
 from nodes.render.common import quote_agent, stale_text
 
+from ..orchestrator import DEFAULT_DB, command_hint
 from .approval import approval_renderable
 
 __all__ = ["render_state"]
@@ -22,8 +25,9 @@ def render_state(
     checkpoints: list[str],
     has_checkpoint: bool,
     *,
-    db_opt: str = "",
+    full_hint: str | None = None,
     full: bool = False,
+    db: str | Path = DEFAULT_DB,
 ) -> None:
     """Print ``ctx`` (folded from ``events``) on ``console`` (control characters and bidi
     overrides shown escaped: :func:`context.text.escape_controls`), one titled section each: goal,
@@ -32,11 +36,12 @@ def render_state(
     pending one in full, :func:`.approval.approval_renderable`), errors, omitted history, provider
     usage (when the model reports it: input tokens reported vs counted, cache read/write),
     checkpoints (``checkpoints``: the newest ids, as listed by the checkpointer). ``has_checkpoint``
-    is not used (kept for callers). ``db_opt``: the ``" --db DB"`` the commands it names need
-    (empty for the default database). The plan and the errors show the state's windows (done
-    steps before them in one line; open errors and the last resolved ones) with the command that
-    lists the rest; ``full`` lists every plan step and error from the log
-    (:func:`context.all_plan_steps`, :func:`context.all_errors`)."""
+    is not used (kept for callers). ``full_hint``: where a cut view of the pending approval sends
+    the reader (:func:`.approval.inspect_hint` for the task's database; default: the default
+    database's). ``db``: the database the commands it names need (``--db`` when not the default).
+    The plan and the errors show the state's windows (done steps before them in one line; open
+    errors and the last resolved ones) with the command that lists the rest; ``full`` lists every
+    plan step and error from the log (:func:`context.all_plan_steps`, :func:`context.all_errors`)."""
 
     def h(title: str) -> None:
         console.print(f"\n[bold]{title}[/bold]")
@@ -71,19 +76,23 @@ def render_state(
             for f in m.stale:
                 p(f"  stale: {f.path} sha256 {f.recorded[:12]} then, {f.current[:12]} now")
     h("Plan")
-    if full:
-        steps = all_plan_steps(ctx, events)
-    else:
-        steps = list(ctx.plan.steps)
-        if ctx.plan.done_folded:
-            p(f"   {ctx.plan.digest_line()}; `taskctx inspect {i.task_id}{db_opt} --all` lists them")
-    for s in steps:
-        mark = "->" if s.id == ctx.plan.current_step_id else "  "
-        p(f"{mark} {s.id} [{s.status}] {s.title}")
+    all_cmd = command_hint("inspect", i.task_id, db, None, "--all")
+    steps = all_plan_steps(ctx, events) if full else list(ctx.plan.steps)
+    if not full and ctx.plan.done_folded:
+        p(f"   {ctx.plan.digest_line()}; `{all_cmd}` lists them")
+    if steps:  # titles the planner model wrote: its claim, quoted as in the prompts
+        lines = [f"{'->' if s.id == ctx.plan.current_step_id else '  '} {s.id} [{s.status}] {s.title}" for s in steps]
+        p(
+            f"v{ctx.plan.version}, the steps as the planner wrote them (agent_claim):\n"
+            + quote_agent("\n".join(lines), source=f"planner plan v{ctx.plan.version}")
+        )
     h("Current step")
     cs = ctx.current_step
     p(
-        f"{ctx.plan.current_step_id}: {cs.objective} (expected: {cs.expected_output or '-'}, risk {cs.risk_level})"
+        f"{ctx.plan.current_step_id} (risk {cs.risk_level}), as the planner wrote it (agent_claim):\n"
+        + quote_agent(
+            f"{cs.objective}\nexpected: {cs.expected_output or '-'}", source=f"planner {ctx.plan.current_step_id}"
+        )
         if cs
         else "(none)"
     )
@@ -143,7 +152,7 @@ def render_state(
             approval_renderable(
                 {"task_id": i.task_id, "call_id": a.call_id, "tool": a.tool, "arguments": a.arguments}
                 | {"risk": a.risk, "reason": a.reason},
-                db_opt=db_opt,
+                full_hint=full_hint,
             )
         )
     h("Approvals and denials")
@@ -175,7 +184,7 @@ def render_state(
         if earlier > 0:
             p(
                 f"({errs.occurred_count} errors, {errs.resolved_count} resolved; the {earlier} resolved before these "
-                f"are in the event log: `taskctx inspect {i.task_id}{db_opt} --all` lists every one)"
+                f"are in the event log: `{command_hint('inspect', i.task_id, db, None, '--all')}` lists every one)"
             )
     for e in history:
         state = f"resolved: {resolved[e.id].resolution}" if e.id in resolved else "open"

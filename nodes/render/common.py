@@ -4,9 +4,11 @@ A renderer turns a TaskContext into context blocks, lets ``context.build_context
 within the budget, and assembles the chosen blocks into chat messages in a fixed layout (stable
 parts first). Tool output is always ``external_content``: it is quoted inside
 ``<external_content>`` tags in a tool or user message, never in the system message. Text a model
-wrote after reading tool output (findings, step summaries, reviews, recovery diagnoses) is the
-agent's claim, not the app's word: :func:`quote_agent` quotes it the same way (``source="agent:
-..."``) and its block's trust is ``agent_claim``.
+wrote (findings, step summaries, reviews, recovery diagnoses, the plan's steps, the executor's
+own earlier messages and the arguments of its pending call) is the agent's claim, not the app's
+word: :func:`quote_agent` quotes it the same way (``source="agent:..."``) and its block's trust
+is ``agent_claim``. Quoting is a pure function of the text and its source, so a quoted part is
+byte-identical on every call and cached prefixes stay stable.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ __all__ = [
     "assemble",
     "permissions_text",
     "plan_text",
+    "plan_trust",
+    "quote_plan",
 ]
 
 EXTERNAL_RULE = (
@@ -109,9 +113,26 @@ def governed_claims(ctx: TaskContext) -> list[str]:
 
 
 def plan_text(ctx: TaskContext) -> str:
+    """The plan block: version and status (the app's), then the steps (titles, dependencies,
+    expected outputs: the planner model wrote them, in a re-plan after reading findings and
+    reviews) quoted as the planner's claim (:func:`quote_plan`). Its block's trust is
+    :func:`plan_trust`."""
     if not ctx.plan.steps:
         return "## Plan\n(no plan yet)"
-    return "\n".join([f"## Plan v{ctx.plan.version} ({ctx.plan.status})", *(f"- {ln}" for ln in ctx.plan.lines())])
+    return f"## Plan v{ctx.plan.version} ({ctx.plan.status}), the steps as the planner wrote them:\n" + quote_plan(
+        ctx.plan.lines(), ctx.plan.version
+    )
+
+
+def quote_plan(lines: Sequence[str], version: int) -> str:
+    """Plan lines (``Plan.lines()``) as one quote of the planner's claim,
+    ``<external_content source="agent:planner plan v<version>">``, one ``- `` line each."""
+    return quote_agent("\n".join(f"- {ln}" for ln in lines), source=f"planner plan v{version}")
+
+
+def plan_trust(ctx: TaskContext) -> Trust:
+    """``agent_claim`` once the plan has steps (the planner's words), else ``trusted_app``."""
+    return "agent_claim" if ctx.plan.steps else "trusted_app"
 
 
 def _block(

@@ -46,7 +46,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from context import TaskContext, apply_event, new_event
+from context import BudgetError, TaskContext, apply_event, new_event
 from context.builder import Trust
 from context.compression import compress_arguments
 from context.events import ContextBuilt, TranscriptReset
@@ -64,6 +64,7 @@ from .common import (
     memory_block,
     quote_agent,
     quote_external,
+    quote_plan,
 )
 from .policy import policy_blocks
 from .reuse import reuse_spans
@@ -79,6 +80,8 @@ __all__ = [
 ]
 
 KEEP_LAST = 3
+#: A digest entry shows at most this many chars of its output's last line (:func:`shown_output`).
+DIGEST_LINE_CHARS = 300
 #: A transcript holding this many state-delta notes restarts: steps that end without tool calls
 #: add notes but no calls, and the notes live in the checkpointed state until a restart.
 MAX_NOTES = 12
@@ -97,8 +100,11 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
     cp = ctx.evidence.transcript_checkpoint
     if cp is None:
         return None
-    lines = [f"## Working state at the last checkpoint (materialised from the event log; plan v{cp.plan_version})"]
-    lines += [f"- {ln}" for ln in cp.plan_lines]
+    lines = [
+        f"## Working state at the last checkpoint (materialised from the event log; plan v{cp.plan_version}), "
+        "the steps as the planner wrote them:",
+        quote_plan(cp.plan_lines, cp.plan_version),
+    ]
     if cp.step_summary or cp.completed_summaries:
         lines.append("Done before this transcript:")
         if cp.step_summary:  # the executor's summary: its claim, quoted
@@ -130,7 +136,9 @@ def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
     # once the call has run, long arguments are compressed like outputs (head, tail, size, ref)
     args = rec.arguments if rec.status == "pending" else compress_arguments(rec.arguments)[0]
     ai = AIMessage(
-        content=rec.thought,
+        # the executor's own earlier words, written after reading tool output: its claim, quoted (the
+        # message's tool call names the call: no id in the source, fewer tokens)
+        content=quote_agent(rec.thought, source="executor") if rec.thought else "",
         tool_calls=[{"name": rec.tool, "args": arguments_dict(args), "id": rec.id, "type": "tool_call"}],
     )
     # the tool message answers its call (tool_call_id, and the tool is named there); the ref is
@@ -165,7 +173,7 @@ def shown_output(
         )
     elif digest:
         first = rec.result_summary.strip().splitlines()
-        body = f"[digest] {rec.status}; {(first[-1] if first else '')[:300]}"
+        body = f"[digest] {rec.status}; {(first[-1] if first else '')[:DIGEST_LINE_CHARS]}"
     else:
         body = reuse_spans(rec.result_summary, earlier)
     if rec.status == "denied":
@@ -178,9 +186,13 @@ def delta_text(ctx: TaskContext) -> str:
     step = ctx.step(ctx.plan.current_step_id)
     cs = ctx.current_step
     if step is not None and cs is not None:
-        lines.append(f"Current step {step.id}: {cs.objective or step.title}")
+        said = cs.objective or step.title
         if cs.expected_output:
-            lines.append(f"Expected output: {cs.expected_output}")
+            said += f"\nExpected output: {cs.expected_output}"
+        # the planner's words (a re-plan is written after reading findings): its claim, quoted
+        lines.append(
+            f"Current step {step.id}, as the planner wrote it:\n" + quote_agent(said, source=f"planner {step.id}")
+        )
         if cs.allowed_tools:
             lines.append(f"Tools for this step: {', '.join(cs.allowed_tools)}")
         for c in cs.constraints:
@@ -219,7 +231,10 @@ def delta_text(ctx: TaskContext) -> str:
         )
     if ctx.control.pending_approval is not None:
         a = ctx.control.pending_approval
-        lines.append(f"Waiting for approval of {a.tool} {a.arguments} ({a.risk} risk): {a.reason}")
+        lines.append(
+            f"Waiting for approval of {a.tool} ({a.risk} risk): {a.reason}; the call's arguments:\n"
+            + quote_agent(a.arguments, source=f"executor {a.call_id}")
+        )
     return "\n".join(lines)
 
 
@@ -245,6 +260,7 @@ class ExecutorRenderer:
         shown: Sequence[tuple[str, str]],
         reuse: bool,
         env: NodeEnv,
+        degrade: bool = False,
     ) -> tuple[int, str, list[BaseMessage], int]:
         """``(entry id, shown output, messages, tokens)`` of one transcript entry (cached);
         ``reuse=False``: no span pointers (``shown`` is ignored)."""
@@ -260,6 +276,7 @@ class ExecutorRenderer:
             digest,
             same_as,
             reuse,
+            degrade,
             env.count_tokens,
         )
         with self._lock:
@@ -268,6 +285,8 @@ class ExecutorRenderer:
                 self._entries.move_to_end(key)
                 return hit
         body = shown_output(rec, digest=digest, same_as=same_as, earlier=shown if reuse else ())
+        if degrade and rec.thought:  # the last resort before BudgetError: the thought goes (it stays in the log)
+            rec = rec.model_copy(update={"thought": ""})
         msgs = entry_messages(rec, body)
         entry = (next(self._entry_ids), body, msgs, env.count_messages(msgs))
         with self._lock:
@@ -285,6 +304,7 @@ class ExecutorRenderer:
         reset: bool,
         digest: int,
         reuse: bool = True,
+        digest_latest: bool = False,
     ) -> Rendered:
         cands = core_blocks(ctx, env)
         mem = memory_block(ctx, env, slot="msg:core")
@@ -345,14 +365,18 @@ class ExecutorRenderer:
         for i, rec in enumerate(calls):
             add_notes(i)
             age = n - 1 - i
-            dig = i < pinned or (digest > 0 and 0 < age and age >= self.keep_last - digest)
+            dig = (
+                i < pinned
+                or (digest > 0 and 0 < age and age >= self.keep_last - digest)
+                or (digest_latest and age == 0)
+            )
             # point only to an earlier output shown in full in this prompt (never to a digest)
             reusable = reuse and rec.raw_ref and rec.status == "ok" and len(rec.result_summary) >= REUSE_MIN_CHARS
             same_as = first_by_ref.get(rec.raw_ref) if reusable and not dig else None
             if reusable and same_as is None and not dig:
                 first_by_ref[rec.raw_ref] = rec.id
             prev, body, msgs, tokens = self._entry(
-                prev, rec, digest=dig, same_as=same_as, shown=shown, reuse=reuse, env=env
+                prev, rec, digest=dig, same_as=same_as, shown=shown, reuse=reuse, env=env, degrade=digest_latest
             )
             shown.append((rec.id, body))
             bid = f"tool.{rec.id}"
@@ -407,7 +431,50 @@ class ExecutorRenderer:
 
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
         """Render; restart the transcript when the budget forces it or the cost model expects it
-        to pay (see module doc)."""
+        to pay (see module doc). When the required blocks do not fit even then, the latest call
+        (a required block) and the kept ones are degraded to their digest + ref
+        (:func:`shown_output`: at most ``DIGEST_LINE_CHARS`` chars of the output's last line),
+        without their thoughts, before ``BudgetError`` is raised."""
+        try:
+            return self._fit(ctx, env, tools)
+        except BudgetError:
+            if not ctx.evidence.recent_tool_calls:
+                raise
+        reset = len(ctx.evidence.recent_tool_calls) > self.keep_last or (
+            len(ctx.evidence.transcript_notes) >= MAX_NOTES
+        )
+        base = self._restarted(ctx, self.keep_last - 1) if reset else ctx
+        return self._render(base, env, tools, reset=reset, digest=self.keep_last - 1, reuse=False, digest_latest=True)
+
+    def minimum_budget(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> int:
+        """The smallest budget (tokens) under which a call can follow this prompt: the required
+        blocks of ``ctx`` plus one finished call in its degraded form (a digest line of
+        ``DIGEST_LINE_CHARS`` chars, no thought, small arguments), the overhead and
+        ``env.reserve_for_output``. The executor node checks it on a task's first executor call,
+        before any tool runs. (Large arguments can still need more: they are compressed, never
+        dropped.)"""
+        probe = ToolCallRecord(
+            id="call_probe_000000",
+            step_id=ctx.plan.current_step_id,
+            tool=max((t.get("function", t).get("name", "") for t in tools), key=len, default="tool"),
+            arguments='{"path": "' + "x" * 60 + '"}',
+            status="error",
+            result_summary="x " * (DIGEST_LINE_CHARS // 2),
+            raw_ref="artifact://sha256:" + "0" * 64,
+        )
+        probed = ctx.model_copy(
+            update={
+                "evidence": ctx.evidence.model_copy(
+                    update={"recent_tool_calls": [*ctx.evidence.recent_tool_calls[-self.keep_last :], probe]}
+                )
+            }
+        )
+        roomy = replace(env, budget=10**9)
+        r = self._render(probed, roomy, tools, reset=False, digest=self.keep_last - 1, reuse=False, digest_latest=True)
+        need = sum(e.tokens for e in r.manifest.entries if e.priority == "required")
+        return need + r.manifest.overhead_tokens + env.reserve_for_output
+
+    def _fit(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
         limit = env.budget - env.reserve_for_output
         r = self._render(ctx, env, tools, reset=False, digest=0)
         fits = r.prompt_tokens <= limit and not r.manifest.dropped

@@ -20,6 +20,7 @@ from .common import (
     finding_blocks,
     memory_block,
     plan_text,
+    plan_trust,
     quote_agent,
 )
 from .policy import policy_blocks
@@ -76,6 +77,7 @@ class PlannerRenderer:
                 kind="state",
                 layer="step",
                 source="TaskContext.plan",
+                trust=plan_trust(ctx),
                 priority="high",
                 slot="msg:state",
             )

@@ -18,6 +18,7 @@ from .common import (
     finding_blocks,
     memory_block,
     plan_text,
+    plan_trust,
 )
 from .policy import policy_blocks
 
@@ -61,6 +62,7 @@ class ReviewerRenderer:
                 kind="state",
                 layer="step",
                 source="TaskContext.plan",
+                trust=plan_trust(ctx),
                 priority="required",
                 slot="msg:state",
             )
