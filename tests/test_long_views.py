@@ -68,7 +68,7 @@ def test_inspect_shows_the_windows_and_all_lists_every_step_and_error(tmp_path) 
     runner = CliRunner()
     short = runner.invoke(app, ["inspect", "lv", "--db", str(db)])
     assert short.exit_code == 0, short.output
-    hint = f"`taskctx inspect lv --db {db} --all`"
+    hint = f"`taskctx inspect lv --all --db {db}`"  # (built by command_hint: extra words, then --db)
     assert f"   s1-s130 [done] 130 steps (titles and results in the event log); {hint} lists them" in short.output
     assert (
         f"(150 errors, 150 resolved; the 140 resolved before these are in the event log: {hint} lists every one)"

@@ -10,6 +10,7 @@ bounded: it waits at most 10 s, and is released when the server closes). No netw
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -277,8 +278,13 @@ def test_context_length_error_rebuilds_once_at_a_smaller_budget(env: Path, monke
     assert f"rebuilt at budget {p['budget']:,} (was 8,000)" in p["rebuilt"] and p["budget"] < 8_000
     # the rebuild drops a droppable block (here the test output the fix policy added) and sends less
     (dropped,) = [b for b in p["blocks"] if not b["included"]]
-    assert (p["blocks_out"], dropped["id"], dropped["tokens"]) == (1, "policy.latest_result.test", 209)
-    assert dropped["reason"].startswith("policy:fix_adds_tests_and_diff; dropped: over budget (high")
+    # (the test output names the tmp folder, so its size varies by a few tokens with the path)
+    m = re.fullmatch(
+        r"policy:fix_adds_tests_and_diff; dropped: over budget \(high, external_content; needs (\d+), (\d+) left\)",
+        dropped["reason"],
+    )
+    assert (p["blocks_out"], dropped["id"]) == (1, "policy.latest_result.test")
+    assert m and int(m[1]) == dropped["tokens"] > int(m[2])
     assert len(json.dumps(sent["messages"])) < len(json.dumps(refused["messages"]))
 
 
