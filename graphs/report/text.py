@@ -129,7 +129,12 @@ def render_state(
         if e.kind == "context.built":
             by_role.setdefault(str(e.payload["role"]), []).append(e.payload)
     for role, calls in by_role.items():
-        nums = ", ".join(str(c["call"]) for c in calls)
+        ids = [str(c["call"]) for c in calls]  # a long task: the first and last 5, and how many between
+        nums = (
+            ", ".join(ids)
+            if len(ids) <= 12
+            else f"{', '.join(ids[:5])}, ... {len(ids) - 10} more ..., {', '.join(ids[-5:])}"
+        )
         p(
             f"- {role}: {len(calls)} call{'s' if len(calls) != 1 else ''} ({nums}); "
             f"{sum(c['prompt_tokens'] for c in calls):,} prompt tokens; manifests: "
