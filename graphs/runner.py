@@ -8,6 +8,7 @@ consuming after ``stop_after`` executor steps: the thread keeps its next node, a
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from context import Event, SqliteStores, TaskContext, UnknownTaskError, replay
+from context import Event, SqliteStores, TaskContext, UnknownTaskError, apply_event
 from context.text import shown
 
 from .checkpoint import PRUNE_EVERY, prune_thread
@@ -91,11 +92,12 @@ def run_graph(
     ``on_event`` sees every event appended during the run (for progress display).
     Raises ``UnknownTaskError`` when resuming a thread that has no checkpoint, and
     ``DamagedStoreError`` when continuing a thread (``resume``, ``input`` None or a ``Command``)
-    whose stored data fails :func:`graphs.doctor.ensure_sound`.
+    whose stored data fails :func:`graphs.doctor.ensure_sound` (``full=False``).
     """
     extra: dict[str, Any] = {}
     if resume or input is None or isinstance(input, Command):
-        ensure_sound(stores, graph.checkpointer, task_id)  # what is read back is checked before it is trusted
+        # what is read back is checked before it is trusted (a long log: the bounded check, doctor.quick_diagnose)
+        ensure_sound(stores, graph.checkpointer, task_id, full=False)
     if resume:
         snap = graph.get_state(thread_config(task_id))
         if not snap.values:
@@ -229,21 +231,27 @@ def export_run(stores: SqliteStores, task_id: str, out_root: str | Path) -> Path
     """Write ``<out_root>/<task_id>/``: ``trace.jsonl`` (every event), ``state.json`` (the
     TaskContext replayed from the log), ``context_pack.md`` (the latest executor prompt as sent)
     and ``manifests.jsonl`` (one line per model call). Returns the folder."""
-    events = stores.events.read(task_id)
-    if not events:
+    events = stores.events.iter(task_id)  # one pass, streamed: the log is never held in memory whole
+    first = next(events, None)
+    if first is None:
         raise UnknownTaskError(f"no events for task {task_id!r}")
     out = Path(out_root) / task_id
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "trace.jsonl", "w", encoding="utf-8") as fh:
-        for e in events:
-            fh.write(e.to_json() + "\n")
-    state = replay(events)
+    state = TaskContext()
+    last: Event | None = None
+    with (
+        open(out / "trace.jsonl", "w", encoding="utf-8") as trace,
+        open(out / "manifests.jsonl", "w", encoding="utf-8") as manifests,
+    ):
+        for e in itertools.chain([first], events):
+            trace.write(e.to_json() + "\n")
+            state = apply_event(state, e)
+            if e.kind == "context.built":
+                manifests.write(json.dumps(manifest_line(e), sort_keys=True) + "\n")
+                if e.payload["role"] == "executor" and e.payload.get("prompt_ref"):
+                    last = e
     (out / "state.json").write_text(state.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    built = [e for e in events if e.kind == "context.built"]
-    with open(out / "manifests.jsonl", "w", encoding="utf-8") as fh:
-        for e in built:
-            fh.write(json.dumps(manifest_line(e), sort_keys=True) + "\n")
-    last_exec = [e for e in built if e.payload["role"] == "executor" and e.payload.get("prompt_ref")]
+    last_exec = [last] if last is not None else []
     pack = "# context pack\n\n(no executor call yet)\n"
     if last_exec:
         e = last_exec[-1]

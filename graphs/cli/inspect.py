@@ -37,10 +37,16 @@ def inspect(
         project = _open_existing(db, readonly=True)
         try:
             damage: list[str] = []
+            info: TaskInfo | None = None
+            spec: dict[str, Any] | None = None
             try:
-                info: TaskInfo | None = find_task(project.stores, task_id)
+                if project.stores.events.last_seq(task_id):  # the log is checked and folded once, below
+                    spec = project.stores.tasks.get(task_id)
+                else:
+                    info = find_task(project.stores, task_id)
+                    spec = info.spec
             except DamagedStoreError as exc:  # said below, before what is left is shown
-                info, damage = None, list(exc.problems)
+                damage = list(exc.problems)
             if info is not None and not info.started:  # registered; its first node failed before it recorded anything
                 spec = info.spec or {}
                 line = (
@@ -94,7 +100,7 @@ def inspect(
                 for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
             ]
             render_state(console, ctx, events, checkpoints, snap is not None, db_opt=_db_opt(db), full=show_all)
-            stopped = _stop_line((info.spec if info is not None else None) or {}, task_id, db)
+            stopped = _stop_line(spec or {}, task_id, db)
             if stopped and ctx.control.status not in ("completed", "failed"):
                 console.print(stopped, markup=False)
         finally:
