@@ -468,7 +468,9 @@ class ArtifactStore:
         """The exact bytes of ``ref``, or of its ``#L<a>-<b>`` line slice; bytes that do not
         match the ref's hash raise ``DamagedStoreError`` (:func:`checked_artifact`)."""
         r = parse_ref(ref)
-        row = self._db.conn.execute("SELECT data, size FROM taskctx_artifacts WHERE digest = ?", (r.digest,)).fetchone()
+        row = self._db.conn.execute(  # (as a blob: a row rewritten as text may hold bytes that are not UTF-8)
+            "SELECT CAST(data AS BLOB), size FROM taskctx_artifacts WHERE digest = ?", (r.digest,)
+        ).fetchone()
         if row is None:
             raise ArtifactNotFoundError(f"{ref} is not in the artifact store of {self._db.path}; check --db")
         data = checked_artifact(r, row[0], self._db.path, row[1])

@@ -8,6 +8,7 @@ consuming after ``stop_after`` executor steps: the thread keeps its next node, a
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import uuid
@@ -40,6 +41,9 @@ __all__ = [
 
 #: Supersteps one invocation may take (a 50-step replay takes ~170).
 RECURSION_LIMIT = 100_000
+#: The ``context.built`` events of a run that :attr:`RunResult.calls` keeps (the last ones; the
+#: rest are in the event log): a long run's memory does not grow with its calls.
+KEEP_CALLS = 100
 
 
 @dataclass
@@ -48,9 +52,12 @@ class RunResult:
     state: TaskContext
     next_nodes: tuple[str, ...]
     stopped_early: bool
+    #: The last :data:`KEEP_CALLS` ``context.built`` events of this run (``n_calls`` counts all).
     calls: list[Event] = field(default_factory=list)
     #: Values of the interrupts the thread waits on (approval requests of the tool node).
     interrupts: list[Any] = field(default_factory=list)
+    #: Every ``context.built`` event this run appended (model calls), kept or not in ``calls``.
+    n_calls: int = 0
 
     @property
     def finished(self) -> bool:
@@ -106,7 +113,8 @@ def run_graph(
         extra["resumed_from_checkpoint"] = snap.config.get("configurable", {}).get("checkpoint_id")
     config = thread_config(task_id, **extra)
     seen = stores.events.last_seq(task_id)
-    calls: list[Event] = []
+    calls: collections.deque[Event] = collections.deque(maxlen=KEEP_CALLS)
+    n_calls = 0
     stopped = False
     supersteps = 0
     with paused_runs_traced():  # an approval pause is traced as a pause, not an error
@@ -120,6 +128,7 @@ def run_graph(
                 for e in new:
                     if e.kind == "context.built":
                         calls.append(e)
+                        n_calls += 1
                     if on_event:
                         on_event(e)
             if stop_after is not None and "tools" in update:
@@ -142,8 +151,9 @@ def run_graph(
         state=state,
         next_nodes=tuple(snap.next),
         stopped_early=stopped,
-        calls=calls,
+        calls=list(calls),
         interrupts=waiting,
+        n_calls=n_calls,
     )
 
 
