@@ -21,7 +21,7 @@ from context.store import REPAIR_HINT
 from context.verify import check_artifacts, check_events
 from nodes.runtime import PARTS
 
-__all__ = ["FULL_CHECK_EVENTS", "checkpoint_state", "diagnose", "ensure_sound", "quick_diagnose"]
+__all__ = ["FULL_CHECK_EVENTS", "checkpoint_state", "diagnose", "ensure_sound", "quick_diagnose", "quick_state"]
 
 
 def checkpoint_state(checkpointer: Any, task_id: str) -> tuple[TaskContext | None, list[str]]:
@@ -123,15 +123,16 @@ def _newer_schema(events: list[Any], state: TaskContext | None) -> list[str]:
 FULL_CHECK_EVENTS = 2_000
 
 
-def quick_diagnose(stores: Any, checkpointer: Any, task_id: str) -> list[str] | None:
-    """The bounded check ``taskctx resume`` runs on a long log (None: the log holds at most
-    :data:`FULL_CHECK_EVENTS` events or there is no checkpoint to start from; run
-    :func:`diagnose`). Its cost does not grow with the log: the registry row and the latest
-    checkpoint load; the log holds one row per seq from 1 to its last (a count and a max in SQL);
-    the first event's schema version; every event after the checkpoint's cursor is there, parses,
-    passes :func:`context.verify.check_events` and folds onto the checkpoint's state. A damage
-    before the cursor that keeps the seqs whole (an altered payload) is left to :func:`diagnose`
-    (``taskctx doctor``)."""
+def quick_state(stores: Any, checkpointer: Any, task_id: str) -> tuple[TaskContext | None, list[str]] | None:
+    """The bounded check of a long log (None: the log holds at most :data:`FULL_CHECK_EVENTS`
+    events or there is no checkpoint to start from; run :func:`diagnose`): ``(state, findings)``,
+    ``state`` the checkpoint's state with the events after its cursor folded on (the log's fold
+    to its end; None when there are findings). Its cost does not grow with the log: the registry
+    row and the latest checkpoint load; the log holds one row per seq from 1 to its last (a count
+    and a max in SQL); the first event's schema version; every event after the checkpoint's
+    cursor is there, parses, passes :func:`context.verify.check_events` and folds onto the
+    checkpoint's state. A damage before the cursor that keeps the seqs whole (an altered payload)
+    is left to :func:`diagnose` (``taskctx doctor``)."""
     out: list[str] = []
     try:
         stores.tasks.get(task_id)
@@ -139,35 +140,45 @@ def quick_diagnose(stores: Any, checkpointer: Any, task_id: str) -> list[str] | 
         out += exc.problems
     state, cp = checkpoint_state(checkpointer, task_id)
     if cp:
-        return [*out, *cp]
+        return None, [*out, *cp]
     last = stores.events.last_seq(task_id)
     if state is None or last <= FULL_CHECK_EVENTS or state.events.cursor == 0:
         return None
     try:
         first = stores.events.read(task_id, limit=1)
     except DamagedStoreError as exc:
-        return [*out, *exc.problems]
+        return None, [*out, *exc.problems]
     newer = _newer_schema(first, state)
     if newer:
-        return [*out, *newer]
+        return None, [*out, *newer]
     n = stores.events.count(task_id)
     if n != last:
-        out.append(f"event log: holds {n} rows but its seqs run from 1 to {last}: a row is missing or repeated")
-        return out
+        return None, [
+            *out,
+            f"event log: holds {n} rows but its seqs run from 1 to {last}: a row is missing or repeated",
+        ]
     cursor = state.events.cursor
     if cursor > last:
-        return [*out, *_missing(cursor, last)]
+        return None, [*out, *_missing(cursor, last)]
     try:
         tail = stores.events.read(task_id, after=cursor)
     except DamagedStoreError as exc:
-        return [*out, *exc.problems]
-    found = check_events(tail, after=cursor)
-    if not found:
-        try:
-            replay(tail, state)
-        except Exception as exc:  # a payload its kind does not allow (check_events names most of them)
-            found = [f"event log: the events after seq {cursor} do not fold onto the checkpoint ({type(exc).__name__})"]
-    return [*out, *found]
+        return None, [*out, *exc.problems]
+    out += check_events(tail, after=cursor)
+    if out:
+        return None, out
+    try:
+        return replay(tail, state), []
+    except Exception as exc:  # a payload its kind does not allow (check_events names most of them)
+        return None, [
+            f"event log: the events after seq {cursor} do not fold onto the checkpoint ({type(exc).__name__})"
+        ]
+
+
+def quick_diagnose(stores: Any, checkpointer: Any, task_id: str) -> list[str] | None:
+    """The findings of :func:`quick_state` (None where it does not apply: run :func:`diagnose`)."""
+    got = quick_state(stores, checkpointer, task_id)
+    return None if got is None else got[1]
 
 
 def ensure_sound(stores: Any, checkpointer: Any, task_id: str, *, full: bool = True) -> None:

@@ -156,3 +156,14 @@ def test_packed_and_unpacked() -> None:
     assert packed(raw) == zlib.compress(raw, 6) and unpacked(packed(raw), len(raw)) == raw
     assert packed(b"a") == b"a" and unpacked(b"a", 1) == b"a"
     assert unpacked(b"not zlib", 100) == b"not zlib"  # returned as stored; the hash check rejects it
+
+
+def test_inspect_of_a_long_log_shows_what_the_full_fold_shows(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over FULL_CHECK_EVENTS, ``inspect`` starts from the checkpoint (checked, the tail folded
+    on) and reads only the kinds it lists: the same page as the whole-log fold."""
+    args = ["inspect", "long-1", "--db", str(db)]
+    fast = CliRunner().invoke(app, args)
+    monkeypatch.setattr(doctor, "FULL_CHECK_EVENTS", 10**9)
+    full = CliRunner().invoke(app, args)
+    assert fast.exit_code == full.exit_code == 0
+    assert fast.output == full.output and "Model calls by role" in fast.output

@@ -13,6 +13,7 @@ import typer
 from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, TaskctxError, TaskInfo, find_task
 from context.verify import check_events
 
+from ..doctor import quick_state
 from ..orchestrator import DEFAULT_DB, command_hint
 from .common import DbOpt, _db_opt, _describe, _fail, _open_existing, console, err
 
@@ -31,7 +32,6 @@ def inspect(
     ] = False,
 ) -> None:
     """Print a task's state as a person reads it (read-only; a damaged log: a warning per finding first)."""
-    from ..report import render_state
 
     try:
         project = _open_existing(db, readonly=True)
@@ -68,6 +68,16 @@ def inspect(
                 else:
                     _fail(line)
                 return
+            # a long log that passes the bounded check (doctor.quick_state): the checkpoint's state with
+            # the tail folded on, and only the events the view lists (no whole-log read, check or fold);
+            # --json keeps the fold (the checkpoint's dicts come back in another key order)
+            fast = not (show_all or as_json or damage)
+            quick = quick_state(project.stores, project.checkpointer, task_id) if fast else None
+            if quick is not None and quick[0] is not None:
+                ctx = quick[0]
+                events = project.stores.events.read(task_id, kinds=VIEW_KINDS)
+                _render(project, console, ctx, events, task_id, db, spec, show_all)
+                return
             try:
                 events = project.stores.events.read(task_id)
                 found = check_events(events)
@@ -94,19 +104,38 @@ def inspect(
             if as_json:
                 sys.stdout.write(ctx.model_dump_json(indent=2) + "\n")
                 return
-            snap = project.checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
-            checkpoints = [
-                c.config["configurable"]["checkpoint_id"]
-                for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
-            ]
-            render_state(console, ctx, events, checkpoints, snap is not None, db_opt=_db_opt(db), full=show_all)
-            stopped = _stop_line(spec or {}, task_id, db)
-            if stopped and ctx.control.status not in ("completed", "failed"):
-                console.print(stopped, markup=False)
+            _render(project, console, ctx, events, task_id, db, spec, show_all)
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db))
+
+
+#: The kinds :func:`graphs.report.render_state` reads from the log (without ``--all``).
+VIEW_KINDS = ["context.built", "permission.requested", "permission.denied", "permission.granted", "resume.started"]
+
+
+def _render(
+    project: Any,
+    console: Any,
+    ctx: TaskContext,
+    events: list[Any],
+    task_id: str,
+    db: str,
+    spec: dict[str, Any] | None,
+    show_all: bool,
+) -> None:
+    from ..report import render_state
+
+    snap = project.checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
+    checkpoints = [
+        c.config["configurable"]["checkpoint_id"]
+        for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
+    ]
+    render_state(console, ctx, events, checkpoints, snap is not None, db_opt=_db_opt(db), full=show_all)
+    stopped = _stop_line(spec or {}, task_id, db)
+    if stopped and ctx.control.status not in ("completed", "failed"):
+        console.print(stopped, markup=False)
 
 
 def _stop_line(spec: dict[str, Any], task_id: str, db: str) -> str | None:
