@@ -46,6 +46,7 @@ from .store import (
     make_ref,
     not_taskctx_message,
     number_events,
+    packed,
     parse_ref,
     registry_spec,
     row_event,
@@ -206,6 +207,14 @@ class PgEventLog:
 
         return self._db.run(q)
 
+    def count(self, task_id: str) -> int:
+        """How many rows ``task_id``'s log holds (``last_seq`` when no row is missing or repeated)."""
+
+        def q(conn: Any, _: int) -> int:
+            return int(conn.execute("SELECT COUNT(*) FROM taskctx_events WHERE task_id = %s", (task_id,)).fetchone()[0])
+
+        return self._db.run(q)
+
     def append(self, task_id: str, events: Sequence[Event]) -> list[Event]:
         """Append ``events`` atomically; returns them with ``seq`` set.
 
@@ -306,7 +315,7 @@ class PgArtifactStore:
         self._db.run(
             lambda conn, _: conn.execute(
                 "INSERT INTO taskctx_artifacts VALUES (%s, %s, %s) ON CONFLICT (digest) DO NOTHING",
-                (ref.digest, len(raw), raw),
+                (ref.digest, len(raw), packed(raw)),
             )
         )
         return str(ref)
@@ -320,17 +329,17 @@ class PgArtifactStore:
         )
         if row is None:
             raise ArtifactNotFoundError(f"{ref} is not in the artifact store of {self._db.path}; check --db")
-        return r, row[0]
+        return r, row
 
     def get(self, ref: str) -> bytes:
         """The exact bytes of ``ref``, or of its ``#L<a>-<b>`` line slice; checked against the
         ref's hash (``DamagedStoreError``)."""
-        r, raw = self._row(ref, "data")
-        data = checked_artifact(r, raw, self._db.path)
+        r, row = self._row(ref, "data, size")
+        data = checked_artifact(r, row[0], self._db.path, row[1])
         return data if r.start is None else slice_lines(data, r.start, r.end or r.start)
 
     def size(self, ref: str) -> int:
-        return int(self._row(ref, "size")[1])
+        return int(self._row(ref, "size")[1][0])
 
 
 class PgTaskRegistry:

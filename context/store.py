@@ -23,6 +23,7 @@ import json
 import re
 import sqlite3
 import threading
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +105,7 @@ class EventLogProtocol(Protocol):
         self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
     ) -> Iterator[Event]: ...
     def last_seq(self, task_id: str) -> int: ...
+    def count(self, task_id: str) -> int: ...
     def task_ids(self) -> list[str]: ...
 
 
@@ -343,6 +345,11 @@ class EventLog:
         ).fetchone()
         return int(row[0])
 
+    def count(self, task_id: str) -> int:
+        """How many rows ``task_id``'s log holds (``last_seq`` when no row is missing or repeated)."""
+        row = self._db.conn.execute("SELECT COUNT(*) FROM taskctx_events WHERE task_id = ?", (task_id,)).fetchone()
+        return int(row[0])
+
     def append(self, task_id: str, events: Sequence[Event]) -> list[Event]:
         """Append ``events`` atomically; returns them with ``seq`` set.
 
@@ -404,11 +411,33 @@ class EventLog:
         return [r[0] for r in rows]
 
 
-def checked_artifact(ref: ArtifactRef, stored: Any, where: str) -> bytes:
+def packed(raw: bytes) -> bytes:
+    """What an artifact row stores for ``raw``: its zlib stream when that is shorter, else
+    ``raw`` itself (the row's ``size`` is always ``len(raw)``; the ref hashes ``raw``)."""
+    z = zlib.compress(raw, 6)
+    return z if len(z) < len(raw) else raw
+
+
+def unpacked(stored: bytes, size: int | None) -> bytes:
+    """The raw bytes of a row holding ``stored`` with the recorded ``size``: a row shorter than
+    its size holds one whole zlib stream (nothing after it); anything else, and rows written
+    before compression, are returned as stored (the caller checks the hash)."""
+    if size is None or len(stored) >= size:
+        return stored
+    d = zlib.decompressobj()
+    try:
+        out = d.decompress(stored)
+    except zlib.error:
+        return stored
+    return out if d.eof and not d.unused_data else stored
+
+
+def checked_artifact(ref: ArtifactRef, stored: Any, where: str, size: int | None = None) -> bytes:
     """The bytes ``stored`` for ``ref`` (a column value: bytes, or text where the row was
-    rewritten as text), checked against its content hash (``DamagedStoreError`` naming the ref
-    and the database otherwise)."""
+    rewritten as text; zlib-packed when shorter than ``size``, see :func:`packed`), checked
+    against its content hash (``DamagedStoreError`` naming the ref and the database otherwise)."""
     data = stored.encode("utf-8", "surrogateescape") if isinstance(stored, str) else bytes(stored)
+    data = unpacked(data, size)
     if hashlib.sha256(data).hexdigest() != ref.digest:
         raise DamagedStoreError(
             f"the artifact store of {where} is damaged: the bytes stored for artifact://sha256:{ref.digest} "
@@ -430,17 +459,21 @@ class ArtifactStore:
         raw = to_bytes(data)
         ref = make_ref(raw)
         with self._db.lock:
-            self._db.conn.execute("INSERT OR IGNORE INTO taskctx_artifacts VALUES (?,?,?)", (ref.digest, len(raw), raw))
+            self._db.conn.execute(
+                "INSERT OR IGNORE INTO taskctx_artifacts VALUES (?,?,?)", (ref.digest, len(raw), packed(raw))
+            )
         return str(ref)
 
     def get(self, ref: str) -> bytes:
         """The exact bytes of ``ref``, or of its ``#L<a>-<b>`` line slice; bytes that do not
         match the ref's hash raise ``DamagedStoreError`` (:func:`checked_artifact`)."""
         r = parse_ref(ref)
-        row = self._db.conn.execute("SELECT data FROM taskctx_artifacts WHERE digest = ?", (r.digest,)).fetchone()
+        row = self._db.conn.execute(  # (as a blob: a row rewritten as text may hold bytes that are not UTF-8)
+            "SELECT CAST(data AS BLOB), size FROM taskctx_artifacts WHERE digest = ?", (r.digest,)
+        ).fetchone()
         if row is None:
             raise ArtifactNotFoundError(f"{ref} is not in the artifact store of {self._db.path}; check --db")
-        data = checked_artifact(r, row[0], self._db.path)
+        data = checked_artifact(r, row[0], self._db.path, row[1])
         return data if r.start is None else slice_lines(data, r.start, r.end or r.start)
 
     def size(self, ref: str) -> int:

@@ -32,14 +32,16 @@ __all__ = ["check_artifacts", "check_events", "event_refs"]
 _ATTEMPT = re.compile(r"#(\d+):[A-Za-z_]+$")
 
 
-def check_events(events: Sequence[Event]) -> list[str]:
-    """Findings about a task's whole event log (``events``: every event, in seq order)."""
+def check_events(events: Sequence[Event], after: int = 0) -> list[str]:
+    """Findings about a task's whole event log (``events``: every event, in seq order), or with
+    ``after`` about its tail (the events from seq ``after + 1`` on; a result answering a call
+    made before the tail is then not a finding)."""
     out: list[str] = []
     ids: dict[str, int] = {}
     called: dict[str, int] = {}
     answered: dict[str, int] = {}
     last_ts = ""
-    for want, e in enumerate(events, start=1):
+    for want, e in enumerate(events, start=after + 1):
         if e.seq != want:
             out.append(f"event log: seq {want} is missing or out of place (found seq {e.seq} there)")
             break
@@ -81,7 +83,7 @@ def check_events(events: Sequence[Event]) -> list[str]:
             called.setdefault(p["call_id"], e.seq)
         elif e.kind == "tool.result.received":
             cid = p["call_id"]
-            if cid not in called:
+            if cid not in called and not after:
                 out.append(f"event log: seq {e.seq} answers call {cid}, which was not called before it")
             if cid in answered:
                 out.append(f"event log: seq {e.seq} answers call {cid} again (first answered at seq {answered[cid]})")

@@ -21,7 +21,15 @@ from context.store import REPAIR_HINT
 from context.verify import check_artifacts, check_events
 from nodes.runtime import PARTS
 
-__all__ = ["REGISTERED_MARK", "checkpoint_state", "diagnose", "ensure_sound"]
+__all__ = [
+    "FULL_CHECK_EVENTS",
+    "REGISTERED_MARK",
+    "checkpoint_state",
+    "diagnose",
+    "ensure_sound",
+    "quick_diagnose",
+    "quick_state",
+]
 
 #: Checkpoint metadata key set on every checkpoint of a task that has a registry row when it runs
 #: (:func:`graphs.runner.run_graph` puts it in the run's ``config["metadata"]``, which LangGraph
@@ -62,11 +70,7 @@ def _compare(state: TaskContext, events: list[Any]) -> list[str]:
         return []  # the input checkpoint: nothing folded yet
     last = events[-1].seq if events else 0
     if cursor > last:
-        n = cursor - last
-        return [
-            f"event log: ends at seq {last} but the checkpoint has folded {cursor} events: the last {n} "
-            f"event{'s are' if n > 1 else ' is'} missing from the log"
-        ]
+        return _missing(cursor, last)
     folded = replay(events[:cursor])
     differ = [p for p in PARTS if getattr(folded, p) != getattr(state, p)]
     if not differ:
@@ -74,6 +78,14 @@ def _compare(state: TaskContext, events: list[Any]) -> list[str]:
     return [
         f"checkpoint: its state differs from the event log's fold up to seq {cursor} in {', '.join(differ)} "
         "(the log or the checkpoint was changed outside taskctx)"
+    ]
+
+
+def _missing(cursor: int, last: int) -> list[str]:
+    n = cursor - last
+    return [
+        f"event log: ends at seq {last} but the checkpoint has folded {cursor} events: the last {n} "
+        f"event{'s are' if n > 1 else ' is'} missing from the log"
     ]
 
 
@@ -131,10 +143,77 @@ def _newer_schema(events: list[Any], state: TaskContext | None) -> list[str]:
     return out
 
 
-def ensure_sound(stores: Any, checkpointer: Any, task_id: str) -> None:
+#: A log longer than this many events gets the bounded check from ``ensure_sound(full=False)``.
+FULL_CHECK_EVENTS = 2_000
+
+
+def quick_state(stores: Any, checkpointer: Any, task_id: str) -> tuple[TaskContext | None, list[str]] | None:
+    """The bounded check of a long log (None: the log holds at most :data:`FULL_CHECK_EVENTS`
+    events or there is no checkpoint to start from; run :func:`diagnose`): ``(state, findings)``,
+    ``state`` the checkpoint's state with the events after its cursor folded on (the log's fold
+    to its end; None when there are findings). Its cost does not grow with the log: the registry
+    row and the latest checkpoint load; the log holds one row per seq from 1 to its last (a count
+    and a max in SQL); the first event's schema version; every event after the checkpoint's
+    cursor is there, parses, passes :func:`context.verify.check_events` and folds onto the
+    checkpoint's state. A damage before the cursor that keeps the seqs whole (an altered payload)
+    is left to :func:`diagnose` (``taskctx doctor``)."""
+    out: list[str] = []
+    try:
+        stores.tasks.get(task_id)
+    except DamagedStoreError as exc:
+        out += exc.problems
+    state, cp = checkpoint_state(checkpointer, task_id)
+    if cp:
+        return None, [*out, *cp]
+    last = stores.events.last_seq(task_id)
+    if state is None or last <= FULL_CHECK_EVENTS or state.events.cursor == 0:
+        return None
+    try:
+        first = stores.events.read(task_id, limit=1)
+    except DamagedStoreError as exc:
+        return None, [*out, *exc.problems]
+    newer = _newer_schema(first, state)
+    if newer:
+        return None, [*out, *newer]
+    n = stores.events.count(task_id)
+    if n != last:
+        return None, [
+            *out,
+            f"event log: holds {n} rows but its seqs run from 1 to {last}: a row is missing or repeated",
+        ]
+    cursor = state.events.cursor
+    if cursor > last:
+        return None, [*out, *_missing(cursor, last)]
+    try:
+        tail = stores.events.read(task_id, after=cursor)
+    except DamagedStoreError as exc:
+        return None, [*out, *exc.problems]
+    out += check_events(tail, after=cursor)
+    if out:
+        return None, out
+    try:
+        return replay(tail, state), []
+    except Exception as exc:  # a payload its kind does not allow (check_events names most of them)
+        return None, [
+            f"event log: the events after seq {cursor} do not fold onto the checkpoint ({type(exc).__name__})"
+        ]
+
+
+def quick_diagnose(stores: Any, checkpointer: Any, task_id: str) -> list[str] | None:
+    """The findings of :func:`quick_state` (None where it does not apply: run :func:`diagnose`)."""
+    got = quick_state(stores, checkpointer, task_id)
+    return None if got is None else got[1]
+
+
+def ensure_sound(stores: Any, checkpointer: Any, task_id: str, *, full: bool = True) -> None:
     """Raise ``DamagedStoreError`` (what, where, what to do; ``problems`` lists all) when
-    :func:`diagnose` (artifacts not read: each is checked when it is read) finds anything."""
-    found = diagnose(stores, checkpointer, task_id, artifacts=False)
+    :func:`diagnose` (artifacts not read: each is checked when it is read) finds anything. With
+    ``full=False`` a log longer than :data:`FULL_CHECK_EVENTS` events gets :func:`quick_diagnose`
+    instead (bounded cost; a payload altered before the checkpoint's cursor is then found by
+    ``taskctx doctor`` only)."""
+    found = None if full else quick_diagnose(stores, checkpointer, task_id)
+    if found is None:
+        found = diagnose(stores, checkpointer, task_id, artifacts=False)
     if found:
         more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
         raise DamagedStoreError(

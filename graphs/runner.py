@@ -8,6 +8,8 @@ consuming after ``stop_after`` executor steps: the thread keeps its next node, a
 
 from __future__ import annotations
 
+import collections
+import itertools
 import json
 import uuid
 from collections.abc import Callable
@@ -18,7 +20,7 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from context import Event, SqliteStores, TaskContext, TaskctxError, UnknownTaskError, replay
+from context import Event, SqliteStores, TaskContext, TaskctxError, UnknownTaskError, apply_event
 from context.text import shown
 
 from .checkpoint import PRUNE_EVERY, prune_thread
@@ -39,6 +41,9 @@ __all__ = [
 
 #: Supersteps one invocation may take (a 50-step replay takes ~170).
 RECURSION_LIMIT = 100_000
+#: The ``context.built`` events of a run that :attr:`RunResult.calls` keeps (the last ones; the
+#: rest are in the event log): a long run's memory does not grow with its calls.
+KEEP_CALLS = 100
 
 
 @dataclass
@@ -47,9 +52,12 @@ class RunResult:
     state: TaskContext
     next_nodes: tuple[str, ...]
     stopped_early: bool
+    #: The last :data:`KEEP_CALLS` ``context.built`` events of this run (``n_calls`` counts all).
     calls: list[Event] = field(default_factory=list)
     #: Values of the interrupts the thread waits on (approval requests of the tool node).
     interrupts: list[Any] = field(default_factory=list)
+    #: Every ``context.built`` event this run appended (model calls), kept or not in ``calls``.
+    n_calls: int = 0
 
     @property
     def finished(self) -> bool:
@@ -98,11 +106,12 @@ def run_graph(
     ``on_event`` sees every event appended during the run (for progress display).
     Raises ``UnknownTaskError`` when resuming a thread that has no checkpoint, and
     ``DamagedStoreError`` when continuing a thread (``resume``, ``input`` None or a ``Command``)
-    whose stored data fails :func:`graphs.doctor.ensure_sound`.
+    whose stored data fails :func:`graphs.doctor.ensure_sound` (``full=False``).
     """
     extra: dict[str, Any] = {}
     if resume or input is None or isinstance(input, Command):
-        ensure_sound(stores, graph.checkpointer, task_id)  # what is read back is checked before it is trusted
+        # what is read back is checked before it is trusted (a long log: the bounded check, doctor.quick_diagnose)
+        ensure_sound(stores, graph.checkpointer, task_id, full=False)
     if resume:
         snap = graph.get_state(thread_config(task_id))
         if not snap.values:
@@ -113,7 +122,8 @@ def run_graph(
     if _registered(stores, task_id):  # its checkpoints say so: doctor then misses a lost registry row
         config["metadata"] = {REGISTERED_MARK: True}
     seen = stores.events.last_seq(task_id)
-    calls: list[Event] = []
+    calls: collections.deque[Event] = collections.deque(maxlen=KEEP_CALLS)
+    n_calls = 0
     stopped = False
     supersteps = 0
     with paused_runs_traced():  # an approval pause is traced as a pause, not an error
@@ -127,6 +137,7 @@ def run_graph(
                 for e in new:
                     if e.kind == "context.built":
                         calls.append(e)
+                        n_calls += 1
                     if on_event:
                         on_event(e)
             if stop_after is not None and "tools" in update:
@@ -149,8 +160,9 @@ def run_graph(
         state=state,
         next_nodes=tuple(snap.next),
         stopped_early=stopped,
-        calls=calls,
+        calls=list(calls),
         interrupts=waiting,
+        n_calls=n_calls,
     )
 
 
@@ -238,21 +250,27 @@ def export_run(stores: SqliteStores, task_id: str, out_root: str | Path) -> Path
     """Write ``<out_root>/<task_id>/``: ``trace.jsonl`` (every event), ``state.json`` (the
     TaskContext replayed from the log), ``context_pack.md`` (the latest executor prompt as sent)
     and ``manifests.jsonl`` (one line per model call). Returns the folder."""
-    events = stores.events.read(task_id)
-    if not events:
+    events = stores.events.iter(task_id)  # one pass, streamed: the log is never held in memory whole
+    first = next(events, None)
+    if first is None:
         raise UnknownTaskError(f"no events for task {task_id!r}")
     out = Path(out_root) / task_id
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "trace.jsonl", "w", encoding="utf-8") as fh:
-        for e in events:
-            fh.write(e.to_json() + "\n")
-    state = replay(events)
+    state = TaskContext()
+    last: Event | None = None
+    with (
+        open(out / "trace.jsonl", "w", encoding="utf-8") as trace,
+        open(out / "manifests.jsonl", "w", encoding="utf-8") as manifests,
+    ):
+        for e in itertools.chain([first], events):
+            trace.write(e.to_json() + "\n")
+            state = apply_event(state, e)
+            if e.kind == "context.built":
+                manifests.write(json.dumps(manifest_line(e), sort_keys=True) + "\n")
+                if e.payload["role"] == "executor" and e.payload.get("prompt_ref"):
+                    last = e
     (out / "state.json").write_text(state.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    built = [e for e in events if e.kind == "context.built"]
-    with open(out / "manifests.jsonl", "w", encoding="utf-8") as fh:
-        for e in built:
-            fh.write(json.dumps(manifest_line(e), sort_keys=True) + "\n")
-    last_exec = [e for e in built if e.payload["role"] == "executor" and e.payload.get("prompt_ref")]
+    last_exec = [last] if last is not None else []
     pack = "# context pack\n\n(no executor call yet)\n"
     if last_exec:
         e = last_exec[-1]

@@ -62,7 +62,7 @@ def _approx(text: str) -> int:
 
 COUNTERS: dict[str, TokenCounter] = {
     "estimate": estimate_tokens,
-    "cl100k_base": encoding_counter("cl100k_base"),
+    "cl100k_base": lambda text: encoding_counter("cl100k_base")(text),  # (loaded on first use)
     "4 chars a token": _approx,
 }
 

@@ -174,12 +174,14 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _graph_for(project: Project, task_id: str) -> tuple[Any, dict[str, Any]]:
+def _graph_for(project: Project, task_id: str, *, spec: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
     """The graph a task was started with, rebuilt from its registry entry; ``UnknownTaskError``
     (from :func:`context.find_task`) for a task the database does not know, and for one that
     has events but no registry entry (run through the Python API, or its registry row was lost:
-    the data cannot tell them apart; ``taskctx doctor`` lists it as a finding)."""
-    spec = find_task(project.stores, task_id).spec
+    the data cannot tell them apart; ``taskctx doctor`` lists it as a finding). ``spec``: the
+    registry row when the caller has already read and checked it (no fold of the log then)."""
+    if spec is None:
+        spec = find_task(project.stores, task_id).spec
     if spec is None:
         raise UnknownTaskError(
             f"task {task_id!r} in {project.path} has {project.stores.events.last_seq(task_id)} events but no task "

@@ -13,6 +13,7 @@ import typer
 from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, TaskctxError, TaskInfo, find_task
 from context.verify import check_events
 
+from ..doctor import quick_state
 from ..orchestrator import DEFAULT_DB, command_hint
 from .common import DbOpt, _describe, _fail, _open_existing, console, err
 
@@ -31,17 +32,21 @@ def inspect(
     ] = False,
 ) -> None:
     """Print a task's state as a person reads it (read-only; a damaged log: a warning per finding first)."""
-    from ..report import render_state
-    from ..report.approval import inspect_hint
 
     try:
         project = _open_existing(db, readonly=True)
         try:
             damage: list[str] = []
+            info: TaskInfo | None = None
+            spec: dict[str, Any] | None = None
             try:
-                info: TaskInfo | None = find_task(project.stores, task_id)
+                if project.stores.events.last_seq(task_id):  # the log is checked and folded once, below
+                    spec = project.stores.tasks.get(task_id)
+                else:
+                    info = find_task(project.stores, task_id)
+                    spec = info.spec
             except DamagedStoreError as exc:  # said below, before what is left is shown
-                info, damage = None, list(exc.problems)
+                damage = list(exc.problems)
             if info is not None and not info.started:  # registered; its first node failed before it recorded anything
                 spec = info.spec or {}
                 line = (
@@ -62,6 +67,16 @@ def inspect(
                     sys.stdout.write(values.model_dump_json(indent=2) + "\n")
                 else:
                     _fail(line)
+                return
+            # a long log that passes the bounded check (doctor.quick_state): the checkpoint's state with
+            # the tail folded on, and only the events the view lists (no whole-log read, check or fold);
+            # --json keeps the fold (the checkpoint's dicts come back in another key order)
+            fast = not (show_all or as_json or damage)
+            quick = quick_state(project.stores, project.checkpointer, task_id) if fast else None
+            if quick is not None and quick[0] is not None:
+                ctx = quick[0]
+                events = project.stores.events.read(task_id, kinds=VIEW_KINDS)
+                _render(project, console, ctx, events, task_id, db, spec, show_all)
                 return
             try:
                 events = project.stores.events.read(task_id)
@@ -89,28 +104,41 @@ def inspect(
             if as_json:
                 sys.stdout.write(ctx.model_dump_json(indent=2) + "\n")
                 return
-            snap = project.checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
-            checkpoints = [
-                c.config["configurable"]["checkpoint_id"]
-                for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
-            ]
-            render_state(
-                console,
-                ctx,
-                events,
-                checkpoints,
-                snap is not None,
-                full_hint=inspect_hint(task_id, db),
-                full=show_all,
-                db=db,
-            )
-            stopped = _stop_line((info.spec if info is not None else None) or {}, task_id, db)
-            if stopped and ctx.control.status not in ("completed", "failed"):
-                console.print(stopped, markup=False)
+            _render(project, console, ctx, events, task_id, db, spec, show_all)
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         _fail(_describe(exc, db))
+
+
+#: The kinds :func:`graphs.report.render_state` reads from the log (without ``--all``).
+VIEW_KINDS = ["context.built", "permission.requested", "permission.denied", "permission.granted", "resume.started"]
+
+
+def _render(
+    project: Any,
+    console: Any,
+    ctx: TaskContext,
+    events: list[Any],
+    task_id: str,
+    db: str,
+    spec: dict[str, Any] | None,
+    show_all: bool,
+) -> None:
+    from ..report import render_state
+    from ..report.approval import inspect_hint
+
+    snap = project.checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
+    checkpoints = [
+        c.config["configurable"]["checkpoint_id"]
+        for c in project.checkpointer.list({"configurable": {"thread_id": task_id}}, limit=5)
+    ]
+    render_state(
+        console, ctx, events, checkpoints, snap is not None, full_hint=inspect_hint(task_id, db), full=show_all, db=db
+    )
+    stopped = _stop_line(spec or {}, task_id, db)
+    if stopped and ctx.control.status not in ("completed", "failed"):
+        console.print(stopped, markup=False)
 
 
 def _stop_line(spec: dict[str, Any], task_id: str, db: str) -> str | None:

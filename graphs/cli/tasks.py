@@ -143,14 +143,20 @@ def resume(
         answer = _answerer(approve_all, deny_all)
         project = _open_existing(db)
         _prepare_out(out)
-        ensure_sound(project.stores, project.checkpointer, task_id)  # refuse damaged data, never build on it
-        spec = find_task(project.stores, task_id).spec
+        # refuse damaged data, never build on it (a long log: the bounded check, see doctor.quick_diagnose)
+        ensure_sound(project.stores, project.checkpointer, task_id, full=False)
+        spec = (
+            project.stores.tasks.get(task_id)  # (checked just above: no fold of the log again)
+            if project.stores.events.last_seq(task_id)
+            else find_task(project.stores, task_id).spec
+        )
         if budget is not None and spec is not None:
             spec = {**spec, "budget": budget}
             project.stores.tasks.register(task_id, spec)
         if timeout is not None and spec is not None:
-            project.stores.tasks.register(task_id, {**spec, "timeout": timeout})
-        g, _ = _graph_for(project, task_id)
+            spec = {**spec, "timeout": timeout}
+            project.stores.tasks.register(task_id, spec)
+        g, _ = _graph_for(project, task_id, spec=spec)
         snap = g.get_state(thread_config(task_id))
         status = TaskContext.model_validate(snap.values).control.status if snap.values else "idle"
         if not snap.values and project.stores.events.last_seq(task_id):
