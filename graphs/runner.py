@@ -9,6 +9,7 @@ consuming after ``stop_after`` executor steps: the thread keeps its next node, a
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import json
 import uuid
@@ -126,30 +127,36 @@ def run_graph(
     n_calls = 0
     stopped = False
     supersteps = 0
-    with paused_runs_traced():  # an approval pause is traced as a pause, not an error
-        for update in graph.stream(input, config, stream_mode="updates", durability="sync"):
-            supersteps += 1
-            if prune and supersteps % PRUNE_EVERY == 0:
+    try:
+        with paused_runs_traced():  # an approval pause is traced as a pause, not an error
+            for update in graph.stream(input, config, stream_mode="updates", durability="sync"):
+                supersteps += 1
+                if prune and supersteps % PRUNE_EVERY == 0:
+                    prune_thread(graph.checkpointer, task_id)
+                new = stores.events.read(task_id, after=seen)
+                if new:
+                    seen = new[-1].seq
+                    for e in new:
+                        if e.kind == "context.built":
+                            calls.append(e)
+                            n_calls += 1
+                        if on_event:
+                            on_event(e)
+                if stop_after is not None and "tools" in update:
+                    prog = (update["tools"] or {}).get("progress")
+                    steps = (
+                        prog.executor_steps
+                        if prog is not None and not isinstance(prog, dict)
+                        else (prog or {}).get("executor_steps")
+                    )
+                    if steps is not None and steps >= stop_after:
+                        stopped = True
+                        break
+    except BaseException:  # a run that stops on an error (a budget, a model failure) is pruned too
+        if prune:
+            with contextlib.suppress(Exception):  # the error that stopped the run is what matters
                 prune_thread(graph.checkpointer, task_id)
-            new = stores.events.read(task_id, after=seen)
-            if new:
-                seen = new[-1].seq
-                for e in new:
-                    if e.kind == "context.built":
-                        calls.append(e)
-                        n_calls += 1
-                    if on_event:
-                        on_event(e)
-            if stop_after is not None and "tools" in update:
-                prog = (update["tools"] or {}).get("progress")
-                steps = (
-                    prog.executor_steps
-                    if prog is not None and not isinstance(prog, dict)
-                    else (prog or {}).get("executor_steps")
-                )
-                if steps is not None and steps >= stop_after:
-                    stopped = True
-                    break
+        raise
     if prune:
         prune_thread(graph.checkpointer, task_id)
     snap = graph.get_state(thread_config(task_id))

@@ -113,3 +113,27 @@ def test_postgres_keeps_one_checkpoint_per_thread_with_langgraphs_prune(trajecto
         assert snap.values["control"].status == "completed" and snap.parent_config is None
     finally:
         project.close()
+
+
+def test_a_run_stopped_by_an_error_is_pruned_too(trajectories_dir: Path, tmp_path: Path) -> None:
+    """A pruned run that stops on an error (here the budget, after 10 tool calls at 2,900 tokens)
+    keeps only its latest checkpoint as well; the error is raised unchanged."""
+    from context import BudgetError
+
+    traj = load_trajectory(trajectories_dir / "openhands-ponyc-4588.jsonl")
+    db = tmp_path / "b.sqlite"
+    project = open_project(str(db))
+    g = build_orchestrator(
+        ReplayChatModel(trajectory=traj),
+        tools=ReplayTools(traj),
+        checkpointer=project.checkpointer,
+        stores=project.stores,
+        budget=2900,
+    )
+    with pytest.raises(BudgetError, match="executor of task b1 needs at least 2908 tokens"):
+        run_graph(g, project.stores, "b1", new_task(traj.request, "b1"), prune=True)
+    assert [e.kind for e in project.stores.events.read("b1")].count("tool.result.received") == 10
+    assert _rows(db, "b1")[0] == 1
+    with pytest.raises(BudgetError):  # without prune the run's checkpoints stay
+        run_graph(g, project.stores, "b2", new_task(traj.request, "b2"))
+    assert _rows(db, "b2")[0] > 10
