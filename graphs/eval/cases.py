@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -41,7 +41,8 @@ __all__ = [
     "load_cases",
 ]
 
-CATEGORIES = (
+#: A case's category: the five ways context fails, then the mechanisms' own categories.
+Category = Literal[
     "missing",
     "pollution",
     "conflict",
@@ -53,7 +54,9 @@ CATEGORIES = (
     "memory",
     "freshness",
     "policy",
-)
+]
+#: The categories in report order (one list: ``Case.category`` is typed by it).
+CATEGORIES: tuple[str, ...] = get_args(Category)
 
 
 class CaseError(InvalidInputError):
@@ -324,19 +327,7 @@ class Case(_M):
     """One scenario (one JSON file in ``tests/eval_cases/``)."""
 
     id: str
-    category: Literal[
-        "missing",
-        "pollution",
-        "conflict",
-        "distortion",
-        "overload",
-        "security",
-        "recovery",
-        "provenance",
-        "freshness",
-        "policy",
-        "memory",
-    ]
+    category: Category
     description: str = ""
     request: str
     #: Hard constraints, verbatim; default: the request's own "do not ..." lines.
