@@ -33,7 +33,7 @@ from context.memory import (
     records_from_events,
     supersession,
 )
-from nodes.memory import MemorySource, file_sha256
+from nodes.memory import MemorySource, file_sha256, namespace_of
 
 __all__ = [
     "MemoryView",
@@ -137,8 +137,8 @@ def read_stamps(
         rel = _rel(f)
         if rel in reads:
             out.append(FileStamp(path=rel, sha256=reads[rel]))
-        elif root is not None and file_sha256(root, rel) != "missing":
-            out.append(FileStamp(path=rel, sha256=file_sha256(root, rel)))
+        elif root is not None and (h := file_sha256(root, rel)) != "missing":
+            out.append(FileStamp(path=rel, sha256=h))
         else:
             where = f"task {task_id} never read it whole" if task_id else "no task was given"
             raise InvalidInputError(
@@ -320,12 +320,13 @@ def rebuild_memory(project: Any) -> int:
     (:func:`context.memory.records_from_events`): the store is cleared, then each record put.
     Returns how many records it holds."""
     stores = project.stores
-    logs = {t: stores.events.read(t) for t in stores.events.task_ids()}
+    kinds = ["memory.confirmed", "memory.forgotten"]  # all a rebuild needs, not the whole logs
+    logs = {t: stores.events.read(t, kinds=kinds) for t in stores.events.task_ids()}
     records = records_from_events(logs)
     src = _source(project)
     src.clear()
     for r in records.values():
-        src.store.put(("memory", r.namespace), r.key, r.model_dump(mode="json"))
+        src.store.put(namespace_of(r.namespace), r.key, r.model_dump(mode="json"))
     return len(records)
 
 

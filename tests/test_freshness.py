@@ -125,6 +125,7 @@ def test_the_reviewer_sees_the_finding_marked_stale(tmp_path):
 def test_without_a_change_nothing_is_stale_and_prompts_say_nothing_about_it(tmp_path):
     events, state, prompts = _run(tmp_path, REREAD_THEN_DONE)
     assert [e for e in events if e.kind == "fact.stale"] == []
+    assert prompts  # (the check below must have prompts to look at)
     assert not any("STALE" in p or "Stale facts" in p or "Re-read before" in p for p in prompts.values())
     assert state.evidence.stale_facts == []
     assert replay(events) == state

@@ -35,7 +35,6 @@ __all__ = [
     "finding_blocks",
     "memory_block",
     "loaded_memory_blocks",
-    "stale_block",
     "stale_text",
     "governed_claims",
     "quote_agent",
@@ -366,16 +365,6 @@ def stale_text(ctx: TaskContext) -> str | None:
     if again:
         lines.append("Re-read before relying on them: " + ", ".join(again))
     return "\n".join(lines)
-
-
-def stale_block(ctx: TaskContext, env: NodeEnv, *, slot: str) -> ContextBlock | None:
-    """The ``state.stale`` block (:func:`stale_text`; high priority, the app's word), or None."""
-    text = stale_text(ctx)
-    if text is None:
-        return None
-    return _block(
-        env, "state.stale", text, kind="state", layer="recent", source="fact.stale", priority="high", slot=slot
-    )
 
 
 def finding_blocks(
