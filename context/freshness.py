@@ -14,7 +14,10 @@ reducer folds them into ``evidence.stale_facts``). Who notices:
 * the tool node, after a write or patch of the task itself (``cause="write"``) and after a read
   that shows other bytes (``"reread"``), or another HEAD (``"head"``);
 * the first node after a ``taskctx resume``, which fingerprints the files of the world
-  (``NodeEnv.workspace.fingerprint``; ``"resume"``: a person changed them while paused).
+  (``NodeEnv.workspace.fingerprint``; ``"resume"``: a person changed them while paused);
+* the tool node when an approval answer arrives (``taskctx approve``, ``Command(resume=...)``),
+  before the call acts: the same fingerprint (``"approval"``: a person changed them while the
+  task waited for the answer).
 
 Pure: no clock, no store, no file system (the nodes hand in what they read).
 """
@@ -32,7 +35,7 @@ __all__ = ["HEAD_PATH", "Cause", "change_text", "facts", "find_stale", "short_sh
 
 #: The ``path`` of a ``fact.stale`` mark for a moved git HEAD.
 HEAD_PATH = "HEAD"
-Cause = Literal["write", "reread", "resume", "head"]
+Cause = Literal["write", "reread", "resume", "approval", "head"]
 
 
 def world_version(world: Mapping[str, str], head: str | None) -> str:
@@ -120,5 +123,10 @@ def change_text(path: str, cause: str, old: str, new: str) -> str:
     shas = f"({short_sha(old)} -> {short_sha(new)})"
     if path == HEAD_PATH:
         return f"HEAD moved {shas}"
-    how = {"write": "by this task", "reread": "seen on a re-read", "resume": "while paused"}.get(cause, "")
+    how = {
+        "write": "by this task",
+        "reread": "seen on a re-read",
+        "resume": "while paused",
+        "approval": "while waiting for approval",
+    }.get(cause, "")
     return f"{path} changed {how} {shas}"

@@ -317,3 +317,140 @@ def test_the_reducer_folds_fact_stale_and_a_read_of_the_new_bytes_clears_the_rer
     )
     assert wrote.evidence.stale_facts[-1].needs_reread is False and wrote.to_reread() == []
     assert wrote.evidence.world_version == world_version({"a.txt": "newer"}, HEAD_A) != again.evidence.world_version
+
+
+# a hand edit while the task waits for an approval (taskctx approve, Command(resume=...)) ---------------
+APP_NEW = "LIMIT = '5m'\n"
+
+
+def _approval_run(tmp_path: Path, executor_after: list, edit, answers: list[str]):
+    """Read limit.txt (a finding on it), then ask to write a file (write_file needs approval);
+    ``edit`` runs while the task waits; each answer in ``answers`` continues it, as
+    ``taskctx approve`` does (``Command(resume=...)`` naming the request)."""
+    from langgraph.types import Command
+
+    from context import Permissions
+
+    ws = _ws(tmp_path)
+    project = open_project(str(tmp_path / "t.sqlite"))
+    model = ScriptedChatModel(
+        script={
+            "planner": [plan(steps=["Inspect the config", "Fix the limit"])],
+            "executor": [
+                tool_call("read_file", {"path": "limit.txt"}, id="r1"),
+                complete("the config sets 1m", findings=["limit.txt sets limit = 1m"]),
+                *executor_after,
+            ],
+            "reviewer": [review("approve", "done")],
+        }
+    )
+
+    def graph():
+        env = NodeEnv(events=project.stores.events, artifacts=project.stores.artifacts)
+        return build_orchestrator(model, tools=WorkspaceTools(ws), checkpointer=project.checkpointer, env=env)
+
+    task = new_task("Fix the limit.", "t1", permissions=Permissions(requires_approval=["write_file"]))
+    r = run_graph(graph(), project.stores, "t1", task)
+    edit(ws)
+    for action in answers:
+        assert r.waiting is not None
+        r = run_graph(
+            graph(), project.stores, "t1", Command(resume={"action": action, "request_id": r.waiting["request_id"]})
+        )
+    events = project.stores.events.read("t1")
+    state = TaskContext.model_validate(graph().get_state(thread_config("t1")).values)
+    project.close()
+    return events, state, ws
+
+
+def test_a_hand_edit_while_waiting_for_approval_is_stale_before_the_approved_call_acts(tmp_path):
+    """Old code: the edit surfaced after the approved write ran, as cause ``write`` and a
+    ``file.modified`` of limit.txt blamed on the write of app.py."""
+    after = [
+        tool_call("write_file", {"path": "app.py", "content": APP_NEW}, id="w1"),
+        complete("fixed"),
+        complete("ok"),
+    ]
+    events, state, ws = _approval_run(tmp_path, after, _hand_edit, ["approve"])
+    stale = [
+        (e.payload["fact_id"], e.payload["path"], e.payload["old_sha"], e.payload["new_sha"], e.payload["cause"])
+        for e in events
+        if e.kind == "fact.stale"
+    ]
+    assert stale == [
+        ("s1.f1", "limit.txt", sha(CONF_1M), sha(CONF_5M), "approval"),
+        ("step:s1", "limit.txt", sha(CONF_1M), sha(CONF_5M), "approval"),
+        ("r1", "limit.txt", sha(CONF_1M), sha(CONF_5M), "approval"),
+    ]
+    kinds = [e.kind for e in events]
+    req = kinds.index("permission.requested")
+    # recorded when the answer arrived, before the approved call was granted and ran
+    assert kinds[req + 1 : req + 6] == ["fact.stale"] * 3 + ["permission.granted", "tool.result.received"]
+    # the task's write is app.py only; limit.txt is not blamed on it
+    assert [(e.payload["path"], e.payload["call_id"]) for e in events if e.kind == "file.modified"] == [
+        ("app.py", "w1")
+    ]
+    assert (ws / "app.py").read_text() == APP_NEW and (ws / "limit.txt").read_text() == CONF_5M
+    assert state.to_reread() == ["limit.txt"]
+    assert replay(events) == state
+
+
+def test_an_approved_write_of_a_file_edited_while_waiting_is_not_run_and_put_up_again(tmp_path):
+    """The approved arguments were made against bytes the file no longer has: not run (the
+    person's edit survives), the result names the change; the executor re-reads and writes
+    again, which is put up again."""
+    edited = "[proxy]\nlimit = 5m\n# set by hand\n"
+    fixed = "[proxy]\nlimit = 10m\n# set by hand\n"
+    after = [
+        tool_call("write_file", {"path": "limit.txt", "content": "[proxy]\nlimit = 10m\n"}, id="w1"),
+        tool_call("read_file", {"path": "limit.txt"}, id="r2"),
+        tool_call("write_file", {"path": "limit.txt", "content": fixed}, id="w2"),
+        complete("fixed"),
+        complete("ok"),
+    ]
+    events, state, ws = _approval_run(
+        tmp_path, after, lambda ws: (ws / "limit.txt").write_text(edited), ["approve", "approve"]
+    )
+    old, new = sha(CONF_1M), sha(edited)
+    change = f"limit.txt changed while waiting for approval ({old[:12]} -> {new[:12]})"
+    denied = [e for e in events if e.kind == "permission.denied"]
+    assert [(e.actor, e.payload["call_id"], e.payload["reason"]) for e in denied] == [
+        ("system", "w1", f"approved by the user, but {change}; not run")
+    ]
+    w1 = next(e.payload for e in events if e.kind == "tool.result.received" and e.payload["call_id"] == "w1")
+    assert (w1["status"], w1["result_summary"]) == (
+        "denied",
+        f"not run: {change}, after these arguments were made. Re-read limit.txt and make the change again on "
+        "its current bytes (it will be put up for approval again).",
+    )
+    assert [e.payload["call_id"] for e in events if e.kind == "permission.requested"] == ["w1", "w2"]
+    assert [e.payload["call_id"] for e in events if e.kind == "permission.granted"] == ["w2"]
+    assert [(e.payload["path"], e.payload["call_id"]) for e in events if e.kind == "file.modified"] == [
+        ("limit.txt", "w2")
+    ]
+    assert [(e.payload["fact_id"], e.payload["cause"]) for e in events if e.kind == "fact.stale"] == [
+        ("s1.f1", "approval"),
+        ("step:s1", "approval"),
+        ("r1", "approval"),
+        ("r2", "write"),
+    ]
+    assert (ws / "limit.txt").read_text() == fixed
+    assert replay(events) == state
+
+
+def test_a_node_rerun_after_the_answer_records_the_change_once(tmp_path):
+    """LangGraph re-runs a node from its first line: the fingerprint after an approval answer is
+    idempotent (a second attempt over the same state finds the marks already recorded)."""
+    from nodes.runtime import NodeRun
+
+    events, state, _ = _approval_run(
+        tmp_path,
+        [tool_call("write_file", {"path": "app.py", "content": APP_NEW}, id="w1"), complete("fixed"), complete("ok")],
+        _hand_edit,
+        ["approve"],
+    )
+    assert [e.kind for e in events].count("fact.stale") == 3
+    env = NodeEnv.sqlite()
+    env.workspace = WorkspaceTools(tmp_path / "ws")
+    again, changes = NodeRun(env, state, "tools", None).fingerprint_events("approval")
+    assert again == [] and changes == {"limit.txt": sha(CONF_5M)}
