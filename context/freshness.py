@@ -26,12 +26,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Literal
 
 from .models import TaskContext
 
-__all__ = ["HEAD_PATH", "Cause", "change_text", "facts", "find_stale", "short_sha", "stale_line", "world_version"]
+__all__ = [
+    "HEAD_PATH",
+    "Cause",
+    "about",
+    "change_text",
+    "facts",
+    "find_stale",
+    "named_paths",
+    "short_sha",
+    "stale_line",
+    "world_version",
+]
 
 #: The ``path`` of a ``fact.stale`` mark for a moved git HEAD.
 HEAD_PATH = "HEAD"
@@ -50,6 +62,28 @@ def world_version(world: Mapping[str, str], head: str | None) -> str:
 def short_sha(sha: str) -> str:
     """The first 12 hex digits of a sha (``"(gone)"`` for an empty one)."""
     return sha[:12] if sha else "(gone)"
+
+
+def named_paths(text: str, paths: Iterable[str]) -> list[str]:
+    """The paths of ``paths`` (workspace-relative, ``/``-separated) that ``text`` names, in the
+    order given: the whole path, or its file name alone, as a name of its own (not part of a
+    longer name or path: ``lib/upload.py`` does not name ``app/upload.py``; a sentence's full stop
+    after it is fine)."""
+    out = []
+    for p in paths:
+        names = {p, p.rsplit("/", 1)[-1]}
+        if any(re.search(rf"(?<![\w./-]){re.escape(n)}(?![\w/-]|\.\w)", text) for n in names if n):
+            out.append(p)
+    return out
+
+
+def about(text: str, reads: Mapping[str, str]) -> dict[str, str]:
+    """What a fact stated as ``text`` rests on, of the files its evidence read (``reads``: path
+    -> sha): the ones ``text`` names (:func:`named_paths`), or all of them when it names none (a
+    grep over several files backs a finding about one of them; a finding naming no file may
+    rest on any)."""
+    named = named_paths(text, reads)
+    return {p: reads[p] for p in named} if named else dict(reads)
 
 
 def facts(ctx: TaskContext) -> Iterator[tuple[str, str, Mapping[str, str], str | None]]:

@@ -47,6 +47,7 @@ from context.events import (
     TaskCreated,
     ToolCalled,
 )
+from context.freshness import about
 from context.models import SCHEMA_VERSION, ToolCallRecord, arguments_dict
 
 from .render import ExecutorRenderer, PlannerRenderer, RecoveryRenderer, Renderer, ReviewerRenderer
@@ -380,14 +381,16 @@ def _raw_findings(step_id: str, raw: Any) -> list[Finding]:
 
 def _with_refs(ctx: TaskContext, step_id: str, findings: list[Finding]) -> list[Finding]:
     """A finding without refs gets the refs of the step's last 3 tool results; each finding rests
-    on the files its evidence calls read (:func:`_rests_on`)."""
+    on the files its evidence calls read (:func:`_rests_on`) that its statement names, or all of
+    them when it names none (:func:`context.freshness.about`)."""
     refs = [r.raw_ref for r in ctx.evidence.recent_tool_calls if r.step_id == step_id and r.raw_ref][-3:]
     out = [f if f.evidence_refs else f.model_copy(update={"evidence_refs": list(refs)}) for f in findings]
     written = _written_by(ctx, step_id)
-    return [
+    based = [
         _rests_on(ctx, f, [r for r in ctx.evidence.recent_tool_calls if r.raw_ref in f.evidence_refs], written)
         for f in out
     ]
+    return [f.model_copy(update={"rests_on": about(f.statement, f.rests_on)}) if f.rests_on else f for f in based]
 
 
 def _written_by(ctx: TaskContext, step_id: str) -> set[str]:

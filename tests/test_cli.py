@@ -64,13 +64,12 @@ def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None
     assert kinds.count("error.occurred") == 1 and kinds.count("error.resolved") == 1
     assert kinds[-2:] == ["review.completed", "task.completed"]
     # the hand edit while paused: the resume fingerprints the workspace; the grep output and the
-    # findings drawn from it rest on the old config (stale), and the executor re-reads it first
+    # finding about the config rest on its old bytes (stale), and the executor re-reads it first
     evs = stores.events.read("d1")
     stale = [(e.payload["fact_id"], e.payload["path"], e.payload["cause"]) for e in evs if e.kind == "fact.stale"]
     assert stale == [
         ("d-grep", "proxy/nginx.conf", "resume"),
-        ("s1.f1", "proxy/nginx.conf", "resume"),
-        ("s1.f2", "proxy/nginx.conf", "resume"),
+        ("s1.f1", "proxy/nginx.conf", "resume"),  # s1.f2 is about app/upload.py: it rests on that file only
         ("step:s1", "proxy/nginx.conf", "resume"),
         ("d-reread", "proxy/nginx.conf", "write"),
         ("step:s2", "proxy/nginx.conf", "write"),
@@ -79,6 +78,10 @@ def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None
     called = [e.payload["call_id"] for e in evs if e.kind == "tool.called"]
     assert called[called.index("d-reread") + 1] == "d-fix1"  # re-read before acting
     ctx = replay(stores.events.read("d1"))
+    assert [(f.id, sorted(f.rests_on)) for f in ctx.evidence.findings[:2]] == [
+        ("s1.f1", ["proxy/nginx.conf"]),
+        ("s1.f2", ["app/upload.py"]),
+    ]
     assert ctx.errors.error_history[0].id == "err-1"
     assert ctx.errors.resolved_errors[0].resolution == "later call d-test2 (run_command) succeeded"
     assert ctx.progress.changed_artifacts == ["proxy/nginx.conf", "CHANGELOG.md"]

@@ -454,3 +454,59 @@ def test_a_node_rerun_after_the_answer_records_the_change_once(tmp_path):
     env.workspace = WorkspaceTools(tmp_path / "ws")
     again, changes = NodeRun(env, state, "tools", None).fingerprint_events("approval")
     assert again == [] and changes == {"limit.txt": sha(CONF_5M)}
+
+
+# a finding rests on the files it is about --------------------------------------------------------
+def test_a_finding_rests_on_the_files_it_names_of_a_grep_over_several(tmp_path):
+    """A grep hits limit.txt and app.py: the finding naming limit.txt rests on it alone (an
+    edit of app.py leaves it current); the finding naming no file rests on both (stale)."""
+    ws = _ws(tmp_path)
+    project = open_project(str(tmp_path / "t.sqlite"))
+    model = ScriptedChatModel(
+        script={
+            "planner": [plan(steps=["Find the limits", "Look around", "Fix"])],
+            "executor": [
+                tool_call("grep", {"pattern": "1m", "path": "."}, id="g1"),
+                complete("found", findings=["limit.txt sets limit = 1m", "the limit is 1m everywhere"]),
+                tool_call("list_dir", {"path": "."}, id="l1"),
+                complete("looked"),
+                complete("done"),
+            ],
+            "reviewer": [review("approve", "done")],
+        }
+    )
+
+    def graph():
+        env = NodeEnv(events=project.stores.events, artifacts=project.stores.artifacts)
+        return build_orchestrator(model, tools=WorkspaceTools(ws), checkpointer=project.checkpointer, env=env)
+
+    run_graph(graph(), project.stores, "t1", new_task("Fix the limit.", "t1"), stop_after=2)
+    (ws / "app.py").write_text("LIMIT = '2m'\n")
+    run_graph(graph(), project.stores, "t1", None, resume=True)
+    events = project.stores.events.read("t1")
+    state = TaskContext.model_validate(graph().get_state(thread_config("t1")).values)
+    project.close()
+    app, conf = sha("LIMIT = '1m'\n"), sha(CONF_1M)
+    assert [(f.id, f.rests_on) for f in state.evidence.findings] == [
+        ("s1.f1", {"limit.txt": conf}),
+        ("s1.f2", {"app.py": app, "limit.txt": conf}),
+    ]
+    stale = [(e.payload["fact_id"], e.payload["path"], e.payload["cause"]) for e in events if e.kind == "fact.stale"]
+    assert stale == [("s1.f2", "app.py", "resume"), ("step:s1", "app.py", "resume"), ("g1", "app.py", "resume")]
+    assert state.stale("s1.f1") == []
+    assert replay(events) == state
+
+
+def test_named_paths_and_about():
+    from context.freshness import about, named_paths
+
+    paths = ["proxy/nginx.conf", "app/upload.py", "lib/upload.py"]
+    assert named_paths("app/upload.py accepts up to 10 MiB", paths) == ["app/upload.py"]
+    assert named_paths("nginx.conf sets 1m.", paths) == ["proxy/nginx.conf"]  # the file name alone, a full stop after
+    assert named_paths("upload.py reads the limit", paths) == ["app/upload.py", "lib/upload.py"]
+    assert named_paths("upload.pyc, xupload.py, upload.py.bak, tests/app/upload.py", paths) == []
+    assert about("nginx.conf sets 1m", {"proxy/nginx.conf": "1", "app/upload.py": "2"}) == {"proxy/nginx.conf": "1"}
+    assert about("uploads fail", {"proxy/nginx.conf": "1", "app/upload.py": "2"}) == {
+        "proxy/nginx.conf": "1",
+        "app/upload.py": "2",
+    }
