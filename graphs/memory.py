@@ -278,16 +278,20 @@ def _append(project: Any, kind: str, payload: Any) -> Any:
 @dataclass
 class MemoryView:
     """A stored memory as ``taskctx memory list|show`` shows it: the record, the key of the
-    newer memory that supersedes it (or None), and its stale files (checked against ``root``)."""
+    newer memory that supersedes it (or None), whether that one has since been forgotten (the
+    record stays superseded: :mod:`context.memory`), and its stale files (checked against
+    ``root``)."""
 
     record: MemoryRecord
     superseded_by: str | None
     stale: list[StaleFile]
+    superseder_forgotten: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
             **self.record.model_dump(mode="json"),
             "superseded_by": self.superseded_by,
+            "superseder_forgotten": self.superseder_forgotten,
             "stale": [s.model_dump() for s in self.stale],
         }
 
@@ -300,8 +304,9 @@ def list_memories(project: Any, *, namespace: str | None = None, root: Path | No
     src = _source(project, root)
     recs = src.records()
     newer = supersession(recs)
+    keys = {r.key for r in recs}
     return [
-        MemoryView(r, newer.get(r.key), src.stale_files(r))
+        MemoryView(r, newer.get(r.key), src.stale_files(r), r.key in newer and newer[r.key] not in keys)
         for r in recs
         if namespace is None or r.namespace == namespace
     ]

@@ -33,7 +33,7 @@ from context.memory import (
     MemoryRecord,
     StaleFile,
     lexical_score,
-    record_of,
+    store_writes,
     supersession,
 )
 
@@ -80,18 +80,42 @@ class MemorySource:
     # writing ------------------------------------------------------------------------------
     def apply(self, events: Iterable[Event], log: str) -> int:
         """Write the confirmation events among ``events`` (of the log ``log``: a task id or
-        :data:`context.memory.MEMORY_LOG`) to the store: ``memory.confirmed`` puts its record,
-        ``memory.forgotten`` deletes it. Returns how many it applied."""
+        :data:`context.memory.MEMORY_LOG`) to the store, as :func:`context.memory.store_writes`
+        says: ``memory.confirmed`` puts its record and marks the older records of its subject
+        superseded, ``memory.forgotten`` deletes one. Returns how many events it applied."""
         n = 0
         for e in events:
-            if e.kind == "memory.confirmed":
-                r = record_of(e, log)
+            put, delete = store_writes(e, log, self.group)
+            for r in put:
                 self.store.put(namespace_of(r.namespace), r.key, r.model_dump(mode="json"))
-                n += 1
-            elif e.kind == "memory.forgotten":
-                self.store.delete(namespace_of(str(e.payload["namespace"])), str(e.payload["key"]))
-                n += 1
+            for ns, key in delete:
+                self.store.delete(namespace_of(ns), key)
+            n += bool(put or delete)
         return n
+
+    def group(self, r: MemoryRecord) -> list[MemoryRecord]:
+        """The stored records of ``r``'s supersession group (same namespace, same subject; with
+        a subject, also the record whose key it is, which ``--supersedes`` names): read by the
+        store's ``filter`` on the subject, not by listing the namespace."""
+        if not r.subject:
+            return []
+        ns = namespace_of(r.namespace)
+        out = self._all(ns, filter={"subject": r.subject})
+        item = self.store.get(ns, r.subject)
+        if item is not None:
+            out.append(MemoryRecord.model_validate(item.value))
+        return [x for x in out if x.group == r.group]
+
+    def _all(self, ns: tuple[str, ...], **kw: Any) -> list[MemoryRecord]:
+        """Every record of the store namespace ``ns`` (``kw``: the store's ``search`` filter), page by page."""
+        out: list[MemoryRecord] = []
+        offset = 0
+        while True:
+            page = self.store.search(ns, limit=_PAGE, offset=offset, **kw)
+            out += [MemoryRecord.model_validate(i.value) for i in page]
+            if len(page) < _PAGE:
+                return out
+            offset += _PAGE
 
     def clear(self) -> int:
         """Delete every memory record (before a rebuild). Returns how many were deleted."""
@@ -103,15 +127,7 @@ class MemorySource:
     # reading ------------------------------------------------------------------------------
     def records(self, namespaces: Sequence[str] = MEMORY_NAMESPACES) -> list[MemoryRecord]:
         """Every record of ``namespaces``, oldest confirmation first (then by key)."""
-        out: list[MemoryRecord] = []
-        for ns in namespaces:
-            offset = 0
-            while True:
-                page = self.store.search(namespace_of(ns), limit=_PAGE, offset=offset)
-                out += [MemoryRecord.model_validate(i.value) for i in page]
-                if len(page) < _PAGE:
-                    break
-                offset += _PAGE
+        out = [r for ns in namespaces for r in self._all(namespace_of(ns))]
         return sorted(out, key=lambda r: (r.confirmed_at, r.key))
 
     def get(self, key: str) -> MemoryRecord | None:
@@ -146,8 +162,10 @@ class MemorySource:
     def load(self, request: str) -> list[LoadedMemory]:
         """The memories relevant to ``request`` (see module doc), most relevant first: at most
         ``limit`` current ones with ``score >= min_score``, each followed by the older records it
-        supersedes (``superseded_by`` set, so the prompt's manifest says so). Every record is
-        checked against the workspace (``stale``)."""
+        supersedes (``superseded_by`` set, so the prompt's manifest says so). A record whose
+        superseder was forgotten is not loaded (a forgotten correction does not reinstate what it
+        corrected: :mod:`context.memory`). Every record is checked against the workspace
+        (``stale``)."""
         all_records = self.records()
         newer = supersession(all_records)
         by_key = {r.key: r for r in all_records}
@@ -156,7 +174,8 @@ class MemorySource:
         best: dict[str, float] = {}
         for s, r in scored:
             head = newer.get(r.key, r.key)
-            best[head] = max(best.get(head, 0.0), s)
+            if head in by_key:  # else superseded by a memory since forgotten: nothing current to load
+                best[head] = max(best.get(head, 0.0), s)
         heads = sorted(best, key=lambda k: (-best[k], by_key[k].confirmed_at, k))[: self.limit]
         out: list[LoadedMemory] = []
         for k in heads:
@@ -166,7 +185,7 @@ class MemorySource:
             for r in group:
                 out.append(
                     LoadedMemory(
-                        **r.model_dump(),
+                        **r.model_dump(exclude={"superseded_by"}),
                         stale=self.stale_files(r),
                         superseded_by=newer.get(r.key),
                         score=best[k] if r.key == k else 0.0,

@@ -35,7 +35,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 def _line(v: MemoryView) -> str:
     r = v.record
-    marks = (["STALE"] if v.stale else []) + ([f"superseded by {v.superseded_by}"] if v.superseded_by else [])
+    gone = " (since forgotten)" if v.superseder_forgotten else ""
+    marks = (["STALE"] if v.stale else []) + ([f"superseded by {v.superseded_by}{gone}"] if v.superseded_by else [])
     where = f"task {r.task_id}" if r.task_id else "no task"
     return (
         f"{r.key}  {r.namespace} {r.kind}{' [' + ', '.join(marks) + ']' if marks else ''}: {r.text}  "
