@@ -47,7 +47,7 @@ from context.events import (
     TaskCreated,
     ToolCalled,
 )
-from context.freshness import about
+from context.freshness import HEAD_PATH, about
 from context.models import SCHEMA_VERSION, ToolCallRecord, arguments_dict
 
 from .render import ExecutorRenderer, PlannerRenderer, RecoveryRenderer, Renderer, ReviewerRenderer
@@ -480,11 +480,11 @@ def _born_stale(run: NodeRun, ctx: TaskContext, completed: StepCompleted) -> lis
     by_ref = {r.raw_ref: r.id for r in ctx.evidence.recent_tool_calls if r.raw_ref}
     step_calls = [r.id for r in ctx.evidence.recent_tool_calls if r.step_id == completed.step_id]
     facts: list[tuple[str, str, list[str], dict[str, str]]] = [
-        (f.id, "finding", [by_ref[x] for x in f.evidence_refs if x in by_ref], {**f.rests_on, "HEAD": f.head or ""})
+        (f.id, "finding", [by_ref[x] for x in f.evidence_refs if x in by_ref], {**f.rests_on, HEAD_PATH: f.head or ""})
         for f in completed.findings
     ]
     facts.append(
-        (f"step:{completed.step_id}", "step", step_calls, {**completed.rests_on, "HEAD": completed.head or ""})
+        (f"step:{completed.step_id}", "step", step_calls, {**completed.rests_on, HEAD_PATH: completed.head or ""})
     )
     out = []
     for fid, kind, calls, rests_on in facts:

@@ -75,6 +75,14 @@ def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None
         ("step:s2", "proxy/nginx.conf", "write"),
     ]
     assert kinds[kinds.index("resume.started") + 1] == "fact.stale"
+    # the demo prints them as they are recorded
+    old_sha, new_sha = (next(e.payload for e in evs if e.kind == "fact.stale")[k][:12] for k in ("old_sha", "new_sha"))
+    for fid in ("d-grep", "s1.f1", "s1"):
+        assert (
+            f"] fact.stale: {'step:' if fid == 's1' else ''}{fid}: proxy/nginx.conf changed while paused ({old_sha} -> {new_sha})\n"
+            in r.stdout
+        )
+    assert r.stdout.count("] fact.stale: ") == 5
     called = [e.payload["call_id"] for e in evs if e.kind == "tool.called"]
     assert called[called.index("d-reread") + 1] == "d-fix1"  # re-read before acting
     ctx = replay(stores.events.read("d1"))

@@ -232,6 +232,12 @@ def test_inspect_and_the_report_mark_the_stale_finding(tmp_path):
     old, new = sha(CONF_1M)[:12], sha(CONF_5M)[:12]
     assert f"- finding s1.f1 (agent_claim) [{state.evidence.findings[0].evidence_refs[0]}] [STALE: limit.txt" in text
     assert f"- finding s1.f1: limit.txt changed while paused ({old} -> {new})" in text
+    # the Evidence list marks the stale tool output too (the "Stale facts" list names it)
+    r1 = next(r for r in state.evidence.recent_tool_calls if r.id == "r1")
+    assert f"- r1 read_file -> ok  {r1.raw_ref} [STALE: limit.txt changed while paused ({old} -> {new})]" in text
+    assert f"- output of call r1: limit.txt changed while paused ({old} -> {new})" in text
+    r2 = next(r for r in state.evidence.recent_tool_calls if r.id == "r2")
+    assert f"- r2 read_file -> ok  {r2.raw_ref}\n" in text  # the re-read is current
     html = build_report(events)
     assert f"[STALE: limit.txt changed while paused ({old} -&gt; {new})]" in html
 

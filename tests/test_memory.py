@@ -572,3 +572,20 @@ def test_store_writes_marks_the_group_and_a_forget_deletes_only() -> None:
         [("project", k)],
     )
     assert store_writes(ev("memory.proposed", {"text": "x"}), MEMORY_LOG, lambda r: [a]) == ([], [])
+
+
+def test_a_command_prints_the_memories_its_task_loads(tmp_path: Path) -> None:
+    """`taskctx demo` (any command that runs a task) prints ``memory.loaded`` as it is recorded."""
+    from graphs.cli import app
+
+    db = str(tmp_path / "d.sqlite")
+    text = "Uploads over the proxy limit get HTTP 413 from nginx"
+    res = CliRunner().invoke(app, ["memory", "confirm", text, "--subject", "upload limit", "--db", db])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(
+        app, ["demo", "--db", db, "--out", str(tmp_path / "o"), "--task-id", "d1", "--approve-all"]
+    )
+    assert res.exit_code == 0, res.output
+    key = memory_key("project", "fact", text)
+    assert "] memory.loaded: 1 memory (lexical): " + key + "\n" in res.stdout
+    assert res.stdout.index("memory.loaded") < res.stdout.index("plan.created")

@@ -159,6 +159,10 @@ def _event_printer(total: int | None = None):
             "resume.started",
             "permission.requested",
             "permission.denied",
+            "fact.stale",
+            "memory.loaded",
+            "memory.confirmed",
+            "memory.forgotten",
         ) or (e.kind == "permission.granted" and e.actor == "user"):
             from context import summarize_event
 

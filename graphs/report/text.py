@@ -108,7 +108,12 @@ def render_state(
         p(f"changed: {', '.join(ctx.progress.changed_artifacts)}")
     h("Evidence")
     for r in ctx.evidence.recent_tool_calls[-8:]:
-        p(f"- {r.id} {r.tool} -> {r.status}" + (f"  {r.raw_ref}" if r.raw_ref else ""))
+        stale = stale_line(ctx, r.id)
+        p(
+            f"- {r.id} {r.tool} -> {r.status}"
+            + (f"  {r.raw_ref}" if r.raw_ref else "")
+            + (f" [{stale}]" if stale else "")
+        )
     for f in ctx.evidence.findings[-8:]:
         stale = stale_line(ctx, f.id)
         p(
