@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from context import TaskContext, new_event, replay
+from context import Finding, TaskContext, new_event, replay
 from context.freshness import find_stale, world_version
 from graphs import build_orchestrator, new_task, open_project, run_graph, thread_config
 from nodes import ScriptedChatModel, WorkspaceTools, complete, plan, review, tool_call
@@ -516,3 +516,43 @@ def test_named_paths_and_about():
         "proxy/nginx.conf": "1",
         "app/upload.py": "2",
     }
+
+
+def test_a_finding_citing_evidence_that_left_the_transcript_rests_on_its_reads_from_the_log():
+    """The read of a.txt left the transcript (a restart); a later finding cites its artifact: its
+    reads are read back from the log, so the finding still rests on a.txt."""
+    from nodes.roles import _step_completed
+    from nodes.runtime import NodeRun
+
+    env = NodeEnv.sqlite()
+    ref = env.artifacts.put("limit = 1m\n")
+
+    def ev(kind, payload, actor="agent"):
+        return new_event(kind, payload, actor=actor, correlation_id="t")
+
+    events = [
+        ev("task.created", {"task_id": "t", "original_request": "r"}, "user"),
+        ev("plan.created", {"steps": [{"id": "s1", "title": "read"}, {"id": "s2", "title": "conclude"}]}),
+        ev("step.started", {"step_id": "s1", "objective": "read"}),
+        ev("tool.called", {"call_id": "c1", "step_id": "s1", "tool": "read_file", "arguments": '{"path": "a.txt"}'}),
+        ev(
+            "tool.result.received",
+            {"call_id": "c1", "status": "ok", "raw_ref": ref, "reads": {"a.txt": "sha-a"}, "head": HEAD_A},
+            "tool",
+        ),
+        ev("step.completed", {"step_id": "s1", "summary": "read"}),
+        ev("step.started", {"step_id": "s2", "objective": "conclude"}),
+        ev(
+            "context.built",
+            {"call": 1, "role": "executor", "budget": 8000, "prompt_tokens": 1, "transcript_reset": True},
+            "system",
+        ),
+    ]
+    events = env.events.append("t", [e.model_copy(update={"seq": i}) for i, e in enumerate(events, 1)])
+    ctx = replay(events)
+    assert ctx.evidence.recent_tool_calls == []  # c1 left the transcript
+    run = NodeRun(env, ctx, "executor", None)
+    finding = Finding(id="s2.f1", statement="a.txt sets 1m", evidence_refs=[ref])
+    out = _step_completed(run, ctx, "s2", "success", "concluded", [finding], [])
+    done = next(e for e in out if e.kind == "step.completed").payload
+    assert [(f["id"], f["rests_on"], f["head"]) for f in done["findings"]] == [("s2.f1", {"a.txt": "sha-a"}, HEAD_A)]
