@@ -111,7 +111,7 @@ class MemoryRecord(_M):
 
 class StaleFile(_M):
     """A file a memory rests on whose bytes changed since it was confirmed: ``recorded`` is the
-    sha256 then, ``current`` the sha256 now (``"missing"``: the file is gone)."""
+    sha256 then, ``current`` the sha256 now (``""``: the file is gone, as in :mod:`context.freshness`)."""
 
     path: str
     recorded: str

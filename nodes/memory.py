@@ -20,7 +20,6 @@ workspace root. The records are :class:`context.memory.MemoryRecord` values unde
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,9 @@ from context.memory import (
     supersession,
 )
 
-__all__ = ["MemorySource", "file_sha256", "namespace_of"]
+from .workspace.paths import file_sha256
+
+__all__ = ["MemorySource", "namespace_of"]
 
 #: Records fetched per store page while listing a namespace.
 _PAGE = 500
@@ -46,15 +47,6 @@ _PAGE = 500
 def namespace_of(name: str) -> tuple[str, str]:
     """The store namespace of a memory namespace: ``("memory", name)``."""
     return ("memory", name)
-
-
-def file_sha256(root: Path, path: str) -> str:
-    """sha256 (64 hex) of ``root/path``'s bytes, or ``"missing"`` when it is not a file."""
-    f = Path(root) / path
-    try:
-        return hashlib.sha256(f.read_bytes()).hexdigest()
-    except OSError:
-        return "missing"
 
 
 @dataclass
@@ -94,14 +86,14 @@ class MemorySource:
         return n
 
     def group(self, r: MemoryRecord) -> list[MemoryRecord]:
-        """The stored records of ``r``'s supersession group (same namespace, same subject; with
-        a subject, also the record whose key it is, which ``--supersedes`` names): read by the
-        store's ``filter`` on the subject, not by listing the namespace."""
-        if not r.subject:
-            return []
+        """The stored records of ``r``'s supersession group (:attr:`MemoryRecord.group`: same
+        namespace, same subject, or a record without one whose key is that subject, as
+        ``--supersedes`` makes it), ``r`` itself among them when stored: read by the store's
+        ``filter`` on the subject and one ``get``, not by listing the namespace."""
         ns = namespace_of(r.namespace)
-        out = self._all(ns, filter={"subject": r.subject})
-        item = self.store.get(ns, r.subject)
+        name = r.subject or r.key
+        out = self._all(ns, filter={"subject": name})
+        item = self.store.get(ns, name)
         if item is not None:
             out.append(MemoryRecord.model_validate(item.value))
         return [x for x in out if x.group == r.group]
@@ -145,19 +137,19 @@ class MemorySource:
             return []
         out = []
         for f in r.files:
-            now = file_sha256(self.root, f.path)
+            now = file_sha256(self.root / f.path)
             if now != f.sha256:
                 out.append(StaleFile(path=f.path, recorded=f.sha256, current=now))
         return out
 
-    def _scored(self, request: str) -> list[tuple[float, MemoryRecord]]:
+    def _scored(self, request: str, records: Sequence[MemoryRecord]) -> list[tuple[float, MemoryRecord]]:
         if self.search_kind == "semantic":
             scored: list[tuple[float, MemoryRecord]] = []
             for ns in MEMORY_NAMESPACES:
                 for item in self.store.search(namespace_of(ns), query=request, limit=max(self.limit * 4, 20)):
                     scored.append((round(float(item.score or 0.0), 4), MemoryRecord.model_validate(item.value)))
             return scored
-        return [(lexical_score(request, r), r) for r in self.records()]
+        return [(lexical_score(request, r), r) for r in records]
 
     def load(self, request: str) -> list[LoadedMemory]:
         """The memories relevant to ``request`` (see module doc), most relevant first: at most
@@ -169,7 +161,7 @@ class MemorySource:
         all_records = self.records()
         newer = supersession(all_records)
         by_key = {r.key: r for r in all_records}
-        scored = [(s, r) for s, r in self._scored(request) if s >= self.min_score and r.key in by_key]
+        scored = [(s, r) for s, r in self._scored(request, all_records) if s >= self.min_score and r.key in by_key]
         # a relevant older record brings its newer one; the newer one is what is loaded
         best: dict[str, float] = {}
         for s, r in scored:

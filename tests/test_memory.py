@@ -589,3 +589,33 @@ def test_a_command_prints_the_memories_its_task_loads(tmp_path: Path) -> None:
     key = memory_key("project", "fact", text)
     assert "] memory.loaded: 1 memory (lexical): " + key + "\n" in res.stdout
     assert res.stdout.index("memory.loaded") < res.stdout.index("plan.created")
+
+
+def test_a_memory_whose_file_is_gone_says_so_and_show_reads_one_record(tmp_path: Path) -> None:
+    from graphs.cli import app
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "db.yaml").write_text("port: 5433\n")
+    db = str(tmp_path / "g.sqlite")
+    with open_project(db) as p:
+        old = confirm_memory(p, DB1, subject="staging database", files=["db.yaml"], root=ws)
+        new = confirm_memory(p, DB2, subject="staging database")
+        (ws / "db.yaml").unlink()
+        forget_memory(p, new.key)
+        v = show_memory(p, old.key, root=ws)
+        assert (v.superseded_by, v.superseder_forgotten) == (new.key, True)
+        assert [(s.path, s.current) for s in v.stale] == [("db.yaml", "")]  # "" : gone, as in freshness
+        assert v == next(x for x in list_memories(p, root=ws) if x.record.key == old.key)
+        (tmp_path / "db.yaml").write_text("port: 5433\n")  # stamped from here; gone under ws
+        confirm_memory(p, DB1, subject="staging database", files=["db.yaml"], root=tmp_path)  # current again
+        _, res = _run(p, "t1", root=ws)
+        text, _ = _prompt(p, "t1", "executor")
+    assert [(m.key, [s.current for s in m.stale]) for m in res.state.memory.loaded] == [(old.key, [""])]
+    assert f"STALE: db.yaml changed since this was confirmed (sha256 {H5433} then, it is gone)" in text
+    res = CliRunner().invoke(app, ["memory", "show", old.key, "--workspace", str(ws), "--db", db])
+    assert res.output.splitlines()[-1] == f"file: db.yaml sha256 {H5433} when confirmed; STALE: sha256 (gone) now"
+    res = CliRunner().invoke(app, ["inspect", "t1", "--db", db])
+    assert f"  stale: db.yaml sha256 {H5433} then, (gone) now" in res.output
+    help_text = " ".join(CliRunner().invoke(app, ["memory", "confirm", "--help"]).output.split())
+    assert "A --db that does not exist yet is created" in help_text
