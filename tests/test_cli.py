@@ -372,3 +372,29 @@ def test_hints_name_the_db_quoted_and_without_its_password() -> None:
         inspect_hint("t 2", "postgresql://app:s3cret@127.0.0.1:5433/tasks")
         == "`taskctx inspect 't 2' --json --db 'postgresql://app:***@127.0.0.1:5433/tasks'`" + tail
     )
+
+
+def test_taskctx_approve_checks_the_workspace_before_the_approved_patch_acts(tmp_path: Path) -> None:
+    """The demo waits for the approval of its nginx.conf patch (no terminal); a person edits the
+    config meanwhile; ``taskctx approve`` records the edit (``fact.stale``, cause ``approval``)
+    before acting, and the approved patch, made against the old bytes, is not run."""
+    db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
+    r = invoke("demo", "--db", db, "--out", out, "--task-id", "d1")
+    assert "waiting for approval of apply_patch (call d-fix1, high risk)" in r.stdout, r.output
+    conf = tmp_path / "workspaces" / "d1" / "proxy" / "nginx.conf"
+    edited = conf.read_text() + "# tuned by hand\n"
+    conf.write_text(edited)
+    r = invoke("approve", "d1", "--db", db, "--out", out)
+    evs = SqliteStores(db).events.read("d1")
+    stale = [e.payload["fact_id"] for e in evs if e.kind == "fact.stale" and e.payload["cause"] == "approval"]
+    # (step:s2, the step the refused patch ended blocked, rests on the re-read: born stale)
+    assert stale == ["s1.f1", "step:s1", "d-grep", "d-reread", "step:s2"]
+    kinds = [e.kind for e in evs]
+    first = kinds.index("fact.stale", kinds.index("permission.requested"))
+    assert kinds[first : first + 5] == ["fact.stale"] * 4 + ["permission.denied"]
+    assert "] fact.stale: d-reread: proxy/nginx.conf changed while waiting for approval (" in r.stdout
+    assert (
+        "] permission.denied: apply_patch: approved by the user, but proxy/nginx.conf changed while waiting" in r.stdout
+    )
+    assert "permission.granted" not in kinds and "file.modified" not in kinds
+    assert conf.read_text() == edited  # the person's edit stands
