@@ -381,7 +381,7 @@ class FactStale(_Payload):
     path: str
     old_sha: str = ""
     new_sha: str = ""
-    cause: Literal["write", "reread", "resume", "head"] = "reread"
+    cause: Literal["write", "reread", "resume", "approval", "head"] = "reread"
 
 
 PAYLOAD_MODELS: dict[str, type[_Payload]] = {

@@ -14,7 +14,10 @@ reducer folds them into ``evidence.stale_facts``). Who notices:
 * the tool node, after a write or patch of the task itself (``cause="write"``) and after a read
   that shows other bytes (``"reread"``), or another HEAD (``"head"``);
 * the first node after a ``taskctx resume``, which fingerprints the files of the world
-  (``NodeEnv.workspace.fingerprint``; ``"resume"``: a person changed them while paused).
+  (``NodeEnv.workspace.fingerprint``; ``"resume"``: a person changed them while paused);
+* the tool node when an approval answer arrives (``taskctx approve``, ``Command(resume=...)``),
+  before the call acts: the same fingerprint (``"approval"``: a person changed them while the
+  task waited for the answer).
 
 Pure: no clock, no store, no file system (the nodes hand in what they read).
 """
@@ -23,16 +26,28 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Literal
 
 from .models import TaskContext
 
-__all__ = ["HEAD_PATH", "Cause", "change_text", "facts", "find_stale", "short_sha", "stale_line", "world_version"]
+__all__ = [
+    "HEAD_PATH",
+    "Cause",
+    "about",
+    "change_text",
+    "facts",
+    "find_stale",
+    "named_paths",
+    "short_sha",
+    "stale_line",
+    "world_version",
+]
 
 #: The ``path`` of a ``fact.stale`` mark for a moved git HEAD.
 HEAD_PATH = "HEAD"
-Cause = Literal["write", "reread", "resume", "head"]
+Cause = Literal["write", "reread", "resume", "approval", "head"]
 
 
 def world_version(world: Mapping[str, str], head: str | None) -> str:
@@ -47,6 +62,28 @@ def world_version(world: Mapping[str, str], head: str | None) -> str:
 def short_sha(sha: str) -> str:
     """The first 12 hex digits of a sha (``"(gone)"`` for an empty one)."""
     return sha[:12] if sha else "(gone)"
+
+
+def named_paths(text: str, paths: Iterable[str]) -> list[str]:
+    """The paths of ``paths`` (workspace-relative, ``/``-separated) that ``text`` names, in the
+    order given: the whole path, or its file name alone, as a name of its own (not part of a
+    longer name or path: ``lib/upload.py`` does not name ``app/upload.py``; a sentence's full stop
+    after it is fine)."""
+    out = []
+    for p in paths:
+        names = {p, p.rsplit("/", 1)[-1]}
+        if any(re.search(rf"(?<![\w./-]){re.escape(n)}(?![\w/-]|\.\w)", text) for n in names if n):
+            out.append(p)
+    return out
+
+
+def about(text: str, reads: Mapping[str, str]) -> dict[str, str]:
+    """What a fact stated as ``text`` rests on, of the files its evidence read (``reads``: path
+    -> sha): the ones ``text`` names (:func:`named_paths`), or all of them when it names none (a
+    grep over several files backs a finding about one of them; a finding naming no file may
+    rest on any)."""
+    named = named_paths(text, reads)
+    return {p: reads[p] for p in named} if named else dict(reads)
 
 
 def facts(ctx: TaskContext) -> Iterator[tuple[str, str, Mapping[str, str], str | None]]:
@@ -120,5 +157,10 @@ def change_text(path: str, cause: str, old: str, new: str) -> str:
     shas = f"({short_sha(old)} -> {short_sha(new)})"
     if path == HEAD_PATH:
         return f"HEAD moved {shas}"
-    how = {"write": "by this task", "reread": "seen on a re-read", "resume": "while paused"}.get(cause, "")
+    how = {
+        "write": "by this task",
+        "reread": "seen on a re-read",
+        "resume": "while paused",
+        "approval": "while waiting for approval",
+    }.get(cause, "")
     return f"{path} changed {how} {shas}"

@@ -7,21 +7,31 @@ long-term store (a LangGraph ``BaseStore``, wired in :mod:`nodes.memory` and
 confirmed in, when, by whom, the confirming event) and, where it rests on files, their
 ``path`` + ``sha256`` at confirmation time (:class:`FileStamp`). ``memory.forgotten`` removes it.
 
+**Supersession is recorded when it happens.** Confirming a record marks every other record of
+its subject (:attr:`MemoryRecord.group`) ``superseded_by`` its key, in the store. Forgetting the
+newer record leaves the mark: a correction that is forgotten does not reinstate the fact it
+corrected (the user said it was wrong); nothing of that subject is current until the user
+confirms one again (the same text again is the same key: it is current again and marks the
+others). Both the store writes (:mod:`nodes.memory`) and the rebuild from the events
+(:func:`records_from_events`) go through :func:`store_writes`, so the marks follow from the
+events alone.
+
 A new task loads the records relevant to its request (``memory.loaded``: a list of
 :class:`LoadedMemory`, each with what made it stale and which newer record supersedes it);
 they enter its core layer as trusted memory, with provenance shown.
 
-Nothing here touches a store: :func:`records_from_events` folds the confirmation events of any
-number of logs into the store's contents (how ``taskctx memory rebuild`` restores it),
-:func:`supersession` says which record replaces which, :func:`lexical_score` is the relevance
-used when no embedding function is configured.
+Nothing here touches a store: :func:`store_writes` is what one confirmation event writes,
+:func:`records_from_events` folds the confirmation events of any number of logs into the
+store's contents (how ``taskctx memory rebuild`` restores it), :func:`supersession` says which
+record replaces which, :func:`lexical_score` is the relevance used when no embedding function is
+configured.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,6 +52,7 @@ __all__ = [
     "memory_key",
     "record_of",
     "records_from_events",
+    "store_writes",
     "supersession",
     "words",
 ]
@@ -76,7 +87,9 @@ class MemoryRecord(_M):
     about; a newer record with the same subject supersedes an older one (empty: the key itself,
     so nothing supersedes it by accident). Provenance: ``task_id`` (the task it was confirmed in,
     or ``None``), ``event_id`` and ``confirmed_at`` (ISO-8601 UTC) of its ``memory.confirmed``
-    event, ``confirmed_by`` (who confirmed it, e.g. ``user``). ``files``: what it rests on."""
+    event, ``confirmed_by`` (who confirmed it, e.g. ``user``). ``files``: what it rests on.
+    ``superseded_by``: the key of the record of the same subject confirmed after it (set when
+    that one was confirmed; it stays when that one is forgotten), ``None``: not superseded."""
 
     key: str
     namespace: MemoryNamespace = "project"
@@ -88,6 +101,7 @@ class MemoryRecord(_M):
     confirmed_at: str = ""
     confirmed_by: str = "user"
     files: list[FileStamp] = Field(default_factory=list)
+    superseded_by: str | None = None
 
     @property
     def group(self) -> str:
@@ -97,7 +111,7 @@ class MemoryRecord(_M):
 
 class StaleFile(_M):
     """A file a memory rests on whose bytes changed since it was confirmed: ``recorded`` is the
-    sha256 then, ``current`` the sha256 now (``"missing"``: the file is gone)."""
+    sha256 then, ``current`` the sha256 now (``""``: the file is gone, as in :mod:`context.freshness`)."""
 
     path: str
     recorded: str
@@ -111,7 +125,6 @@ class LoadedMemory(MemoryRecord):
     matching words; semantic: the store's similarity)."""
 
     stale: list[StaleFile] = Field(default_factory=list)
-    superseded_by: str | None = None
     score: float = 0.0
 
 
@@ -153,37 +166,69 @@ def lexical_score(query: str, record: MemoryRecord) -> float:
 
 
 def supersession(records: Iterable[MemoryRecord]) -> dict[str, str]:
-    """``{older key: newer key}``: within each group (:attr:`MemoryRecord.group`) the record
-    confirmed last (``confirmed_at``, then ``event_id``) supersedes every other one."""
+    """``{older key: newer key}``: the ``superseded_by`` each record carries (recorded when the
+    newer one was confirmed; kept when that one is forgotten, so its key may be gone from the
+    store), and, among records carrying none (written before the mark existed), within each group
+    (:attr:`MemoryRecord.group`) the one confirmed last (``confirmed_at``, then ``event_id``)
+    supersedes the others."""
+    records = list(records)
+    out = {r.key: r.superseded_by for r in records if r.superseded_by}
     groups: dict[str, list[MemoryRecord]] = {}
     for r in records:
-        groups.setdefault(r.group, []).append(r)
-    out: dict[str, str] = {}
+        if not r.superseded_by:
+            groups.setdefault(r.group, []).append(r)
     for rs in groups.values():
         newest = max(rs, key=lambda r: (r.confirmed_at, r.event_id))
         out.update({r.key: newest.key for r in rs if r.key != newest.key})
     return out
 
 
-def records_from_events(logs: Mapping[str, Iterable[Event]]) -> dict[tuple[str, str], MemoryRecord]:
+#: ``(namespace, key)`` of a stored record.
+StoreKey = tuple[str, str]
+
+
+def store_writes(
+    e: Event, log: str, group: Callable[[MemoryRecord], Iterable[MemoryRecord]]
+) -> tuple[list[MemoryRecord], list[StoreKey]]:
+    """What the event ``e`` of the log ``log`` writes to the store: ``(records to put, (namespace,
+    key) to delete)``; nothing for a kind other than ``memory.confirmed`` / ``memory.forgotten``
+    (working memory is never promoted without a confirmation). A confirmation puts its record
+    (:func:`record_of`, not superseded) and marks every other record of its group not marked by
+    it yet ``superseded_by`` it; ``group(record)`` gives the stored records of the record's
+    :attr:`~MemoryRecord.group` (from the caller's store, or a dict during a rebuild). A forget
+    deletes the record and nothing else (the records it superseded stay superseded)."""
+    if e.kind == "memory.forgotten":
+        return [], [(str(e.payload["namespace"]), str(e.payload["key"]))]
+    if e.kind != "memory.confirmed":
+        return [], []
+    r = record_of(e, log)
+    marked = [
+        x.model_copy(update={"superseded_by": r.key})
+        for x in group(r)
+        if x.key != r.key and x.group == r.group and x.superseded_by != r.key
+    ]
+    return [r, *marked], []
+
+
+def records_from_events(logs: Mapping[str, Iterable[Event]]) -> dict[StoreKey, MemoryRecord]:
     """The store's contents as the confirmation events of ``logs`` (task id -> its events; the
     :data:`MEMORY_LOG` stream among them) leave them: ``{(namespace, key): record}``.
 
-    Events are applied in time order (``timestamp``, then log, then ``seq``): a
-    ``memory.confirmed`` puts its record (a second confirmation of the same key replaces the
-    first), a ``memory.forgotten`` deletes one. No other event changes the store: working memory
-    (``memory.proposed``) is never promoted without a confirmation."""
+    Events are applied in time order (``timestamp``, then log, then ``seq``) by
+    :func:`store_writes`: a ``memory.confirmed`` puts its record (a second confirmation of the
+    same key replaces the first) and marks the older ones of its subject superseded, a
+    ``memory.forgotten`` deletes one. No other event changes the store."""
     ordered = sorted(
         ((e.timestamp, tid, e.seq, e) for tid, evs in logs.items() for e in evs),
         key=lambda t: (t[0], t[1], t[2]),
     )
-    out: dict[tuple[str, str], MemoryRecord] = {}
+    out: dict[StoreKey, MemoryRecord] = {}
     for _, tid, _, e in ordered:
-        if e.kind == "memory.confirmed":
-            r = record_of(e, tid)
-            out[(r.namespace, r.key)] = r
-        elif e.kind == "memory.forgotten":
-            out.pop((str(e.payload["namespace"]), str(e.payload["key"])), None)
+        put, delete = store_writes(e, tid, lambda r: [x for x in out.values() if x.group == r.group])
+        for x in put:
+            out[(x.namespace, x.key)] = x
+        for k in delete:
+            out.pop(k, None)
     return out
 
 

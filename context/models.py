@@ -460,7 +460,8 @@ class StaleFact(_Part):
     ``old_sha``; the workspace now has ``new_sha`` there (``""``: the file is gone). ``path`` is
     ``"HEAD"`` when the git HEAD commit moved (the shas are then commits). ``cause``: ``write``
     (the task itself changed the file), ``reread`` (a later read showed other bytes), ``resume``
-    (the workspace was fingerprinted on resume and differs: someone else changed it), ``head``
+    (the workspace was fingerprinted on resume and differs: someone else changed it),
+    ``approval`` (the same, when an approval answer continued the task), ``head``
     (HEAD moved). ``needs_reread``: the task has not read the file's new bytes yet (a file the
     task wrote itself, or one it has read again since, does not need it)."""
 
@@ -469,7 +470,7 @@ class StaleFact(_Part):
     path: str
     old_sha: str = ""
     new_sha: str = ""
-    cause: Literal["write", "reread", "resume", "head"] = "reread"
+    cause: Literal["write", "reread", "resume", "approval", "head"] = "reread"
     seq: int = 0
     needs_reread: bool = True
 

@@ -43,6 +43,7 @@ from .events import (
     ToolResultReceived,
     TranscriptReset,
 )
+from .freshness import HEAD_PATH, change_text
 from .models import (
     COMPLETED_WINDOW,
     ERRORS_WINDOW,
@@ -126,7 +127,7 @@ def summarize_event(e: Event) -> str:
     elif k == "task.completed":
         text = f"{p['status']}: {p['summary']}"
     elif k == "fact.stale":
-        text = f"{p['fact_id']} rests on {p['path']} {p['old_sha'][:12]}, now {p['new_sha'][:12] or '(gone)'} ({p['cause']})"
+        text = f"{p['fact_id']}: {change_text(p['path'], p['cause'], p['old_sha'], p['new_sha'])}"
     elif k == "state.edited":
         text = "edited " + ", ".join(sorted(f"{part}.{f}" for part, fs in p["changes"].items() for f in fs))
     elif k == "memory.confirmed":
@@ -135,7 +136,7 @@ def summarize_event(e: Event) -> str:
         text = f"{p['namespace']} {p['key']}: {p['text']}" + (f" ({p['reason']})" if p.get("reason") else "")
     elif k == "memory.loaded":
         ms = p["memories"]
-        text = f"{len(ms)} memories ({p['search']}): " + ", ".join(
+        text = f"{len(ms)} {'memory' if len(ms) == 1 else 'memories'} ({p['search']}): " + ", ".join(
             m["key"] + (" stale" if m["stale"] else "") + (" superseded" if m["superseded_by"] else "") for m in ms
         )
     elif k == "resume.started":
@@ -376,7 +377,7 @@ def _seen(ctx: TaskContext, files: dict[str, str], head: str | None) -> dict[str
         return {}
     marks = [
         s.model_copy(update={"needs_reread": False})
-        if s.needs_reread and (files.get(s.path) == s.new_sha or (s.path == "HEAD" and head == s.new_sha))
+        if s.needs_reread and (files.get(s.path) == s.new_sha or (s.path == HEAD_PATH and head == s.new_sha))
         else s
         for s in ctx.evidence.stale_facts
     ]
@@ -652,7 +653,7 @@ def _on_fact_stale(ctx: TaskContext, e: Event) -> TaskContext:
     """``fact.stale``: the mark is kept (the last ``STALE_WINDOW``); it needs no re-read when the
     task already saw the new bytes (its own write, or a read since)."""
     f: FactStale = e.typed()
-    known = ctx.evidence.head if f.path == "HEAD" else ctx.evidence.world.get(f.path)
+    known = ctx.evidence.head if f.path == HEAD_PATH else ctx.evidence.world.get(f.path)
     mark = StaleFact(
         fact_id=f.fact_id,
         fact_kind=f.fact_kind,

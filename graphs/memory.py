@@ -33,7 +33,8 @@ from context.memory import (
     records_from_events,
     supersession,
 )
-from nodes.memory import MemorySource, file_sha256, namespace_of
+from nodes.memory import MemorySource, namespace_of
+from nodes.workspace.paths import file_sha256
 
 __all__ = [
     "MemoryView",
@@ -119,25 +120,31 @@ def read_stamps(
 ) -> list[FileStamp]:
     """The sha256 of each of ``files`` (workspace-relative paths): from the newest whole-file
     ``read_file`` result of task ``task_id`` whose artifact holds the file's exact bytes (what
-    the task read), else the file under ``root`` now. Raises ``InvalidInputError`` for a path
-    with neither."""
+    the task read; its ``tool.called`` / ``tool.result.received`` events only), else the file
+    under ``root`` now. Raises ``InvalidInputError`` for a path with neither."""
     reads: dict[str, str] = {}
     if task_id:
-        ctx = replay(stores.events.read(task_id))
-        for r in ctx.evidence.recent_tool_calls:
-            try:
-                args = json.loads(r.arguments)
-            except ValueError:
-                continue
-            whole = isinstance(args, dict) and args.get("start_line") is None and args.get("end_line") is None
-            if r.tool == "read_file" and r.status == "ok" and r.raw_ref and whole and isinstance(args.get("path"), str):
-                reads[_rel(args["path"])] = r.raw_ref.split("sha256:", 1)[1].split("#", 1)[0]
+        paths: dict[str, str] = {}  # call id -> the path a whole-file read_file call asked for
+        for e in stores.events.read(task_id, kinds=("tool.called", "tool.result.received")):
+            p = e.payload
+            if e.kind == "tool.called" and p["tool"] == "read_file":
+                try:
+                    args = json.loads(p.get("arguments") or "{}")
+                except ValueError:
+                    continue
+                whole = isinstance(args, dict) and args.get("start_line") is None and args.get("end_line") is None
+                if whole and isinstance(args.get("path"), str):
+                    paths[p["call_id"]] = _rel(args["path"])
+            elif (
+                e.kind == "tool.result.received" and p["call_id"] in paths and p["status"] == "ok" and p.get("raw_ref")
+            ):
+                reads[paths[p["call_id"]]] = p["raw_ref"].split("sha256:", 1)[1].split("#", 1)[0]
     out = []
     for f in files:
         rel = _rel(f)
         if rel in reads:
             out.append(FileStamp(path=rel, sha256=reads[rel]))
-        elif root is not None and (h := file_sha256(root, rel)) != "missing":
+        elif root is not None and (h := file_sha256(root / rel)):
             out.append(FileStamp(path=rel, sha256=h))
         else:
             where = f"task {task_id} never read it whole" if task_id else "no task was given"
@@ -278,16 +285,20 @@ def _append(project: Any, kind: str, payload: Any) -> Any:
 @dataclass
 class MemoryView:
     """A stored memory as ``taskctx memory list|show`` shows it: the record, the key of the
-    newer memory that supersedes it (or None), and its stale files (checked against ``root``)."""
+    newer memory that supersedes it (or None), whether that one has since been forgotten (the
+    record stays superseded: :mod:`context.memory`), and its stale files (checked against
+    ``root``)."""
 
     record: MemoryRecord
     superseded_by: str | None
     stale: list[StaleFile]
+    superseder_forgotten: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
             **self.record.model_dump(mode="json"),
             "superseded_by": self.superseded_by,
+            "superseder_forgotten": self.superseder_forgotten,
             "stale": [s.model_dump() for s in self.stale],
         }
 
@@ -300,19 +311,25 @@ def list_memories(project: Any, *, namespace: str | None = None, root: Path | No
     src = _source(project, root)
     recs = src.records()
     newer = supersession(recs)
+    keys = {r.key for r in recs}
     return [
-        MemoryView(r, newer.get(r.key), src.stale_files(r))
+        MemoryView(r, newer.get(r.key), src.stale_files(r), r.key in newer and newer[r.key] not in keys)
         for r in recs
         if namespace is None or r.namespace == namespace
     ]
 
 
 def show_memory(project: Any, key: str, *, root: Path | None = None) -> MemoryView:
-    """One stored memory (see :func:`list_memories`); ``InvalidInputError`` when there is none."""
-    for v in list_memories(project, root=root):
-        if v.record.key == key:
-            return v
-    raise InvalidInputError(f"memory {key}: no such memory; `taskctx memory list` shows the keys")
+    """One stored memory (see :func:`list_memories`; only it and the records of its subject are
+    read, only its files hashed); ``InvalidInputError`` when there is none."""
+    src = _source(project, root)
+    r = src.get(key)
+    if r is None:
+        raise InvalidInputError(f"memory {key}: no such memory; `taskctx memory list` shows the keys")
+    group = [r, *(x for x in src.group(r) if x.key != r.key)]
+    newer = supersession(group).get(r.key)
+    gone = newer is not None and not any(x.key == newer for x in group)
+    return MemoryView(r, newer, src.stale_files(r), gone)
 
 
 def rebuild_memory(project: Any) -> int:

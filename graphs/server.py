@@ -15,6 +15,11 @@ with the run's config, so what the graph runs is chosen per thread or run by
 * ``model``: ``"provider:name"`` (any LangChain chat model, as ``taskctx run``);
 * ``budget``: the prompt budget in tokens (default 8,000).
 
+Durable memory as the CLI has it: a new thread's task loads the memories relevant to its request
+from the long-term store beside the event log of ``TASKCTX_DB`` (what ``taskctx memory confirm
+--db`` writes; :func:`server_project`), without a workspace check (the server has no workspace
+of its own, so no memory is marked stale).
+
 The first run that names a trajectory or model records it in the task registry under the thread
 id, so later runs of the thread (a resume with ``command``) need no config. A thread that never
 named either can be read (state, history), but a model call fails with a message naming the
@@ -40,31 +45,44 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from context import InvalidInputError, Trajectory, load_trajectory
-from context.pg_store import PgStores, is_postgres_url, open_stores
+from context.pg_store import PgStores
 from context.store import SqliteStores
-from graphs.orchestrator import build_orchestrator
+from graphs.orchestrator import Project, build_orchestrator, open_project
 from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
 
-__all__ = ["DB_ENV", "DEFAULT_SERVER_DB", "GRAPH_ID", "build_server_graph", "make_graph", "server_stores"]
+__all__ = [
+    "DB_ENV",
+    "DEFAULT_SERVER_DB",
+    "GRAPH_ID",
+    "build_server_graph",
+    "make_graph",
+    "server_project",
+    "server_stores",
+]
 
 GRAPH_ID = "taskctx"
 DB_ENV = "TASKCTX_DB"
 DEFAULT_SERVER_DB = ".taskctx/server.sqlite"
 
 _lock = threading.Lock()
-_stores: dict[str, SqliteStores | PgStores] = {}
+_projects: dict[str, Project] = {}
+
+
+def server_project(db: str | None = None) -> Project:
+    """The taskctx database ``db`` (default: ``$TASKCTX_DB`` or ``.taskctx/server.sqlite``) as a
+    :class:`~graphs.orchestrator.Project`, opened once per process and shared by every run: its
+    event log and artifacts, and its long-term memory store (``Project.memory``). Its own
+    checkpointer is not used (the server brings one)."""
+    db = db or os.environ.get(DB_ENV) or DEFAULT_SERVER_DB
+    with _lock:
+        if db not in _projects:
+            _projects[db] = open_project(db)  # (creates the file's folder)
+        return _projects[db]
 
 
 def server_stores(db: str | None = None) -> SqliteStores | PgStores:
-    """The stores of ``db`` (default: ``$TASKCTX_DB`` or ``.taskctx/server.sqlite``), opened once
-    per process and shared by every run."""
-    db = db or os.environ.get(DB_ENV) or DEFAULT_SERVER_DB
-    with _lock:
-        if db not in _stores:
-            if not is_postgres_url(db) and db != ":memory:":
-                Path(db).parent.mkdir(parents=True, exist_ok=True)
-            _stores[db] = open_stores(db)
-        return _stores[db]
+    """The stores of ``db`` (:func:`server_project`'s), shared by every run of the process."""
+    return server_project(db).stores
 
 
 @functools.lru_cache(maxsize=32)
@@ -119,7 +137,9 @@ def build_server_graph(config: RunnableConfig | None = None) -> CompiledStateGra
     """The orchestrator for one run or state read of the server (see module doc); compiled
     without a checkpointer."""
     conf = dict((config or {}).get("configurable") or {})
-    stores = server_stores()
+    project = server_project()
+    stores = project.stores
+    memory = project.memory()  # no workspace: nothing is checked for staleness
     spec = _spec(conf, stores) or {}
     budget = int(spec.get("budget") or DEFAULT_BUDGET)
     if spec.get("kind") == "replay":
@@ -128,11 +148,11 @@ def build_server_graph(config: RunnableConfig | None = None) -> CompiledStateGra
             raise InvalidInputError(f"the trajectory of this thread, {p}, is no longer on the server")
         traj = _trajectory(str(p), p.stat().st_mtime)
         return build_orchestrator(
-            ReplayChatModel(trajectory=traj), tools=ReplayTools(traj), stores=stores, budget=budget
+            ReplayChatModel(trajectory=traj), tools=ReplayTools(traj), stores=stores, budget=budget, memory=memory
         )
     if spec.get("kind") == "run":
-        return build_orchestrator(str(spec["model"]), stores=stores, budget=budget)
-    return build_orchestrator(UnconfiguredModel(), stores=stores, budget=budget)
+        return build_orchestrator(str(spec["model"]), stores=stores, budget=budget, memory=memory)
+    return build_orchestrator(UnconfiguredModel(), stores=stores, budget=budget, memory=memory)
 
 
 async def make_graph(config: RunnableConfig) -> CompiledStateGraph:

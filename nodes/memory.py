@@ -20,7 +20,6 @@ workspace root. The records are :class:`context.memory.MemoryRecord` values unde
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +32,13 @@ from context.memory import (
     MemoryRecord,
     StaleFile,
     lexical_score,
-    record_of,
+    store_writes,
     supersession,
 )
 
-__all__ = ["MemorySource", "file_sha256", "namespace_of"]
+from .workspace.paths import file_sha256
+
+__all__ = ["MemorySource", "namespace_of"]
 
 #: Records fetched per store page while listing a namespace.
 _PAGE = 500
@@ -46,15 +47,6 @@ _PAGE = 500
 def namespace_of(name: str) -> tuple[str, str]:
     """The store namespace of a memory namespace: ``("memory", name)``."""
     return ("memory", name)
-
-
-def file_sha256(root: Path, path: str) -> str:
-    """sha256 (64 hex) of ``root/path``'s bytes, or ``"missing"`` when it is not a file."""
-    f = Path(root) / path
-    try:
-        return hashlib.sha256(f.read_bytes()).hexdigest()
-    except OSError:
-        return "missing"
 
 
 @dataclass
@@ -80,18 +72,42 @@ class MemorySource:
     # writing ------------------------------------------------------------------------------
     def apply(self, events: Iterable[Event], log: str) -> int:
         """Write the confirmation events among ``events`` (of the log ``log``: a task id or
-        :data:`context.memory.MEMORY_LOG`) to the store: ``memory.confirmed`` puts its record,
-        ``memory.forgotten`` deletes it. Returns how many it applied."""
+        :data:`context.memory.MEMORY_LOG`) to the store, as :func:`context.memory.store_writes`
+        says: ``memory.confirmed`` puts its record and marks the older records of its subject
+        superseded, ``memory.forgotten`` deletes one. Returns how many events it applied."""
         n = 0
         for e in events:
-            if e.kind == "memory.confirmed":
-                r = record_of(e, log)
+            put, delete = store_writes(e, log, self.group)
+            for r in put:
                 self.store.put(namespace_of(r.namespace), r.key, r.model_dump(mode="json"))
-                n += 1
-            elif e.kind == "memory.forgotten":
-                self.store.delete(namespace_of(str(e.payload["namespace"])), str(e.payload["key"]))
-                n += 1
+            for ns, key in delete:
+                self.store.delete(namespace_of(ns), key)
+            n += bool(put or delete)
         return n
+
+    def group(self, r: MemoryRecord) -> list[MemoryRecord]:
+        """The stored records of ``r``'s supersession group (:attr:`MemoryRecord.group`: same
+        namespace, same subject, or a record without one whose key is that subject, as
+        ``--supersedes`` makes it), ``r`` itself among them when stored: read by the store's
+        ``filter`` on the subject and one ``get``, not by listing the namespace."""
+        ns = namespace_of(r.namespace)
+        name = r.subject or r.key
+        out = self._all(ns, filter={"subject": name})
+        item = self.store.get(ns, name)
+        if item is not None:
+            out.append(MemoryRecord.model_validate(item.value))
+        return [x for x in out if x.group == r.group]
+
+    def _all(self, ns: tuple[str, ...], **kw: Any) -> list[MemoryRecord]:
+        """Every record of the store namespace ``ns`` (``kw``: the store's ``search`` filter), page by page."""
+        out: list[MemoryRecord] = []
+        offset = 0
+        while True:
+            page = self.store.search(ns, limit=_PAGE, offset=offset, **kw)
+            out += [MemoryRecord.model_validate(i.value) for i in page]
+            if len(page) < _PAGE:
+                return out
+            offset += _PAGE
 
     def clear(self) -> int:
         """Delete every memory record (before a rebuild). Returns how many were deleted."""
@@ -103,15 +119,7 @@ class MemorySource:
     # reading ------------------------------------------------------------------------------
     def records(self, namespaces: Sequence[str] = MEMORY_NAMESPACES) -> list[MemoryRecord]:
         """Every record of ``namespaces``, oldest confirmation first (then by key)."""
-        out: list[MemoryRecord] = []
-        for ns in namespaces:
-            offset = 0
-            while True:
-                page = self.store.search(namespace_of(ns), limit=_PAGE, offset=offset)
-                out += [MemoryRecord.model_validate(i.value) for i in page]
-                if len(page) < _PAGE:
-                    break
-                offset += _PAGE
+        out = [r for ns in namespaces for r in self._all(namespace_of(ns))]
         return sorted(out, key=lambda r: (r.confirmed_at, r.key))
 
     def get(self, key: str) -> MemoryRecord | None:
@@ -129,34 +137,37 @@ class MemorySource:
             return []
         out = []
         for f in r.files:
-            now = file_sha256(self.root, f.path)
+            now = file_sha256(self.root / f.path)
             if now != f.sha256:
                 out.append(StaleFile(path=f.path, recorded=f.sha256, current=now))
         return out
 
-    def _scored(self, request: str) -> list[tuple[float, MemoryRecord]]:
+    def _scored(self, request: str, records: Sequence[MemoryRecord]) -> list[tuple[float, MemoryRecord]]:
         if self.search_kind == "semantic":
             scored: list[tuple[float, MemoryRecord]] = []
             for ns in MEMORY_NAMESPACES:
                 for item in self.store.search(namespace_of(ns), query=request, limit=max(self.limit * 4, 20)):
                     scored.append((round(float(item.score or 0.0), 4), MemoryRecord.model_validate(item.value)))
             return scored
-        return [(lexical_score(request, r), r) for r in self.records()]
+        return [(lexical_score(request, r), r) for r in records]
 
     def load(self, request: str) -> list[LoadedMemory]:
         """The memories relevant to ``request`` (see module doc), most relevant first: at most
         ``limit`` current ones with ``score >= min_score``, each followed by the older records it
-        supersedes (``superseded_by`` set, so the prompt's manifest says so). Every record is
-        checked against the workspace (``stale``)."""
+        supersedes (``superseded_by`` set, so the prompt's manifest says so). A record whose
+        superseder was forgotten is not loaded (a forgotten correction does not reinstate what it
+        corrected: :mod:`context.memory`). Every record is checked against the workspace
+        (``stale``)."""
         all_records = self.records()
         newer = supersession(all_records)
         by_key = {r.key: r for r in all_records}
-        scored = [(s, r) for s, r in self._scored(request) if s >= self.min_score and r.key in by_key]
+        scored = [(s, r) for s, r in self._scored(request, all_records) if s >= self.min_score and r.key in by_key]
         # a relevant older record brings its newer one; the newer one is what is loaded
         best: dict[str, float] = {}
         for s, r in scored:
             head = newer.get(r.key, r.key)
-            best[head] = max(best.get(head, 0.0), s)
+            if head in by_key:  # else superseded by a memory since forgotten: nothing current to load
+                best[head] = max(best.get(head, 0.0), s)
         heads = sorted(best, key=lambda k: (-best[k], by_key[k].confirmed_at, k))[: self.limit]
         out: list[LoadedMemory] = []
         for k in heads:
@@ -166,7 +177,7 @@ class MemorySource:
             for r in group:
                 out.append(
                     LoadedMemory(
-                        **r.model_dump(),
+                        **r.model_dump(exclude={"superseded_by"}),
                         stale=self.stale_files(r),
                         superseded_by=newer.get(r.key),
                         score=best[k] if r.key == k else 0.0,

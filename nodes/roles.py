@@ -22,7 +22,7 @@ import math
 import re
 import sqlite3
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -47,6 +47,7 @@ from context.events import (
     TaskCreated,
     ToolCalled,
 )
+from context.freshness import HEAD_PATH, about
 from context.models import SCHEMA_VERSION, ToolCallRecord, arguments_dict
 
 from .render import ExecutorRenderer, PlannerRenderer, RecoveryRenderer, Renderer, ReviewerRenderer
@@ -378,16 +379,39 @@ def _raw_findings(step_id: str, raw: Any) -> list[Finding]:
     return out
 
 
-def _with_refs(ctx: TaskContext, step_id: str, findings: list[Finding]) -> list[Finding]:
+def _with_refs(
+    ctx: TaskContext, step_id: str, findings: list[Finding], older: Sequence[ToolCallRecord] = ()
+) -> list[Finding]:
     """A finding without refs gets the refs of the step's last 3 tool results; each finding rests
-    on the files its evidence calls read (:func:`_rests_on`)."""
+    on the files its evidence calls read (:func:`_rests_on`; the calls of the transcript, and
+    ``older``: those read back from the log, :func:`_older_evidence`) that its statement names, or
+    all of them when it names none (:func:`context.freshness.about`)."""
     refs = [r.raw_ref for r in ctx.evidence.recent_tool_calls if r.step_id == step_id and r.raw_ref][-3:]
     out = [f if f.evidence_refs else f.model_copy(update={"evidence_refs": list(refs)}) for f in findings]
     written = _written_by(ctx, step_id)
-    return [
-        _rests_on(ctx, f, [r for r in ctx.evidence.recent_tool_calls if r.raw_ref in f.evidence_refs], written)
-        for f in out
-    ]
+    calls = [*older, *ctx.evidence.recent_tool_calls]
+    based = [_rests_on(ctx, f, [r for r in calls if r.raw_ref in f.evidence_refs], written) for f in out]
+    return [f.model_copy(update={"rests_on": about(f.statement, f.rests_on)}) if f.rests_on else f for f in based]
+
+
+def _older_evidence(run: NodeRun, ctx: TaskContext, findings: list[Finding]) -> list[ToolCallRecord]:
+    """The calls whose artifacts ``findings`` cite but that have left the transcript (a restart
+    since): read back from the log (``tool.result.received`` only, and only when a finding cites
+    such a ref), with what they read and the HEAD then; oldest first."""
+    recent = {r.raw_ref for r in ctx.evidence.recent_tool_calls}
+    want = {x for f in findings for x in f.evidence_refs} - recent
+    if not want:
+        return []
+    out = []
+    for e in run.env.events.read(run.task_id, kinds=("tool.result.received",)):
+        p = e.payload
+        if e.seq <= ctx.events.cursor and p.get("raw_ref") in want and (p.get("reads") or p.get("head")):
+            out.append(
+                ToolCallRecord(
+                    id=p["call_id"], tool="", raw_ref=p["raw_ref"], reads=dict(p.get("reads") or {}), head=p.get("head")
+                )
+            )
+    return out
 
 
 def _written_by(ctx: TaskContext, step_id: str) -> set[str]:
@@ -448,11 +472,12 @@ def _step_completed(
 ) -> list[Event]:
     """``step.completed`` and, for a step that succeeded, the errors it settles and the last
     good checkpoint."""
+    older = _older_evidence(run, ctx, findings)
     completed = StepCompleted(
         step_id=step_id,
         result=result,
         summary=summary,
-        findings=_with_refs(ctx, step_id, findings),
+        findings=_with_refs(ctx, step_id, findings, older),
         unresolved_issues=unresolved,
     )
     completed = _rests_on(
@@ -460,7 +485,7 @@ def _step_completed(
     )
     events = [run.make("step.completed", completed)]
     if run.env.freshness:
-        events += _born_stale(run, ctx, completed)
+        events += _born_stale(run, ctx, completed, older)
     if result in ("success", "partial"):
         events += _resolved_by_step(run, ctx, step_id)
         # the checkpoint this node started from holds the step's recorded work: the last
@@ -471,17 +496,19 @@ def _step_completed(
     return events
 
 
-def _born_stale(run: NodeRun, ctx: TaskContext, completed: StepCompleted) -> list[Event]:
+def _born_stale(
+    run: NodeRun, ctx: TaskContext, completed: StepCompleted, older: Sequence[ToolCallRecord] = ()
+) -> list[Event]:
     """``fact.stale`` for the new findings and step summary that rest on evidence already
     stale (a call whose file changed before the step ended): they are stale from the start."""
-    by_ref = {r.raw_ref: r.id for r in ctx.evidence.recent_tool_calls if r.raw_ref}
+    by_ref = {r.raw_ref: r.id for r in [*older, *ctx.evidence.recent_tool_calls] if r.raw_ref}
     step_calls = [r.id for r in ctx.evidence.recent_tool_calls if r.step_id == completed.step_id]
     facts: list[tuple[str, str, list[str], dict[str, str]]] = [
-        (f.id, "finding", [by_ref[x] for x in f.evidence_refs if x in by_ref], {**f.rests_on, "HEAD": f.head or ""})
+        (f.id, "finding", [by_ref[x] for x in f.evidence_refs if x in by_ref], {**f.rests_on, HEAD_PATH: f.head or ""})
         for f in completed.findings
     ]
     facts.append(
-        (f"step:{completed.step_id}", "step", step_calls, {**completed.rests_on, "HEAD": completed.head or ""})
+        (f"step:{completed.step_id}", "step", step_calls, {**completed.rests_on, HEAD_PATH: completed.head or ""})
     )
     out = []
     for fid, kind, calls, rests_on in facts:

@@ -33,7 +33,7 @@ from context import (
     replay,
 )
 from context.events import ContextBuilt, FactStale, ResumeStarted, TranscriptReset
-from context.freshness import find_stale
+from context.freshness import Cause, find_stale
 from context.store import ArtifactStoreProtocol, EventLogProtocol
 from context.text import clean, has_surrogates
 from context.tokens import TokenCounter, counter_for_model, counter_name
@@ -345,13 +345,27 @@ class NodeRun:
         """On resume, the workspace is fingerprinted (``env.workspace.fingerprint`` over the
         files the task has seen): a fact resting on a file that changed while the task was
         paused, or on a HEAD that moved, gets ``fact.stale`` (``cause="resume"`` / ``"head"``)."""
+        return self.fingerprint_events("resume")[0]
+
+    def fingerprint_events(self, cause: Cause) -> tuple[list[Event], dict[str, str]]:
+        """The workspace fingerprinted against the task's world (:meth:`world_changes`): the
+        ``fact.stale`` events (not yet committed; ``cause``, or ``"head"`` for a HEAD move) of the
+        facts resting on what changed, and the changes (path -> sha now, ``""``: gone).
+        Idempotent: a fact already marked for the same path and sha gets no second event, so a
+        node that re-runs from its first line records each change once."""
+        changes, head = self.world_changes()
+        stale = find_stale(self.ctx, changes, cause, head=head)
+        return [self.make("fact.stale", FactStale.model_validate(p), actor="system") for p in stale], changes
+
+    def world_changes(self) -> tuple[dict[str, str], str | None]:
+        """``({path: sha256 now}, HEAD now)`` for the files of the task's world whose bytes the
+        workspace no longer has (``""``: gone), by ``env.workspace.fingerprint``; ``({}, None)``
+        with freshness off, no fingerprinting workspace or an empty world."""
         fp = getattr(self.env.workspace, "fingerprint", None)
         if not self.env.freshness or fp is None or not (self.ctx.evidence.world or self.ctx.evidence.head):
-            return []
+            return {}, None
         now, head = fp(sorted(self.ctx.evidence.world))
-        changes = {p: sha for p, sha in now.items() if sha != self.ctx.evidence.world.get(p)}
-        stale = find_stale(self.ctx, changes, "resume", head=head)
-        return [self.make("fact.stale", FactStale.model_validate(p), actor="system") for p in stale]
+        return {p: sha for p, sha in now.items() if sha != self.ctx.evidence.world.get(p)}, head
 
     def update(self) -> dict[str, Any]:
         """The state update: every part that differs from the node's input."""

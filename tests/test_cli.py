@@ -64,21 +64,32 @@ def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None
     assert kinds.count("error.occurred") == 1 and kinds.count("error.resolved") == 1
     assert kinds[-2:] == ["review.completed", "task.completed"]
     # the hand edit while paused: the resume fingerprints the workspace; the grep output and the
-    # findings drawn from it rest on the old config (stale), and the executor re-reads it first
+    # finding about the config rest on its old bytes (stale), and the executor re-reads it first
     evs = stores.events.read("d1")
     stale = [(e.payload["fact_id"], e.payload["path"], e.payload["cause"]) for e in evs if e.kind == "fact.stale"]
     assert stale == [
         ("d-grep", "proxy/nginx.conf", "resume"),
-        ("s1.f1", "proxy/nginx.conf", "resume"),
-        ("s1.f2", "proxy/nginx.conf", "resume"),
+        ("s1.f1", "proxy/nginx.conf", "resume"),  # s1.f2 is about app/upload.py: it rests on that file only
         ("step:s1", "proxy/nginx.conf", "resume"),
         ("d-reread", "proxy/nginx.conf", "write"),
         ("step:s2", "proxy/nginx.conf", "write"),
     ]
     assert kinds[kinds.index("resume.started") + 1] == "fact.stale"
+    # the demo prints them as they are recorded
+    old_sha, new_sha = (next(e.payload for e in evs if e.kind == "fact.stale")[k][:12] for k in ("old_sha", "new_sha"))
+    for fid in ("d-grep", "s1.f1", "s1"):
+        assert (
+            f"] fact.stale: {'step:' if fid == 's1' else ''}{fid}: proxy/nginx.conf changed while paused ({old_sha} -> {new_sha})\n"
+            in r.stdout
+        )
+    assert r.stdout.count("] fact.stale: ") == 5
     called = [e.payload["call_id"] for e in evs if e.kind == "tool.called"]
     assert called[called.index("d-reread") + 1] == "d-fix1"  # re-read before acting
     ctx = replay(stores.events.read("d1"))
+    assert [(f.id, sorted(f.rests_on)) for f in ctx.evidence.findings[:2]] == [
+        ("s1.f1", ["proxy/nginx.conf"]),
+        ("s1.f2", ["app/upload.py"]),
+    ]
     assert ctx.errors.error_history[0].id == "err-1"
     assert ctx.errors.resolved_errors[0].resolution == "later call d-test2 (run_command) succeeded"
     assert ctx.progress.changed_artifacts == ["proxy/nginx.conf", "CHANGELOG.md"]
@@ -361,3 +372,29 @@ def test_hints_name_the_db_quoted_and_without_its_password() -> None:
         inspect_hint("t 2", "postgresql://app:s3cret@127.0.0.1:5433/tasks")
         == "`taskctx inspect 't 2' --json --db 'postgresql://app:***@127.0.0.1:5433/tasks'`" + tail
     )
+
+
+def test_taskctx_approve_checks_the_workspace_before_the_approved_patch_acts(tmp_path: Path) -> None:
+    """The demo waits for the approval of its nginx.conf patch (no terminal); a person edits the
+    config meanwhile; ``taskctx approve`` records the edit (``fact.stale``, cause ``approval``)
+    before acting, and the approved patch, made against the old bytes, is not run."""
+    db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
+    r = invoke("demo", "--db", db, "--out", out, "--task-id", "d1")
+    assert "waiting for approval of apply_patch (call d-fix1, high risk)" in r.stdout, r.output
+    conf = tmp_path / "workspaces" / "d1" / "proxy" / "nginx.conf"
+    edited = conf.read_text() + "# tuned by hand\n"
+    conf.write_text(edited)
+    r = invoke("approve", "d1", "--db", db, "--out", out)
+    evs = SqliteStores(db).events.read("d1")
+    stale = [e.payload["fact_id"] for e in evs if e.kind == "fact.stale" and e.payload["cause"] == "approval"]
+    # (step:s2, the step the refused patch ended blocked, rests on the re-read: born stale)
+    assert stale == ["s1.f1", "step:s1", "d-grep", "d-reread", "step:s2"]
+    kinds = [e.kind for e in evs]
+    first = kinds.index("fact.stale", kinds.index("permission.requested"))
+    assert kinds[first : first + 5] == ["fact.stale"] * 4 + ["permission.denied"]
+    assert "] fact.stale: d-reread: proxy/nginx.conf changed while waiting for approval (" in r.stdout
+    assert (
+        "] permission.denied: apply_patch: approved by the user, but proxy/nginx.conf changed while waiting" in r.stdout
+    )
+    assert "permission.granted" not in kinds and "file.modified" not in kinds
+    assert conf.read_text() == edited  # the person's edit stands

@@ -511,3 +511,111 @@ def test_forgetting_and_rebuilding_are_what_their_cases_check(monkeypatch: pytes
     monkeypatch.setattr("graphs.memory.records_from_events", lambda logs: {})
     p, c = cases["memory-rebuilt-from-confirmation-events"]
     assert run_case(c, p).status == "failed"
+
+
+def test_forgetting_a_correction_does_not_reinstate_what_it_corrected(db: str, tmp_path: Path) -> None:
+    """The user corrected DB1 with DB2 (same subject), then forgot DB2: DB1 stays superseded (the
+    mark was recorded when DB2 was confirmed), is not loaded, and a rebuild from the events gives
+    the same; confirming DB1 again makes it current."""
+    from graphs.cli import app
+
+    with open_project(db) as p:
+        old = confirm_memory(p, DB1, subject="staging database")
+        new = confirm_memory(p, DB2, subject="staging database")
+        assert [(v.record.key, v.superseded_by, v.superseder_forgotten) for v in list_memories(p)] == [
+            (old.key, new.key, False),
+            (new.key, None, False),
+        ]
+        forget_memory(p, new.key, reason="wrong host")
+        views = [
+            (v.record.key, v.record.superseded_by, v.superseded_by, v.superseder_forgotten) for v in list_memories(p)
+        ]
+        assert views == [(old.key, new.key, new.key, True)]
+        _, res = _run(p, "t1")
+        assert res.state.memory.loaded == []
+        assert "memory.loaded" not in [e.kind for e in p.stores.events.read("t1")]
+        before = [v.as_json() for v in list_memories(p)]
+        assert rebuild_memory(p) == 1
+        assert [v.as_json() for v in list_memories(p)] == before
+        again = confirm_memory(p, DB1, subject="staging database")
+        assert again.key == old.key and again.superseded_by is None
+        _, res = _run(p, "t2")
+        assert [(m.key, m.superseded_by) for m in res.state.memory.loaded] == [(old.key, None)]
+    if not db.startswith("postgresql"):
+        out = CliRunner().invoke(app, ["memory", "list", "--db", db]).output
+        assert out.split("  (confirmed by")[0] == f"{old.key}  project fact: {DB1}"
+        forget = CliRunner().invoke(app, ["memory", "confirm", DB2, "--subject", "staging database", "--db", db])
+        assert forget.exit_code == 0
+        CliRunner().invoke(app, ["memory", "forget", new.key, "--db", db])
+        out = CliRunner().invoke(app, ["memory", "list", "--db", db]).output
+        assert out.split("  (confirmed by")[0] == (
+            f"{old.key}  project fact [superseded by {new.key} (since forgotten)]: {DB1}"
+        )
+
+
+def test_store_writes_marks_the_group_and_a_forget_deletes_only() -> None:
+    from context.memory import store_writes
+
+    def ev(kind: str, payload: dict[str, Any]) -> Any:
+        return new_event(kind, payload, actor="user", timestamp=TS)
+
+    a = MemoryRecord(key="m_a", text="a", subject="db")
+    b = MemoryRecord(key="m_b", text="b", subject="db", superseded_by="m_x")
+    other = MemoryRecord(key="m_o", text="o", subject="ci")
+    put, delete = store_writes(
+        ev("memory.confirmed", {"text": DB2, "subject": "db"}), MEMORY_LOG, lambda r: [a, b, other]
+    )
+    k = memory_key("project", "fact", DB2)
+    assert [(r.key, r.superseded_by) for r in put] == [(k, None), ("m_a", k), ("m_b", k)] and delete == []
+    assert store_writes(ev("memory.forgotten", {"key": k, "text": DB2}), MEMORY_LOG, lambda r: [a]) == (
+        [],
+        [("project", k)],
+    )
+    assert store_writes(ev("memory.proposed", {"text": "x"}), MEMORY_LOG, lambda r: [a]) == ([], [])
+
+
+def test_a_command_prints_the_memories_its_task_loads(tmp_path: Path) -> None:
+    """`taskctx demo` (any command that runs a task) prints ``memory.loaded`` as it is recorded."""
+    from graphs.cli import app
+
+    db = str(tmp_path / "d.sqlite")
+    text = "Uploads over the proxy limit get HTTP 413 from nginx"
+    res = CliRunner().invoke(app, ["memory", "confirm", text, "--subject", "upload limit", "--db", db])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(
+        app, ["demo", "--db", db, "--out", str(tmp_path / "o"), "--task-id", "d1", "--approve-all"]
+    )
+    assert res.exit_code == 0, res.output
+    key = memory_key("project", "fact", text)
+    assert "] memory.loaded: 1 memory (lexical): " + key + "\n" in res.stdout
+    assert res.stdout.index("memory.loaded") < res.stdout.index("plan.created")
+
+
+def test_a_memory_whose_file_is_gone_says_so_and_show_reads_one_record(tmp_path: Path) -> None:
+    from graphs.cli import app
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "db.yaml").write_text("port: 5433\n")
+    db = str(tmp_path / "g.sqlite")
+    with open_project(db) as p:
+        old = confirm_memory(p, DB1, subject="staging database", files=["db.yaml"], root=ws)
+        new = confirm_memory(p, DB2, subject="staging database")
+        (ws / "db.yaml").unlink()
+        forget_memory(p, new.key)
+        v = show_memory(p, old.key, root=ws)
+        assert (v.superseded_by, v.superseder_forgotten) == (new.key, True)
+        assert [(s.path, s.current) for s in v.stale] == [("db.yaml", "")]  # "" : gone, as in freshness
+        assert v == next(x for x in list_memories(p, root=ws) if x.record.key == old.key)
+        (tmp_path / "db.yaml").write_text("port: 5433\n")  # stamped from here; gone under ws
+        confirm_memory(p, DB1, subject="staging database", files=["db.yaml"], root=tmp_path)  # current again
+        _, res = _run(p, "t1", root=ws)
+        text, _ = _prompt(p, "t1", "executor")
+    assert [(m.key, [s.current for s in m.stale]) for m in res.state.memory.loaded] == [(old.key, [""])]
+    assert f"STALE: db.yaml changed since this was confirmed (sha256 {H5433} then, it is gone)" in text
+    res = CliRunner().invoke(app, ["memory", "show", old.key, "--workspace", str(ws), "--db", db])
+    assert res.output.splitlines()[-1] == f"file: db.yaml sha256 {H5433} when confirmed; STALE: sha256 (gone) now"
+    res = CliRunner().invoke(app, ["inspect", "t1", "--db", db])
+    assert f"  stale: db.yaml sha256 {H5433} then, (gone) now" in res.output
+    help_text = " ".join(CliRunner().invoke(app, ["memory", "confirm", "--help"]).output.split())
+    assert "A --db that does not exist yet is created" in help_text

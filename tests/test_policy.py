@@ -143,3 +143,54 @@ def test_conditions_and_validation():
         ContextPolicy(name="x", add=("the_logs",))
     with pytest.raises(ValidationError):
         ContextPolicy(name="x", add=("diff",), priority="required")
+
+
+def _recovery_prompt(policies):
+    """The recovery prompt over a failed read after checkpoint cp-7 (step s1 done, s2 running)."""
+    from context import new_event, replay
+    from nodes import NodeEnv, RecoveryRenderer
+    from nodes.runtime import prompt_text
+    from nodes.schemas import DECIDE_RECOVERY
+
+    env = NodeEnv.sqlite(policies=policies)
+    ev = [
+        new_event("task.created", {"task_id": "t", "original_request": "Fix it."}, actor="user"),
+        new_event(
+            "plan.created", {"steps": [{"id": "s1", "title": "Read"}, {"id": "s2", "title": "Fix"}]}, actor="agent"
+        ),
+        new_event("step.started", {"step_id": "s1", "objective": "Read"}, actor="agent"),
+        new_event("step.completed", {"step_id": "s1", "summary": "read"}, actor="agent"),
+        new_event("checkpoint.created", {"checkpoint_id": "cp-7"}, actor="system"),
+        new_event("step.started", {"step_id": "s2", "objective": "Fix"}, actor="agent"),
+        new_event(
+            "tool.called", {"call_id": "c1", "step_id": "s2", "tool": "read_file", "arguments": "{}"}, actor="agent"
+        ),
+        new_event("tool.result.received", {"call_id": "c1", "status": "error", "result_summary": "boom"}, actor="tool"),
+    ]
+    r = RecoveryRenderer().render(replay(ev), env, [DECIDE_RECOVERY])
+    return prompt_text(r.messages), {e.id: e for e in r.manifest.entries}
+
+
+def test_the_recovery_prompt_shows_the_last_good_checkpoint_once():
+    text, entries = _recovery_prompt(None)
+    assert text.count("## Last good checkpoint") == 1
+    assert "## Last good checkpoint\ncheckpoint cp-7; completed steps: s1; current step: s2\n" in text
+    # the policy's block stands in for the renderer's own, and the manifest says so
+    assert entries["policy.last_checkpoint"].included
+    assert (
+        entries["policy.last_checkpoint"].reason
+        == "policy:recovery_adds_error_and_checkpoint; fits (high, trusted_app)"
+    )
+    assert not entries["recovery.checkpoint"].included
+    assert entries["recovery.checkpoint"].reason == "superseded by policy.last_checkpoint (trusted_app)"
+
+
+def test_without_the_policy_the_renderer_shows_its_own_checkpoint_block():
+    text, entries = _recovery_prompt([])
+    assert text.count("## Last good checkpoint") == 1
+    assert "## Last good checkpoint\ncheckpoint: cp-7; completed steps: s1; current step: s2" in text
+    assert "policy.last_checkpoint" not in entries
+    assert (entries["recovery.checkpoint"].included, entries["recovery.checkpoint"].reason) == (
+        True,
+        "fits (high, trusted_app)",
+    )

@@ -291,3 +291,27 @@ def test_server_replay_reaches_an_approval_and_resumes(dev_server: DevServer, tr
         f"first run to the interrupt {first_run:.2f} s, resume to the end {resume_run:.2f} s, "
         f"{len(evs)} events, {len(history)} checkpoints"
     )
+
+
+def test_a_server_thread_loads_the_memories_of_its_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trajectories_dir: Path
+) -> None:
+    """Like the CLI: a memory confirmed in TASKCTX_DB (``taskctx memory confirm --db``) is loaded
+    by a new thread's task whose request it is relevant to."""
+    from graphs import new_task, open_project, server
+    from graphs.memory import confirm_memory
+
+    db = str(tmp_path / "m.sqlite")
+    with open_project(db) as p:
+        rec = confirm_memory(p, "The staging database is pg-staging-1 on port 5433", subject="staging database")
+    monkeypatch.setenv("TASKCTX_DB", db)
+    g = server.build_server_graph(
+        {"configurable": {"thread_id": "th1", "trajectory": str(trajectories_dir / TRAJECTORY)}}
+    )
+    for _ in g.stream(
+        new_task("Connect the report job to the staging database.", "th1"), {"configurable": {"thread_id": "th1"}}
+    ):
+        break  # the planner ran: the task has loaded its memories
+    events = server.server_stores().events.read("th1")
+    assert [e.kind for e in events[:2]] == ["task.created", "memory.loaded"]
+    assert [m["key"] for m in events[1].payload["memories"]] == [rec.key]

@@ -159,6 +159,10 @@ def _event_printer(total: int | None = None):
             "resume.started",
             "permission.requested",
             "permission.denied",
+            "fact.stale",
+            "memory.loaded",
+            "memory.confirmed",
+            "memory.forgotten",
         ) or (e.kind == "permission.granted" and e.actor == "user"):
             from context import summarize_event
 
@@ -167,8 +171,9 @@ def _event_printer(total: int | None = None):
     return show
 
 
-def file_sha256(path: Path) -> str:
-    """The sha256 hex digest of a file's bytes (a replay's trajectory fingerprint)."""
+def trajectory_sha256(path: Path) -> str:
+    """The sha256 hex digest of a trajectory file's bytes (a replay's fingerprint); ``OSError``
+    when it cannot be read."""
     import hashlib
 
     return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -196,10 +201,10 @@ def _graph_for(project: Project, task_id: str, *, spec: dict[str, Any] | None = 
     kind = spec.get("kind")
     if kind == "replay":
         want = spec.get("sha256")
-        if want and Path(str(spec["source"])).is_file() and file_sha256(Path(str(spec["source"]))) != want:
+        if want and Path(str(spec["source"])).is_file() and trajectory_sha256(Path(str(spec["source"]))) != want:
             raise InvalidInputError(
                 f"the trajectory {spec['source']} changed since task {task_id!r} was started from it (sha256 "
-                f"{str(want)[:12]}... then, {file_sha256(Path(str(spec['source'])))[:12]}... now): a resume replays "
+                f"{str(want)[:12]}... then, {trajectory_sha256(Path(str(spec['source'])))[:12]}... now): a resume replays "
                 "the same file; restore it, or replay the new file under a new --task-id"
             )
         traj = load_trajectory(str(spec["source"]))

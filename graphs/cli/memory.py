@@ -8,15 +8,18 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from context import TaskctxError
+from context.freshness import short_sha
 
 from ..memory import MemoryView, confirm_memory, forget_memory, list_memories, rebuild_memory, show_memory
-from ..orchestrator import DEFAULT_DB, open_project
+from ..orchestrator import DEFAULT_DB, Project, open_project
 from .common import DbOpt, _describe, _fail, _graph_for, _open_existing, console
 
 __all__ = ["memory_app"]
@@ -33,9 +36,25 @@ WorkspaceOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
+@contextmanager
+def _database(db: str, *, create: bool = False) -> Iterator[Project]:
+    """The database ``db`` for one memory command, closed after it: it must exist (``create``:
+    made when missing, as ``confirm`` does). A store error, here or in the command's body, ends
+    the command with one line naming it (exit 2)."""
+    try:
+        project = open_project(db) if create else _open_existing(db)
+        try:
+            yield project
+        finally:
+            project.close()
+    except (TaskctxError, sqlite3.Error, OSError) as exc:
+        _fail(_describe(exc, db))
+
+
 def _line(v: MemoryView) -> str:
     r = v.record
-    marks = (["STALE"] if v.stale else []) + ([f"superseded by {v.superseded_by}"] if v.superseded_by else [])
+    gone = " (since forgotten)" if v.superseder_forgotten else ""
+    marks = (["STALE"] if v.stale else []) + ([f"superseded by {v.superseded_by}{gone}"] if v.superseded_by else [])
     where = f"task {r.task_id}" if r.task_id else "no task"
     return (
         f"{r.key}  {r.namespace} {r.kind}{' [' + ', '.join(marks) + ']' if marks else ''}: {r.text}  "
@@ -51,15 +70,8 @@ def list_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """List the stored memories, oldest confirmation first (superseded and stale ones marked)."""
-    try:
-        project = _open_existing(db)
-        try:
-            views = list_memories(project, namespace=namespace, root=workspace)
-        finally:
-            project.close()
-    except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db))
-        return
+    with _database(db) as project:
+        views = list_memories(project, namespace=namespace, root=workspace)
     if as_json:
         sys.stdout.write(json.dumps([v.as_json() for v in views], indent=2) + "\n")
         return
@@ -77,15 +89,8 @@ def show_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Show one memory with its provenance and the files it rests on."""
-    try:
-        project = _open_existing(db)
-        try:
-            v = show_memory(project, key, root=workspace)
-        finally:
-            project.close()
-    except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db))
-        return
+    with _database(db) as project:
+        v = show_memory(project, key, root=workspace)
     if as_json:
         sys.stdout.write(json.dumps(v.as_json(), indent=2) + "\n")
         return
@@ -95,8 +100,8 @@ def show_cmd(
     stale = {s.path: s for s in v.stale}
     for f in r.files:
         s = stale.get(f.path)
-        now = f"; STALE: sha256 {s.current[:12]} now" if s else ""
-        console.print(f"file: {f.path} sha256 {f.sha256[:12]} when confirmed{now}", markup=False)
+        now = f"; STALE: sha256 {short_sha(s.current)} now" if s else ""
+        console.print(f"file: {f.path} sha256 {short_sha(f.sha256)} when confirmed{now}", markup=False)
 
 
 @memory_app.command("confirm")
@@ -124,30 +129,24 @@ def confirm_cmd(
 
     With --task of a paused or finished task started by a taskctx command, the event goes into
     that task's own log and checkpoint (a working-memory item of the same text becomes durable);
-    otherwise into the log's memory stream, with the task as provenance."""
-    try:
-        project = open_project(db)
-        try:
-            graph = None
-            if task and project.stores.tasks.get(task) is not None:
-                graph, _ = _graph_for(project, task)
-            r = confirm_memory(
-                project,
-                text,
-                kind=kind,
-                namespace=namespace,
-                subject=subject,
-                supersedes=supersedes,
-                files=list(file or []),
-                root=workspace,
-                task_id=task,
-                graph=graph,
-            )
-        finally:
-            project.close()
-    except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db))
-        return
+    otherwise into the log's memory stream, with the task as provenance. A --db that does not
+    exist yet is created (a new database holding this memory only)."""
+    with _database(db, create=True) as project:
+        graph = None
+        if task and project.stores.tasks.get(task) is not None:
+            graph, _ = _graph_for(project, task)
+        r = confirm_memory(
+            project,
+            text,
+            kind=kind,
+            namespace=namespace,
+            subject=subject,
+            supersedes=supersedes,
+            files=list(file or []),
+            root=workspace,
+            task_id=task,
+            graph=graph,
+        )
     console.print(f"confirmed {r.key} ({r.namespace} {r.kind}): {r.text}", markup=False)
 
 
@@ -158,28 +157,14 @@ def forget_cmd(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Forget a memory: records memory.forgotten, then deletes it from the long-term store."""
-    try:
-        project = _open_existing(db)
-        try:
-            r = forget_memory(project, key, reason=reason)
-        finally:
-            project.close()
-    except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db))
-        return
+    with _database(db) as project:
+        r = forget_memory(project, key, reason=reason)
     console.print(f"forgot {r.key}: {r.text}", markup=False)
 
 
 @memory_app.command("rebuild")
 def rebuild_cmd(db: DbOpt = DEFAULT_DB) -> None:
     """Rebuild the long-term store from the confirmation events of every log."""
-    try:
-        project = _open_existing(db)
-        try:
-            n = rebuild_memory(project)
-        finally:
-            project.close()
-    except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db))
-        return
+    with _database(db) as project:
+        n = rebuild_memory(project)
     console.print(f"rebuilt the memory store from the event log: {n} memories", markup=False)

@@ -46,7 +46,7 @@ from .common import (
     _prepare_out,
     _state_dir,
     console,
-    file_sha256,
+    trajectory_sha256,
 )
 
 __all__ = ["replay", "resume", "run"]
@@ -80,7 +80,7 @@ def replay(
             {
                 "kind": "replay",
                 "source": str(Path(file).resolve()),
-                "sha256": file_sha256(Path(file)),
+                "sha256": trajectory_sha256(Path(file)),
                 "budget": budget,
             },
         )

@@ -10,9 +10,9 @@ model gets 413). The demo copies the sample to a folder of its own and a scripte
 2. reaches for ``secrets/prod.env``: outside its file scopes, refused (``permission.denied``);
    the CLI stops the run after :data:`DEMO_STOP_AFTER` executor steps; while the task is paused a
    person edits ``proxy/nginx.conf`` by hand (:func:`hand_edit`: a comment line); the run resumes
-   from its checkpoint with a new graph, which fingerprints the workspace: the ``grep`` output
-   and the findings drawn from it rest on the old bytes of the config, so they are recorded
-   stale (``fact.stale``, cause ``resume``) and the executor's delta says to re-read the file;
+   from its checkpoint with a new graph, which fingerprints the workspace: the ``grep`` output,
+   the step summary and the finding about the config rest on its old bytes, so they are recorded
+   stale (the finding about ``app/upload.py``, drawn from the same grep, rests on that file only) (``fact.stale``, cause ``resume``) and the executor's delta says to re-read the file;
 3. re-reads ``proxy/nginx.conf`` (the finding still holds: the limit is 1m), then patches it (``apply_patch``; a config file is high risk, so the tool node
    asks for approval through ``interrupt()``) with the wrong unit (``10mb``);
 4. runs the tests: nginx would refuse the config, the tests error, recovery records the error

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.text import Text
 
 from context import Event, TaskContext, all_errors, all_plan_steps
-from context.freshness import stale_line
+from context.freshness import short_sha, stale_line
 from context.text import escape_controls
 from nodes.render.common import quote_agent, stale_text
 
@@ -74,7 +74,7 @@ def render_state(
                 f"- {m.key} [{m.namespace} {m.kind}{state}] {m.text} (confirmed by {m.confirmed_by}, {where}, {m.confirmed_at})"
             )
             for f in m.stale:
-                p(f"  stale: {f.path} sha256 {f.recorded[:12]} then, {f.current[:12]} now")
+                p(f"  stale: {f.path} sha256 {short_sha(f.recorded)} then, {short_sha(f.current)} now")
     h("Plan")
     all_cmd = command_hint("inspect", i.task_id, db, None, "--all")
     steps = all_plan_steps(ctx, events) if full else list(ctx.plan.steps)
@@ -108,7 +108,12 @@ def render_state(
         p(f"changed: {', '.join(ctx.progress.changed_artifacts)}")
     h("Evidence")
     for r in ctx.evidence.recent_tool_calls[-8:]:
-        p(f"- {r.id} {r.tool} -> {r.status}" + (f"  {r.raw_ref}" if r.raw_ref else ""))
+        stale = stale_line(ctx, r.id)
+        p(
+            f"- {r.id} {r.tool} -> {r.status}"
+            + (f"  {r.raw_ref}" if r.raw_ref else "")
+            + (f" [{stale}]" if stale else "")
+        )
     for f in ctx.evidence.findings[-8:]:
         stale = stale_line(ctx, f.id)
         p(

@@ -21,7 +21,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from context import ContextBlock, TaskContext, build_context, make_block
 from context.builder import BlockKind, Layer, Priority, Trust
 from context.events import TranscriptReset
-from context.freshness import change_text, stale_line
+from context.freshness import change_text, short_sha, stale_line
 from context.memory import LoadedMemory
 
 from ..runtime import NodeEnv, Rendered
@@ -266,9 +266,9 @@ def loaded_memory_text(m: LoadedMemory) -> str:
         m.text,
     ]
     for f in m.stale:
-        now = "it is gone" if f.current == "missing" else f"sha256 {f.current[:12]} now"
+        now = f"sha256 {short_sha(f.current)} now" if f.current else "it is gone"
         lines.append(
-            f"STALE: {f.path} changed since this was confirmed (sha256 {f.recorded[:12]} then, {now}); "
+            f"STALE: {f.path} changed since this was confirmed (sha256 {short_sha(f.recorded)} then, {now}); "
             "do not rely on it before re-reading the file."
         )
     return "\n".join(lines)

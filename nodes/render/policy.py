@@ -106,7 +106,8 @@ def _resolve(ctx: TaskContext, env: NodeEnv, relation: str, role: str) -> tuple[
             return None
         lines = [
             "## Last good checkpoint",
-            f"checkpoint {cp_id}; completed steps: {', '.join(ctx.progress.completed_steps) or '(none)'}",
+            f"checkpoint {cp_id}; completed steps: {ctx.progress.completed_text()}; "
+            f"current step: {ctx.plan.current_step_id or '(none)'}",
         ]
         cp = ctx.evidence.transcript_checkpoint
         if cp is not None:

@@ -1,4 +1,9 @@
-"""The recovery renderer: core + the recovery layer (failure, error history) + last good checkpoint."""
+"""The recovery renderer: core + the recovery layer (failure, error history) + last good checkpoint.
+
+The last good checkpoint is shown once: the renderer's own block (``recovery.checkpoint``), or,
+when a context policy adds ``last_checkpoint`` (the default ``recovery_adds_error_and_checkpoint``),
+the policy's block, which supersedes it (manifest: ``recovery.checkpoint`` "superseded by
+policy.last_checkpoint"; if the policy's block is dropped for the budget, the renderer's stays)."""
 
 from __future__ import annotations
 
@@ -14,6 +19,10 @@ from .policy import policy_blocks
 __all__ = ["RecoveryRenderer", "RECOVERY_SYSTEM", "ERROR_HISTORY_SHOWN"]
 
 ERROR_HISTORY_SHOWN = 5
+#: This renderer's checkpoint block, and the ``last_checkpoint`` policy block that supersedes it
+#: when a policy adds it (the builder then keeps the policy's, or this one if that is dropped).
+CHECKPOINT_BLOCK = "recovery.checkpoint"
+POLICY_CHECKPOINT = "policy.last_checkpoint"
 
 RECOVERY_SYSTEM = (
     "You are the recovery role of a taskctx task. A step failed. Decide with decide_recovery: 'retry' "
@@ -61,14 +70,19 @@ class RecoveryRenderer:
                 slot="msg:recovery",
             )
         )
-        cands += policy_blocks(ctx, env, self.role, slot="msg:recovery")
+        # the policy's checkpoint block (with the working state there) stands in for this
+        # renderer's own: one "## Last good checkpoint", the manifest says which (superseded)
+        cands += [
+            b.model_copy(update={"supersedes": [*b.supersedes, CHECKPOINT_BLOCK]}) if b.id == POLICY_CHECKPOINT else b
+            for b in policy_blocks(ctx, env, self.role, slot="msg:recovery")
+        ]
         cp = ctx.control.checkpoint_id or "(none yet)"
         done = ctx.progress.completed_text()
         cur = ctx.plan.current_step_id or "(none)"
         cands.append(
             block(
                 env,
-                "recovery.checkpoint",
+                CHECKPOINT_BLOCK,
                 f"## Last good checkpoint\ncheckpoint: {cp}; completed steps: {done}; current step: {cur}",
                 kind="state",
                 layer="recovery",

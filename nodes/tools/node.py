@@ -34,6 +34,15 @@ never answers a new question, and ``permission.requested`` is appended once per 
 ``taskctx resume`` (a ``resume_token`` not yet recorded) is recorded first, ``resume.started``
 in a batch of its own, so a resume that stops at an approval here is on the record too.
 
+**A wait is a pause.** Before an answer is acted on, the workspace is fingerprinted like on a
+resume (:meth:`TaskToolNode.waited`): a hand edit made while the task waited for the answer is
+``fact.stale`` with cause ``approval``, recorded before the call acts (not blamed on the task's
+own write afterwards). An approved write or patch of a file that changed while waiting is not
+run: its arguments were made against bytes the file no longer has (a write would overwrite the
+person's edit); it gets ``permission.denied`` (system) and a ``denied`` result that names the
+change and asks for a re-read, and the executor makes the change again, put up again. Edited
+arguments are the person's own, given after the change: they run.
+
 A rejection is ``permission.denied`` by the user (the planner sees it); the same tool with the
 same arguments is never put up again in this task: it is refused with an ``error`` result
 (:data:`REJECTED_AGAIN`), which sends the run to recovery, which re-plans or stops. Earlier
@@ -57,7 +66,7 @@ from langgraph.types import interrupt
 
 from context import COMMAND_LIMIT, TaskContext, compress_tool_result
 from context.events import ErrorResolved, Event, FactStale, FileModified, PermissionEvent, ToolResultReceived
-from context.freshness import find_stale
+from context.freshness import change_text, find_stale
 from context.models import ToolCallRecord, arguments_dict
 from context.text import clean
 
@@ -238,7 +247,7 @@ class TaskToolNode:
         if not q.may_ask():
             return False
         ans = self.ask(run, q, rec, args, d.risk, d.reason or f"{rec.tool} needs approval")
-        self.answered(run, rec, args, d.risk, ans)
+        self.answered(run, rec, args, d.risk, ans, targets=d.paths)
         return True
 
     def execute(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], note: str = "") -> None:
@@ -307,13 +316,16 @@ class TaskToolNode:
 
     def changed_by_command(self, ctx: TaskContext, modified: list[str], written: dict[str, str]) -> dict[str, str]:
         """Files of the task's world that a side-effecting call changed without saying so (a
-        command rewrote them): ``{path: sha now}``, from the executor's ``fingerprint``."""
+        command rewrote them): ``{path: sha now}``, from the executor's ``fingerprint``. Bytes
+        already noticed as someone else's before the call (a ``fact.stale`` mark with that new
+        sha: a hand edit found on resume or after an approval) are not the call's doing."""
         fp = getattr(self.tools, "fingerprint", None)
         paths = [p for p in ctx.evidence.world if p not in written and p not in modified]
         if fp is None or not paths:
             return {}
         now, _ = fp(paths)
-        return {p: sha for p, sha in now.items() if sha != ctx.evidence.world.get(p)}
+        noticed = {(s.path, s.new_sha) for s in ctx.evidence.stale_facts}
+        return {p: sha for p, sha in now.items() if sha != ctx.evidence.world.get(p) and (p, sha) not in noticed}
 
     def stale_events(
         self, run: NodeRun, ctx: TaskContext, reads: dict[str, str], written: dict[str, str], head: str | None
@@ -356,6 +368,16 @@ class TaskToolNode:
                 )
             )
         return out
+
+    def waited(self, run: NodeRun) -> dict[str, str]:
+        """After a wait for an answer: the workspace fingerprinted against the task's world
+        (:meth:`~nodes.runtime.NodeRun.fingerprint_events`, cause ``approval``); the
+        ``fact.stale`` events are committed before the answer is acted on (idempotent: a re-run
+        of the node records nothing twice). Returns the changed files (path -> sha now)."""
+        stale, changed = run.fingerprint_events("approval")
+        if stale:
+            run.commit(stale)
+        return changed
 
     def deny(
         self,
@@ -474,13 +496,40 @@ class TaskToolNode:
         return normalize_answer(self.put(run, req))
 
     def answered(
-        self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, ans: dict[str, Any], note: str = ""
+        self,
+        run: NodeRun,
+        rec: ToolCallRecord,
+        args: dict[str, Any],
+        risk: str,
+        ans: dict[str, Any],
+        note: str = "",
+        targets: Sequence[str] = (),
     ) -> None:
-        """Act on the answer ``ans``. approve: ``permission.granted`` (user), then run. edit: the
-        edited arguments are checked by the policy again (refused: ``permission.denied``, not
-        run), then granted and run. reject / respond: ``permission.denied`` by the user and a
-        ``denied`` result carrying the user's reason or message."""
+        """Act on the answer ``ans``. First the workspace is checked like on a resume
+        (:meth:`waited`: a hand edit made while the task waited is ``fact.stale``, cause
+        ``approval``). approve: ``permission.granted`` (user), then run; but when a file the call
+        writes (``targets``, the policy's paths) changed while waiting, the approved arguments were
+        made against bytes the file no longer has: ``permission.denied`` (system) and a
+        ``denied`` result naming the change and asking for a re-read (the call is not run; made
+        again, it is put up again). edit: the edited arguments (given after the change) are
+        checked by the policy again (refused: ``permission.denied``, not run), then granted and
+        run. reject / respond: ``permission.denied`` by the user and a ``denied`` result carrying
+        the user's reason or message."""
+        changed = self.waited(run)
         action = ans["action"]
+        moved = [p for p in targets if p in changed]
+        if action == "approve" and moved:
+            what = "; ".join(change_text(p, "approval", run.ctx.evidence.world.get(p, ""), changed[p]) for p in moved)
+            self.deny(
+                run,
+                rec,
+                args,
+                f"approved by the user, but {what}; not run",
+                f"not run: {what}, after these arguments were made. Re-read {', '.join(moved)} and make the "
+                "change again on its current bytes (it will be put up for approval again).",
+                risk=risk,
+            )
+            return
         if action == "approve":
             self.grant(run, rec, args, risk, "approved by the user", "user")
             self.execute(run, rec, args, note)

@@ -33,6 +33,7 @@ __all__ = [
     "glob_match",
     "in_scope",
     "resolve",
+    "file_sha256",
     "sha256_hex",
     "write_risk",
 ]
@@ -188,6 +189,15 @@ def write_risk(rels: Sequence[str]) -> tuple[str, str]:
 def sha256_hex(data: bytes) -> str:
     """The sha256 of ``data``, 64 hex digits."""
     return hashlib.sha256(data).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 (64 hex) of the file ``path``'s bytes, ``""`` when it is not a readable file
+    (the freshness marker of a file that is gone, :mod:`context.freshness`)."""
+    try:
+        return sha256_hex(path.read_bytes()) if path.is_file() else ""
+    except OSError:
+        return ""
 
 
 def atomic_write(path: Path, data: bytes) -> None:

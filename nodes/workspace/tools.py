@@ -28,7 +28,7 @@ from ..permissions import PolicyError
 from ..tools import SEARCH_HISTORY_SCHEMA, ToolOutcome, function_schema
 from .commands import DEFAULT_PROGRAMS, FORBIDDEN_PROGRAMS, command_policy
 from .patch import FilePatch, PatchError, apply_unified_diff, parse_unified_diff
-from .paths import atomic_write, dir_may_hold_scope, glob_match, in_scope, resolve, sha256_hex, write_risk
+from .paths import atomic_write, dir_may_hold_scope, file_sha256, glob_match, in_scope, resolve, sha256_hex, write_risk
 from .recovery import Recovery, receipt_path, recover, write_receipt
 
 __all__ = ["MAX_READ_BYTES", "MAX_TIMEOUT", "SIDE_EFFECT_TOOLS", "WorkspaceTools"]
@@ -212,14 +212,7 @@ class WorkspaceTools:
     def fingerprint(self, paths: Iterable[str]) -> tuple[dict[str, str], str | None]:
         """``({path: sha256 hex of its bytes now, "" when gone}, HEAD commit)`` for workspace-
         relative ``paths`` (what the first node after a resume compares with the task's facts)."""
-        out: dict[str, str] = {}
-        for rel in paths:
-            f = self.root / rel
-            try:
-                out[rel] = sha256_hex(f.read_bytes()) if f.is_file() else ""
-            except OSError:
-                out[rel] = ""
-        return out, self.head()
+        return {rel: file_sha256(self.root / rel) for rel in paths}, self.head()
 
     # execution --------------------------------------------------------------------------
     def execute(self, call_id: str, tool: str, arguments: dict[str, Any], scopes: Sequence[str] = ()) -> ToolOutcome:
