@@ -43,6 +43,7 @@ from .store import (
     contiguous,
     duplicate_message,
     event_row,
+    lenient_events,
     make_ref,
     not_taskctx_message,
     number_events,
@@ -259,11 +260,18 @@ class PgEventLog:
             ) from exc
 
     def read(
-        self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
+        self,
+        task_id: str,
+        after: int = 0,
+        limit: int | None = None,
+        kinds: Sequence[str] | None = None,
+        *,
+        damaged_rows: dict[int, list[str]] | None = None,
     ) -> list[Event]:
         """Events of ``task_id`` with ``seq > after``, in order; with ``kinds``, only events of
         those kinds (``kind IN (...)`` in SQL; ``limit`` counts the matching events). Checked as
-        :meth:`context.store.EventLog.iter` checks (``DamagedStoreError``)."""
+        :meth:`context.store.EventLog.iter` checks (``DamagedStoreError``; with ``damaged_rows``
+        nothing raises: see there)."""
         sql = (
             "SELECT seq, id, kind, timestamp, actor, payload, causation_id, correlation_id "
             "FROM taskctx_events WHERE task_id = %s AND seq > %s"
@@ -281,16 +289,24 @@ class PgEventLog:
             args += (limit,)
 
         def q(conn: Any, _: int) -> list[Event]:
+            if damaged_rows is not None:
+                return list(lenient_events(task_id, conn.execute(sql, args).fetchall(), damaged_rows))
             rows = (row_event(task_id, r) for r in conn.execute(sql, args).fetchall())
             return list(rows if kinds is not None else contiguous(task_id, rows, after))
 
         return self._db.run(q)
 
     def iter(
-        self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
+        self,
+        task_id: str,
+        after: int = 0,
+        limit: int | None = None,
+        kinds: Sequence[str] | None = None,
+        *,
+        damaged_rows: dict[int, list[str]] | None = None,
     ) -> Iterator[Event]:
         """As :meth:`read`, one event at a time."""
-        yield from self.read(task_id, after, limit, kinds)
+        yield from self.read(task_id, after, limit, kinds, damaged_rows=damaged_rows)
 
     def task_ids(self) -> list[str]:
         def q(conn: Any, _: int) -> list[str]:

@@ -92,7 +92,8 @@ def _missing(cursor: int, last: int) -> list[str]:
 def diagnose(
     stores: Any, checkpointer: Any, task_id: str, *, artifacts: bool = True, resumable: bool = False
 ) -> list[str]:
-    """Every finding about ``task_id``: its registry row, event log (:func:`context.verify.check_events`),
+    """Every finding about ``task_id``: its registry row, event log (:func:`context.verify.check_events`;
+    every damaged row, not only the first: a missing row does not hide an altered payload after it),
     the artifacts it names (``artifacts=True``) and its latest checkpoint (see module doc). With
     ``resumable`` (the CLI's view: every task it starts is registered and checkpointed), a task
     whose checkpoints say a taskctx command started it (:data:`REGISTERED_MARK`) but that has no
@@ -105,10 +106,12 @@ def diagnose(
     except DamagedStoreError as exc:
         out += exc.problems
         spec = {}
+    bad: dict[int, list[str]] = {}  # rows that do not parse, by seq: named, and the check goes on past them
     try:
-        events = stores.events.read(task_id)
-    except DamagedStoreError as exc:
+        events = stores.events.read(task_id, damaged_rows=bad)
+    except DamagedStoreError as exc:  # (the table cannot be read at all)
         return [*out, *exc.problems]
+    out += [f for seq in sorted(bad) for f in bad[seq]]
     state, cp = checkpoint_state(checkpointer, task_id)
     out += cp
     newer = _newer_schema(events, state)
@@ -118,10 +121,10 @@ def diagnose(
         out.append("task registry: no row for this task (how it was started is lost): it can be inspected, not resumed")
     if resumable and spec is not None and state is None and not cp and events:
         out.append(f"checkpoint: none, though the event log holds {len(events)} events: it cannot be resumed")
-    out += check_events(events)
+    out += check_events(events, skip=bad)
     if artifacts:
         out += check_artifacts(stores.artifacts, events)
-    if state is not None and not any(f.startswith("event log:") for f in out):
+    if state is not None and not bad and not any(f.startswith("event log:") for f in out):
         out += _compare(state, events)
     return out
 
