@@ -25,7 +25,7 @@ from context import Event, SqliteStores, TaskContext, TaskctxError, UnknownTaskE
 from context.text import shown
 
 from .checkpoint import PRUNE_EVERY, prune_thread
-from .doctor import REGISTERED_MARK, ensure_sound
+from .doctor import REGISTERED_MARK, Checked, ensure_sound
 from .tracing import paused_runs_traced
 
 __all__ = [
@@ -92,6 +92,7 @@ def run_graph(
     resume: bool = False,
     on_event: Callable[[Event], None] | None = None,
     prune: bool = False,
+    checked: Checked | None = None,
 ) -> RunResult:
     """Run (``input`` given) or resume (``input=None``) the thread ``task_id``; ``input`` may be
     a ``Command(resume=answer)`` that answers a pending approval.
@@ -108,12 +109,14 @@ def run_graph(
     ``on_event`` sees every event appended during the run (for progress display).
     Raises ``UnknownTaskError`` when resuming a thread that has no checkpoint, and
     ``DamagedStoreError`` when continuing a thread (``resume``, ``input`` None or a ``Command``)
-    whose stored data fails :func:`graphs.doctor.ensure_sound` (``full=False``).
+    whose stored data fails :func:`graphs.doctor.ensure_sound` (``full=False``). ``checked``:
+    what the caller's own ``ensure_sound`` of this task returned just before (the check is then
+    not run again, and the registry row not read again).
     """
     extra: dict[str, Any] = {}
-    if resume or input is None or isinstance(input, Command):
+    if checked is None and (resume or input is None or isinstance(input, Command)):
         # what is read back is checked before it is trusted (a long log: the bounded check, doctor.quick_diagnose)
-        ensure_sound(stores, graph.checkpointer, task_id, full=False)
+        checked = ensure_sound(stores, graph.checkpointer, task_id, full=False)
     if resume:
         snap = graph.get_state(thread_config(task_id))
         if not snap.values:
@@ -121,7 +124,8 @@ def run_graph(
         extra["resume_token"] = uuid.uuid4().hex
         extra["resumed_from_checkpoint"] = snap.config.get("configurable", {}).get("checkpoint_id")
     config = thread_config(task_id, **extra)
-    if _registered(stores, task_id):  # its checkpoints say so: doctor then misses a lost registry row
+    registered = checked.spec is not None if checked is not None else _registered(stores, task_id)
+    if registered:  # its checkpoints say so: doctor then misses a lost registry row
         config["metadata"] = {REGISTERED_MARK: True}
     seen = stores.events.last_seq(task_id)
     calls: collections.deque[Event] = collections.deque(maxlen=KEEP_CALLS)
@@ -212,13 +216,23 @@ def run_with_approvals(
     on_event: Callable[[Event], None] | None = None,
     on_request: Callable[[dict[str, Any]], None] | None = None,
     prune: bool = False,
+    checked: Checked | None = None,
 ) -> RunResult:
     """:func:`run_graph`, answering each approval request with ``answer(request)`` (which returns
     ``{"action": "approve" | "edit" | "reject" | "respond", ...}``, or None to stop and leave the
     request pending for ``taskctx approve``). ``answer`` gets the request with ``parameters``
-    added (:func:`tool_parameters`) when the tool declares them, so an edit can be checked."""
+    added (:func:`tool_parameters`) when the tool declares them, so an edit can be checked.
+    ``checked``: as in :func:`run_graph` (for the first run only)."""
     result = run_graph(
-        graph, stores, task_id, input, stop_after=stop_after, resume=resume, on_event=on_event, prune=prune
+        graph,
+        stores,
+        task_id,
+        input,
+        stop_after=stop_after,
+        resume=resume,
+        on_event=on_event,
+        prune=prune,
+        checked=checked,
     )
     while result.waiting is not None:
         if on_request:
