@@ -267,16 +267,22 @@ class PgEventLog:
         kinds: Sequence[str] | None = None,
         *,
         damaged_rows: dict[int, list[str]] | None = None,
+        fields: Sequence[str] | None = None,
     ) -> list[Event]:
         """Events of ``task_id`` with ``seq > after``, in order; with ``kinds``, only events of
         those kinds (``kind IN (...)`` in SQL; ``limit`` counts the matching events). Checked as
         :meth:`context.store.EventLog.iter` checks (``DamagedStoreError``; with ``damaged_rows``
-        nothing raises: see there)."""
+        nothing raises; ``fields``: only these payload keys, extracted in SQL: see there)."""
+        args: tuple[Any, ...] = ()
+        payload = "payload"
+        if fields is not None:
+            payload = f"json_build_object({', '.join(['%s::text, payload::json -> %s::text'] * len(fields))})::text"
+            args = tuple(x for f in fields for x in (f, f))
         sql = (
-            "SELECT seq, id, kind, timestamp, actor, payload, causation_id, correlation_id "
+            f"SELECT seq, id, kind, timestamp, actor, {payload}, causation_id, correlation_id "
             "FROM taskctx_events WHERE task_id = %s AND seq > %s"
         )
-        args: tuple[Any, ...] = (task_id, after)
+        args += (task_id, after)
         if kinds is not None:
             kinds = [kinds] if isinstance(kinds, str) else list(kinds)
             if not kinds:
@@ -304,9 +310,10 @@ class PgEventLog:
         kinds: Sequence[str] | None = None,
         *,
         damaged_rows: dict[int, list[str]] | None = None,
+        fields: Sequence[str] | None = None,
     ) -> Iterator[Event]:
         """As :meth:`read`, one event at a time."""
-        yield from self.read(task_id, after, limit, kinds, damaged_rows=damaged_rows)
+        yield from self.read(task_id, after, limit, kinds, damaged_rows=damaged_rows, fields=fields)
 
     def task_ids(self) -> list[str]:
         def q(conn: Any, _: int) -> list[str]:
