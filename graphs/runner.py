@@ -16,17 +16,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command
+from typing import TYPE_CHECKING, Any
 
 from context import Event, SqliteStores, TaskContext, TaskctxError, UnknownTaskError, apply_event
 from context.text import shown
 
 from .checkpoint import PRUNE_EVERY, prune_thread
 from .doctor import REGISTERED_MARK, Checked, ensure_sound
-from .tracing import paused_runs_traced
+
+if TYPE_CHECKING:  # (the graph runtime: imported when a graph runs, not by `taskctx inspect` or an export)
+    from langgraph.graph.state import CompiledStateGraph
+    from langgraph.types import Command
 
 __all__ = [
     "EXPORT_MARK",
@@ -113,6 +113,10 @@ def run_graph(
     what the caller's own ``ensure_sound`` of this task returned just before (the check is then
     not run again, and the registry row not read again).
     """
+    from langgraph.types import Command
+
+    from .tracing import paused_runs_traced
+
     extra: dict[str, Any] = {}
     if checked is None and (resume or input is None or isinstance(input, Command)):
         # what is read back is checked before it is trusted (a long log: the bounded check, doctor.quick_diagnose)
@@ -223,6 +227,8 @@ def run_with_approvals(
     request pending for ``taskctx approve``). ``answer`` gets the request with ``parameters``
     added (:func:`tool_parameters`) when the tool declares them, so an edit can be checked.
     ``checked``: as in :func:`run_graph` (for the first run only)."""
+    from langgraph.types import Command
+
     result = run_graph(
         graph,
         stores,

@@ -102,7 +102,9 @@ def test_an_export_behind_gets_the_new_events_and_a_current_one_is_left_as_it_is
         (folder / "state.json").write_text("{}\n")
         export_run(project.stores, "x1", tmp_path / "a")
         assert (folder / "state.json").read_bytes() == (whole / "state.json").read_bytes()
-        (folder / EXPORT_MARK).write_text(json.dumps({**json.loads((folder / EXPORT_MARK).read_text()), "first_id": "x"}))
+        (folder / EXPORT_MARK).write_text(
+            json.dumps({**json.loads((folder / EXPORT_MARK).read_text()), "first_id": "x"})
+        )
         os.utime(folder / "trace.jsonl", ns=(0, 0))
         export_run(project.stores, "x1", tmp_path / "a")
         assert (folder / "trace.jsonl").stat().st_mtime_ns != 0

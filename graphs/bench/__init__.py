@@ -61,13 +61,45 @@ short runs' sections), :mod:`.stress` (the synthetic stress set). Imports the wi
 ``graphs.checkpoint``); the wiring never imports it.
 """
 
-from .command import DEFAULT_OUT, bench, write_outputs
-from .metrics import Stats
-from .overhead import Timing, synthetic_trajectory
-from .runner import DEFAULT_DIR, BenchResult, run_bench
-from .scale import ScaleRow, repeat_trajectory, run_scale
-from .strategies import BASELINES, STRATEGIES, Call, TaskctxRun, baseline_calls, run_taskctx
-from .table import markdown, targets
+from typing import TYPE_CHECKING
+
+from context.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .command import DEFAULT_OUT, bench, write_outputs
+    from .metrics import Stats
+    from .overhead import Timing, synthetic_trajectory
+    from .runner import DEFAULT_DIR, BenchResult, run_bench
+    from .scale import ScaleRow, repeat_trajectory, run_scale
+    from .strategies import BASELINES, STRATEGIES, Call, TaskctxRun, baseline_calls, run_taskctx
+    from .table import markdown, targets
+
+# imported on first use (PEP 562): ``import graphs.bench`` alone loads none of the modules below
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "DEFAULT_OUT": ".command",
+        "bench": ".command",
+        "write_outputs": ".command",
+        "Stats": ".metrics",
+        "Timing": ".overhead",
+        "synthetic_trajectory": ".overhead",
+        "DEFAULT_DIR": ".runner",
+        "BenchResult": ".runner",
+        "run_bench": ".runner",
+        "ScaleRow": ".scale",
+        "repeat_trajectory": ".scale",
+        "run_scale": ".scale",
+        "BASELINES": ".strategies",
+        "STRATEGIES": ".strategies",
+        "Call": ".strategies",
+        "TaskctxRun": ".strategies",
+        "baseline_calls": ".strategies",
+        "run_taskctx": ".strategies",
+        "markdown": ".table",
+        "targets": ".table",
+    },
+)
 
 __all__ = [
     "BASELINES",

@@ -20,7 +20,7 @@ from context import (
     find_task,
     load_trajectory,
 )
-from nodes import DEFAULT_BUDGET, DEFAULT_RESERVE, ReplayChatModel, ReplayTools
+from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
 from ..doctor import Checked, ensure_sound
 from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, command_hint, new_task
@@ -63,6 +63,8 @@ def replay(
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
     """Run the whole graph over a recorded trajectory (replay model + replay tools)."""
+    from nodes import ReplayChatModel, ReplayTools
+
     tid = task_id  # (named in a budget error's hint)
     project: Project | None = None
     try:
