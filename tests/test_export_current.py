@@ -126,3 +126,38 @@ def test_resume_of_a_finished_task_leaves_a_current_export_as_it_is(trajectories
     assert r.exit_code == 0, r.output
     assert r.output == f"task f1 is already finished (completed); nothing to resume; exported {folder}/\n"
     assert _snapshot(folder) == before
+
+
+def test_resume_reads_the_registry_row_once(trajectories_dir: Path, tmp_path: Path, monkeypatch: Any) -> None:
+    """``taskctx resume`` of a stopped task reads its registry row once (the check reads it and
+    passes it down: no second check in run_graph, no second read for the graph or the
+    registered mark); the resumed run's checkpoints still carry the registered mark."""
+    from context.store import TaskRegistry
+    from graphs.doctor import REGISTERED_MARK
+
+    src = tmp_path / "t.jsonl"
+    shutil.copy(trajectories_dir / "moatless-requests-863.jsonl", src)
+    db, out = str(tmp_path / "t.sqlite"), tmp_path / "runs"
+    r = CliRunner().invoke(
+        app, ["replay", str(src), "--db", db, "--out", str(out), "--task-id", "s1", "--max-steps", "2"]
+    )
+    assert r.exit_code == 0, r.output
+    reads: list[str] = []
+    real = TaskRegistry.get
+
+    def counted(self: Any, task_id: str) -> Any:
+        reads.append(task_id)
+        return real(self, task_id)
+
+    monkeypatch.setattr(TaskRegistry, "get", counted)
+    r = CliRunner().invoke(app, ["resume", "s1", "--db", db, "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert reads == ["s1"]
+    monkeypatch.undo()
+    project = open_project(db)
+    try:
+        tup = project.checkpointer.get_tuple({"configurable": {"thread_id": "s1"}})
+        assert tup.metadata[REGISTERED_MARK] is True
+        assert tup.checkpoint["channel_values"]["control"].status == "completed"
+    finally:
+        project.close()
