@@ -48,8 +48,10 @@ the real graph, replaying the trajectory::
 ``taskctx tokens`` (:mod:`.tokens`) measures the counters against o200k_base.
 Scale (``--scale 100,1000[,10000]``, :mod:`.scale`): the shared ponyc run repeated with its errors
 to N executor steps, replayed by ``taskctx replay`` in a child process on SQLite (checkpoints
-pruned), then resumed and inspected: disk bytes per step by table, state, time per step, peak
-RSS, resume and inspect time (``scale.md``, ``scale.csv``, ``scale.png``).
+pruned) and stopped one step before the end, then resumed one step (the resume start-up),
+resumed to the end, resumed again (finished) and inspected, each a new process: disk bytes per
+step by table, state, time per step, each process's CPU time and peak RSS, the resume start-up,
+finished-resume and inspect times (``scale.md``, ``scale.csv``, ``scale.png``).
 
 Modules: :mod:`.strategies` (the five strategies), :mod:`.metrics` (:class:`Stats`),
 :mod:`.overhead` (timings, synthetic trajectory, checkpoint bytes), :mod:`.runner`
@@ -57,7 +59,7 @@ Modules: :mod:`.strategies` (the five strategies), :mod:`.metrics` (:class:`Stat
 (``prompt_tokens.png``, ``effective_cost.png``), :mod:`.command` (:func:`write_outputs`, the
 ``bench`` typer command), :mod:`.pricing` (the providers' cache rules, from ``nodes.pricing``),
 :mod:`.bound` (the optimistic bound), :mod:`.split` (the two-fold split, the bound's and the
-short runs' sections), :mod:`.stress` (the synthetic stress set). Imports the wiring (``graphs.build_orchestrator``, ``graphs.runner``,
+short runs' sections), :mod:`.stress` (the synthetic stress set), :mod:`.defaults` (``DEFAULT_DIR``, the commands' default folder). Imports the wiring (``graphs.build_orchestrator``, ``graphs.runner``,
 ``graphs.checkpoint``); the wiring never imports it.
 """
 
