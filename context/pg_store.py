@@ -43,6 +43,7 @@ from .store import (
     contiguous,
     duplicate_message,
     event_row,
+    lenient_events,
     make_ref,
     not_taskctx_message,
     number_events,
@@ -259,16 +260,29 @@ class PgEventLog:
             ) from exc
 
     def read(
-        self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
+        self,
+        task_id: str,
+        after: int = 0,
+        limit: int | None = None,
+        kinds: Sequence[str] | None = None,
+        *,
+        damaged_rows: dict[int, list[str]] | None = None,
+        fields: Sequence[str] | None = None,
     ) -> list[Event]:
         """Events of ``task_id`` with ``seq > after``, in order; with ``kinds``, only events of
         those kinds (``kind IN (...)`` in SQL; ``limit`` counts the matching events). Checked as
-        :meth:`context.store.EventLog.iter` checks (``DamagedStoreError``)."""
+        :meth:`context.store.EventLog.iter` checks (``DamagedStoreError``; with ``damaged_rows``
+        nothing raises; ``fields``: only these payload keys, extracted in SQL: see there)."""
+        args: tuple[Any, ...] = ()
+        payload = "payload"
+        if fields is not None:
+            payload = f"json_build_object({', '.join(['%s::text, payload::json -> %s::text'] * len(fields))})::text"
+            args = tuple(x for f in fields for x in (f, f))
         sql = (
-            "SELECT seq, id, kind, timestamp, actor, payload, causation_id, correlation_id "
+            f"SELECT seq, id, kind, timestamp, actor, {payload}, causation_id, correlation_id "
             "FROM taskctx_events WHERE task_id = %s AND seq > %s"
         )
-        args: tuple[Any, ...] = (task_id, after)
+        args += (task_id, after)
         if kinds is not None:
             kinds = [kinds] if isinstance(kinds, str) else list(kinds)
             if not kinds:
@@ -281,16 +295,25 @@ class PgEventLog:
             args += (limit,)
 
         def q(conn: Any, _: int) -> list[Event]:
+            if damaged_rows is not None:
+                return list(lenient_events(task_id, conn.execute(sql, args).fetchall(), damaged_rows))
             rows = (row_event(task_id, r) for r in conn.execute(sql, args).fetchall())
             return list(rows if kinds is not None else contiguous(task_id, rows, after))
 
         return self._db.run(q)
 
     def iter(
-        self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
+        self,
+        task_id: str,
+        after: int = 0,
+        limit: int | None = None,
+        kinds: Sequence[str] | None = None,
+        *,
+        damaged_rows: dict[int, list[str]] | None = None,
+        fields: Sequence[str] | None = None,
     ) -> Iterator[Event]:
         """As :meth:`read`, one event at a time."""
-        yield from self.read(task_id, after, limit, kinds)
+        yield from self.read(task_id, after, limit, kinds, damaged_rows=damaged_rows, fields=fields)
 
     def task_ids(self) -> list[str]:
         def q(conn: Any, _: int) -> list[str]:

@@ -24,7 +24,7 @@ import re
 import sqlite3
 import threading
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -99,10 +99,24 @@ def slice_lines(data: bytes, start: int, end: int) -> bytes:
 class EventLogProtocol(Protocol):
     def append(self, task_id: str, events: Sequence[Event]) -> list[Event]: ...
     def read(
-        self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
+        self,
+        task_id: str,
+        after: int = 0,
+        limit: int | None = None,
+        kinds: Sequence[str] | None = None,
+        *,
+        damaged_rows: dict[int, list[str]] | None = None,
+        fields: Sequence[str] | None = None,
     ) -> list[Event]: ...
     def iter(
-        self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
+        self,
+        task_id: str,
+        after: int = 0,
+        limit: int | None = None,
+        kinds: Sequence[str] | None = None,
+        *,
+        damaged_rows: dict[int, list[str]] | None = None,
+        fields: Sequence[str] | None = None,
     ) -> Iterator[Event]: ...
     def last_seq(self, task_id: str) -> int: ...
     def count(self, task_id: str) -> int: ...
@@ -199,14 +213,29 @@ def contiguous(task_id: str, events: Iterator[Event], after: int) -> Iterator[Ev
     want = after + 1
     for e in events:
         if e.seq != want:
-            if e.seq > want:
-                after_what = f"seq {want - 1} is followed by {e.seq}" if want > 1 else f"the log starts at seq {e.seq}"
-                what = f"event seq {want} is missing ({after_what})"
-            else:
-                what = f"event seq {e.seq} appears after seq {want - 1}"
-            raise damaged(task_id, "the event log", what)
+            raise damaged(task_id, "the event log", gap_finding(want, e.seq))
         want += 1
         yield e
+
+
+def gap_finding(want: int, found: int) -> str:
+    """What a read that expected seq ``want`` and found ``found`` says (no ``event log:`` prefix):
+    ``event seq 7 is missing (seq 6 is followed by 8)``, or ``event seq 5 appears after seq 5``."""
+    if found > want:
+        after_what = f"seq {want - 1} is followed by {found}" if want > 1 else f"the log starts at seq {found}"
+        return f"event seq {want} is missing ({after_what})"
+    return f"event seq {found} appears after seq {want - 1}"
+
+
+def lenient_events(task_id: str, rows: Iterable[Sequence[Any]], damaged_rows: dict[int, list[str]]) -> Iterator[Event]:
+    """The events of ``rows`` (as :func:`row_event` reads them) that parse; a row that does not is
+    skipped and its findings kept in ``damaged_rows`` under its seq, so a check of the whole log
+    (``taskctx doctor``) goes on past it and names every damaged row, not only the first."""
+    for row in rows:
+        try:
+            yield row_event(task_id, row)
+        except DamagedStoreError as exc:
+            damaged_rows.setdefault(int(row[0]), []).extend(exc.problems)
 
 
 def duplicate_message(e: Event, task_id: str, seq: int) -> str:
@@ -333,6 +362,10 @@ def sqlite_tables(conn: sqlite3.Connection) -> set[str]:
     return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
 
 
+#: Rows :meth:`EventLog.iter` fetches from SQLite at a time.
+_BATCH = 256
+
+
 class EventLog:
     """Append-only event log per task, on its own SQLite connection."""
 
@@ -375,24 +408,48 @@ class EventLog:
         return out
 
     def read(
-        self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
+        self,
+        task_id: str,
+        after: int = 0,
+        limit: int | None = None,
+        kinds: Sequence[str] | None = None,
+        *,
+        damaged_rows: dict[int, list[str]] | None = None,
+        fields: Sequence[str] | None = None,
     ) -> list[Event]:
         """Events of ``task_id`` with ``seq > after``, in order; with ``kinds``, only events of
         those kinds (filtered in SQL: the other payloads are never read or parsed; ``limit``
-        counts the matching events)."""
-        return list(self.iter(task_id, after, limit, kinds))
+        counts the matching events). ``damaged_rows``, ``fields``: see :meth:`iter`."""
+        return list(self.iter(task_id, after, limit, kinds, damaged_rows=damaged_rows, fields=fields))
 
     def iter(
-        self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
+        self,
+        task_id: str,
+        after: int = 0,
+        limit: int | None = None,
+        kinds: Sequence[str] | None = None,
+        *,
+        damaged_rows: dict[int, list[str]] | None = None,
+        fields: Sequence[str] | None = None,
     ) -> Iterator[Event]:
-        """As :meth:`read`, one event at a time. An unfiltered read checks that the seqs follow
-        ``after`` without a gap, and every read that kinds and payloads parse
-        (``DamagedStoreError`` otherwise: :func:`row_event`, :func:`contiguous`)."""
+        """As :meth:`read`, one event at a time, fetched from SQLite in batches (the log is never
+        held whole). ``fields`` (with ``kinds``): each payload holds only these top-level keys
+        (extracted in SQL, the rest never read into Python; a key the payload lacks is ``None``):
+        a view that sums a few numbers of many large events (``taskctx inspect``'s model calls). An unfiltered read checks that the seqs follow ``after`` without a gap, and
+        every read that kinds and payloads parse (``DamagedStoreError`` otherwise:
+        :func:`row_event`, :func:`contiguous`). With ``damaged_rows`` (a check of the whole log)
+        nothing raises: a row that does not parse is skipped and named there under its seq
+        (:func:`lenient_events`), and a gap is left to the caller (``check_events`` names it)."""
+        args: tuple[object, ...] = ()
+        payload = "payload"
+        if fields is not None:
+            payload = f"json_object({', '.join(['?, payload -> ?'] * len(fields))})"
+            args = tuple(x for f in fields for x in (f, f"$.{f}"))
         sql = (
-            "SELECT seq, id, kind, timestamp, actor, payload, causation_id, correlation_id "
+            f"SELECT seq, id, kind, timestamp, actor, {payload}, causation_id, correlation_id "
             "FROM taskctx_events WHERE task_id = ? AND seq > ?"
         )
-        args: tuple[object, ...] = (task_id, after)
+        args += (task_id, after)
         if kinds is not None:
             kinds = [kinds] if isinstance(kinds, str) else list(kinds)
             if not kinds:
@@ -403,7 +460,12 @@ class EventLog:
         if limit is not None:
             sql += " LIMIT ?"
             args += (limit,)
-        rows = (row_event(task_id, row) for row in self._db.conn.execute(sql, args).fetchall())
+        cur = self._db.conn.execute(sql, args)
+        raw = (row for batch in iter(lambda: cur.fetchmany(_BATCH), []) for row in batch)
+        if damaged_rows is not None:
+            yield from lenient_events(task_id, raw, damaged_rows)
+            return
+        rows = (row_event(task_id, row) for row in raw)
         yield from (rows if kinds is not None else contiguous(task_id, rows, after))
 
     def task_ids(self) -> list[str]:

@@ -18,33 +18,42 @@ the log's fold; its schema version) and the task registry.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
 from .errors import ArtifactNotFoundError, DamagedStoreError, InvalidRefError
 from .events import PAYLOAD_MODELS, Event
-from .store import parse_ref
+from .store import gap_finding, parse_ref
 
 __all__ = ["check_artifacts", "check_events", "event_refs"]
 
 _ATTEMPT = re.compile(r"#(\d+):[A-Za-z_]+$")
 
 
-def check_events(events: Sequence[Event], after: int = 0) -> list[str]:
+def check_events(events: Sequence[Event], after: int = 0, skip: Collection[int] = ()) -> list[str]:
     """Findings about a task's whole event log (``events``: every event, in seq order), or with
     ``after`` about its tail (the events from seq ``after + 1`` on; a result answering a call
-    made before the tail is then not a finding)."""
+    made before the tail is then not a finding). A gap in the seqs is a finding and the check
+    goes on after it (every damaged row is named, not only the first); ``skip``: seqs already
+    named as damaged (rows that did not parse, :func:`context.store.lenient_events`), not named
+    again as missing."""
     out: list[str] = []
     ids: dict[str, int] = {}
     called: dict[str, int] = {}
     answered: dict[str, int] = {}
     last_ts = ""
-    for want, e in enumerate(events, start=after + 1):
+    want = after + 1
+    for e in events:
+        if e.seq < want:
+            out.append(f"event log: {gap_finding(want, e.seq)}")
+            continue
+        while want < e.seq and want in skip:
+            want += 1
         if e.seq != want:
-            out.append(f"event log: seq {want} is missing or out of place (found seq {e.seq} there)")
-            break
+            out.append(f"event log: {gap_finding(want, e.seq)}")
+        want = e.seq + 1
         if e.kind not in PAYLOAD_MODELS:
             out.append(f"event log: seq {e.seq} has an unknown kind {e.kind!r}")
             continue

@@ -54,21 +54,57 @@ import-linter enforces it):
 - :mod:`graphs.report`: the HTML report and the ``inspect`` text view.
 """
 
-from .checkpoint import CHECKPOINT_TYPES, checkpoint_serde
-from .orchestrator import (
-    DEFAULT_DB,
-    GraphWiringError,
-    NoTools,
-    Project,
-    build_orchestrator,
-    check_graph,
-    compile_graph,
-    new_task,
-    open_project,
-    router_targets,
+from typing import TYPE_CHECKING
+
+from context.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .checkpoint import CHECKPOINT_TYPES, checkpoint_serde
+    from .orchestrator import (
+        DEFAULT_DB,
+        GraphWiringError,
+        NoTools,
+        Project,
+        build_orchestrator,
+        check_graph,
+        compile_graph,
+        new_task,
+        open_project,
+        router_targets,
+    )
+    from .routing import TARGETS, after_executor, after_planner, after_recovery, after_reviewer, after_tools
+    from .runner import RunResult, export_run, pending_approval, run_graph, run_with_approvals, thread_config
+
+# imported on first use (PEP 562): ``import graphs`` alone loads none of the modules below
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "CHECKPOINT_TYPES": ".checkpoint",
+        "checkpoint_serde": ".checkpoint",
+        "DEFAULT_DB": ".orchestrator",
+        "GraphWiringError": ".orchestrator",
+        "NoTools": ".orchestrator",
+        "Project": ".orchestrator",
+        "build_orchestrator": ".orchestrator",
+        "check_graph": ".orchestrator",
+        "compile_graph": ".orchestrator",
+        "new_task": ".orchestrator",
+        "open_project": ".orchestrator",
+        "router_targets": ".orchestrator",
+        "TARGETS": ".routing",
+        "after_executor": ".routing",
+        "after_planner": ".routing",
+        "after_recovery": ".routing",
+        "after_reviewer": ".routing",
+        "after_tools": ".routing",
+        "RunResult": ".runner",
+        "export_run": ".runner",
+        "pending_approval": ".runner",
+        "run_graph": ".runner",
+        "run_with_approvals": ".runner",
+        "thread_config": ".runner",
+    },
 )
-from .routing import TARGETS, after_executor, after_planner, after_recovery, after_reviewer, after_tools
-from .runner import RunResult, export_run, pending_approval, run_graph, run_with_approvals, thread_config
 
 __all__ = [
     "CHECKPOINT_TYPES",

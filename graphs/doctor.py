@@ -13,6 +13,7 @@ state written outside a node, shows up here).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from context import DamagedStoreError, TaskContext, replay
@@ -23,6 +24,7 @@ from nodes.runtime import PARTS
 
 __all__ = [
     "FULL_CHECK_EVENTS",
+    "Checked",
     "REGISTERED_MARK",
     "checkpoint_state",
     "diagnose",
@@ -38,30 +40,66 @@ __all__ = [
 REGISTERED_MARK = "taskctx_registered"
 
 
-def _marked_registered(checkpointer: Any, task_id: str) -> bool:
+@dataclass(frozen=True)
+class Checked:
+    """What :func:`ensure_sound` read while checking a task, for its caller to use instead of
+    reading it again: the registry row, the latest checkpoint and its state."""
+
+    #: The task's registry row (None: it has none).
+    spec: dict[str, Any] | None
+    #: The latest LangGraph ``CheckpointTuple`` of the thread (None: no checkpoint).
+    checkpoint: Any
+    #: The checkpoint's TaskContext as stored (None: no checkpoint, or one without a state).
+    state: TaskContext | None
+
+    @property
+    def finished(self) -> bool:
+        """The checkpoint's task completed or failed and the checkpoint has no pending writes
+        (no interrupt, no task half done): every router of the orchestrator returns ``END`` on
+        such a state (:mod:`graphs.routing`), so its graph has no next node to run."""
+        return (
+            self.state is not None
+            and self.state.control.status in ("completed", "failed")
+            and self.checkpoint is not None
+            and not self.checkpoint.pending_writes
+        )
+
+
+def _checkpoint(checkpointer: Any, task_id: str) -> tuple[Any, TaskContext | None, list[str]]:
+    """The latest checkpoint tuple of ``task_id``, its TaskContext and the findings about it."""
     if checkpointer is None:
-        return False
+        return None, None, []
     tup = checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
-    return bool(tup is not None and (tup.metadata or {}).get(REGISTERED_MARK))
+    if tup is None:
+        return None, None, []
+    values = tup.checkpoint.get("channel_values") or {}
+    values = {k: v for k, v in values.items() if k in TaskContext.model_fields}
+    if not values:
+        return tup, None, []
+    try:
+        return tup, TaskContext.model_validate(values), []
+    except Exception as exc:  # pydantic's ValidationError, or a part of another schema
+        first = " ".join(str(exc).split())[:200]
+        return tup, None, [f"checkpoint: {tup.config['configurable'].get('checkpoint_id')} does not load: {first}"]
 
 
 def checkpoint_state(checkpointer: Any, task_id: str) -> tuple[TaskContext | None, list[str]]:
     """The TaskContext of ``task_id``'s latest checkpoint (None when there is none) and the
     findings about it (a checkpoint that does not load as a TaskContext)."""
-    if checkpointer is None:
-        return None, []
-    tup = checkpointer.get_tuple({"configurable": {"thread_id": task_id}})
-    if tup is None:
-        return None, []
-    values = tup.checkpoint.get("channel_values") or {}
-    values = {k: v for k, v in values.items() if k in TaskContext.model_fields}
-    if not values:
-        return None, []
+    _, state, found = _checkpoint(checkpointer, task_id)
+    return state, found
+
+
+def _load(stores: Any, checkpointer: Any, task_id: str) -> tuple[list[str], Checked]:
+    """The registry row and the latest checkpoint, read once, and the findings about them."""
+    out: list[str] = []
     try:
-        return TaskContext.model_validate(values), []
-    except Exception as exc:  # pydantic's ValidationError, or a part of another schema
-        first = " ".join(str(exc).split())[:200]
-        return None, [f"checkpoint: {tup.config['configurable'].get('checkpoint_id')} does not load: {first}"]
+        spec = stores.tasks.get(task_id)
+    except DamagedStoreError as exc:
+        out += exc.problems
+        spec = {}
+    tup, state, cp = _checkpoint(checkpointer, task_id)
+    return [*out, *cp], Checked(spec, tup, state)
 
 
 def _compare(state: TaskContext, events: list[Any]) -> list[str]:
@@ -92,38 +130,52 @@ def _missing(cursor: int, last: int) -> list[str]:
 def diagnose(
     stores: Any, checkpointer: Any, task_id: str, *, artifacts: bool = True, resumable: bool = False
 ) -> list[str]:
-    """Every finding about ``task_id``: its registry row, event log (:func:`context.verify.check_events`),
+    """Every finding about ``task_id``: its registry row, event log (:func:`context.verify.check_events`;
+    every damaged row, not only the first: a missing row does not hide an altered payload after it),
     the artifacts it names (``artifacts=True``) and its latest checkpoint (see module doc). With
     ``resumable`` (the CLI's view: every task it starts is registered and checkpointed), a task
     whose checkpoints say a taskctx command started it (:data:`REGISTERED_MARK`) but that has no
     registry row, and a registered task with events but no checkpoint, are findings too. A task
     started through the Python API (events, no registry row, maybe no checkpoint in this
     database) is not damaged: the CLI reads it, it cannot resume it."""
-    out: list[str] = []
+    return _diagnose(stores, checkpointer, task_id, artifacts=artifacts, resumable=resumable)[0]
+
+
+def _diagnose(
+    stores: Any,
+    checkpointer: Any,
+    task_id: str,
+    *,
+    artifacts: bool = True,
+    resumable: bool = False,
+    loaded: tuple[list[str], Checked] | None = None,
+) -> tuple[list[str], Checked]:
+    """:func:`diagnose`, and what it read (``loaded``: the row and checkpoint already read)."""
+    found, checked = loaded if loaded is not None else _load(stores, checkpointer, task_id)
+    out = [f for f in found if not f.startswith("checkpoint:")]
+    spec, state, tup = checked.spec, checked.state, checked.checkpoint
+    bad: dict[int, list[str]] = {}  # rows that do not parse, by seq: named, and the check goes on past them
     try:
-        spec = stores.tasks.get(task_id)
-    except DamagedStoreError as exc:
-        out += exc.problems
-        spec = {}
-    try:
-        events = stores.events.read(task_id)
-    except DamagedStoreError as exc:
-        return [*out, *exc.problems]
-    state, cp = checkpoint_state(checkpointer, task_id)
+        events = stores.events.read(task_id, damaged_rows=bad)
+    except DamagedStoreError as exc:  # (the table cannot be read at all)
+        return [*out, *exc.problems], checked
+    out += [f for seq in sorted(bad) for f in bad[seq]]
+    cp = [f for f in found if f.startswith("checkpoint:")]
     out += cp
     newer = _newer_schema(events, state)
     if newer:
-        return [*out, *newer]
-    if resumable and spec is None and _marked_registered(checkpointer, task_id):
+        return [*out, *newer], checked
+    marked = bool(tup is not None and (tup.metadata or {}).get(REGISTERED_MARK))
+    if resumable and spec is None and marked:
         out.append("task registry: no row for this task (how it was started is lost): it can be inspected, not resumed")
     if resumable and spec is not None and state is None and not cp and events:
         out.append(f"checkpoint: none, though the event log holds {len(events)} events: it cannot be resumed")
-    out += check_events(events)
+    out += check_events(events, skip=bad)
     if artifacts:
         out += check_artifacts(stores.artifacts, events)
-    if state is not None and not any(f.startswith("event log:") for f in out):
+    if state is not None and not bad and not any(f.startswith("event log:") for f in out):
         out += _compare(state, events)
-    return out
+    return out, checked
 
 
 def _newer_schema(events: list[Any], state: TaskContext | None) -> list[str]:
@@ -151,52 +203,65 @@ def quick_state(stores: Any, checkpointer: Any, task_id: str) -> tuple[TaskConte
     """The bounded check of a long log (None: the log holds at most :data:`FULL_CHECK_EVENTS`
     events or there is no checkpoint to start from; run :func:`diagnose`): ``(state, findings)``,
     ``state`` the checkpoint's state with the events after its cursor folded on (the log's fold
-    to its end; None when there are findings). Its cost does not grow with the log: the registry
-    row and the latest checkpoint load; the log holds one row per seq from 1 to its last (a count
-    and a max in SQL); the first event's schema version; every event after the checkpoint's
-    cursor is there, parses, passes :func:`context.verify.check_events` and folds onto the
-    checkpoint's state. A damage before the cursor that keeps the seqs whole (an altered payload)
-    is left to :func:`diagnose` (``taskctx doctor``)."""
-    out: list[str] = []
-    try:
-        stores.tasks.get(task_id)
-    except DamagedStoreError as exc:
-        out += exc.problems
-    state, cp = checkpoint_state(checkpointer, task_id)
-    if cp:
-        return None, [*out, *cp]
-    last = stores.events.last_seq(task_id)
-    if state is None or last <= FULL_CHECK_EVENTS or state.events.cursor == 0:
+    to its end; None when there are findings). Its cost does not grow with the log: the log's
+    last seq (a short log stops here, nothing else read); the registry row and the latest
+    checkpoint load; the log holds one row per seq from 1 to its last (a count and a max in
+    SQL); the first event's schema version; every event after the checkpoint's cursor is there,
+    parses, passes :func:`context.verify.check_events` and folds onto the checkpoint's state. A
+    damage before the cursor that keeps the seqs whole (an altered payload) is left to
+    :func:`diagnose` (``taskctx doctor``)."""
+    got = _quick(stores, checkpointer, task_id)
+    if got is None or (got[0] is None and not got[1]):
         return None
+    return got[0], got[1]
+
+
+def _quick(stores: Any, checkpointer: Any, task_id: str) -> tuple[TaskContext | None, list[str], Checked] | None:
+    """:func:`quick_state`, and what it read; ``(None, [], checked)`` when the log is long but
+    there is no checkpoint state to start from (the caller then runs :func:`_diagnose` on what
+    was read)."""
+    last = stores.events.last_seq(task_id)  # a short log is not this check's case: nothing else read
+    if last <= FULL_CHECK_EVENTS:
+        return None
+    found, checked = _load(stores, checkpointer, task_id)
+    if any(f.startswith("checkpoint:") for f in found):
+        return None, found, checked
+    out = list(found)
+    state = checked.state
+    if state is None or state.events.cursor == 0:
+        return None, out, checked  # nothing to start from: with no finding, the caller runs diagnose
     try:
         first = stores.events.read(task_id, limit=1)
     except DamagedStoreError as exc:
-        return None, [*out, *exc.problems]
+        return None, [*out, *exc.problems], checked
     newer = _newer_schema(first, state)
     if newer:
-        return None, [*out, *newer]
+        return None, [*out, *newer], checked
     n = stores.events.count(task_id)
     if n != last:
-        return None, [
-            *out,
-            f"event log: holds {n} rows but its seqs run from 1 to {last}: a row is missing or repeated",
-        ]
+        return (
+            None,
+            [*out, f"event log: holds {n} rows but its seqs run from 1 to {last}: a row is missing or repeated"],
+            checked,
+        )
     cursor = state.events.cursor
     if cursor > last:
-        return None, [*out, *_missing(cursor, last)]
+        return None, [*out, *_missing(cursor, last)], checked
     try:
         tail = stores.events.read(task_id, after=cursor)
     except DamagedStoreError as exc:
-        return None, [*out, *exc.problems]
+        return None, [*out, *exc.problems], checked
     out += check_events(tail, after=cursor)
     if out:
-        return None, out
+        return None, out, checked
     try:
-        return replay(tail, state), []
+        return replay(tail, state), [], checked
     except Exception as exc:  # a payload its kind does not allow (check_events names most of them)
-        return None, [
-            f"event log: the events after seq {cursor} do not fold onto the checkpoint ({type(exc).__name__})"
-        ]
+        return (
+            None,
+            [f"event log: the events after seq {cursor} do not fold onto the checkpoint ({type(exc).__name__})"],
+            checked,
+        )
 
 
 def quick_diagnose(stores: Any, checkpointer: Any, task_id: str) -> list[str] | None:
@@ -205,17 +270,22 @@ def quick_diagnose(stores: Any, checkpointer: Any, task_id: str) -> list[str] | 
     return None if got is None else got[1]
 
 
-def ensure_sound(stores: Any, checkpointer: Any, task_id: str, *, full: bool = True) -> None:
+def ensure_sound(stores: Any, checkpointer: Any, task_id: str, *, full: bool = True) -> Checked:
     """Raise ``DamagedStoreError`` (what, where, what to do; ``problems`` lists all) when
     :func:`diagnose` (artifacts not read: each is checked when it is read) finds anything. With
     ``full=False`` a log longer than :data:`FULL_CHECK_EVENTS` events gets :func:`quick_diagnose`
     instead (bounded cost; a payload altered before the checkpoint's cursor is then found by
-    ``taskctx doctor`` only)."""
-    found = None if full else quick_diagnose(stores, checkpointer, task_id)
-    if found is None:
-        found = diagnose(stores, checkpointer, task_id, artifacts=False)
+    ``taskctx doctor`` only). Returns what it read (:class:`Checked`: the registry row and the
+    latest checkpoint, each read once), for the caller to use instead of reading it again."""
+    got = None if full else _quick(stores, checkpointer, task_id)
+    if got is not None and (got[0] is not None or got[1]):
+        found, checked = got[1], got[2]
+    else:
+        loaded = ([], got[2]) if got is not None else None
+        found, checked = _diagnose(stores, checkpointer, task_id, artifacts=False, loaded=loaded)
     if found:
         more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
         raise DamagedStoreError(
             f"task {task_id!r} is damaged: {found[0]}{more}; {REPAIR_HINT.format(task=task_id)}", found
         )
+    return checked

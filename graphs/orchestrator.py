@@ -11,12 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin, get_type_hints
-
-from langchain_core.language_models import BaseChatModel
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
 
 from context import (
     Identity,
@@ -30,24 +25,16 @@ from context import (
 from context.pg_store import PgStores, is_postgres_url
 from context.policy import ContextPolicy
 from context.text import clean
-from nodes import (
-    DEFAULT_BUDGET,
-    DEFAULT_RESERVE,
-    NodeEnv,
-    ToolExecutor,
-    make_executor_node,
-    make_planner_node,
-    make_recovery_node,
-    make_reviewer_node,
-    make_tool_node,
-    resolve_model,
-)
-from nodes.pricing import rule_for_provider
-from nodes.runtime import provider_of
-from nodes.tokens import model_counter
+from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
-from . import routing
-from .edits import TaskGraph
+if TYPE_CHECKING:  # LangGraph's graph runtime and the nodes are imported when a graph is built (~1 s of CPU
+    # that `taskctx inspect`, `list` or the resume of a finished task do not need)
+    from langchain_core.language_models import BaseChatModel
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.graph import StateGraph
+    from langgraph.graph.state import CompiledStateGraph
+
+    from nodes import NodeEnv, ToolExecutor
 
 __all__ = [
     "DEFAULT_DB",
@@ -317,6 +304,8 @@ def check_graph(builder: StateGraph) -> StateGraph:
     this names the router, the missing node and the fix in one line.
 
     Returns ``builder``; raises :class:`GraphWiringError` (a ``ValueError``)."""
+    from langgraph.graph import END
+
     known = set(builder.nodes) | {END}
     for source, branches in builder.branches.items():
         for name, branch in branches.items():
@@ -380,6 +369,24 @@ def build_orchestrator(
     Returns a :class:`~graphs.edits.TaskGraph`: ``update_state`` from outside a node is recorded
     in the event log (``state.edited``) or refused (``InvalidInputError``).
     """
+    from langgraph.graph import START, StateGraph
+
+    from nodes import (
+        NodeEnv,
+        make_executor_node,
+        make_planner_node,
+        make_recovery_node,
+        make_reviewer_node,
+        make_tool_node,
+        resolve_model,
+    )
+    from nodes.pricing import rule_for_provider
+    from nodes.runtime import provider_of
+    from nodes.tokens import model_counter
+
+    from . import routing
+    from .edits import TaskGraph
+
     chat = resolve_model(model)
     if env is None:
         st = stores or SqliteStores(":memory:")

@@ -16,19 +16,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command
+from typing import TYPE_CHECKING, Any
 
 from context import Event, SqliteStores, TaskContext, TaskctxError, UnknownTaskError, apply_event
 from context.text import shown
 
 from .checkpoint import PRUNE_EVERY, prune_thread
-from .doctor import REGISTERED_MARK, ensure_sound
-from .tracing import paused_runs_traced
+from .doctor import REGISTERED_MARK, Checked, ensure_sound
+
+if TYPE_CHECKING:  # (the graph runtime: imported when a graph runs, not by `taskctx inspect` or an export)
+    from langgraph.graph.state import CompiledStateGraph
+    from langgraph.types import Command
 
 __all__ = [
+    "EXPORT_MARK",
     "RECURSION_LIMIT",
     "RunResult",
     "export_run",
@@ -91,6 +92,7 @@ def run_graph(
     resume: bool = False,
     on_event: Callable[[Event], None] | None = None,
     prune: bool = False,
+    checked: Checked | None = None,
 ) -> RunResult:
     """Run (``input`` given) or resume (``input=None``) the thread ``task_id``; ``input`` may be
     a ``Command(resume=answer)`` that answers a pending approval.
@@ -107,12 +109,18 @@ def run_graph(
     ``on_event`` sees every event appended during the run (for progress display).
     Raises ``UnknownTaskError`` when resuming a thread that has no checkpoint, and
     ``DamagedStoreError`` when continuing a thread (``resume``, ``input`` None or a ``Command``)
-    whose stored data fails :func:`graphs.doctor.ensure_sound` (``full=False``).
+    whose stored data fails :func:`graphs.doctor.ensure_sound` (``full=False``). ``checked``:
+    what the caller's own ``ensure_sound`` of this task returned just before (the check is then
+    not run again, and the registry row not read again).
     """
+    from langgraph.types import Command
+
+    from .tracing import paused_runs_traced
+
     extra: dict[str, Any] = {}
-    if resume or input is None or isinstance(input, Command):
+    if checked is None and (resume or input is None or isinstance(input, Command)):
         # what is read back is checked before it is trusted (a long log: the bounded check, doctor.quick_diagnose)
-        ensure_sound(stores, graph.checkpointer, task_id, full=False)
+        checked = ensure_sound(stores, graph.checkpointer, task_id, full=False)
     if resume:
         snap = graph.get_state(thread_config(task_id))
         if not snap.values:
@@ -120,7 +128,8 @@ def run_graph(
         extra["resume_token"] = uuid.uuid4().hex
         extra["resumed_from_checkpoint"] = snap.config.get("configurable", {}).get("checkpoint_id")
     config = thread_config(task_id, **extra)
-    if _registered(stores, task_id):  # its checkpoints say so: doctor then misses a lost registry row
+    registered = checked.spec is not None if checked is not None else _registered(stores, task_id)
+    if registered:  # its checkpoints say so: doctor then misses a lost registry row
         config["metadata"] = {REGISTERED_MARK: True}
     seen = stores.events.last_seq(task_id)
     calls: collections.deque[Event] = collections.deque(maxlen=KEEP_CALLS)
@@ -211,13 +220,25 @@ def run_with_approvals(
     on_event: Callable[[Event], None] | None = None,
     on_request: Callable[[dict[str, Any]], None] | None = None,
     prune: bool = False,
+    checked: Checked | None = None,
 ) -> RunResult:
     """:func:`run_graph`, answering each approval request with ``answer(request)`` (which returns
     ``{"action": "approve" | "edit" | "reject" | "respond", ...}``, or None to stop and leave the
     request pending for ``taskctx approve``). ``answer`` gets the request with ``parameters``
-    added (:func:`tool_parameters`) when the tool declares them, so an edit can be checked."""
+    added (:func:`tool_parameters`) when the tool declares them, so an edit can be checked.
+    ``checked``: as in :func:`run_graph` (for the first run only)."""
+    from langgraph.types import Command
+
     result = run_graph(
-        graph, stores, task_id, input, stop_after=stop_after, resume=resume, on_event=on_event, prune=prune
+        graph,
+        stores,
+        task_id,
+        input,
+        stop_after=stop_after,
+        resume=resume,
+        on_event=on_event,
+        prune=prune,
+        checked=checked,
     )
     while result.waiting is not None:
         if on_request:
@@ -253,39 +274,100 @@ def manifest_line(e: Event) -> dict[str, Any]:
     }
 
 
+#: The export's own record in ``<out>/<task_id>/``: the seq it has written up to, and what it wrote.
+EXPORT_MARK = ".export.json"
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _current_export(stores: SqliteStores, task_id: str, out: Path) -> tuple[dict[str, Any], TaskContext] | None:
+    """The record of the export in ``out`` (``EXPORT_MARK``) and the state it wrote, when the
+    folder holds an export of this task's log as it is up to the record's cursor: its files have
+    the sizes (and ``state.json`` the hash) the record gives, and the log's events at seq 1 and
+    at the cursor carry the ids it noted (so another database's task of the same id, or a log
+    rewritten since, is exported anew). None otherwise (then everything is written again)."""
+    try:
+        mark = json.loads((out / EXPORT_MARK).read_text(encoding="utf-8"))
+        if mark.get("task_id") != task_id or int(mark["cursor"]) < 1:
+            return None
+        for name in ("trace.jsonl", "manifests.jsonl"):
+            if (out / name).stat().st_size != int(mark["bytes"][name]):
+                return None
+        if not (out / "context_pack.md").is_file() or _sha256(out / "state.json") != mark["state_sha256"]:
+            return None
+        at = {int(mark["cursor"]): mark["last_id"], 1: mark["first_id"]}
+        for seq, want in at.items():
+            got = stores.events.read(task_id, after=seq - 1, limit=1)
+            if not got or got[0].id != want:
+                return None
+        state = TaskContext.model_validate_json((out / "state.json").read_bytes())
+    except (OSError, ValueError, KeyError, TypeError, TaskctxError):
+        return None
+    return mark, state
+
+
 def export_run(stores: SqliteStores, task_id: str, out_root: str | Path) -> Path:
     """Write ``<out_root>/<task_id>/``: ``trace.jsonl`` (every event), ``state.json`` (the
     TaskContext replayed from the log), ``context_pack.md`` (the latest executor prompt as sent)
-    and ``manifests.jsonl`` (one line per model call). Returns the folder."""
-    events = stores.events.iter(task_id)  # one pass, streamed: the log is never held in memory whole
+    and ``manifests.jsonl`` (one line per model call); ``.export.json`` records the last seq
+    written. An export that is current is left as it is (nothing read beyond that seq, nothing
+    written); one that is behind gets only the new events (appended to ``trace.jsonl`` and
+    ``manifests.jsonl``, folded onto its ``state.json``): the files are the same bytes a whole
+    export writes. Raises ``UnknownTaskError`` for a task without events. Returns the folder."""
+    out = Path(out_root) / task_id
+    current = _current_export(stores, task_id, out)
+    after = int(current[0]["cursor"]) if current is not None else 0
+    events = stores.events.iter(task_id, after=after)  # one pass, streamed: the log is never held in memory whole
     first = next(events, None)
+    if first is None and current is not None:
+        return out  # current: nothing new since the last export
     if first is None:
         raise UnknownTaskError(f"no events for task {task_id!r}")
-    out = Path(out_root) / task_id
     out.mkdir(parents=True, exist_ok=True)
-    state = TaskContext()
-    last: Event | None = None
+    mark: dict[str, Any] = current[0] if current is not None else {"task_id": task_id, "first_id": first.id}
+    state = current[1] if current is not None else TaskContext()
+    prompt: dict[str, Any] | None = mark.get("prompt")
+    new_prompt = False
+    last = first
+    mode = "a" if current is not None else "w"
     with (
-        open(out / "trace.jsonl", "w", encoding="utf-8") as trace,
-        open(out / "manifests.jsonl", "w", encoding="utf-8") as manifests,
+        open(out / "trace.jsonl", mode, encoding="utf-8") as trace,
+        open(out / "manifests.jsonl", mode, encoding="utf-8") as manifests,
     ):
         for e in itertools.chain([first], events):
             trace.write(e.to_json() + "\n")
             state = apply_event(state, e)
+            last = e
             if e.kind == "context.built":
                 manifests.write(json.dumps(manifest_line(e), sort_keys=True) + "\n")
                 if e.payload["role"] == "executor" and e.payload.get("prompt_ref"):
-                    last = e
+                    prompt = {k: e.payload[k] for k in _PACK_FIELDS}
+                    new_prompt = True
     (out / "state.json").write_text(state.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    last_exec = [last] if last is not None else []
-    pack = "# context pack\n\n(no executor call yet)\n"
-    if last_exec:
-        e = last_exec[-1]
-        body = shown(stores.artifacts.get(e.payload["prompt_ref"]))
-        pack = (
-            f"# context pack: {task_id}, executor call {e.payload['call']} (step {e.payload['step_id']})\n\n"
-            f"prompt tokens: {e.payload['prompt_tokens']} of budget {e.payload['budget']}; "
-            f"cached prefix: {e.payload['cached_prefix_tokens']}\n\n{body}"
-        )
-    (out / "context_pack.md").write_text(pack, encoding="utf-8")
+    if new_prompt or current is None:
+        pack = "# context pack\n\n(no executor call yet)\n"
+        if prompt is not None:
+            body = shown(stores.artifacts.get(prompt["prompt_ref"]))
+            pack = (
+                f"# context pack: {task_id}, executor call {prompt['call']} (step {prompt['step_id']})\n\n"
+                f"prompt tokens: {prompt['prompt_tokens']} of budget {prompt['budget']}; "
+                f"cached prefix: {prompt['cached_prefix_tokens']}\n\n{body}"
+            )
+        (out / "context_pack.md").write_text(pack, encoding="utf-8")
+    mark.update(
+        cursor=last.seq,
+        last_id=last.id,
+        prompt=prompt,
+        bytes={n: (out / n).stat().st_size for n in ("trace.jsonl", "manifests.jsonl")},
+        state_sha256=_sha256(out / "state.json"),
+    )
+    (out / EXPORT_MARK).write_text(json.dumps(mark, sort_keys=True) + "\n", encoding="utf-8")
     return out
+
+
+#: What ``context_pack.md`` shows of the last executor call's ``context.built`` payload.
+_PACK_FIELDS = ("call", "step_id", "prompt_tokens", "budget", "cached_prefix_tokens", "prompt_ref")

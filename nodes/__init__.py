@@ -43,46 +43,99 @@ Modules:
   what the executor's restart decision prices with (``NodeEnv.cache_rule``).
 """
 
-from .models import resolve_model
-from .permissions import Decision, PolicyError, assess
-from .render import (
-    EXTERNAL_RULE,
-    ExecutorRenderer,
-    PlannerRenderer,
-    RecoveryRenderer,
-    Renderer,
-    ReviewerRenderer,
-    quote_external,
+from typing import TYPE_CHECKING
+
+from context.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .models import resolve_model
+    from .permissions import Decision, PolicyError, assess
+    from .render import (
+        EXTERNAL_RULE,
+        ExecutorRenderer,
+        PlannerRenderer,
+        RecoveryRenderer,
+        Renderer,
+        ReviewerRenderer,
+        quote_external,
+    )
+    from .roles import (
+        make_executor_node,
+        make_planner_node,
+        make_recovery_node,
+        make_reviewer_node,
+    )
+    from .runtime import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, NodeRun, Rendered, cached_prefix_tokens, fingerprints
+    from .secrets import mask_secrets
+    from .testing import (
+        RECORDED_THOUGHT,
+        ReplayChatModel,
+        ScriptedChatModel,
+        and_complete,
+        complete,
+        plan,
+        recover,
+        review,
+        tool_call,
+    )
+    from .tools import (
+        ReplayTools,
+        TaskToolNode,
+        ToolExecutor,
+        ToolOutcome,
+        function_schema,
+        make_tool_node,
+        normalize_answer,
+    )
+    from .workspace import Recovery, WorkspaceTools
+
+# imported on first use (PEP 562): ``import nodes`` alone loads none of the modules below
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "resolve_model": ".models",
+        "Decision": ".permissions",
+        "PolicyError": ".permissions",
+        "assess": ".permissions",
+        "EXTERNAL_RULE": ".render",
+        "ExecutorRenderer": ".render",
+        "PlannerRenderer": ".render",
+        "RecoveryRenderer": ".render",
+        "Renderer": ".render",
+        "ReviewerRenderer": ".render",
+        "quote_external": ".render",
+        "make_executor_node": ".roles",
+        "make_planner_node": ".roles",
+        "make_recovery_node": ".roles",
+        "make_reviewer_node": ".roles",
+        "DEFAULT_BUDGET": ".runtime",
+        "DEFAULT_RESERVE": ".runtime",
+        "NodeEnv": ".runtime",
+        "NodeRun": ".runtime",
+        "Rendered": ".runtime",
+        "cached_prefix_tokens": ".runtime",
+        "fingerprints": ".runtime",
+        "mask_secrets": ".secrets",
+        "RECORDED_THOUGHT": ".testing",
+        "ReplayChatModel": ".testing",
+        "ScriptedChatModel": ".testing",
+        "and_complete": ".testing",
+        "complete": ".testing",
+        "plan": ".testing",
+        "recover": ".testing",
+        "review": ".testing",
+        "tool_call": ".testing",
+        "ReplayTools": ".tools",
+        "TaskToolNode": ".tools",
+        "ToolExecutor": ".tools",
+        "ToolOutcome": ".tools",
+        "function_schema": ".tools",
+        "make_tool_node": ".tools",
+        "normalize_answer": ".tools",
+        "Recovery": ".workspace",
+        "WorkspaceTools": ".workspace",
+    },
 )
-from .roles import (
-    make_executor_node,
-    make_planner_node,
-    make_recovery_node,
-    make_reviewer_node,
-)
-from .runtime import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, NodeRun, Rendered, cached_prefix_tokens, fingerprints
-from .secrets import mask_secrets
-from .testing import (
-    RECORDED_THOUGHT,
-    ReplayChatModel,
-    ScriptedChatModel,
-    and_complete,
-    complete,
-    plan,
-    recover,
-    review,
-    tool_call,
-)
-from .tools import (
-    ReplayTools,
-    TaskToolNode,
-    ToolExecutor,
-    ToolOutcome,
-    function_schema,
-    make_tool_node,
-    normalize_answer,
-)
-from .workspace import Recovery, WorkspaceTools
 
 __all__ = [
     "DEFAULT_BUDGET",

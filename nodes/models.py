@@ -8,12 +8,14 @@ request. :func:`model_error` turns what is left into a :class:`context.ModelCall
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core import exceptions as lce
-from langchain_core.language_models import BaseChatModel
 
 from context import ContextLengthError, ModelCallError, ModelConfigError
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 __all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT", "model_error", "resolve_model"]
 
@@ -75,6 +77,8 @@ def model_error(exc: BaseException, *, role: str | None = None, timeout: float |
 def resolve_model(spec: str | BaseChatModel, **kwargs: Any) -> BaseChatModel:
     """A chat model from ``"provider:model"`` via ``langchain.chat_models.init_chat_model``, or
     the model itself. Raises ``ModelConfigError`` naming the spec and the package to install."""
+    from langchain_core.language_models import BaseChatModel  # (~0.5 s of CPU: imported when a model is made)
+
     if isinstance(spec, BaseChatModel):
         return spec
     if not isinstance(spec, str) or ":" not in spec or not spec.split(":", 1)[1]:

@@ -16,11 +16,9 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import RunnableConfig
 
 from context import (
     ContextBlock,
@@ -41,6 +39,10 @@ from context.tokens import TokenCounter, counter_for_model, counter_name
 from .models import model_error
 from .pricing import FLAT, PricingRule
 from .tokens import message_tokens
+
+if TYPE_CHECKING:  # (annotations only: the chat-model classes cost ~0.5 s of CPU to import)
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.runnables import RunnableConfig
 
 __all__ = [
     "DEFAULT_BUDGET",

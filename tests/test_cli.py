@@ -119,6 +119,7 @@ def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None
     assert "eyJhbGciOiJIUzI1NiJ9" not in trace and "[REDACTED:jwt]" in trace
     run_dir = out / "d1"
     assert sorted(p.name for p in run_dir.iterdir()) == [
+        ".export.json",
         "context_pack.md",
         "manifests.jsonl",
         "state.json",

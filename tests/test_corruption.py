@@ -431,3 +431,48 @@ def test_a_truncated_file_is_named_damaged_by_every_command(healthy: Any, tmp_pa
             "from a backup, or pass another --db"
         ), cmd
     assert db.read_bytes() == before
+
+
+def test_doctor_lists_every_damaged_row_not_only_the_first(copy_of: str, tmp_path: Path) -> None:
+    """A missing row does not hide the damage after it: doctor names the gap (seq 7, a result),
+    a payload that is not JSON (seq 9, the second call) and a payload its kind does not allow
+    (seq 13, the third result): the rows that do not parse first, then the log's checks in seq
+    order (seq 10 answers the call of the unreadable seq 9)."""
+    db = copy_of
+    _sql("DELETE FROM taskctx_events WHERE seq = 7")(db)
+    _alter_payload("tool.called", lambda p: "{not json", 1)(db)
+    _alter_payload("tool.result.received", lambda p: {**p, "status": "exploded"}, 1)(db)
+    res = _invoke(["doctor", "cor-1", "--db", db])
+    assert res.exit_code == 2, res.output
+    assert res.output.splitlines()[:5] == [
+        "task cor-1: 4 problems",
+        "  - event log: event seq 9 (tool.called) has a payload that is not JSON",
+        "  - event log: event seq 7 is missing (seq 6 is followed by 8)",
+        "  - event log: seq 10 answers call rec-2, which was not called before it",
+        "  - event log: seq 13 (tool.result.received) has a payload its kind does not allow "
+        "(status: Input should be 'ok', 'error' or 'denied')",
+    ]
+    # resume still refuses with the first finding, and counts the rest
+    r = _invoke(["resume", "cor-1", "--db", db, "--out", str(tmp_path / "runs")])
+    assert r.exit_code == 2
+    assert _one_line_error(r).startswith(
+        "error: task 'cor-1' is damaged: event log: event seq 9 (tool.called) has a payload that is not JSON (+3 more)"
+    )
+
+
+def test_doctor_lists_the_first_findings_and_counts_the_rest(copy_of: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """doctor lists SHOWN_FINDINGS (20) findings of a task and counts the rest (here 5 of 12)."""
+    import graphs.cli.doctor as doctor_cli
+
+    assert doctor_cli.SHOWN_FINDINGS == 20
+    monkeypatch.setattr(doctor_cli, "SHOWN_FINDINGS", 5)
+    db = copy_of
+    _sql("UPDATE taskctx_events SET kind = 'tool.exploded' WHERE seq > 1")(db)
+    res = _invoke(["doctor", "cor-1", "--db", db])
+    assert res.exit_code == 2, res.output
+    assert res.output.splitlines() == [
+        "task cor-1: 12 problems",
+        *[f"  - event log: event seq {s} has an unknown kind 'tool.exploded'" for s in range(2, 7)],
+        "  - and 7 more",
+        "1 of 1 task damaged: restore the database from a backup, or start a damaged task again under a new --task-id",
+    ]

@@ -165,3 +165,58 @@ def test_store_open_error_for_a_directory(tmp_path):
     with pytest.raises(StoreOpenError) as ei:
         SqliteStores(tmp_path)
     assert str(tmp_path) in str(ei.value)
+
+
+def _stores_for(kind: str, tmp_path):
+    if kind == "sqlite":
+        return SqliteStores(tmp_path / "f.sqlite")
+    import os
+    import uuid
+
+    url = os.environ.get("TASKCTX_TEST_PG", "")
+    if not url:
+        pytest.skip("TASKCTX_TEST_PG is not set")
+    from context.pg_store import PgStores
+
+    s = PgStores(url)
+    s.test_task = f"f-{uuid.uuid4().hex[:8]}"  # type: ignore[attr-defined]
+    return s
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_read_with_fields_returns_only_those_payload_keys(kind, tmp_path):
+    """``fields=``: each payload holds only the named top-level keys (a nested object whole, a
+    key the payload lacks as None), extracted in SQL; the rest of the event as stored."""
+    stores = _stores_for(kind, tmp_path)
+    tid = getattr(stores, "test_task", "t1")
+    try:
+        out = stores.events.append(
+            tid,
+            [
+                call(1),
+                new_event(
+                    "tool.result.received",
+                    {
+                        "call_id": "c1",
+                        "status": "ok",
+                        "result_summary": "x" * 500,
+                        "raw_ref": None,
+                        "raw_chars": 500,
+                        "compressed": False,
+                        "reads": {"a.py": "ab", "b.py": "cd"},
+                    },
+                    actor="tool",
+                    timestamp=TS,
+                ),
+            ],
+        )
+        got = stores.events.read(tid, fields=["call_id", "reads", "missing"])
+        assert [e.payload for e in got] == [
+            {"call_id": "c1", "reads": None, "missing": None},
+            {"call_id": "c1", "reads": {"a.py": "ab", "b.py": "cd"}, "missing": None},
+        ]
+        assert [e.model_dump(exclude={"payload"}) for e in got] == [e.model_dump(exclude={"payload"}) for e in out]
+        only = stores.events.read(tid, kinds=["tool.result.received"], fields=["status", "raw_chars"])
+        assert [(e.seq, e.payload) for e in only] == [(2, {"status": "ok", "raw_chars": 500})]
+    finally:
+        stores.close()

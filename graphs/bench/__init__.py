@@ -48,8 +48,10 @@ the real graph, replaying the trajectory::
 ``taskctx tokens`` (:mod:`.tokens`) measures the counters against o200k_base.
 Scale (``--scale 100,1000[,10000]``, :mod:`.scale`): the shared ponyc run repeated with its errors
 to N executor steps, replayed by ``taskctx replay`` in a child process on SQLite (checkpoints
-pruned), then resumed and inspected: disk bytes per step by table, state, time per step, peak
-RSS, resume and inspect time (``scale.md``, ``scale.csv``, ``scale.png``).
+pruned) and stopped one step before the end, then resumed one step (the resume start-up),
+resumed to the end, resumed again (finished) and inspected, each a new process: disk bytes per
+step by table, state, time per step, each process's CPU time and peak RSS, the resume start-up,
+finished-resume and inspect times (``scale.md``, ``scale.csv``, ``scale.png``).
 
 Modules: :mod:`.strategies` (the five strategies), :mod:`.metrics` (:class:`Stats`),
 :mod:`.overhead` (timings, synthetic trajectory, checkpoint bytes), :mod:`.runner`
@@ -57,17 +59,49 @@ Modules: :mod:`.strategies` (the five strategies), :mod:`.metrics` (:class:`Stat
 (``prompt_tokens.png``, ``effective_cost.png``), :mod:`.command` (:func:`write_outputs`, the
 ``bench`` typer command), :mod:`.pricing` (the providers' cache rules, from ``nodes.pricing``),
 :mod:`.bound` (the optimistic bound), :mod:`.split` (the two-fold split, the bound's and the
-short runs' sections), :mod:`.stress` (the synthetic stress set). Imports the wiring (``graphs.build_orchestrator``, ``graphs.runner``,
+short runs' sections), :mod:`.stress` (the synthetic stress set), :mod:`.defaults` (``DEFAULT_DIR``, the commands' default folder). Imports the wiring (``graphs.build_orchestrator``, ``graphs.runner``,
 ``graphs.checkpoint``); the wiring never imports it.
 """
 
-from .command import DEFAULT_OUT, bench, write_outputs
-from .metrics import Stats
-from .overhead import Timing, synthetic_trajectory
-from .runner import DEFAULT_DIR, BenchResult, run_bench
-from .scale import ScaleRow, repeat_trajectory, run_scale
-from .strategies import BASELINES, STRATEGIES, Call, TaskctxRun, baseline_calls, run_taskctx
-from .table import markdown, targets
+from typing import TYPE_CHECKING
+
+from context.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .command import DEFAULT_OUT, bench, write_outputs
+    from .metrics import Stats
+    from .overhead import Timing, synthetic_trajectory
+    from .runner import DEFAULT_DIR, BenchResult, run_bench
+    from .scale import ScaleRow, repeat_trajectory, run_scale
+    from .strategies import BASELINES, STRATEGIES, Call, TaskctxRun, baseline_calls, run_taskctx
+    from .table import markdown, targets
+
+# imported on first use (PEP 562): ``import graphs.bench`` alone loads none of the modules below
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "DEFAULT_OUT": ".command",
+        "bench": ".command",
+        "write_outputs": ".command",
+        "Stats": ".metrics",
+        "Timing": ".overhead",
+        "synthetic_trajectory": ".overhead",
+        "DEFAULT_DIR": ".runner",
+        "BenchResult": ".runner",
+        "run_bench": ".runner",
+        "ScaleRow": ".scale",
+        "repeat_trajectory": ".scale",
+        "run_scale": ".scale",
+        "BASELINES": ".strategies",
+        "STRATEGIES": ".strategies",
+        "Call": ".strategies",
+        "TaskctxRun": ".strategies",
+        "baseline_calls": ".strategies",
+        "run_taskctx": ".strategies",
+        "markdown": ".table",
+        "targets": ".table",
+    },
+)
 
 __all__ = [
     "BASELINES",

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from context import TaskctxError
 
-from .plots import plot_effective_cost, plot_prompt_tokens
-from .runner import DEFAULT_DIR, BenchResult, run_bench
+from .defaults import DEFAULT_DIR
 from .scale import DEFAULT_SCALE, parse_scale, run_scale, scale_markdown, write_scale
-from .split import split_markdown
-from .strategies import STRATEGIES
-from .stress import stress_markdown
-from .table import markdown
+
+if TYPE_CHECKING:  # (the strategies load the chat-model stack: imported when the bench runs, not by every command)
+    from .runner import BenchResult
 
 __all__ = ["DEFAULT_OUT", "bench", "write_outputs"]
 
@@ -26,6 +24,10 @@ DEFAULT_OUT = Path(".taskctx/bench")
 
 def write_outputs(r: BenchResult, out: str | Path) -> list[Path]:
     """``results.md``, ``results.csv``, ``prompt_tokens.png``, ``effective_cost.png`` under ``out``."""
+    from .plots import plot_effective_cost, plot_prompt_tokens
+    from .strategies import STRATEGIES
+    from .table import markdown
+
     o = Path(out)
     o.mkdir(parents=True, exist_ok=True)
     md = o / "results.md"
@@ -66,6 +68,11 @@ def bench(
     """Replay every trajectory in DIR through five context strategies and write the results; then
     the scale legs (scale.md, scale.csv, scale.png). ``results.md`` always holds the two-fold
     split; ``--split`` prints it too."""
+    from .runner import run_bench
+    from .split import split_markdown
+    from .stress import stress_markdown
+    from .table import markdown
+
     d = Path(dir)
     if not d.is_absolute():
         d = Path.cwd() / d

@@ -18,7 +18,7 @@ from .stress import StressRow, run_stress
 
 __all__ = ["BenchResult", "DEFAULT_DIR", "run_bench"]
 
-DEFAULT_DIR = Path("../shared/data/trajectories")
+from .defaults import DEFAULT_DIR as DEFAULT_DIR  # (re-exported: graphs.bench.runner.DEFAULT_DIR)
 
 
 @dataclass

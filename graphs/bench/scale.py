@@ -1,14 +1,24 @@
 """The scale legs of ``taskctx bench --scale 100,1000[,10000]``: one recorded run repeated, with
 its errors, to N executor steps and replayed by the real ``taskctx replay`` (SQLite, checkpoints
-pruned as it goes) in a child process; then ``taskctx resume`` and ``taskctx inspect`` of the
-finished task, each in a new process.
+pruned as it goes) in a child process, stopped one step before the end (``--max-steps N-1``);
+then, each in a new process: ``taskctx resume --max-steps 1`` of the stopped task (its start-up),
+``taskctx resume`` to the end, ``taskctx resume`` of the finished task, and ``taskctx inspect``.
 
 Per leg (:class:`ScaleRow`): disk bytes per executor step (events, artifacts, checkpoints,
 writes: the pages of each table and its indexes, ``dbstat``; and the whole file), the state
-(``state.json`` of the export), wall time per step, orchestrator overhead per step (reduce +
-build + render of the last ``OVERHEAD_CALLS`` executor calls, re-timed over the log), the
-child's peak RSS, and the wall time of ``resume`` and ``inspect`` (each a new process, Python
-start-up included). Files go to a temporary folder that is removed afterwards.
+(``state.json`` of the export), wall and CPU time per step of the replay, orchestrator overhead
+per step (reduce + build + render of the last ``OVERHEAD_CALLS`` executor calls, re-timed over
+the log), each child's own peak RSS and CPU time (``os.wait4`` of that child), and:
+
+- **resume start-up**: the wall time of the process ``taskctx resume TASK --max-steps 1`` of the
+  task stopped one step before its end, from the process's start (Python start-up included) to
+  its exit: the checks, the graph built, one executor step (a replayed step: ~20 ms of CPU at
+  these sizes) and the export of what is new;
+- **resume (finished)**: the same for ``taskctx resume`` of the finished task (it says so and
+  leaves a current export as it is);
+- **inspect**: the wall time of ``taskctx inspect`` of the finished task.
+
+Files go to a temporary folder that is removed afterwards.
 """
 
 from __future__ import annotations
@@ -47,8 +57,12 @@ SCALE_TRAJECTORY = "openhands-ponyc-4588"
 #: Executor calls (the last ones of the run) whose reduce + build + render are re-timed.
 OVERHEAD_CALLS = 100
 
+#: A child: ``taskctx ARGS`` in-process, writing how long ``main()`` took (imports excluded), its exit
+#: code and its peak RSS (Linux: ``VmHWM`` of /proc/self/status, the peak of this program's own
+#: memory; ``ru_maxrss`` would also hold the parent's RSS when it forked the child, so every leg
+#: after a big one would look as big).
 _CHILD = """
-import json, resource, sys, time
+import json, sys, time
 from graphs.cli import main
 out, args = sys.argv[1], sys.argv[2:]
 sys.argv = ["taskctx", *args]
@@ -58,10 +72,14 @@ try:
     main()
 except SystemExit as exc:
     code = exc.code or 0
+hwm = None
+try:
+    with open("/proc/self/status") as st:
+        hwm = next((int(ln.split()[1]) for ln in st if ln.startswith("VmHWM:")), None)
+except OSError:
+    pass
 with open(out, "w") as fh:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    json.dump({"seconds": time.perf_counter() - t0, "code": code, "cpu": ru.ru_utime + ru.ru_stime,
-               "rss_kb": ru.ru_maxrss}, fh)
+    json.dump({"seconds": time.perf_counter() - t0, "code": code, "hwm_kb": hwm}, fh)
 """
 
 
@@ -76,14 +94,25 @@ class ScaleRow:
     writes_bytes: int
     checkpoints_kept: int
     state_bytes: int
+    #: Executor steps the replay child ran (``steps - 1``: the last one is the resume start-up's).
+    replayed: int
     seconds: float
     ms_per_step: float
     #: CPU time (user + system) of the replay process per step: steadier than wall time on a busy machine.
     cpu_ms_per_step: float
     overhead_ms: float
-    peak_rss_mb: float
+    #: Peak RSS of each child on its own (``os.wait4``), MB.
+    replay_rss_mb: float
+    resume_rss_mb: float
+    inspect_rss_mb: float
+    #: Resume start-up (see the module doc): wall and CPU seconds of ``resume --max-steps 1``.
     resume_s: float
+    resume_cpu_s: float
+    #: ``resume`` of the finished task: wall and CPU seconds.
+    finished_s: float
+    finished_cpu_s: float
     inspect_s: float
+    inspect_cpu_s: float
 
     @property
     def disk_per_step(self) -> float:
@@ -134,20 +163,30 @@ def _write_jsonl(t: Trajectory, path: Path) -> None:
 
 
 def _child(args: list[str], cwd: Path) -> dict[str, float]:
+    """Run ``taskctx ARGS`` in a new process under ``cwd``: ``seconds`` (its ``main()``), ``wall``
+    (from the process's start to its end), the child's own ``cpu`` seconds (``os.wait4``: that
+    child's rusage, not the sum or maximum over every child) and ``rss_kb`` (its ``VmHWM``; where
+    there is none, ``ru_maxrss``). ``RuntimeError`` when it fails."""
     res = cwd / "child.json"
     res.unlink(missing_ok=True)
     env = {**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true"}
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(res), *args], cwd=cwd, env=env, capture_output=True, text=True
-    )
-    wall = time.perf_counter() - t0
+    with open(cwd / "child.out", "wb") as out, open(cwd / "child.err", "w+b") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(res), *args], cwd=cwd, env=env, stdout=out, stderr=err
+        )
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+        err.seek(0)
+        stderr = err.read().decode("utf-8", "replace").strip()[-500:]
     if proc.returncode != 0 or not res.exists():
-        raise RuntimeError(f"taskctx {' '.join(args[:2])} failed in the scale bench: {proc.stderr.strip()[-500:]}")
-    out = json.loads(res.read_text())
-    if out["code"] not in (0, None):
-        raise RuntimeError(f"taskctx {' '.join(args[:2])} exited {out['code']}: {proc.stderr.strip()[-500:]}")
-    return {**out, "wall": wall}
+        raise RuntimeError(f"taskctx {' '.join(args[:2])} failed in the scale bench: {stderr}")
+    got = json.loads(res.read_text())
+    if got["code"] not in (0, None):
+        raise RuntimeError(f"taskctx {' '.join(args[:2])} exited {got['code']}: {stderr}")
+    rss = got.pop("hwm_kb", None) or ru.ru_maxrss
+    return {**got, "wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_kb": rss}
 
 
 def _table_bytes(db: Path) -> dict[str, int]:
@@ -193,12 +232,16 @@ def run_leg(traj: Trajectory, n_steps: int, work: Path, budget: int = 8_000) -> 
     src = work / f"{rep.id}.jsonl"
     _write_jsonl(rep, src)
     db, out = work / f"scale-{n_steps}.sqlite", work / "runs"
-    run = _child(["replay", str(src), "--db", str(db), "--out", str(out), "--budget", str(budget)], work)
+    common = ["--db", str(db), "--out", str(out)]
+    replayed = n_steps - 1
+    run = _child(["replay", str(src), *common, "--budget", str(budget), "--max-steps", str(replayed)], work)
+    resume = _child(["resume", rep.id, *common, "--max-steps", "1"], work)  # the start-up: one step, then stop
+    _child(["resume", rep.id, *common], work)  # to the end (the reviewer)
+    finished = _child(["resume", rep.id, *common], work)
+    inspect = _child(["inspect", rep.id, "--db", str(db)], work)
     sizes = _table_bytes(db)
     state = (out / rep.id / "state.json").stat().st_size
     n_events = sum(1 for _ in open(out / rep.id / "trace.jsonl", encoding="utf-8"))
-    resume = _child(["resume", rep.id, "--db", str(db), "--out", str(out)], work)
-    inspect = _child(["inspect", rep.id, "--db", str(db)], work)
     return ScaleRow(
         steps=n_steps,
         events=n_events,
@@ -209,13 +252,20 @@ def run_leg(traj: Trajectory, n_steps: int, work: Path, budget: int = 8_000) -> 
         writes_bytes=sizes.get("writes", 0),
         checkpoints_kept=sizes["_kept"],
         state_bytes=state,
+        replayed=replayed,
         seconds=round(run["seconds"], 2),
-        ms_per_step=round(1000 * run["seconds"] / n_steps, 2),
-        cpu_ms_per_step=round(1000 * run["cpu"] / n_steps, 2),
+        ms_per_step=round(1000 * run["seconds"] / replayed, 2),
+        cpu_ms_per_step=round(1000 * run["cpu"] / replayed, 2),
         overhead_ms=_overhead_ms(db, rep.id, rep, budget),
-        peak_rss_mb=round(run["rss_kb"] / 1024, 1),
+        replay_rss_mb=round(run["rss_kb"] / 1024, 1),
+        resume_rss_mb=round(resume["rss_kb"] / 1024, 1),
+        inspect_rss_mb=round(inspect["rss_kb"] / 1024, 1),
         resume_s=round(resume["wall"], 2),
+        resume_cpu_s=round(resume["cpu"], 2),
+        finished_s=round(finished["wall"], 2),
+        finished_cpu_s=round(finished["cpu"], 2),
         inspect_s=round(inspect["wall"], 2),
+        inspect_cpu_s=round(inspect["cpu"], 2),
     )
 
 
@@ -245,35 +295,52 @@ def scale_markdown(rows: list[ScaleRow]) -> str:
         f"## Scale: {SCALE_TRAJECTORY} repeated (with its errors), SQLite, checkpoints pruned",
         "",
         "| steps | events | disk KB/step | events | artifacts | checkpoints | writes | file MB | state KB "
-        "| ms/step | CPU ms/step | overhead ms/step | peak RSS MB | resume s | inspect s |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| ms/step | CPU ms/step | overhead ms/step |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r.steps:,} | {r.events:,} | {_kb(r.disk_per_step)} | {_kb(r.events_bytes / r.steps)} "
             f"| {_kb(r.artifacts_bytes / r.steps)} | {_kb(r.checkpoints_bytes / r.steps)} "
             f"| {_kb(r.writes_bytes / r.steps)} | {r.file_bytes / 2**20:,.1f} | {_kb(r.state_bytes)} "
-            f"| {r.ms_per_step} | {r.cpu_ms_per_step} | {r.overhead_ms} | {r.peak_rss_mb} | {r.resume_s} | {r.inspect_s} |"
+            f"| {r.ms_per_step} | {r.cpu_ms_per_step} | {r.overhead_ms} |"
+        )
+    lines += [
+        "",
+        "| steps | resume start-up s (CPU) | resume, finished s (CPU) | inspect s (CPU) "
+        "| peak RSS MB: replay | resume | inspect |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.steps:,} | {r.resume_s} ({r.resume_cpu_s}) | {r.finished_s} ({r.finished_cpu_s}) "
+            f"| {r.inspect_s} ({r.inspect_cpu_s}) | {r.replay_rss_mb} | {r.resume_rss_mb} | {r.inspect_rss_mb} |"
         )
     a, b = rows[0], rows[-1]
     lines += [
         "",
         "(disk per step: pages of each table and its indexes over executor steps; events, artifacts, "
-        "checkpoints and writes per step in KB; state: `state.json` of the export; resume and inspect: "
-        "wall time of a new process)",
+        "checkpoints and writes per step in KB; state: `state.json` of the export; ms/step: the replay of "
+        "steps - 1 steps; resume start-up: wall time of a new process `taskctx resume --max-steps 1` of the "
+        "task stopped one step before its end, from its start to its exit (Python start-up, checks, graph, one "
+        "step, export); resume, finished and inspect: wall time of a new process; CPU seconds and peak RSS: "
+        "each child's own)",
         "",
         f"- disk per step at {b.steps:,} / at {a.steps:,}: {b.disk_per_step / a.disk_per_step:.2f}x (target <= 1.25); "
         f"{_kb(b.disk_per_step)} KB per step (target <= 30)",
         f"- largest state: {_kb(max(r.state_bytes for r in rows))} KB (target <= 64)",
         f"- time per step at {b.steps:,} / at {a.steps:,}: {b.ms_per_step / a.ms_per_step:.2f}x wall, "
         f"{b.cpu_ms_per_step / a.cpu_ms_per_step:.2f}x CPU (target <= 1.5)",
-        f"- resume {b.resume_s} s, inspect {b.inspect_s} s at {b.steps:,} steps (target < 2 s)",
+        f"- resume start-up {b.resume_s} s, resume of the finished task {b.finished_s} s, inspect {b.inspect_s} s "
+        f"at {b.steps:,} steps (target < 2 s)",
+        f"- peak RSS at {b.steps:,} / at {a.steps:,} steps: replay {b.replay_rss_mb / a.replay_rss_mb:.2f}x, "
+        f"resume {b.resume_rss_mb / a.resume_rss_mb:.2f}x, inspect {b.inspect_rss_mb / a.inspect_rss_mb:.2f}x",
     ]
     return "\n".join(lines) + "\n"
 
 
 def write_scale(rows: list[ScaleRow], out: Path) -> list[Path]:
-    """``scale.md``, ``scale.csv`` and ``scale.png`` (four panels against steps) under ``out``."""
+    """``scale.md``, ``scale.csv`` and ``scale.png`` (five panels against steps) under ``out``."""
     if not rows:
         return []
     md = out / "scale.md"
@@ -288,7 +355,7 @@ def write_scale(rows: list[ScaleRow], out: Path) -> list[Path]:
 
     plt = _pyplot()
     xs = [r.steps for r in rows]
-    fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
+    fig, axes = plt.subplots(1, 5, figsize=(25, 4.2))
     panels = [
         (
             "disk KB per step",
@@ -308,7 +375,22 @@ def write_scale(rows: list[ScaleRow], out: Path) -> list[Path]:
                 ("overhead", [r.overhead_ms for r in rows]),
             ],
         ),
-        ("seconds", [("resume", [r.resume_s for r in rows]), ("inspect", [r.inspect_s for r in rows])]),
+        (
+            "seconds (wall, new process)",
+            [
+                ("resume start-up", [r.resume_s for r in rows]),
+                ("resume, finished", [r.finished_s for r in rows]),
+                ("inspect", [r.inspect_s for r in rows]),
+            ],
+        ),
+        (
+            "peak RSS MB (each process)",
+            [
+                ("replay", [r.replay_rss_mb for r in rows]),
+                ("resume start-up", [r.resume_rss_mb for r in rows]),
+                ("inspect", [r.inspect_rss_mb for r in rows]),
+            ],
+        ),
     ]
     for ax, (title, series) in zip(axes, panels):
         for label, ys in series:

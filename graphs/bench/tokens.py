@@ -20,7 +20,7 @@ import typer
 
 from context.tokens import TokenCounter, encoding_counter, estimate_tokens
 
-from .runner import DEFAULT_DIR
+from .defaults import DEFAULT_DIR
 
 __all__ = ["SAMPLES", "CounterRatio", "measure", "corpus", "tokens_command"]
 

@@ -5,8 +5,10 @@ task (``_graph_for``), the export at the end of a run (``_finish``), and :func:`
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,12 +26,11 @@ from context import (
     load_trajectory,
 )
 from context.pg_store import is_postgres_url
-from nodes import DEFAULT_BUDGET, DEFAULT_RESERVE, ReplayChatModel, ReplayTools
+from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
 from ..orchestrator import DEFAULT_OUT as DEFAULT_OUT  # (the commands' --out default, re-exported)
 from ..orchestrator import Project, build_orchestrator, command_hint, db_exists, open_project
 from ..runner import RunResult, export_run
-from ..tracing import tracing_session
 
 __all__ = ["app", "main"]
 
@@ -197,6 +198,8 @@ def _graph_for(project: Project, task_id: str, *, spec: dict[str, Any] | None = 
     if "stopped" in spec:  # it continues now: the stop is no longer the last word
         spec = {k: v for k, v in spec.items() if k != "stopped"}
         project.stores.tasks.register(task_id, spec)
+    from nodes import ReplayChatModel, ReplayTools
+
     budget = int(spec.get("budget", DEFAULT_BUDGET))
     kind = spec.get("kind")
     if kind == "replay":
@@ -372,9 +375,25 @@ def _state_dir(db: str) -> Path:
     return Path(".taskctx") if "://" in db else Path(db).resolve().parent
 
 
+def _tracing_may_be_on() -> bool:
+    """False when LangSmith tracing cannot be on: langsmith not imported yet in this process (so
+    nothing configured it in code) and none of ``LANGSMITH_TRACING[_V2]``/``LANGCHAIN_TRACING[_V2]``
+    set. Otherwise True, and langsmith's own check (in :func:`graphs.tracing.tracing_session`)
+    decides. Spares every command without tracing the import of langsmith (~0.3 s of CPU)."""
+    if "langsmith" in sys.modules:
+        return True
+    names = (f"{ns}_{v}" for ns in ("LANGSMITH", "LANGCHAIN") for v in ("TRACING_V2", "TRACING"))
+    return any(os.environ.get(n, "").strip() for n in names)
+
+
 def main() -> None:
     """The ``taskctx`` entry point: the typer app inside :func:`graphs.tracing.tracing_session`
     (with LangSmith tracing on and no network: one ``tracing: ...`` line on stderr, at most 5 s
-    of waiting for uploads at exit)."""
+    of waiting for uploads at exit); without tracing, the app alone (:func:`_tracing_may_be_on`)."""
+    if not _tracing_may_be_on():
+        app()
+        return
+    from ..tracing import tracing_session
+
     with tracing_session(notify=lambda line: err.print(line, markup=False)):
         app()

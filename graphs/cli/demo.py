@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from context import InvalidInputError, TaskctxError
-from nodes import DEFAULT_BUDGET
+from nodes.runtime import DEFAULT_BUDGET
 
 from ..orchestrator import DEFAULT_DB, build_orchestrator, command_hint, new_task
 from ..runner import run_with_approvals

@@ -16,7 +16,10 @@ from ..doctor import diagnose
 from ..orchestrator import DEFAULT_DB
 from .common import DbOpt, _describe, _fail, _open_existing, console
 
-__all__ = ["doctor"]
+__all__ = ["SHOWN_FINDINGS", "doctor"]
+
+#: Findings listed per task (the rest counted: ``- and K more``).
+SHOWN_FINDINGS = 20
 
 
 def doctor(
@@ -27,7 +30,7 @@ def doctor(
 
     Prints ``task <id>: ok (<n> events)`` (``; started through the Python API`` for a task with
     no registry row that no taskctx command ran: not damaged) or one line per finding (what is
-    damaged and where)."""
+    damaged and where; every finding, the first 20 listed and the rest counted)."""
     try:
         project = _open_existing(db, readonly=True)
         found_db: list[str] = []
@@ -49,8 +52,10 @@ def doctor(
             if found:
                 damaged += 1
                 console.print(f"task {tid}: {len(found)} problem{'s' if len(found) > 1 else ''}", markup=False)
-                for f in found:
+                for f in found[:SHOWN_FINDINGS]:
                     console.print(f"  - {f}", markup=False)
+                if len(found) > SHOWN_FINDINGS:
+                    console.print(f"  - and {len(found) - SHOWN_FINDINGS} more", markup=False)
             else:
                 n = project.stores.events.last_seq(tid)
                 api = "" if project.stores.tasks.get(tid) is not None or not n else "; started through the Python API"

@@ -75,7 +75,7 @@ def inspect(
             quick = quick_state(project.stores, project.checkpointer, task_id) if fast else None
             if quick is not None and quick[0] is not None:
                 ctx = quick[0]
-                events = project.stores.events.read(task_id, kinds=VIEW_KINDS)
+                events = _view_events(project.stores.events, task_id)
                 _render(project, console, ctx, events, task_id, db, spec, show_all)
                 return
             try:
@@ -113,6 +113,17 @@ def inspect(
 
 #: The kinds :func:`graphs.report.render_state` reads from the log (without ``--all``).
 VIEW_KINDS = ["context.built", "permission.requested", "permission.denied", "permission.granted", "resume.started"]
+#: What the view reads of a ``context.built`` payload (its model calls by role and provider usage;
+#: not the manifest's blocks, most of each payload).
+BUILT_FIELDS = ["role", "call", "prompt_tokens", "blocks_in", "blocks_out", "usage"]
+
+
+def _view_events(log: Any, task_id: str) -> list[Any]:
+    """The events the view lists, in seq order: the ``context.built`` ones with only
+    :data:`BUILT_FIELDS` in their payloads (extracted in SQL), the others whole."""
+    built = log.read(task_id, kinds=["context.built"], fields=BUILT_FIELDS)
+    rest = log.read(task_id, kinds=[k for k in VIEW_KINDS if k != "context.built"])
+    return sorted([*built, *rest], key=lambda e: e.seq)
 
 
 def _render(

@@ -20,9 +20,9 @@ from context import (
     find_task,
     load_trajectory,
 )
-from nodes import DEFAULT_BUDGET, DEFAULT_RESERVE, ReplayChatModel, ReplayTools
+from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
-from ..doctor import ensure_sound
+from ..doctor import Checked, ensure_sound
 from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, command_hint, new_task
 from ..runner import export_run, run_graph, run_with_approvals, thread_config
 from .approve import _answerer, _show_request
@@ -63,6 +63,8 @@ def replay(
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
     """Run the whole graph over a recorded trajectory (replay model + replay tools)."""
+    from nodes import ReplayChatModel, ReplayTools
+
     tid = task_id  # (named in a budget error's hint)
     project: Project | None = None
     try:
@@ -144,9 +146,9 @@ def resume(
         project = _open_existing(db)
         _prepare_out(out)
         # refuse damaged data, never build on it (a long log: the bounded check, see doctor.quick_diagnose)
-        ensure_sound(project.stores, project.checkpointer, task_id, full=False)
+        checked = ensure_sound(project.stores, project.checkpointer, task_id, full=False)
         spec = (
-            project.stores.tasks.get(task_id)  # (checked just above: no fold of the log again)
+            checked.spec  # (read by the check just above: not read, nor the log folded, again)
             if project.stores.events.last_seq(task_id)
             else find_task(project.stores, task_id).spec
         )
@@ -156,6 +158,11 @@ def resume(
         if timeout is not None and spec is not None:
             spec = {**spec, "timeout": timeout}
             project.stores.tasks.register(task_id, spec)
+        if checked.finished and spec is not None:
+            # nothing left to run (every router ends on a finished state): no graph is built, and the
+            # export writes only what it lacks (nothing when it is current)
+            _already_finished(project, task_id, checked, out)
+            return
         g, _ = _graph_for(project, task_id, spec=spec)
         snap = g.get_state(thread_config(task_id))
         status = TaskContext.model_validate(snap.values).control.status if snap.values else "idle"
@@ -172,12 +179,7 @@ def resume(
                 f"same command and --task-id {task_id}"
             )
         if not snap.next and not snap.tasks and status in ("completed", "failed"):
-            folder = export_run(project.stores, task_id, out)
-            console.print(
-                f"task {task_id} is already finished ({status}); nothing to resume; exported {folder}/", markup=False
-            )
-            if status == "failed":
-                raise typer.Exit(1)
+            _already_finished(project, task_id, checked, out)
             return
         done = TaskContext.model_validate(snap.values).progress.executor_steps if snap.values else 0
         stop = done + max_steps if max_steps else None
@@ -197,6 +199,7 @@ def resume(
             on_event=_event_printer(),
             prune=True,
             on_request=functools.partial(_show_request, db=db),
+            checked=checked,
         )
         _finish(project, result, out, db)
     except ModelCallError as exc:
@@ -206,6 +209,15 @@ def resume(
         _fail_run(exc, db, task_id, out)
     finally:
         _close(project)
+
+
+def _already_finished(project: Project, task_id: str, checked: Checked, out: Path) -> None:
+    """``resume`` of a finished task: export it (only what the export lacks), say so; exit 1 when it failed."""
+    status = checked.state.control.status if checked.state is not None else "completed"
+    folder = export_run(project.stores, task_id, out)
+    console.print(f"task {task_id} is already finished ({status}); nothing to resume; exported {folder}/", markup=False)
+    if status == "failed":
+        raise typer.Exit(1)
 
 
 def run(

@@ -38,12 +38,42 @@ Where it sits in the pipeline: a case drives the real graph and checks what it l
 Imports the wiring (``graphs.orchestrator``, ``graphs.runner``); the wiring never imports it.
 """
 
-from .cases import CATEGORIES, Case, CaseError, Turn, default_cases_dir, expand, load_case, load_cases
-from .checks import CHECKS, Check
-from .command import eval_command, run_eval
-from .harness import STAT_KEYS, CaseResult, run_case
-from .printing import EvalReport, format_report
-from .scripted import CaseTools
+from typing import TYPE_CHECKING
+
+from context.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .cases import CATEGORIES, Case, CaseError, Turn, default_cases_dir, expand, load_case, load_cases
+    from .checks import CHECKS, Check
+    from .command import eval_command, run_eval
+    from .harness import STAT_KEYS, CaseResult, run_case
+    from .printing import EvalReport, format_report
+    from .scripted import CaseTools
+
+# imported on first use (PEP 562): ``import graphs.eval`` alone loads none of the modules below
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "CATEGORIES": ".cases",
+        "Case": ".cases",
+        "CaseError": ".cases",
+        "Turn": ".cases",
+        "default_cases_dir": ".cases",
+        "expand": ".cases",
+        "load_case": ".cases",
+        "load_cases": ".cases",
+        "CHECKS": ".checks",
+        "Check": ".checks",
+        "eval_command": ".command",
+        "run_eval": ".command",
+        "STAT_KEYS": ".harness",
+        "CaseResult": ".harness",
+        "run_case": ".harness",
+        "EvalReport": ".printing",
+        "format_report": ".printing",
+        "CaseTools": ".scripted",
+    },
+)
 
 __all__ = [
     "CATEGORIES",

@@ -8,13 +8,13 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .cases import CaseError, default_cases_dir, load_cases
-from .harness import MECHANISMS, CaseResult, run_case
-from .printing import EvalReport, format_report
+if TYPE_CHECKING:  # (the harness loads the graph runtime: imported when a case runs, not by every command)
+    from .harness import CaseResult
+    from .printing import EvalReport
 
 __all__ = ["eval_command", "run_eval"]
 
@@ -32,6 +32,10 @@ def run_eval(
     case ids (``CaseError`` names any that does not exist); ``off`` switches mechanisms off
     (names of :data:`~graphs.eval.harness.MECHANISMS`: their category's cases then fail;
     ``CaseError`` for an unknown one)."""
+    from .cases import CaseError, default_cases_dir, load_cases
+    from .harness import MECHANISMS, run_case
+    from .printing import EvalReport
+
     bad = sorted(set(off) - set(MECHANISMS))
     if bad:
         raise CaseError(f"--off {bad[0]}: no such mechanism; use one of {', '.join(MECHANISMS)}")
@@ -69,6 +73,8 @@ def eval_command(
     ] = None,
 ) -> None:
     """Run the scenario cases: pass rate per category and context statistics."""
+    from .cases import CaseError
+
     try:
         rep = run_eval(cases, only=case_id, categories=category, off=off or ())
     except CaseError as exc:
@@ -77,6 +83,8 @@ def eval_command(
     if as_json:
         sys.stdout.write(json.dumps(rep.to_json(), indent=2) + "\n")
     else:
+        from .printing import format_report
+
         sys.stdout.write(format_report(rep) + "\n")
     if rep.failed:
         raise typer.Exit(1)

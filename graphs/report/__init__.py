@@ -17,8 +17,26 @@ Its part of the pipeline is the read side: it folds the log again, it never call
 Imports the wiring (``graphs.orchestrator``) and ``context``; the wiring never imports it.
 """
 
-from .command import report_command
-from .page import ROLE_COLORS, build_report, token_chart_svg, write_report
-from .text import render_state
+from typing import TYPE_CHECKING
+
+from context.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .command import report_command
+    from .page import ROLE_COLORS, build_report, token_chart_svg, write_report
+    from .text import render_state
+
+# imported on first use (PEP 562): ``import graphs.report`` alone loads none of the modules below
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "report_command": ".command",
+        "ROLE_COLORS": ".page",
+        "build_report": ".page",
+        "token_chart_svg": ".page",
+        "write_report": ".page",
+        "render_state": ".text",
+    },
+)
 
 __all__ = ["ROLE_COLORS", "build_report", "render_state", "report_command", "token_chart_svg", "write_report"]
