@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from .cases import CaseError, default_cases_dir, load_cases
-from .harness import MECHANISMS, CaseResult, run_case
+from .harness import MECHANISMS, CaseResult, check_off, run_case
 from .printing import EvalReport, format_report
 
 __all__ = ["eval_command", "run_eval"]
@@ -32,9 +32,7 @@ def run_eval(
     case ids (``CaseError`` names any that does not exist); ``off`` switches mechanisms off
     (names of :data:`~graphs.eval.harness.MECHANISMS`: their category's cases then fail;
     ``CaseError`` for an unknown one)."""
-    bad = sorted(set(off) - set(MECHANISMS))
-    if bad:
-        raise CaseError(f"--off {bad[0]}: no such mechanism; use one of {', '.join(MECHANISMS)}")
+    off = check_off(off)
     d = Path(folder) if folder is not None else default_cases_dir()
     cases = load_cases(d)
     ids, cats = set(only or ()), set(categories or ())
@@ -45,7 +43,7 @@ def run_eval(
     for p, c in cases:
         if (ids and c.id not in ids) or (cats and c.category not in cats):
             continue
-        r = run_case(c, p, budget=budget, off=frozenset(off))
+        r = run_case(c, p, budget=budget, off=off)
         results.append(r)
         if on_result:
             on_result(r)
@@ -64,7 +62,8 @@ def eval_command(
     off: Annotated[
         list[str] | None,
         typer.Option(
-            "--off", help="Switch a mechanism off (freshness, policy, memory) to see its category fail. Repeatable."
+            "--off",
+            help=f"Switch a mechanism off ({', '.join(MECHANISMS)}) to see its category fail. Repeatable.",
         ),
     ] = None,
 ) -> None:

@@ -84,6 +84,15 @@ MECHANISMS = {
 }
 
 
+def check_off(off: Iterable[str]) -> frozenset[str]:
+    """``off`` as a set of :data:`MECHANISMS` names; ``CaseError`` naming the first unknown one
+    and the names there are."""
+    bad = sorted(set(off) - set(MECHANISMS))
+    if bad:
+        raise CaseError(f"--off {bad[0]}: no such mechanism; use one of {', '.join(MECHANISMS)}")
+    return frozenset(off)
+
+
 def _new_project(path: str) -> Project:
     return open_project(path)
 
@@ -470,15 +479,13 @@ def run_case(
     """Run one case and its checks (``budget`` overrides the case's). ``off``: mechanisms
     switched off (:data:`MECHANISMS`), to show which cases fail without them; ``CaseError``
     for an unknown one."""
-    bad = sorted(set(off) - set(MECHANISMS))
-    if bad:
-        raise CaseError(f"--off {bad[0]}: no such mechanism; use one of {', '.join(MECHANISMS)}")
+    off = check_off(off)
     missing = [f for f in case.requires if not probe(f)]
     if missing:
         return CaseResult(case, path, "pending", note="waits for " + "; ".join(FEATURES[m] for m in missing))
     t0 = time.perf_counter()
     try:
-        run = _execute(case, path, budget, frozenset(off))
+        run = _execute(case, path, budget, off)
     except Exception as exc:  # noqa: BLE001
         return CaseResult(case, path, "failed", [f"run: {type(exc).__name__}: {exc}"], seconds=time.perf_counter() - t0)
     failures: list[str] = []
