@@ -361,3 +361,42 @@ def test_hints_name_the_db_quoted_and_without_its_password() -> None:
         inspect_hint("t 2", "postgresql://app:s3cret@127.0.0.1:5433/tasks")
         == "`taskctx inspect 't 2' --json --db 'postgresql://app:***@127.0.0.1:5433/tasks'`" + tail
     )
+
+
+def test_flags_show_no_type_in_help() -> None:
+    """A flag takes no value: ``--help`` of every command shows it without typer's ``<bool>``
+    type column (``metavar=""``); typer's own ``--help`` line is the one that keeps it."""
+    import typer
+
+    root = typer.main.get_command(app)
+
+    def commands(cmd, path):
+        yield path, cmd
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield from commands(sub, [*path, name])
+
+    flags, noisy = [], []
+    for path, cmd in commands(root, []):
+        flags += [(" ".join(path), o) for p in cmd.params if getattr(p, "is_flag", False) for o in p.opts]
+        res = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "120"})
+        assert res.exit_code == 0, res.output
+        noisy += [(" ".join(path), ln.split()[1]) for ln in res.stdout.splitlines() if "<bool>" in ln]
+    assert sorted(flags) == [
+        ("", "--version"),
+        ("bench", "--split"),
+        ("bench", "--stress"),
+        ("demo", "--approve-all"),
+        ("demo", "--deny-all"),
+        ("eval", "--json"),
+        ("inspect", "--all"),
+        ("inspect", "--json"),
+        ("list", "--json"),
+        ("memory list", "--json"),
+        ("memory show", "--json"),
+        ("report", "--full"),
+        ("resume", "--approve-all"),
+        ("resume", "--deny-all"),
+        ("run", "--approve-all"),
+        ("run", "--deny-all"),
+    ]
+    assert {opt for _, opt in noisy} == {"--help"}

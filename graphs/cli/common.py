@@ -358,8 +358,10 @@ BudgetOpt = Annotated[
 ]
 
 
-ApproveAllOpt = Annotated[bool, typer.Option("--approve-all", help="Approve every approval request (scripts).")]
-DenyAllOpt = Annotated[bool, typer.Option("--deny-all", help="Reject every approval request (scripts).")]
+ApproveAllOpt = Annotated[
+    bool, typer.Option("--approve-all", metavar="", help="Approve every approval request (scripts).")
+]
+DenyAllOpt = Annotated[bool, typer.Option("--deny-all", metavar="", help="Reject every approval request (scripts).")]
 
 
 def _state_dir(db: str) -> Path:

@@ -23,11 +23,13 @@ __all__ = ["inspect"]
 def inspect(
     task_id: Annotated[str, typer.Argument(help="The task to show.")],
     db: DbOpt = DEFAULT_DB,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the TaskContext as JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print the TaskContext as JSON.")] = False,
     show_all: Annotated[
         bool,
         typer.Option(
-            "--all", help="List every plan step and every error, from the event log (not only the state's window)."
+            "--all",
+            metavar="",
+            help="List every plan step and every error, from the event log (not only the state's window).",
         ),
     ] = False,
 ) -> None:

@@ -128,9 +128,11 @@ def resume(
         float | None, typer.Option("--timeout", min=1, help="New per-request model timeout in seconds (run tasks).")
     ] = None,
     approve_all: Annotated[
-        bool, typer.Option("--approve-all", help="Approve every approval request (scripts).")
+        bool, typer.Option("--approve-all", metavar="", help="Approve every approval request (scripts).")
     ] = False,
-    deny_all: Annotated[bool, typer.Option("--deny-all", help="Reject every approval request (scripts).")] = False,
+    deny_all: Annotated[
+        bool, typer.Option("--deny-all", metavar="", help="Reject every approval request (scripts).")
+    ] = False,
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:

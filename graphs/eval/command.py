@@ -54,7 +54,7 @@ def eval_command(
     cases: Annotated[
         Path | None, typer.Option("--cases", help="Folder of case files (*.json); default tests/eval_cases.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print the report as JSON.")] = False,
     case_id: Annotated[list[str] | None, typer.Option("--case", help="Run only this case id (repeatable).")] = None,
     category: Annotated[
         list[str] | None, typer.Option("--category", help="Run only the cases of this category (repeatable).")

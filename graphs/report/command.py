@@ -25,7 +25,9 @@ def report_command(
     full: Annotated[
         bool,
         typer.Option(
-            "--full", help="Every tool call, manifest and event (a long run's page shows the first 100 and last 400)."
+            "--full",
+            metavar="",
+            help="Every tool call, manifest and event (a long run's page shows the first 100 and last 400).",
         ),
     ] = False,
 ) -> None:
