@@ -4,6 +4,7 @@ from the log (context.all_plan_steps, context.all_errors)."""
 
 from __future__ import annotations
 
+import html as _html
 import json
 import re
 
@@ -53,6 +54,13 @@ def test_a_long_report_pages_its_sections_and_full_shows_every_row() -> None:
     assert table.count('<tr class="resolved">') == 150
     full = build_report(ev, full=True)
     assert len(re.findall(r'<tr data-kind="', full)) == 602 and "not shown here" not in full
+    # the commands the page names carry the database it was written from
+    other = build_report(ev, db="runs/other db.sqlite")
+    assert (
+        f"... {left:,} events not shown here; every one is in the event log: "
+        "`taskctx report lv --full --db 'runs/other db.sqlite'` shows them all; "
+        "`taskctx inspect lv --all --db 'runs/other db.sqlite'` lists plan and errors"
+    ) in _html.unescape(other)
 
 
 def test_inspect_shows_the_windows_and_all_lists_every_step_and_error(tmp_path) -> None:

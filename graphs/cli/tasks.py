@@ -165,7 +165,7 @@ def resume(
             raise DamagedStoreError(
                 f"task {task_id!r} has {project.stores.events.last_seq(task_id)} events in {db} but no checkpoint "
                 f"(the checkpoint tables were emptied or restored from an older backup), so it cannot be resumed; "
-                f"`taskctx inspect {task_id}` still works; restore the database from a backup, or start the task "
+                f"`{command_hint('inspect', task_id, db)}` still works; restore the database from a backup, or start the task "
                 "again under a new --task-id"
             )
         if not snap.values:
@@ -251,7 +251,7 @@ def run(
     if not model:
         _fail(
             "no model given: pass --model provider:name (e.g. openai:gpt-4o); to run offline use "
-            "`taskctx demo` or `taskctx replay FILE`"
+            f"`{command_hint('demo', None, db, out)}` or `{command_hint('replay', 'FILE', db, out)}`"
         )
     tid = task_id  # (named in a budget error's hint)
     project: Project | None = None

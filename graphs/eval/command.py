@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from ..orchestrator import DEFAULT_DB, command_hint
 from .cases import CaseError, default_cases_dir, load_cases
 from .harness import MECHANISMS, CaseResult, check_off, run_case
 from .printing import EvalReport, format_report
@@ -38,7 +39,9 @@ def run_eval(
     ids, cats = set(only or ()), set(categories or ())
     unknown = sorted(ids - {c.id for _, c in cases})
     if unknown:
-        raise CaseError(f"no case with id {', '.join(unknown)} in {d}; `taskctx eval --json` lists the case ids")
+        cases_opt = ("--cases", str(d)) if folder is not None else ()
+        listing = command_hint("eval", None, DEFAULT_DB, None, *cases_opt, "--json")
+        raise CaseError(f"no case with id {', '.join(unknown)} in {d}; `{listing}` lists the case ids")
     results = []
     for p, c in cases:
         if (ids and c.id not in ids) or (cats and c.category not in cats):
