@@ -54,7 +54,7 @@ def _run(tmp_path: Path, budget: int) -> tuple[Any, SqliteStores, Tools]:
 
 
 BUDGET_DEGRADED = 2_000  # the log's compressed form (1,020 tokens) does not fit; its digest (111) does
-BUDGET_FLOOR = 1_839  # the smallest budget the first executor call accepts (o200k tokens; read_artifact schema 90)
+BUDGET_FLOOR = 1_827  # the smallest budget the first executor call accepts (o200k tokens)
 
 
 def test_a_latest_call_too_large_for_the_budget_is_degraded_not_fatal(tmp_path: Path) -> None:

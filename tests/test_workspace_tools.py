@@ -279,6 +279,8 @@ def test_the_executor_reads_the_middle_of_a_long_line_through_the_tool_node() ->
     run_graph(g, stores, "mid", new_task("Dump and read the middle.", "mid"))
     got = [e.payload for e in stores.events.read("mid") if e.kind == "tool.result.received"]
     assert got[0]["compressed"] and "0065536," not in got[0]["result_summary"]  # the middle is cut away
+    # its note names the window that reads it (the tool's schema names only #L: every prompt carries it)
+    assert "(one line: #C<start>-<end> after the ref reads chars start-end)" in got[0]["result_summary"]
     assert (got[1]["call_id"], got[1]["compressed"], got[1]["result_summary"]) == (
         "rm",
         False,

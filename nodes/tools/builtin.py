@@ -23,10 +23,11 @@ __all__ = [
     "search_history",
 ]
 
+#: The schema names only ``#L`` (every executor prompt carries it); the ``#C`` window is named
+#: where it is needed, in the compression note of an output with a long line.
 READ_ARTIFACT_SCHEMA = function_schema(
     "read_artifact",
-    "Fetch the exact text of an artifact ref (artifact://sha256:<hex>, optionally #L<start>-<end> lines or "
-    "#C<start>-<end> chars).",
+    "Fetch the exact text of an artifact ref (artifact://sha256:<hex>, optionally #L<start>-<end>).",
     {"ref": {"type": "string"}},
     ["ref"],
 )
