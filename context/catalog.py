@@ -116,9 +116,9 @@ def _info(stores: _Stores, task_id: str) -> TaskInfo:
     except (ValueError, KeyError, TypeError) as exc:  # a payload its kind does not allow
         found = check_events(events) or [f"event log: it cannot be folded ({type(exc).__name__})"]
         more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+        what = f"task {task_id!r} is damaged: {found[0]}{more}"
         raise DamagedStoreError(
-            f"task {task_id!r} is damaged: {found[0]}{more}; run `taskctx doctor {task_id}` for every finding",
-            found,
+            f"{what}; run `taskctx doctor {task_id}` for every finding", found, task_id=task_id, what=what
         ) from exc
     return TaskInfo(task_id, ctx.control.status, ctx.progress.executor_steps, events[-1].timestamp, len(events), spec)
 

@@ -13,7 +13,8 @@ Rules (DESIGN.md "Tool results", thresholds in chars):
   code, a JSON dump, a progress bar without newlines), a ``#L`` slice cannot bring that line into
   a prompt whole, so the note counts characters: the chars shown (``chars 1-1200 and ...``), the
   total in chars and UTF-8 bytes, which lines the omitted middle lies in, the long lines'
-  lengths, and the ``#L`` slice of the omitted lines when that is not the whole output. A file
+  lengths, and the ``#L`` slice of the omitted lines when that is not the whole output; it
+  names the ``#C<start>-<end>`` character window that ``read_artifact`` reads any part with. A file
   read whose first line is longer than ``SNIPPET_CHARS`` says ``shown: chars 1-2000`` instead of
   a line range. Line numbers count LF, CRLF and CR endings, as ``#L`` slices do.
 * ``search`` with more than ``SEARCH_LIMIT`` = 5 results: the first 5, the omitted count and the
@@ -100,7 +101,7 @@ def _long_lines(spans: list[tuple[int, int]], shown: int = 3) -> str:
     long = [(i + 1, end - start) for i, (start, end) in enumerate(spans) if end - start > COMMAND_LIMIT]
     text = ", ".join(f"{no} ({size} chars)" for no, size in long[:shown])
     more = f" and {len(long) - shown} more" if len(long) > shown else ""
-    return f"lines over {COMMAND_LIMIT} chars (cut to their ends even when read alone): {text}{more}"
+    return f"lines over {COMMAND_LIMIT} chars (read a part with #C<start>-<end> after the ref): {text}{more}"
 
 
 def _has_long_line(spans: list[tuple[int, int]]) -> bool:
@@ -117,7 +118,9 @@ def _head_tail(raw: str, ref: str, label: str, *, of_ref: bool = True) -> Compre
         head = f"{label}: {_lines(len(spans))}, {n} chars ({len(raw.encode('utf-8'))} bytes); "
         shown = f"shown: chars 1-{HEAD_CHARS} and {n - TAIL_CHARS + 1}-{n}; {omitted} chars omitted from the middle"
         if len(spans) == 1:
-            summary = f"{head}{shown}; full output: {ref} (one line, so a #L slice cannot narrow it)"
+            summary = (
+                f"{head}{shown}; full output: {ref} (one line: #C<start>-<end> after the ref reads chars start-end)"
+            )
         else:
             first, last = _line_of(spans, HEAD_CHARS), _line_of(spans, n - TAIL_CHARS - 1)
             where = f"line {first}" if first == last else f"lines {first}-{last}"
@@ -190,9 +193,7 @@ def compress_tool_result(
             spans = _line_spans(raw)
             head = f"{where}: {_lines(len(spans))}, {n} chars ({len(raw.encode('utf-8'))} bytes); "
             if len(spans) == 1:
-                summary = (
-                    f"{head}shown: chars 1-{SNIPPET_CHARS}; full text: {ref} (one line, so a #L slice cannot narrow it)"
-                )
+                summary = f"{head}shown: chars 1-{SNIPPET_CHARS}; full text: {ref} (one line: #C<start>-<end> after the ref reads chars start-end)"
             else:
                 summary = (
                     f"{head}shown: chars 1-{SNIPPET_CHARS} of line 1 ({len(lines[0])} chars); "

@@ -88,11 +88,27 @@ class DamagedStoreError(StoreError):
     """Data read back from a store fails a check: an event sequence with a gap, an unknown kind
     or a payload its kind does not allow, artifact bytes that do not match their content hash, a
     registry row that is not JSON, a checkpoint the event log does not give back. The message
-    says what is damaged, where, and what to do; ``problems`` lists every finding."""
+    says what is damaged, where, and what to do; ``problems`` lists every finding.
 
-    def __init__(self, message: str, problems: list[str] | None = None):
+    When the store knows them (``context.store.damaged``): ``task_id``; ``what``, the message
+    without what to do (so a caller can name the commands with its own ``--db``:
+    ``context.store.repair_hint``); ``inspectable``, whether ``taskctx inspect`` can still show
+    the task (None: not known)."""
+
+    def __init__(
+        self,
+        message: str,
+        problems: list[str] | None = None,
+        *,
+        task_id: str | None = None,
+        what: str | None = None,
+        inspectable: bool | None = None,
+    ):
         super().__init__(message)
         self.problems = list(problems or [message])
+        self.task_id = task_id
+        self.what = what if what is not None else message
+        self.inspectable = inspectable
 
 
 class ArtifactNotFoundError(StoreError):

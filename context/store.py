@@ -166,18 +166,46 @@ def event_row(task_id: str, e: Event) -> tuple[object, ...]:
     )
 
 
-#: What to do about a damaged store, the end of every ``DamagedStoreError`` message.
+#: What to do about a damaged store, the end of every ``DamagedStoreError`` message
+#: (:func:`repair_hint` adds what ``inspect`` can still do when that is known).
 REPAIR_HINT = (
     "run `taskctx doctor {task}` for every finding; restore the database from a backup, or start the "
-    "task again under a new --task-id (the damaged task can still be inspected)"
+    "task again under a new --task-id"
 )
 
 
-def damaged(task_id: str, where: str, what: str) -> DamagedStoreError:
-    """A ``DamagedStoreError``: ``task <id>: <where> is damaged: <what>; <what to do>``."""
+#: What to do about a damaged artifact (``{doctor}``: the doctor command line to name).
+ARTIFACT_HINT = "restore the database from a backup (`{doctor}` lists every damaged artifact)"
+
+
+def repair_hint(
+    task_id: str, inspectable: bool | None = None, *, doctor: str | None = None, inspect: str | None = None
+) -> str:
+    """What to do about damage to ``task_id``: :data:`REPAIR_HINT`, then, when ``inspectable``
+    is known, whether ``taskctx inspect`` still shows the task (True: it shows what can be read;
+    False: it cannot read it either). ``doctor`` / ``inspect``: the command lines to name
+    (default ``taskctx doctor <task>`` / ``taskctx inspect <task>``; the CLI passes its own, with
+    its ``--db``)."""
+    hint = REPAIR_HINT.format(task=task_id)
+    if doctor is not None:
+        hint = hint.replace(f"taskctx doctor {task_id}", doctor, 1)
+    if inspectable is True:
+        hint += f"; `{inspect or f'taskctx inspect {task_id}'}` still shows what can be read"
+    elif inspectable is False:
+        hint += "; inspect cannot show it either"
+    return hint
+
+
+def damaged(task_id: str, where: str, what: str, *, inspectable: bool | None = True) -> DamagedStoreError:
+    """A ``DamagedStoreError``: ``task <id>: <where> is damaged: <what>; <what to do>``
+    (:func:`repair_hint`; ``inspectable``: whether ``taskctx inspect`` still shows the task)."""
+    head = f"task {task_id!r}: {where} is damaged: {what}"
     return DamagedStoreError(
-        f"task {task_id!r}: {where} is damaged: {what}; {REPAIR_HINT.format(task=task_id)}",
+        f"{head}; {repair_hint(task_id, inspectable)}",
         [f"{where.removeprefix('the ')}: {what}"],
+        task_id=task_id,
+        what=head,
+        inspectable=inspectable,
     )
 
 
@@ -192,9 +220,16 @@ def row_event(task_id: str, row: Sequence[Any]) -> Event:
     try:
         payload = json.loads(row[5])
     except (TypeError, ValueError) as exc:
-        raise damaged(task_id, "the event log", f"event seq {seq} ({row[2]}) has a payload that is not JSON") from exc
+        raise damaged(
+            task_id, "the event log", f"event seq {seq} ({row[2]}) has a payload that is not JSON", inspectable=False
+        ) from exc
     if not isinstance(payload, dict):
-        raise damaged(task_id, "the event log", f"event seq {seq} ({row[2]}) has a payload that is not an object")
+        raise damaged(
+            task_id,
+            "the event log",
+            f"event seq {seq} ({row[2]}) has a payload that is not an object",
+            inspectable=False,
+        )
     return Event.model_construct(
         seq=seq,
         id=row[1],
@@ -501,11 +536,11 @@ def checked_artifact(ref: ArtifactRef, stored: Any, where: str, size: int | None
     data = stored.encode("utf-8", "surrogateescape") if isinstance(stored, str) else bytes(stored)
     data = unpacked(data, size)
     if hashlib.sha256(data).hexdigest() != ref.digest:
-        raise DamagedStoreError(
+        what = (
             f"the artifact store of {where} is damaged: the bytes stored for artifact://sha256:{ref.digest} "
-            f"({len(data)} bytes) do not match their hash; restore the database from a backup "
-            "(`taskctx doctor` lists every damaged artifact)"
+            f"({len(data)} bytes) do not match their hash"
         )
+        raise DamagedStoreError(f"{what}; {ARTIFACT_HINT.format(doctor='taskctx doctor')}", what=what)
     return data
 
 

@@ -25,6 +25,7 @@ from typing import Any
 __all__ = [
     "clean",
     "clean_tree",
+    "cut",
     "escape_controls",
     "from_bytes",
     "has_surrogates",
@@ -59,6 +60,14 @@ def from_bytes(data: bytes) -> str:
         return data.decode("utf-8", "surrogatepass")
     except UnicodeDecodeError:
         return data.decode("utf-8", "replace")
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` when it has at most ``limit`` characters; else its first ``limit`` characters
+    followed by ``… (N chars more)`` (N: the characters left out), so a cut text says it was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} chars more)"
 
 
 def clean(text: str) -> str:

@@ -167,4 +167,4 @@ def counter_name(count: TokenCounter) -> str:
     if count is estimate_tokens:
         return "estimate"
     name = getattr(count, "__name__", "") or type(count).__name__
-    return {"approx_tokens": "approx", "text_tokens": "approx"}.get(name, name)
+    return {"approx_tokens": "approx"}.get(name, name)

@@ -19,6 +19,7 @@ from typing import Any
 
 from .compression import ResultKind
 from .errors import TrajectoryError
+from .text import cut
 
 __all__ = [
     "RecordedStep",
@@ -94,7 +95,8 @@ _TRAILING_LEADIN = re.compile(r"\s*(?:The description is|Here's the issue text):
 
 
 def request_goal(request: str, limit: int = 200) -> str:
-    """The first meaningful line of a recorded request, at most ``limit`` chars: blank lines,
+    """The first meaningful line of a recorded request, at most ``limit`` chars (a longer one is
+    cut there and says so: :func:`context.text.cut`, ``… (N chars more)``): blank lines,
     lone tags and paths, bare headers and the harness boilerplate of the recorded agents
     ("I've uploaded a ... repository in the directory ...", "We're currently solving the
     following ...", "Please fix the following issue for the repository in ...") are skipped
@@ -106,8 +108,8 @@ def request_goal(request: str, limit: int = 200) -> str:
             continue
         rest = _TRAILING_LEADIN.sub("", _BOILERPLATE.sub("", ln, count=1)).strip()
         if rest and not _NO_GOAL_LINE.match(rest):
-            return rest[:limit]
-    return next((ln for ln in lines if ln), "")[:limit]
+            return cut(rest, limit)
+    return cut(next((ln for ln in lines if ln), ""), limit)
 
 
 _INVALID = re.compile(r"^\[invalid tool call")

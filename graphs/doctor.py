@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from context import DamagedStoreError, TaskContext, replay
+from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, replay
 from context.models import SCHEMA_VERSION
-from context.store import REPAIR_HINT
+from context.store import repair_hint
 from context.verify import check_artifacts, check_events
 from nodes.runtime import PARTS
 
@@ -29,6 +29,7 @@ __all__ = [
     "checkpoint_state",
     "diagnose",
     "ensure_sound",
+    "inspectable",
     "quick_diagnose",
     "quick_state",
 ]
@@ -285,7 +286,19 @@ def ensure_sound(stores: Any, checkpointer: Any, task_id: str, *, full: bool = T
         found, checked = _diagnose(stores, checkpointer, task_id, artifacts=False, loaded=loaded)
     if found:
         more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+        what = f"task {task_id!r} is damaged: {found[0]}{more}"
+        shown = inspectable(stores, task_id)
         raise DamagedStoreError(
-            f"task {task_id!r} is damaged: {found[0]}{more}; {REPAIR_HINT.format(task=task_id)}", found
+            f"{what}; {repair_hint(task_id, shown)}", found, task_id=task_id, what=what, inspectable=shown
         )
     return checked
+
+
+def inspectable(stores: Any, task_id: str) -> bool:
+    """Whether ``taskctx inspect`` can still show the damaged task ``task_id``: the events of
+    known kinds read back and fold (what it shows after its warnings)."""
+    try:
+        replay(stores.events.read(task_id, kinds=list(PAYLOAD_MODELS)))
+    except Exception:  # noqa: BLE001 - any failure there is a refusal of inspect too
+        return False
+    return True

@@ -111,6 +111,13 @@ def _source(project: Any, root: Path | None = None) -> MemorySource:
     return MemorySource(project.memory_store, root=root)
 
 
+def _list_hint(project: Any) -> str:
+    """``taskctx memory list`` with the ``--db`` of ``project`` (:func:`graphs.orchestrator.command_hint`)."""
+    from .orchestrator import command_hint
+
+    return command_hint("memory", None, project.path, None, "list")
+
+
 def _rel(path: str) -> str:
     return path[2:] if path.startswith("./") else path
 
@@ -198,7 +205,9 @@ def confirm_memory(
     if supersedes:
         old = src.get(supersedes)
         if old is None:
-            raise InvalidInputError(f"--supersedes {supersedes}: no such memory; `taskctx memory list` shows the keys")
+            raise InvalidInputError(
+                f"--supersedes {supersedes}: no such memory; `{_list_hint(project)}` shows the keys"
+            )
         subject = old.subject or old.key
         if old.namespace != namespace:
             raise InvalidInputError(
@@ -254,7 +263,7 @@ def forget_memory(project: Any, key: str, *, reason: str = "") -> MemoryRecord:
     src = _source(project)
     rec = src.get(key)
     if rec is None:
-        raise InvalidInputError(f"memory {key}: no such memory; `taskctx memory list` shows the keys")
+        raise InvalidInputError(f"memory {key}: no such memory; `{_list_hint(project)}` shows the keys")
     e = _append(
         project, "memory.forgotten", MemoryForgotten(key=key, namespace=rec.namespace, text=rec.text, reason=reason)
     )
@@ -325,7 +334,7 @@ def show_memory(project: Any, key: str, *, root: Path | None = None) -> MemoryVi
     src = _source(project, root)
     r = src.get(key)
     if r is None:
-        raise InvalidInputError(f"memory {key}: no such memory; `taskctx memory list` shows the keys")
+        raise InvalidInputError(f"memory {key}: no such memory; `{_list_hint(project)}` shows the keys")
     group = [r, *(x for x in src.group(r) if x.key != r.key)]
     newer = supersession(group).get(r.key)
     gone = newer is not None and not any(x.key == newer for x in group)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from context import Event, SqliteStores, TaskContext, TaskctxError, UnknownTaskError, apply_event
 from context.text import shown
+from nodes.tools import parameters_of
 
 from .checkpoint import PRUNE_EVERY, prune_thread
 from .doctor import REGISTERED_MARK, Checked, ensure_sound
@@ -199,13 +200,9 @@ def tool_parameters(graph: CompiledStateGraph, tool: str) -> dict[str, Any] | No
     try:
         node = graph.builder.nodes["tools"].runnable
         executor = getattr(getattr(node, "func", node), "tools", None)
-        for s in executor.schemas() if executor is not None else ():
-            fn = s.get("function", s)
-            if fn.get("name") == tool and isinstance(fn.get("parameters"), dict):
-                return fn["parameters"]
+        return parameters_of(executor.schemas(), tool) if executor is not None else None
     except Exception:  # an odd executor never stops a prompt: the edit is then checked by the policy only
         return None
-    return None
 
 
 def run_with_approvals(

@@ -49,6 +49,7 @@ from context.events import (
 )
 from context.freshness import HEAD_PATH, about
 from context.models import SCHEMA_VERSION, ToolCallRecord, arguments_dict
+from context.text import cut
 
 from .render import ExecutorRenderer, PlannerRenderer, RecoveryRenderer, Renderer, ReviewerRenderer
 from .runtime import NodeEnv, NodeRun, usage_of
@@ -626,7 +627,7 @@ def make_executor_node(
                     )
                 )
         else:
-            args = _tool_args(ai, "complete_step") or {"summary": thought.strip()[:500]}
+            args = _tool_args(ai, "complete_step") or {"summary": cut(thought.strip(), 500)}
             result, summary, findings, unresolved = _completion_args(step_id or "", args)
             events += _step_completed(run, ctx, step_id or "", result, summary, findings, unresolved)
         run.commit([*pre, built, *events])

@@ -55,7 +55,6 @@ __all__ = [
     "fingerprints",
     "prompt_text",
     "provider_caching",
-    "text_tokens",
     "usage_of",
 ]
 
@@ -73,11 +72,6 @@ PARTS = (
     "memory",
     "errors",
 )
-
-
-def text_tokens(text: str) -> int:
-    """Tokens of ``text`` by the default counter (``context.tokens``: o200k_base)."""
-    return counter_for_model(None)(text)
 
 
 def _default_counter() -> TokenCounter:

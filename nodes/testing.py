@@ -34,6 +34,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from context import Trajectory
+from context.text import cut
 
 __all__ = [
     "RECORDED_THOUGHT",
@@ -54,6 +55,8 @@ REPLAY_CHUNK = 10
 REPLAY_MAX_PLAN_STEPS = 100
 #: Heads a finding that is the recorded agent's own thought (not something the replay observed).
 RECORDED_THOUGHT = "recorded thought (replay):"
+#: Characters of a recorded thought a replayed finding quotes (longer: cut, saying so).
+THOUGHT_LIMIT = 300
 
 _ids = itertools.count(1)
 
@@ -234,7 +237,7 @@ class ReplayChatModel(_OfflineModel):
             k = int(sid[1:]) if sid[1:].isdigit() else 1
             a, b = self.chunks()[min(k, len(self.chunks())) - 1]
             last = next((s.thought for s in reversed(steps[a - 1 : min(b, pos + 1)]) if s.thought), "")
-            thought = " ".join(last.split())[:300]
+            thought = cut(" ".join(last.split()), THOUGHT_LIMIT)
             finding = f"{RECORDED_THOUGHT} {thought}" if thought else f"recorded steps {a}-{b} replayed"
             if pos < b and pos < len(steps):
                 s = steps[pos]

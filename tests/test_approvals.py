@@ -338,3 +338,36 @@ def test_check_edited_arguments() -> None:
         is None
     )
     assert check_edited_arguments("t", None, {"x": 1}) is None
+
+
+def test_an_edit_resumed_through_the_python_api_is_checked_against_the_tool_schema(tmp_path: Path) -> None:
+    """``Command(resume=...)`` from a Python (or LangGraph Server) caller goes through the same
+    schema check as the CLI's ``--edit``, in the tool node: arguments that do not fit the tool
+    are refused (``permission.denied``, a ``denied`` result naming the problem), never run."""
+    g, stores, root = _graph(
+        tmp_path,
+        {
+            "planner": [plan("Patch the config")],
+            "executor": [tool_call("write_file", CONF, id="w1"), complete("left as it is")],
+            "reviewer": [review("approve")],
+        },
+    )
+    first = run_graph(g, stores, "api", _task("api"))
+    assert first.waiting is not None and first.waiting["call_id"] == "w1"
+    # an argument write_file does not take: the permission policy lets it through, the schema does not
+    typo = {"path": "app/proxy.conf", "content": "client_max_body_size 20m;\n", "mode": "0777"}
+    done = run_graph(g, stores, "api", Command(resume={"action": "edit", "arguments": typo}))
+    assert done.waiting is None and done.state.control.status == "completed"
+    assert (root / "app" / "proxy.conf").read_text() == "client_max_body_size 1m;\n"  # not run
+    events = stores.events.read("api")
+    denied = [(e.actor, e.payload["call_id"], e.payload["reason"]) for e in events if e.kind == "permission.denied"]
+    assert denied == [
+        ("system", "w1", "edited arguments refused: write_file has no argument 'mode' (it takes: path, content)")
+    ]
+    w1 = next(c for c in replay(events).evidence.recent_tool_calls if c.id == "w1")
+    assert (w1.status, w1.result_summary) == (
+        "denied",
+        "refused by the tool node: the edited arguments do not fit the tool "
+        "(write_file has no argument 'mode' (it takes: path, content)); not run",
+    )
+    assert [e.kind for e in events].count("permission.granted") == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -269,10 +270,14 @@ def test_unknown_model_provider(tmp_path: Path) -> None:
 
 
 def test_run_without_model_points_to_replay_and_demo(tmp_path: Path) -> None:
-    r = invoke("run", "do it", "--db", str(tmp_path / "t.sqlite"))
+    db, out = tmp_path / "t.sqlite", tmp_path / "runs"
+    r = invoke("run", "do it", "--db", str(db), "--out", str(out))
     assert r.exit_code == 2
-    line = _error_line(r)
-    assert "taskctx demo" in line and "taskctx replay" in line
+    # the commands it suggests carry the --db and --out given
+    assert _error_line(r) == (
+        "error: no model given: pass --model provider:name (e.g. openai:gpt-4o); to run offline use "
+        f"`taskctx demo --db {db} --out {out}` or `taskctx replay FILE --db {db} --out {out}`"
+    )
 
 
 @pytest.mark.parametrize("kind", ["directory", "not-sqlite"])
@@ -334,10 +339,22 @@ def test_resume_of_a_task_that_never_started(trajectories_dir: Path, tmp_path: P
     assert "was registered but never started" in _error_line(r)
 
 
-def test_eval_unknown_case_is_an_error() -> None:
+def test_eval_unknown_case_is_an_error(tmp_path: Path) -> None:
+    from graphs.eval.cases import default_cases_dir
+
     r = invoke("eval", "--case", "no-such-case")
     assert r.exit_code == 2
-    assert "no case with id no-such-case" in _error_line(r)
+    assert _error_line(r) == (
+        f"error: no case with id no-such-case in {default_cases_dir()}; `taskctx eval --json` lists the case ids"
+    )
+    # the listing it suggests reads the same --cases folder
+    (tmp_path / "cases").mkdir()
+    shutil.copy(next(default_cases_dir().glob("*.json")), tmp_path / "cases")
+    r = invoke("eval", "--cases", str(tmp_path / "cases"), "--case", "x")
+    assert _error_line(r) == (
+        f"error: no case with id x in {tmp_path / 'cases'}; `taskctx eval --cases {tmp_path / 'cases'} --json` "
+        "lists the case ids"
+    )
 
 
 def test_bench_refuses_bad_input_before_running(tmp_path: Path) -> None:
@@ -399,3 +416,42 @@ def test_taskctx_approve_checks_the_workspace_before_the_approved_patch_acts(tmp
     )
     assert "permission.granted" not in kinds and "file.modified" not in kinds
     assert conf.read_text() == edited  # the person's edit stands
+
+
+def test_flags_show_no_type_in_help() -> None:
+    """A flag takes no value: ``--help`` of every command shows it without typer's ``<bool>``
+    type column (``metavar=""``); typer's own ``--help`` line is the one that keeps it."""
+    import typer
+
+    root = typer.main.get_command(app)
+
+    def commands(cmd, path):
+        yield path, cmd
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield from commands(sub, [*path, name])
+
+    flags, noisy = [], []
+    for path, cmd in commands(root, []):
+        flags += [(" ".join(path), o) for p in cmd.params if getattr(p, "is_flag", False) for o in p.opts]
+        res = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "120"})
+        assert res.exit_code == 0, res.output
+        noisy += [(" ".join(path), ln.split()[1]) for ln in res.stdout.splitlines() if "<bool>" in ln]
+    assert sorted(flags) == [
+        ("", "--version"),
+        ("bench", "--split"),
+        ("bench", "--stress"),
+        ("demo", "--approve-all"),
+        ("demo", "--deny-all"),
+        ("eval", "--json"),
+        ("inspect", "--all"),
+        ("inspect", "--json"),
+        ("list", "--json"),
+        ("memory list", "--json"),
+        ("memory show", "--json"),
+        ("report", "--full"),
+        ("resume", "--approve-all"),
+        ("resume", "--deny-all"),
+        ("run", "--approve-all"),
+        ("run", "--deny-all"),
+    ]
+    assert {opt for _, opt in noisy} == {"--help"}

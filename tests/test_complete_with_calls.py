@@ -241,3 +241,11 @@ def test_the_reviewer_reads_every_finding_from_the_log() -> None:
     assert [b["id"] for b in rev["blocks"] if b["id"].startswith("finding.")] == [
         f"finding.s{i}.f1" for i in range(1, n + 1)
     ]
+
+
+def test_an_answer_without_calls_completes_the_step_with_its_text_cut_saying_so() -> None:
+    from langchain_core.messages import AIMessage
+
+    events, _ = _run([AIMessage(content="done " * 120)])  # 600 chars, stripped: 599
+    done = [e.payload for e in events if e.kind == "step.completed"]
+    assert [d["summary"] for d in done] == ["done " * 100 + "… (99 chars more)"]

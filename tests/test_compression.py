@@ -127,7 +127,7 @@ def test_file_read_with_one_huge_line_still_shows_a_snippet():
     assert c.compressed is True
     assert c.summary == (
         f"file read app.min.js: 1 line, 9600 chars (9600 bytes); shown: chars 1-2000; "
-        f"full text: {REF} (one line, so a #L slice cannot narrow it)"
+        f"full text: {REF} (one line: #C<start>-<end> after the ref reads chars start-end)"
     )
 
 
@@ -141,7 +141,7 @@ def test_a_3_000_000_char_single_line_command_output():
     c = compress_tool_result(raw, "command", REF)
     summary = (
         "command output: 1 line, 3000000 chars (3000000 bytes); shown: chars 1-1200 and 2998801-3000000; "
-        f"2997600 chars omitted from the middle; full output: {REF} (one line, so a #L slice cannot narrow it)"
+        f"2997600 chars omitted from the middle; full output: {REF} (one line: #C<start>-<end> after the ref reads chars start-end)"
     )
     assert c == Compressed(
         text="0123456789" * 120 + "\n[... 2997600 chars omitted ...]\n" + "0123456789" * 120 + f"\n[{summary}]",
@@ -156,7 +156,7 @@ def test_a_3_000_000_char_single_line_file_read():
     c = compress_tool_result(raw, "file_read", REF)
     summary = (
         f"file read: 1 line, 3000000 chars (3000000 bytes); shown: chars 1-2000; "
-        f"full text: {REF} (one line, so a #L slice cannot narrow it)"
+        f"full text: {REF} (one line: #C<start>-<end> after the ref reads chars start-end)"
     )
     assert c == Compressed(text="x=1;" * 500 + f"\n[{summary}]", compressed=True, summary=summary, raw_chars=3_000_000)
 
@@ -166,15 +166,15 @@ def test_two_very_long_lines():
     c = compress_tool_result(raw, "command", REF)
     summary = (
         "command output: 2 lines, 3000002 chars (3000002 bytes); shown: chars 1-1200 and 2998803-3000002; "
-        "2997602 chars omitted from the middle, in lines 1-2; lines over 4000 chars (cut to their ends even "
-        f"when read alone): 1 (1500000 chars), 2 (1500000 chars); full output: {REF}"
+        "2997602 chars omitted from the middle, in lines 1-2; lines over 4000 chars (read a part with "
+        f"#C<start>-<end> after the ref): 1 (1500000 chars), 2 (1500000 chars); full output: {REF}"
     )
     assert c.summary == summary
     assert c.text == "a" * 1200 + "\n[... 2997602 chars omitted ...]\n" + "b" * 1199 + f"\n\n[{summary}]"
     f = compress_tool_result(raw, "file_read", REF, path="dump.json")
     assert f.summary == (
         "file read dump.json: 2 lines, 3000002 chars (3000002 bytes); shown: chars 1-2000 of line 1 "
-        "(1500000 chars); lines over 4000 chars (cut to their ends even when read alone): 1 (1500000 chars), "
+        "(1500000 chars); lines over 4000 chars (read a part with #C<start>-<end> after the ref): 1 (1500000 chars), "
         f"2 (1500000 chars); full text: {REF}; a slice: {REF}#L<start>-<end>"
     )
     assert f.text == "a" * 2000 + f"\n[{f.summary}]"
@@ -185,13 +185,13 @@ def test_a_cjk_single_line_counts_chars_and_utf8_bytes():
     c = compress_tool_result(raw, "file_read", REF, path="data/zh.txt")
     summary = (
         f"file read data/zh.txt: 1 line, 1000000 chars (3000000 bytes); shown: chars 1-2000; "
-        f"full text: {REF} (one line, so a #L slice cannot narrow it)"
+        f"full text: {REF} (one line: #C<start>-<end> after the ref reads chars start-end)"
     )
     assert c == Compressed(text="漢字" * 1000 + f"\n[{summary}]", compressed=True, summary=summary, raw_chars=1_000_000)
     o = compress_tool_result(raw, "command", REF)
     assert o.summary == (
         "command output: 1 line, 1000000 chars (3000000 bytes); shown: chars 1-1200 and 998801-1000000; "
-        f"997600 chars omitted from the middle; full output: {REF} (one line, so a #L slice cannot narrow it)"
+        f"997600 chars omitted from the middle; full output: {REF} (one line: #C<start>-<end> after the ref reads chars start-end)"
     )
 
 
@@ -203,8 +203,8 @@ def test_a_long_line_among_short_ones_names_the_omitted_lines_and_the_slice_fetc
     c = compress_tool_result(raw, "command", ref)
     assert c.summary == (
         "command output: 601 lines, 11401 chars (11401 bytes); shown: chars 1-1200 and 10202-11401; "
-        "9001 chars omitted from the middle, in lines 134-468; lines over 4000 chars (cut to their ends even "
-        f"when read alone): 301 (6000 chars); full output: {ref}; the omitted lines 134-468: {ref}#L134-468"
+        "9001 chars omitted from the middle, in lines 134-468; lines over 4000 chars (read a part with "
+        f"#C<start>-<end> after the ref): 301 (6000 chars); full output: {ref}; the omitted lines 134-468: {ref}#L134-468"
     )
     got = stores.artifacts.get(f"{ref}#L134-468").decode("utf-8")
     assert raw[1200:-1200] in got

@@ -309,6 +309,13 @@ def _invoke(args: list[str]) -> Any:
     return CliRunner().invoke(app, args)
 
 
+def _db_opt(db: str) -> str:
+    """`` --db DB`` as a hint names it (:func:`graphs.orchestrator.command_hint`: quoted, no password)."""
+    from graphs.orchestrator import command_hint
+
+    return command_hint("x", None, db).removeprefix("taskctx x")
+
+
 def _one_line_error(res: Any) -> str:
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
     assert "Traceback" not in res.output
@@ -402,9 +409,44 @@ def test_the_missing_middle_row_of_the_issue_is_refused_with_one_line(copy_of: s
     assert res.exit_code == 2
     assert _one_line_error(res) == (
         "error: task 'cor-1' is damaged: event log: event seq 7 is missing (seq 6 is followed by 8); run "
-        "`taskctx doctor cor-1` for every finding; restore the database from a backup, or start the task again "
-        "under a new --task-id (the damaged task can still be inspected)"
+        f"`taskctx doctor cor-1{_db_opt(db)}` for every finding; restore the database from a backup, or start the "
+        f"task again under a new --task-id; `taskctx inspect cor-1{_db_opt(db)}` still shows what can be read"
     )
+    # and it does: the rest, after a warning naming the gap
+    shown = _invoke(["inspect", "cor-1", "--db", db])
+    assert shown.exit_code == 0 and shown.stderr.startswith(
+        "warning: task cor-1 is damaged: event log: event seq 7 is missing (seq 6 is followed by 8)\n"
+    )
+
+
+@pytest.mark.parametrize("damage", ["unreadable payload", "unknown kind"])
+def test_report_and_inspect_agree_on_what_a_damaged_task_still_shows(copy_of: str, tmp_path: Path, damage: str) -> None:
+    """Both say whether ``inspect`` still shows the task, and it is the truth: a row whose payload
+    cannot be read stops every reader; a row of an unknown kind is skipped after a warning.
+    Every command they name carries the ``--db`` given."""
+    db = copy_of
+    if damage == "unreadable payload":
+        if "://" in db:
+            pytest.skip("a payload that is not JSON: the SQLite text column only")
+        _sql("UPDATE taskctx_events SET payload = '{not json' WHERE seq = 7")(db)
+        what = "event seq 7 (tool.result.received) has a payload that is not JSON"
+        tail = "; inspect cannot show it either"
+    else:
+        _sql("UPDATE taskctx_events SET kind = 'bogus.kind' WHERE seq = 7")(db)
+        what = "event seq 7 has an unknown kind 'bogus.kind'"
+        tail = f"; `taskctx inspect cor-1{_db_opt(db)}` still shows what can be read"
+    line = (
+        f"error: task 'cor-1': the event log is damaged: {what}; run `taskctx doctor cor-1{_db_opt(db)}` for every "
+        f"finding; restore the database from a backup, or start the task again under a new --task-id{tail}"
+    )
+    report = _invoke(["report", "cor-1", "--db", db, "--html", str(tmp_path / "r.html")])
+    assert report.exit_code == 2 and _one_line_error(report) == line
+    shown = _invoke(["inspect", "cor-1", "--db", db])
+    if damage == "unreadable payload":
+        assert shown.exit_code == 2 and _one_line_error(shown) == line
+    else:
+        assert shown.exit_code == 0 and shown.stderr == f"warning: task cor-1 is damaged: event log: {what}\n"
+        assert shown.stdout.startswith("task cor-1  status: ")
 
 
 @pytest.mark.parametrize("fraction", [0.5, 0.02])

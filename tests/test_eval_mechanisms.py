@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from graphs.eval import CaseError
+from graphs.eval.cases import default_cases_dir, load_cases
 from graphs.eval.command import run_eval
+from graphs.eval.harness import run_case
 
 
 def _by_status(rep) -> dict[str, list[str]]:
@@ -32,6 +34,24 @@ def test_policy_cases_pass_and_every_firing_case_fails_without_policies():
     assert len(off["failed"]) == 6
 
 
+OFF_MEMO = "--off memo: no such mechanism; use one of freshness, policy, memory"
+
+
 def test_an_unknown_mechanism_is_named():
-    with pytest.raises(CaseError, match="--off memo: no such mechanism; use one of freshness, policy"):
+    with pytest.raises(CaseError) as got:
         run_eval(categories=["policy"], off=["memo"])
+    assert str(got.value) == OFF_MEMO
+    with pytest.raises(CaseError) as got:  # the harness alone says the same
+        run_case(load_cases(default_cases_dir())[0][1], off=["memo", "policy"])
+    assert str(got.value) == OFF_MEMO
+
+
+def test_an_unknown_mechanism_is_one_line_from_the_command():
+    from typer.testing import CliRunner
+
+    from graphs.cli import app
+
+    res = CliRunner().invoke(app, ["eval", "--off", "memo"])
+    assert res.exit_code == 2
+    assert res.stderr == f"error: {OFF_MEMO}\n"
+    assert res.stdout == ""

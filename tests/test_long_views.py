@@ -4,6 +4,7 @@ from the log (context.all_plan_steps, context.all_errors)."""
 
 from __future__ import annotations
 
+import html as _html
 import json
 import re
 
@@ -53,6 +54,13 @@ def test_a_long_report_pages_its_sections_and_full_shows_every_row() -> None:
     assert table.count('<tr class="resolved">') == 150
     full = build_report(ev, full=True)
     assert len(re.findall(r'<tr data-kind="', full)) == 602 and "not shown here" not in full
+    # the commands the page names carry the database it was written from
+    other = build_report(ev, db="runs/other db.sqlite")
+    assert (
+        f"... {left:,} events not shown here; every one is in the event log: "
+        "`taskctx report lv --full --db 'runs/other db.sqlite'` shows them all; "
+        "`taskctx inspect lv --all --db 'runs/other db.sqlite'` lists plan and errors"
+    ) in _html.unescape(other)
 
 
 def test_inspect_shows_the_windows_and_all_lists_every_step_and_error(tmp_path) -> None:
@@ -79,3 +87,59 @@ def test_inspect_shows_the_windows_and_all_lists_every_step_and_error(tmp_path) 
     assert full.exit_code == 0, full.output
     assert "- err-1 [resolved: fixed in s1] step in s1: " in full.output
     assert "   s1 [done] Step 1" in full.output and "s1-s130 [done]" not in full.output
+
+
+def test_inspect_shows_the_numbers_of_the_transcript_restarts(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from context.store import SqliteStores
+    from graphs.cli import app
+
+    def built(call: int, reset: object) -> object:
+        p = {"call": call, "role": "executor", "budget": 8000, "prompt_tokens": 1000 + call, "transcript_reset": reset}
+        return new_event("context.built", p | {"keep_last": 3 if reset else 0}, actor="system")
+
+    def numbers(removed: int, **kw: object) -> dict:
+        return {"reason": "cost", "removed": removed, "resent": 456, "expected_saving": 78.94, "horizon": 12} | kw
+
+    ev = [
+        new_event("task.created", {"task_id": "tr", "original_request": "Restart."}, actor="user"),
+        built(1, False),
+        built(2, True),  # a log written before the numbers were recorded
+        built(3, numbers(1234, rule="flat")),
+        built(4, False),
+        built(5, numbers(2345, reason="budget", expected_saving=-12.5, horizon=4, digests=2)),
+        built(6, numbers(3456, rule="openai-auto")),
+    ]
+    db = tmp_path / "tr.sqlite"
+    stores = SqliteStores(db)
+    stores.events.append("tr", [e.model_copy(update={"seq": s}) for s, e in enumerate(ev, start=1)])
+    stores.close()
+    lines = {
+        3: "- call 3: transcript restarted (cost): removed 1,234 tokens, resent 456; expected saving 78.9 per call "
+        "over 12 calls, flat pricing",
+        5: "- call 5: transcript restarted (budget): removed 2,345 tokens, resent 456; expected saving -12.5 per call "
+        "over 4 calls; 2 of the kept calls as digests",
+        6: "- call 6: transcript restarted (cost): removed 3,456 tokens, resent 456; expected saving 78.9 per call "
+        "over 12 calls, openai-auto pricing",
+    }
+    runner = CliRunner()
+    short = runner.invoke(app, ["inspect", "tr", "--db", str(db)], env={"COLUMNS": "200"})
+    assert short.exit_code == 0, short.output
+    view = short.stdout.split("Model calls by role\n")[1].split("\n\n")[0].splitlines()
+    assert view == [
+        "- executor: 6 calls (1, 2, 3, 4, 5, 6); 6,021 prompt tokens; manifests: 0 blocks in, 0 out",
+        f"executor transcript restarts: 4, the last 3 (`taskctx inspect tr --all --db {db}` lists every one):",
+        lines[3],
+        lines[5],
+        lines[6],
+    ]
+    full = runner.invoke(app, ["inspect", "tr", "--db", str(db), "--all"], env={"COLUMNS": "200"})
+    view = full.stdout.split("Model calls by role\n")[1].split("\n\n")[0].splitlines()
+    assert view[1:] == [
+        "executor transcript restarts: 4",
+        "- call 2: transcript restarted (no numbers in this log)",
+        lines[3],
+        lines[5],
+        lines[6],
+    ]

@@ -453,7 +453,7 @@ def test_memory_commands_and_inspect(tmp_path: Path) -> None:
     assert res.output == "rebuilt the memory store from the event log: 1 memories\n"
     res = runner.invoke(app, ["memory", "forget", "m_0", "--db", db])
     assert res.exit_code == 2
-    assert res.output == "error: memory m_0: no such memory; `taskctx memory list` shows the keys\n"
+    assert res.output == f"error: memory m_0: no such memory; `taskctx memory list --db {db}` shows the keys\n"
     # the memory stream is no task
     assert "~memory" not in runner.invoke(app, ["list", "--db", db]).output
 

@@ -194,3 +194,45 @@ def test_without_the_policy_the_renderer_shows_its_own_checkpoint_block():
         True,
         "fits (high, trusted_app)",
     )
+
+
+def test_one_executor_render_reads_the_task_calls_once(tmp_path, monkeypatch):
+    """The executor renders a prompt up to ``keep_last`` + 1 times (digests, restarts): the
+    policy blocks read the task's calls from the log once per render, not twice per pass."""
+    from context.store import EventLog
+    from nodes.render.executor import ExecutorRenderer
+
+    reads: list[tuple[str, ...]] = []
+    per_render: list[tuple[int, int]] = []  # (passes, reads of the calls) per executor render
+    read, render, one_pass = EventLog.read, ExecutorRenderer.render, ExecutorRenderer._render
+
+    def counting_read(self, task_id, after=0, **kw):
+        reads.append(tuple(kw.get("kinds") or ()))
+        return read(self, task_id, after=after, **kw)
+
+    passes = [0]
+
+    def counting_pass(self, *a, **kw):
+        passes[0] += 1
+        return one_pass(self, *a, **kw)
+
+    def counting_render(self, ctx, env, tools):
+        passes[0], start = 0, len(reads)
+        r = render(self, ctx, env, tools)
+        per_render.append((passes[0], reads[start:].count(("tool.called", "tool.result.received"))))
+        return r
+
+    monkeypatch.setattr(EventLog, "read", counting_read)
+    monkeypatch.setattr(ExecutorRenderer, "render", counting_render)
+    monkeypatch.setattr(ExecutorRenderer, "_render", counting_pass)
+    # 2,600 tokens: the fix step's prompt (the test output, the diff and the latest test run)
+    # does not fit whole, so the last render takes several passes
+    built, _ = _run(tmp_path, FIX, budget=2600)
+    fired_at = [
+        k
+        for k, b in enumerate(b for b in built if b["role"] == "executor")
+        if any(x["id"] == "policy.diff" for x in b["blocks"])
+    ]
+    assert fired_at == [len(per_render) - 1]
+    assert per_render[-1][0] > 1 and per_render[-1][1] == 1
+    assert [n for _, n in per_render[:-1]] == [0] * (len(per_render) - 1)

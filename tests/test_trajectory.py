@@ -279,5 +279,25 @@ def test_request_goal_skips_boilerplate_lines_and_prefixes() -> None:
         == "Add a --json flag"
     )
     assert request_goal("Count the words.\nThen stop.") == "Count the words."
-    assert request_goal("x" * 300) == "x" * 200
+    # a cut goal says so: the first 200 chars, an ellipsis and how many chars were left out
+    assert request_goal("x" * 300) == "x" * 200 + "… (100 chars more)"
+    assert request_goal("y" * 200) == "y" * 200  # exactly the limit: whole
+    assert request_goal("Fix it\n" + "z" * 205, limit=201) == "Fix it"
     assert request_goal("") == "" and request_goal("\n<task>\n</task>\n") == "<task>"  # nothing better
+
+
+def test_a_replayed_thought_that_is_cut_says_so() -> None:
+    from context.text import cut
+    from context.trajectory import RecordedStep, Trajectory
+    from nodes import RECORDED_THOUGHT, ReplayChatModel
+
+    assert cut("abc", 3) == "abc" and cut("abcd", 3) == "abc… (1 chars more)"
+    long = "word " * 100  # 500 chars; whitespace runs fold to one space: 499
+    traj = Trajectory(
+        "t", "do it", {}, [RecordedStep(1, long, "ls -la", "a b", "run_command", {"argv": ["ls", "-la"]})]
+    )
+    ai = ReplayChatModel(trajectory=traj)._answer([], {"role": "executor", "executor_steps": 0, "step_id": "s1"})
+    done = next(c for c in ai.tool_calls if c["name"] == "complete_step")
+    assert done["args"]["findings"] == [
+        {"statement": f"{RECORDED_THOUGHT} " + ("word " * 60)[:300] + "… (199 chars more)"}
+    ]

@@ -217,3 +217,72 @@ def test_read_artifact_masks_every_slice_and_search_history(tmp_path: Path) -> N
     assert calls["ra"].result_summary == "[REDACTED:private_key]\n[REDACTED:private_key]\n"
     assert calls["sh"].result_summary.startswith('#6 tool.called [agent] read_file {"path": "key.pem"}')
     assert os.path.exists(root / "key.pem")
+
+
+#: 1 MB on one line: 131,072 numbered cells of 8 chars ("0000000,0000001,...").
+ONE_LINE = "".join(f"{i:07d}," for i in range(131_072))
+
+
+def test_read_artifact_reaches_the_middle_of_a_1mb_single_line() -> None:
+    from nodes import NodeEnv
+    from nodes.tools import read_artifact
+
+    env = NodeEnv.sqlite()
+    ref = env.artifacts.put(ONE_LINE)
+    assert len(ONE_LINE) == 1_048_576
+
+    def read(r: str) -> tuple[str, str]:
+        out = read_artifact(env, {"ref": r})
+        return out.status, out.output
+
+    # chars 524289-524312 (1-based, inclusive: the compression notes' "chars 1-1200" count)
+    assert read(f"{ref}#C524289-524312") == ("ok", "[chars 524289-524312 of 1048576]\n0065536,0065537,0065538,")
+    assert read(f"{ref}#C1048561-2000000") == ("ok", "[chars 1048561-1048576 of 1048576]\n0131070,0131071,")
+    # after a #L slice (here the one line), and without a window: the text whole, as before
+    assert read(f"{ref}#L1-1#C1-8") == ("ok", "[chars 1-8 of 1048576]\n0000000,")
+    assert read(ref) == ("ok", ONE_LINE)
+    assert [read(f"{ref}#C0-8"), read(f"{ref}#C9-8"), read(f"{ref}#C2000000-2000001")] == [
+        ("error", "bad char range #C0-8: need 1 <= start <= end"),
+        ("error", "bad char range #C9-8: need 1 <= start <= end"),
+        ("error", "char range #C2000000-2000001 starts past the end (1048576 chars); start at 1048576 or less"),
+    ]
+
+
+def test_the_executor_reads_the_middle_of_a_long_line_through_the_tool_node() -> None:
+    from nodes import ToolOutcome
+    from nodes.tools import function_schema
+
+    class Dump:
+        def schemas(self):
+            return [function_schema("dump", "Print a long line.")]
+
+        def has_side_effects(self, tool):
+            return False
+
+        def execute(self, call_id, tool, arguments):
+            return ToolOutcome("ok", ONE_LINE)
+
+    stores = SqliteStores(":memory:")
+
+    def read_middle(messages, meta):
+        ref = next(e for e in stores.events.read("mid") if e.kind == "tool.result.received").payload["raw_ref"]
+        return tool_call("read_artifact", {"ref": f"{ref}#C524289-524304"}, id="rm")
+
+    model = ScriptedChatModel(
+        script={
+            "planner": [plan("Dump")],
+            "executor": [tool_call("dump", {}, id="d1"), read_middle, complete("read")],
+            "reviewer": [review("approve")],
+        }
+    )
+    g = build_orchestrator(model, tools=Dump(), checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores)
+    run_graph(g, stores, "mid", new_task("Dump and read the middle.", "mid"))
+    got = [e.payload for e in stores.events.read("mid") if e.kind == "tool.result.received"]
+    assert got[0]["compressed"] and "0065536," not in got[0]["result_summary"]  # the middle is cut away
+    # its note names the window that reads it (the tool's schema names only #L: every prompt carries it)
+    assert "(one line: #C<start>-<end> after the ref reads chars start-end)" in got[0]["result_summary"]
+    assert (got[1]["call_id"], got[1]["compressed"], got[1]["result_summary"]) == (
+        "rm",
+        False,
+        "[chars 524289-524304 of 1048576]\n0065536,0065537,",
+    )

@@ -59,10 +59,14 @@ def bench(
         ),
     ] = ",".join(str(n) for n in DEFAULT_SCALE),
     split: Annotated[
-        bool, typer.Option("--split", help="Also print the two-fold split: each half of the runs as unseen data.")
+        bool,
+        typer.Option(
+            "--split", metavar="", help="Also print the two-fold split: each half of the runs as unseen data."
+        ),
     ] = False,
     stress: Annotated[
-        bool, typer.Option("--stress", help="Also run and print the synthetic stress set (about a minute more).")
+        bool,
+        typer.Option("--stress", metavar="", help="Also run and print the synthetic stress set (about a minute more)."),
     ] = False,
 ) -> None:
     """Replay every trajectory in DIR through five context strategies and write the results; then

@@ -51,7 +51,11 @@ def _root(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", is_eager=True, callback=listing.version_callback, help="Print taskctx's version and exit."
+            "--version",
+            metavar="",
+            is_eager=True,
+            callback=listing.version_callback,
+            help="Print taskctx's version and exit.",
         ),
     ] = False,
 ) -> None:

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from context import InvalidInputError, TaskctxError
+from nodes.tools import check_arguments
 
 from ..orchestrator import DEFAULT_DB, command_hint
 from ..report.approval import approval_renderable, inspect_hint
@@ -28,60 +29,16 @@ from .common import (
 
 __all__ = ["approve", "check_edited_arguments"]
 
+#: Why edited arguments do not fit a tool's schema (:func:`nodes.tools.check_arguments`; the tool
+#: node checks an edit the same way, whoever answers): the CLI asks before anything is recorded.
+check_edited_arguments = check_arguments
+
 
 def _show_request(req: dict[str, Any], db: str = DEFAULT_DB) -> None:
     """Print the approval request ``req`` in full (:func:`graphs.report.approval_renderable`:
     a write as the file, a patch as a diff, a command as its argv, cut only when very long); the
     note of a cut view names ``--db DB`` when ``db`` is not the default."""
     console.print(approval_renderable(req, full_hint=inspect_hint(str(req.get("task_id") or "TASK_ID"), db)))
-
-
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-    "null": (type(None),),
-}
-
-
-def _type_ok(value: Any, types: Any) -> bool:
-    names = [types] if isinstance(types, str) else list(types) if isinstance(types, list) else []
-    known = [n for n in names if n in _JSON_TYPES]
-    if not known:
-        return True  # no type given (or one this check does not know): anything goes
-    for n in known:
-        if isinstance(value, bool) and n in ("integer", "number"):
-            continue
-        if isinstance(value, _JSON_TYPES[n]):
-            return True
-    return False
-
-
-def check_edited_arguments(tool: str, parameters: dict[str, Any] | None, arguments: dict[str, Any]) -> str | None:
-    """Why ``arguments`` do not fit ``tool``'s JSON-schema ``parameters`` (one line naming the
-    argument and what the tool takes), or None when they fit (or there is no schema). Checks the
-    required keys, the property names (unless ``additionalProperties`` is true) and, where a
-    property gives one, its JSON type; nested schemas are not checked."""
-    if not parameters:
-        return None
-    props: dict[str, Any] = parameters.get("properties") or {}
-    takes = ", ".join(props) or "no arguments"
-    missing = [k for k in parameters.get("required") or () if k not in arguments]
-    if missing:
-        return f"{tool} needs {', '.join(map(repr, missing))} (it takes: {takes})"
-    if parameters.get("additionalProperties") is not True:
-        unknown = [k for k in arguments if k not in props]
-        if unknown:
-            return f"{tool} has no argument {', '.join(map(repr, unknown))} (it takes: {takes})"
-    for k, v in arguments.items():
-        t = (props.get(k) or {}).get("type") if isinstance(props.get(k), dict) else None
-        if t is not None and not _type_ok(v, t):
-            want = t if isinstance(t, str) else " or ".join(map(str, t))
-            return f"{tool} argument {k!r} must be of type {want}, not {type(v).__name__}"
-    return None
 
 
 def _edit_prompt(req: dict[str, Any]) -> str:
@@ -125,7 +82,7 @@ def _interactive_answer(req: dict[str, Any]) -> dict[str, Any] | None:
             if not isinstance(val, dict):
                 console.print("  not a JSON object; try again", markup=False)
                 continue
-            problem = check_edited_arguments(str(req.get("tool")), req.get("parameters"), val)
+            problem = check_arguments(str(req.get("tool")), req.get("parameters"), val)
             if problem is None:
                 return {"action": "edit", "arguments": val}
             console.print(f"  {problem}; try again", markup=False)
@@ -198,7 +155,7 @@ def approve(
                 f"(see `{command_hint('inspect', task_id, db)}`)"
             )
         if answer["action"] == "edit":
-            problem = check_edited_arguments(
+            problem = check_arguments(
                 str(req.get("tool")), tool_parameters(g, str(req.get("tool"))), answer["arguments"]
             )
             if problem is not None:

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from context import (
     BudgetError,
+    DamagedStoreError,
     Event,
     InvalidInputError,
     ModelCallError,
@@ -29,7 +30,7 @@ from context.pg_store import is_postgres_url
 from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
 from ..orchestrator import DEFAULT_OUT as DEFAULT_OUT  # (the commands' --out default, re-exported)
-from ..orchestrator import Project, build_orchestrator, command_hint, db_exists, open_project
+from ..orchestrator import Project, build_orchestrator, command_hint, damage_line, db_exists, open_project
 from ..runner import RunResult, export_run
 
 __all__ = ["app", "main"]
@@ -89,6 +90,8 @@ def _describe(exc: BaseException, db: str, task_id: str | None = None, out: Path
         )
     if isinstance(exc, BudgetError) and task_id:
         return f"{exc}: `{command_hint('resume', task_id, db, out, '--budget', 'N')}` continues with a larger one"
+    if isinstance(exc, DamagedStoreError):
+        return damage_line(exc, db)
     if isinstance(exc, TaskctxError):
         return str(exc)
     if isinstance(exc, sqlite3.Error):
@@ -225,7 +228,7 @@ def _graph_for(project: Project, task_id: str, *, spec: dict[str, Any] | None = 
         if not spec.get("workspace"):
             raise InvalidInputError(
                 f"demo task {task_id!r} was recorded by an older taskctx without a workspace; "
-                "start a new one with `taskctx demo`"
+                f"start a new one with `{command_hint('demo', None, project.path)}`"
             )
         g = build_orchestrator(
             demo_model(),
@@ -366,8 +369,10 @@ BudgetOpt = Annotated[
 ]
 
 
-ApproveAllOpt = Annotated[bool, typer.Option("--approve-all", help="Approve every approval request (scripts).")]
-DenyAllOpt = Annotated[bool, typer.Option("--deny-all", help="Reject every approval request (scripts).")]
+ApproveAllOpt = Annotated[
+    bool, typer.Option("--approve-all", metavar="", help="Approve every approval request (scripts).")
+]
+DenyAllOpt = Annotated[bool, typer.Option("--deny-all", metavar="", help="Reject every approval request (scripts).")]
 
 
 def _state_dir(db: str) -> Path:

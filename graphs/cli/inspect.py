@@ -23,11 +23,13 @@ __all__ = ["inspect"]
 def inspect(
     task_id: Annotated[str, typer.Argument(help="The task to show.")],
     db: DbOpt = DEFAULT_DB,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the TaskContext as JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print the TaskContext as JSON.")] = False,
     show_all: Annotated[
         bool,
         typer.Option(
-            "--all", help="List every plan step and every error, from the event log (not only the state's window)."
+            "--all",
+            metavar="",
+            help="List every plan step and every error, from the event log (not only the state's window).",
         ),
     ] = False,
 ) -> None:
@@ -88,7 +90,7 @@ def inspect(
             if not events:
                 raise DamagedStoreError(
                     f"task {task_id!r} is damaged ({found[0] if found else 'no event can be read'}) and cannot be "
-                    f"shown; run `taskctx doctor {task_id}` for every finding"
+                    f"shown; run `{command_hint('doctor', task_id, db)}` for every finding"
                 )
             for f in found:
                 err.print(f"warning: task {task_id} is damaged: {f}", markup=False)
@@ -99,7 +101,7 @@ def inspect(
             except Exception as exc:  # a payload its kind does not allow: nothing trustworthy to show
                 raise DamagedStoreError(
                     f"task {task_id!r} is damaged ({found[0] if found else type(exc).__name__}) and cannot be shown; "
-                    f"run `taskctx doctor {task_id}` for every finding"
+                    f"run `{command_hint('doctor', task_id, db)}` for every finding"
                 ) from exc
             if as_json:
                 sys.stdout.write(ctx.model_dump_json(indent=2) + "\n")

@@ -35,6 +35,7 @@ def list_command(
         bool,
         typer.Option(
             "--json",
+            metavar="",
             help="Print a JSON list of {task_id, status, executor_steps, last_activity, events, registered}"
             " (and stopped: the reason, for a task a run command stopped; damaged: the findings, for a damaged"
             " task).",

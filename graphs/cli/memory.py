@@ -33,7 +33,7 @@ WorkspaceOpt = Annotated[
     Path | None,
     typer.Option("--workspace", help="Folder the memories' files are checked against (stale when they changed)."),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Print JSON.")]
 
 
 @contextmanager

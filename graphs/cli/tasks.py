@@ -130,9 +130,11 @@ def resume(
         float | None, typer.Option("--timeout", min=1, help="New per-request model timeout in seconds (run tasks).")
     ] = None,
     approve_all: Annotated[
-        bool, typer.Option("--approve-all", help="Approve every approval request (scripts).")
+        bool, typer.Option("--approve-all", metavar="", help="Approve every approval request (scripts).")
     ] = False,
-    deny_all: Annotated[bool, typer.Option("--deny-all", help="Reject every approval request (scripts).")] = False,
+    deny_all: Annotated[
+        bool, typer.Option("--deny-all", metavar="", help="Reject every approval request (scripts).")
+    ] = False,
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
@@ -170,7 +172,7 @@ def resume(
             raise DamagedStoreError(
                 f"task {task_id!r} has {project.stores.events.last_seq(task_id)} events in {db} but no checkpoint "
                 f"(the checkpoint tables were emptied or restored from an older backup), so it cannot be resumed; "
-                f"`taskctx inspect {task_id}` still works; restore the database from a backup, or start the task "
+                f"`{command_hint('inspect', task_id, db)}` still works; restore the database from a backup, or start the task "
                 "again under a new --task-id"
             )
         if not snap.values:
@@ -261,7 +263,7 @@ def run(
     if not model:
         _fail(
             "no model given: pass --model provider:name (e.g. openai:gpt-4o); to run offline use "
-            "`taskctx demo` or `taskctx replay FILE`"
+            f"`{command_hint('demo', None, db, out)}` or `{command_hint('replay', 'FILE', db, out)}`"
         )
     tid = task_id  # (named in a budget error's hint)
     project: Project | None = None

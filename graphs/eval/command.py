@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # (the harness loads the graph runtime: imported when a case 
     from .harness import CaseResult
     from .printing import EvalReport
 
+from .mechanisms import MECHANISMS
+
 __all__ = ["eval_command", "run_eval"]
 
 
@@ -32,24 +34,25 @@ def run_eval(
     case ids (``CaseError`` names any that does not exist); ``off`` switches mechanisms off
     (names of :data:`~graphs.eval.harness.MECHANISMS`: their category's cases then fail;
     ``CaseError`` for an unknown one)."""
+    from ..orchestrator import DEFAULT_DB, command_hint
     from .cases import CaseError, default_cases_dir, load_cases
-    from .harness import MECHANISMS, run_case
+    from .harness import check_off, run_case
     from .printing import EvalReport
 
-    bad = sorted(set(off) - set(MECHANISMS))
-    if bad:
-        raise CaseError(f"--off {bad[0]}: no such mechanism; use one of {', '.join(MECHANISMS)}")
+    off = check_off(off)
     d = Path(folder) if folder is not None else default_cases_dir()
     cases = load_cases(d)
     ids, cats = set(only or ()), set(categories or ())
     unknown = sorted(ids - {c.id for _, c in cases})
     if unknown:
-        raise CaseError(f"no case with id {', '.join(unknown)} in {d}; `taskctx eval --json` lists the case ids")
+        cases_opt = ("--cases", str(d)) if folder is not None else ()
+        listing = command_hint("eval", None, DEFAULT_DB, None, *cases_opt, "--json")
+        raise CaseError(f"no case with id {', '.join(unknown)} in {d}; `{listing}` lists the case ids")
     results = []
     for p, c in cases:
         if (ids and c.id not in ids) or (cats and c.category not in cats):
             continue
-        r = run_case(c, p, budget=budget, off=frozenset(off))
+        r = run_case(c, p, budget=budget, off=off)
         results.append(r)
         if on_result:
             on_result(r)
@@ -60,7 +63,7 @@ def eval_command(
     cases: Annotated[
         Path | None, typer.Option("--cases", help="Folder of case files (*.json); default tests/eval_cases.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print the report as JSON.")] = False,
     case_id: Annotated[list[str] | None, typer.Option("--case", help="Run only this case id (repeatable).")] = None,
     category: Annotated[
         list[str] | None, typer.Option("--category", help="Run only the cases of this category (repeatable).")
@@ -68,7 +71,8 @@ def eval_command(
     off: Annotated[
         list[str] | None,
         typer.Option(
-            "--off", help="Switch a mechanism off (freshness, policy, memory) to see its category fail. Repeatable."
+            "--off",
+            help=f"Switch a mechanism off ({', '.join(MECHANISMS)}) to see its category fail. Repeatable.",
         ),
     ] = None,
 ) -> None:

@@ -23,6 +23,7 @@ from ..orchestrator import Project, build_orchestrator, new_task, open_project
 from ..runner import run_graph, thread_config
 from .cases import Case, CaseError, Crash, Inject, load_case
 from .checks import run_check
+from .mechanisms import MECHANISMS
 from .scripted import CaseModel, CaseTools, SimulatedKill, WorkspaceCaseTools, _compile, _Plan
 
 __all__ = ["FEATURES", "MECHANISMS", "STAT_KEYS", "CaseResult", "probe", "run_case"]
@@ -76,12 +77,14 @@ class _Run:
 
 _PROBES: dict[str, bool] = {}
 
-#: Mechanisms ``taskctx eval --off`` can switch off, to show their category fails without them.
-MECHANISMS = {
-    "freshness": "no fact.stale: facts are never marked stale (context.freshness)",
-    "policy": "no context policies: the builder adds nothing the model did not ask for (context.policy)",
-    "memory": "durable memory: no memory is loaded from the long-term store (graphs.memory)",
-}
+
+def check_off(off: Iterable[str]) -> frozenset[str]:
+    """``off`` as a set of :data:`MECHANISMS` names; ``CaseError`` naming the first unknown one
+    and the names there are."""
+    bad = sorted(set(off) - set(MECHANISMS))
+    if bad:
+        raise CaseError(f"--off {bad[0]}: no such mechanism; use one of {', '.join(MECHANISMS)}")
+    return frozenset(off)
 
 
 def _new_project(path: str) -> Project:
@@ -470,15 +473,13 @@ def run_case(
     """Run one case and its checks (``budget`` overrides the case's). ``off``: mechanisms
     switched off (:data:`MECHANISMS`), to show which cases fail without them; ``CaseError``
     for an unknown one."""
-    bad = sorted(set(off) - set(MECHANISMS))
-    if bad:
-        raise CaseError(f"--off {bad[0]}: no such mechanism; use one of {', '.join(MECHANISMS)}")
+    off = check_off(off)
     missing = [f for f in case.requires if not probe(f)]
     if missing:
         return CaseResult(case, path, "pending", note="waits for " + "; ".join(FEATURES[m] for m in missing))
     t0 = time.perf_counter()
     try:
-        run = _execute(case, path, budget, frozenset(off))
+        run = _execute(case, path, budget, off)
     except Exception as exc:  # noqa: BLE001
         return CaseResult(case, path, "failed", [f"run: {type(exc).__name__}: {exc}"], seconds=time.perf_counter() - t0)
     failures: list[str] = []

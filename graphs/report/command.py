@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from context import TaskctxError, UnknownTaskError, find_task
+from context import DamagedStoreError, TaskctxError, UnknownTaskError, find_task
 
-from ..orchestrator import DEFAULT_DB, command_hint, open_project
+from ..orchestrator import DEFAULT_DB, command_hint, damage_line, open_project
 from .page import write_report
 
 __all__ = ["report_command"]
@@ -25,7 +25,9 @@ def report_command(
     full: Annotated[
         bool,
         typer.Option(
-            "--full", help="Every tool call, manifest and event (a long run's page shows the first 100 and last 400)."
+            "--full",
+            metavar="",
+            help="Every tool call, manifest and event (a long run's page shows the first 100 and last 400).",
         ),
     ] = False,
 ) -> None:
@@ -44,11 +46,12 @@ def report_command(
                     f"report yet; continue it with `{command_hint('resume', task_id, db)}`"
                 )
             target = html or Path(".taskctx/runs") / task_id / "report.html"
-            out = write_report(project.stores, task_id, target, full=full)
+            out = write_report(project.stores, task_id, target, full=full, db=db)
         finally:
             project.close()
     except TaskctxError as exc:
-        sys.stderr.write("error: " + " ".join(str(exc).split()) + "\n")
+        line = damage_line(exc, db) if isinstance(exc, DamagedStoreError) else str(exc)
+        sys.stderr.write("error: " + " ".join(line.split()) + "\n")
         raise typer.Exit(2) from None
     except OSError as exc:
         sys.stderr.write(f"error: cannot write the report to {html}: {exc}; pass --html with a writable path\n")

@@ -36,10 +36,12 @@ from context import (
     summarize_event,
 )
 from context.freshness import stale_line
+from context.store import repair_hint
 from context.trajectory import request_goal
 from context.verify import check_events
 
-from .approval import approval_html, escape_controls
+from ..orchestrator import DEFAULT_DB, command_hint
+from .approval import approval_html, escape_controls, inspect_hint
 
 __all__ = ["CUSTOM_ROLE_COLORS", "ROLE_COLORS", "build_report", "role_colors", "token_chart_svg", "write_report"]
 
@@ -231,9 +233,10 @@ def _list(items: Sequence[str], empty: str = "(none)") -> str:
     return "<ul>" + "".join(f"<li>{_e(i)}</li>" for i in items) + "</ul>"
 
 
-def _approvals(ctx: TaskContext, events: Sequence[Event]) -> str:
+def _approvals(ctx: TaskContext, events: Sequence[Event], db: str | Path = DEFAULT_DB) -> str:
     """The pending approval and the approval history; arguments shown in full
-    (:func:`.approval.approval_html`) on each request and where an answer changed them."""
+    (:func:`.approval.approval_html`) on each request and where an answer changed them; a cut
+    view names ``inspect --json`` with ``db`` (:func:`.approval.inspect_hint`)."""
     a = ctx.control.pending_approval
     task = ctx.identity.task_id
     out = []
@@ -241,7 +244,7 @@ def _approvals(ctx: TaskContext, events: Sequence[Event]) -> str:
         out.append(
             f'<div class="pending" id="pending-approval"><b>Pending approval</b> (risk {_e(a.risk)}, call '
             f"<code>{_e(a.call_id)}</code>): {_e(a.reason)}"
-            + approval_html(a.tool, a.arguments, full_hint=f"`taskctx inspect {task} --json`")
+            + approval_html(a.tool, a.arguments, full_hint=inspect_hint(task, db))
             + "</div>"
         )
     else:
@@ -473,7 +476,9 @@ document.body.dataset.ready="1";
 })();"""
 
 
-def build_report(events: Sequence[Event], *, title: str | None = None, full: bool = False) -> str:
+def build_report(
+    events: Sequence[Event], *, title: str | None = None, full: bool = False, db: str | Path = DEFAULT_DB
+) -> str:
     """The HTML page of a task's run from its event log (see module doc). The long sections
     (tool calls, manifests, timeline) show their first ``PAGE_HEAD`` and last ``PAGE_TAIL``
     rows and say how many are left out; ``full`` shows every row."""
@@ -498,7 +503,10 @@ def build_report(events: Sequence[Event], *, title: str | None = None, full: boo
         + (f" [{stale_line(ctx, f.id)}]" if ctx.stale(f.id) else "")
         for f in ctx.evidence.findings
     ]
-    hint = f"`taskctx report {ident.task_id} --full` shows them all; `taskctx inspect {ident.task_id} --all` lists plan and errors"
+    hint = (
+        f"`{command_hint('report', ident.task_id, db, None, '--full')}` shows them all; "
+        f"`{command_hint('inspect', ident.task_id, db, None, '--all')}` lists plan and errors"
+    )
     timeline = _timeline(events, full, hint)
     data = {
         "task_id": ident.task_id,
@@ -532,7 +540,7 @@ def build_report(events: Sequence[Event], *, title: str | None = None, full: boo
  {total_cached:,} of them in a cached prefix ({(total_cached / total_prompt if total_prompt else 0):.1%}).</p>
 {token_chart_svg(calls)}
 <h2>Plan</h2>{'<div class="scroll"><table><tr><th>step</th><th>status</th><th>title</th><th>after</th><th>expected</th></tr>' + plan_rows + "</table></div>" if plan_rows else '<p class="muted">(no plan yet)</p>'}
-<h2>Approvals</h2>{_approvals(ctx, events)}
+<h2>Approvals</h2>{_approvals(ctx, events, db)}
 <h2>Errors</h2>{_errors(ctx, events)}
 <h2>Findings</h2>{_list(findings)}
 <h2>Tool calls</h2>{_tool_calls(events, full=full, hint=hint)}
@@ -546,9 +554,12 @@ def build_report(events: Sequence[Event], *, title: str | None = None, full: boo
 """
 
 
-def write_report(stores: Any, task_id: str, path: str | Path, *, full: bool = False) -> Path:
+def write_report(
+    stores: Any, task_id: str, path: str | Path, *, full: bool = False, db: str | Path = DEFAULT_DB
+) -> Path:
     """Write the report of ``task_id`` (from ``stores.events``) to ``path``; returns the path.
-    A damaged log (:func:`context.verify.check_events`) raises ``DamagedStoreError`` instead."""
+    A damaged log (:func:`context.verify.check_events`) raises ``DamagedStoreError`` instead.
+    ``db``: the database the commands the page names need (``--db`` when not the default)."""
     events = stores.events.read(task_id)
     if not events:
         known = ", ".join(stores.events.task_ids()) or "none"
@@ -556,10 +567,9 @@ def write_report(stores: Any, task_id: str, path: str | Path, *, full: bool = Fa
     found = check_events(events)
     if found:
         more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
-        raise DamagedStoreError(
-            f"task {task_id!r} is damaged: {found[0]}{more}; no report written; run `taskctx doctor {task_id}`"
-        )
+        what = f"task {task_id!r} is damaged: {found[0]}{more}; no report written"
+        raise DamagedStoreError(f"{what}; {repair_hint(task_id)}", found, task_id=task_id, what=what)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(build_report(events, full=full), encoding="utf-8")
+    out.write_text(build_report(events, full=full, db=db), encoding="utf-8")
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.text import Text
@@ -15,7 +16,27 @@ from nodes.render.common import quote_agent, stale_text
 from ..orchestrator import DEFAULT_DB, command_hint
 from .approval import approval_renderable
 
-__all__ = ["render_state"]
+__all__ = ["RESTARTS_SHOWN", "render_state", "restart_line"]
+
+#: Transcript restarts ``inspect`` lists (the latest; ``--all``: every one).
+RESTARTS_SHOWN = 3
+
+
+def restart_line(built: dict[str, Any]) -> str:
+    """One line for the executor transcript restart of ``built`` (a ``context.built`` payload
+    whose ``transcript_reset`` is set): the call, why, the tokens it removed and sent again and
+    the expected saving per call (in uncached-input-token units of its pricing rule) over the
+    cycle it starts; a log written before the numbers were recorded says so."""
+    tr = built.get("transcript_reset")
+    head = f"call {built.get('call')}"
+    if not isinstance(tr, dict):
+        return f"{head}: transcript restarted (no numbers in this log)"
+    rule = f", {tr['rule']} pricing" if tr.get("rule") else ""
+    digests = f"; {tr['digests']} of the kept calls as digests" if tr.get("digests") else ""
+    return (
+        f"{head}: transcript restarted ({tr['reason']}): removed {tr['removed']:,} tokens, resent {tr['resent']:,}; "
+        f"expected saving {tr['expected_saving']:,.1f} per call over {tr.get('horizon', 1)} calls{rule}{digests}"
+    )
 
 
 def render_state(
@@ -32,7 +53,8 @@ def render_state(
     """Print ``ctx`` (folded from ``events``) on ``console`` (control characters and bidi
     overrides shown escaped: :func:`context.text.escape_controls`), one titled section each: goal,
     request, criteria, constraints, the memories it loaded (only when it loaded any), plan, current step, progress, evidence, model calls by role
-    (built-in and custom roles alike, each under its own name), permissions, approvals (the
+    (built-in and custom roles alike, each under its own name; the executor's transcript
+    restarts with their numbers, :func:`restart_line`: the last ``RESTARTS_SHOWN``, ``full``: all), permissions, approvals (the
     pending one in full, :func:`.approval.approval_renderable`), errors, omitted history, provider
     usage (when the model reports it: input tokens reported vs counted, cache read/write),
     checkpoints (``checkpoints``: the newest ids, as listed by the checkpointer). ``has_checkpoint``
@@ -147,6 +169,17 @@ def render_state(
         )
     if not by_role:
         p("(no model call yet)")
+    restarts = [c for c in by_role.get("executor", []) if c.get("transcript_reset")]
+    shown_restarts = restarts if full else restarts[-RESTARTS_SHOWN:]
+    if len(shown_restarts) < len(restarts):
+        p(
+            f"executor transcript restarts: {len(restarts)}, the last {len(shown_restarts)} "
+            f"(`{command_hint('inspect', i.task_id, db, None, '--all')}` lists every one):"
+        )
+    elif restarts:
+        p(f"executor transcript restarts: {len(restarts)}")
+    for c in shown_restarts:
+        p(f"- {restart_line(c)}")
     h("Permissions")
     pm = ctx.permissions
     p(

@@ -66,7 +66,7 @@ from .common import (
     quote_external,
     quote_plan,
 )
-from .policy import policy_blocks
+from .policy import PolicyBlocks
 from .reuse import reuse_spans
 
 __all__ = [
@@ -305,7 +305,10 @@ class ExecutorRenderer:
         digest: int,
         reuse: bool = True,
         digest_latest: bool = False,
+        policy: PolicyBlocks | None = None,
     ) -> Rendered:
+        """One rendering pass (see :meth:`render`); ``policy``: the policy blocks this render's
+        passes share (default: built for this pass alone)."""
         cands = core_blocks(ctx, env)
         mem = memory_block(ctx, env, slot="msg:core")
         if mem is not None:
@@ -403,7 +406,8 @@ class ExecutorRenderer:
         err = error_block(ctx, env, slot="msg:delta")
         if err is not None:
             cands.append(err)
-        cands += policy_blocks(ctx, env, self.role, slot="msg:delta")
+        policy = policy if policy is not None else self._policy(ctx, env)
+        cands += policy(ctx, env)
         r = assemble(
             role=self.role,
             env=env,
@@ -416,6 +420,10 @@ class ExecutorRenderer:
             keep_last=self.keep_last if reset else 0,
         )
         return replace(r, delta_note=delta_note)
+
+    def _policy(self, ctx: TaskContext, env: NodeEnv) -> PolicyBlocks:
+        """The policy blocks of one render from ``ctx`` (the task's calls read once for all its passes)."""
+        return PolicyBlocks(ctx, env, self.role, slot="msg:delta")
 
     def _restarted(self, ctx: TaskContext, digests: int = 0) -> TaskContext:
         """``ctx`` as the reducer folds a restart here (``digests``: kept calls shown as digests)."""
@@ -435,8 +443,9 @@ class ExecutorRenderer:
         (a required block) and the kept ones are degraded to their digest + ref
         (:func:`shown_output`: at most ``DIGEST_LINE_CHARS`` chars of the output's last line),
         without their thoughts, before ``BudgetError`` is raised."""
+        policy = self._policy(ctx, env)
         try:
-            return self._fit(ctx, env, tools)
+            return self._fit(ctx, env, tools, policy)
         except BudgetError:
             if not ctx.evidence.recent_tool_calls:
                 raise
@@ -444,7 +453,9 @@ class ExecutorRenderer:
             len(ctx.evidence.transcript_notes) >= MAX_NOTES
         )
         base = self._restarted(ctx, self.keep_last - 1) if reset else ctx
-        return self._render(base, env, tools, reset=reset, digest=self.keep_last - 1, reuse=False, digest_latest=True)
+        return self._render(
+            base, env, tools, reset=reset, digest=self.keep_last - 1, reuse=False, digest_latest=True, policy=policy
+        )
 
     def minimum_budget(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> int:
         """The smallest budget (tokens) under which a call can follow this prompt: the required
@@ -474,16 +485,16 @@ class ExecutorRenderer:
         need = sum(e.tokens for e in r.manifest.entries if e.priority == "required")
         return need + r.manifest.overhead_tokens + env.reserve_for_output
 
-    def _fit(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
+    def _fit(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]], policy: PolicyBlocks) -> Rendered:
         limit = env.budget - env.reserve_for_output
-        r = self._render(ctx, env, tools, reset=False, digest=0)
+        r = self._render(ctx, env, tools, reset=False, digest=0, policy=policy)
         fits = r.prompt_tokens <= limit and not r.manifest.dropped
         notes_full = len(ctx.evidence.transcript_notes) >= MAX_NOTES
         reset = len(ctx.evidence.recent_tool_calls) > self.keep_last or notes_full
         if not reset:
             if fits:
                 return r
-            return self._digests(ctx, env, tools, limit)
+            return self._digests(ctx, env, tools, limit, policy)
         rule = env.cache_rule
         if fits and not notes_full:
             # price the restart first from this rendering (the old checkpoint standing for the
@@ -493,7 +504,7 @@ class ExecutorRenderer:
                 return r
         best: tuple[float, Rendered, TranscriptReset] | None = None
         for d in range(0, self.keep_last if not fits else 1):
-            cand = self._render(self._restarted(ctx, d), env, tools, reset=True, digest=0)
+            cand = self._render(self._restarted(ctx, d), env, tools, reset=True, digest=0, policy=policy)
             if cand.prompt_tokens > limit or cand.manifest.dropped:
                 continue
             dec = restart_decision(r, cand, rule, limit, self.keep_last)
@@ -510,18 +521,20 @@ class ExecutorRenderer:
         dec = restart_decision(r, None, rule, limit, self.keep_last)
         dec = dec.model_copy(update={"reason": "budget", "digests": last})
         # the builder has to drop calls: no pointers at all, so none can point to a dropped call
-        r = self._render(self._restarted(ctx, last), env, tools, reset=True, digest=0, reuse=False)
+        r = self._render(self._restarted(ctx, last), env, tools, reset=True, digest=0, reuse=False, policy=policy)
         return replace(r, transcript_reset=dec)
 
-    def _digests(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]], limit: int) -> Rendered:
+    def _digests(
+        self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]], limit: int, policy: PolicyBlocks
+    ) -> Rendered:
         """No restart possible (few calls): the prompt with 1, 2... of the older calls as
         digests, the first that fits; else the builder drops calls, with no pointers at all
         (none may point to a dropped call)."""
         for d in range(1, self.keep_last):
-            r = self._render(ctx, env, tools, reset=False, digest=d)
+            r = self._render(ctx, env, tools, reset=False, digest=d, policy=policy)
             if r.prompt_tokens <= limit and not r.manifest.dropped:
                 return r
-        return self._render(ctx, env, tools, reset=False, digest=self.keep_last - 1, reuse=False)
+        return self._render(ctx, env, tools, reset=False, digest=self.keep_last - 1, reuse=False, policy=policy)
 
 
 def cycle_cost(rule: PricingRule, *, start: int, shared: int, growth: int, limit: int) -> tuple[float, int]:

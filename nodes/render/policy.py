@@ -15,9 +15,10 @@ outputs read back from the artifact store are secrets-masked like every prompt.
 
 from __future__ import annotations
 
+import functools
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from context import ContextBlock, TaskContext
@@ -30,7 +31,7 @@ from ..runtime import NodeEnv
 from ..secrets import mask_secrets
 from .common import block, quote_agent, quote_external, stale_text
 
-__all__ = ["ERROR_LIMIT", "DIFF_LIMIT", "EVIDENCE_LIMIT", "policies_of", "policy_blocks"]
+__all__ = ["ERROR_LIMIT", "DIFF_LIMIT", "EVIDENCE_LIMIT", "Call", "PolicyBlocks", "policies_of", "policy_blocks"]
 
 #: Characters of a failing call's full output a ``failing_error`` block shows (its tail).
 ERROR_LIMIT = 12_000
@@ -65,8 +66,11 @@ class _CallIndex:
 #: Per event log object, per task: the calls read so far (dropped with the log object).
 _INDEX: weakref.WeakKeyDictionary[Any, dict[str, _CallIndex]] = weakref.WeakKeyDictionary()
 
+#: One call with a result: ``(call id, tool, arguments as JSON text, result payload)``.
+Call = tuple[str, str, str, dict[str, object]]
 
-def _calls(ctx: TaskContext, env: NodeEnv) -> list[tuple[str, str, str, dict[str, object]]]:
+
+def _calls(ctx: TaskContext, env: NodeEnv) -> list[Call]:
     """``(call id, tool, arguments, result payload)`` of every call with a result up to the
     state's cursor, in order (the log is read once; later renders read only its new events)."""
     tid = ctx.identity.task_id
@@ -95,8 +99,11 @@ def _artifact(env: NodeEnv, ref: str | None) -> str | None:
     return mask_secrets(clean(data.decode("utf-8", errors="replace"))).text
 
 
-def _resolve(ctx: TaskContext, env: NodeEnv, relation: str, role: str) -> tuple[str, Trust] | None:
-    """The text and trust of one relation's block, or None when there is nothing to show."""
+def _resolve(
+    ctx: TaskContext, env: NodeEnv, relation: str, role: str, calls: Callable[[], list[Call]]
+) -> tuple[str, Trust] | None:
+    """The text and trust of one relation's block, or None when there is nothing to show
+    (``calls()``: the task's calls with a result, :func:`_calls`)."""
     if relation == "stale_facts":
         text = stale_text(ctx)
         return (text, "trusted_app") if text else None
@@ -130,7 +137,7 @@ def _resolve(ctx: TaskContext, env: NodeEnv, relation: str, role: str) -> tuple[
         return text, "external_content"
     if relation == "diff":
         parts = []
-        for cid, tool, args, res in _calls(ctx, env):
+        for cid, tool, args, res in calls():
             if res["status"] != "ok" or tool not in ("apply_patch", "write_file"):
                 continue
             a = arguments_dict(args)
@@ -149,7 +156,7 @@ def _resolve(ctx: TaskContext, env: NodeEnv, relation: str, role: str) -> tuple[
         want = relation.split(":", 1)[1]
         hits = [
             (cid, tool, args, res)
-            for cid, tool, args, res in _calls(ctx, env)
+            for cid, tool, args, res in calls()
             if (_is_test(tool, args) if want == "test" else tool == want)
         ]
         if not hits:
@@ -184,10 +191,16 @@ def _resolve(ctx: TaskContext, env: NodeEnv, relation: str, role: str) -> tuple[
     return None
 
 
-def policy_blocks(ctx: TaskContext, env: NodeEnv, role: str, *, slot: str) -> list[ContextBlock]:
+def policy_blocks(
+    ctx: TaskContext, env: NodeEnv, role: str, *, slot: str, calls: Callable[[], list[Call]] | None = None
+) -> list[ContextBlock]:
     """The blocks the fired policies add to ``role``'s prompt, in slot ``slot``: one
     ``policy.<relation>`` block per relation (the first, highest-priority policy that asks for
-    it names it: ``added_by="policy:<name>"``), none for a relation with nothing to show."""
+    it names it: ``added_by="policy:<name>"``), none for a relation with nothing to show.
+    ``calls``: the task's calls with a result up to ``ctx``'s cursor (:data:`Call` tuples, in
+    order), when the caller has them; default: read from ``env.events`` at most once."""
+    if calls is None:
+        calls = functools.cache(lambda: _calls(ctx, env))
     sit = situation(ctx, role)
     out: list[ContextBlock] = []
     done: set[str] = set()
@@ -196,7 +209,7 @@ def policy_blocks(ctx: TaskContext, env: NodeEnv, role: str, *, slot: str) -> li
             if rel in done:
                 continue
             done.add(rel)
-            got = _resolve(ctx, env, rel, role)
+            got = _resolve(ctx, env, rel, role, calls)
             if got is None:
                 continue
             text, trust = got
@@ -214,3 +227,27 @@ def policy_blocks(ctx: TaskContext, env: NodeEnv, role: str, *, slot: str) -> li
             )
             out.append(b.model_copy(update={"added_by": f"policy:{p.name}"}))
     return out
+
+
+class PolicyBlocks:
+    """The policy blocks of one ``render()`` of a role that renders a prompt several times
+    (the executor: with digests, with a restarted transcript): the task's calls are read from
+    ``env.events`` at most once, up to ``ctx``'s cursor (a restart folded on ``ctx`` adds no
+    call), and the blocks of each state are built once (:func:`policy_blocks`).
+
+    ``ctx``: the state the render starts from; ``role``, ``slot``: as for :func:`policy_blocks`."""
+
+    def __init__(self, ctx: TaskContext, env: NodeEnv, role: str, *, slot: str) -> None:
+        self.role, self.slot = role, slot
+        self.calls = functools.cache(lambda: _calls(ctx, env))
+        self._blocks: dict[tuple[int, int], tuple[TaskContext, NodeEnv, list[ContextBlock]]] = {}
+
+    def __call__(self, ctx: TaskContext, env: NodeEnv) -> list[ContextBlock]:
+        """The blocks for ``ctx`` (this render's state, or it with a restart folded on) and
+        ``env``; the same list for the same two objects."""
+        key = (id(ctx), id(env))
+        hit = self._blocks.get(key)
+        if hit is None:  # the objects are kept with their blocks, so their ids stay theirs
+            hit = (ctx, env, policy_blocks(ctx, env, self.role, slot=self.slot, calls=self.calls))
+            self._blocks[key] = hit
+        return hit[2]

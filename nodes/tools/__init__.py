@@ -35,7 +35,9 @@ from .protocol import (
     ToolOutcome,
     accepts_scopes,
     as_outcome,
+    check_arguments,
     function_schema,
+    parameters_of,
     scoped_execute,
 )
 from .replay import RECORDED_ERROR, ReplayTools
@@ -55,9 +57,11 @@ __all__ = [
     "ToolOutcome",
     "accepts_scopes",
     "as_outcome",
+    "check_arguments",
     "function_schema",
     "make_tool_node",
     "normalize_answer",
+    "parameters_of",
     "read_artifact",
     "scoped_execute",
     "search_history",

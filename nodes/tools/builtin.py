@@ -5,6 +5,7 @@ executor node offers it) and ``search_history`` (offered by executors that want 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, get_args
 
 from context import ArtifactNotFoundError, InvalidRefError, parse_ref, slice_lines, summarize_event
@@ -14,14 +15,25 @@ from ..runtime import NodeEnv
 from ..secrets import mask_secrets
 from .protocol import ToolOutcome, function_schema
 
-__all__ = ["BUILTIN_TOOLS", "READ_ARTIFACT_SCHEMA", "SEARCH_HISTORY_SCHEMA", "read_artifact", "search_history"]
+__all__ = [
+    "BUILTIN_TOOLS",
+    "READ_ARTIFACT_SCHEMA",
+    "SEARCH_HISTORY_SCHEMA",
+    "read_artifact",
+    "search_history",
+]
 
+#: The schema names only ``#L`` (every executor prompt carries it); the ``#C`` window is named
+#: where it is needed, in the compression note of an output with a long line.
 READ_ARTIFACT_SCHEMA = function_schema(
     "read_artifact",
     "Fetch the exact text of an artifact ref (artifact://sha256:<hex>, optionally #L<start>-<end>).",
     {"ref": {"type": "string"}},
     ["ref"],
 )
+
+#: A ``#C<start>-<end>`` character window at the end of a ref (after any ``#L`` slice).
+_CHARS = re.compile(r"(.*?)#C(\d+)-(\d+)")
 
 SEARCH_HISTORY_SCHEMA = function_schema(
     "search_history",
@@ -40,8 +52,20 @@ _SEARCHED_KINDS = tuple(k for k in get_args(EventKind) if k != "context.built")
 def read_artifact(env: NodeEnv, arguments: dict[str, Any]) -> ToolOutcome:
     """The artifact ``arguments["ref"]`` names (or its ``#L`` slice), secrets masked: the whole
     artifact is masked first and then sliced (masking keeps line numbers), so a slice inside a
-    key block is masked too. A bad or unknown ref is an ``error`` outcome with the reason."""
-    ref = str(arguments.get("ref", ""))
+    key block is masked too.
+
+    A ref ending in ``#C<start>-<end>`` (after any ``#L`` slice) gives only those characters
+    (Unicode code points of the masked text or slice, 1-based, inclusive, as the compression
+    notes count them: ``chars 1-1200``), after one header line ``[chars <start>-<end> of
+    <total>]`` (``end`` clipped to the total), so any part of any artifact is reachable, the
+    middle of a 1 MB line too. A bad or unknown ref, a range that is not ``1 <= start <= end``
+    or that starts past the end is an ``error`` outcome naming it."""
+    ref = str(arguments.get("ref", "")).strip()
+    m = _CHARS.fullmatch(ref)
+    if m is not None:
+        ref, start, end = m[1], int(m[2]), int(m[3])
+        if not 1 <= start <= end:
+            return ToolOutcome("error", f"bad char range #C{m[2]}-{m[3]}: need 1 <= start <= end")
     try:
         r = parse_ref(ref)
         data = env.artifacts.get(f"artifact://sha256:{r.digest}")
@@ -50,7 +74,14 @@ def read_artifact(env: NodeEnv, arguments: dict[str, Any]) -> ToolOutcome:
     text = mask_secrets(data.decode("utf-8", errors="replace")).text
     if r.start is not None:
         text = slice_lines(text.encode("utf-8"), r.start, r.end or r.start).decode("utf-8")
-    return ToolOutcome("ok", text, "other")
+    if m is None:
+        return ToolOutcome("ok", text, "other")
+    if start > len(text):
+        return ToolOutcome(
+            "error", f"char range #C{start}-{end} starts past the end ({len(text)} chars); start at {len(text)} or less"
+        )
+    end = min(end, len(text))
+    return ToolOutcome("ok", f"[chars {start}-{end} of {len(text)}]\n{text[start - 1 : end]}", "other")
 
 
 def search_history(env: NodeEnv, task_id: str, arguments: dict[str, Any], limit: int = 30) -> ToolOutcome:

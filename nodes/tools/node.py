@@ -15,8 +15,8 @@ a refused call gets ``permission.denied`` and a ``denied`` result and never runs
 **Approvals.** A call that needs approval (``requires_approval`` or high risk) records
 ``permission.requested`` and calls LangGraph ``interrupt()`` with ``{type: "approval", call_id,
 tool, arguments, risk, reason}``. The answer (``Command(resume=...)``) is ``{"action":
-"approve"}``, ``{"action": "edit", "arguments": {...}}`` (checked by the policy again, not asked
-again), ``{"action": "reject", "reason": "..."}`` or ``{"action": "respond", "message":
+"approve"}``, ``{"action": "edit", "arguments": {...}}`` (checked against the tool's schema and by the
+policy again, not asked again: arguments that do not fit are denied), ``{"action": "reject", "reason": "..."}`` or ``{"action": "respond", "message":
 "..."}``. Every payload also carries ``request_id`` (the id of its ``permission.requested``
 event); an answer that names another ``request_id`` is not an answer to this question, which is
 asked again. One question per node run: a second call that needs approval waits for the next run
@@ -73,8 +73,8 @@ from context.text import clean
 from ..permissions import Decision, assess
 from ..runtime import NodeEnv, NodeRun
 from ..secrets import mask_secrets
-from .builtin import read_artifact, search_history
-from .protocol import ToolExecutor, ToolOutcome, scoped_execute
+from .builtin import READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
+from .protocol import ToolExecutor, ToolOutcome, check_arguments, parameters_of, scoped_execute
 
 __all__ = [
     "APPROVAL_ACTIONS",
@@ -425,6 +425,15 @@ class TaskToolNode:
             ]
         )
 
+    def parameters(self, tool: str) -> dict[str, Any] | None:
+        """The JSON-schema ``parameters`` of ``tool`` (the executor's ``schemas()`` and the
+        built-in tools'), or None: no schema, or an executor whose ``schemas()`` raises."""
+        try:
+            schemas = [*self.tools.schemas(), READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA]
+        except Exception:  # noqa: BLE001 - an odd executor: the edit is then checked by the policy only
+            return None
+        return parameters_of(schemas, tool)
+
     def rejected_before(self, run: NodeRun, tool: str, args: dict[str, Any]) -> str | None:
         """The reason of the user's earlier rejection of ``tool`` with these exact arguments in
         this task (read from ``permission.denied`` events only), or None."""
@@ -512,9 +521,10 @@ class TaskToolNode:
         made against bytes the file no longer has: ``permission.denied`` (system) and a
         ``denied`` result naming the change and asking for a re-read (the call is not run; made
         again, it is put up again). edit: the edited arguments (given after the change) are
-        checked by the policy again (refused: ``permission.denied``, not run), then granted and
-        run. reject / respond: ``permission.denied`` by the user and a ``denied`` result carrying
-        the user's reason or message."""
+        checked against the tool's schema (:func:`.protocol.check_arguments`) and by the policy
+        again (refused: ``permission.denied``, not run), then granted and run. reject / respond:
+        ``permission.denied`` by the user and a ``denied`` result carrying the user's reason or
+        message."""
         changed = self.waited(run)
         action = ans["action"]
         moved = [p for p in targets if p in changed]
@@ -535,6 +545,16 @@ class TaskToolNode:
             self.execute(run, rec, args, note)
         elif action == "edit":
             new = dict(ans["arguments"])
+            problem = check_arguments(rec.tool, self.parameters(rec.tool), new)
+            if problem is not None:  # whoever answered (CLI, Python API, LangGraph Server)
+                self.deny(
+                    run,
+                    rec,
+                    new,
+                    f"edited arguments refused: {problem}",
+                    f"refused by the tool node: the edited arguments do not fit the tool ({problem}); not run",
+                )
+                return
             d = assess(rec.tool, new, run.ctx.permissions, self.tools)
             if not d.allowed:
                 self.deny(

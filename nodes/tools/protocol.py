@@ -17,7 +17,9 @@ __all__ = [
     "ToolOutcome",
     "accepts_scopes",
     "as_outcome",
+    "check_arguments",
     "function_schema",
+    "parameters_of",
     "scoped_execute",
 ]
 
@@ -89,6 +91,64 @@ def function_schema(
     if properties is None:
         params["additionalProperties"] = True
     return {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def _type_ok(value: Any, types: Any) -> bool:
+    names = [types] if isinstance(types, str) else list(types) if isinstance(types, list) else []
+    known = [n for n in names if n in _JSON_TYPES]
+    if not known:
+        return True  # no type given (or one this check does not know): anything goes
+    for n in known:
+        if isinstance(value, bool) and n in ("integer", "number"):
+            continue
+        if isinstance(value, _JSON_TYPES[n]):
+            return True
+    return False
+
+
+def check_arguments(tool: str, parameters: dict[str, Any] | None, arguments: dict[str, Any]) -> str | None:
+    """Why ``arguments`` do not fit ``tool``'s JSON-schema ``parameters`` (one line naming the
+    argument and what the tool takes), or None when they fit (or there is no schema). Checks the
+    required keys, the property names (unless ``additionalProperties`` is true) and, where a
+    property gives one, its JSON type; nested schemas are not checked."""
+    if not parameters:
+        return None
+    props: dict[str, Any] = parameters.get("properties") or {}
+    takes = ", ".join(props) or "no arguments"
+    missing = [k for k in parameters.get("required") or () if k not in arguments]
+    if missing:
+        return f"{tool} needs {', '.join(map(repr, missing))} (it takes: {takes})"
+    if parameters.get("additionalProperties") is not True:
+        unknown = [k for k in arguments if k not in props]
+        if unknown:
+            return f"{tool} has no argument {', '.join(map(repr, unknown))} (it takes: {takes})"
+    for k, v in arguments.items():
+        t = (props.get(k) or {}).get("type") if isinstance(props.get(k), dict) else None
+        if t is not None and not _type_ok(v, t):
+            want = t if isinstance(t, str) else " or ".join(map(str, t))
+            return f"{tool} argument {k!r} must be of type {want}, not {type(v).__name__}"
+    return None
+
+
+def parameters_of(schemas: Sequence[dict[str, Any]], tool: str) -> dict[str, Any] | None:
+    """The JSON-schema ``parameters`` of ``tool`` among ``schemas`` (OpenAI-format tool dicts,
+    or bare ``{name, parameters}`` ones), or None when no schema names it or gives none."""
+    for s in schemas:
+        fn = s.get("function", s) if isinstance(s, dict) else None
+        if isinstance(fn, dict) and fn.get("name") == tool and isinstance(fn.get("parameters"), dict):
+            return fn["parameters"]
+    return None
 
 
 def accepts_scopes(tools: Any) -> bool:
