@@ -27,7 +27,6 @@ from context.policy import ContextPolicy, default_policies, fired, situation
 from context.text import clean
 
 from ..runtime import NodeEnv
-from ..secrets import mask_secrets
 from .common import block, quote_agent, quote_external, stale_text
 
 __all__ = ["ERROR_LIMIT", "DIFF_LIMIT", "EVIDENCE_LIMIT", "policies_of", "policy_blocks"]
@@ -92,7 +91,7 @@ def _artifact(env: NodeEnv, ref: str | None) -> str | None:
         data = env.artifacts.get(ref)
     except Exception:  # noqa: BLE001 - a missing artifact shows nothing
         return None
-    return mask_secrets(clean(data.decode("utf-8", errors="replace"))).text
+    return clean(data.decode("utf-8", errors="replace"))  # secrets were masked when it was stored
 
 
 def _resolve(ctx: TaskContext, env: NodeEnv, relation: str, role: str) -> tuple[str, Trust] | None:

@@ -11,7 +11,6 @@ from context import ArtifactNotFoundError, InvalidRefError, parse_ref, slice_lin
 from context.events import EventKind
 
 from ..runtime import NodeEnv
-from ..secrets import mask_secrets
 from .protocol import ToolOutcome, function_schema
 
 __all__ = ["BUILTIN_TOOLS", "READ_ARTIFACT_SCHEMA", "SEARCH_HISTORY_SCHEMA", "read_artifact", "search_history"]
@@ -38,16 +37,17 @@ _SEARCHED_KINDS = tuple(k for k in get_args(EventKind) if k != "context.built")
 
 
 def read_artifact(env: NodeEnv, arguments: dict[str, Any]) -> ToolOutcome:
-    """The artifact ``arguments["ref"]`` names (or its ``#L`` slice), secrets masked: the whole
-    artifact is masked first and then sliced (masking keeps line numbers), so a slice inside a
-    key block is masked too. A bad or unknown ref is an ``error`` outcome with the reason."""
+    """The artifact ``arguments["ref"]`` names (or its ``#L`` slice) as stored: the store masked
+    its secrets when it was written (:mod:`context.secrets`; masking keeps line numbers, so a
+    slice inside a key block is masked too). A bad or unknown ref is an ``error`` outcome with the
+    reason."""
     ref = str(arguments.get("ref", ""))
     try:
         r = parse_ref(ref)
         data = env.artifacts.get(f"artifact://sha256:{r.digest}")
     except (InvalidRefError, ArtifactNotFoundError) as exc:
         return ToolOutcome("error", str(exc))
-    text = mask_secrets(data.decode("utf-8", errors="replace")).text
+    text = data.decode("utf-8", errors="replace")  # secrets were masked when it was stored
     if r.start is not None:
         text = slice_lines(text.encode("utf-8"), r.start, r.end or r.start).decode("utf-8")
     return ToolOutcome("ok", text, "other")
