@@ -87,7 +87,7 @@ _PEM = re.compile(
 
 _KEY = (
     r"(?i)\b[\w.\-]*?(?:api[_\-]?key|secret(?:[_\-]?key)?|token|passw(?:or)?d|pwd|private[_\-]?key"
-    r"|access[_\-]?key)\b[\"']?"
+    r"|access[_\-]?key)\b(?:\\*[\"'])?"
 )
 #: The alphabet of an unquoted credential value (no quote, backslash, ``|``, brackets, space...).
 _VALUE = r"A-Za-z0-9_\-+/=!@#%^&*~"
@@ -123,13 +123,17 @@ DETECT_SECRETS_PLUGINS: list[tuple[str, type[RegexBasedDetector], str]] = [
     ("twilio_key", TwilioKeyDetector, "match"),
 ]
 
+#: Where a shape may start: a word boundary, or right after an escape written out as two
+#: characters (``\\n``, ``\\t``, ``\\r``: ``repr()``, JSON), where ``\\b`` sees no boundary.
+_S = r"(?:\b|(?<=\\[ntr]))"
+
 #: (kind, pattern, group holding the secret value (0 = whole match)): the shapes detect-secrets
 #: does not have (or finds by what surrounds them), each with its source.
 SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
     # AWS docs "Managing access keys": key id AKIA/ASIA... + 16 upper-case letters and digits
     (
         "aws_access_key_id",
-        re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|A3T[A-Z0-9])[0-9A-Z]{16}(?![0-9A-Z])"),
+        re.compile(_S + r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|A3T[A-Z0-9])[0-9A-Z]{16}(?![0-9A-Z])"),
         0,
     ),
     # AWS secret access key: 40 chars of base64 (A-Za-z0-9/+) after a name saying aws...secret/key;
@@ -137,35 +141,35 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
     (
         "aws_secret_access_key",
         re.compile(
-            r"(?i)(?<![a-z])aws.{0,20}?(?:key|pwd|pw|password|pass|token|secret).{0,20}?"
+            r"(?i)(?:(?<![a-z])|(?<=\\[ntr]))aws.{0,20}?(?:key|pwd|pw|password|pass|token|secret).{0,20}?"
             r"(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
         ),
         1,
     ),
     # GitHub "About authentication": gh[pousr]_ + 36 base62 (longer ones exist), fine-grained github_pat_
-    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"), 0),
+    ("github_token", re.compile(_S + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"), 0),
     # Anthropic console: sk-ant-<kind>-... base64url
-    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), 0),
+    ("anthropic_key", re.compile(_S + r"sk-ant-[A-Za-z0-9_\-]{20,}"), 0),
     # OpenAI project/service keys (sk-proj-, sk-svcacct-) and legacy sk-<48 base62>
-    ("openai_key", re.compile(r"\bsk-(?:proj-|svcacct-|live-|test-)?[A-Za-z0-9_\-]{20,}"), 0),
+    ("openai_key", re.compile(_S + r"sk-(?:proj-|svcacct-|live-|test-)?[A-Za-z0-9_\-]{20,}"), 0),
     # Stripe "API keys": sk_/rk_/pk_ + live_/test_ + base62 (detect-secrets has live sk/rk only)
-    ("stripe_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"), 0),
+    ("stripe_key", re.compile(_S + r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"), 0),
     # Slack "Token types": xoxb-/xoxp-/xoxa-/xoxr-/xoxs-/xoxe-... (config tokens without digits)
-    ("slack_token", re.compile(r"\bxox[abposre]-[A-Za-z0-9\-]{10,}"), 0),
+    ("slack_token", re.compile(_S + r"xox[abposre]-[A-Za-z0-9\-]{10,}"), 0),
     # Google Cloud "API keys": AIza + 35 base64url
-    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), 0),
+    ("google_api_key", re.compile(_S + r"AIza[0-9A-Za-z_\-]{35}"), 0),
     # RFC 7519: three base64url parts, header and payload JSON objects ("eyJ" = '{"')
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
+    ("jwt", re.compile(_S + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
     # RFC 6750 bearer token (b64token alphabet), GitHub's "Authorization: token ..."
-    ("bearer_token", re.compile(r"(?i)\b(?:bearer|authorization:\s*token)\s+([A-Za-z0-9_\-\.=+/~]{16,})"), 1),
+    ("bearer_token", re.compile(r"(?i)" + _S + r"(?:bearer|authorization:\s*token)\s+([A-Za-z0-9_\-\.=+/~]{16,})"), 1),
     # RFC 3986 userinfo: scheme://user:password@
-    ("url_password", re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s:/@\\]+:([^\s@/\\'\"]{3,})@"), 1),
+    ("url_password", re.compile(_S + r"[a-z][a-z0-9+.\-]*://[^\s:/@\\]+:([^\s@/\\'\"]{3,})@"), 1),
     # key = value / key: value / "key": "value" where the key names a secret (GITHUB_TOKEN,
     # db_password, api-key...; not max_tokens or token_type) and the value is a literal, not code:
     # quoted (JSON-escaped quotes too; escapes such as a literal \n inside it are part of it), or
     # unquoted of the value alphabet, ending where the alphabet ends, unless code
     # follows (a call, attribute or index: ``token = get_token()``)
-    ("credential", re.compile(_KEY + r"\s*[:=]\s*\\?[\"']((?:[^\s\"'\\]|\\[^\s\"'\\]){8,})"), 1),
+    ("credential", re.compile(_KEY + r"\s*[:=]\s*\\*[\"']((?:[^\s\"'\\]|\\[^\s\"'\\]){8,})"), 1),
     ("credential", re.compile(_KEY + rf"\s*[:=]\s*([{_VALUE}]{{8,}})(?![{_VALUE}(.\[])"), 1),
 ]
 

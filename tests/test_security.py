@@ -844,6 +844,9 @@ def _embeddings(text: str) -> dict[str, str]:
             f"E       where {text + chr(9)!r} = load()\n"
         ),
         "followed by \\n": text + "\\nNEXT=1",
+        "preceded by \\n": "NEXT=1\\n" + text,
+        "preceded by \\t": "NEXT=1\\t" + text + "\\t",
+        "JSON in JSON": json.dumps({"arguments": json.dumps({"content": "x\n" + text + "\ny", "cfg": {"env": text}})}),
         "followed by \\t": text + "\\tNEXT=1",
         "followed by |": text + "|NEXT=1",
     }
@@ -866,7 +869,7 @@ def test_secrets_are_masked_by_shape_whatever_surrounds_them(capsys: pytest.Capt
         print(
             f"\n[security] secret shapes: {len(SECRET_SHAPES)} ({len({k for k, _, _ in SECRET_SHAPES})} kinds, "
             f"{len(DETECT_SECRETS_PLUGINS)} detect-secrets plugins) x {len(_embeddings(''))} embeddings "
-            f"(JSON, repr(), URL, table, stack trace, followed by \\n \\t |): {checked} checked, got through: 0"
+            f"(JSON, repr(), URL, table, stack trace, followed by \\n \\t |, preceded by \\n \\t, JSON in JSON): {checked} checked, got through: 0"
         )
 
 
@@ -1127,3 +1130,131 @@ def test_inspect_quotes_the_agents_claims() -> None:
         + note
         + "\n</external_content>"
     ) in out
+
+
+# one masking pass at the store boundary ---------------------------------------------------
+class _LeakyTools:
+    """Tools through which every secret shape enters a task: ``leak`` returns them as its output,
+    ``fail`` as an error result (a command's stderr), ``vault`` raises them in its exception's
+    message; ``write`` (side effects) would write its ``content`` argument."""
+
+    def __init__(self, blob: str):
+        self.blob = blob
+        self.written: list[str] = []
+
+    def schemas(self) -> list[dict[str, Any]]:
+        from nodes.tools import function_schema
+
+        return [
+            function_schema("leak", "Print the config."),
+            function_schema("fail", "Run the failing command."),
+            function_schema("vault", "Open the vault."),
+            function_schema("write", "Write a file.", {"content": {"type": "string"}}),
+        ]
+
+    def has_side_effects(self, tool: str) -> bool:
+        return tool == "write"
+
+    def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> Any:
+        from nodes.tools import ToolOutcome
+
+        if tool == "leak":
+            return ToolOutcome("ok", "config:\n" + self.blob, "command")
+        if tool == "fail":
+            return ToolOutcome("error", "$ ./deploy.sh\n[stderr]\n" + self.blob + "\n[exit code 2]", "command")
+        if tool == "vault":
+            raise RuntimeError("vault refused: " + self.blob.replace("\n", " | "))
+        self.written.append(str(arguments.get("content")))
+        return ToolOutcome("ok", "written", "other")
+
+
+def test_no_secret_shape_reaches_any_store_export_or_prompt_by_any_entry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every secret shape, entering by every entry (a tool's output, a tool's error result, a
+    tool's exception, the model's tool-call arguments and its own words, the caller's request),
+    is nowhere in the SQLite file (events, artifacts decompressed, registry, checkpoints, WAL),
+    the export folder, the inspect view or any prompt: the stores mask what they write."""
+    from rich.console import Console
+
+    from graphs import open_project
+    from graphs.report.text import render_state
+
+    blob = "\n".join(text for _, text, _ in SECRET_SHAPES)
+    secrets = [s for _, _, s in SECRET_SHAPES]
+    texts = [t for _, t, _ in SECRET_SHAPES]
+    tools = _LeakyTools(blob)
+    prompts: list[str] = []
+
+    def seen(reply: Any) -> Any:
+        def answer(messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
+            prompts.extend(_text(m) for m in messages)
+            return reply
+
+        return answer
+
+    one_line = blob.replace("\n", " ")
+    think = AIMessage(content="noting the config: " + one_line, tool_calls=tool_call("leak", {}, id="c1").tool_calls)
+    model = ScriptedChatModel(
+        script={
+            "planner": [seen(plan("Read the config", "Use the keys"))] * 3,
+            "executor": [
+                seen(think),
+                seen(tool_call("fail", {}, id="c2")),
+                seen(tool_call("vault", {}, id="c3")),
+                seen(tool_call("write", {"content": "KEY=" + texts[0] + "\n" + blob}, id="c4")),
+                seen(tool_call("search_history", {"query": texts[1]}, id="c5")),
+                seen(complete("the keys are " + one_line, findings=["found " + one_line])),
+                seen(complete("used them")),
+            ]
+            + [seen(complete("done"))] * 6,
+            "recovery": [seen(recover("retry", "again: " + one_line))] * 6,
+            "reviewer": [seen(review("approve", "ok " + one_line))] * 3,
+        }
+    )
+    db = tmp_path / "p.sqlite"
+    with open_project(db) as project:
+        g = build_orchestrator(model, tools=tools, checkpointer=project.checkpointer, stores=project.stores)
+        run_with_approvals(
+            g,
+            project.stores,
+            "leak",
+            new_task("Deploy with these keys: " + blob, "leak", success_criteria=["uses " + texts[2]]),
+            answer=lambda r: {"action": "approve"},
+        )
+        stores = project.stores
+        events = stores.events.read("leak")
+        digests = [r[0] for r in stores._db.conn.execute("SELECT digest FROM taskctx_artifacts").fetchall()]
+        artifacts = [stores.artifacts.get(f"artifact://sha256:{d}").decode("utf-8", "replace") for d in digests]
+        folder = export_run(stores, "leak", tmp_path / "runs")
+        console = Console(record=True, width=200)
+        render_state(console, replay(events), events, [], True, full=True, db=db)
+        view = console.export_text()
+    kinds = {e.kind for e in events}
+    assert {"task.created", "tool.result.received", "permission.denied", "step.completed"} <= kinds
+    assert tools.written == []  # the call whose arguments hold a mask was refused, never run
+    denied = [e.payload["reason"] for e in events if e.kind == "permission.denied"]
+    assert len(denied) == 1 and denied[0].startswith("the arguments hold a masked secret ([REDACTED:")
+    files = {"db": db.read_bytes().decode("utf-8", "replace")}
+    for extra in (tmp_path / "p.sqlite-wal",):
+        if extra.exists():
+            files["wal"] = extra.read_bytes().decode("utf-8", "replace")
+    places = {
+        **files,
+        "artifacts": "\n".join(artifacts),
+        "prompts": "\n".join(prompts),
+        "inspect": view,
+        **{p.name: p.read_text() for p in folder.iterdir()},
+    }
+    assert len(prompts) > 10 and len(artifacts) > 10
+    leaks = [
+        (where, s[:12]) for where, text in places.items() for s in secrets if s in text or json.dumps(s)[1:-1] in text
+    ]
+    assert leaks == []
+    assert "[REDACTED:" in places["trace.jsonl"] and "[REDACTED:" in places["artifacts"]
+    with capsys.disabled():
+        print(
+            f"\n[security] secret entries: {len(SECRET_SHAPES)} shapes x 6 entries (tool output, error result, "
+            f"exception, tool-call argument, model text, request) -> {len(places)} places "
+            f"({', '.join(sorted(places))}): got through: {len(leaks)}"
+        )
