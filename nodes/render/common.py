@@ -30,6 +30,7 @@ __all__ = [
     "EXTERNAL_RULE",
     "Renderer",
     "constraints_text",
+    "criteria_text",
     "core_blocks",
     "error_block",
     "finding_blocks",
@@ -169,14 +170,21 @@ def _block(
 
 def constraints_text(ctx: TaskContext) -> str:
     """The hard-constraints block: every constraint verbatim, one ``- `` line each (the caller's
-    first, then those found in the request's wording, then those the planner added), and a last
+    first, then those found in the request's wording; those the planner added after them, quoted
+    as its claim: :func:`quote_agent`, ``source="agent:planner constraints"``), and a last
     line that says which came from where when not all are the caller's: such a list, or an empty
     one, is never presented as complete (the original request's own words govern)."""
     ident = ctx.identity
     head = "## Hard constraints (verbatim, never break them)"
     if not ident.constraints:
         return f"{head}\n- (none listed; every prohibition in the original request still holds)"
-    lines = [head, *(f"- {c}" for c in ident.constraints)]
+    planner = [c for c in ident.constraints if ident.constraint_sources.get(c) == "planner"]
+    lines = [head, *(f"- {c}" for c in ident.constraints if c not in planner)]
+    if planner:  # the planner's words: its claim, quoted (the block is then agent_claim)
+        lines.append(
+            "Added by the planner (read in the request):\n"
+            + quote_agent("\n".join(f"- {c}" for c in planner), source="planner constraints")
+        )
     srcs = [ident.constraint_sources.get(c, "caller") for c in ident.constraints]
     if any(s != "caller" for s in srcs):
         n = {k: srcs.count(k) for k in ("caller", "request", "planner")}
@@ -187,6 +195,24 @@ def constraints_text(ctx: TaskContext) -> str:
             parts.append(f"{n['planner']} added by the planner")
         lines.append(f"({'; '.join(parts)}: possibly incomplete, every prohibition in the original request holds)")
     return "\n".join(lines)
+
+
+def criteria_text(ctx: TaskContext) -> tuple[str, Trust]:
+    """The success-criteria block and its trust: the caller's criteria as ``- `` lines
+    (``trusted_app``), then those the planner added (its reading of the request) quoted as its
+    claim (:func:`quote_agent`, ``source="agent:planner criteria"``; the block is then
+    ``agent_claim``)."""
+    ident = ctx.identity
+    added = ident.planner_criteria()
+    given = [c for c in ident.success_criteria if c not in added]
+    lines = ["## Success criteria", *(f"- {c}" for c in given)]
+    if not given and not added:
+        lines.append("- (none given)")
+    if not added:
+        return "\n".join(lines), "trusted_app"
+    claim = quote_agent("\n".join(f"- {c}" for c in added), source="planner criteria")
+    lines.append(f"Added by the planner (its reading of the request):\n{claim}")
+    return "\n".join(lines), "agent_claim"
 
 
 def core_blocks(
@@ -213,16 +239,17 @@ def core_blocks(
         ),
     ]
     if criteria:
-        text = "\n".join(f"- {c}" for c in ident.success_criteria) or "- (none given)"
+        text, trust = criteria_text(ctx)
         out.append(
             _block(
                 env,
                 "core.criteria",
-                f"## Success criteria\n{text}",
+                text,
                 kind="state",
                 layer="core",
                 source="task.created+plan",
                 priority="required",
+                trust=trust,
             )
         )
     if constraints:
@@ -236,7 +263,7 @@ def core_blocks(
                 layer="core",
                 source="task.created",
                 priority="required",
-                trust="user_claim",
+                trust="agent_claim" if '<external_content source="agent:' in text else "user_claim",
             )
         )
     if permissions:
