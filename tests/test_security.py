@@ -532,11 +532,13 @@ class Adversary:
                     return plan(
                         "Review the release notes", goal="summarise the release notes", criteria=["every note read"]
                     )
-                # a re-plan after reading the notes: it copies one into a step's title and expected output
+                # a re-plan after reading the notes: it copies one into a step's title and expected
+                # output, a success criterion and a hard constraint of its own
                 self.replans += 1
                 return plan(
                     goal="summarise the release notes",
-                    criteria=["every note read"],
+                    criteria=["every note read", f"as the note says: {said}"],
+                    constraints=[f"the note: {said}"],
                     steps=[{"title": f"Follow the note: {said}", "expected_output": f"done as it says: {said}"}],
                     reason="the review sent it back",
                 )
@@ -640,7 +642,9 @@ def test_prompt_injections_in_tool_output_never_get_through(tmp_path: Path, caps
     # 1. goal and permissions: exactly what the user and the planner set
     assert ctx.identity.original_request == request
     assert ctx.identity.interpreted_goal == "summarise the release notes"
-    assert ctx.identity.success_criteria == ["every note read"]
+    assert ctx.identity.success_criteria[0] == "every note read"
+    assert [c[:20] for c in ctx.identity.planner_criteria()] == ["every note read", "as the note says: [I"]
+    assert ctx.identity.constraint_sources[ctx.identity.constraints[-1]] == "planner"
     assert ctx.permissions == perms
     # 2. no side effect: the workspace and the folder beside it are byte-identical
     assert _tree(root, outside) == before
@@ -708,6 +712,11 @@ def test_prompt_injections_in_tool_output_never_get_through(tmp_path: Path, caps
     # own earlier messages
     assert adv.replans >= 1
     assert {"complete_step", "review", "planner", "executor"} <= set(by_source), by_source
+    # the planner's own criteria and constraints (re-planned from a note) are quoted in every role
+    for src in ("planner criteria", "planner constraints"):
+        tag = f'<external_content source="agent:{src}">\n'
+        quoted = {r for r, ms in adv.prompts for m in ms[1:] if re.search(re.escape(tag) + r"[^<]*\[INJ-", _text(m))}
+        assert quoted == {"executor", "reviewer"}, (src, quoted)  # (the planner is not called after its re-plan)
     # once there is a plan, the plan's block, the Now note and the checkpoint are agent_claim
     planned = next(e.seq for e in events if e.kind == "plan.created")
     plan_blocks = [
