@@ -972,7 +972,12 @@ OPTION_ESCAPES: list[tuple[tuple[str, str], list[str]]] = [
     (("git diff", ""), ["git", "show", "HEAD"]),
     (("git log", "-p"), ["git", "log", "-p"]),
     (("git diff", "REV:path"), ["git", "show", "HEAD:secrets/key.txt", "--", "src"]),
+    (("git diff", "-O"), ["git", "diff", "-Osecrets/key.txt", "HEAD", "--", "src"]),
+    (("git blame", "-S"), ["git", "blame", "-Ssecrets/key.txt", "src/a.py"]),
+    (("git ls-files", "-X"), ["git", "ls-files", "--others", "-Xsecrets/key.txt", "src"]),
     (("pytest", "-p"), ["python", "-m", "pytest", "-p", "mod", "src"]),
+    (("pytest", "@file"), ["python", "-m", "pytest", "@args.txt", "src"]),
+    (("pytest", "--pastebin"), ["python", "-m", "pytest", "--pastebin=all", "src"]),
     (("pytest", "-o"), ["python", "-m", "pytest", "-o", "addopts=-p mod", "src"]),
     (("pytest", "-c"), ["python", "-m", "pytest", "-c", "src/evil.ini", "src"]),
     (("pytest", "--pyargs"), ["pytest", "--pyargs", "mod"]),
@@ -1001,6 +1006,7 @@ def _option_workspace(tmp_path: Path) -> tuple[Path, list[str]]:
     (root / "src" / "test_a.py").write_text("def test_a():\n    assert True\n")
     (root / "src" / "evil.ini").write_text("[pytest]\naddopts = -p mod\n")
     (root / "src" / "names").write_text("secrets/key.txt\0")
+    (root / "args.txt").write_text("-c\nsrc/evil.ini\n")  # out of scope: pytest @args.txt reads it
     (root / "tests" / "t.txt").write_text("x\n")
     (root / "mod.py").write_text(_MOD)
     os.symlink(str(outside), root / "src" / "link")
@@ -1071,7 +1077,9 @@ def test_the_issue_commands_escape_when_run_without_the_policy(tmp_path: Path) -
     assert SCOPE_SECRET in run(["grep", "-r", "CANARY"])
     assert SCOPE_SECRET in run(["git", "show", "HEAD:secrets/key.txt", "--", "src"])
     assert SCOPE_SECRET in run(["git", "log", "-p"])
+    assert SCOPE_SECRET in run(["git", "blame", "-Ssecrets/key.txt", "src/a.py"])  # "bad graft data: <line>"
     for argv in (
+        ["python", "-m", "pytest", "@args.txt", "src"],
         ["python", "-m", "pytest", "-p", "mod", "src"],
         ["python", "-m", "pytest", "-o", "addopts=-p mod", "src"],
         ["pytest", "--pyargs", "mod"],
