@@ -1275,3 +1275,30 @@ def test_no_secret_shape_reaches_any_store_export_or_prompt_by_any_entry(
             f"exception, tool-call argument, model text, request) -> {len(places)} places "
             f"({', '.join(sorted(places))}): got through: {len(leaks)}"
         )
+
+
+def test_secret_variants_an_attacker_would_try() -> None:
+    """Secrets wrapped the way real output wraps them (ANSI colours, HTML entities, URL encoding,
+    CRLF, a NUL, escaped unicode quotes, a preceding escape, a glued prefix) are masked, and the
+    rest of the text is kept byte for byte."""
+    from nodes.secrets import mask_secrets
+
+    k = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
+    g = "ghp_" + "R2d2C3p0L1u2k3e4S5k6y7W8a9l0k1e2r3S4"
+    cases = {
+        f"\x1b[31mAWS_SECRET_ACCESS_KEY={k}\x1b[0m": "\x1b[31mAWS_SECRET_ACCESS_KEY=[REDACTED:credential]\x1b[0m",
+        f"\x1b[31m{g}\x1b[0m": "\x1b[31m[REDACTED:github_token]\x1b[0m",
+        f"token=&quot;{g}&quot;": "token=&quot;[REDACTED:github_token]&quot;",
+        "aws_secret_access_key=" + k.replace("/", "%2F"): "aws_secret_access_key=[REDACTED:credential]",
+        f"AWS_SECRET_ACCESS_KEY={k}\r\nX": "AWS_SECRET_ACCESS_KEY=[REDACTED:aws_secret_access_key]\r\nX",
+        f"{g}\x00x": "[REDACTED:github_token]\x00x",
+        f"\\u0022{g}\\u0022": "\\u0022[REDACTED:github_token]\\u0022",
+        f"\\taws_secret_access_key = {k}": "\\taws_secret_access_key = [REDACTED:aws_secret_access_key]",
+        f"x_{g} 1{g}": "x_[REDACTED:github_token] 1[REDACTED:github_token]",
+        "export DB_PASSWORD=hunter2hunter2": "export DB_PASSWORD=[REDACTED:credential]",
+        "-e POSTGRES_PASSWORD=hunter2hunter2 ": "-e POSTGRES_PASSWORD=[REDACTED:credential] ",
+        "-----BEGIN RSA PRIVATE KEY-----\\nMIIEabc\\n-----END RSA PRIVATE KEY-----": "[REDACTED:private_key]",
+    }
+    assert {text: mask_secrets(text).text for text in cases} == cases
+    # not masked (README "Security": a value with no shape of its own and no name saying what it is)
+    assert mask_secrets("mysql -uroot -phunter2hunter2").count == 0
