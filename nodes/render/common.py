@@ -13,6 +13,7 @@ byte-identical on every call and cached prefixes stay stable.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -45,6 +46,7 @@ __all__ = [
     "plan_text",
     "plan_trust",
     "quote_plan",
+    "tool_label",
 ]
 
 EXTERNAL_RULE = (
@@ -74,12 +76,35 @@ def quote_external(text: str, *, source: str | None, ref: str | None = None, cal
     safe = text.replace("</external_content", "<\\/external_content").replace(
         "<external_content", "<\\external_content"
     )
-    attrs = f' source="{source}"' if source else ""
+    attrs = f' source="{_attr(source)}"' if source else ""
     if call_id:
-        attrs += f' call_id="{call_id}"'
+        attrs += f' call_id="{_attr(call_id)}"'
     if ref:
-        attrs += f' ref="{ref}"'
+        attrs += f' ref="{_attr(ref)}"'
     return f"<external_content{attrs}>\n{safe}\n</external_content>"
+
+
+def _attr(value: str) -> str:
+    """An attribute value of the quote's tag: a name a model wrote (a tool name) cannot close the
+    attribute or the tag, nor open a line (``"``, ``<``, ``>``, ``&`` as entities, line breaks as
+    spaces); plain names are unchanged."""
+    if not _ATTR_UNSAFE.search(value):
+        return value
+    value = value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(value.split())
+
+
+_ATTR_UNSAFE = re.compile(r'["<>&\s]')
+
+
+def tool_label(name: str) -> str:
+    """A tool name as a header may show it: the name when it is one (letters, digits, ``_.:-``,
+    at most 64), else ``(a tool name the model made up)``: a model-written name of any other
+    shape is shown only inside a quote's attribute (:func:`quote_external`)."""
+    return name if _TOOL_NAME.fullmatch(name) else "(a tool name the model made up)"
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")
 
 
 def quote_agent(text: str, *, source: str) -> str:
@@ -357,7 +382,7 @@ def error_block(ctx: TaskContext, env: NodeEnv, *, slot: str) -> ContextBlock | 
     e = ctx.errors.last_error
     if e is None:
         return None
-    text = f"Unresolved error {e.id} ({e.source}), message quoted from the tool output:\n" + quote_external(
+    text = f"Unresolved error {e.id} ({tool_label(e.source)}), message quoted from the tool output:\n" + quote_external(
         e.message, source=e.source or "error"
     )
     return _block(

@@ -65,6 +65,7 @@ from .common import (
     quote_agent,
     quote_external,
     quote_plan,
+    tool_label,
 )
 from .policy import policy_blocks
 from .reuse import reuse_spans
@@ -237,7 +238,7 @@ def delta_text(ctx: TaskContext) -> str:
     if ctx.control.pending_approval is not None:
         a = ctx.control.pending_approval
         lines.append(
-            f"Waiting for approval of {a.tool} ({a.risk} risk): {a.reason}; the call's arguments:\n"
+            f"Waiting for approval of {tool_label(a.tool)} ({a.risk} risk): {a.reason}; the call's arguments:\n"
             + quote_agent(a.arguments, source=f"executor {a.call_id}")
         )
     return "\n".join(lines)
