@@ -759,3 +759,35 @@ def test_trace_anonymizer_masks_every_string_of_a_run() -> None:
         "messages": [{"content": "use [REDACTED:github_token]\\n", "n": 1}],
         "note": "plain",
     }
+
+
+def test_a_rejected_approval_pause_is_traced_as_a_pause_and_the_rejection_is_no_error(
+    langsmith_loopback: Ingest, no_remote_network: list[Any]
+) -> None:
+    """The same pause answered with a rejection: the first trace's ``tools`` run is the pause,
+    and no run of either trace is posted as an error (the refused call is a result, not a failure
+    of the graph)."""
+    from langchain_core.tracers.langchain import wait_for_all_tracers
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from context import Permissions, SqliteStores
+    from graphs import build_orchestrator, checkpoint_serde, new_task
+    from graphs.runner import run_with_approvals
+
+    stores = SqliteStores(":memory:")
+    graph = build_orchestrator(
+        _model(), tools=ApprovalBuildTools(), checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores
+    )
+    task = new_task("Build the project.", "ls-rj", permissions=Permissions(requires_approval=["run_build"]))
+    run_with_approvals(graph, stores, "ls-rj", task, answer=lambda req: {"action": "reject", "reason": "not now"})
+    wait_for_all_tracers()
+    events = stores.events.read("ls-rj")
+    request_id = next(e.id for e in events if e.kind == "permission.requested")
+    assert [e.actor for e in events if e.kind == "permission.denied"] == ["user"]
+    runs = langsmith_loopback.runs()
+    post = {rid: r["post"] for rid, r in runs.items()}
+    assert [p["name"] for p in post.values() if p.get("error")] == []
+    paused = [rid for rid, p in post.items() if "paused:approval" in (p.get("tags") or [])]
+    assert [post[r]["name"] for r in paused] == ["tools"]
+    meta = (runs[paused[0]].get("post.extra") or {}).get("metadata", {})
+    assert meta["approval_request_ids"] == [request_id]
