@@ -107,7 +107,7 @@ def test_caller_constraints_come_first_then_the_wording_then_the_planner(tmp_pat
     assert "- Keep the changelog format.\n- Don\u2019t push to main.\n" in prompt
     # the planner's constraint is its claim: quoted after the others (issue 12)
     assert (
-        "Added by the planner (read in the request):\n"
+        "Added by the planner:\n"
         '<external_content source="agent:planner constraints">\n- Leave tags alone.\n</external_content>\n'
         "(2 given by the caller; 4 found in the request's wording; 1 added by the planner: "
         "possibly incomplete, every prohibition in the original request holds)\n"

@@ -207,7 +207,7 @@ def constraints_text(ctx: TaskContext) -> str:
     lines = [head, *(f"- {c}" for c in ident.constraints if c not in planner)]
     if planner:  # the planner's words: its claim, quoted (the block is then agent_claim)
         lines.append(
-            "Added by the planner (read in the request):\n"
+            "Added by the planner:\n"
             + quote_agent("\n".join(f"- {c}" for c in planner), source="planner constraints")
         )
     srcs = [ident.constraint_sources.get(c, "caller") for c in ident.constraints]
@@ -236,7 +236,7 @@ def criteria_text(ctx: TaskContext) -> tuple[str, Trust]:
     if not added:
         return "\n".join(lines), "trusted_app"
     claim = quote_agent("\n".join(f"- {c}" for c in added), source="planner criteria")
-    lines.append(f"Added by the planner (its reading of the request):\n{claim}")
+    lines.append(f"Added by the planner:\n{claim}")
     return "\n".join(lines), "agent_claim"
 
 

@@ -112,10 +112,7 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
             lines.append("- last step:\n" + quote_agent(cp.step_summary, source="complete_step"))
         if cp.completed_summaries:  # the calls that left the transcript: their arguments are the executor's
             calls = "\n".join(cp.completed_summaries)
-            lines.append(
-                "- calls (id, tool, arguments as the executor wrote them, outcome):\n"
-                + quote_agent(calls, source="executor")
-            )
+            lines.append("- calls:\n" + quote_agent(calls, source="executor"))
     if cp.findings:
         lines.append("Findings (the executor's claims):")
         lines += [
