@@ -511,3 +511,14 @@ def test_forgetting_and_rebuilding_are_what_their_cases_check(monkeypatch: pytes
     monkeypatch.setattr("graphs.memory.records_from_events", lambda logs: {})
     p, c = cases["memory-rebuilt-from-confirmation-events"]
     assert run_case(c, p).status == "failed"
+
+
+def test_a_confirmed_memory_holding_a_secret_is_stored_masked(tmp_path: Path) -> None:
+    """The memory stream is a log like any other: a secret in a confirmed fact is masked before it
+    is written, and the record in the long-term store is the masked one (found by its key)."""
+    token = "ghp_" + "R2d2C3p0L1u2k3e4S5k6y7W8a9l0k1e2r3S4"
+    with open_project(tmp_path / "m.sqlite") as p:
+        rec = confirm_memory(p, f"The CI token is {token}")
+        assert rec.text == "The CI token is [REDACTED:github_token]"
+        assert [v.record.text for v in list_memories(p)] == [rec.text]
+        assert token not in json.dumps([e.payload for e in p.stores.events.read(MEMORY_LOG)])
