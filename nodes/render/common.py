@@ -207,8 +207,7 @@ def constraints_text(ctx: TaskContext) -> str:
     lines = [head, *(f"- {c}" for c in ident.constraints if c not in planner)]
     if planner:  # the planner's words: its claim, quoted (the block is then agent_claim)
         lines.append(
-            "Added by the planner:\n"
-            + quote_agent("\n".join(f"- {c}" for c in planner), source="planner constraints")
+            "Added by the planner:\n" + quote_agent("\n".join(f"- {c}" for c in planner), source="planner constraints")
         )
     srcs = [ident.constraint_sources.get(c, "caller") for c in ident.constraints]
     if any(s != "caller" for s in srcs):
