@@ -349,7 +349,9 @@ class MemoryLoaded(_Payload):
 #: The fields a state edit (``graph.update_state`` from outside a node, e.g. LangGraph Studio's
 #: state editor) may change, per part; every other part is derived from the event log.
 EDITABLE_FIELDS: dict[str, frozenset[str]] = {
-    "identity": frozenset({"interpreted_goal", "success_criteria", "non_goals", "constraints", "constraint_sources"}),
+    "identity": frozenset(
+        {"interpreted_goal", "success_criteria", "criteria_sources", "non_goals", "constraints", "constraint_sources"}
+    ),
     "permissions": frozenset({"allowed_tools", "denied_tools", "requires_approval", "file_scopes"}),
     "memory": frozenset({"durable_facts", "user_preferences", "project_conventions", "working_memory"}),
 }

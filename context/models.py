@@ -122,7 +122,8 @@ class Identity(_Part):
     ``new_task(constraints=...)`` / ``taskctx run --constraint``; also every constraint it does
     not name), ``"request"`` (found in the request's wording by
     :func:`~context.trajectory.extract_constraints`, a heuristic) or ``"planner"`` (the planner's
-    ``submit_plan`` ``constraints``)."""
+    ``submit_plan`` ``constraints``). ``interpreted_goal`` is the planner's (its claim);
+    ``criteria_sources`` marks the success criteria the planner added."""
 
     task_id: str = ""
     original_request: str = ""
@@ -131,6 +132,13 @@ class Identity(_Part):
     non_goals: list[str] = Field(default_factory=list)
     constraints: list[str] = Field(default_factory=list)
     constraint_sources: dict[str, str] = Field(default_factory=dict)
+    #: ``"planner"`` for each success criterion the planner added (``submit_plan``): the model's
+    #: reading of the request, quoted as its claim in prompts; the others are the caller's.
+    criteria_sources: dict[str, str] = Field(default_factory=dict)
+
+    def planner_criteria(self) -> list[str]:
+        """The success criteria the planner added, in order."""
+        return [c for c in self.success_criteria if self.criteria_sources.get(c) == "planner"]
 
 
 # 2. plan ----------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from .errors import (
     StoreOpenError,
 )
 from .events import Event
+from .secrets import masked_bytes, masked_events
 from .store import (
     TASKCTX_TABLES,
     SqliteStores,
@@ -54,7 +55,7 @@ from .store import (
     schema_sql,
     slice_lines,
 )
-from .text import json_text, to_bytes
+from .text import json_text
 
 __all__ = [
     "APPLICATION_NAME",
@@ -217,13 +218,15 @@ class PgEventLog:
         return self._db.run(q)
 
     def append(self, task_id: str, events: Sequence[Event]) -> list[Event]:
-        """Append ``events`` atomically; returns them with ``seq`` set.
+        """Append ``events`` atomically, secrets masked (:func:`context.secrets.masked_events`);
+        returns them as written (masked, ``seq`` set).
 
         Events that carry a ``seq`` must continue the log exactly (``SequenceConflictError``
         otherwise); events with ``seq == 0`` get the next numbers.
         """
         if not events:
             return []
+        events = masked_events(events)
         ids = [e.id for e in events]
 
         def tx(conn: Any, attempt: int) -> list[Event]:
@@ -325,7 +328,8 @@ class PgEventLog:
 
 
 class PgArtifactStore:
-    """Content-addressed store of exact bytes (``artifact://sha256:<hex>``) on Postgres."""
+    """Content-addressed store of bytes (``artifact://sha256:<hex>``) on Postgres, secrets masked
+    at ``put`` as in :class:`context.store.ArtifactStore`."""
 
     def __init__(self, db: _Pg):
         self._db = db
@@ -333,7 +337,7 @@ class PgArtifactStore:
     def put(self, data: bytes | str) -> str:
         """Store ``data`` and return its ref; storing twice is free. A ``str`` is stored as UTF-8,
         losslessly: a lone surrogate as its ``surrogatepass`` bytes (:func:`context.text.to_bytes`)."""
-        raw = to_bytes(data)
+        raw = masked_bytes(data)
         ref = make_ref(raw)
         self._db.run(
             lambda conn, _: conn.execute(

@@ -155,7 +155,8 @@ def _fold_plan(ctx: TaskContext, p: PlanCreated) -> TaskContext:
         s.model_copy(update={"status": "done"}) if s.id in done or ctx.plan.is_folded(s.id) else s for s in p.steps
     ]
     ident = ctx.identity
-    criteria = list(ident.success_criteria) + [c for c in p.success_criteria if c not in ident.success_criteria]
+    new_criteria = [c for c in p.success_criteria if c not in ident.success_criteria]
+    criteria = list(ident.success_criteria) + new_criteria
     non_goals = list(ident.non_goals) + [c for c in p.non_goals if c not in ident.non_goals]
     added = [c for c in dict.fromkeys(p.constraints) if c.strip() and c not in ident.constraints]
     update: dict[str, object] = {
@@ -163,6 +164,8 @@ def _fold_plan(ctx: TaskContext, p: PlanCreated) -> TaskContext:
         "success_criteria": criteria,
         "non_goals": non_goals,
     }
+    if new_criteria:
+        update["criteria_sources"] = {**ident.criteria_sources, **dict.fromkeys(new_criteria, "planner")}
     if added:
         update["constraints"] = [*ident.constraints, *added]
         update["constraint_sources"] = {**ident.constraint_sources, **dict.fromkeys(added, "planner")}

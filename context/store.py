@@ -4,8 +4,14 @@
   ``append`` is one transaction and checks that its first ``seq`` follows the log's last one
   (``SequenceConflictError`` otherwise), so two writers can never interleave a task's events.
 * :class:`ArtifactStore`: content-addressed bytes. ``put(data) -> "artifact://sha256:<hex>"``;
-  ``get(ref)`` returns the exact bytes, or the lines a ``#L<start>-<end>`` fragment names
+  ``get(ref)`` returns the bytes stored, or the lines a ``#L<start>-<end>`` fragment names
   (1-based, inclusive).
+
+Both stores (and the Postgres ones) mask every secret-shaped value before they write anything:
+``append`` the strings of each payload (:func:`context.secrets.masked_events`; the events it
+returns, which the nodes fold, are the masked ones), ``put`` the bytes
+(:func:`context.secrets.masked_bytes`; the ref hashes the masked bytes). That is the one masking
+pass: every reader gets masked bytes.
 
 Both live in the project's SQLite file (default ``.taskctx/taskctx.sqlite``) beside the
 LangGraph checkpointer's tables, on a connection of their own, in WAL mode. A checkpoint never
@@ -38,7 +44,8 @@ from .errors import (
     StoreOpenError,
 )
 from .events import PAYLOAD_MODELS, Event
-from .text import json_text, to_bytes
+from .secrets import masked_bytes, masked_events
+from .text import json_text
 
 __all__ = [
     "ArtifactRef",
@@ -419,13 +426,15 @@ class EventLog:
         return int(row[0])
 
     def append(self, task_id: str, events: Sequence[Event]) -> list[Event]:
-        """Append ``events`` atomically; returns them with ``seq`` set.
+        """Append ``events`` atomically, secrets masked (:func:`context.secrets.masked_events`);
+        returns them as written (masked, ``seq`` set).
 
         Events that carry a ``seq`` must continue the log exactly (``SequenceConflictError``
         otherwise); events with ``seq == 0`` get the next numbers.
         """
         if not events:
             return []
+        events = masked_events(events)
         with self._db.lock:
             conn = self._db.conn
             conn.execute("BEGIN IMMEDIATE")
@@ -545,15 +554,16 @@ def checked_artifact(ref: ArtifactRef, stored: Any, where: str, size: int | None
 
 
 class ArtifactStore:
-    """Content-addressed store of exact bytes (``artifact://sha256:<hex>``)."""
+    """Content-addressed store of bytes (``artifact://sha256:<hex>``), exact but for secrets."""
 
     def __init__(self, db: _Sqlite):
         self._db = db
 
     def put(self, data: bytes | str) -> str:
-        """Store ``data`` and return its ref; storing twice is free. A ``str`` is stored as UTF-8,
+        """Store ``data`` with its secrets masked (:func:`context.secrets.masked_bytes`) and return
+        the ref of what was stored; storing twice is free. A ``str`` is stored as UTF-8,
         losslessly: a lone surrogate as its ``surrogatepass`` bytes (:func:`context.text.to_bytes`)."""
-        raw = to_bytes(data)
+        raw = masked_bytes(data)
         ref = make_ref(raw)
         with self._db.lock:
             self._db.conn.execute(
@@ -562,7 +572,7 @@ class ArtifactStore:
         return str(ref)
 
     def get(self, ref: str) -> bytes:
-        """The exact bytes of ``ref``, or of its ``#L<a>-<b>`` line slice; bytes that do not
+        """The bytes stored for ``ref`` (secrets masked at ``put``), or its ``#L<a>-<b>`` line slice; bytes that do not
         match the ref's hash raise ``DamagedStoreError`` (:func:`checked_artifact`)."""
         r = parse_ref(ref)
         row = self._db.conn.execute(  # (as a blob: a row rewritten as text may hold bytes that are not UTF-8)

@@ -225,10 +225,12 @@ def confirm_memory(
     )
     in_task = confirm_in_task(project, graph, task_id, payload) if graph is not None and task_id else None
     if in_task is not None:
-        src.apply([in_task], str(task_id))
+        ev = in_task
+        src.apply([ev], str(task_id))
     else:
-        src.apply([_append(project, "memory.confirmed", payload)], MEMORY_LOG)
-    rec = src.get(memory_key(namespace, kind, text))
+        ev = _append(project, "memory.confirmed", payload)
+        src.apply([ev], MEMORY_LOG)
+    rec = src.get(memory_key(namespace, kind, ev.payload["text"]))  # as the log holds it (secrets masked)
     assert rec is not None
     return rec
 

@@ -25,6 +25,7 @@ from context import (
 )
 from context.pg_store import PgStores, is_postgres_url
 from context.policy import ContextPolicy
+from context.secrets import mask_secrets
 from context.text import clean
 from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
@@ -274,9 +275,17 @@ def new_task(
     """The input state of a new task. Hard constraints: first the caller's ``constraints``
     (verbatim), then the prohibitions found in the request's wording
     (:func:`context.extract_constraints`, source ``"request"``) that the caller did not give;
-    the planner may add more (source ``"planner"``). The first node records ``task.created``."""
-    request = clean(request)  # a lone surrogate cannot be checkpointed: U+FFFD (context.text)
-    given = list(dict.fromkeys(clean(c).strip() for c in constraints or () if c.strip()))
+    the planner may add more (source ``"planner"``). The first node records ``task.created``.
+    Secret-shaped values in the request, constraints and criteria are masked here, before the
+    graph's first checkpoint, as the stores mask everything they write (:mod:`context.secrets`:
+    the log feeds every prompt, export and trace; a secret the agent needs goes in the
+    workspace's environment, not in the request)."""
+
+    def text(t: str) -> str:  # a lone surrogate cannot be checkpointed: U+FFFD (context.text)
+        return mask_secrets(clean(t)).text
+
+    request = text(request)
+    given = list(dict.fromkeys(text(c).strip() for c in constraints or () if c.strip()))
     found = [c for c in extract_constraints(request) if c not in given]
     return TaskContext(
         identity=Identity(
@@ -284,8 +293,8 @@ def new_task(
             original_request=request,
             constraints=given + found,
             constraint_sources=dict.fromkeys(found, "request"),
-            success_criteria=list(success_criteria or []),
-            non_goals=list(non_goals or []),
+            success_criteria=[text(c) for c in success_criteria or []],
+            non_goals=[text(c) for c in non_goals or []],
         ),
         permissions=permissions or Permissions(),
     )

@@ -18,7 +18,10 @@ with a ``GraphInterrupt``, which LangChain's tracer posts as an error. :func:`pa
 for approval", "requests": [{request_id, call_id, tool, risk}]}``, tag ``paused:approval``,
 metadata ``approval_request_ids``; the resume is the next trace of the same ``thread_id``.
 
-Raw tool output never enters a trace: the tool node's ToolExecutor is plain Python (not a traced
+Secrets never enter a trace: the run inputs and outputs come from the log, which the stores mask
+(:mod:`context.secrets`), and the client :func:`tracing_session` installs masks every string of
+a run again (:func:`trace_anonymizer`: a model's reply is traced before it is recorded). A client
+the caller configured (``langsmith.configure``) is used as given. Raw tool output never enters a trace: the tool node's ToolExecutor is plain Python (not a traced
 runnable) and node inputs/outputs are TaskContext parts, which hold compressed summaries and
 ``artifact://`` refs.
 
@@ -49,12 +52,15 @@ from langchain_core.tracers.langchain import LangChainTracer
 from langgraph.errors import GraphInterrupt
 from langsmith import utils as ls_utils
 
+from context.secrets import mask_secrets
+
 __all__ = [
     "TRACE_KEYS",
     "TRACING_NOTICE",
     "PausedRunTracer",
     "paused_runs_traced",
     "run_tree_lines",
+    "trace_anonymizer",
     "tracing_session",
     "walk_runs",
 ]
@@ -171,7 +177,8 @@ def tracing_session(
     Otherwise, and only where the user has not set them: ``LANGSMITH_USE_DAEMON=true`` (upload
     threads never hold the process open) and, when no client is configured yet
     (``langsmith.configure(client=...)``), a ``langsmith.Client`` with 3 s connect / 10 s read
-    timeouts and no retries of failed connections (langsmith's default: 10 s / 60 s, 3 retries),
+    timeouts and no retries of failed connections (langsmith's default: 10 s / 60 s, 3 retries)
+    and :func:`trace_anonymizer` (secrets masked in every run's inputs, outputs and error),
     installed with ``langsmith.configure``. Uploads stay in langsmith's background thread and its
     bounded queue (``LANGSMITH_TRACING_QUEUE_MAX_SIZE``). Yields the client.
 
@@ -209,7 +216,9 @@ def tracing_session(
                 raise_on_status=False,
                 respect_retry_after_header=True,
             )
-            langsmith.configure(client=langsmith.Client(timeout_ms=(3_000, 10_000), retry_config=retry))
+            langsmith.configure(
+                client=langsmith.Client(timeout_ms=(3_000, 10_000), retry_config=retry, anonymizer=trace_anonymizer())
+            )
         client = rt.get_cached_client()
         notice.url = client.api_url
         yield client
@@ -222,6 +231,16 @@ def tracing_session(
             if set_env:
                 os.environ.pop("LANGSMITH_USE_DAEMON", None)
                 ls_utils.get_env_var.cache_clear()  # type: ignore[attr-defined]  # an lru_cache
+
+
+def trace_anonymizer() -> Callable[[Any], Any]:
+    """langsmith's anonymizer (``langsmith.anonymizer.create_anonymizer``) with
+    :func:`context.secrets.mask_secrets` as its replacer: every string of a run's inputs, outputs
+    and error is masked before it is uploaded. What a run holds comes from the masked log, but a
+    model run's output is the model's reply before the executor records it."""
+    from langsmith.anonymizer import create_anonymizer
+
+    return create_anonymizer(lambda text, _path: mask_secrets(text).text)
 
 
 def _bounded_flush(client: Any, notice: _OneNotice, seconds: float) -> None:

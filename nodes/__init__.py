@@ -17,7 +17,7 @@ One model call of a role node, and what the tool node does with the calls it ask
       ▼
     tool node (tools/node.py): each pending call ─ permissions.py: allowed? risk? approval?
       │  (interrupt() for approvals) ─ the ToolExecutor runs it (workspace/, tools/replay.py)
-      │  ─ output → artifact store, secrets.py masks, context compresses
+      │  ─ output → artifact store (it masks secrets: context.secrets), context compresses
       ▼
     events (tool.result.received, permission.*, file.modified, error.resolved) ─▶ next node
 
@@ -33,7 +33,8 @@ Modules:
 * ``workspace/``: :class:`WorkspaceTools`, the executor over a real folder: path and command
   policy, unified diffs, side-effect-safe recovery (see its package doc).
 * ``permissions.py``: :func:`assess`, the tool node's permission decision per call.
-* ``secrets.py``: :func:`mask_secrets`, applied to everything that leaves the artifact store.
+* ``secrets.py``: :func:`mask_secrets` (moved to :mod:`context.secrets`: the stores mask everything
+  they write; this name and path keep working).
 * ``testing.py``: :class:`ScriptedChatModel`, :class:`ReplayChatModel` and the answer helpers.
 * ``models.py``: :func:`resolve_model`, ``provider:model`` strings to chat models.
 * ``memory.py``: :class:`~nodes.memory.MemorySource`, durable memory on a LangGraph ``BaseStore``:

@@ -11,12 +11,19 @@
    gives the call's risk level;
 3. approval is needed when the tool is in ``requires_approval`` or the risk is ``high``.
 
+A call with side effects whose arguments hold a secret's mask (``[REDACTED:<kind>]``) is refused:
+the stores mask every secret they write (:mod:`context.secrets`), tool-call arguments too, so the
+call as recorded would write the mask where the model meant a value (or copied a masked file's
+text back over the real one).
+
 The result is a :class:`Decision`; the tool node turns a refusal into ``permission.denied``
 and an approval into a LangGraph ``interrupt()``.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +34,9 @@ __all__ = ["ALWAYS_ALLOWED", "Decision", "PolicyError", "assess"]
 
 #: Tools handled by the tool node itself that only read the task's own records.
 ALWAYS_ALLOWED = frozenset({"read_artifact", "search_history"})
+
+#: A secret's mask as the stores write it (``context.secrets.MASK_FORMAT``).
+_MASK = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
 
 
 class PolicyError(Exception):
@@ -61,6 +71,15 @@ def assess(tool: str, args: dict[str, Any], perms: Permissions, tools: Any) -> D
     offered = _tool_names(tools.schemas()) | ALWAYS_ALLOWED
     if tool not in offered:
         return Decision(False, "high", f"{tool} is not a tool of this task")
+    masked = _MASK.search(json.dumps(args, ensure_ascii=False))
+    if masked and tools.has_side_effects(tool):
+        return Decision(
+            False,
+            "high",
+            f"the arguments hold a masked secret ({masked.group(0)}): secrets never enter the task's records, so this "
+            "would write the mask in place of the value; read the secret from the environment inside the command, "
+            "or use a value not shaped like a credential",
+        )
     risk, reason, paths = "low", "", ()
     check = getattr(tools, "check", None)
     if check is not None:

@@ -130,7 +130,7 @@ def test_a_run_stopped_by_an_error_is_pruned_too(trajectories_dir: Path, tmp_pat
         stores=project.stores,
         budget=2900,
     )
-    with pytest.raises(BudgetError, match="executor of task b1 needs at least 2908 tokens"):
+    with pytest.raises(BudgetError, match="executor of task b1 needs at least 2928 tokens"):
         run_graph(g, project.stores, "b1", new_task(traj.request, "b1"), prune=True)
     assert [e.kind for e in project.stores.events.read("b1")].count("tool.result.received") == 10
     assert _rows(db, "b1")[0] == 1

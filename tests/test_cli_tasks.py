@@ -86,28 +86,28 @@ def test_budget_error_names_the_smallest_budget_that_works(trajectories_dir: Pat
     assert r.exit_code == 2
     assert "call   1 planner" in r.stdout and "plan.created: 5 steps" in r.stdout
     message = (
-        "executor of task t1 needs at least 2825 tokens: required blocks 1825 + reserve 1000; "
-        "rerun with --budget 2825 or more"
+        "executor of task t1 needs at least 2845 tokens: required blocks 1845 + reserve 1000; "
+        "rerun with --budget 2845 or more"
     )
     assert _error_line(r) == (
-        f"error: {message}: `taskctx resume t1 --budget 2825 --db {db} --out {out}`; 2825 is what this call needs, "
+        f"error: {message}: `taskctx resume t1 --budget 2845 --db {db} --out {out}`; 2845 is what this call needs, "
         f"{later}"
     )
     # the stop is recorded (registry entry of the task): list and inspect say why and how to go on
     assert SqliteStores(db).tasks.get("t1")["stopped"] == {
         "reason": "budget",
         "message": message,
-        "budget": 2825,
+        "budget": 2845,
         "out": out,
     }
     (row,) = json.loads(invoke("list", "--db", db, "--json").stdout)
     assert (row["status"], row["stopped"]) == ("running", "budget")
     assert "│ t1   │ stopped: budget │" in invoke("list", "--db", db).stdout
     assert (
-        f"stopped: {message}; continue with `taskctx resume t1 --budget 2825 --db {db} --out {out}`\n"
+        f"stopped: {message}; continue with `taskctx resume t1 --budget 2845 --db {db} --out {out}`\n"
         in invoke("inspect", "t1", "--db", db).stdout
     )
-    r = invoke("resume", "t1", "--budget", "2825", "--max-steps", "1", "--db", db, "--out", out)
+    r = invoke("resume", "t1", "--budget", "2845", "--max-steps", "1", "--db", db, "--out", out)
     assert r.exit_code == 0, r.output
     assert "call   2 executor  step s1" in r.stdout and "stopped after 1 executor steps" in r.stdout
     assert "stopped" not in SqliteStores(db).tasks.get("t1")  # it went on: the stop is gone

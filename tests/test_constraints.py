@@ -105,10 +105,15 @@ def test_caller_constraints_come_first_then_the_wording_then_the_planner(tmp_pat
     built = [e for e in events if e.kind == "context.built" and e.payload["role"] == "executor"]
     prompt = stores.artifacts.get(built[-1].payload["prompt_ref"]).decode()
     assert "- Keep the changelog format.\n- Don\u2019t push to main.\n" in prompt
+    # the planner's constraint is its claim: quoted after the others (issue 12)
     assert (
-        "- Leave tags alone.\n(2 given by the caller; 4 found in the request's wording; 1 added by the planner: "
+        "Added by the planner:\n"
+        '<external_content source="agent:planner constraints">\n- Leave tags alone.\n</external_content>\n'
+        "(2 given by the caller; 4 found in the request's wording; 1 added by the planner: "
         "possibly incomplete, every prohibition in the original request holds)\n"
     ) in prompt
+    trust = {b["id"]: b["trust"] for b in built[-1].payload["blocks"]}
+    assert trust["core.constraints"] == "agent_claim" and trust["core.request"] == "user_claim"
 
 
 def test_no_constraints_is_never_presented_as_a_complete_list() -> None:

@@ -440,13 +440,20 @@ def test_unquoted_agent_claims_make_every_provenance_case_fail(monkeypatch: pyte
     import nodes.render.common
     import nodes.render.executor
     import nodes.render.planner
+    import nodes.render.recovery
     import nodes.render.reviewer
     from graphs.eval import load_cases
     from graphs.eval.harness import run_case
 
     cases = [(p, c) for p, c in load_cases(CASES) if c.category == "provenance"]
     assert len(cases) >= 6
-    for m in (nodes.render.common, nodes.render.executor, nodes.render.planner, nodes.render.reviewer):
+    for m in (
+        nodes.render.common,
+        nodes.render.executor,
+        nodes.render.planner,
+        nodes.render.recovery,
+        nodes.render.reviewer,
+    ):
         if hasattr(m, "quote_agent"):  # a renderer may quote only through common's helpers
             monkeypatch.setattr(m, "quote_agent", lambda text, *, source: text)
     for path, case in cases:

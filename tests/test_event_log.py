@@ -220,3 +220,29 @@ def test_read_with_fields_returns_only_those_payload_keys(kind, tmp_path):
         assert [(e.seq, e.payload) for e in only] == [(2, {"status": "ok", "raw_chars": 500})]
     finally:
         stores.close()
+
+
+def check_store_masks(stores: object) -> None:
+    """The store masks what it writes (events and artifacts), returns the masked events, and
+    keeps every other byte (not-UTF-8 bytes too); masking twice changes nothing."""
+    import json
+
+    from context import new_event
+
+    token = "ghp_" + "R2d2C3p0L1u2k3e4S5k6y7W8a9l0k1e2r3S4"
+    e = new_event("tool.called", {"call_id": "c1", "tool": "run", "arguments": json.dumps({"x": token})}, actor="agent")
+    (out,) = stores.events.append("m1", [e])  # type: ignore[attr-defined]
+    assert out.payload["arguments"] == '{"x": "[REDACTED:github_token]"}'
+    assert stores.events.read("m1")[0].payload == out.payload  # type: ignore[attr-defined]
+    data = b"\xff\xfe head\nAPI_KEY=" + token.encode() + b"\n\x00tail"
+    ref = stores.artifacts.put(data)  # type: ignore[attr-defined]
+    stored = stores.artifacts.get(ref)  # type: ignore[attr-defined]
+    assert stored == b"\xff\xfe head\nAPI_KEY=[REDACTED:github_token]\n\x00tail"
+    assert stores.artifacts.put(stored) == ref  # type: ignore[attr-defined]  # idempotent: the same bytes, the same ref
+    assert stores.artifacts.get(stores.artifacts.put("plain \ud835 text")) == b"plain \xed\xa0\xb5 text"  # type: ignore[attr-defined]
+
+
+def test_the_sqlite_store_masks_what_it_writes() -> None:
+    from context import SqliteStores
+
+    check_store_masks(SqliteStores(":memory:"))

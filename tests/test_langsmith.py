@@ -340,7 +340,11 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
     body = langsmith_loopback.bodies().decode("utf-8")
     result = next(e.payload for e in events if e.kind == "tool.result.received" and e.payload["call_id"] == "c-build")
     assert result["compressed"] and result["raw_chars"] == len(BIG_LOG)
-    assert stores.artifacts.get(result["raw_ref"]).decode() == BIG_LOG
+    # the artifact is the log as the store wrote it: exact but for its secrets (context.secrets)
+    from context import masked_bytes
+
+    stored = stores.artifacts.get(result["raw_ref"])
+    assert stored == masked_bytes(BIG_LOG) and SECRET_HEAD.encode() not in stored and len(stored) < len(BIG_LOG)
     assert MIDDLE_MARKER not in body and SECRET_MIDDLE not in body
     assert result["raw_ref"] in body
     assert "compile unit 0200 ok" not in body
@@ -742,3 +746,48 @@ def test_an_approval_pause_is_traced_as_a_pause_not_an_error(
     # the approved run is traced in the second trace: its tools run ran the build, no pause
     second = [rid for rid, p in post.items() if p["name"] == "tools" and p["trace_id"] == post[roots[1]]["id"]]
     assert second and not any("paused:approval" in (post[r].get("tags") or []) for r in second)
+
+
+def test_trace_anonymizer_masks_every_string_of_a_run() -> None:
+    """The client tracing_session installs masks secrets in run inputs, outputs and errors (a
+    model's reply is traced before the executor records it, so before the store masks it)."""
+    from graphs.tracing import trace_anonymizer
+
+    token = "ghp_" + "R2d2C3p0L1u2k3e4S5k6y7W8a9l0k1e2r3S4"
+    run = {"messages": [{"content": f"use {token}\\n", "n": 1}], "note": "plain"}
+    assert trace_anonymizer()(run) == {
+        "messages": [{"content": "use [REDACTED:github_token]\\n", "n": 1}],
+        "note": "plain",
+    }
+
+
+def test_a_rejected_approval_pause_is_traced_as_a_pause_and_the_rejection_is_no_error(
+    langsmith_loopback: Ingest, no_remote_network: list[Any]
+) -> None:
+    """The same pause answered with a rejection: the first trace's ``tools`` run is the pause,
+    and no run of either trace is posted as an error (the refused call is a result, not a failure
+    of the graph)."""
+    from langchain_core.tracers.langchain import wait_for_all_tracers
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from context import Permissions, SqliteStores
+    from graphs import build_orchestrator, checkpoint_serde, new_task
+    from graphs.runner import run_with_approvals
+
+    stores = SqliteStores(":memory:")
+    graph = build_orchestrator(
+        _model(), tools=ApprovalBuildTools(), checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores
+    )
+    task = new_task("Build the project.", "ls-rj", permissions=Permissions(requires_approval=["run_build"]))
+    run_with_approvals(graph, stores, "ls-rj", task, answer=lambda req: {"action": "reject", "reason": "not now"})
+    wait_for_all_tracers()
+    events = stores.events.read("ls-rj")
+    request_id = next(e.id for e in events if e.kind == "permission.requested")
+    assert [e.actor for e in events if e.kind == "permission.denied"] == ["user"]
+    runs = langsmith_loopback.runs()
+    post = {rid: r["post"] for rid, r in runs.items()}
+    assert [p["name"] for p in post.values() if p.get("error")] == []
+    paused = [rid for rid, p in post.items() if "paused:approval" in (p.get("tags") or [])]
+    assert [post[r]["name"] for r in paused] == ["tools"]
+    meta = (runs[paused[0]].get("post.extra") or {}).get("metadata", {})
+    assert meta["approval_request_ids"] == [request_id]

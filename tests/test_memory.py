@@ -619,3 +619,14 @@ def test_a_memory_whose_file_is_gone_says_so_and_show_reads_one_record(tmp_path:
     assert f"  stale: db.yaml sha256 {H5433} then, (gone) now" in res.output
     help_text = " ".join(CliRunner().invoke(app, ["memory", "confirm", "--help"]).output.split())
     assert "A --db that does not exist yet is created" in help_text
+
+
+def test_a_confirmed_memory_holding_a_secret_is_stored_masked(tmp_path: Path) -> None:
+    """The memory stream is a log like any other: a secret in a confirmed fact is masked before it
+    is written, and the record in the long-term store is the masked one (found by its key)."""
+    token = "ghp_" + "R2d2C3p0L1u2k3e4S5k6y7W8a9l0k1e2r3S4"
+    with open_project(tmp_path / "m.sqlite") as p:
+        rec = confirm_memory(p, f"The CI token is {token}")
+        assert rec.text == "The CI token is [REDACTED:github_token]"
+        assert [v.record.text for v in list_memories(p)] == [rec.text]
+        assert token not in json.dumps([e.payload for e in p.stores.events.read(MEMORY_LOG)])

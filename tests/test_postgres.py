@@ -92,6 +92,18 @@ def test_pg_store_contract(pg_db: str) -> None:
         s.close()
 
 
+def test_the_postgres_store_masks_what_it_writes(pg_db: str) -> None:
+    spec = importlib.util.spec_from_file_location("_event_log_tests", Path(__file__).with_name("test_event_log.py"))
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    s = open_stores(pg_db)
+    try:
+        mod.check_store_masks(s)
+    finally:
+        s.close()
+
+
 def test_concurrent_appenders_of_one_task_never_interleave(pg_db: str) -> None:
     """8 threads x 2 stores (two pools: as two processes would) append 25 batches of 3 to one task."""
     stores = [PgStores(pg_db), PgStores(pg_db)]

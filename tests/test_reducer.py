@@ -90,6 +90,7 @@ def test_task_created_sets_identity_and_permissions_verbatim():
         "non_goals": ["refactor"],
         "constraints": ["do not modify auth.go", "  keep   spacing  "],
         "constraint_sources": {},
+        "criteria_sources": {},
     }
     assert ctx.permissions.model_dump() == {
         "allowed_tools": ["bash", "read_file"],

@@ -64,7 +64,13 @@ def test_trajectory_replays_within_budget(trajectory_file: Path, project, tmp_pa
     buf = io.StringIO()
     render_state(Console(file=buf, width=10_000), snap, events, [], True)
     text = buf.getvalue().splitlines()
-    assert text[text.index("Goal") + 1] == traj.goal
+    g = text.index("Goal")  # the planner's reading of the request: quoted as its claim
+    assert text[g + 1 : g + 5] == [
+        "as the planner wrote it (agent_claim):",
+        '<external_content source="agent:planner goal">',
+        traj.goal,
+        "</external_content>",
+    ]
     # each finding: "- finding <id> (<provenance>) [<refs>]:", then its text quoted as the agent's claim
     starts = [i + 2 for i, ln in enumerate(text) if ln.startswith("- finding ")]
     shown = ["\n".join(text[i : text.index("</external_content>", i)]) for i in starts]

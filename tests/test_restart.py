@@ -64,9 +64,9 @@ def test_restarts_early_when_the_kept_calls_are_small() -> None:
     r = ExecutorRenderer().render(_ctx(env, [60, 60, 3, 3, 3]), env, [])
     assert r.keep_last == 3 and _calls(r) == ["tool.c3", "tool.c4", "tool.c5"]
     assert r.transcript_reset == TranscriptReset(
-        reason="cost", removed=1766, resent=289, expected_saving=24.0, horizon=4, rule="flat"
+        reason="cost", removed=1766, resent=306, expected_saving=18.5, horizon=4, rule="flat"
     )
-    assert r.prompt_tokens == 655
+    assert r.prompt_tokens == 672
     # the same calls, the large ones last: a restart would send 1,766 again to remove 146 (the
     # guard: never more than it removes unless forced)
     ctx = _ctx(env, [3, 3, 60, 60, 3])
@@ -92,9 +92,9 @@ def test_restarts_at_the_budget_with_the_cheapest_restart_that_fits() -> None:
     r = ExecutorRenderer().render(ctx, env, [])
     assert _calls(r) == ["tool.c4", "tool.c5", "tool.c6"]
     assert r.transcript_reset == TranscriptReset(
-        reason="budget", removed=602, resent=309, expected_saving=-11.9, horizon=4, rule="flat", digests=2
+        reason="budget", removed=602, resent=325, expected_saving=-17.2, horizon=4, rule="flat", digests=2
     )
-    assert r.prompt_tokens == 1058
+    assert r.prompt_tokens == 1074
     assert "[digest] ok;" in str(r.messages[-6].content) and "[digest]" not in str(r.messages[-2].content)
     # folded, the next prompt shows the same digests: the prompt is its own cached prefix
     built = ContextBuilt(

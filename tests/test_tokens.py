@@ -136,20 +136,20 @@ def test_cjk_outputs_stay_within_budget_by_o200k() -> None:
     assert O200K(_zh(0, 3_900)) == 2_550
     stores, built = _cjk_run(8_000)
     execs = [p for p in built if p["role"] == "executor"]
-    assert [p["prompt_tokens"] for p in execs] == [613, 3229, 5845, 6153, 4000, 6616]
+    assert [p["prompt_tokens"] for p in execs] == [632, 3248, 5864, 6172, 4034, 6650]
     # the forced restart keeps the two older calls as digests (cheaper than a restart that the
     # next call would force again); the call after it reads the whole prompt from the cache
     assert [bool(p["transcript_reset"]) for p in execs] == [False, False, False, False, True, False]
     assert execs[4]["transcript_reset"] == {
         "reason": "budget",
         "removed": 2616,
-        "resent": 767,
-        "expected_saving": 202.9,
+        "resent": 782,
+        "expected_saving": 194.7,
         "horizon": 2,
         "rule": "flat",
         "digests": 2,
     }
-    assert execs[5]["cached_prefix_tokens"] == 4000
+    assert execs[5]["cached_prefix_tokens"] == 4034
     for p in built:
         assert p["prompt_tokens"] <= 8_000 - 1_000
         # the stored prompt (every message's text, with headers) recounted independently
@@ -160,9 +160,9 @@ def test_env_counter_is_the_one_counter() -> None:
     """``NodeEnv(count_tokens=...)`` decides prompt_tokens, blocks and the fingerprints."""
     _, built = _cjk_run(8_000, env_counter=len)
     p = next(p for p in built if p["role"] == "executor")
-    assert p["prompt_tokens"] == 2_388  # characters, not o200k's 613
-    assert sum(int(f.rsplit(":", 1)[1]) for f in p["fingerprints"]) == 2_388
-    assert sum(b["tokens"] for b in p["blocks"]) == 632
+    assert p["prompt_tokens"] == 2_481  # characters, not o200k's 632
+    assert sum(int(f.rsplit(":", 1)[1]) for f in p["fingerprints"]) == 2_481
+    assert sum(b["tokens"] for b in p["blocks"]) == 725
 
 
 def test_tokens_command(tmp_path) -> None:

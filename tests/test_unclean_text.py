@@ -86,23 +86,24 @@ def test_a_tool_output_with_a_lone_surrogate_is_stored_exactly_and_the_run_finis
 
 
 def test_a_tool_that_raises_while_its_output_is_recorded_is_an_error_result_not_a_rerun(tmp_path: Path) -> None:
-    class Unstorable(str):
-        """An output whose bytes cannot be made (stands for any failure while recording)."""
-
-        def encode(self, *a: Any, **k: Any) -> bytes:  # type: ignore[override]
-            raise UnicodeEncodeError("utf-8", "x", 0, 1, "cannot encode")
-
-    tools = ScrapeTools(output=Unstorable("payload"))
+    tools = ScrapeTools(output="payload")
     stores = SqliteStores(tmp_path / "e.sqlite")
+
+    put = stores.artifacts.put
+
+    def full(data: Any) -> str:  # the tool's output fails to be stored (stands for any failure while recording)
+        if data == "payload":
+            raise OSError(28, "No space left on device")
+        return put(data)
+
+    stores.artifacts.put = full  # type: ignore[method-assign]
     g = build_orchestrator(_model(), tools=tools, stores=stores, checkpointer=InMemorySaver(serde=checkpoint_serde()))
     r = run_graph(g, stores, "u2", new_task("Scrape.", "u2"))
     res = [e for e in stores.events.read("u2") if e.kind == "tool.result.received"]
     assert tools.runs == 1 and len(res) == 1
     assert res[0].payload["status"] == "error" and res[0].payload["raw_ref"] is None
-    assert (
-        res[0]
-        .payload["result_summary"]
-        .startswith("error: the output of scrape could not be recorded (UnicodeEncodeError: 'utf-8' codec can't encode")
+    assert res[0].payload["result_summary"] == (
+        "error: the output of scrape could not be recorded (OSError: [Errno 28] No space left on device)"
     )
     assert r.state.evidence.recent_tool_calls[0].status == "error"
 

@@ -212,8 +212,8 @@ def test_read_artifact_masks_every_slice_and_search_history(tmp_path: Path) -> N
     r = run_graph(g, stores, "ra", new_task("Read the key.", "ra", permissions=Permissions(file_scopes=["*.pem"])))
     calls = {c.id: c for c in r.state.evidence.recent_tool_calls}
     assert "SECRETLINE" not in calls["rf"].result_summary and "[REDACTED:private_key]" in calls["rf"].result_summary
-    # the raw artifact stays exact in the store; the slice that leaves it is masked, lines kept
-    assert b"SECRETLINE1abc" in stores.artifacts.get(calls["rf"].raw_ref)
+    # the store masked the key block as it wrote it (lines kept), so the slice is masked too
+    assert stores.artifacts.get(calls["rf"].raw_ref) == b"header\n" + b"[REDACTED:private_key]\n" * 4 + b"footer\n"
     assert calls["ra"].result_summary == "[REDACTED:private_key]\n[REDACTED:private_key]\n"
     assert calls["sh"].result_summary.startswith('#6 tool.called [agent] read_file {"path": "key.pem"}')
     assert os.path.exists(root / "key.pem")

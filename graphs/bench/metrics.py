@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from context import masked_bytes
+
 from .pricing import RULES
 from .strategies import Call, TaskctxRun
 
@@ -161,7 +163,7 @@ def _taskctx_stats(run: TaskctxRun, budget: int, constraints: list[str]) -> tupl
         comp += 1
         i = int(cid.split("-")[1]) - 1
         try:
-            rest += run.stores.artifacts.get(p["raw_ref"]) == t.steps[i].observation.encode("utf-8")
+            rest += run.stores.artifacts.get(p["raw_ref"]) == masked_bytes(t.steps[i].observation)  # as stored
         except Exception:  # noqa: BLE001 - a missing artifact counts as not restorable
             pass
     ex.compressed, ex.restored = comp, rest

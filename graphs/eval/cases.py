@@ -135,7 +135,7 @@ _ACTIONS = ("plan", "tool", "complete", "review", "recover", "say", "repeat")
 class Turn(_M):
     """One scripted model answer; exactly one action key.
 
-    * ``plan``: step titles or step objects (with ``goal``, ``criteria``, ``reason``);
+    * ``plan``: step titles or step objects (with ``goal``, ``criteria``, ``constraints``, ``reason``);
     * ``tool`` + ``args`` + ``id`` (+ ``thought``, ``result``): one tool call; ``result`` is the
       scripted tool result for that id;
     * ``complete``: the step summary (+ ``findings``, ``outcome``);
@@ -149,6 +149,8 @@ class Turn(_M):
     plan: list[str | PlanStepSpec] | None = None
     goal: str = ""
     criteria: list[str] = Field(default_factory=list)
+    #: Hard constraints the planner adds (``submit_plan`` ``constraints``).
+    constraints: list[str] = Field(default_factory=list)
     reason: str = ""
     tool: str | None = None
     args: dict[str, Any] = Field(default_factory=dict)
@@ -181,7 +183,9 @@ class Turn(_M):
     def message(self) -> AIMessage:
         if self.plan is not None:
             steps = [{"title": s} if isinstance(s, str) else s.model_dump(exclude_none=True) for s in self.plan]
-            return plan(goal=self.goal, criteria=self.criteria, reason=self.reason, steps=steps)
+            return plan(
+                goal=self.goal, criteria=self.criteria, reason=self.reason, steps=steps, constraints=self.constraints
+            )
         if self.tool is not None:
             return tool_call(self.tool, self.args, id=self.id, content=self.thought)
         if self.complete is not None:

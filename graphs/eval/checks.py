@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field
 
-from context import Event
+from context import Event, masked_bytes
 
 from .selection import _Call, _calls, _CheckModel, _prompt, _Sel, _select, _where
 
@@ -221,12 +221,12 @@ def _check_refetch(run: _Run, chk: RefetchCheck, calls: list[_Call]) -> list[str
         cid = e.payload["call_id"]
         data = run.stores.artifacts.get(e.payload["raw_ref"])
         raw = run.raw.get(cid)
-        if raw is not None and data != raw.encode("utf-8"):
+        if raw is not None and data != masked_bytes(raw):  # the output as stored: exact, secrets masked
             f.append(f"refetch: artifact of {cid} differs from the raw tool output")
         if chk.slice and raw is not None:
             a, b = chk.slice
             got = run.stores.artifacts.get(f"{e.payload['raw_ref']}#L{a}-{b}")
-            want = "".join(raw.splitlines(keepends=True)[a - 1 : b]).encode("utf-8")
+            want = b"".join(masked_bytes(raw).splitlines(keepends=True)[a - 1 : b])
             if got != want:
                 f.append(f"refetch: slice #L{a}-{b} of {cid} differs from those lines of the raw output")
     return f

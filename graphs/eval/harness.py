@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from context import Event, TaskContext, replay
+from context import Event, TaskContext, masked_bytes, replay
 
 from ..orchestrator import Project, build_orchestrator, new_task, open_project
 from ..runner import run_graph, thread_config
@@ -381,7 +381,7 @@ def _invariants(run: _Run) -> list[str]:
         if e.kind == "tool.result.received" and e.payload.get("raw_ref"):
             raw = run.raw.get(e.payload["call_id"])
             data = run.stores.artifacts.get(e.payload["raw_ref"])
-            if raw is not None and data != raw.encode("utf-8"):
+            if raw is not None and data != masked_bytes(raw):  # exact, secrets masked (context.secrets)
                 f.append(f"invariant: artifact of {e.payload['call_id']} is not the exact tool output")
     return f
 

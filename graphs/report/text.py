@@ -77,15 +77,30 @@ def render_state(
         Text(f" status: {ctx.control.status}  plan v{ctx.plan.version} ({ctx.plan.status})"),
     )
     h("Goal")
-    p(i.interpreted_goal or "(not interpreted yet)")
+    if i.interpreted_goal:  # the planner's reading of the request: its claim
+        p("as the planner wrote it (agent_claim):\n" + quote_agent(i.interpreted_goal, source="planner goal"))
+    else:
+        p("(not interpreted yet)")
     h("Original request (verbatim)")
     p(i.original_request)
     h("Success criteria")
-    for c in i.success_criteria or ["(none)"]:
+    added = i.planner_criteria()
+    for c in [c for c in i.success_criteria if c not in added] or ([] if added else ["(none)"]):
         p(f"- {c}")
+    if added:
+        p(
+            "added by the planner (agent_claim):\n"
+            + quote_agent("\n".join(f"- {c}" for c in added), source="planner criteria")
+        )
     h("Constraints")
-    for c in i.constraints or ["(none)"]:
+    planned = [c for c in i.constraints if i.constraint_sources.get(c) == "planner"]
+    for c in [c for c in i.constraints if c not in planned] or ([] if planned else ["(none)"]):
         p(f"- {c}")
+    if planned:
+        p(
+            "added by the planner (agent_claim):\n"
+            + quote_agent("\n".join(f"- {c}" for c in planned), source="planner constraints")
+        )
     if ctx.memory.loaded:  # the durable memories it loaded at its start (section shown only then)
         h("Memories loaded")
         for m in ctx.memory.loaded:

@@ -13,6 +13,7 @@ byte-identical on every call and cached prefixes stay stable.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -30,6 +31,7 @@ __all__ = [
     "EXTERNAL_RULE",
     "Renderer",
     "constraints_text",
+    "criteria_text",
     "core_blocks",
     "error_block",
     "finding_blocks",
@@ -44,6 +46,7 @@ __all__ = [
     "plan_text",
     "plan_trust",
     "quote_plan",
+    "tool_label",
 ]
 
 EXTERNAL_RULE = (
@@ -73,12 +76,35 @@ def quote_external(text: str, *, source: str | None, ref: str | None = None, cal
     safe = text.replace("</external_content", "<\\/external_content").replace(
         "<external_content", "<\\external_content"
     )
-    attrs = f' source="{source}"' if source else ""
+    attrs = f' source="{_attr(source)}"' if source else ""
     if call_id:
-        attrs += f' call_id="{call_id}"'
+        attrs += f' call_id="{_attr(call_id)}"'
     if ref:
-        attrs += f' ref="{ref}"'
+        attrs += f' ref="{_attr(ref)}"'
     return f"<external_content{attrs}>\n{safe}\n</external_content>"
+
+
+def _attr(value: str) -> str:
+    """An attribute value of the quote's tag: a name a model wrote (a tool name) cannot close the
+    attribute or the tag, nor open a line (``"``, ``<``, ``>``, ``&`` as entities, line breaks as
+    spaces); plain names are unchanged."""
+    if not _ATTR_UNSAFE.search(value):
+        return value
+    value = value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(value.split())
+
+
+_ATTR_UNSAFE = re.compile(r'["<>&\s]')
+
+
+def tool_label(name: str) -> str:
+    """A tool name as a header may show it: the name when it is one (letters, digits, ``_.:-``,
+    at most 64), else ``(a tool name the model made up)``: a model-written name of any other
+    shape is shown only inside a quote's attribute (:func:`quote_external`)."""
+    return name if _TOOL_NAME.fullmatch(name) else "(a tool name the model made up)"
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")
 
 
 def quote_agent(text: str, *, source: str) -> str:
@@ -169,14 +195,20 @@ def _block(
 
 def constraints_text(ctx: TaskContext) -> str:
     """The hard-constraints block: every constraint verbatim, one ``- `` line each (the caller's
-    first, then those found in the request's wording, then those the planner added), and a last
+    first, then those found in the request's wording; those the planner added after them, quoted
+    as its claim: :func:`quote_agent`, ``source="agent:planner constraints"``), and a last
     line that says which came from where when not all are the caller's: such a list, or an empty
     one, is never presented as complete (the original request's own words govern)."""
     ident = ctx.identity
     head = "## Hard constraints (verbatim, never break them)"
     if not ident.constraints:
         return f"{head}\n- (none listed; every prohibition in the original request still holds)"
-    lines = [head, *(f"- {c}" for c in ident.constraints)]
+    planner = [c for c in ident.constraints if ident.constraint_sources.get(c) == "planner"]
+    lines = [head, *(f"- {c}" for c in ident.constraints if c not in planner)]
+    if planner:  # the planner's words: its claim, quoted (the block is then agent_claim)
+        lines.append(
+            "Added by the planner:\n" + quote_agent("\n".join(f"- {c}" for c in planner), source="planner constraints")
+        )
     srcs = [ident.constraint_sources.get(c, "caller") for c in ident.constraints]
     if any(s != "caller" for s in srcs):
         n = {k: srcs.count(k) for k in ("caller", "request", "planner")}
@@ -187,6 +219,24 @@ def constraints_text(ctx: TaskContext) -> str:
             parts.append(f"{n['planner']} added by the planner")
         lines.append(f"({'; '.join(parts)}: possibly incomplete, every prohibition in the original request holds)")
     return "\n".join(lines)
+
+
+def criteria_text(ctx: TaskContext) -> tuple[str, Trust]:
+    """The success-criteria block and its trust: the caller's criteria as ``- `` lines
+    (``trusted_app``), then those the planner added (its reading of the request) quoted as its
+    claim (:func:`quote_agent`, ``source="agent:planner criteria"``; the block is then
+    ``agent_claim``)."""
+    ident = ctx.identity
+    added = ident.planner_criteria()
+    given = [c for c in ident.success_criteria if c not in added]
+    lines = ["## Success criteria", *(f"- {c}" for c in given)]
+    if not given and not added:
+        lines.append("- (none given)")
+    if not added:
+        return "\n".join(lines), "trusted_app"
+    claim = quote_agent("\n".join(f"- {c}" for c in added), source="planner criteria")
+    lines.append(f"Added by the planner:\n{claim}")
+    return "\n".join(lines), "agent_claim"
 
 
 def core_blocks(
@@ -213,16 +263,17 @@ def core_blocks(
         ),
     ]
     if criteria:
-        text = "\n".join(f"- {c}" for c in ident.success_criteria) or "- (none given)"
+        text, trust = criteria_text(ctx)
         out.append(
             _block(
                 env,
                 "core.criteria",
-                f"## Success criteria\n{text}",
+                text,
                 kind="state",
                 layer="core",
                 source="task.created+plan",
                 priority="required",
+                trust=trust,
             )
         )
     if constraints:
@@ -236,7 +287,7 @@ def core_blocks(
                 layer="core",
                 source="task.created",
                 priority="required",
-                trust="user_claim",
+                trust="agent_claim" if '<external_content source="agent:' in text else "user_claim",
             )
         )
     if permissions:
@@ -330,7 +381,7 @@ def error_block(ctx: TaskContext, env: NodeEnv, *, slot: str) -> ContextBlock | 
     e = ctx.errors.last_error
     if e is None:
         return None
-    text = f"Unresolved error {e.id} ({e.source}), message quoted from the tool output:\n" + quote_external(
+    text = f"Unresolved error {e.id} ({tool_label(e.source)}), message quoted from the tool output:\n" + quote_external(
         e.message, source=e.source or "error"
     )
     return _block(

@@ -65,6 +65,7 @@ from .common import (
     quote_agent,
     quote_external,
     quote_plan,
+    tool_label,
 )
 from .policy import PolicyBlocks
 from .reuse import reuse_spans
@@ -109,7 +110,9 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
         lines.append("Done before this transcript:")
         if cp.step_summary:  # the executor's summary: its claim, quoted
             lines.append("- last step:\n" + quote_agent(cp.step_summary, source="complete_step"))
-        lines += [f"- {ln}" for ln in cp.completed_summaries]
+        if cp.completed_summaries:  # the calls that left the transcript: their arguments are the executor's
+            calls = "\n".join(cp.completed_summaries)
+            lines.append("- calls:\n" + quote_agent(calls, source="executor"))
     if cp.findings:
         lines.append("Findings (the executor's claims):")
         lines += [
@@ -232,7 +235,7 @@ def delta_text(ctx: TaskContext) -> str:
     if ctx.control.pending_approval is not None:
         a = ctx.control.pending_approval
         lines.append(
-            f"Waiting for approval of {a.tool} ({a.risk} risk): {a.reason}; the call's arguments:\n"
+            f"Waiting for approval of {tool_label(a.tool)} ({a.risk} risk): {a.reason}; the call's arguments:\n"
             + quote_agent(a.arguments, source=f"executor {a.call_id}")
         )
     return "\n".join(lines)

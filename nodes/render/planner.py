@@ -56,8 +56,9 @@ def progress_text(ctx: TaskContext) -> tuple[str, bool]:
         if s.kind in _AGENT_SUMMARIES:
             lines.append(f"{s.kind}:\n" + quote_agent(s.summary, source=_AGENT_SUMMARIES[s.kind]))
             agent = True
-        elif s.kind == "permission.denied":
-            lines.append(f"{s.kind}: {s.summary}")
+        elif s.kind == "permission.denied":  # the refused call's tool and arguments are the executor's words
+            lines.append(f"{s.kind}:\n" + quote_agent(s.summary, source="executor call refused"))
+            agent = True
     return "\n".join(lines), agent
 
 

@@ -28,8 +28,7 @@ from context.policy import ContextPolicy, default_policies, fired, situation
 from context.text import clean
 
 from ..runtime import NodeEnv
-from ..secrets import mask_secrets
-from .common import block, quote_agent, quote_external, stale_text
+from .common import block, quote_agent, quote_external, stale_text, tool_label
 
 __all__ = ["ERROR_LIMIT", "DIFF_LIMIT", "EVIDENCE_LIMIT", "Call", "PolicyBlocks", "policies_of", "policy_blocks"]
 
@@ -96,7 +95,7 @@ def _artifact(env: NodeEnv, ref: str | None) -> str | None:
         data = env.artifacts.get(ref)
     except Exception:  # noqa: BLE001 - a missing artifact shows nothing
         return None
-    return mask_secrets(clean(data.decode("utf-8", errors="replace"))).text
+    return clean(data.decode("utf-8", errors="replace"))  # secrets were masked when it was stored
 
 
 def _resolve(
@@ -131,9 +130,10 @@ def _resolve(
         if not rec.compressed and full.strip() == rec.result_summary.strip():
             return None  # the prompt already shows it whole
         cut = f"(the last {ERROR_LIMIT} of {len(full)} chars)\n" if len(full) > ERROR_LIMIT else ""
-        text = f"## The failing call's output in full: {rec.id} {rec.tool} {rec.arguments}\n" + quote_external(
-            cut + full[-ERROR_LIMIT:], source=f"tool:{rec.tool}", ref=rec.raw_ref, call_id=rec.id
-        )
+        text = (
+            f"## The failing call's output in full: {rec.id} {tool_label(rec.tool)}, its arguments as the executor "
+            "wrote them:\n" + quote_agent(rec.arguments, source="executor") + "\n"
+        ) + quote_external(cut + full[-ERROR_LIMIT:], source=f"tool:{rec.tool}", ref=rec.raw_ref, call_id=rec.id)
         return text, "external_content"
     if relation == "diff":
         parts = []
@@ -163,9 +163,10 @@ def _resolve(
             return None
         cid, tool, args, res = hits[-1]
         what = "test run" if want == "test" else f"result of {want}"
-        text = f"## The latest {what}: {cid} {tool} {' '.join(args.split())} -> {res['status']}\n" + quote_external(
-            str(res["result_summary"]), source=f"tool:{tool}", ref=res.get("raw_ref"), call_id=cid
-        )
+        text = (
+            f"## The latest {what}: {cid} {tool_label(tool)} -> {res['status']}, its arguments as the executor "
+            "wrote them:\n" + quote_agent(" ".join(args.split()), source="executor") + "\n"
+        ) + quote_external(str(res["result_summary"]), source=f"tool:{tool}", ref=res.get("raw_ref"), call_id=cid)
         return text, "external_content"
     if relation == "finding_evidence":
         stale = [f for f in ctx.evidence.findings if ctx.stale(f.id)]

@@ -13,7 +13,7 @@ from typing import Any
 from context import TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import EXTERNAL_RULE, assemble, block, core_blocks, quote_external
+from .common import EXTERNAL_RULE, assemble, block, core_blocks, quote_agent, quote_external, tool_label
 from .policy import policy_blocks
 
 __all__ = ["RecoveryRenderer", "RECOVERY_SYSTEM", "ERROR_HISTORY_SHOWN"]
@@ -43,7 +43,9 @@ class RecoveryRenderer:
                 block(
                     env,
                     f"failure.{r.id}",
-                    f"## Failure in {r.tool} {r.arguments}\n{text}",
+                    f"## Failure in {tool_label(r.tool)}, called with (the executor's arguments):\n"
+                    + quote_agent(r.arguments, source="executor")
+                    + f"\n{text}",
                     kind="tool_result",
                     layer="recovery",
                     source=f"tool:{r.tool}",

@@ -12,7 +12,6 @@ from context import ArtifactNotFoundError, InvalidRefError, parse_ref, slice_lin
 from context.events import EventKind
 
 from ..runtime import NodeEnv
-from ..secrets import mask_secrets
 from .protocol import ToolOutcome, function_schema
 
 __all__ = [
@@ -50,12 +49,12 @@ _SEARCHED_KINDS = tuple(k for k in get_args(EventKind) if k != "context.built")
 
 
 def read_artifact(env: NodeEnv, arguments: dict[str, Any]) -> ToolOutcome:
-    """The artifact ``arguments["ref"]`` names (or its ``#L`` slice), secrets masked: the whole
-    artifact is masked first and then sliced (masking keeps line numbers), so a slice inside a
-    key block is masked too.
+    """The artifact ``arguments["ref"]`` names (or its ``#L`` slice) as stored: the store masked
+    its secrets when it was written (:mod:`context.secrets`; masking keeps line numbers, so a
+    slice inside a key block is masked too).
 
     A ref ending in ``#C<start>-<end>`` (after any ``#L`` slice) gives only those characters
-    (Unicode code points of the masked text or slice, 1-based, inclusive, as the compression
+    (Unicode code points of the text or slice, 1-based, inclusive, as the compression
     notes count them: ``chars 1-1200``), after one header line ``[chars <start>-<end> of
     <total>]`` (``end`` clipped to the total), so any part of any artifact is reachable, the
     middle of a 1 MB line too. A bad or unknown ref, a range that is not ``1 <= start <= end``
@@ -71,7 +70,7 @@ def read_artifact(env: NodeEnv, arguments: dict[str, Any]) -> ToolOutcome:
         data = env.artifacts.get(f"artifact://sha256:{r.digest}")
     except (InvalidRefError, ArtifactNotFoundError) as exc:
         return ToolOutcome("error", str(exc))
-    text = mask_secrets(data.decode("utf-8", errors="replace")).text
+    text = data.decode("utf-8", errors="replace")  # secrets were masked when it was stored
     if r.start is not None:
         text = slice_lines(text.encode("utf-8"), r.start, r.end or r.start).decode("utf-8")
     if m is None:

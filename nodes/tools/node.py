@@ -2,8 +2,8 @@
 permissions, approvals and side-effect-safe resume.
 
 The executor appends ``tool.called`` for each call the model issues; the tool node then runs
-every call still pending, one at a time: raw output → artifact store (exact bytes) → secrets
-masked → compression → ``tool.result.received`` (its own transaction, so a crash mid-batch keeps
+every call still pending, one at a time: raw output → artifact store (which masks secrets as it
+writes: :mod:`context.secrets`) → the stored bytes compressed → ``tool.result.received`` (its own transaction, so a crash mid-batch keeps
 the results already recorded). A successful call resolves the open errors of its own plan step
 (``error.resolved`` for each error whose ``step_id`` is the call's; with ``strict_resolution``
 on the executor, instead only errors of an earlier call of the same tool with the same
@@ -68,11 +68,10 @@ from context import COMMAND_LIMIT, TaskContext, compress_tool_result
 from context.events import ErrorResolved, Event, FactStale, FileModified, PermissionEvent, ToolResultReceived
 from context.freshness import change_text, find_stale
 from context.models import ToolCallRecord, arguments_dict
-from context.text import clean
+from context.text import clean, from_bytes
 
 from ..permissions import Decision, assess
 from ..runtime import NodeEnv, NodeRun
-from ..secrets import mask_secrets
 from .builtin import READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
 from .protocol import ToolExecutor, ToolOutcome, check_arguments, parameters_of, scoped_execute
 
@@ -264,15 +263,16 @@ class TaskToolNode:
 
     def record(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], out: ToolOutcome, note: str = "") -> None:
         """Commit one batch: ``tool.result.received`` (raw output in the artifact store, exact
-        bytes, any ``str``; the summary with lone surrogates replaced, secrets-masked and
-        compressed, headed ``[note]``; an output that cannot be stored or compressed is an
+        bytes but for secrets, which the store masks, any ``str``; the summary: the stored bytes
+        with lone surrogates replaced, compressed (so a cut never splits a secret the store would
+        have masked), headed ``[note]``; an output that cannot be stored or compressed is an
         ``error`` result naming the exception, so the call is never run again on resume), one
         ``file.modified`` per file the call changed, and on success the ``error.resolved`` events
         of :meth:`resolutions`."""
         try:
-            ref = self.env.artifacts.put(out.output)  # exact, any str (context.text.to_bytes)
-            masked = mask_secrets(clean(out.output)).text  # prompts get U+FFFD for a lone surrogate
-            comp = compress_tool_result(masked, out.kind, ref, path=out.path)
+            ref = self.env.artifacts.put(out.output)  # any str (context.text.to_bytes), secrets masked
+            stored = clean(from_bytes(self.env.artifacts.get(ref)))  # prompts get U+FFFD for a lone surrogate
+            comp = compress_tool_result(stored, out.kind, ref, path=out.path)
         except Exception as exc:  # recorded as an error result: never re-run on each resume
             text = clean(f"error: the output of {rec.tool} could not be recorded ({type(exc).__name__}: {exc})")
             out = ToolOutcome("error", text, modified=out.modified, modified_all=out.modified_all)

@@ -254,6 +254,15 @@ OPTIONS: tuple[Option, ...] = (
         ("git log",), ("-p", "-u", "--patch", "-U", "-L", "-G", "-S", "--full-diff"), "prints file changes", "pathspec"
     ),
     Option(_GIT_CONTENT, ("REV:path",), "reads a file of another revision", "path"),
+    Option(_GIT_CONTENT, ("-O",), "reads that file (the order of the files in the diff)", "path"),
+    Option(
+        ("git blame",),
+        ("-S", "--contents", "--ignore-revs-file"),
+        "reads that file (-S prints its first line in an error)",
+        "path",
+    ),
+    Option(("git ls-files",), ("-X", "--exclude-from"), "reads that file (exclude patterns)", "path"),
+    Option(("pytest",), ("@file",), "reads more arguments from that file (options this table refuses too)", "refuse"),
     Option(("pytest",), ("-p",), "loads a plugin module: runs its code", "refuse"),
     Option(("pytest",), ("-o", "--override-ini"), "overrides ini options (addopts=-p mod loads a plugin)", "refuse"),
     Option(
@@ -265,10 +274,11 @@ OPTIONS: tuple[Option, ...] = (
     Option(("pytest",), ("--basetemp",), "deletes and recreates that folder", "refuse"),
     Option(
         ("pytest",),
-        ("--junitxml", "--junit-xml", "--report-log", "--resultlog", "--result-log"),
+        ("--junitxml", "--junit-xml", "--report-log", "--resultlog", "--result-log", "--debug", "--log-file"),
         "writes a file (writes go through write_file)",
         "refuse",
     ),
+    Option(("pytest",), ("--pastebin",), "sends the results to a paste service on the network", "refuse"),
     Option(("pytest",), ("--rootdir", "--confcutdir", "--ignore", "--deselect"), "names a path", "path"),
     Option(("unittest",), ("",), "imports each module named (a.b.TestCase.test)", "module"),
 )
@@ -283,6 +293,11 @@ _SHORT_VALUES = {
     "tail": "nc",
     "pytest": "kmcporW",
     "unittest": "k",
+    "git blame": "LS",
+    "git diff": "OSG",
+    "git log": "OSG",
+    "git show": "OSG",
+    "git ls-files": "X",
 }
 #: Long options that take the next argument as their value (when written without ``=``).
 _LONG_VALUES = {
@@ -327,6 +342,8 @@ _LONG_VALUES = {
         "--debugger",
     },
     "diff": {"--from-file", "--to-file", "--exclude-from", "--label", "--exclude"},
+    "git blame": {"--contents", "--ignore-revs-file", "--ignore-rev"},
+    "git ls-files": {"--exclude-from"},
     "head": {"--lines", "--bytes"},
     "tail": {"--lines", "--bytes"},
 }
@@ -408,6 +425,8 @@ def _option_policy(prog: str, args: list[str], scopes: Sequence[str], root: Path
     key, rest = _command_key(prog, args)
     opts, operands, after = _parse(key, rest)
     names = {n for n, _ in opts} | {f"{n}={v}" for n, v in opts if v is not None}
+    if key == "pytest" and any(o.startswith("@") for o in operands + after):
+        names.add("@file")  # pytest reads the arguments of an @file operand
     if key.startswith("git "):
         if any(key in r.commands and "REV:path" in r.options for r in OPTIONS):
             for o in operands + after:
