@@ -229,3 +229,18 @@ def test_six_chinese_files_written_fit_the_default_budget() -> None:
     assert max(p["prompt_tokens"] for p in built) <= 8_000 - 1_000
     for p in built:  # the stored prompt recounted independently never exceeds the count
         assert O200K(stores.artifacts.get(p["prompt_ref"]).decode()) <= p["prompt_tokens"]
+
+
+def test_encoding_counter_loads_its_encoding_at_the_first_count_not_before() -> None:
+    from context import tokens
+
+    tokens._encoding.cache_clear()
+    tokens.encoding_counter.cache_clear()
+    count = tokens.encoding_counter("cl100k_base")
+    assert tokens._encoding.cache_info().currsize == 0  # built, nothing loaded yet
+    assert count("hello world") == 2
+    assert tokens._encoding.cache_info().currsize == 1
+    assert count("hello world, hello") == 4
+    assert tokens._encoding.cache_info().currsize == 1  # loaded once
+    with pytest.raises(ValueError, match="unknown encoding 'p50k_base': use one of"):
+        tokens.encoding_counter("p50k_base")

@@ -50,7 +50,8 @@ Scale (``--scale 100,1000[,10000]``, :mod:`.scale`): the shared ponyc run repeat
 to N executor steps, replayed by ``taskctx replay`` in a child process on SQLite (checkpoints
 pruned) and stopped one step before the end, then resumed one step (the resume start-up),
 resumed to the end, resumed again (finished) and inspected, each a new process: disk bytes per
-step by table, state, time per step, each process's CPU time and peak RSS, the resume start-up,
+step by table, state, time per step, each process's CPU time and peak RSS, the resume start-up
+(process start to the ``resume.started`` of its first new step; the whole process beside it),
 finished-resume and inspect times (``scale.md``, ``scale.csv``, ``scale.png``).
 
 Modules: :mod:`.strategies` (the five strategies), :mod:`.metrics` (:class:`Stats`),
