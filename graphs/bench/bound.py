@@ -9,6 +9,15 @@ them (thought, action, compressed observation with its ref), from the call's man
 but the newest step (the latest call, when the previous call did not show it) is assumed cached;
 the first call caches nothing. Each rule of :mod:`nodes.pricing` prices it like the strategies'
 calls (:meth:`~nodes.pricing.PricingRule.cost`).
+
+The bound follows taskctx's own manifests, so it is not a fixed yardstick: it moves with
+taskctx's restart decisions. A call after a restart carries ``state.checkpoint`` and its last 3
+calls in full in its floor; the same call in a long transcript carries no checkpoint and those
+calls as the builder compressed them under budget pressure. Example (moatless-django-15695, issue
+12's quoting: ``core.criteria`` 17 -> 37 tokens, ``state.checkpoint`` 324 -> 337): the cost restart
+at executor call index 8 (expected saving +2.0 tokens) no longer pays (-1.2), so the bound's
+prompt of calls 8 and 9 goes 2,795 -> 2,013 and 3,134 -> 2,117 tokens and the run's bound 11,183.4 ->
+10,319.7, while its taskctx cost goes 13,100.0 -> 13,066.0.
 """
 
 from __future__ import annotations
