@@ -630,3 +630,24 @@ def test_a_confirmed_memory_holding_a_secret_is_stored_masked(tmp_path: Path) ->
         assert rec.text == "The CI token is [REDACTED:github_token]"
         assert [v.record.text for v in list_memories(p)] == [rec.text]
         assert token not in json.dumps([e.payload for e in p.stores.events.read(MEMORY_LOG)])
+
+
+def test_memory_cli_escapes_control_and_bidi_characters(tmp_path: Path) -> None:
+    """A memory's text holding ESC and U+202E is printed escaped by confirm, list, show and
+    forget (as inspect does): no raw control or bidi character reaches the terminal."""
+    from graphs.cli import app
+
+    db = str(tmp_path / "m.sqlite")
+    runner = CliRunner()
+    res = runner.invoke(app, ["memory", "confirm", "x \x1b[31mRED\x1b[0m \u202e", "--subject", "a\x07b", "--db", db])
+    assert res.exit_code == 0, res.output
+    key = res.stdout.split()[1]
+    assert res.stdout == f"confirmed {key} (project fact): x \\x1b[31mRED\\x1b[0m \\u202e\n"
+    listed = runner.invoke(app, ["memory", "list", "--db", db]).stdout
+    assert listed.startswith(f"{key}  project fact: x \\x1b[31mRED\\x1b[0m \\u202e  (confirmed by user, no task, ")
+    shown = runner.invoke(app, ["memory", "show", key, "--db", db]).stdout
+    assert "x \\x1b[31mRED\\x1b[0m \\u202e" in shown and "subject: a\\x07b; event: " in shown
+    gone = runner.invoke(app, ["memory", "forget", key, "--db", db]).stdout
+    assert gone == f"forgot {key}: x \\x1b[31mRED\\x1b[0m \\u202e\n"
+    for out in (res.stdout, listed, shown, gone):
+        assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out

@@ -17,6 +17,7 @@ import typer
 
 from context import TaskctxError
 from context.freshness import short_sha
+from context.text import escape_controls
 
 from ..memory import MemoryView, confirm_memory, forget_memory, list_memories, rebuild_memory, show_memory
 from ..orchestrator import DEFAULT_DB, Project, open_project
@@ -51,6 +52,12 @@ def _database(db: str, *, create: bool = False) -> Iterator[Project]:
         _fail(_describe(exc, db))
 
 
+def _say(text: str) -> None:
+    """Print one line of recorded text (a memory's text, subject, key, paths) as inspect does:
+    control and bidirectional-control characters written as escapes (``\\x1b``, ``\\u202e``)."""
+    console.print(escape_controls(text), markup=False)
+
+
 def _line(v: MemoryView) -> str:
     r = v.record
     gone = " (since forgotten)" if v.superseder_forgotten else ""
@@ -76,9 +83,9 @@ def list_cmd(
         sys.stdout.write(json.dumps([v.as_json() for v in views], indent=2) + "\n")
         return
     if not views:
-        console.print("no memories", markup=False)
+        _say("no memories")
     for v in views:
-        console.print(_line(v), markup=False)
+        _say(_line(v))
 
 
 @memory_app.command("show")
@@ -94,14 +101,14 @@ def show_cmd(
     if as_json:
         sys.stdout.write(json.dumps(v.as_json(), indent=2) + "\n")
         return
-    console.print(_line(v), markup=False)
+    _say(_line(v))
     r = v.record
-    console.print(f"subject: {r.subject or '(none)'}; event: {r.event_id}", markup=False)
+    _say(f"subject: {r.subject or '(none)'}; event: {r.event_id}")
     stale = {s.path: s for s in v.stale}
     for f in r.files:
         s = stale.get(f.path)
         now = f"; STALE: sha256 {short_sha(s.current)} now" if s else ""
-        console.print(f"file: {f.path} sha256 {short_sha(f.sha256)} when confirmed{now}", markup=False)
+        _say(f"file: {f.path} sha256 {short_sha(f.sha256)} when confirmed{now}")
 
 
 @memory_app.command("confirm")
@@ -147,7 +154,7 @@ def confirm_cmd(
             task_id=task,
             graph=graph,
         )
-    console.print(f"confirmed {r.key} ({r.namespace} {r.kind}): {r.text}", markup=False)
+    _say(f"confirmed {r.key} ({r.namespace} {r.kind}): {r.text}")
 
 
 @memory_app.command("forget")
@@ -159,7 +166,7 @@ def forget_cmd(
     """Forget a memory: records memory.forgotten, then deletes it from the long-term store."""
     with _database(db) as project:
         r = forget_memory(project, key, reason=reason)
-    console.print(f"forgot {r.key}: {r.text}", markup=False)
+    _say(f"forgot {r.key}: {r.text}")
 
 
 @memory_app.command("rebuild")
@@ -167,4 +174,4 @@ def rebuild_cmd(db: DbOpt = DEFAULT_DB) -> None:
     """Rebuild the long-term store from the confirmation events of every log."""
     with _database(db) as project:
         n = rebuild_memory(project)
-    console.print(f"rebuilt the memory store from the event log: {n} memories", markup=False)
+    _say(f"rebuilt the memory store from the event log: {n} memories")
