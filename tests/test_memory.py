@@ -651,3 +651,34 @@ def test_memory_cli_escapes_control_and_bidi_characters(tmp_path: Path) -> None:
     assert gone == f"forgot {key}: x \\x1b[31mRED\\x1b[0m \\u202e\n"
     for out in (res.stdout, listed, shown, gone):
         assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
+
+
+def test_confirm_with_a_task_waiting_for_approval_says_where_the_event_went(tmp_path: Path) -> None:
+    """The demo waits for the approval of its patch: ``memory confirm --task d1`` records the event
+    in the ``~memory`` stream (the task's checkpoint holds the pending interrupt) and says so in a
+    second line; ``--supersedes`` with the memory's own key is refused with one line."""
+    from context import SqliteStores
+    from context.memory import MEMORY_LOG
+    from graphs.cli import app
+
+    db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
+    runner = CliRunner()
+    r = runner.invoke(app, ["demo", "--db", db, "--out", out, "--task-id", "d1"])
+    assert "waiting for approval of apply_patch (call d-fix1, high risk)" in r.stdout, r.output
+    r = runner.invoke(app, ["memory", "confirm", "uploads go through the proxy", "--task", "d1", "--db", db])
+    assert r.exit_code == 0, r.output
+    key = r.stdout.split()[1]
+    assert r.stdout.splitlines()[1] == (
+        "recorded in the log's ~memory stream with task d1 as provenance: the task's own log takes it only while "
+        "the task is stopped or finished, not waiting for an approval or running"
+    )
+    stores = SqliteStores(db)
+    assert "memory.confirmed" not in [e.kind for e in stores.events.read("d1")]
+    mem = [e for e in stores.events.read(MEMORY_LOG) if e.kind == "memory.confirmed"]
+    assert [(e.payload["text"], e.payload["task_id"]) for e in mem] == [("uploads go through the proxy", "d1")]
+    r = runner.invoke(app, ["memory", "confirm", "uploads go through the proxy", "--supersedes", key, "--db", db])
+    assert r.exit_code == 2
+    assert r.stderr == (
+        f"error: --supersedes {key}: that is this memory's own key (same namespace, kind and text); "
+        "pass the key of the older memory it replaces\n"
+    )

@@ -134,13 +134,15 @@ def confirm_cmd(
 ) -> None:
     """Confirm a memory: records memory.confirmed, then writes it to the long-term store.
 
-    With --task of a paused or finished task started by a taskctx command, the event goes into
-    that task's own log and checkpoint (a working-memory item of the same text becomes durable);
-    otherwise into the log's memory stream, with the task as provenance. A --db that does not
+    With --task of a task started by a taskctx command that is stopped (not waiting for an
+    approval, not running) or finished, the event goes into that task's own log and checkpoint (a
+    working-memory item of the same text becomes durable); otherwise into the log's memory
+    stream, with the task as provenance (a second line says so). A --db that does not
     exist yet is created (a new database holding this memory only)."""
     with _database(db, create=True) as project:
-        graph = None
+        graph, last = None, 0
         if task and project.stores.tasks.get(task) is not None:
+            last = project.stores.events.last_seq(task)
             graph, _ = _graph_for(project, task)
         r = confirm_memory(
             project,
@@ -154,7 +156,13 @@ def confirm_cmd(
             task_id=task,
             graph=graph,
         )
+        taken = bool(task) and any(e.id == r.event_id for e in project.stores.events.read(str(task), after=last))
     _say(f"confirmed {r.key} ({r.namespace} {r.kind}): {r.text}")
+    if graph is not None and not taken:
+        _say(
+            f"recorded in the log's ~memory stream with task {task} as provenance: the task's own log takes it "
+            "only while the task is stopped or finished, not waiting for an approval or running"
+        )
 
 
 @memory_app.command("forget")
