@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, replay
 from context.models import SCHEMA_VERSION
 from context.store import repair_hint
@@ -30,6 +32,8 @@ __all__ = [
     "diagnose",
     "ensure_sound",
     "inspectable",
+    "judged",
+    "unshowable",
     "quick_diagnose",
     "quick_state",
 ]
@@ -287,18 +291,57 @@ def ensure_sound(stores: Any, checkpointer: Any, task_id: str, *, full: bool = T
     if found:
         more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
         what = f"task {task_id!r} is damaged: {found[0]}{more}"
-        shown = inspectable(stores, task_id)
+        block = unshowable(stores, task_id)
+        shown = block is None
+        if block is not None and block not in found[:1]:
+            what += f", among them {block.removeprefix('event log: ')}"
         raise DamagedStoreError(
             f"{what}; {repair_hint(task_id, shown)}", found, task_id=task_id, what=what, inspectable=shown
         )
     return checked
 
 
-def inspectable(stores: Any, task_id: str) -> bool:
-    """Whether ``taskctx inspect`` can still show the damaged task ``task_id``: the events of
-    known kinds read back and fold (what it shows after its warnings)."""
+def unshowable(stores: Any, task_id: str) -> str | None:
+    """Why ``taskctx inspect`` cannot show the damaged task ``task_id`` (the events of known
+    kinds read back and fold: what it shows after its warnings), as one finding naming the row
+    that blocks it (``"event log: seq 13 (tool.result.received) has a payload its kind does not
+    allow (status: ...)"``); None when it can show it."""
     try:
-        replay(stores.events.read(task_id, kinds=list(PAYLOAD_MODELS)))
-    except Exception:  # noqa: BLE001 - any failure there is a refusal of inspect too
-        return False
-    return True
+        events = stores.events.read(task_id, kinds=list(PAYLOAD_MODELS))
+    except DamagedStoreError as exc:  # a row that does not parse stops every reader
+        return exc.problems[0]
+    except Exception as exc:  # noqa: BLE001 - any failure there is a refusal of inspect too
+        return f"event log: cannot be read ({type(exc).__name__})"
+    for e in events:
+        try:
+            PAYLOAD_MODELS[e.kind].model_validate(e.payload)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(x) for x in err["loc"]) or "payload"
+            return f"event log: seq {e.seq} ({e.kind}) has a payload its kind does not allow ({where}: {err['msg']})"
+    try:
+        replay(events)
+    except Exception as exc:  # noqa: BLE001 - any failure there is a refusal of inspect too
+        return f"event log: the events do not fold ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+    return None
+
+
+def inspectable(stores: Any, task_id: str) -> bool:
+    """Whether ``taskctx inspect`` can still show the damaged task ``task_id`` (the one judgement
+    of report, resume and inspect): :func:`unshowable` finds nothing."""
+    return unshowable(stores, task_id) is None
+
+
+def judged(exc: DamagedStoreError, stores: Any) -> DamagedStoreError:
+    """``exc`` (damage to one task, raised by a store read) with :func:`inspectable`'s judgement
+    in place of the store's guess, and, when inspect cannot show the task, the row that blocks it
+    named after the damage when ``exc`` does not name it. Returns ``exc`` itself for an
+    artifact's damage (no task)."""
+    if exc.task_id is None:
+        return exc
+    block = unshowable(stores, exc.task_id)
+    exc.inspectable = block is None
+    if block is not None and block not in exc.problems:
+        exc.problems.append(block)
+        exc.what = f"{exc.what}, and {block.removeprefix('event log: ')}"
+    return exc
