@@ -180,7 +180,54 @@ def _diagnose(
         out += check_artifacts(stores.artifacts, events)
     if state is not None and not bad and not any(f.startswith("event log:") for f in out):
         out += _compare(state, events)
+    elif state is not None:  # damage does not hide an altered row the checkpoint disagrees with
+        out += _compare_damaged(state, events, bad)
     return out, checked
+
+
+def _compare_damaged(state: TaskContext, events: list[Any], bad: dict[int, list[str]]) -> list[str]:
+    """:func:`_compare` for a damaged log: the checkpoint against the fold of the rows the log
+    still has up to its cursor (those that parse, of a known kind, with a payload their kind
+    allows). The rows left out are of the kinds whose counts (``events.counts``) the checkpoint
+    has more of; a part that events of those kinds change elsewhere in this log (or any part,
+    for a kind the log holds no readable event of) is explained by the damage; a part that
+    differs otherwise is a finding. Empty when nothing is left unexplained."""
+    cursor = state.events.cursor
+    if cursor == 0:
+        return []
+    usable = []
+    for e in events:
+        if e.seq > cursor or e.seq in bad or e.kind not in PAYLOAD_MODELS:
+            continue
+        try:
+            PAYLOAD_MODELS[e.kind].model_validate(e.payload)
+        except ValidationError:
+            continue
+        usable.append(e)
+    touched: dict[str, set[str]] = {}  # kind -> the parts its events change, in this log
+    folded = TaskContext()
+    try:
+        for e in usable:
+            nxt = replay([e], folded)
+            touched.setdefault(e.kind, set()).update(p for p in PARTS if getattr(nxt, p) != getattr(folded, p))
+            folded = nxt
+    except Exception as exc:  # noqa: BLE001 - the rows left do not fold: say so, compare nothing
+        return [
+            f"checkpoint: not compared: the log's readable rows up to seq {cursor} do not fold ({type(exc).__name__})"
+        ]
+    have, had = folded.events.counts, state.events.counts
+    lost = sorted(k for k in had if k in PAYLOAD_MODELS and had[k] > have.get(k, 0))
+    explained = {"events"}  # the log's own bookkeeping differs whenever a row is left out
+    for k in lost:
+        explained |= touched.get(k, set(PARTS))
+    differ = [p for p in PARTS if p not in explained and getattr(folded, p) != getattr(state, p)]
+    if not differ:
+        return []
+    return [
+        f"checkpoint: its state differs from the fold of the log's readable rows up to seq {cursor} in "
+        f"{', '.join(differ)}, which the rows left out ({', '.join(lost) or 'none'}) do not change: the log or the "
+        "checkpoint was changed outside taskctx"
+    ]
 
 
 def _newer_schema(events: list[Any], state: TaskContext | None) -> list[str]:

@@ -550,3 +550,23 @@ def test_a_gap_and_a_payload_its_kind_does_not_allow_get_one_judgement(copy_of: 
         f"warning: task cor-1 is damaged: event log: {block}\n"
         f"error: task 'cor-1' is damaged (event log: {gap}) and cannot be shown ({block} blocks it); {doctor}\n"
     )
+
+
+def test_doctor_compares_the_checkpoint_with_a_damaged_log_too(copy_of: str, tmp_path: Path) -> None:
+    """A missing row does not hide an altered request (valid schema, seq 1): doctor names the gap
+    and the checkpoint's disagreement with the fold of the rows it still has, in a part the left-out
+    row's kind does not change (identity); the gap alone is one finding."""
+    db = copy_of
+    _sql("DELETE FROM taskctx_events WHERE seq = 7")(db)
+    gap = "  - event log: event seq 7 is missing (seq 6 is followed by 8)"
+    res = _invoke(["doctor", "cor-1", "--db", db])
+    assert res.output.splitlines()[:2] == ["task cor-1: 1 problem", gap]
+    _alter_payload("task.created", lambda p: {**p, "original_request": "delete every upload"}, 0)(db)
+    res = _invoke(["doctor", "cor-1", "--db", db])
+    assert res.exit_code == 2, res.output
+    assert res.output.splitlines()[:3] == [
+        "task cor-1: 2 problems",
+        gap,
+        "  - checkpoint: its state differs from the fold of the log's readable rows up to seq 13 in identity, which "
+        "the rows left out (tool.result.received) do not change: the log or the checkpoint was changed outside taskctx",
+    ]
