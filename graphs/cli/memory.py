@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,9 +19,14 @@ from context import TaskctxError
 from context.freshness import short_sha
 from context.text import escape_controls
 
-from ..memory import MemoryView, confirm_memory, forget_memory, list_memories, rebuild_memory, show_memory
 from ..orchestrator import DEFAULT_DB, Project, open_project
 from .common import DbOpt, _describe, _fail, _graph_for, _open_existing, console
+
+if TYPE_CHECKING:
+    from ..memory import MemoryView
+
+# (graphs.memory is imported by each command: it loads nodes.workspace and through it
+# langgraph.types and langsmith, which `import graphs.cli` does not)
 
 __all__ = ["memory_app"]
 
@@ -77,6 +82,8 @@ def list_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """List the stored memories, oldest confirmation first (superseded and stale ones marked)."""
+    from ..memory import list_memories
+
     with _database(db) as project:
         views = list_memories(project, namespace=namespace, root=workspace)
     if as_json:
@@ -96,6 +103,8 @@ def show_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Show one memory with its provenance and the files it rests on."""
+    from ..memory import show_memory
+
     with _database(db) as project:
         v = show_memory(project, key, root=workspace)
     if as_json:
@@ -139,6 +148,8 @@ def confirm_cmd(
     working-memory item of the same text becomes durable); otherwise into the log's memory
     stream, with the task as provenance (a second line says so). A --db that does not
     exist yet is created (a new database holding this memory only)."""
+    from ..memory import confirm_memory
+
     with _database(db, create=True) as project:
         graph, last = None, 0
         if task and project.stores.tasks.get(task) is not None:
@@ -172,6 +183,8 @@ def forget_cmd(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Forget a memory: records memory.forgotten, then deletes it from the long-term store."""
+    from ..memory import forget_memory
+
     with _database(db) as project:
         r = forget_memory(project, key, reason=reason)
     _say(f"forgot {r.key}: {r.text}")
@@ -180,6 +193,8 @@ def forget_cmd(
 @memory_app.command("rebuild")
 def rebuild_cmd(db: DbOpt = DEFAULT_DB) -> None:
     """Rebuild the long-term store from the confirmation events of every log."""
+    from ..memory import rebuild_memory
+
     with _database(db) as project:
         n = rebuild_memory(project)
     _say(f"rebuilt the memory store from the event log: {n} memories")
