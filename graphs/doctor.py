@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, replay
 from context.models import SCHEMA_VERSION
 from context.store import repair_hint
@@ -30,6 +32,8 @@ __all__ = [
     "diagnose",
     "ensure_sound",
     "inspectable",
+    "judged",
+    "unshowable",
     "quick_diagnose",
     "quick_state",
 ]
@@ -176,7 +180,54 @@ def _diagnose(
         out += check_artifacts(stores.artifacts, events)
     if state is not None and not bad and not any(f.startswith("event log:") for f in out):
         out += _compare(state, events)
+    elif state is not None:  # damage does not hide an altered row the checkpoint disagrees with
+        out += _compare_damaged(state, events, bad)
     return out, checked
+
+
+def _compare_damaged(state: TaskContext, events: list[Any], bad: dict[int, list[str]]) -> list[str]:
+    """:func:`_compare` for a damaged log: the checkpoint against the fold of the rows the log
+    still has up to its cursor (those that parse, of a known kind, with a payload their kind
+    allows). The rows left out are of the kinds whose counts (``events.counts``) the checkpoint
+    has more of; a part that events of those kinds change elsewhere in this log (or any part,
+    for a kind the log holds no readable event of) is explained by the damage; a part that
+    differs otherwise is a finding. Empty when nothing is left unexplained."""
+    cursor = state.events.cursor
+    if cursor == 0:
+        return []
+    usable = []
+    for e in events:
+        if e.seq > cursor or e.seq in bad or e.kind not in PAYLOAD_MODELS:
+            continue
+        try:
+            PAYLOAD_MODELS[e.kind].model_validate(e.payload)
+        except ValidationError:
+            continue
+        usable.append(e)
+    touched: dict[str, set[str]] = {}  # kind -> the parts its events change, in this log
+    folded = TaskContext()
+    try:
+        for e in usable:
+            nxt = replay([e], folded)
+            touched.setdefault(e.kind, set()).update(p for p in PARTS if getattr(nxt, p) != getattr(folded, p))
+            folded = nxt
+    except Exception as exc:  # noqa: BLE001 - the rows left do not fold: say so, compare nothing
+        return [
+            f"checkpoint: not compared: the log's readable rows up to seq {cursor} do not fold ({type(exc).__name__})"
+        ]
+    have, had = folded.events.counts, state.events.counts
+    lost = sorted(k for k in had if k in PAYLOAD_MODELS and had[k] > have.get(k, 0))
+    explained = {"events"}  # the log's own bookkeeping differs whenever a row is left out
+    for k in lost:
+        explained |= touched.get(k, set(PARTS))
+    differ = [p for p in PARTS if p not in explained and getattr(folded, p) != getattr(state, p)]
+    if not differ:
+        return []
+    return [
+        f"checkpoint: its state differs from the fold of the log's readable rows up to seq {cursor} in "
+        f"{', '.join(differ)}, which the rows left out ({', '.join(lost) or 'none'}) do not change: the log or the "
+        "checkpoint was changed outside taskctx"
+    ]
 
 
 def _newer_schema(events: list[Any], state: TaskContext | None) -> list[str]:
@@ -287,18 +338,57 @@ def ensure_sound(stores: Any, checkpointer: Any, task_id: str, *, full: bool = T
     if found:
         more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
         what = f"task {task_id!r} is damaged: {found[0]}{more}"
-        shown = inspectable(stores, task_id)
+        block = unshowable(stores, task_id)
+        shown = block is None
+        if block is not None and block not in found[:1]:
+            what += f", among them {block.removeprefix('event log: ')}"
         raise DamagedStoreError(
             f"{what}; {repair_hint(task_id, shown)}", found, task_id=task_id, what=what, inspectable=shown
         )
     return checked
 
 
-def inspectable(stores: Any, task_id: str) -> bool:
-    """Whether ``taskctx inspect`` can still show the damaged task ``task_id``: the events of
-    known kinds read back and fold (what it shows after its warnings)."""
+def unshowable(stores: Any, task_id: str) -> str | None:
+    """Why ``taskctx inspect`` cannot show the damaged task ``task_id`` (the events of known
+    kinds read back and fold: what it shows after its warnings), as one finding naming the row
+    that blocks it (``"event log: seq 13 (tool.result.received) has a payload its kind does not
+    allow (status: ...)"``); None when it can show it."""
     try:
-        replay(stores.events.read(task_id, kinds=list(PAYLOAD_MODELS)))
-    except Exception:  # noqa: BLE001 - any failure there is a refusal of inspect too
-        return False
-    return True
+        events = stores.events.read(task_id, kinds=list(PAYLOAD_MODELS))
+    except DamagedStoreError as exc:  # a row that does not parse stops every reader
+        return exc.problems[0]
+    except Exception as exc:  # noqa: BLE001 - any failure there is a refusal of inspect too
+        return f"event log: cannot be read ({type(exc).__name__})"
+    for e in events:
+        try:
+            PAYLOAD_MODELS[e.kind].model_validate(e.payload)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(x) for x in err["loc"]) or "payload"
+            return f"event log: seq {e.seq} ({e.kind}) has a payload its kind does not allow ({where}: {err['msg']})"
+    try:
+        replay(events)
+    except Exception as exc:  # noqa: BLE001 - any failure there is a refusal of inspect too
+        return f"event log: the events do not fold ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+    return None
+
+
+def inspectable(stores: Any, task_id: str) -> bool:
+    """Whether ``taskctx inspect`` can still show the damaged task ``task_id`` (the one judgement
+    of report, resume and inspect): :func:`unshowable` finds nothing."""
+    return unshowable(stores, task_id) is None
+
+
+def judged(exc: DamagedStoreError, stores: Any) -> DamagedStoreError:
+    """``exc`` (damage to one task, raised by a store read) with :func:`inspectable`'s judgement
+    in place of the store's guess, and, when inspect cannot show the task, the row that blocks it
+    named after the damage when ``exc`` does not name it. Returns ``exc`` itself for an
+    artifact's damage (no task)."""
+    if exc.task_id is None:
+        return exc
+    block = unshowable(stores, exc.task_id)
+    exc.inspectable = block is None
+    if block is not None and block not in exc.problems:
+        exc.problems.append(block)
+        exc.what = f"{exc.what}, and {block.removeprefix('event log: ')}"
+    return exc

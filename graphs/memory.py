@@ -202,6 +202,11 @@ def confirm_memory(
     if task_id is not None and not project.stores.events.last_seq(task_id):
         raise UnknownTaskError(f"--task {task_id!r}: no such task in {project.path}; check the id and --db")
     src = _source(project, root)
+    if supersedes and supersedes == memory_key(namespace, kind, text):
+        raise InvalidInputError(
+            f"--supersedes {supersedes}: that is this memory's own key (same namespace, kind and text); "
+            "pass the key of the older memory it replaces"
+        )
     if supersedes:
         old = src.get(supersedes)
         if old is None:

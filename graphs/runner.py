@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from context import Event, SqliteStores, TaskContext, TaskctxError, UnknownTaskError, apply_event
 from context.text import shown
-from nodes.tools import parameters_of
 
 from .checkpoint import PRUNE_EVERY, prune_thread
 from .doctor import REGISTERED_MARK, Checked, ensure_sound
@@ -200,6 +199,8 @@ def tool_parameters(graph: CompiledStateGraph, tool: str) -> dict[str, Any] | No
     try:
         node = graph.builder.nodes["tools"].runnable
         executor = getattr(getattr(node, "func", node), "tools", None)
+        from nodes.tools import parameters_of  # (nodes.tools loads langgraph.types: imported when used)
+
         return parameters_of(executor.schemas(), tool) if executor is not None else None
     except Exception:  # an odd executor never stops a prompt: the edit is then checked by the policy only
         return None

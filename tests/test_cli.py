@@ -405,8 +405,7 @@ def test_taskctx_approve_checks_the_workspace_before_the_approved_patch_acts(tmp
     r = invoke("approve", "d1", "--db", db, "--out", out)
     evs = SqliteStores(db).events.read("d1")
     stale = [e.payload["fact_id"] for e in evs if e.kind == "fact.stale" and e.payload["cause"] == "approval"]
-    # (step:s2, the step the refused patch ended blocked, rests on the re-read: born stale)
-    assert stale == ["s1.f1", "step:s1", "d-grep", "d-reread", "step:s2"]
+    assert stale == ["s1.f1", "step:s1", "d-grep", "d-reread"]
     kinds = [e.kind for e in evs]
     first = kinds.index("fact.stale", kinds.index("permission.requested"))
     assert kinds[first : first + 5] == ["fact.stale"] * 4 + ["permission.denied"]
@@ -416,6 +415,24 @@ def test_taskctx_approve_checks_the_workspace_before_the_approved_patch_acts(tmp
     )
     assert "permission.granted" not in kinds and "file.modified" not in kinds
     assert conf.read_text() == edited  # the person's edit stands
+    # the executor re-reads the file and makes the change again: put up for approval again
+    assert "      tool result d-fix1: denied (0 chars): not run: proxy/nginx.conf changed while waiting" in r.stdout
+    assert "waiting for approval of apply_patch (call d-fix1-2, high risk)" in r.stdout, r.output
+    assert r.exit_code == 0, r.output
+    calls = [e.payload["call_id"] for e in evs if e.kind == "tool.called"]
+    assert calls[-3:] == ["d-fix1", "d-reread-2", "d-fix1-2"]
+    assert "step.completed" not in kinds[first:]
+    r = invoke("approve", "d1", "--db", db, "--out", out)
+    assert "waiting for approval of apply_patch (call d-fix2, high risk)" in r.stdout, r.output
+    r = invoke("approve", "d1", "--db", db, "--out", out)
+    assert r.exit_code == 0, r.output
+    evs = SqliteStores(db).events.read("d1")
+    granted = [e.payload["call_id"] for e in evs if e.kind == "permission.granted" and e.actor == "user"]
+    assert granted == ["d-fix1-2", "d-fix2"]
+    assert conf.read_text().endswith("# tuned by hand\n") and "client_max_body_size 10m;" in conf.read_text()
+    assert [e.payload["status"] for e in evs if e.kind == "task.completed"] == ["completed"]
+    r = invoke("inspect", "d1", "--db", db)
+    assert "permission.denied (system): apply_patch [d-fix1] approved by the user, but proxy/nginx.conf" in r.stdout
 
 
 def test_flags_show_no_type_in_help() -> None:

@@ -518,3 +518,55 @@ def test_doctor_lists_the_first_findings_and_counts_the_rest(copy_of: str, monke
         "  - and 7 more",
         "1 of 1 task damaged: restore the database from a backup, or start a damaged task again under a new --task-id",
     ]
+
+
+def test_a_gap_and_a_payload_its_kind_does_not_allow_get_one_judgement(copy_of: str, tmp_path: Path) -> None:
+    """A deleted row and a payload its kind does not allow: report, resume and inspect give one
+    judgement (:func:`graphs.doctor.inspectable`): inspect cannot show the task, and each names
+    the row that blocks it (seq 13), not only the gap."""
+    db = copy_of
+    _sql("DELETE FROM taskctx_events WHERE seq = 7")(db)
+    _alter_payload("tool.result.received", lambda p: {**p, "status": "exploded"}, 1)(db)
+    report = _invoke(["report", "cor-1", "--db", db, "--html", str(tmp_path / "r.html")])
+    resume = _invoke(["resume", "cor-1", "--db", db, "--out", str(tmp_path / "runs")])
+    shown = _invoke(["inspect", "cor-1", "--db", db])
+    block = (
+        "seq 13 (tool.result.received) has a payload its kind does not allow "
+        "(status: Input should be 'ok', 'error' or 'denied')"
+    )
+    gap = "event seq 7 is missing (seq 6 is followed by 8)"
+    doctor = f"run `taskctx doctor cor-1{_db_opt(db)}` for every finding"
+    hint = f"{doctor}; restore the database from a backup, or start the task again under a new --task-id"
+    assert report.exit_code == 2 and _one_line_error(report) == (
+        f"error: task 'cor-1': the event log is damaged: {gap}, and {block}; {hint}; inspect cannot show it either"
+    )
+    assert resume.exit_code == 2 and _one_line_error(resume) == (
+        f"error: task 'cor-1' is damaged: event log: {gap} (+1 more), among them {block}; {hint}; "
+        "inspect cannot show it either"
+    )
+    assert shown.exit_code == 2
+    assert shown.stderr == (
+        f"warning: task cor-1 is damaged: event log: {gap}\n"
+        f"warning: task cor-1 is damaged: event log: {block}\n"
+        f"error: task 'cor-1' is damaged (event log: {gap}) and cannot be shown ({block} blocks it); {doctor}\n"
+    )
+
+
+def test_doctor_compares_the_checkpoint_with_a_damaged_log_too(copy_of: str, tmp_path: Path) -> None:
+    """A missing row does not hide an altered request (valid schema, seq 1): doctor names the gap
+    and the checkpoint's disagreement with the fold of the rows it still has, in a part the left-out
+    row's kind does not change (identity); the gap alone is one finding."""
+    db = copy_of
+    _sql("DELETE FROM taskctx_events WHERE seq = 7")(db)
+    gap = "  - event log: event seq 7 is missing (seq 6 is followed by 8)"
+    res = _invoke(["doctor", "cor-1", "--db", db])
+    assert res.output.splitlines()[:2] == ["task cor-1: 1 problem", gap]
+    _alter_payload("task.created", lambda p: {**p, "original_request": "delete every upload"}, 0)(db)
+    res = _invoke(["doctor", "cor-1", "--db", db])
+    assert res.exit_code == 2, res.output
+    assert res.output.splitlines()[:3] == [
+        "task cor-1: 2 problems",
+        gap,
+        "  - checkpoint: its state differs from the fold of the log's readable rows up to seq 13 in identity, which "
+        "the rows left out (tool.result.received) do not change: the log or the checkpoint was changed outside taskctx",
+    ]

@@ -124,8 +124,12 @@ def test_resume_of_a_finished_task_leaves_a_current_export_as_it_is(trajectories
     before = _snapshot(folder)
     r = CliRunner().invoke(app, ["resume", "f1", "--db", db, "--out", str(out)])
     assert r.exit_code == 0, r.output
-    assert r.output == f"task f1 is already finished (completed); nothing to resume; exported {folder}/\n"
+    assert r.output == f"task f1 is already finished (completed); nothing to resume; export current: {folder}/\n"
     assert _snapshot(folder) == before
+    r = CliRunner().invoke(app, ["resume", "f1", "--db", db, "--out", str(tmp_path / "fresh")])
+    assert r.output == (
+        f"task f1 is already finished (completed); nothing to resume; exported {tmp_path / 'fresh' / 'f1'}/\n"
+    )
 
 
 def test_resume_reads_the_registry_row_once(trajectories_dir: Path, tmp_path: Path, monkeypatch: Any) -> None:

@@ -630,3 +630,55 @@ def test_a_confirmed_memory_holding_a_secret_is_stored_masked(tmp_path: Path) ->
         assert rec.text == "The CI token is [REDACTED:github_token]"
         assert [v.record.text for v in list_memories(p)] == [rec.text]
         assert token not in json.dumps([e.payload for e in p.stores.events.read(MEMORY_LOG)])
+
+
+def test_memory_cli_escapes_control_and_bidi_characters(tmp_path: Path) -> None:
+    """A memory's text holding ESC and U+202E is printed escaped by confirm, list, show and
+    forget (as inspect does): no raw control or bidi character reaches the terminal."""
+    from graphs.cli import app
+
+    db = str(tmp_path / "m.sqlite")
+    runner = CliRunner()
+    res = runner.invoke(app, ["memory", "confirm", "x \x1b[31mRED\x1b[0m \u202e", "--subject", "a\x07b", "--db", db])
+    assert res.exit_code == 0, res.output
+    key = res.stdout.split()[1]
+    assert res.stdout == f"confirmed {key} (project fact): x \\x1b[31mRED\\x1b[0m \\u202e\n"
+    listed = runner.invoke(app, ["memory", "list", "--db", db]).stdout
+    assert listed.startswith(f"{key}  project fact: x \\x1b[31mRED\\x1b[0m \\u202e  (confirmed by user, no task, ")
+    shown = runner.invoke(app, ["memory", "show", key, "--db", db]).stdout
+    assert "x \\x1b[31mRED\\x1b[0m \\u202e" in shown and "subject: a\\x07b; event: " in shown
+    gone = runner.invoke(app, ["memory", "forget", key, "--db", db]).stdout
+    assert gone == f"forgot {key}: x \\x1b[31mRED\\x1b[0m \\u202e\n"
+    for out in (res.stdout, listed, shown, gone):
+        assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
+
+
+def test_confirm_with_a_task_waiting_for_approval_says_where_the_event_went(tmp_path: Path) -> None:
+    """The demo waits for the approval of its patch: ``memory confirm --task d1`` records the event
+    in the ``~memory`` stream (the task's checkpoint holds the pending interrupt) and says so in a
+    second line; ``--supersedes`` with the memory's own key is refused with one line."""
+    from context import SqliteStores
+    from context.memory import MEMORY_LOG
+    from graphs.cli import app
+
+    db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
+    runner = CliRunner()
+    r = runner.invoke(app, ["demo", "--db", db, "--out", out, "--task-id", "d1"])
+    assert "waiting for approval of apply_patch (call d-fix1, high risk)" in r.stdout, r.output
+    r = runner.invoke(app, ["memory", "confirm", "uploads go through the proxy", "--task", "d1", "--db", db])
+    assert r.exit_code == 0, r.output
+    key = r.stdout.split()[1]
+    assert r.stdout.splitlines()[1] == (
+        "recorded in the log's ~memory stream with task d1 as provenance: the task's own log takes it only while "
+        "the task is stopped or finished, not waiting for an approval or running"
+    )
+    stores = SqliteStores(db)
+    assert "memory.confirmed" not in [e.kind for e in stores.events.read("d1")]
+    mem = [e for e in stores.events.read(MEMORY_LOG) if e.kind == "memory.confirmed"]
+    assert [(e.payload["text"], e.payload["task_id"]) for e in mem] == [("uploads go through the proxy", "d1")]
+    r = runner.invoke(app, ["memory", "confirm", "uploads go through the proxy", "--supersedes", key, "--db", db])
+    assert r.exit_code == 2
+    assert r.stderr == (
+        f"error: --supersedes {key}: that is this memory's own key (same namespace, kind and text); "
+        "pass the key of the older memory it replaces\n"
+    )

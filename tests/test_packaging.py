@@ -139,3 +139,22 @@ def test_every_package_has_one_all() -> None:
         assert isinstance(getattr(mod, "__all__", None), list), name
         for sym in mod.__all__:
             assert hasattr(mod, sym), f"{name}.__all__ lists missing {sym}"
+
+
+def test_import_graphs_cli_loads_no_graph_runtime_nor_langsmith() -> None:
+    """``import graphs.cli`` (every command's start) imports neither LangGraph's graph runtime,
+    nor ``langgraph.types`` (whose import loads langchain-core's tracers and langsmith), nor the
+    chat-model packages: a command loads them only when it builds or runs a graph (README)."""
+    heavy = [
+        "langsmith",
+        "langchain_core.tracers",
+        "langgraph.types",
+        "langgraph.graph",
+        "langgraph.pregel",
+        "langchain_openai",
+        "langchain_anthropic",
+        "nodes.tools",
+    ]
+    code = f"import graphs.cli, sys; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out == "[]\n"

@@ -10,7 +10,6 @@ from typing import Annotated, Any
 import typer
 
 from context import InvalidInputError, TaskctxError
-from nodes.tools import check_arguments
 
 from ..orchestrator import DEFAULT_DB, command_hint
 from ..report.approval import approval_renderable, inspect_hint
@@ -29,9 +28,16 @@ from .common import (
 
 __all__ = ["approve", "check_edited_arguments"]
 
-#: Why edited arguments do not fit a tool's schema (:func:`nodes.tools.check_arguments`; the tool
-#: node checks an edit the same way, whoever answers): the CLI asks before anything is recorded.
-check_edited_arguments = check_arguments
+
+def check_edited_arguments(tool: str, parameters: dict[str, Any] | None, arguments: dict[str, Any]) -> str | None:
+    """Why edited ``arguments`` do not fit ``tool``'s JSON-schema ``parameters`` (one line), or
+    None when they fit: :func:`nodes.tools.check_arguments` (the tool node checks an edit the same
+    way, whoever answers), so the CLI asks before anything is recorded. Imported when called:
+    ``nodes.tools`` loads ``langgraph.types`` and through it langsmith, which ``import graphs.cli``
+    does not."""
+    from nodes.tools import check_arguments
+
+    return check_arguments(tool, parameters, arguments)
 
 
 def _show_request(req: dict[str, Any], db: str = DEFAULT_DB) -> None:
@@ -82,7 +88,7 @@ def _interactive_answer(req: dict[str, Any]) -> dict[str, Any] | None:
             if not isinstance(val, dict):
                 console.print("  not a JSON object; try again", markup=False)
                 continue
-            problem = check_arguments(str(req.get("tool")), req.get("parameters"), val)
+            problem = check_edited_arguments(str(req.get("tool")), req.get("parameters"), val)
             if problem is None:
                 return {"action": "edit", "arguments": val}
             console.print(f"  {problem}; try again", markup=False)
@@ -155,7 +161,7 @@ def approve(
                 f"(see `{command_hint('inspect', task_id, db)}`)"
             )
         if answer["action"] == "edit":
-            problem = check_arguments(
+            problem = check_edited_arguments(
                 str(req.get("tool")), tool_parameters(g, str(req.get("tool"))), answer["arguments"]
             )
             if problem is not None:

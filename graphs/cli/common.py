@@ -125,6 +125,14 @@ def _prepare_out(out: Path) -> Path:
     return out
 
 
+def _first_line(text: Any) -> str:
+    """The first non-blank line of ``text`` (a recorded tool result), control characters escaped."""
+    from context.text import escape_controls
+
+    line = next((ln.strip() for ln in str(text or "").splitlines() if ln.strip()), "")
+    return escape_controls(line)
+
+
 def _event_printer(total: int | None = None):
     def show(e: Event) -> None:
         p = e.payload
@@ -147,7 +155,13 @@ def _event_printer(total: int | None = None):
             console.print(
                 f"      tool result {p['call_id']}: {p['status']} ({p['raw_chars']} chars"
                 + (", compressed" if p["compressed"] else "")
-                + ")",
+                + ")"
+                # a refusal's text is what the executor is told (e.g. "not run: ... Re-read ..."): its first line
+                + (
+                    f": {first[:200]}"
+                    if p["status"] != "ok" and (first := _first_line(p.get("result_summary")))
+                    else ""
+                ),
                 markup=False,
             )
         elif e.kind in (

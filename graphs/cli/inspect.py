@@ -13,7 +13,7 @@ import typer
 from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, TaskctxError, TaskInfo, find_task
 from context.verify import check_events
 
-from ..doctor import quick_state
+from ..doctor import quick_state, unshowable
 from ..orchestrator import DEFAULT_DB, command_hint
 from .common import DbOpt, _describe, _fail, _open_existing, console, err
 
@@ -92,16 +92,23 @@ def inspect(
                     f"task {task_id!r} is damaged ({found[0] if found else 'no event can be read'}) and cannot be "
                     f"shown; run `{command_hint('doctor', task_id, db)}` for every finding"
                 )
+            # one judgement with report and resume (graphs.doctor.unshowable): the row that blocks the view
+            block = unshowable(project.stores, task_id) if found else None
+            if block is not None and block not in found:
+                found.append(block)
             for f in found:
                 err.print(f"warning: task {task_id} is damaged: {f}", markup=False)
             from context import replay as fold
 
             try:
+                if block is not None:
+                    raise ValueError(block)
                 ctx = fold(events)
             except Exception as exc:  # a payload its kind does not allow: nothing trustworthy to show
                 raise DamagedStoreError(
-                    f"task {task_id!r} is damaged ({found[0] if found else type(exc).__name__}) and cannot be shown; "
-                    f"run `{command_hint('doctor', task_id, db)}` for every finding"
+                    f"task {task_id!r} is damaged ({found[0] if found else type(exc).__name__}) and cannot be shown"
+                    + (f" ({block.removeprefix('event log: ')} blocks it)" if block and block != found[0] else "")
+                    + f"; run `{command_hint('doctor', task_id, db)}` for every finding"
                 ) from exc
             if as_json:
                 sys.stdout.write(ctx.model_dump_json(indent=2) + "\n")

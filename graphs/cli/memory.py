@@ -11,16 +11,22 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from context import TaskctxError
 from context.freshness import short_sha
+from context.text import escape_controls
 
-from ..memory import MemoryView, confirm_memory, forget_memory, list_memories, rebuild_memory, show_memory
 from ..orchestrator import DEFAULT_DB, Project, open_project
 from .common import DbOpt, _describe, _fail, _graph_for, _open_existing, console
+
+if TYPE_CHECKING:
+    from ..memory import MemoryView
+
+# (graphs.memory is imported by each command: it loads nodes.workspace and through it
+# langgraph.types and langsmith, which `import graphs.cli` does not)
 
 __all__ = ["memory_app"]
 
@@ -51,6 +57,12 @@ def _database(db: str, *, create: bool = False) -> Iterator[Project]:
         _fail(_describe(exc, db))
 
 
+def _say(text: str) -> None:
+    """Print one line of recorded text (a memory's text, subject, key, paths) as inspect does:
+    control and bidirectional-control characters written as escapes (``\\x1b``, ``\\u202e``)."""
+    console.print(escape_controls(text), markup=False)
+
+
 def _line(v: MemoryView) -> str:
     r = v.record
     gone = " (since forgotten)" if v.superseder_forgotten else ""
@@ -70,15 +82,17 @@ def list_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """List the stored memories, oldest confirmation first (superseded and stale ones marked)."""
+    from ..memory import list_memories
+
     with _database(db) as project:
         views = list_memories(project, namespace=namespace, root=workspace)
     if as_json:
         sys.stdout.write(json.dumps([v.as_json() for v in views], indent=2) + "\n")
         return
     if not views:
-        console.print("no memories", markup=False)
+        _say("no memories")
     for v in views:
-        console.print(_line(v), markup=False)
+        _say(_line(v))
 
 
 @memory_app.command("show")
@@ -89,19 +103,21 @@ def show_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Show one memory with its provenance and the files it rests on."""
+    from ..memory import show_memory
+
     with _database(db) as project:
         v = show_memory(project, key, root=workspace)
     if as_json:
         sys.stdout.write(json.dumps(v.as_json(), indent=2) + "\n")
         return
-    console.print(_line(v), markup=False)
+    _say(_line(v))
     r = v.record
-    console.print(f"subject: {r.subject or '(none)'}; event: {r.event_id}", markup=False)
+    _say(f"subject: {r.subject or '(none)'}; event: {r.event_id}")
     stale = {s.path: s for s in v.stale}
     for f in r.files:
         s = stale.get(f.path)
         now = f"; STALE: sha256 {short_sha(s.current)} now" if s else ""
-        console.print(f"file: {f.path} sha256 {short_sha(f.sha256)} when confirmed{now}", markup=False)
+        _say(f"file: {f.path} sha256 {short_sha(f.sha256)} when confirmed{now}")
 
 
 @memory_app.command("confirm")
@@ -127,13 +143,17 @@ def confirm_cmd(
 ) -> None:
     """Confirm a memory: records memory.confirmed, then writes it to the long-term store.
 
-    With --task of a paused or finished task started by a taskctx command, the event goes into
-    that task's own log and checkpoint (a working-memory item of the same text becomes durable);
-    otherwise into the log's memory stream, with the task as provenance. A --db that does not
+    With --task of a task started by a taskctx command that is stopped (not waiting for an
+    approval, not running) or finished, the event goes into that task's own log and checkpoint (a
+    working-memory item of the same text becomes durable); otherwise into the log's memory
+    stream, with the task as provenance (a second line says so). A --db that does not
     exist yet is created (a new database holding this memory only)."""
+    from ..memory import confirm_memory
+
     with _database(db, create=True) as project:
-        graph = None
+        graph, last = None, 0
         if task and project.stores.tasks.get(task) is not None:
+            last = project.stores.events.last_seq(task)
             graph, _ = _graph_for(project, task)
         r = confirm_memory(
             project,
@@ -147,7 +167,13 @@ def confirm_cmd(
             task_id=task,
             graph=graph,
         )
-    console.print(f"confirmed {r.key} ({r.namespace} {r.kind}): {r.text}", markup=False)
+        taken = bool(task) and any(e.id == r.event_id for e in project.stores.events.read(str(task), after=last))
+    _say(f"confirmed {r.key} ({r.namespace} {r.kind}): {r.text}")
+    if graph is not None and not taken:
+        _say(
+            f"recorded in the log's ~memory stream with task {task} as provenance: the task's own log takes it "
+            "only while the task is stopped or finished, not waiting for an approval or running"
+        )
 
 
 @memory_app.command("forget")
@@ -157,14 +183,18 @@ def forget_cmd(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Forget a memory: records memory.forgotten, then deletes it from the long-term store."""
+    from ..memory import forget_memory
+
     with _database(db) as project:
         r = forget_memory(project, key, reason=reason)
-    console.print(f"forgot {r.key}: {r.text}", markup=False)
+    _say(f"forgot {r.key}: {r.text}")
 
 
 @memory_app.command("rebuild")
 def rebuild_cmd(db: DbOpt = DEFAULT_DB) -> None:
     """Rebuild the long-term store from the confirmation events of every log."""
+    from ..memory import rebuild_memory
+
     with _database(db) as project:
         n = rebuild_memory(project)
-    console.print(f"rebuilt the memory store from the event log: {n} memories", markup=False)
+    _say(f"rebuilt the memory store from the event log: {n} memories")

@@ -24,7 +24,7 @@ from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
 from ..doctor import Checked, ensure_sound
 from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, command_hint, new_task
-from ..runner import export_run, run_graph, run_with_approvals, thread_config
+from ..runner import EXPORT_MARK, export_run, run_graph, run_with_approvals, thread_config
 from .approve import _answerer, _show_request
 from .common import (
     DEFAULT_OUT,
@@ -216,8 +216,12 @@ def resume(
 def _already_finished(project: Project, task_id: str, checked: Checked, out: Path) -> None:
     """``resume`` of a finished task: export it (only what the export lacks), say so; exit 1 when it failed."""
     status = checked.state.control.status if checked.state is not None else "completed"
+    mark = Path(out) / task_id / EXPORT_MARK
+    before = mark.read_bytes() if mark.is_file() else None
     folder = export_run(project.stores, task_id, out)
-    console.print(f"task {task_id} is already finished ({status}); nothing to resume; exported {folder}/", markup=False)
+    # a current export is left as it is (its mark unchanged): say so, not "exported"
+    said = "export current:" if before is not None and mark.read_bytes() == before else "exported"
+    console.print(f"task {task_id} is already finished ({status}); nothing to resume; {said} {folder}/", markup=False)
     if status == "failed":
         raise typer.Exit(1)
 

@@ -163,6 +163,109 @@ def _stop_if_declined(answer: Any) -> Any:
     return pick
 
 
+_STEPS: dict[str, list[Any]] = {
+    "s1": [
+        tool_call("list_dir", {"path": ".", "depth": 2}, id="d-ls", content="Look at the layout first."),
+        tool_call("read_file", {"path": "logs/proxy_error.log"}, id="d-log", content="Read the proxy's error log."),
+        tool_call(
+            "grep",
+            {"pattern": "client_max_body_size|MAX_UPLOAD_BYTES", "path": "."},
+            id="d-grep",
+            content="Which limits are configured?",
+        ),
+        tool_call(
+            "read_file",
+            {"path": "secrets/prod.env"},
+            id="d-secrets",
+            content="Check whether the bucket credentials play a part.",
+        ),
+        complete(
+            "the proxy refuses bodies over 1 MB before they reach the app",
+            findings=[
+                "proxy/nginx.conf sets client_max_body_size 1m at server level, so nginx answers 413",
+                "app/upload.py accepts up to 10 MiB (MAX_UPLOAD_BYTES)",
+            ],
+        ),
+    ],
+    "s2": [
+        tool_call(
+            "read_file",
+            {"path": "proxy/nginx.conf"},
+            id="d-reread",
+            content="The config changed while the task was paused: re-read it before patching it.",
+        ),
+        tool_call("apply_patch", {"patch": _PATCH_WRONG_UNIT}, id="d-fix1", content="Raise the limit to 10 MB."),
+        complete("raised client_max_body_size in proxy/nginx.conf"),
+    ],
+    "s3": [
+        tool_call("run_command", {"argv": DEMO_TEST_ARGV}, id="d-test1", content="Run the upload tests."),
+        tool_call(
+            "apply_patch",
+            {"patch": _PATCH_UNIT},
+            id="d-fix2",
+            content="nginx sizes take k, m or g: 10m, not 10mb.",
+        ),
+        tool_call("run_command", {"argv": DEMO_TEST_ARGV}, id="d-test2", content="Run the tests again."),
+        tool_call(
+            "write_file",
+            {"path": "CHANGELOG.md", "content": _CHANGELOG},
+            id="d-changelog",
+            content="Note the fix.",
+        ),
+        complete(
+            "the upload tests pass; CHANGELOG.md notes the fix",
+            findings=["tests/test_upload.py passes (3 tests) with client_max_body_size 10m"],
+        ),
+    ],
+}
+_EXECUTOR_CALLS = 40
+#: The tool node's words for an approved call not run because its file changed while waiting.
+_CHANGED_WHILE_WAITING = "changed while waiting for approval"
+
+
+def _call_id(a: Any) -> str:
+    return str(a.tool_calls[0]["id"]) if getattr(a, "tool_calls", None) else ""
+
+
+def _executor(messages: list[Any], meta: dict[str, Any]) -> Any:
+    """The executor's next answer, from the current step (``meta['step_id']``) and the latest
+    call in the transcript (its id and result), so a resumed or re-approved run picks the same
+    answer in any process. The fix's patch refused because ``proxy/nginx.conf`` changed while it
+    waited for approval: re-read the file (``d-reread-2``, ``-3``, ...) and make the patch again
+    (``d-fix1-2``, ...; put up for approval again). Any other refusal of it (reject, respond,
+    ``--deny-all``) ends the step blocked (:func:`_unless_refused`)."""
+    answers = _STEPS.get(str(meta.get("step_id") or ""), [])
+    tools = [m for m in messages if getattr(m, "type", "") == "tool"]
+    last_id = str(getattr(tools[-1], "tool_call_id", "")) if tools else ""
+    last = str(tools[-1].content) if tools else ""
+    ids = [_call_id(a) for a in answers]
+    if last_id.startswith(("d-fix1-", "d-reread-")):
+        k = int(last_id.rsplit("-", 1)[1])
+        base = last_id.rsplit("-", 1)[0]
+    else:
+        k, base = 1, last_id
+    if not base or base not in ids:  # the step's first call
+        return answers[0] if answers else complete("nothing more to do", result="blocked")
+    if base == "d-fix1" and "[denied" in last and _CHANGED_WHILE_WAITING in last:
+        return tool_call(
+            "read_file",
+            {"path": "proxy/nginx.conf"},
+            id=f"d-reread-{k + 1}",
+            content="The config changed while the patch waited for approval: re-read it and patch it again.",
+        )
+    if base == "d-reread" and k > 1:
+        return tool_call(
+            "apply_patch",
+            {"patch": _PATCH_WRONG_UNIT},
+            id=f"d-fix1-{k}",
+            content="Raise the limit to 10 MB, on the config's current bytes.",
+        )
+    nxt = answers[ids.index(base) + 1]
+    if base == "d-fix1":
+        return _unless_refused(nxt)(messages, meta)
+    return nxt
+
+
 def demo_model() -> ScriptedChatModel:
     """The scripted policy of the demo (answers per role, in call order; resume-safe)."""
     return ScriptedChatModel(
@@ -192,59 +295,7 @@ def demo_model() -> ScriptedChatModel:
                     criteria=["tests/test_upload.py passes", "CHANGELOG.md notes the fix under Unreleased"],
                 )
             ],
-            "executor": [
-                tool_call("list_dir", {"path": ".", "depth": 2}, id="d-ls", content="Look at the layout first."),
-                tool_call(
-                    "read_file", {"path": "logs/proxy_error.log"}, id="d-log", content="Read the proxy's error log."
-                ),
-                tool_call(
-                    "grep",
-                    {"pattern": "client_max_body_size|MAX_UPLOAD_BYTES", "path": "."},
-                    id="d-grep",
-                    content="Which limits are configured?",
-                ),
-                tool_call(
-                    "read_file",
-                    {"path": "secrets/prod.env"},
-                    id="d-secrets",
-                    content="Check whether the bucket credentials play a part.",
-                ),
-                complete(
-                    "the proxy refuses bodies over 1 MB before they reach the app",
-                    findings=[
-                        "proxy/nginx.conf sets client_max_body_size 1m at server level, so nginx answers 413",
-                        "app/upload.py accepts up to 10 MiB (MAX_UPLOAD_BYTES)",
-                    ],
-                ),
-                tool_call(
-                    "read_file",
-                    {"path": "proxy/nginx.conf"},
-                    id="d-reread",
-                    content="The config changed while the task was paused: re-read it before patching it.",
-                ),
-                tool_call(
-                    "apply_patch", {"patch": _PATCH_WRONG_UNIT}, id="d-fix1", content="Raise the limit to 10 MB."
-                ),
-                _unless_refused(complete("raised client_max_body_size in proxy/nginx.conf")),
-                tool_call("run_command", {"argv": DEMO_TEST_ARGV}, id="d-test1", content="Run the upload tests."),
-                tool_call(
-                    "apply_patch",
-                    {"patch": _PATCH_UNIT},
-                    id="d-fix2",
-                    content="nginx sizes take k, m or g: 10m, not 10mb.",
-                ),
-                tool_call("run_command", {"argv": DEMO_TEST_ARGV}, id="d-test2", content="Run the tests again."),
-                tool_call(
-                    "write_file",
-                    {"path": "CHANGELOG.md", "content": _CHANGELOG},
-                    id="d-changelog",
-                    content="Note the fix.",
-                ),
-                complete(
-                    "the upload tests pass; CHANGELOG.md notes the fix",
-                    findings=["tests/test_upload.py passes (3 tests) with client_max_body_size 10m"],
-                ),
-            ],
+            "executor": [_executor] * _EXECUTOR_CALLS,
             "recovery": [
                 _stop_if_declined(
                     recover("retry", "nginx rejects the size '10mb' (units are k, m, g); patch it to 10m")

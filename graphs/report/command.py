@@ -39,14 +39,19 @@ def report_command(
             raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
         project = open_project(db, readonly=True)  # only the HTML file is written
         try:
-            info = find_task(project.stores, task_id)  # the one answer to "which tasks exist" (and its error)
-            if not info.started:
-                raise UnknownTaskError(
-                    f"task {task_id!r} in {project.path} has not started (registered, no events): nothing to "
-                    f"report yet; continue it with `{command_hint('resume', task_id, db)}`"
-                )
-            target = html or Path(".taskctx/runs") / task_id / "report.html"
-            out = write_report(project.stores, task_id, target, full=full, db=db)
+            try:
+                info = find_task(project.stores, task_id)  # the one answer to "which tasks exist" (and its error)
+                if not info.started:
+                    raise UnknownTaskError(
+                        f"task {task_id!r} in {project.path} has not started (registered, no events): nothing to "
+                        f"report yet; continue it with `{command_hint('resume', task_id, db)}`"
+                    )
+                target = html or Path(".taskctx/runs") / task_id / "report.html"
+                out = write_report(project.stores, task_id, target, full=full, db=db)
+            except DamagedStoreError as exc:  # one judgement with inspect and resume (graphs.doctor)
+                from ..doctor import judged
+
+                raise judged(exc, project.stores) from None
         finally:
             project.close()
     except TaskctxError as exc:

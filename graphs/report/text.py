@@ -221,8 +221,11 @@ def render_state(
         if e.kind in ("permission.requested", "permission.denied")
         or (e.kind == "permission.granted" and e.actor == "user")
     ]
+    # a system refusal of a call put up for approval (its file changed while waiting, edited
+    # arguments refused) is the tool node's, not the policy's
+    asked = {e.payload["call_id"] for e in shown if e.kind == "permission.requested"}
     for e in shown[-12:]:
-        who = "user" if e.actor == "user" else "policy"
+        who = "user" if e.actor == "user" else ("system" if e.payload["call_id"] in asked else "policy")
         p(f"- #{e.seq} {e.kind} ({who}): {e.payload['tool']} [{e.payload['call_id']}] {e.payload['reason']}")
     auto = sum(1 for e in events if e.kind == "permission.granted" and e.actor != "user")
     p(

@@ -41,12 +41,15 @@ __all__ = [
     "FORBIDDEN_PROGRAMS",
     "GIT_FORBIDDEN_ARGS",
     "GIT_READ_ONLY",
+    "GIT_SAFE_CONFIG",
+    "GIT_SAFE_DIFF_FLAGS",
     "LOW_RISK_PROGRAMS",
     "OPTIONS",
     "Option",
     "PYTHON_MODULES",
     "Program",
     "command_policy",
+    "git_argv",
 ]
 
 #: ``rule(row, args, scopes, root) -> (risk, reason) | None``: checks a command's arguments
@@ -507,7 +510,29 @@ def command_policy(
     exe = shutil.which(prog) if runs is None else sys.executable
     if exe is None and not runs:
         raise PolicyError(f"{prog} is not installed")
+    if prog == "git":
+        return git_argv(str(exe), args), risk, reason
     return [exe, *(runs or ()), *args], risk, reason
+
+
+#: Config that makes git run no program of the repository's own ``.git/config`` (its fsmonitor
+#: hook, an external diff, hooks), given on every git command line: a ``-c`` beats the repo's value.
+GIT_SAFE_CONFIG = ("core.fsmonitor=false", "diff.external=", "core.hooksPath=/dev/null")
+#: Flags that keep ``git diff|show|log`` off external diff drivers and textconv filters
+#: (``diff.<driver>.command``, ``diff.<driver>.textconv`` named through ``.gitattributes``).
+GIT_SAFE_DIFF_FLAGS = ("--no-ext-diff", "--no-textconv")
+
+
+def git_argv(exe: str, args: list[str]) -> list[str]:
+    """The argv that runs ``git <args>`` (``exe``: the git program) without a program the
+    repository configures: ``-c`` for each of :data:`GIT_SAFE_CONFIG` before the subcommand and,
+    for ``diff``, ``show`` and ``log``, :data:`GIT_SAFE_DIFF_FLAGS` right after it. What remains
+    (a ``filter.<driver>.clean`` named in ``.gitattributes``, which ``git status`` and ``git diff``
+    may run on a changed file) is listed under "Not enforced" in the README."""
+    sub, rest = (args[0], args[1:]) if args else ("", [])
+    safe = [f for c in GIT_SAFE_CONFIG for f in ("-c", c)]
+    flags = list(GIT_SAFE_DIFF_FLAGS) if sub in ("diff", "show", "log") else []
+    return [exe, *safe, sub, *flags, *rest] if sub else [exe, *safe]
 
 
 def _check_path_args(args: list[str], scopes: Sequence[str], root: Path) -> None:
