@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .builder import ManifestEntry
 from .memory import FileStamp, LoadedMemory, MemoryKind, MemoryNamespace
-from .models import Finding, PlanStep, RiskLevel, StepResult
+from .models import FactKind, Finding, PlanStep, RiskLevel, StaleCause, StepResult
 from .text import clean_tree, json_text
 
 __all__ = [
@@ -379,11 +379,11 @@ class FactStale(_Payload):
     :class:`~context.models.StaleFact` for the fields, :mod:`context.freshness` for who notices)."""
 
     fact_id: str
-    fact_kind: Literal["finding", "step", "evidence"] = "finding"
+    fact_kind: FactKind = "finding"
     path: str
     old_sha: str = ""
     new_sha: str = ""
-    cause: Literal["write", "reread", "resume", "approval", "head"] = "reread"
+    cause: StaleCause = "reread"
 
 
 PAYLOAD_MODELS: dict[str, type[_Payload]] = {

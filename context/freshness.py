@@ -28,9 +28,8 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Literal
 
-from .models import TaskContext
+from .models import StaleCause, TaskContext
 
 __all__ = [
     "HEAD_PATH",
@@ -47,7 +46,7 @@ __all__ = [
 
 #: The ``path`` of a ``fact.stale`` mark for a moved git HEAD.
 HEAD_PATH = "HEAD"
-Cause = Literal["write", "reread", "resume", "approval", "head"]
+Cause = StaleCause
 
 
 def world_version(world: Mapping[str, str], head: str | None) -> str:

@@ -462,6 +462,12 @@ class TranscriptNote(_Part):
     text: str
 
 
+#: What made a fact stale (see :class:`StaleFact`); :data:`context.freshness.Cause` is this.
+StaleCause = Literal["write", "reread", "resume", "approval", "head"]
+#: What a stale fact is: a finding, a step summary or a tool call's evidence.
+FactKind = Literal["finding", "step", "evidence"]
+
+
 class StaleFact(_Part):
     """Addition (freshness): one ``fact.stale`` mark. The fact ``fact_id`` (a finding id, a
     step summary ``step:<id>``, or a tool call id for its output) rests on ``path`` at
@@ -474,11 +480,11 @@ class StaleFact(_Part):
     task wrote itself, or one it has read again since, does not need it)."""
 
     fact_id: str
-    fact_kind: Literal["finding", "step", "evidence"] = "finding"
+    fact_kind: FactKind = "finding"
     path: str
     old_sha: str = ""
     new_sha: str = ""
-    cause: Literal["write", "reread", "resume", "approval", "head"] = "reread"
+    cause: StaleCause = "reread"
     seq: int = 0
     needs_reread: bool = True
 
