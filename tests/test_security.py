@@ -1347,23 +1347,39 @@ def test_git_runs_no_program_the_repository_configures(tmp_path: Path) -> None:
     (root / "a.txt").write_text("one\n")
     sp.run([*git, "add", "a.txt"], cwd=root, check=True, env=env)
     sp.run([*git, "commit", "-qm", "a"], cwd=root, check=True, env=env)
+    # a signed commit (the "signer" writes a signature git accepts), then the repository's config
+    # makes git log/show verify signatures with the same script
+    signer = tmp_path / "signer.sh"
+    signer.write_text(
+        f"#!/bin/sh\ntouch {marker}\necho '[GNUPG:] SIG_CREATED D 1 8 00 1 ABC' >&2\n"
+        "printf -- '-----BEGIN PGP SIGNATURE-----\\n\\nabc\\n-----END PGP SIGNATURE-----\\n'\n"
+    )
+    signer.chmod(0o755)
+    (root / "b.txt").write_text("b\n")
+    sp.run([*git, "add", "b.txt"], cwd=root, check=True, env=env)
+    sp.run([*git, "-c", f"gpg.program={signer}", "commit", "-qS", "-m", "b"], cwd=root, check=True, env=env)
+    marker.unlink()
     sp.run(["git", "config", "core.fsmonitor", str(hook)], cwd=root, check=True, env=env)
     sp.run(["git", "config", "diff.external", str(hook)], cwd=root, check=True, env=env)
+    sp.run(["git", "config", "log.showSignature", "true"], cwd=root, check=True, env=env)
+    sp.run(["git", "config", "gpg.program", str(signer)], cwd=root, check=True, env=env)
     (root / "a.txt").write_text("two\n")
     # the repository's config runs the script when git is run as the agent asked
-    for argv in (["git", "status"], ["git", "diff"]):
+    for argv in (["git", "status"], ["git", "diff"], ["git", "log"]):
         sp.run(argv, cwd=root, env=env, capture_output=True)
         assert marker.exists(), argv
         marker.unlink()
     exe = sh.which("git")
-    assert git_argv("git", ["diff", "a.txt"]) == [
-        "git", "-c", "core.fsmonitor=false", "-c", "diff.external=", "-c", "core.hooksPath=/dev/null",
-        "diff", "--no-ext-diff", "--no-textconv", "a.txt",
+    safe = [
+        "-c", "core.fsmonitor=false", "-c", "diff.external=", "-c", "core.hooksPath=/dev/null",
+        "-c", "log.showSignature=false", "-c", "gpg.program=false", "-c", "gpg.ssh.program=false",
+        "-c", "gpg.x509.program=false",
     ]  # fmt: skip
+    assert git_argv("git", ["diff", "a.txt"]) == ["git", *safe, "diff", "--no-ext-diff", "--no-textconv", "a.txt"]
     tools = WorkspaceTools(root, receipts_dir=tmp_path / "r")
     for i, argv in enumerate((["git", "status"], ["git", "diff"], ["git", "log", "-p"], ["git", "show"])):
         run, risk, _ = command_policy(argv, (), root=root, programs=tools.programs)
-        assert run[:7] == [exe, "-c", "core.fsmonitor=false", "-c", "diff.external=", "-c", "core.hooksPath=/dev/null"]
+        assert run[: 1 + len(safe)] == [exe, *safe]
         out = tools.execute(f"g{i}", "run_command", {"argv": argv})
         assert out.status == "ok", out.output
         assert not marker.exists(), argv

@@ -516,8 +516,18 @@ def command_policy(
 
 
 #: Config that makes git run no program of the repository's own ``.git/config`` (its fsmonitor
-#: hook, an external diff, hooks), given on every git command line: a ``-c`` beats the repo's value.
-GIT_SAFE_CONFIG = ("core.fsmonitor=false", "diff.external=", "core.hooksPath=/dev/null")
+#: hook, an external diff, hooks, the signature verifiers that ``log.showSignature`` makes ``git
+#: log``/``show`` run: ``false`` is the program that does nothing), given on every git command
+#: line: a ``-c`` beats the repository's value (and any file it includes).
+GIT_SAFE_CONFIG = (
+    "core.fsmonitor=false",
+    "diff.external=",
+    "core.hooksPath=/dev/null",
+    "log.showSignature=false",
+    "gpg.program=false",
+    "gpg.ssh.program=false",
+    "gpg.x509.program=false",
+)
 #: Flags that keep ``git diff|show|log`` off external diff drivers and textconv filters
 #: (``diff.<driver>.command``, ``diff.<driver>.textconv`` named through ``.gitattributes``).
 GIT_SAFE_DIFF_FLAGS = ("--no-ext-diff", "--no-textconv")
