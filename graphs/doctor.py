@@ -28,10 +28,8 @@ __all__ = [
     "FULL_CHECK_EVENTS",
     "Checked",
     "REGISTERED_MARK",
-    "checkpoint_state",
     "diagnose",
     "ensure_sound",
-    "inspectable",
     "judged",
     "unshowable",
     "quick_diagnose",
@@ -86,13 +84,6 @@ def _checkpoint(checkpointer: Any, task_id: str) -> tuple[Any, TaskContext | Non
     except Exception as exc:  # pydantic's ValidationError, or a part of another schema
         first = " ".join(str(exc).split())[:200]
         return tup, None, [f"checkpoint: {tup.config['configurable'].get('checkpoint_id')} does not load: {first}"]
-
-
-def checkpoint_state(checkpointer: Any, task_id: str) -> tuple[TaskContext | None, list[str]]:
-    """The TaskContext of ``task_id``'s latest checkpoint (None when there is none) and the
-    findings about it (a checkpoint that does not load as a TaskContext)."""
-    _, state, found = _checkpoint(checkpointer, task_id)
-    return state, found
 
 
 def _load(stores: Any, checkpointer: Any, task_id: str) -> tuple[list[str], Checked]:
@@ -373,14 +364,8 @@ def unshowable(stores: Any, task_id: str) -> str | None:
     return None
 
 
-def inspectable(stores: Any, task_id: str) -> bool:
-    """Whether ``taskctx inspect`` can still show the damaged task ``task_id`` (the one judgement
-    of report, resume and inspect): :func:`unshowable` finds nothing."""
-    return unshowable(stores, task_id) is None
-
-
 def judged(exc: DamagedStoreError, stores: Any) -> DamagedStoreError:
-    """``exc`` (damage to one task, raised by a store read) with :func:`inspectable`'s judgement
+    """``exc`` (damage to one task, raised by a store read) with :func:`unshowable`'s judgement
     in place of the store's guess, and, when inspect cannot show the task, the row that blocks it
     named after the damage when ``exc`` does not name it. Returns ``exc`` itself for an
     artifact's damage (no task)."""

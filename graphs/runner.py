@@ -276,10 +276,12 @@ def manifest_line(e: Event) -> dict[str, Any]:
 EXPORT_MARK = ".export.json"
 
 
-def _sha256(path: Path) -> str:
-    import hashlib
+def _state_sha256(out: Path) -> str:
+    """The sha256 of ``out``'s ``state.json`` ("" when it is gone): :func:`nodes.workspace.paths.file_sha256`
+    (imported here: ``nodes.workspace`` loads the tool node, which commands that only read need not)."""
+    from nodes.workspace.paths import file_sha256
 
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return file_sha256(out / "state.json")
 
 
 def _current_export(stores: SqliteStores, task_id: str, out: Path) -> tuple[dict[str, Any], TaskContext] | None:
@@ -295,7 +297,7 @@ def _current_export(stores: SqliteStores, task_id: str, out: Path) -> tuple[dict
         for name in ("trace.jsonl", "manifests.jsonl"):
             if (out / name).stat().st_size != int(mark["bytes"][name]):
                 return None
-        if not (out / "context_pack.md").is_file() or _sha256(out / "state.json") != mark["state_sha256"]:
+        if not (out / "context_pack.md").is_file() or _state_sha256(out) != mark["state_sha256"]:
             return None
         at = {int(mark["cursor"]): mark["last_id"], 1: mark["first_id"]}
         for seq, want in at.items():
@@ -361,7 +363,7 @@ def export_run(stores: SqliteStores, task_id: str, out_root: str | Path) -> Path
         last_id=last.id,
         prompt=prompt,
         bytes={n: (out / n).stat().st_size for n in ("trace.jsonl", "manifests.jsonl")},
-        state_sha256=_sha256(out / "state.json"),
+        state_sha256=_state_sha256(out),
     )
     (out / EXPORT_MARK).write_text(json.dumps(mark, sort_keys=True) + "\n", encoding="utf-8")
     return out

@@ -190,11 +190,11 @@ def _event_printer(total: int | None = None):
 
 
 def trajectory_sha256(path: Path) -> str:
-    """The sha256 hex digest of a trajectory file's bytes (a replay's fingerprint); ``OSError``
-    when it cannot be read."""
-    import hashlib
+    """The sha256 hex digest of a trajectory file's bytes (a replay's fingerprint; ``""`` when
+    it is not a readable file): :func:`nodes.workspace.paths.file_sha256`."""
+    from nodes.workspace.paths import file_sha256  # (nodes.workspace loads the tool node: only when hashing)
 
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return file_sha256(path)
 
 
 def _graph_for(project: Project, task_id: str, *, spec: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
