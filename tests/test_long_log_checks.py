@@ -162,10 +162,22 @@ def test_packed_and_unpacked() -> None:
 def test_inspect_of_a_long_log_shows_what_the_full_fold_shows(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Over FULL_CHECK_EVENTS, ``inspect`` starts from the checkpoint (checked, the tail folded
     on) and reads only the kinds it lists: the same page as the whole-log fold."""
+    import graphs.cli.inspect as inspect_cmd
+
+    starts: list[bool] = []  # did inspect start from the checkpoint (quick_state gave a state)?
+
+    def spy(*a, **kw):
+        out = doctor.quick_state(*a, **kw)
+        starts.append(out is not None and out[0] is not None)
+        return out
+
+    monkeypatch.setattr(inspect_cmd, "quick_state", spy)
     args = ["inspect", "long-1", "--db", str(db)]
     fast = CliRunner().invoke(app, args)
+    assert starts == [True]  # the fast path ran (else both pages would come from the full fold)
     monkeypatch.setattr(doctor, "FULL_CHECK_EVENTS", 10**9)
     full = CliRunner().invoke(app, args)
+    assert starts == [True, False]
     assert fast.exit_code == full.exit_code == 0
     assert fast.output == full.output and "Model calls by role" in fast.output
 
