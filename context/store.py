@@ -176,7 +176,7 @@ def event_row(task_id: str, e: Event) -> tuple[object, ...]:
 #: What to do about a damaged store, the end of every ``DamagedStoreError`` message
 #: (:func:`repair_hint` adds what ``inspect`` can still do when that is known).
 REPAIR_HINT = (
-    "run `taskctx doctor {task}` for every finding; restore the database from a backup, or start the "
+    "run `{doctor}` for every finding; restore the database from a backup, or start the "
     "task again under a new --task-id"
 )
 
@@ -193,9 +193,7 @@ def repair_hint(
     False: it cannot read it either). ``doctor`` / ``inspect``: the command lines to name
     (default ``taskctx doctor <task>`` / ``taskctx inspect <task>``; the CLI passes its own, with
     its ``--db``)."""
-    hint = REPAIR_HINT.format(task=task_id)
-    if doctor is not None:
-        hint = hint.replace(f"taskctx doctor {task_id}", doctor, 1)
+    hint = REPAIR_HINT.format(doctor=doctor or f"taskctx doctor {task_id}")
     if inspectable is True:
         hint += f"; `{inspect or f'taskctx inspect {task_id}'}` still shows what can be read"
     elif inspectable is False:

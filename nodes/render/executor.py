@@ -117,7 +117,7 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
         lines.append("Findings (the executor's claims):")
         lines += [
             f"- {f.id} [{', '.join(f.evidence_refs) or 'no refs'}]"
-            + (f" [{stale_line(ctx, f.id)}]" if ctx.stale(f.id) else "")
+            + (f" [{stale}]" if (stale := stale_line(ctx, f.id)) else "")
             + ":\n"
             + quote_agent(f.statement, source=f"complete_step {f.id}")
             for f in cp.findings
