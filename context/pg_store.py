@@ -335,7 +335,8 @@ class PgArtifactStore:
         self._db = db
 
     def put(self, data: bytes | str) -> str:
-        """Store ``data`` and return its ref; storing twice is free. A ``str`` is stored as UTF-8,
+        """Store ``data`` with its secrets masked and return its ref; storing bytes already there
+        writes nothing (``ON CONFLICT DO NOTHING``; they are masked and compressed again). A ``str`` is stored as UTF-8,
         losslessly: a lone surrogate as its ``surrogatepass`` bytes (:func:`context.text.to_bytes`)."""
         raw = masked_bytes(data)
         ref = make_ref(raw)

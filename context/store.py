@@ -559,14 +559,15 @@ class ArtifactStore:
 
     def put(self, data: bytes | str) -> str:
         """Store ``data`` with its secrets masked (:func:`context.secrets.masked_bytes`) and return
-        the ref of what was stored; storing twice is free. A ``str`` is stored as UTF-8,
-        losslessly: a lone surrogate as its ``surrogatepass`` bytes (:func:`context.text.to_bytes`)."""
+        the ref of what was stored; storing bytes already there writes nothing (and compresses
+        nothing: the digest is looked up first). A ``str`` is stored as UTF-8, losslessly: a lone
+        surrogate as its ``surrogatepass`` bytes (:func:`context.text.to_bytes`)."""
         raw = masked_bytes(data)
         ref = make_ref(raw)
         with self._db.lock:
-            self._db.conn.execute(
-                "INSERT OR IGNORE INTO taskctx_artifacts VALUES (?,?,?)", (ref.digest, len(raw), packed(raw))
-            )
+            conn = self._db.conn
+            if conn.execute("SELECT 1 FROM taskctx_artifacts WHERE digest = ?", (ref.digest,)).fetchone() is None:
+                conn.execute("INSERT INTO taskctx_artifacts VALUES (?,?,?)", (ref.digest, len(raw), packed(raw)))
         return str(ref)
 
     def get(self, ref: str) -> bytes:
