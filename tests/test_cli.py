@@ -392,15 +392,26 @@ def test_hints_name_the_db_quoted_and_without_its_password() -> None:
     )
 
 
-def test_taskctx_approve_checks_the_workspace_before_the_approved_patch_acts(tmp_path: Path) -> None:
+_HAND_EDITS = {
+    "appended": lambda t: t + "# tuned by hand\n",
+    "limit-line": lambda t: t.replace("client_max_body_size 1m;", "client_max_body_size 2m;  # hand edit"),
+    "line-moved": lambda t: "# ops note\n# second note\n" + t,
+}
+
+
+@pytest.mark.parametrize("edit", list(_HAND_EDITS))
+def test_taskctx_approve_checks_the_workspace_before_the_approved_patch_acts(tmp_path: Path, edit: str) -> None:
     """The demo waits for the approval of its nginx.conf patch (no terminal); a person edits the
-    config meanwhile; ``taskctx approve`` records the edit (``fact.stale``, cause ``approval``)
-    before acting, and the approved patch, made against the old bytes, is not run."""
+    config meanwhile (a line appended, the limit line itself changed, lines added above it);
+    ``taskctx approve`` records the edit (``fact.stale``, cause ``approval``) before acting, the
+    approved patch, made against the old bytes, is not run, and the patch made again on the
+    re-read bytes applies: the task completes with the fix."""
     db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
     r = invoke("demo", "--db", db, "--out", out, "--task-id", "d1")
     assert "waiting for approval of apply_patch (call d-fix1, high risk)" in r.stdout, r.output
     conf = tmp_path / "workspaces" / "d1" / "proxy" / "nginx.conf"
-    edited = conf.read_text() + "# tuned by hand\n"
+    edited = _HAND_EDITS[edit](conf.read_text())
+    assert edited != conf.read_text()
     conf.write_text(edited)
     r = invoke("approve", "d1", "--db", db, "--out", out)
     evs = SqliteStores(db).events.read("d1")
@@ -429,7 +440,9 @@ def test_taskctx_approve_checks_the_workspace_before_the_approved_patch_acts(tmp
     evs = SqliteStores(db).events.read("d1")
     granted = [e.payload["call_id"] for e in evs if e.kind == "permission.granted" and e.actor == "user"]
     assert granted == ["d-fix1-2", "d-fix2"]
-    assert conf.read_text().endswith("# tuned by hand\n") and "client_max_body_size 10m;" in conf.read_text()
+    text = conf.read_text()
+    assert "client_max_body_size 10m;" in text and "1m;" not in text and "2m;" not in text
+    assert text.count("\n") == edited.count("\n") and text.startswith(edited.splitlines()[0])  # the rest kept
     assert [e.payload["status"] for e in evs if e.kind == "task.completed"] == ["completed"]
     r = invoke("inspect", "d1", "--db", db)
     assert "permission.denied (system): apply_patch [d-fix1] approved by the user, but proxy/nginx.conf" in r.stdout

@@ -227,6 +227,20 @@ def _call_id(a: Any) -> str:
     return str(a.tool_calls[0]["id"]) if getattr(a, "tool_calls", None) else ""
 
 
+def _remade_patch(reread: str) -> str:
+    """The fix's patch made again on the config's bytes as re-read (``reread``: the read_file
+    result): its ``client_max_body_size`` line, whatever a person made of it (another value, a
+    comment, another place), becomes the fix's line. The old patch when the line is gone."""
+    lines = reread.splitlines()
+    at = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("client_max_body_size")), None)
+    if at is None:
+        return _PATCH_WRONG_UNIT
+    return (
+        f"--- a/proxy/nginx.conf\n+++ b/proxy/nginx.conf\n@@ -{at + 1},1 +{at + 1},1 @@\n"
+        f"-{lines[at]}\n+        client_max_body_size 10mb;\n"
+    )
+
+
 def _executor(messages: list[Any], meta: dict[str, Any]) -> Any:
     """The executor's next answer, from the current step (``meta['step_id']``) and the latest
     call in the transcript (its id and result), so a resumed or re-approved run picks the same
@@ -256,7 +270,7 @@ def _executor(messages: list[Any], meta: dict[str, Any]) -> Any:
     if base == "d-reread" and k > 1:
         return tool_call(
             "apply_patch",
-            {"patch": _PATCH_WRONG_UNIT},
+            {"patch": _remade_patch(last)},
             id=f"d-fix1-{k}",
             content="Raise the limit to 10 MB, on the config's current bytes.",
         )
