@@ -409,6 +409,8 @@ def test_taskctx_approve_checks_the_workspace_before_the_approved_patch_acts(tmp
     db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
     r = invoke("demo", "--db", db, "--out", out, "--task-id", "d1")
     assert "waiting for approval of apply_patch (call d-fix1, high risk)" in r.stdout, r.output
+    # the command it names can be pasted as it is (no usage brackets in it)
+    assert f"Approve with: taskctx approve d1 --db {db} --out {out} (or add --edit JSON," in " ".join(r.stdout.split())
     conf = tmp_path / "workspaces" / "d1" / "proxy" / "nginx.conf"
     edited = _HAND_EDITS[edit](conf.read_text())
     assert edited != conf.read_text()

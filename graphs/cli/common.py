@@ -294,8 +294,8 @@ def _finish(project: Project, result: RunResult, out: Path, db: str) -> None:
     if req is not None:
         console.print(
             f"waiting for approval of {req.get('tool')} (call {req.get('call_id')}, {req.get('risk')} risk). "
-            f"Answer with: {command_hint('approve', result.task_id, db, out)} "
-            "[--edit JSON | --reject REASON | --respond TEXT]",
+            f"Approve with: {command_hint('approve', result.task_id, db, out)} "
+            "(or add --edit JSON, --reject REASON or --respond TEXT to that command)",
             markup=False,
         )
     elif result.stopped_early:
