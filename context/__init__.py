@@ -30,7 +30,7 @@ renderer, the model and the tool node live in ``nodes`` (public names given), wi
 Beside the loop: freshness.py says which facts (findings, step summaries, tool outputs) rest on
 bytes the workspace no longer has (``fact.stale``; the world version); policy.py holds the
 context policies, declarative rules for what the builder adds because a situation always needs
-it (the nodes resolve them to blocks: ``nodes.render.policy``). secrets.py masks every secret-shaped value the stores write (the one
+it (the nodes resolve them to blocks: ``nodes.render.policy_blocks``). secrets.py masks every secret-shaped value the stores write (the one
 masking pass: mask_secrets, masked_events, masked_bytes); errors.py is the error tree that every step raises from (TaskctxError and
 below; drawn in its docstring); text.py is where any str becomes bytes and back (lone
 surrogates, control characters); verify.py checks a task's log and artifacts as read back; trajectory.py loads recorded agent runs

@@ -1,8 +1,8 @@
 """Durable memory across tasks: the records kept in LangGraph's long-term store, pure.
 
 A fact the user confirmed (``memory.confirmed``) outlives its task: it is written to the
-long-term store (a LangGraph ``BaseStore``, wired in :mod:`nodes.memory` and
-:mod:`graphs.memory`) as a :class:`MemoryRecord` under the namespace ``("memory", <namespace>)``
+long-term store (a LangGraph ``BaseStore``, wired in :mod:`nodes.memory_source` and
+:mod:`graphs.memory_store`) as a :class:`MemoryRecord` under the namespace ``("memory", <namespace>)``
 (``user`` or ``project``), keyed by :func:`memory_key`, with its provenance (the task it was
 confirmed in, when, by whom, the confirming event) and, where it rests on files, their
 ``path`` + ``sha256`` at confirmation time (:class:`FileStamp`). ``memory.forgotten`` removes it.
@@ -12,7 +12,7 @@ its subject (:attr:`MemoryRecord.group`) ``superseded_by`` its key, in the store
 newer record leaves the mark: a correction that is forgotten does not reinstate the fact it
 corrected (the user said it was wrong); nothing of that subject is current until the user
 confirms one again (the same text again is the same key: it is current again and marks the
-others). Both the store writes (:mod:`nodes.memory`) and the rebuild from the events
+others). Both the store writes (:mod:`nodes.memory_source`) and the rebuild from the events
 (:func:`records_from_events`) go through :func:`store_writes`, so the marks follow from the
 events alone.
 

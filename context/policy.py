@@ -31,7 +31,7 @@ adds the latest test result and the current diff; a change of files or HEAD adds
 the list of stale facts; recovery adds the failing call's error in full and the last good
 checkpoint. :func:`merge_policies` adds a user's policies and overrides defaults by name;
 ``nodes.NodeEnv(policies=...)`` (or ``build_orchestrator(policies=...)``) uses them. The nodes
-resolve relations to blocks (``nodes.render.policy``); the manifest gives each such block the
+resolve relations to blocks (``nodes.render.policy_blocks``); the manifest gives each such block the
 reason ``policy:<name>`` and the budget rules apply to it as to any block.
 
 Pure: this module only decides which relations a situation needs.

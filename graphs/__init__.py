@@ -38,7 +38,7 @@ Modules (the wiring; none of them imports an application below):
 - :mod:`.doctor`: the checks of a task's stored data (:func:`diagnose`; ``resume`` runs
   :func:`ensure_sound` first); :mod:`.edits`: :class:`TaskGraph`, the compiled graph whose
   ``update_state`` from outside a node is recorded as ``state.edited`` or refused;
-- :mod:`.memory`: durable memory across tasks, the API (:func:`~graphs.memory.confirm_memory`,
+- :mod:`.memory`: durable memory across tasks, the API (:func:`~graphs.memory_store.confirm_memory`,
   ``forget_memory``, ``list_memories``, ``show_memory``, ``rebuild_memory``) on the long-term
   store beside the checkpointer (``Project.memory_store``, ``Project.memory(root)``);
 - :mod:`.postgres`: the Postgres checkpointer; :mod:`.server`: the graph for LangGraph Server

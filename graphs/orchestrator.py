@@ -193,18 +193,18 @@ class Project:
     @property
     def memory_store(self) -> Any:
         """The long-term store of durable memories (a LangGraph ``BaseStore`` beside the
-        checkpointer: :func:`graphs.memory.open_memory_store`), opened on first use."""
+        checkpointer: :func:`graphs.memory_store.open_memory_store`), opened on first use."""
         if getattr(self, "_memory_store", None) is None:
-            from .memory import open_memory_store
+            from .memory_store import open_memory_store
 
             self._memory_store = open_memory_store(self, index=self.memory_index)
         return self._memory_store
 
     def memory(self, root: str | Path | None = None) -> Any:
-        """A :class:`nodes.memory.MemorySource` on :attr:`memory_store`, checking the memories'
+        """A :class:`nodes.memory_source.MemorySource` on :attr:`memory_store`, checking the memories'
         files against the workspace ``root`` (``None``: no staleness check); pass it to
         :func:`build_orchestrator` as ``memory=``."""
-        from nodes.memory import MemorySource
+        from nodes.memory_source import MemorySource
 
         return MemorySource(self.memory_store, root=Path(root) if root is not None else None)
 
@@ -392,7 +392,7 @@ def build_orchestrator(
     the context policies (:mod:`context.policy`; None: the defaults, ``[]``: none);
     ``freshness``: record ``fact.stale`` (:mod:`context.freshness`; False switches it off); both
     are ignored when ``env`` is given (set them on the env). ``memory``: a
-    :class:`nodes.memory.MemorySource` (e.g. ``project.memory(workspace)``): a new task loads the
+    :class:`nodes.memory_source.MemorySource` (e.g. ``project.memory(workspace)``): a new task loads the
     durable memories relevant to its request, confirmations reach the long-term store, and the
     graph is compiled with its store (LangGraph passes it to nodes that ask for ``store``);
     ``None``: no durable memory. Run it with ``durability="sync"`` and ``thread_id = task_id``.
@@ -410,9 +410,9 @@ def build_orchestrator(
         make_tool_node,
         resolve_model,
     )
+    from nodes.message_tokens import model_counter
     from nodes.pricing import rule_for_provider
     from nodes.runtime import provider_of
-    from nodes.tokens import model_counter
 
     from . import routing
     from .edits import TaskGraph

@@ -22,7 +22,7 @@ from context import Event, SqliteStores, TaskContext, TaskctxError, UnknownTaskE
 from context.text import shown
 
 from .checkpoint import PRUNE_EVERY, prune_thread
-from .doctor import REGISTERED_MARK, Checked, ensure_sound
+from .diagnosis import REGISTERED_MARK, Checked, ensure_sound
 
 if TYPE_CHECKING:  # (the graph runtime: imported when a graph runs, not by `taskctx inspect` or an export)
     from langgraph.graph.state import CompiledStateGraph
@@ -109,7 +109,7 @@ def run_graph(
     ``on_event`` sees every event appended during the run (for progress display).
     Raises ``UnknownTaskError`` when resuming a thread that has no checkpoint, and
     ``DamagedStoreError`` when continuing a thread (``resume``, ``input`` None or a ``Command``)
-    whose stored data fails :func:`graphs.doctor.ensure_sound` (``full=False``). ``checked``:
+    whose stored data fails :func:`graphs.diagnosis.ensure_sound` (``full=False``). ``checked``:
     what the caller's own ``ensure_sound`` of this task returned just before (the check is then
     not run again, and the registry row not read again).
     """

@@ -37,7 +37,7 @@ Modules:
   they write; this name and path keep working).
 * ``testing.py``: :class:`ScriptedChatModel`, :class:`ReplayChatModel` and the answer helpers.
 * ``models.py``: :func:`resolve_model`, ``provider:model`` strings to chat models.
-* ``memory.py``: :class:`~nodes.memory.MemorySource`, durable memory on a LangGraph ``BaseStore``:
+* ``memory.py``: :class:`~nodes.memory_source.MemorySource`, durable memory on a LangGraph ``BaseStore``:
   what a new task loads (``memory.loaded``, by the role nodes' prologue) and how confirmation
   events reach the store (``NodeRun.commit``).
 * ``pricing.py``: the providers' prompt-cache pricing rules (:class:`~nodes.pricing.PricingRule`),
@@ -49,7 +49,9 @@ from typing import TYPE_CHECKING
 from context.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .models import resolve_model
+    from context.secrets import mask_secrets
+
+    from .chat_models import resolve_model
     from .permissions import Decision, PolicyError, assess
     from .render import (
         EXTERNAL_RULE,
@@ -67,7 +69,6 @@ if TYPE_CHECKING:
         make_reviewer_node,
     )
     from .runtime import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, NodeRun, Rendered, cached_prefix_tokens, fingerprints
-    from .secrets import mask_secrets
     from .testing import (
         RECORDED_THOUGHT,
         ReplayChatModel,
@@ -94,7 +95,7 @@ if TYPE_CHECKING:
 __getattr__ = lazy_exports(
     __name__,
     {
-        "resolve_model": ".models",
+        "resolve_model": ".chat_models",
         "Decision": ".permissions",
         "PolicyError": ".permissions",
         "assess": ".permissions",
@@ -116,7 +117,7 @@ __getattr__ = lazy_exports(
         "Rendered": ".runtime",
         "cached_prefix_tokens": ".runtime",
         "fingerprints": ".runtime",
-        "mask_secrets": ".secrets",
+        "mask_secrets": "context.secrets",
         "RECORDED_THOUGHT": ".testing",
         "ReplayChatModel": ".testing",
         "ScriptedChatModel": ".testing",

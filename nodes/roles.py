@@ -130,7 +130,7 @@ def task_created_event(run: NodeRun) -> Event:
 
 def memory_loaded_events(run: NodeRun) -> list[Event]:
     """``memory.loaded`` with the durable memories relevant to the request
-    (:meth:`nodes.memory.MemorySource.load`), when the env has a long-term store and any is
+    (:meth:`nodes.memory_source.MemorySource.load`), when the env has a long-term store and any is
     relevant; else nothing."""
     if run.env.memory is None:
         return []

@@ -36,9 +36,9 @@ from context.store import ArtifactStoreProtocol, EventLogProtocol
 from context.text import clean, has_surrogates
 from context.tokens import TokenCounter, counter_for_model, counter_name
 
-from .models import model_error
+from .chat_models import model_error
+from .message_tokens import message_tokens
 from .pricing import FLAT, PricingRule
-from .tokens import message_tokens
 
 if TYPE_CHECKING:  # (annotations only: the chat-model classes cost ~0.5 s of CPU to import)
     from langchain_core.language_models import BaseChatModel
@@ -98,7 +98,7 @@ class NodeEnv:
     cache_rule: PricingRule = FLAT
     #: The stores object when built by :meth:`sqlite` (``env.stores.close()`` closes it).
     stores: Any = None
-    #: The long-term store of durable memories (:class:`nodes.memory.MemorySource`), or None:
+    #: The long-term store of durable memories (:class:`nodes.memory_source.MemorySource`), or None:
     #: a new task then loads no memories, and confirmations stay in the event log only.
     memory: Any = None
     #: Freshness (:mod:`context.freshness`): record ``fact.stale`` when a write, a re-read, a
@@ -119,7 +119,7 @@ class NodeEnv:
         return cls(events=stores.events, artifacts=stores.artifacts, stores=stores, **kw)
 
     def count_messages(self, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] | None = None) -> int:
-        """Tokens of chat messages (and tool schemas) by ``count_tokens`` (``nodes.tokens``)."""
+        """Tokens of chat messages (and tool schemas) by ``count_tokens`` (``nodes.message_tokens``)."""
         return message_tokens(messages, self.count_tokens, tools)
 
     @property
@@ -323,7 +323,7 @@ class NodeRun:
         appended = self.env.events.append(self.task_id, numbered)
         self.ctx = replay(appended, self.ctx)
         self._new.extend(appended)
-        if self.env.memory is not None:  # confirmations reach the long-term store (nodes.memory)
+        if self.env.memory is not None:  # confirmations reach the long-term store (nodes.memory_source)
             self.env.memory.apply(appended, self.task_id)
         return appended
 
@@ -403,7 +403,7 @@ class NodeRun:
 
         A provider failure (after the client's retries) is raised as ``context.ModelCallError``
         (``ContextLengthError`` for a prompt too long for the model), with one line naming it
-        (``nodes.models.model_error``); nothing of this call is recorded."""
+        (``nodes.chat_models.model_error``); nothing of this call is recorded."""
         ctx = ctx or self.ctx
         p = built.payload
         meta = {

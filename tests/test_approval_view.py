@@ -267,7 +267,7 @@ def test_the_cut_note_wraps_at_80_columns_names_the_db_and_no_line_ends_in_space
     assert r.exit_code == 0, r.output
     assert json.loads(json.loads(r.stdout)["control"]["pending_approval"]["arguments"])["path"] == "data/rows.txt"
     # `taskctx approve`'s view (and the prompts') name the db the same way
-    c = Console(record=True, width=80, file=io.StringIO(), soft_wrap=True)  # as graphs.cli.common.console
+    c = Console(record=True, width=80, file=io.StringIO(), soft_wrap=True)  # as graphs.cli.app.console
     monkeypatch.setattr(common, "console", c)
     from graphs.cli import approve as approve_mod
 

@@ -14,7 +14,7 @@ from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import run_graph
 from nodes import ScriptedChatModel, complete, plan, review
-from nodes.render.common import constraints_text
+from nodes.render.base import constraints_text
 
 FIVE = (
     "Tidy up the release script.\n"

@@ -522,7 +522,7 @@ def test_doctor_lists_the_first_findings_and_counts_the_rest(copy_of: str, monke
 
 def test_a_gap_and_a_payload_its_kind_does_not_allow_get_one_judgement(copy_of: str, tmp_path: Path) -> None:
     """A deleted row and a payload its kind does not allow: report, resume and inspect give one
-    judgement (:func:`graphs.doctor.inspectable`): inspect cannot show the task, and each names
+    judgement (:func:`graphs.diagnosis.inspectable`): inspect cannot show the task, and each names
     the row that blocks it (seq 13), not only the gap."""
     db = copy_of
     _sql("DELETE FROM taskctx_events WHERE seq = 7")(db)

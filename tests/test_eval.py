@@ -55,7 +55,7 @@ HEAVY = ["overload-10mb-tool-result"]
 @contextlib.contextmanager
 def _unpinned(mode: str) -> Iterator[None]:
     """Within the block, the builder pins less (see module doc); ``pinned`` changes nothing."""
-    import nodes.render.common as common
+    import nodes.render.base as common
     import nodes.render.executor
     import nodes.render.planner
     import nodes.render.recovery
@@ -337,7 +337,7 @@ def test_eval_command(tmp_path: Path) -> None:
     import typer
     from typer.testing import CliRunner
 
-    from graphs.eval import eval_command
+    from graphs.cli.eval import eval_command
 
     app = typer.Typer()
     app.command("eval")(eval_command)
@@ -437,7 +437,7 @@ if __name__ == "__main__":  # the child process (see module doc)
 def test_unquoted_agent_claims_make_every_provenance_case_fail(monkeypatch: pytest.MonkeyPatch) -> None:
     """The ``provenance`` cases pass only while model-written text is quoted: with
     ``quote_agent`` turned into a no-op (the text rendered bare, as before issue 12) each fails."""
-    import nodes.render.common
+    import nodes.render.base
     import nodes.render.executor
     import nodes.render.planner
     import nodes.render.recovery
@@ -448,7 +448,7 @@ def test_unquoted_agent_claims_make_every_provenance_case_fail(monkeypatch: pyte
     cases = [(p, c) for p, c in load_cases(CASES) if c.category == "provenance"]
     assert len(cases) >= 6
     for m in (
-        nodes.render.common,
+        nodes.render.base,
         nodes.render.executor,
         nodes.render.planner,
         nodes.render.recovery,

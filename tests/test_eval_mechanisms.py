@@ -7,8 +7,8 @@ import pytest
 
 from graphs.eval import CaseError
 from graphs.eval.cases import default_cases_dir, load_cases
-from graphs.eval.command import run_eval
 from graphs.eval.harness import run_case
+from graphs.eval.suite import run_eval
 
 
 def _by_status(rep) -> dict[str, list[str]]:

@@ -137,7 +137,7 @@ def test_resume_reads_the_registry_row_once(trajectories_dir: Path, tmp_path: Pa
     passes it down: no second check in run_graph, no second read for the graph or the
     registered mark); the resumed run's checkpoints still carry the registered mark."""
     from context.store import TaskRegistry
-    from graphs.doctor import REGISTERED_MARK
+    from graphs.diagnosis import REGISTERED_MARK
 
     src = tmp_path / "t.jsonl"
     shutil.copy(trajectories_dir / "moatless-requests-863.jsonl", src)

@@ -222,8 +222,8 @@ def test_a_fact_resting_on_two_files_is_stale_when_one_changes():
 def test_inspect_and_the_report_mark_the_stale_finding(tmp_path):
     from rich.console import Console
 
+    from graphs.report.inspect_text import render_state
     from graphs.report.page import build_report
-    from graphs.report.text import render_state
 
     events, state, _ = _run(tmp_path, REREAD_THEN_DONE, edit=_hand_edit)
     console = Console(width=200, record=True, color_system=None)

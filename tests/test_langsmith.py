@@ -353,7 +353,7 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
     log_text = "".join(e.to_json() for e in events)
     assert (SECRET_HEAD in body) == (SECRET_HEAD in log_text)
     try:
-        from nodes.secrets import mask_secrets
+        from context.secrets import mask_secrets
     except ImportError:  # the tool layer does not mask yet
         mask_secrets = None
     if mask_secrets is not None:  # it masks: the token is nowhere in the trace, its mask is

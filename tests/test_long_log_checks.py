@@ -1,5 +1,5 @@
 """Issue 16 (profiled start-up): ``taskctx resume`` checks a long log in bounded cost
-(:func:`graphs.doctor.quick_diagnose`; the whole-log check stays in ``taskctx doctor``), and
+(:func:`graphs.diagnosis.quick_diagnose`; the whole-log check stays in ``taskctx doctor``), and
 artifact rows are stored zlib-compressed when that is shorter (old raw rows read unchanged)."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from context import DamagedStoreError, SqliteStores
 from context.store import make_ref, packed, unpacked
-from graphs import doctor
+from graphs import diagnosis as doctor
 from graphs.cli import app
-from graphs.doctor import diagnose, quick_diagnose
+from graphs.diagnosis import diagnose, quick_diagnose
 from graphs.orchestrator import Project
 
 TRAJ = [

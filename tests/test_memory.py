@@ -27,7 +27,7 @@ from context.memory import (
     words,
 )
 from graphs import build_orchestrator, new_task, open_project, run_graph, thread_config
-from graphs.memory import (
+from graphs.memory_store import (
     confirm_memory,
     forget_memory,
     list_memories,
@@ -35,7 +35,7 @@ from graphs.memory import (
     show_memory,
 )
 from nodes import ScriptedChatModel, complete, plan, review
-from nodes.memory import MemorySource
+from nodes.memory_source import MemorySource
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "tests" / "eval_cases"
@@ -483,10 +483,10 @@ def test_memory_cases_pass_and_fail_with_the_mechanism_switched_off() -> None:
 @pytest.mark.parametrize(
     "case_id, target, replacement",
     [
-        ("memory-superseded-in-task-3", "nodes.memory.supersession", lambda recs: {}),
-        ("memory-rebuilt-from-confirmation-events", "nodes.memory.supersession", lambda recs: {}),
-        ("memory-stale-in-task-4", "nodes.memory.MemorySource.stale_files", lambda self, r: []),
-        ("memory-irrelevant-not-loaded", "nodes.memory.lexical_score", lambda q, r: 1.0),
+        ("memory-superseded-in-task-3", "nodes.memory_source.supersession", lambda recs: {}),
+        ("memory-rebuilt-from-confirmation-events", "nodes.memory_source.supersession", lambda recs: {}),
+        ("memory-stale-in-task-4", "nodes.memory_source.MemorySource.stale_files", lambda self, r: []),
+        ("memory-irrelevant-not-loaded", "nodes.memory_source.lexical_score", lambda q, r: 1.0),
     ],
 )
 def test_each_part_of_the_mechanism_is_what_its_case_checks(
@@ -504,11 +504,11 @@ def test_forgetting_and_rebuilding_are_what_their_cases_check(monkeypatch: pytes
     from graphs.eval.harness import run_case
 
     cases = dict((c.id, (p, c)) for p, c in _memory_cases())
-    monkeypatch.setattr("graphs.memory.MemorySource.apply", lambda self, events, log: 0)  # events only
+    monkeypatch.setattr("graphs.memory_store.MemorySource.apply", lambda self, events, log: 0)  # events only
     for cid in ("memory-forgotten", "memory-confirmed-in-task-1-used-in-task-2"):
         assert run_case(cases[cid][1], cases[cid][0]).status == "failed", cid
     monkeypatch.undo()
-    monkeypatch.setattr("graphs.memory.records_from_events", lambda logs: {})
+    monkeypatch.setattr("graphs.memory_store.records_from_events", lambda logs: {})
     p, c = cases["memory-rebuilt-from-confirmation-events"]
     assert run_case(c, p).status == "failed"
 

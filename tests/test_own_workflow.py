@@ -213,7 +213,7 @@ def _critic_node(model: Any, env: Any) -> Any:
     """A custom role ``critic`` built like the roles of ``nodes.roles`` (see notebook 04)."""
     from context.events import MemoryNoted
     from nodes import NodeRun
-    from nodes.render.common import assemble, core_blocks
+    from nodes.render.base import assemble, core_blocks
 
     def critic(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
         run = NodeRun(env, state, "critic", config)
@@ -295,7 +295,7 @@ def test_custom_role_in_resume_inspect_and_report(tmp_path: Any, monkeypatch: py
     from rich.console import Console
     from typer.testing import CliRunner
 
-    import graphs.cli.common as cli_common
+    import graphs.cli.app as cli_common
     from graphs.cli import app
 
     db, tid = str(tmp_path / "t.sqlite"), "crit1"

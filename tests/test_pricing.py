@@ -1,12 +1,12 @@
-"""The bench's provider pricing rules (graphs/bench/pricing.py): exact costs per call."""
+"""The bench's provider pricing rules (nodes/pricing.py): exact costs per call."""
 
 from __future__ import annotations
 
 import pytest
 
 from graphs.bench.metrics import Stats, _count_call
-from graphs.bench.pricing import HEADLINE, RULES
 from graphs.bench.strategies import Call
+from nodes.pricing import HEADLINE, RULES
 
 R = {r.name: r for r in RULES}
 

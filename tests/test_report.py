@@ -128,7 +128,7 @@ def run_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _cli(args: list[str]) -> Any:
-    from graphs.report import report_command
+    from graphs.cli.report import report_command
 
     app = typer.Typer()
     app.command("report")(report_command)

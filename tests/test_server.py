@@ -299,7 +299,7 @@ def test_a_server_thread_loads_the_memories_of_its_database(
     """Like the CLI: a memory confirmed in TASKCTX_DB (``taskctx memory confirm --db``) is loaded
     by a new thread's task whose request it is relevant to."""
     from graphs import new_task, open_project, server
-    from graphs.memory import confirm_memory
+    from graphs.memory_store import confirm_memory
 
     db = str(tmp_path / "m.sqlite")
     with open_project(db) as p:

@@ -13,7 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from context import InvalidInputError, SqliteStores, TaskContext, replay
 from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
-from graphs.doctor import diagnose
+from graphs.diagnosis import diagnose
 from graphs.runner import export_run, run_graph, thread_config
 from nodes import ScriptedChatModel, ToolOutcome, complete, plan, review, tool_call
 from nodes.tools import function_schema

@@ -12,11 +12,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from context import RecordedStep, SqliteStores, Trajectory
 from context.tokens import counter_for_model, counter_name, encoding_counter, estimate_tokens
 from graphs import build_orchestrator, new_task
-from graphs.bench.tokens import SAMPLES, corpus, measure
+from graphs.bench.token_counters import SAMPLES, corpus, measure
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import run_graph
 from nodes import NodeEnv, ReplayChatModel, ReplayTools
-from nodes.tokens import message_tokens, model_counter
+from nodes.message_tokens import message_tokens, model_counter
 
 O200K = encoding_counter("o200k_base")
 CL100K = encoding_counter("cl100k_base")

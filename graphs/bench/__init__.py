@@ -6,7 +6,7 @@ triggered at the budget), deepagents-style threshold summarisation (85% / keep 1
 stand-in summary of fixed size) and taskctx itself (the real graph and executor renderer).
 
 All token counts are o200k_base (``context.tokens``, the taskctx graph's default counter) over
-the messages plus the tool schemas, as ``nodes.tokens.message_tokens`` counts them. Per trajectory and in total:
+the messages plus the tool schemas, as ``nodes.message_tokens.message_tokens`` counts them. Per trajectory and in total:
 
 * ``input_tokens``: sum of prompt tokens over executor calls; ``peak``: largest prompt;
 * ``cached``: longest common prefix, in whole messages (tool schemas first), with the previous
@@ -43,7 +43,7 @@ the real graph, replaying the trajectory::
       --> metrics.py: Stats per (trajectory, strategy)
       --> overhead.py: reducer + builder + renderer timed again over the log; checkpoint bytes
       --> runner.run_bench: BenchResult --> table.py: results.md   plots.py: the two PNGs
-                                        --> command.py: results.csv, ``taskctx bench`` itself
+                                        --> outputs.py: results.csv (``taskctx bench``: graphs.cli.bench)
 
 ``taskctx tokens`` (:mod:`.tokens`) measures the counters against o200k_base.
 Scale (``--scale 100,1000[,10000]``, :mod:`.scale`): the shared ponyc run repeated with its errors
@@ -55,10 +55,10 @@ step by table, state, time per step, each process's CPU time and peak RSS, the r
 finished-resume and inspect times (``scale.md``, ``scale.csv``, ``scale.png``).
 
 Modules: :mod:`.strategies` (the five strategies), :mod:`.metrics` (:class:`Stats`),
-:mod:`.overhead` (timings, synthetic trajectory, checkpoint bytes), :mod:`.runner`
+:mod:`.overhead` (timings, synthetic trajectory, checkpoint bytes), :mod:`.replays`
 (:func:`run_bench`, :class:`BenchResult`), :mod:`.table` (``results.md``), :mod:`.plots`
-(``prompt_tokens.png``, ``effective_cost.png``), :mod:`.command` (:func:`write_outputs`, the
-``bench`` typer command), :mod:`.pricing` (the providers' cache rules, from ``nodes.pricing``),
+(``prompt_tokens.png``, ``effective_cost.png``), :mod:`.outputs` (:func:`write_outputs`; the
+``bench`` typer command is :mod:`graphs.cli.bench`),
 :mod:`.bound` (the optimistic bound), :mod:`.split` (the two-fold split, the bound's and the
 short runs' sections), :mod:`.stress` (the synthetic stress set), :mod:`.defaults` (``DEFAULT_DIR``, the commands' default folder). Imports the wiring (``graphs.build_orchestrator``, ``graphs.runner``,
 ``graphs.checkpoint``); the wiring never imports it.
@@ -69,10 +69,10 @@ from typing import TYPE_CHECKING
 from context.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .command import DEFAULT_OUT, bench, write_outputs
     from .metrics import Stats
+    from .outputs import DEFAULT_OUT, write_outputs
     from .overhead import Timing, synthetic_trajectory
-    from .runner import DEFAULT_DIR, BenchResult, run_bench
+    from .replays import DEFAULT_DIR, BenchResult, run_bench
     from .scale import ScaleRow, repeat_trajectory, run_scale
     from .strategies import BASELINES, STRATEGIES, Call, TaskctxRun, baseline_calls, run_taskctx
     from .table import markdown, targets
@@ -81,15 +81,14 @@ if TYPE_CHECKING:
 __getattr__ = lazy_exports(
     __name__,
     {
-        "DEFAULT_OUT": ".command",
-        "bench": ".command",
-        "write_outputs": ".command",
+        "DEFAULT_OUT": ".outputs",
+        "write_outputs": ".outputs",
         "Stats": ".metrics",
         "Timing": ".overhead",
         "synthetic_trajectory": ".overhead",
-        "DEFAULT_DIR": ".runner",
-        "BenchResult": ".runner",
-        "run_bench": ".runner",
+        "DEFAULT_DIR": ".replays",
+        "BenchResult": ".replays",
+        "run_bench": ".replays",
         "ScaleRow": ".scale",
         "repeat_trajectory": ".scale",
         "run_scale": ".scale",
@@ -116,7 +115,6 @@ __all__ = [
     "TaskctxRun",
     "Timing",
     "baseline_calls",
-    "bench",
     "markdown",
     "repeat_trajectory",
     "run_bench",

@@ -22,8 +22,9 @@ prompt of calls 8 and 9 goes 2,795 -> 2,013 and 3,134 -> 2,117 tokens and the ru
 
 from __future__ import annotations
 
+from nodes.pricing import RULES
+
 from .metrics import CACHE_DISCOUNT, FLOOR_LAST, Stats
-from .pricing import RULES
 from .strategies import TaskctxRun
 
 __all__ = ["BOUND", "bound_stats"]

@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from context import masked_bytes
+from nodes.pricing import RULES
 
-from .pricing import RULES
 from .strategies import Call, TaskctxRun
 
 __all__ = ["CACHE_DISCOUNT", "FLOOR_LAST", "Stats"]

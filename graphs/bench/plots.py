@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .runner import BenchResult
+from .replays import BenchResult
 from .strategies import STRATEGIES
 
 __all__ = ["plot_effective_cost", "plot_prompt_tokens"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .bound import BOUND
 from .metrics import Stats
-from .runner import BenchResult
+from .replays import BenchResult
 from .strategies import STRATEGIES
 
 __all__ = [
@@ -124,7 +124,7 @@ def split_markdown(r: BenchResult) -> list[str]:
 def bound_markdown(r: BenchResult) -> list[str]:
     """The optimistic bound's section: its cost under each pricing rule and every strategy's
     ratio to it (:mod:`.bound`)."""
-    from .pricing import HEADLINE, RULES
+    from nodes.pricing import HEADLINE, RULES
 
     if not r.bound:
         return []

@@ -3,7 +3,7 @@
 Every strategy yields one :class:`Call` per executor model call: the prompt as LangChain
 messages (or, for taskctx, the prompt text the graph stored), its tool schemas and its token
 count by :data:`COUNT` (o200k_base, ``context.tokens``), messages + tool schemas as
-``nodes.tokens.message_tokens`` counts them: the counter the taskctx graph uses.
+``nodes.message_tokens.message_tokens`` counts them: the counter the taskctx graph uses.
 
 Strategies 1-4 build, for recorded step k (0-based), the prompt the agent would send before
 taking that step: system + the request as the first user message, then for every earlier step
@@ -39,7 +39,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from context import Event, SqliteStores, Trajectory
 from context.tokens import counter_for_model
-from nodes.tokens import message_tokens
+from nodes.message_tokens import message_tokens
 
 __all__ = [
     "BASELINES",

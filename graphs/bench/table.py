@@ -3,9 +3,10 @@ per-trajectory tables of a :class:`~.runner.BenchResult`."""
 
 from __future__ import annotations
 
+from nodes.pricing import HEADLINE, RULES
+
 from .metrics import Stats
-from .pricing import HEADLINE, RULES
-from .runner import BenchResult
+from .replays import BenchResult
 from .split import LARGE_RUN, bound_markdown, short_runs_markdown, split_markdown
 from .strategies import CLEAR_KEEP, MASK_N, STRATEGIES, SUMMARY_CHARS
 from .stress import stress_markdown

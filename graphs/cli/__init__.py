@@ -27,23 +27,22 @@ import; then the commands registered below, in this order):
 - :mod:`.listing`: ``list`` (rows from :func:`context.list_tasks`, the one source of "which
   tasks exist") and ``--version``;
 - :mod:`.demo`: ``demo`` (the scenario is :mod:`graphs.demo`);
-- :mod:`.doctor`: ``doctor`` (the checks are :mod:`graphs.doctor`);
-- :mod:`.memory`: ``memory list|show|confirm|forget|rebuild`` (the API is :mod:`graphs.memory`);
+- :mod:`.doctor`: ``doctor`` (the checks are :mod:`graphs.diagnosis`);
+- :mod:`.memory`: ``memory list|show|confirm|forget|rebuild`` (the API is :mod:`graphs.memory_store`);
 - ``bench``, ``tokens``, ``eval``, ``report``: the commands of :mod:`graphs.bench` (``tokens``:
-  :mod:`graphs.bench.tokens`), :mod:`graphs.eval`, :mod:`graphs.report`.
+  :mod:`graphs.bench.token_counters`), :mod:`graphs.eval`, :mod:`graphs.report`.
 """
 
 from typing import Annotated
 
 import typer
 
-from ..bench import bench
-from ..bench.tokens import tokens_command
-from ..eval import eval_command
-from ..report import report_command
 from . import approve, demo, doctor, inspect, listing, tasks
-from .common import app, main
-from .memory import memory_app
+from .app import app, main
+from .bench import bench, tokens_command
+from .eval import eval_command
+from .memory_commands import memory_app
+from .report import report_command
 
 
 @app.callback()

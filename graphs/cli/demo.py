@@ -17,8 +17,7 @@ from nodes.runtime import DEFAULT_BUDGET
 
 from ..orchestrator import DEFAULT_DB, build_orchestrator, command_hint, new_task
 from ..runner import run_with_approvals
-from .approve import _answerer, _show_request
-from .common import (
+from .app import (
     DEFAULT_OUT,
     ApproveAllOpt,
     DbOpt,
@@ -35,6 +34,7 @@ from .common import (
     _state_dir,
     console,
 )
+from .approve import _answerer, _show_request
 
 __all__ = ["demo"]
 

@@ -1,4 +1,4 @@
-"""``taskctx doctor [TASK_ID]``: run every check of :mod:`graphs.doctor` on one task (or every
+"""``taskctx doctor [TASK_ID]``: run every check of :mod:`graphs.diagnosis` on one task (or every
 task in the database) and print what it found. Read-only, as ``inspect``, ``list`` and
 ``report``: the database is opened with ``mode=ro`` (SQLite) or read-only sessions (Postgres)."""
 
@@ -12,9 +12,9 @@ import typer
 from context import TaskctxError, UnknownTaskError
 from context.catalog import unknown_task_message
 
-from ..doctor import diagnose
+from ..diagnosis import diagnose
 from ..orchestrator import DEFAULT_DB
-from .common import DbOpt, _describe, _fail, _open_existing, console
+from .app import DbOpt, _describe, _fail, _open_existing, console
 
 __all__ = ["SHOWN_FINDINGS", "doctor"]
 

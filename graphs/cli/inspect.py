@@ -13,9 +13,9 @@ import typer
 from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, TaskctxError, TaskInfo, find_task
 from context.verify import check_events
 
-from ..doctor import quick_state, unshowable
+from ..diagnosis import quick_state, unshowable
 from ..orchestrator import DEFAULT_DB, command_hint
-from .common import DbOpt, _describe, _fail, _open_existing, console, err
+from .app import DbOpt, _describe, _fail, _open_existing, console, err
 
 __all__ = ["inspect"]
 
@@ -92,7 +92,7 @@ def inspect(
                     f"task {task_id!r} is damaged ({found[0] if found else 'no event can be read'}) and cannot be "
                     f"shown; run `{command_hint('doctor', task_id, db)}` for every finding"
                 )
-            # one judgement with report and resume (graphs.doctor.unshowable): the row that blocks the view
+            # one judgement with report and resume (graphs.diagnosis.unshowable): the row that blocks the view
             block = unshowable(project.stores, task_id) if found else None
             if block is not None and block not in found:
                 found.append(block)

@@ -22,11 +22,10 @@ from context import (
 )
 from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
-from ..doctor import Checked, ensure_sound
+from ..diagnosis import Checked, ensure_sound
 from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, command_hint, new_task
 from ..runner import EXPORT_MARK, export_run, run_graph, run_with_approvals, thread_config
-from .approve import _answerer, _show_request
-from .common import (
+from .app import (
     DEFAULT_OUT,
     ApproveAllOpt,
     BudgetOpt,
@@ -48,6 +47,7 @@ from .common import (
     console,
     trajectory_sha256,
 )
+from .approve import _answerer, _show_request
 
 __all__ = ["replay", "resume", "run"]
 

@@ -33,7 +33,7 @@ Where it sits in the pipeline: a case drives the real graph and checks what it l
                                  |              prompts)                                        |
                                  +-------- checks.py: CHECKS, one handler per check kind <------+
     --> printing.py: EvalReport (pass rate per category, context statistics), as text or JSON
-    --> command.py: run_eval (a folder of cases) and the ``eval`` typer command
+    --> suite.py: run_eval (a folder of cases); the ``eval`` typer command is graphs.cli.eval
 
 Imports the wiring (``graphs.orchestrator``, ``graphs.runner``); the wiring never imports it.
 """
@@ -45,10 +45,10 @@ from context.lazy import lazy_exports
 if TYPE_CHECKING:
     from .cases import CATEGORIES, Case, CaseError, Turn, default_cases_dir, expand, load_case, load_cases
     from .checks import CHECKS, Check
-    from .command import eval_command, run_eval
     from .harness import STAT_KEYS, CaseResult, run_case
     from .printing import EvalReport, format_report
     from .scripted import CaseTools
+    from .suite import run_eval
 
 # imported on first use (PEP 562): ``import graphs.eval`` alone loads none of the modules below
 __getattr__ = lazy_exports(
@@ -64,8 +64,7 @@ __getattr__ = lazy_exports(
         "load_cases": ".cases",
         "CHECKS": ".checks",
         "Check": ".checks",
-        "eval_command": ".command",
-        "run_eval": ".command",
+        "run_eval": ".suite",
         "STAT_KEYS": ".harness",
         "CaseResult": ".harness",
         "run_case": ".harness",
@@ -87,7 +86,6 @@ __all__ = [
     "EvalReport",
     "Turn",
     "default_cases_dir",
-    "eval_command",
     "expand",
     "format_report",
     "load_case",

@@ -292,7 +292,7 @@ class Inject(_M):
 
 class MemoryOp(_M):
     """One change to the durable memory before the case's task starts (what earlier tasks and
-    the user did), applied in order through :mod:`graphs.memory`; exactly one action:
+    the user did), applied in order through :mod:`graphs.memory_store`; exactly one action:
 
     * ``confirm`` (the text, with ``kind``, ``namespace``, ``subject``, ``files`` it rests on and
       ``task_id``: the earlier task it was confirmed in, recorded as a task of its own);

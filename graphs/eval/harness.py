@@ -133,11 +133,11 @@ def _workspace(case: Case, root: str | Path) -> Path | None:
 
 def _memory_ops(case: Case, project: Project, ws: Path | None) -> None:
     """Apply the case's :class:`MemoryOp` list (earlier tasks and the user) through
-    :mod:`graphs.memory`; then write the case's workspace again."""
+    :mod:`graphs.memory_store`; then write the case's workspace again."""
     from context import new_event
     from context.events import MemoryNoted, TaskCreated
 
-    from ..memory import confirm_memory, forget_memory, list_memories, rebuild_memory
+    from ..memory_store import confirm_memory, forget_memory, list_memories, rebuild_memory
 
     def earlier_task(tid: str) -> None:
         if not project.stores.events.last_seq(tid):

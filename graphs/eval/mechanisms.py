@@ -9,5 +9,5 @@ __all__ = ["MECHANISMS"]
 MECHANISMS = {
     "freshness": "no fact.stale: facts are never marked stale (context.freshness)",
     "policy": "no context policies: the builder adds nothing the model did not ask for (context.policy)",
-    "memory": "durable memory: no memory is loaded from the long-term store (graphs.memory)",
+    "memory": "durable memory: no memory is loaded from the long-term store (graphs.memory_store)",
 }

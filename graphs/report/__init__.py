@@ -12,7 +12,6 @@ Its part of the pipeline is the read side: it folds the log again, it never call
 - :mod:`.text`: ``render_state``, the ``taskctx inspect`` view on a rich console;
 - :mod:`.approval`: ``approval_view`` / ``approval_renderable`` / ``approval_html``, what an
   approval request shows (the CLI prompts, ``taskctx approve``, ``inspect`` and the page);
-- :mod:`.command`: ``report_command``, the ``taskctx report`` typer command.
 
 Imports the wiring (``graphs.orchestrator``) and ``context``; the wiring never imports it.
 """
@@ -22,21 +21,19 @@ from typing import TYPE_CHECKING
 from context.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .command import report_command
+    from .inspect_text import render_state
     from .page import ROLE_COLORS, build_report, token_chart_svg, write_report
-    from .text import render_state
 
 # imported on first use (PEP 562): ``import graphs.report`` alone loads none of the modules below
 __getattr__ = lazy_exports(
     __name__,
     {
-        "report_command": ".command",
         "ROLE_COLORS": ".page",
         "build_report": ".page",
         "token_chart_svg": ".page",
         "write_report": ".page",
-        "render_state": ".text",
+        "render_state": ".inspect_text",
     },
 )
 
-__all__ = ["ROLE_COLORS", "build_report", "render_state", "report_command", "token_chart_svg", "write_report"]
+__all__ = ["ROLE_COLORS", "build_report", "render_state", "token_chart_svg", "write_report"]

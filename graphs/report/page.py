@@ -11,7 +11,7 @@ and sets ``document.body.dataset.ready = "1"``; a script error is caught and lis
 (``#js-errors``, ``data-js-errors`` on ``<body>``), so a headless browser can check both.
 
 ``build_report(events)`` returns the HTML; ``write_report(stores, task_id, path)`` writes it
-(:mod:`graphs.report.command` is the typer command, registered by the CLI as ``report``).
+(:mod:`graphs.cli.report` is the typer command, registered by the CLI as ``report``).
 """
 
 from __future__ import annotations

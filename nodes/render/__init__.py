@@ -22,7 +22,7 @@ Modules:
   prompt, reason ``policy:<name>`` in the manifest.
 """
 
-from .common import EXTERNAL_RULE, Renderer, quote_external
+from .base import EXTERNAL_RULE, Renderer, quote_external
 from .executor import ExecutorRenderer
 from .planner import PlannerRenderer
 from .recovery import RecoveryRenderer

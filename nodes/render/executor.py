@@ -55,7 +55,7 @@ from context.models import ToolCallRecord, TranscriptNote, arguments_dict
 
 from ..pricing import PricingRule
 from ..runtime import NodeEnv, Rendered
-from .common import (
+from .base import (
     EXTERNAL_RULE,
     assemble,
     block,
@@ -67,7 +67,7 @@ from .common import (
     quote_plan,
     tool_label,
 )
-from .policy import PolicyBlocks
+from .policy_blocks import PolicyBlocks
 from .reuse import reuse_spans
 
 __all__ = [

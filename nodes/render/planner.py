@@ -1,6 +1,6 @@
 """The planner's renderer: core + plan + progress + findings (no raw tool output). Findings, the
 last step's summary and the review and recovery summaries are the agents' claims: quoted as data
-(:func:`~nodes.render.common.quote_agent`), in ``agent_claim`` blocks."""
+(:func:`~nodes.render.base.quote_agent`), in ``agent_claim`` blocks."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from context import TaskContext
 from context.freshness import stale_line
 
 from ..runtime import NodeEnv, Rendered
-from .common import (
+from .base import (
     EXTERNAL_RULE,
     assemble,
     block,
@@ -23,7 +23,7 @@ from .common import (
     plan_trust,
     quote_agent,
 )
-from .policy import policy_blocks
+from .policy_blocks import policy_blocks
 
 __all__ = ["PlannerRenderer", "PLANNER_SYSTEM"]
 

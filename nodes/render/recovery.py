@@ -13,8 +13,8 @@ from typing import Any
 from context import TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import EXTERNAL_RULE, assemble, block, core_blocks, quote_agent, quote_external, tool_label
-from .policy import policy_blocks
+from .base import EXTERNAL_RULE, assemble, block, core_blocks, quote_agent, quote_external, tool_label
+from .policy_blocks import policy_blocks
 
 __all__ = ["RecoveryRenderer", "RECOVERY_SYSTEM", "ERROR_HISTORY_SHOWN"]
 

@@ -10,7 +10,7 @@ from typing import Any
 from context import Finding, TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .common import (
+from .base import (
     EXTERNAL_RULE,
     assemble,
     block,
@@ -20,7 +20,7 @@ from .common import (
     plan_text,
     plan_trust,
 )
-from .policy import policy_blocks
+from .policy_blocks import policy_blocks
 
 __all__ = ["ReviewerRenderer", "REVIEWER_SYSTEM", "all_findings"]
 

@@ -45,9 +45,9 @@ from .commands import (
     Program,
     command_policy,
 )
+from .interrupted import Recovery, recover
 from .patch import FilePatch, Hunk, PatchError, apply_unified_diff, parse_unified_diff
 from .paths import HIGH_RISK_FILES, glob_match, resolve
-from .recovery import Recovery, recover
 from .tools import MAX_READ_BYTES, MAX_TIMEOUT, SIDE_EFFECT_TOOLS, WorkspaceTools
 
 __all__ = [

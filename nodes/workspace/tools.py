@@ -5,7 +5,7 @@ Tools: ``list_dir``, ``read_file`` (line ranges), ``grep`` (regex, path glob), `
 ``search_history`` (offered here, answered by the tool node like ``read_artifact``, which the
 executor node offers: both read the task's own stores). Paths go through
 :mod:`~nodes.workspace.paths`, commands through :mod:`~nodes.workspace.commands`; an
-interrupted call is checked by :mod:`~nodes.workspace.recovery`. Children get
+interrupted call is checked by :mod:`~nodes.workspace.interrupted`. Children get
 ``PR_SET_PDEATHSIG`` (Linux) so they die with a killed parent.
 
 Risk: reads are ``low``; writes ``medium``, ``high`` for config, CI, build, secret or executable
@@ -27,9 +27,9 @@ from typing import Any
 from ..permissions import PolicyError
 from ..tools import SEARCH_HISTORY_SCHEMA, ToolOutcome, function_schema
 from .commands import DEFAULT_PROGRAMS, FORBIDDEN_PROGRAMS, command_policy
+from .interrupted import Recovery, receipt_path, recover, write_receipt
 from .patch import FilePatch, PatchError, apply_unified_diff, parse_unified_diff
 from .paths import atomic_write, dir_may_hold_scope, file_sha256, glob_match, in_scope, resolve, sha256_hex, write_risk
-from .recovery import Recovery, receipt_path, recover, write_receipt
 
 __all__ = ["MAX_READ_BYTES", "MAX_TIMEOUT", "SIDE_EFFECT_TOOLS", "WorkspaceTools"]
 
@@ -350,7 +350,7 @@ class WorkspaceTools:
         return ToolOutcome("ok", f"patched {desc}", "command", rels[0], rels[0], rels, written=written)
 
     def receipt(self, call_id: str) -> Path:
-        """The receipt file of a ``run_command`` call (:func:`nodes.workspace.recovery.receipt_path`)."""
+        """The receipt file of a ``run_command`` call (:func:`nodes.workspace.interrupted.receipt_path`)."""
         return receipt_path(self.receipts_dir, call_id)
 
     def _t_run_command(self, call_id: str, a: dict[str, Any], scopes: Sequence[str]) -> ToolOutcome:
@@ -398,5 +398,5 @@ class WorkspaceTools:
     # recovery ---------------------------------------------------------------------------
     def recover(self, call_id: str, tool: str, arguments: dict[str, Any], scopes: Sequence[str] = ()) -> Recovery:
         """Check an interrupted side-effecting call against the workspace
-        (:func:`nodes.workspace.recovery.recover`)."""
+        (:func:`nodes.workspace.interrupted.recover`)."""
         return recover(self, call_id, tool, arguments, scopes)

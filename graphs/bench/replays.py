@@ -18,7 +18,7 @@ from .stress import StressRow, run_stress
 
 __all__ = ["BenchResult", "DEFAULT_DIR", "run_bench"]
 
-from .defaults import DEFAULT_DIR as DEFAULT_DIR  # (re-exported: graphs.bench.runner.DEFAULT_DIR)
+from .defaults import DEFAULT_DIR as DEFAULT_DIR  # (re-exported: graphs.bench.replays.DEFAULT_DIR)
 
 
 @dataclass

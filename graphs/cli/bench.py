@@ -1,47 +1,23 @@
-"""``taskctx bench [DIR] [--budget N] [--out DIR] [--split] [--stress]``: run the bench (:mod:`.runner`), write
-``results.md``, ``results.csv`` and the two plots, print the totals and targets."""
+"""``taskctx bench [DIR] [--budget N] [--out DIR] [--split] [--stress]``: run the bench
+(:mod:`graphs.bench.replays`), write ``results.md``, ``results.csv`` and the two plots, print the totals and
+targets; ``taskctx tokens [DIR]``: the token counters measured against o200k_base
+(:mod:`graphs.bench.token_counters`)."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from context import TaskctxError
 
-from .defaults import DEFAULT_DIR
-from .scale import DEFAULT_SCALE, parse_scale, run_scale, scale_markdown, write_scale
+from ..bench.defaults import DEFAULT_DIR
+from ..bench.outputs import DEFAULT_OUT, write_outputs
+from ..bench.scale import DEFAULT_SCALE, parse_scale, run_scale, scale_markdown, write_scale
+from ..bench.token_counters import SAMPLES, corpus, measure
 
-if TYPE_CHECKING:  # (the strategies load the chat-model stack: imported when the bench runs, not by every command)
-    from .runner import BenchResult
-
-__all__ = ["DEFAULT_OUT", "bench", "write_outputs"]
-
-DEFAULT_OUT = Path(".taskctx/bench")
-
-
-def write_outputs(r: BenchResult, out: str | Path) -> list[Path]:
-    """``results.md``, ``results.csv``, ``prompt_tokens.png``, ``effective_cost.png`` under ``out``."""
-    from .plots import plot_effective_cost, plot_prompt_tokens
-    from .strategies import STRATEGIES
-    from .table import markdown
-
-    o = Path(out)
-    o.mkdir(parents=True, exist_ok=True)
-    md = o / "results.md"
-    md.write_text(markdown(r), encoding="utf-8")
-    cs = o / "results.csv"
-    rows = [x.row() for x in r.rows] + [r.totals[s].row() for s in [*STRATEGIES, "taskctx (all roles)"]]
-    rows += [b.row() for b in r.bound.values()]  # the optimistic bound per trajectory
-    with open(cs, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    p1 = plot_prompt_tokens(r, o / "prompt_tokens.png")
-    p2 = plot_effective_cost(r, o / "effective_cost.png")
-    return [md, cs, p1, p2]
+__all__ = ["bench", "tokens_command"]
 
 
 def bench(
@@ -72,10 +48,10 @@ def bench(
     """Replay every trajectory in DIR through five context strategies and write the results; then
     the scale legs (scale.md, scale.csv, scale.png). ``results.md`` always holds the two-fold
     split; ``--split`` prints it too."""
-    from .runner import run_bench
-    from .split import split_markdown
-    from .stress import stress_markdown
-    from .table import markdown
+    from ..bench.replays import run_bench
+    from ..bench.split import split_markdown
+    from ..bench.stress import stress_markdown
+    from ..bench.table import markdown
 
     d = Path(dir)
     if not d.is_absolute():
@@ -111,3 +87,23 @@ def bench(
         typer.echo(scale_markdown(rows))
     for f in files:
         typer.echo(f"wrote {f}")
+
+
+def tokens_command(
+    dir: Annotated[Path, typer.Argument(help="Folder of recorded trajectories (*.jsonl).")] = DEFAULT_DIR,  # noqa: A002
+) -> None:
+    """Measure the token counters against o200k_base: the estimate's worst under/over ratio."""
+    try:
+        texts = corpus(dir)
+    except FileNotFoundError as exc:
+        typer.echo(f"error: {exc}; pass the folder of the recorded trajectories", err=True)
+        raise typer.Exit(2) from exc
+    rows = measure(texts)
+    typer.echo(f"{len(texts)} texts ({len(SAMPLES)} CJK/Japanese/Korean/emoji samples), ratio = counter / o200k_base")
+    typer.echo(f"{'counter':<16} {'tokens':>10} {'o200k':>10} {'total':>6} {'lowest':>7} {'highest':>7}")
+    for r in rows:
+        typer.echo(f"{r.counter:<16} {r.tokens:>10,} {r.o200k:>10,} {r.total:>6.3f} {r.lowest:>7.3f} {r.highest:>7.3f}")
+    est = rows[0]
+    typer.echo(
+        f"estimate: worst under/over ratio {est.lowest:.3f} ({est.lowest_at}) / {est.highest:.3f} ({est.highest_at})"
+    )

@@ -14,7 +14,7 @@ workspace root. The records are :class:`context.memory.MemoryRecord` values unde
   record of the same subject supersedes it.
 * :meth:`MemorySource.apply` writes ``memory.confirmed`` / ``memory.forgotten`` events to the
   store (the only way anything is promoted: a confirmation event); the role nodes call it on
-  every event they commit, ``graphs.memory`` on the events it records, and a rebuild on every
+  every event they commit, ``graphs.memory_store`` on the events it records, and a rebuild on every
   confirmation event of the log.
 """
 

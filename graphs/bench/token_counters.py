@@ -14,15 +14,12 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from context.tokens import TokenCounter, encoding_counter, estimate_tokens
 
 from .defaults import DEFAULT_DIR
 
-__all__ = ["SAMPLES", "CounterRatio", "measure", "corpus", "tokens_command"]
+__all__ = ["SAMPLES", "CounterRatio", "corpus", "measure"]
 
 #: CJK, Japanese, Korean and emoji text (written for this measure; natural sentences of the
 #: kind tool outputs and requests hold)
@@ -116,23 +113,3 @@ def measure(texts: list[tuple[str, str]]) -> list[CounterRatio]:
         lo, hi = min(ratios), max(ratios)
         out.append(CounterRatio(name, len(texts), sum(got), sum(truth), lo[0], lo[1], hi[0], hi[1]))
     return out
-
-
-def tokens_command(
-    dir: Annotated[Path, typer.Argument(help="Folder of recorded trajectories (*.jsonl).")] = DEFAULT_DIR,  # noqa: A002
-) -> None:
-    """Measure the token counters against o200k_base: the estimate's worst under/over ratio."""
-    try:
-        texts = corpus(dir)
-    except FileNotFoundError as exc:
-        typer.echo(f"error: {exc}; pass the folder of the recorded trajectories", err=True)
-        raise typer.Exit(2) from exc
-    rows = measure(texts)
-    typer.echo(f"{len(texts)} texts ({len(SAMPLES)} CJK/Japanese/Korean/emoji samples), ratio = counter / o200k_base")
-    typer.echo(f"{'counter':<16} {'tokens':>10} {'o200k':>10} {'total':>6} {'lowest':>7} {'highest':>7}")
-    for r in rows:
-        typer.echo(f"{r.counter:<16} {r.tokens:>10,} {r.o200k:>10,} {r.total:>6.3f} {r.lowest:>7.3f} {r.highest:>7.3f}")
-    est = rows[0]
-    typer.echo(
-        f"estimate: worst under/over ratio {est.lowest:.3f} ({est.lowest_at}) / {est.highest:.3f} ({est.highest_at})"
-    )

@@ -1,5 +1,5 @@
 """``taskctx memory list|show|confirm|forget|rebuild``: the durable memories of a database (the
-Python API is :mod:`graphs.memory`). ``confirm`` and ``forget`` record an event first
+Python API is :mod:`graphs.memory_store`). ``confirm`` and ``forget`` record an event first
 (``memory.confirmed``, ``memory.forgotten``), then write the long-term store; ``rebuild``
 restores the store from those events."""
 
@@ -20,12 +20,12 @@ from context.freshness import short_sha
 from context.text import escape_controls
 
 from ..orchestrator import DEFAULT_DB, Project, open_project
-from .common import DbOpt, _describe, _fail, _graph_for, _open_existing, console
+from .app import DbOpt, _describe, _fail, _graph_for, _open_existing, console
 
 if TYPE_CHECKING:
-    from ..memory import MemoryView
+    from ..memory_store import MemoryView
 
-# (graphs.memory is imported by each command: it loads nodes.workspace and through it
+# (graphs.memory_store is imported by each command: it loads nodes.workspace and through it
 # langgraph.types and langsmith, which `import graphs.cli` does not)
 
 __all__ = ["memory_app"]
@@ -82,7 +82,7 @@ def list_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """List the stored memories, oldest confirmation first (superseded and stale ones marked)."""
-    from ..memory import list_memories
+    from ..memory_store import list_memories
 
     with _database(db) as project:
         views = list_memories(project, namespace=namespace, root=workspace)
@@ -103,7 +103,7 @@ def show_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Show one memory with its provenance and the files it rests on."""
-    from ..memory import show_memory
+    from ..memory_store import show_memory
 
     with _database(db) as project:
         v = show_memory(project, key, root=workspace)
@@ -148,7 +148,7 @@ def confirm_cmd(
     working-memory item of the same text becomes durable); otherwise into the log's memory
     stream, with the task as provenance (a second line says so). A --db that does not
     exist yet is created (a new database holding this memory only)."""
-    from ..memory import confirm_memory
+    from ..memory_store import confirm_memory
 
     with _database(db, create=True) as project:
         graph, last = None, 0
@@ -183,7 +183,7 @@ def forget_cmd(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Forget a memory: records memory.forgotten, then deletes it from the long-term store."""
-    from ..memory import forget_memory
+    from ..memory_store import forget_memory
 
     with _database(db) as project:
         r = forget_memory(project, key, reason=reason)
@@ -193,7 +193,7 @@ def forget_cmd(
 @memory_app.command("rebuild")
 def rebuild_cmd(db: DbOpt = DEFAULT_DB) -> None:
     """Rebuild the long-term store from the confirmation events of every log."""
-    from ..memory import rebuild_memory
+    from ..memory_store import rebuild_memory
 
     with _database(db) as project:
         n = rebuild_memory(project)

@@ -3,7 +3,7 @@
 The long-term store is LangGraph's ``BaseStore`` beside the checkpointer: a ``SqliteStore`` on
 the project's SQLite file (its own connection), or a ``PostgresStore`` on the checkpointer's
 pool with ``--db postgresql://`` (:func:`open_memory_store`; ``Project.memory_store`` opens it
-once). The graph's tasks load from it (:class:`nodes.memory.MemorySource`, given to
+once). The graph's tasks load from it (:class:`nodes.memory_source.MemorySource`, given to
 :func:`graphs.build_orchestrator` as ``memory=``).
 
 Every change to the store is an event first: :func:`confirm_memory` records
@@ -33,7 +33,7 @@ from context.memory import (
     records_from_events,
     supersession,
 )
-from nodes.memory import MemorySource, namespace_of
+from nodes.memory_source import MemorySource, namespace_of
 from nodes.workspace.paths import file_sha256
 
 __all__ = [

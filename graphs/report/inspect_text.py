@@ -11,7 +11,7 @@ from rich.text import Text
 from context import Event, TaskContext, all_errors, all_plan_steps
 from context.freshness import short_sha, stale_line
 from context.text import escape_controls
-from nodes.render.common import quote_agent, stale_text
+from nodes.render.base import quote_agent, stale_text
 
 from ..orchestrator import DEFAULT_DB, command_hint
 from .approval import approval_renderable

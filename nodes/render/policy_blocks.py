@@ -28,7 +28,7 @@ from context.policy import ContextPolicy, default_policies, fired, situation
 from context.text import clean
 
 from ..runtime import NodeEnv
-from .common import block, quote_agent, quote_external, stale_text, tool_label
+from .base import block, quote_agent, quote_external, stale_text, tool_label
 
 __all__ = ["ERROR_LIMIT", "DIFF_LIMIT", "EVIDENCE_LIMIT", "Call", "PolicyBlocks", "policies_of", "policy_blocks"]
 

@@ -260,7 +260,7 @@ def _graph_for(project: Project, task_id: str, *, spec: dict[str, Any] | None = 
             tools = WorkspaceTools(str(spec["workspace"]), receipts_dir=spec.get("receipts"))
             tools.strict_resolution = True
         from nodes import resolve_model
-        from nodes.models import DEFAULT_RETRIES, DEFAULT_TIMEOUT
+        from nodes.chat_models import DEFAULT_RETRIES, DEFAULT_TIMEOUT
 
         chat = resolve_model(
             str(spec["model"]),

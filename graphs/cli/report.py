@@ -1,4 +1,4 @@
-"""``taskctx report TASK_ID [--html FILE] [--db DB]``: write the HTML page of a run (:mod:`.page`)."""
+"""``taskctx report TASK_ID [--html FILE] [--db DB]``: write the HTML page of a run (:mod:`graphs.report.page`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import typer
 from context import DamagedStoreError, TaskctxError, UnknownTaskError, find_task
 
 from ..orchestrator import DEFAULT_DB, command_hint, damage_line, open_project
-from .page import write_report
+from ..report.page import write_report
 
 __all__ = ["report_command"]
 
@@ -48,8 +48,8 @@ def report_command(
                     )
                 target = html or Path(".taskctx/runs") / task_id / "report.html"
                 out = write_report(project.stores, task_id, target, full=full, db=db)
-            except DamagedStoreError as exc:  # one judgement with inspect and resume (graphs.doctor)
-                from ..doctor import judged
+            except DamagedStoreError as exc:  # one judgement with inspect and resume (graphs.diagnosis)
+                from ..diagnosis import judged
 
                 raise judged(exc, project.stores) from None
         finally:
