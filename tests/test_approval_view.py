@@ -244,7 +244,8 @@ def test_the_cut_note_wraps_at_80_columns_names_the_db_and_no_line_ends_in_space
     and every code line was padded with spaces to 80 columns."""
     from typer.testing import CliRunner
 
-    from graphs.cli import app, common
+    from graphs.cli import app
+    from graphs.cli import core as common
 
     monkeypatch.setattr(common.console, "width", 80)
     monkeypatch.chdir(tmp_path)
@@ -267,7 +268,7 @@ def test_the_cut_note_wraps_at_80_columns_names_the_db_and_no_line_ends_in_space
     assert r.exit_code == 0, r.output
     assert json.loads(json.loads(r.stdout)["control"]["pending_approval"]["arguments"])["path"] == "data/rows.txt"
     # `taskctx approve`'s view (and the prompts') name the db the same way
-    c = Console(record=True, width=80, file=io.StringIO(), soft_wrap=True)  # as graphs.cli.app.console
+    c = Console(record=True, width=80, file=io.StringIO(), soft_wrap=True)  # as graphs.cli.core.console
     monkeypatch.setattr(common, "console", c)
     from graphs.cli import approve as approve_mod
 

@@ -376,11 +376,11 @@ def test_bench_refuses_bad_input_before_running(tmp_path: Path) -> None:
 
 def test_hints_name_the_db_quoted_and_without_its_password() -> None:
     """The approval view's and inspect's hint is built by command_hint (no second fragment builder)."""
-    import graphs.cli.app
+    import graphs.cli.core
     from graphs.orchestrator import DEFAULT_DB
     from graphs.report.approval import inspect_hint
 
-    assert not hasattr(graphs.cli.app, "_db_opt")
+    assert not hasattr(graphs.cli.core, "_db_opt")
     tail = " (control.pending_approval.arguments)"
     assert inspect_hint("t1", DEFAULT_DB) == "`taskctx inspect t1 --json`" + tail
     assert (

@@ -295,7 +295,7 @@ def test_custom_role_in_resume_inspect_and_report(tmp_path: Any, monkeypatch: py
     from rich.console import Console
     from typer.testing import CliRunner
 
-    import graphs.cli.app as cli_common
+    import graphs.cli.core as cli_common
     from graphs.cli import app
 
     db, tid = str(tmp_path / "t.sqlite"), "crit1"

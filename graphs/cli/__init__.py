@@ -38,8 +38,8 @@ from typing import Annotated
 import typer
 
 from . import approve, demo, doctor, inspect, listing, tasks
-from .app import app, main
 from .bench import bench, tokens_command
+from .core import app, main
 from .eval import eval_command
 from .memory_commands import memory_app
 from .report import report_command

@@ -14,7 +14,7 @@ from context import InvalidInputError, TaskctxError
 from ..orchestrator import DEFAULT_DB, command_hint
 from ..report.approval import approval_renderable, inspect_hint
 from ..runner import pending_approval, run_graph, tool_parameters
-from .app import (
+from .core import (
     DEFAULT_OUT,
     DbOpt,
     OutOpt,

@@ -17,7 +17,8 @@ from nodes.runtime import DEFAULT_BUDGET
 
 from ..orchestrator import DEFAULT_DB, build_orchestrator, command_hint, new_task
 from ..runner import run_with_approvals
-from .app import (
+from .approve import _answerer, _show_request
+from .core import (
     DEFAULT_OUT,
     ApproveAllOpt,
     DbOpt,
@@ -34,7 +35,6 @@ from .app import (
     _state_dir,
     console,
 )
-from .approve import _answerer, _show_request
 
 __all__ = ["demo"]
 

@@ -14,7 +14,7 @@ from context.catalog import unknown_task_message
 
 from ..diagnosis import diagnose
 from ..orchestrator import DEFAULT_DB
-from .app import DbOpt, _describe, _fail, _open_existing, console
+from .core import DbOpt, _describe, _fail, _open_existing, console
 
 __all__ = ["SHOWN_FINDINGS", "doctor"]
 

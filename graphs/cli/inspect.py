@@ -15,7 +15,7 @@ from context.verify import check_events
 
 from ..diagnosis import quick_state, unshowable
 from ..orchestrator import DEFAULT_DB, command_hint
-from .app import DbOpt, _describe, _fail, _open_existing, console, err
+from .core import DbOpt, _describe, _fail, _open_existing, console, err
 
 __all__ = ["inspect"]
 

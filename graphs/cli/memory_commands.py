@@ -20,7 +20,7 @@ from context.freshness import short_sha
 from context.text import escape_controls
 
 from ..orchestrator import DEFAULT_DB, Project, open_project
-from .app import DbOpt, _describe, _fail, _graph_for, _open_existing, console
+from .core import DbOpt, _describe, _fail, _graph_for, _open_existing, console
 
 if TYPE_CHECKING:
     from ..memory_store import MemoryView

@@ -25,7 +25,8 @@ from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 from ..diagnosis import Checked, ensure_sound
 from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, command_hint, new_task
 from ..runner import EXPORT_MARK, export_run, run_graph, run_with_approvals, thread_config
-from .app import (
+from .approve import _answerer, _show_request
+from .core import (
     DEFAULT_OUT,
     ApproveAllOpt,
     BudgetOpt,
@@ -47,7 +48,6 @@ from .app import (
     console,
     trajectory_sha256,
 )
-from .approve import _answerer, _show_request
 
 __all__ = ["replay", "resume", "run"]
 
