@@ -38,7 +38,7 @@ from nodes import ScriptedChatModel, complete, plan, review
 from nodes.memory_source import MemorySource
 
 REPO = Path(__file__).resolve().parents[1]
-CASES = REPO / "tests" / "eval_cases"
+CASES = REPO / "graphs" / "eval" / "case_files"
 TS = "2026-01-01T00:00:00.000Z"
 
 DB1 = "The staging database is pg-staging-1 on port 5433"
