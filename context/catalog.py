@@ -118,7 +118,7 @@ def _info(stores: _Stores, task_id: str) -> TaskInfo:
         more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
         what = f"task {task_id!r} is damaged: {found[0]}{more}"
         raise DamagedStoreError(
-            f"{what}; run `taskctx doctor {task_id}` for every finding", found, task_id=task_id, what=what
+            f"{what}; check the database for every finding", found, task_id=task_id, what=what
         ) from exc
     return TaskInfo(task_id, ctx.control.status, ctx.progress.executor_steps, events[-1].timestamp, len(events), spec)
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
 
 from context import (
-    DamagedStoreError,
     Identity,
     InvalidInputError,
     Permissions,
@@ -46,8 +45,6 @@ __all__ = [
     "Project",
     "build_orchestrator",
     "check_graph",
-    "command_hint",
-    "damage_line",
     "compile_graph",
     "db_exists",
     "new_task",
@@ -58,45 +55,6 @@ __all__ = [
 DEFAULT_DB = ".taskctx/taskctx.sqlite"
 #: Where a run command exports a task (``<out>/<task_id>/``) when no ``--out`` is given.
 DEFAULT_OUT = Path(".taskctx/runs")
-
-
-def command_hint(
-    command: str, task_id: str | None, db: str | Path = DEFAULT_DB, out: str | Path | None = None, *extra: str
-) -> str:
-    """The ``taskctx`` command line a message suggests, e.g. ``taskctx resume t1 --budget 2261
-    --db x.sqlite --out runs``: ``command`` and ``task_id`` (None: a command that takes none,
-    e.g. ``demo``), then ``extra`` words as given, then
-    ``--db DB`` when ``db`` is not :data:`DEFAULT_DB` (a URL without its password) and
-    ``--out OUT`` when ``out`` is given and not :data:`DEFAULT_OUT` (``None``: the command takes
-    no ``--out``). Words are quoted for a POSIX shell. Raises nothing."""
-    import shlex
-
-    from context.pg_store import redact_url
-
-    words = ["taskctx", command, *([task_id] if task_id is not None else []), *extra]
-    if str(db) != DEFAULT_DB:
-        words += ["--db", redact_url(str(db))]
-    if out is not None and Path(out) != DEFAULT_OUT:
-        words += ["--out", str(out)]
-    return shlex.join(words)
-
-
-def damage_line(exc: DamagedStoreError, db: str | Path = DEFAULT_DB) -> str:
-    """The one line for ``exc`` whose commands carry ``db`` (:func:`command_hint`): the damage
-    (``exc.what``) and what to do (:func:`context.store.repair_hint`, naming ``taskctx doctor``
-    and, when the store knows it still works, ``taskctx inspect``; for a damaged artifact,
-    :data:`context.store.ARTIFACT_HINT`); ``str(exc)`` when it says nothing more than the damage."""
-    from context.store import ARTIFACT_HINT, repair_hint
-
-    if exc.what == str(exc):  # nothing but the damage: nothing to name
-        return str(exc)
-    if exc.task_id is None:  # an artifact: doctor checks every task's
-        return f"{exc.what}; {ARTIFACT_HINT.format(doctor=command_hint('doctor', None, db))}"
-    tid = exc.task_id
-    hint = repair_hint(
-        tid, exc.inspectable, doctor=command_hint("doctor", tid, db), inspect=command_hint("inspect", tid, db)
-    )
-    return f"{exc.what}; {hint}"
 
 
 class NoTools:

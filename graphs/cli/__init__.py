@@ -43,6 +43,7 @@ from .core import app, main
 from .eval import eval_command
 from .memory_commands import memory_app
 from .report import report_command
+from .core import app, main
 
 
 @app.callback()

@@ -11,8 +11,9 @@ import typer
 
 from context import InvalidInputError, TaskctxError
 
-from ..orchestrator import DEFAULT_DB, command_hint
+from ..orchestrator import DEFAULT_DB
 from ..report.approval import approval_renderable, inspect_hint
+from ..report.hints import command_hint
 from ..runner import pending_approval, run_graph, tool_parameters
 from .core import (
     DEFAULT_OUT,

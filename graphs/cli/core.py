@@ -30,7 +30,8 @@ from context.pg_store import is_postgres_url
 from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
 from ..orchestrator import DEFAULT_OUT as DEFAULT_OUT  # (the commands' --out default, re-exported)
-from ..orchestrator import Project, build_orchestrator, command_hint, damage_line, db_exists, open_project
+from ..orchestrator import Project, build_orchestrator, db_exists, open_project
+from ..report.hints import command_hint, damage_line
 from ..runner import RunResult, export_run
 
 __all__ = ["app", "main"]

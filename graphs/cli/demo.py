@@ -15,7 +15,8 @@ import typer
 from context import InvalidInputError, TaskctxError
 from nodes.runtime import DEFAULT_BUDGET
 
-from ..orchestrator import DEFAULT_DB, build_orchestrator, command_hint, new_task
+from ..orchestrator import DEFAULT_DB, build_orchestrator, new_task
+from ..report.hints import command_hint
 from ..runner import run_with_approvals
 from .approve import _answerer, _show_request
 from .core import (

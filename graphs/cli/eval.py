@@ -19,7 +19,8 @@ __all__ = ["eval_command"]
 
 def eval_command(
     cases: Annotated[
-        Path | None, typer.Option("--cases", help="Folder of case files (*.json); default: the cases shipped with taskctx.")
+        Path | None,
+        typer.Option("--cases", help="Folder of case files (*.json); default: the cases shipped with taskctx."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print the report as JSON.")] = False,
     case_id: Annotated[list[str] | None, typer.Option("--case", help="Run only this case id (repeatable).")] = None,

@@ -14,7 +14,8 @@ from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, TaskctxError
 from context.verify import check_events
 
 from ..diagnosis import quick_state, unshowable
-from ..orchestrator import DEFAULT_DB, command_hint
+from ..orchestrator import DEFAULT_DB
+from ..report.hints import command_hint
 from .core import DbOpt, _describe, _fail, _open_existing, console, err
 
 __all__ = ["inspect"]

@@ -13,7 +13,8 @@ from rich.table import Table
 
 from context import TaskctxError, TaskInfo, list_tasks
 
-from ..orchestrator import DEFAULT_DB, command_hint
+from ..orchestrator import DEFAULT_DB
+from ..report.hints import command_hint
 from .core import DbOpt, _describe, _fail, _open_existing, console
 
 __all__ = ["list_command", "version_callback"]

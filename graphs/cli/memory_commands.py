@@ -20,6 +20,7 @@ from context.freshness import short_sha
 from context.text import escape_controls
 
 from ..orchestrator import DEFAULT_DB, Project, open_project
+from ..report.hints import command_hint
 from .core import DbOpt, _describe, _fail, _graph_for, _open_existing, console
 
 if TYPE_CHECKING:
@@ -54,7 +55,17 @@ def _database(db: str, *, create: bool = False) -> Iterator[Project]:
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db))
+        _fail(_error_line(exc, db))
+
+
+def _error_line(exc: BaseException, db: str) -> str:
+    """The line for a memory command's error: a key the store does not hold names ``taskctx
+    memory list`` with the ``--db`` in use; any other error as :func:`describe` says it."""
+    from ..memory_store import NoSuchMemoryError  # (every command has loaded it: not imported at start-up)
+
+    if isinstance(exc, NoSuchMemoryError):
+        return f"{exc.head}; `{command_hint('memory', None, db, None, 'list')}` shows the keys"
+    return _describe(exc, db)
 
 
 def _say(text: str) -> None:

@@ -10,7 +10,8 @@ import typer
 
 from context import DamagedStoreError, TaskctxError, UnknownTaskError, find_task
 
-from ..orchestrator import DEFAULT_DB, command_hint, damage_line, open_project
+from ..orchestrator import DEFAULT_DB, open_project
+from ..report.hints import command_hint, damage_line
 from ..report.page import write_report
 
 __all__ = ["report_command"]

@@ -23,7 +23,8 @@ from context import (
 from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
 from ..diagnosis import Checked, ensure_sound
-from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, command_hint, new_task
+from ..orchestrator import DEFAULT_DB, Project, build_orchestrator, new_task
+from ..report.hints import command_hint
 from ..runner import EXPORT_MARK, export_run, run_graph, run_with_approvals, thread_config
 from .approve import _answerer, _show_request
 from .core import (

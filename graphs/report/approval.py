@@ -40,7 +40,8 @@ from rich.text import Text
 
 from context.text import escape_controls as _escape
 
-from ..orchestrator import DEFAULT_DB, command_hint
+from ..orchestrator import DEFAULT_DB
+from .hints import command_hint
 
 __all__ = [
     "HEAD_CHARS",

@@ -13,8 +13,9 @@ from context.freshness import short_sha, stale_line
 from context.text import escape_controls
 from nodes.render.base import quote_agent, stale_text
 
-from ..orchestrator import DEFAULT_DB, command_hint
+from ..orchestrator import DEFAULT_DB
 from .approval import approval_renderable
+from .hints import command_hint
 
 __all__ = ["RESTARTS_SHOWN", "render_state", "restart_line"]
 
