@@ -1,42 +1,18 @@
-"""graphs.cli: the ``taskctx`` command line (typer + rich); entry point ``graphs.cli:main``.
+"""graphs.cli: the ``taskctx`` command line (typer + rich), a thin layer over :class:`graphs.Project`.
 
-Commands: ``demo``, ``replay``, ``resume``, ``inspect``, ``list``, ``run``, ``approve``, ``bench``,
-``tokens``, ``eval``, ``report``, ``doctor``, ``memory`` (``list|show|confirm|forget|rebuild``);
-``taskctx --version``. Every run exports ``<out>/<task_id>/``
-(trace.jsonl, state.json, context_pack.md, manifests.jsonl). Bad input prints one line naming the
-problem and the fix, and exits with code 2; a model call that failed at the provider exits with
-code 3 and says how to resume; nothing already recorded is changed.
-
-A run command opens the stores and the checkpointer (``graphs.open_project``), builds the graph
-(``graphs.build_orchestrator``) and drives it (``graphs.runner``); it prints the events as they
-are recorded and answers the approval interrupts::
-
-    events --> reducer --> TaskContext --> builder --> renderer --> model --> tool node --> events
-      |                                                                        |
-      +--> common._event_printer (one line per event)     interrupt() <--------+
-                                                          approve._answerer: --approve-all,
-                                                          --deny-all, the terminal, or pending
-
-Modules (``--help`` lists ``bench``, ``report`` and ``eval`` first: their modules register them on
-import; then the commands registered below, in this order):
-
-- :mod:`.common`: the typer ``app``, :func:`main`, the shared options and helpers;
-- :mod:`.tasks`: ``replay``, ``resume``, ``run``;
-- :mod:`.approve`: ``approve`` and how approval requests are shown and answered;
-- :mod:`.inspect`: ``inspect`` (the view is :func:`graphs.report.render_state`);
-- :mod:`.listing`: ``list`` (rows from :func:`context.list_tasks`, the one source of "which
-  tasks exist") and ``--version``;
-- :mod:`.demo`: ``demo`` (the scenario is :mod:`graphs.demo`);
-- :mod:`.doctor`: ``doctor`` (the checks are :mod:`graphs.diagnosis`);
-- :mod:`.memory`: ``memory list|show|confirm|forget|rebuild`` (the API is :mod:`graphs.memory_store`);
-- ``bench``, ``tokens``, ``eval``, ``report``: the commands of :mod:`graphs.bench` (``tokens``:
-  :mod:`graphs.bench.token_counters`), :mod:`graphs.eval`, :mod:`graphs.report`.
+Entry point ``graphs.cli:main``. Commands: ``demo``, ``replay``, ``run``, ``resume``, ``approve``,
+``inspect``, ``list``, ``report``, ``doctor``, ``memory``, ``bench``, ``tokens``, ``eval``. Every run
+exports ``<out>/<task_id>/``; bad input prints one line naming the problem and the fix and exits
+with code 2; a model call that failed at the provider exits with code 3 and says how to resume.
+What the commands share is in :mod:`.shared`; the command lines they suggest in
+:mod:`graphs.report.hints`.
 """
 
 from typing import Annotated
 
 import typer
 
+from ..project import register_task_kind
 from . import approve, demo, doctor, inspect, listing, tasks
 from .bench import bench, tokens_command
 from .core import app, main
@@ -44,6 +20,9 @@ from .eval import eval_command
 from .memory_commands import memory_app
 from .report import report_command
 from .core import app, main
+
+# a demo task's graph is rebuilt by graphs.demo, imported when one is resumed (it loads the graph runtime)
+register_task_kind("demo", "graphs.demo:demo_task_graph")
 
 
 @app.callback()

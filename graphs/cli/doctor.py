@@ -13,8 +13,8 @@ from context import TaskctxError, UnknownTaskError
 from context.catalog import unknown_task_message
 
 from ..diagnosis import diagnose
-from ..orchestrator import DEFAULT_DB
-from .core import DbOpt, _describe, _fail, _open_existing, console
+from ..project import DEFAULT_DB
+from .core import DbOpt, console, describe, fail, open_existing
 
 __all__ = ["SHOWN_FINDINGS", "doctor"]
 
@@ -32,7 +32,7 @@ def doctor(
     no registry row that no taskctx command ran: not damaged) or one line per finding (what is
     damaged and where; every finding, the first 20 listed and the rest counted)."""
     try:
-        project = _open_existing(db, readonly=True)
+        project = open_existing(db, readonly=True)
         found_db: list[str] = []
         conn = getattr(project.stores, "_db", None)
         if conn is not None and hasattr(conn, "conn"):
@@ -69,7 +69,7 @@ def doctor(
             raise typer.Exit(2)
         project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db, task_id))
+        fail(describe(exc, db, task_id))
 
 
 def _task_ids(project: object) -> list[str]:

@@ -13,9 +13,9 @@ from rich.table import Table
 
 from context import TaskctxError, TaskInfo, list_tasks
 
-from ..orchestrator import DEFAULT_DB
+from ..project import DEFAULT_DB
 from ..report.hints import command_hint
-from .core import DbOpt, _describe, _fail, _open_existing, console
+from .core import DbOpt, console, describe, fail, open_existing
 
 __all__ = ["list_command", "version_callback"]
 
@@ -49,13 +49,13 @@ def list_command(
     event); tasks not started yet come last. A damaged task is listed as ``damaged`` with a line
     under the table naming its first finding (``--json``: ``damaged``, every finding)."""
     try:
-        project = _open_existing(db, readonly=True)
+        project = open_existing(db, readonly=True)
         try:
             tasks = list_tasks(project.stores)
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db))
+        fail(describe(exc, db))
         return
     if as_json:
         rows = [{**t.as_json(), **({"stopped": _stopped(t)} if _stopped(t) else {})} for t in tasks]

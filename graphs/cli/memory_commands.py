@@ -19,9 +19,9 @@ from context import TaskctxError
 from context.freshness import short_sha
 from context.text import escape_controls
 
-from ..orchestrator import DEFAULT_DB, Project, open_project
+from ..project import DEFAULT_DB, Project, open_project
 from ..report.hints import command_hint
-from .core import DbOpt, _describe, _fail, _graph_for, _open_existing, console
+from .core import DbOpt, console, describe, fail, open_existing
 
 if TYPE_CHECKING:
     from ..memory_store import MemoryView
@@ -49,13 +49,13 @@ def _database(db: str, *, create: bool = False) -> Iterator[Project]:
     made when missing, as ``confirm`` does). A store error, here or in the command's body, ends
     the command with one line naming it (exit 2)."""
     try:
-        project = open_project(db) if create else _open_existing(db)
+        project = open_project(db) if create else open_existing(db)
         try:
             yield project
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_error_line(exc, db))
+        fail(_error_line(exc, db))
 
 
 def _error_line(exc: BaseException, db: str) -> str:
@@ -65,7 +65,7 @@ def _error_line(exc: BaseException, db: str) -> str:
 
     if isinstance(exc, NoSuchMemoryError):
         return f"{exc.head}; `{command_hint('memory', None, db, None, 'list')}` shows the keys"
-    return _describe(exc, db)
+    return describe(exc, db)
 
 
 def _say(text: str) -> None:
@@ -165,7 +165,7 @@ def confirm_cmd(
         graph, last = None, 0
         if task and project.stores.tasks.get(task) is not None:
             last = project.stores.events.last_seq(task)
-            graph, _ = _graph_for(project, task)
+            graph = project.task_graph(task)
         r = confirm_memory(
             project,
             text,

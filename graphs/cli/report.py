@@ -10,7 +10,7 @@ import typer
 
 from context import DamagedStoreError, TaskctxError, UnknownTaskError, find_task
 
-from ..orchestrator import DEFAULT_DB, open_project
+from ..project import DEFAULT_DB, open_project
 from ..report.hints import command_hint, damage_line
 from ..report.page import write_report
 

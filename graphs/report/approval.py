@@ -40,7 +40,7 @@ from rich.text import Text
 
 from context.text import escape_controls as _escape
 
-from ..orchestrator import DEFAULT_DB
+from ..project import DEFAULT_DB
 from .hints import command_hint
 
 __all__ = [

@@ -13,7 +13,7 @@ from pathlib import Path
 from context import DamagedStoreError
 from context.pg_store import redact_url
 
-from ..orchestrator import DEFAULT_DB, DEFAULT_OUT
+from ..project import DEFAULT_DB, DEFAULT_OUT
 
 __all__ = ["ARTIFACT_HINT", "REPAIR_HINT", "command_hint", "damage_line", "repair_hint"]
 
@@ -35,9 +35,9 @@ def command_hint(
         command: The subcommand, e.g. ``"resume"``.
         task_id: Its task argument; None for a command that takes none (``demo``).
         db: The database; named as ``--db DB`` (a URL without its password) unless it is
-            :data:`~graphs.orchestrator.DEFAULT_DB`.
+            :data:`~graphs.project.DEFAULT_DB`.
         out: The export folder; named as ``--out OUT`` unless None (the command takes no
-            ``--out``) or :data:`~graphs.orchestrator.DEFAULT_OUT`.
+            ``--out``) or :data:`~graphs.project.DEFAULT_OUT`.
         *extra: Words put after the task id, as given (e.g. ``"--budget", "2261"``).
 
     Returns:

@@ -40,7 +40,7 @@ from context.store import REPAIR_TEXT
 from context.trajectory import request_goal
 from context.verify import check_events
 
-from ..orchestrator import DEFAULT_DB
+from ..project import DEFAULT_DB
 from .approval import approval_html, escape_controls, inspect_hint
 from .hints import command_hint
 
