@@ -70,6 +70,7 @@ class UnshowableTaskError(DamagedStoreError):
     """
 
     def __init__(self, what: str, task_id: str, shown_findings: list[str]):
+        """Say that ``task_id`` cannot be shown and why (``what``)."""
         super().__init__(f"{what}; check the database for every finding", task_id=task_id, what=what, inspectable=False)
         self.shown_findings = shown_findings
 
@@ -146,8 +147,11 @@ def inspect_task(stores: Any, checkpointer: Any, task_id: str, *, full: bool = F
 
 
 def _fold_checked(stores: Any, task_id: str, damage: list[str]) -> tuple[TaskContext, list[Event], list[str]]:
-    """The whole log, checked and folded: ``(state, events, findings)``; a gap or an unknown
-    kind leaves the readable events of known kinds (named in the findings)."""
+    """The whole log, checked and folded: ``(state, events, findings)``.
+
+    The whole log, checked and folded: ``(state, events, findings)``; a gap or an unknown
+    kind leaves the readable events of known kinds (named in the findings).
+    """
     try:
         events = stores.events.read(task_id)
         found = check_events(events)

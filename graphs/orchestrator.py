@@ -182,10 +182,8 @@ def build_orchestrator(
 ) -> TaskGraph:
     """The default graph, compiled: planner, executor, tools, reviewer and recovery.
 
-    Run it with ``durability="sync"`` and ``thread_id = task_id`` (:func:`graphs.thread_config`).
-    Tokens are counted by the model's counter (o200k_base or cl100k_base for OpenAI models, an
-    upper-bound estimate for other providers, o200k_base for scripted and replay models); the
-    executor's restarts are priced with the provider's cache rule (``nodes.pricing``).
+    Run it with ``durability="sync"`` and ``thread_id = task_id`` (:func:`graphs.thread_config`);
+    tokens are counted by the model's counter, restarts priced by its provider's cache rule.
 
     Args:
         model: A chat model or ``"provider:model"``.

@@ -100,6 +100,7 @@ class UnregisteredTaskError(UnknownTaskError):
     """
 
     def __init__(self, task_id: str, path: str, events: int):
+        """Say what the database holds of ``task_id``."""
         super().__init__(
             f"task {task_id!r} in {path} has {events} events but no task registry row: it was run through the "
             "Python API, not a taskctx command (or its registry row was lost), so its graph cannot be rebuilt; "
@@ -117,6 +118,7 @@ class NoCheckpointError(DamagedStoreError):
     """
 
     def __init__(self, task_id: str, path: str, events: int):
+        """Say what the database holds of ``task_id``."""
         message = (
             f"task {task_id!r} has {events} events in {path} but no checkpoint (the checkpoint tables were emptied "
             "or restored from an older backup), so it cannot be resumed; its log can still be inspected; restore "

@@ -12,17 +12,9 @@ from typing import Annotated
 
 import typer
 
-from ..project import register_task_kind
-from . import approve, demo, doctor, inspect, listing, tasks
-from .bench import bench, tokens_command
+from . import approve, bench, demo, doctor, inspect, listing, memory_commands, report, tasks
+from . import eval as eval_
 from .core import app, main
-from .eval import eval_command
-from .memory_commands import memory_app
-from .report import report_command
-from .core import app, main
-
-# a demo task's graph is rebuilt by graphs.demo, imported when one is resumed (it loads the graph runtime)
-register_task_kind("demo", "graphs.demo:demo_task_graph")
 
 
 @app.callback()
@@ -41,10 +33,10 @@ def _root(
     """taskctx: structured task context for LangGraph agents."""
 
 
-app.command("bench")(bench)
-app.command("tokens")(tokens_command)
-app.command("report")(report_command)
-app.command("eval")(eval_command)
+app.command("bench")(bench.bench)
+app.command("tokens")(bench.tokens_command)
+app.command("report")(report.report_command)
+app.command("eval")(eval_.eval_command)
 app.command()(tasks.replay)
 app.command()(tasks.resume)
 app.command()(inspect.inspect)
@@ -53,6 +45,6 @@ app.command()(approve.approve)
 app.command()(tasks.run)
 app.command()(demo.demo)
 app.command()(doctor.doctor)
-app.add_typer(memory_app, name="memory")
+app.add_typer(memory_commands.memory_app, name="memory")
 
 __all__ = ["app", "main"]

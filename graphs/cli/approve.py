@@ -1,5 +1,8 @@
-"""How approval requests are shown and answered (a flag, the terminal, or left pending), and
-``taskctx approve``: answer a task's pending approval and continue the run."""
+"""``taskctx approve``, and how approval requests are shown and answered.
+
+How approval requests are shown and answered (a flag, the terminal, or left pending), and
+``taskctx approve``: answer a task's pending approval and continue the run.
+"""
 
 from __future__ import annotations
 
@@ -22,11 +25,14 @@ __all__ = ["answerer", "approve", "check_edited_arguments", "show_request"]
 
 
 def check_edited_arguments(tool: str, parameters: dict[str, Any] | None, arguments: dict[str, Any]) -> str | None:
-    """Why edited ``arguments`` do not fit ``tool``'s JSON-schema ``parameters`` (one line), or
+    """Why edited arguments do not fit a tool's parameters (one line), or None when they fit.
+
+    Why edited ``arguments`` do not fit ``tool``'s JSON-schema ``parameters`` (one line), or
     None when they fit: :func:`nodes.tools.check_arguments` (the tool node checks an edit the same
     way, whoever answers), so the CLI asks before anything is recorded. Imported when called:
     ``nodes.tools`` loads ``langgraph.types`` and through it langsmith, which ``import graphs.cli``
-    does not."""
+    does not.
+    """
     from nodes.tools import check_arguments
 
     return check_arguments(tool, parameters, arguments)
@@ -46,8 +52,11 @@ def show_request(req: dict[str, Any], db: str = DEFAULT_DB) -> None:
 
 
 def _edit_prompt(req: dict[str, Any]) -> str:
-    """What the edit prompt shows first: the tool's argument names (required ones marked) and
-    the keys of the current arguments."""
+    """The line the edit prompt shows first.
+
+    What the edit prompt shows first: the tool's argument names (required ones marked) and
+    the keys of the current arguments.
+    """
     params = req.get("parameters") or {}
     props = params.get("properties") or {}
     required = set(params.get("required") or ())
@@ -61,9 +70,12 @@ def _edit_prompt(req: dict[str, Any]) -> str:
 
 
 def _interactive_answer(req: dict[str, Any]) -> dict[str, Any] | None:
-    """Ask at the terminal until the answer is valid; an edit must be a JSON object that fits
+    """Ask at the terminal until the answer is valid.
+
+    Ask at the terminal until the answer is valid; an edit must be a JSON object that fits
     the tool's ``parameters`` (when the request carries them; :func:`check_edited_arguments`),
-    else the error is shown and the question asked again."""
+    else the error is shown and the question asked again.
+    """
     import json as _json
 
     while True:

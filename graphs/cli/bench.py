@@ -1,7 +1,10 @@
-"""``taskctx bench [DIR] [--budget N] [--out DIR] [--split] [--stress]``: run the bench
+"""``taskctx bench`` and ``taskctx tokens``.
+
+``taskctx bench [DIR] [--budget N] [--out DIR] [--split] [--stress]``: run the bench
 (:mod:`graphs.bench.replays`), write ``results.md``, ``results.csv`` and the two plots, print the totals and
 targets; ``taskctx tokens [DIR]``: the token counters measured against o200k_base
-(:mod:`graphs.bench.token_counters`)."""
+(:mod:`graphs.bench.token_counters`).
+"""
 
 from __future__ import annotations
 
@@ -45,9 +48,11 @@ def bench(
         typer.Option("--stress", metavar="", help="Also run and print the synthetic stress set (about a minute more)."),
     ] = False,
 ) -> None:
-    """Replay every trajectory in DIR through five context strategies and write the results; then
-    the scale legs (scale.md, scale.csv, scale.png). ``results.md`` always holds the two-fold
-    split; ``--split`` prints it too."""
+    """Replay every trajectory in DIR through five context strategies and write the results.
+
+    Then the scale legs (scale.md, scale.csv, scale.png). ``results.md`` always holds the two-fold
+    split; ``--split`` prints it too.
+    """
     from ..bench.replays import run_bench
     from ..bench.split import split_markdown
     from ..bench.stress import stress_markdown

@@ -31,7 +31,15 @@ from context.pg_store import is_postgres_url
 from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
 from ..inspection import UnshowableTaskError
-from ..project import DEFAULT_OUT, NoCheckpointError, Project, UnregisteredTaskError, db_exists, open_project
+from ..project import (
+    DEFAULT_OUT,
+    NoCheckpointError,
+    Project,
+    UnregisteredTaskError,
+    db_exists,
+    open_project,
+    register_task_kind,
+)
 from ..report.hints import command_hint, damage_line
 from ..runner import RunResult, export_run
 
@@ -61,6 +69,9 @@ __all__ = [
     "record_stop",
     "state_dir",
 ]
+
+# a demo task's graph is rebuilt by graphs.demo, imported when one is resumed (it loads the graph runtime)
+register_task_kind("demo", "graphs.demo:demo_task_graph")
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="taskctx: structured task context for LangGraph agents."
@@ -456,10 +467,13 @@ def state_dir(db: str) -> Path:
 
 
 def _tracing_may_be_on() -> bool:
-    """False when LangSmith tracing cannot be on: langsmith not imported yet in this process (so
+    """Whether LangSmith tracing may be on in this process.
+
+    False when LangSmith tracing cannot be on: langsmith not imported yet in this process (so
     nothing configured it in code) and none of ``LANGSMITH_TRACING[_V2]``/``LANGCHAIN_TRACING[_V2]``
     set. Otherwise True, and langsmith's own check (in :func:`graphs.tracing.tracing_session`)
-    decides. Spares every command without tracing the import of langsmith."""
+    decides. Spares every command without tracing the import of langsmith.
+    """
     if "langsmith" in sys.modules:
         return True
     names = (f"{ns}_{v}" for ns in ("LANGSMITH", "LANGCHAIN") for v in ("TRACING_V2", "TRACING"))

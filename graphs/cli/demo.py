@@ -1,5 +1,8 @@
-"""``taskctx demo``: the offline demo (:func:`graphs.demo.run_demo`) on a fresh copy of the sample
-workspace, interrupted after a few steps, edited by hand while paused, and resumed."""
+"""``taskctx demo``: the offline demo.
+
+``taskctx demo``: the offline demo (:func:`graphs.demo.run_demo`) on a fresh copy of the sample
+workspace, interrupted after a few steps, edited by hand while paused, and resumed.
+"""
 
 from __future__ import annotations
 

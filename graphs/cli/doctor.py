@@ -1,6 +1,9 @@
-"""``taskctx doctor [TASK_ID]``: run every check of :mod:`graphs.diagnosis` on one task (or every
+"""``taskctx doctor [TASK_ID]``: check a task's stored data (read-only).
+
+``taskctx doctor [TASK_ID]``: run every check of :mod:`graphs.diagnosis` on one task (or every
 task in the database) and print what it found. Read-only, as ``inspect``, ``list`` and
-``report``: the database is opened with ``mode=ro`` (SQLite) or read-only sessions (Postgres)."""
+``report``: the database is opened with ``mode=ro`` (SQLite) or read-only sessions (Postgres).
+"""
 
 from __future__ import annotations
 
@@ -30,7 +33,8 @@ def doctor(
 
     Prints ``task <id>: ok (<n> events)`` (``; started through the Python API`` for a task with
     no registry row that no taskctx command ran: not damaged) or one line per finding (what is
-    damaged and where; every finding, the first 20 listed and the rest counted)."""
+    damaged and where; every finding, the first 20 listed and the rest counted).
+    """
     try:
         project = open_existing(db, readonly=True)
         found_db: list[str] = []
@@ -73,8 +77,11 @@ def doctor(
 
 
 def _task_ids(project: object) -> list[str]:
-    """Every task id the event log or the registry knows (neither read beyond its ids); not the
-    log of memory confirmations made outside a task (:data:`context.memory.MEMORY_LOG`)."""
+    """Every task id the event log or the registry knows.
+
+    Every task id the event log or the registry knows (neither read beyond its ids); not the
+    log of memory confirmations made outside a task (:data:`context.memory.MEMORY_LOG`).
+    """
     from context.memory import MEMORY_LOG
 
     stores = project.stores  # type: ignore[attr-defined]

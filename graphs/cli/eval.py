@@ -1,6 +1,9 @@
-"""``taskctx eval [--cases DIR] [--json] [--case ID] [--category C] [--off MECHANISM]``: run a folder of cases
+"""``taskctx eval``: run the scenario cases and print the report.
+
+``taskctx eval [--cases DIR] [--json] [--case ID] [--category C] [--off MECHANISM]``: run a folder of cases
 (:func:`graphs.eval.suite.run_eval`) and print the report; exit code 0 when no case fails, 1 when one does, 2 on
-a bad case file."""
+a bad case file.
+"""
 
 from __future__ import annotations
 

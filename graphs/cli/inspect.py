@@ -68,8 +68,11 @@ def _warn(task_id: str, findings: list[str]) -> None:
 
 
 def _not_started(view: TaskView, db: str, as_json: bool) -> None:
-    """A registered task whose first node failed before it recorded anything: one line (its
-    input state with ``--json``, when a checkpoint holds it)."""
+    """Say that a registered task has not started.
+
+    A registered task whose first node failed before it recorded anything: one line (its
+    input state with ``--json``, when a checkpoint holds it).
+    """
     spec, task_id = view.spec or {}, view.task_id
     line = (
         f"task {task_id}: not started ({spec.get('kind')} task, budget {spec.get('budget')}): no events "

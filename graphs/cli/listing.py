@@ -1,5 +1,8 @@
-"""``taskctx list [--db DB] [--json]``: every task of a database, one row each (read-only), and
-``taskctx --version``."""
+"""``taskctx list``: every task of a database, and ``taskctx --version``.
+
+``taskctx list [--db DB] [--json]``: every task of a database, one row each (read-only), and
+``taskctx --version``.
+"""
 
 from __future__ import annotations
 
@@ -21,9 +24,12 @@ __all__ = ["list_command", "version_callback"]
 
 
 def _stopped(t: TaskInfo) -> str | None:
-    """Why a task that is not finished stopped (``"budget"``, ``"model"``), from its registry
+    """Why a task that is not finished stopped, or None.
+
+    Why a task that is not finished stopped (``"budget"``, ``"model"``), from its registry
     entry (``spec["stopped"]``, kept by the run command that failed, also when it failed before
-    recording anything); else None."""
+    recording anything); else None.
+    """
     stop = (t.spec or {}).get("stopped")
     if isinstance(stop, dict) and t.status not in ("completed", "failed"):
         return str(stop.get("reason"))
@@ -47,7 +53,8 @@ def list_command(
 
     One row per task: id, status, executor steps, last activity (UTC timestamp of its last
     event); tasks not started yet come last. A damaged task is listed as ``damaged`` with a line
-    under the table naming its first finding (``--json``: ``damaged``, every finding)."""
+    under the table naming its first finding (``--json``: ``damaged``, every finding).
+    """
     try:
         project = open_existing(db, readonly=True)
         try:

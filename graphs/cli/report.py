@@ -34,7 +34,8 @@ def report_command(
 ) -> None:
     """Write one static HTML page for a run: timeline, manifests, token chart, approvals, errors.
 
-    Reads the database read-only (nothing in it is created or changed); writes only the HTML file."""
+    Reads the database read-only (nothing in it is created or changed); writes only the HTML file.
+    """
     try:
         if "://" not in db and not Path(db).exists():
             raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")

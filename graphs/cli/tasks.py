@@ -1,5 +1,8 @@
-"""``taskctx replay``, ``resume`` and ``run``: start a task (from a recorded trajectory, or with a
-real chat model on a workspace) or continue one from its last checkpoint."""
+"""``taskctx replay``, ``resume`` and ``run``: start a task or continue one.
+
+``taskctx replay``, ``resume`` and ``run``: start a task (from a recorded trajectory, or with a
+real chat model on a workspace) or continue one from its last checkpoint.
+"""
 
 from __future__ import annotations
 
@@ -112,7 +115,8 @@ def resume(
     """Continue a task from its last checkpoint (records resume.started; never redoes a finished step).
 
     Approvals are answered as in ``run``/``demo``: --approve-all, --deny-all, the terminal, or
-    left pending for ``taskctx approve`` (the flags of the first run are not remembered)."""
+    left pending for ``taskctx approve`` (the flags of the first run are not remembered).
+    """
     project: Project | None = None
     try:
         answer = answerer(approve_all, deny_all)
@@ -197,7 +201,8 @@ def run(
     The provider client retries 429, 5xx and connection errors (2 retries, backoff, honouring
     retry-after) and gives each request --timeout seconds (default 60). A failure that remains
     prints one line naming it and the ``taskctx resume TASK_ID`` that continues, exports the run
-    up to the failure and exits 3 (bad input exits 2)."""
+    up to the failure and exits 3 (bad input exits 2).
+    """
     if not model:
         fail(
             "no model given: pass --model provider:name (e.g. openai:gpt-4o); to run offline use "
@@ -266,8 +271,11 @@ def _run_task(
 
 
 def _close(project: Project | None) -> None:
-    """Close what a run command opened (its connections and pool), also after a failure, so a
+    """Close what a run command opened, also after a failure.
+
+    Close what a run command opened (its connections and pool), also after a failure, so a
     command run in-process (tests, notebooks) leaves no connection for the garbage collector
-    to close at some later moment (closing a writable SQLite connection checkpoints its WAL)."""
+    to close at some later moment (closing a writable SQLite connection checkpoints its WAL).
+    """
     if project is not None:
         project.close()
