@@ -60,6 +60,8 @@ if TYPE_CHECKING:
         RecoveryRenderer,
         Renderer,
         ReviewerRenderer,
+        assemble,
+        core_blocks,
         quote_external,
     )
     from .roles import (
@@ -67,6 +69,7 @@ if TYPE_CHECKING:
         make_planner_node,
         make_recovery_node,
         make_reviewer_node,
+        task_created_event,
     )
     from .runtime import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, NodeRun, Rendered, cached_prefix_tokens, fingerprints
     from .testing import (
@@ -105,11 +108,14 @@ __getattr__ = lazy_exports(
         "RecoveryRenderer": ".render",
         "Renderer": ".render",
         "ReviewerRenderer": ".render",
+        "assemble": ".render",
+        "core_blocks": ".render",
         "quote_external": ".render",
         "make_executor_node": ".roles",
         "make_planner_node": ".roles",
         "make_recovery_node": ".roles",
         "make_reviewer_node": ".roles",
+        "task_created_event": ".roles",
         "DEFAULT_BUDGET": ".runtime",
         "DEFAULT_RESERVE": ".runtime",
         "NodeEnv": ".runtime",
@@ -163,9 +169,11 @@ __all__ = [
     "ToolOutcome",
     "WorkspaceTools",
     "and_complete",
+    "assemble",
     "assess",
     "cached_prefix_tokens",
     "complete",
+    "core_blocks",
     "fingerprints",
     "function_schema",
     "make_executor_node",
@@ -180,5 +188,6 @@ __all__ = [
     "recover",
     "resolve_model",
     "review",
+    "task_created_event",
     "tool_call",
 ]
