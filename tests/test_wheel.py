@@ -17,7 +17,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from test_packaging import PACKAGES
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = "graphs/demo/sample_workspace"
