@@ -1,9 +1,7 @@
-"""The default orchestrator graph and the helpers to start a task.
+"""The default graph (:func:`build_orchestrator`), the wiring check, and a new task's state.
 
 ``START → planner → executor ⇄ tools → reviewer → END``; the reviewer can send the task back to
-the planner; a failed tool call goes to recovery, which retries (executor), re-plans (planner)
-or stops (END). The state is :class:`context.TaskContext`; the event log and artifacts live in
-their own tables (``stores``), the checkpointer holds the TaskContext.
+the planner; a failed tool call goes to recovery, which retries, re-plans or stops.
 """
 
 from __future__ import annotations
@@ -51,13 +49,16 @@ class NoTools:
     """A ToolExecutor with no tools (the executor still has ``read_artifact``)."""
 
     def schemas(self) -> list[dict[str, Any]]:
+        """No tool schemas."""
         return []
 
     def has_side_effects(self, tool: str) -> bool:
+        """No tool has side effects."""
         return False
 
     def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> Any:
-        from nodes import ToolOutcome
+        """Every call is an unknown tool's error."""
+        from nodes import ToolOutcome  # (nodes.tools loads langgraph.types: imported when a call runs)
 
         return ToolOutcome("error", f"unknown tool {tool!r}")
 
@@ -71,14 +72,25 @@ def new_task(
     non_goals: list[str] | None = None,
     permissions: Permissions | None = None,
 ) -> TaskContext:
-    """The input state of a new task. Hard constraints: first the caller's ``constraints``
-    (verbatim), then the prohibitions found in the request's wording
-    (:func:`context.extract_constraints`, source ``"request"``) that the caller did not give;
-    the planner may add more (source ``"planner"``). The first node records ``task.created``.
-    Secret-shaped values in the request, constraints and criteria are masked here, before the
-    graph's first checkpoint, as the stores mask everything they write (:mod:`context.secrets`:
-    the log feeds every prompt, export and trace; a secret the agent needs goes in the
-    workspace's environment, not in the request)."""
+    """The input state of a new task (its first node records ``task.created``).
+
+    Hard constraints: first the caller's, verbatim, then the prohibitions found in the request's
+    wording (:func:`context.extract_constraints`) that the caller did not give. Secret-shaped
+    values in the request, constraints and criteria are masked here, before the first
+    checkpoint, as the stores mask what they write (a secret the agent needs belongs in the
+    workspace's environment, not in the request).
+
+    Args:
+        request: What the agent should do, verbatim.
+        task_id: The task's id (its thread id).
+        constraints: Hard constraints, verbatim.
+        success_criteria: What the result must satisfy.
+        non_goals: What the task must not try to do.
+        permissions: The task's tool permissions (default: all tools, the workspace).
+
+    Returns:
+        The state to pass as the graph's input.
+    """
 
     def text(t: str) -> str:  # a lone surrogate cannot be checkpointed: U+FFFD (context.text)
         return mask_secrets(clean(t)).text
@@ -114,9 +126,16 @@ _FACTORIES = {
 
 
 def router_targets(router: Any) -> tuple[str, ...] | None:
-    """The node names a router may return, from its ``Literal[...]`` return annotation (the way
-    LangGraph's ``add_conditional_edges`` infers a path map), or None when it declares none.
-    ``router`` is a function or the runnable LangGraph wraps it in."""
+    """The node names a router may return, from its ``Literal[...]`` return annotation.
+
+    This is how LangGraph's ``add_conditional_edges`` infers a path map.
+
+    Args:
+        router: A function, or the runnable LangGraph wraps it in.
+
+    Returns:
+        The names, or None when it declares none.
+    """
     func = getattr(router, "func", None) or getattr(router, "afunc", None) or router
     try:
         ret = get_type_hints(func).get("return")
@@ -126,13 +145,22 @@ def router_targets(router: Any) -> tuple[str, ...] | None:
 
 
 def check_graph(builder: StateGraph) -> StateGraph:
-    """Check a graph before it is compiled: every node a router may return (its ``Literal``
-    return annotation, e.g. the routers of :mod:`graphs.routing`) must be a key of the edge's
-    path map when one is given, and every destination must be a node of the graph (or ``END``).
-    LangGraph's ``StateGraph.validate`` (run by ``compile``) refuses an unknown destination too;
-    this names the router, the missing node and the fix in one line.
+    """Check that every node a router may return is mapped and exists, before compiling.
 
-    Returns ``builder``; raises :class:`GraphWiringError` (a ``ValueError``)."""
+    Each router's ``Literal`` return annotation (the routers of :mod:`graphs.routing`) must be
+    keys of the edge's path map when one is given, and every destination a node of the graph
+    (or ``END``). LangGraph's ``compile`` refuses an unknown destination too; this names the
+    router, the missing node and the fix in one line.
+
+    Args:
+        builder: The graph, not compiled yet.
+
+    Returns:
+        ``builder``.
+
+    Raises:
+        GraphWiringError: A router may return a node that is not mapped or does not exist.
+    """
     from langgraph.graph import END
 
     known = set(builder.nodes) | {END}
@@ -161,9 +189,18 @@ def check_graph(builder: StateGraph) -> StateGraph:
 
 
 def compile_graph(builder: StateGraph, **compile_kwargs: Any) -> CompiledStateGraph:
-    """:func:`check_graph`, then ``builder.compile(**compile_kwargs)`` (``checkpointer``,
-    ``name``, ...). Raises :class:`GraphWiringError` naming the router, the missing node and
-    the fix."""
+    """Check a graph (:func:`check_graph`), then compile it.
+
+    Args:
+        builder: The graph.
+        **compile_kwargs: Arguments of ``StateGraph.compile`` (``checkpointer``, ``name``, ...).
+
+    Returns:
+        The compiled graph.
+
+    Raises:
+        GraphWiringError: Naming the router, the missing node and the fix.
+    """
     return check_graph(builder).compile(**compile_kwargs)
 
 

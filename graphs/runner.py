@@ -1,9 +1,7 @@
 """Running a task's graph: start, stop after N executor steps, resume, export the run.
 
-``run_graph`` streams the graph with ``durability="sync"`` (every superstep's checkpoint is
-written before the next starts, so a SIGKILL loses at most the step in flight) and stops
-consuming after ``stop_after`` executor steps: the thread keeps its next node, and
-``resume`` continues from that checkpoint without redoing a finished step.
+:func:`run_graph` streams with ``durability="sync"`` (a SIGKILL loses at most the step in
+flight); a stop keeps the thread's next node, and a resume continues from that checkpoint.
 """
 
 from __future__ import annotations
@@ -261,8 +259,17 @@ def _steps(update: dict[str, Any]) -> int | None:
 
 
 def pending_approval(graph: CompiledStateGraph, task_id: str) -> dict[str, Any] | None:
-    """The approval request thread ``task_id`` waits on, or None (``Command(resume=...)`` with
-    nothing pending is a silent no-op in LangGraph, so callers check this first)."""
+    """The approval request a task's thread waits on.
+
+    ``Command(resume=...)`` with nothing pending is a silent no-op in LangGraph: check this first.
+
+    Args:
+        graph: The task's graph.
+        task_id: The task.
+
+    Returns:
+        The request (an approval interrupt's value), or None.
+    """
     snap = graph.get_state(thread_config(task_id))
     for i in snap.interrupts or ():
         if isinstance(i.value, dict) and i.value.get("type") == "approval":
@@ -271,9 +278,15 @@ def pending_approval(graph: CompiledStateGraph, task_id: str) -> dict[str, Any] 
 
 
 def tool_parameters(graph: CompiledStateGraph, tool: str) -> dict[str, Any] | None:
-    """The JSON-schema ``parameters`` of ``tool`` as the graph's tool executor declares it
-    (``schemas()``, OpenAI format), or None: no such tool, no ``tools`` node, or an executor
-    without schemas. Never raises."""
+    """The JSON-schema ``parameters`` of a tool, as the graph's tool executor declares it.
+
+    Args:
+        graph: The graph (its ``tools`` node's executor's ``schemas()``, OpenAI format).
+        tool: The tool's name.
+
+    Returns:
+        The parameters, or None: no such tool, no ``tools`` node, or no schemas. Never raises.
+    """
     try:
         node = graph.builder.nodes["tools"].runnable
         executor = getattr(getattr(node, "func", node), "tools", None)
@@ -298,11 +311,26 @@ def run_with_approvals(
     prune: bool = False,
     checked: Checked | None = None,
 ) -> RunResult:
-    """:func:`run_graph`, answering each approval request with ``answer(request)`` (which returns
-    ``{"action": "approve" | "edit" | "reject" | "respond", ...}``, or None to stop and leave the
-    request pending for ``taskctx approve``). ``answer`` gets the request with ``parameters``
-    added (:func:`tool_parameters`) when the tool declares them, so an edit can be checked.
-    ``checked``: as in :func:`run_graph` (for the first run only)."""
+    """:func:`run_graph`, answering each approval request the run stops at.
+
+    Args:
+        graph: As in :func:`run_graph`.
+        stores: As in :func:`run_graph`.
+        task_id: As in :func:`run_graph`.
+        input: As in :func:`run_graph`.
+        answer: Called with the request (with the tool's ``parameters`` added when it declares
+            them, so an edit can be checked); returns ``{"action": "approve" | "edit" |
+            "reject" | "respond", ...}``, or None to stop and leave the request pending.
+        stop_after: As in :func:`run_graph`.
+        resume: As in :func:`run_graph` (the first run only).
+        on_event: As in :func:`run_graph`.
+        on_request: Called with each request before it is answered.
+        prune: As in :func:`run_graph`.
+        checked: As in :func:`run_graph` (the first run only).
+
+    Returns:
+        How the last run ended.
+    """
     from langgraph.types import Command
 
     result = run_graph(
@@ -332,7 +360,14 @@ def run_with_approvals(
 
 
 def manifest_line(e: Event) -> dict[str, Any]:
-    """One ``manifests.jsonl`` line from a ``context.built`` event."""
+    """One ``manifests.jsonl`` line of a model call.
+
+    Args:
+        e: A ``context.built`` event.
+
+    Returns:
+        The line's fields (call, role, step, budget, tokens, usage, the blocks' choices).
+    """
     p = e.payload
     return {
         "call": p["call"],
@@ -389,13 +424,25 @@ def _current_export(stores: Stores, task_id: str, out: Path) -> tuple[dict[str, 
 
 
 def export_run(stores: Stores, task_id: str, out_root: str | Path) -> Path:
-    """Write ``<out_root>/<task_id>/``: ``trace.jsonl`` (every event), ``state.json`` (the
-    TaskContext replayed from the log), ``context_pack.md`` (the latest executor prompt as sent)
-    and ``manifests.jsonl`` (one line per model call); ``.export.json`` records the last seq
-    written. An export that is current is left as it is (nothing read beyond that seq, nothing
-    written); one that is behind gets only the new events (appended to ``trace.jsonl`` and
-    ``manifests.jsonl``, folded onto its ``state.json``): the files are the same bytes a whole
-    export writes. Raises ``UnknownTaskError`` for a task without events. Returns the folder."""
+    """Write a task's run files to ``<out_root>/<task_id>/``, only what is new since the last export.
+
+    ``trace.jsonl`` (every event), ``state.json`` (the state replayed from the log),
+    ``context_pack.md`` (the latest executor prompt as sent), ``manifests.jsonl`` (one line per
+    model call); ``.export.json`` records the last seq written. A current export is left as it
+    is; one that is behind gets only the new events: the files are the same bytes a whole
+    export writes.
+
+    Args:
+        stores: The task's stores.
+        task_id: The task.
+        out_root: The export root.
+
+    Returns:
+        The task's folder.
+
+    Raises:
+        UnknownTaskError: The task has no events.
+    """
     out = Path(out_root) / task_id
     current = _current_export(stores, task_id, out)
     after = int(current[0]["cursor"]) if current is not None else 0
