@@ -4,7 +4,7 @@ Entry point ``graphs.cli:main``. Commands: ``demo``, ``replay``, ``run``, ``resu
 ``inspect``, ``list``, ``report``, ``doctor``, ``memory``, ``bench``, ``tokens``, ``eval``. Every run
 exports ``<out>/<task_id>/``; bad input prints one line naming the problem and the fix and exits
 with code 2; a model call that failed at the provider exits with code 3 and says how to resume.
-What the commands share is in :mod:`.shared`; the command lines they suggest in
+What the commands share is in :mod:`.core`; the command lines they suggest in
 :mod:`graphs.report.hints`.
 """
 
