@@ -66,10 +66,10 @@ def open_memory_store(project: Any, *, index: dict[str, Any] | None = None) -> A
 
         from context.pg_store import _SCHEMA_LOCK, redact_url
 
-        store = PostgresStore(project._pool, index=index)  # type: ignore[arg-type]
+        store = PostgresStore(project.pool, index=index)  # type: ignore[arg-type]
         if not project.readonly:
             try:
-                with project._pool.connection() as conn:
+                with project.pool.connection() as conn:
                     conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK + 2,))
                     try:
                         store.setup()

@@ -158,7 +158,8 @@ class Project:
         self.path = path
         self.url: str | None = None
         self.conn: sqlite3.Connection | None = None
-        self._pool: Any = None
+        #: The Postgres connection pool the checkpointer and memory store share (None on SQLite).
+        self.pool: Any = None
         self.readonly = readonly
         #: LangGraph's index config of the memory store (``{"dims", "embed", "fields"}``): its
         #: search is then semantic (see :attr:`memory_store`); None: lexical.
@@ -173,7 +174,7 @@ class Project:
             self.stores: Stores = pg
             self.url, self.path = pg.url, pg.path
             try:
-                self.checkpointer, self._pool = open_postgres_checkpointer(
+                self.checkpointer, self.pool = open_postgres_checkpointer(
                     pg.url, serde=checkpoint_serde(), readonly=readonly
                 )
             except BaseException:
@@ -488,8 +489,8 @@ class Project:
             ms._taskctx_conn.close()
         if self.conn is not None:
             self.conn.close()
-        if self._pool is not None:
-            self._pool.close()
+        if self.pool is not None:
+            self.pool.close()
         self.stores.close()
 
     def __enter__(self) -> Project:

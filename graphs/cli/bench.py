@@ -48,11 +48,10 @@ def bench(
         typer.Option("--stress", metavar="", help="Also run and print the synthetic stress set (about a minute more)."),
     ] = False,
 ) -> None:
-    """Replay every trajectory in DIR through five context strategies and write the results.
-
-    Then the scale legs (scale.md, scale.csv, scale.png). ``results.md`` always holds the two-fold
+    """Replay every trajectory in DIR through five context strategies and write the results; then
+    the scale legs (scale.md, scale.csv, scale.png). ``results.md`` always holds the two-fold
     split; ``--split`` prints it too.
-    """
+    """  # noqa: D205 - typer's --help lists this first paragraph as it stands
     from ..bench.replays import run_bench
     from ..bench.split import split_markdown
     from ..bench.stress import stress_markdown
