@@ -41,7 +41,7 @@ from ..project import (
     register_task_kind,
 )
 from ..report.hints import command_hint, damage_line
-from ..runner import RunResult, export_run
+from ..runner import RunResult
 
 __all__ = [
     "DEFAULT_OUT",
@@ -121,7 +121,7 @@ def model_failed(project: Project, exc: ModelCallError, task_id: str, out: Path,
     """
     saved = "nothing recorded before the failure"
     if project.stores.events.last_seq(task_id):
-        saved = f"exported {export_run(project.stores, task_id, out)}/"
+        saved = f"exported {project.export(task_id, out)}/"
     message = " ".join(str(exc).split())
     spec = project.stores.tasks.get(task_id)
     if spec is not None:
@@ -317,7 +317,7 @@ def finish(project: Project, result: RunResult, out: Path, db: str) -> None:
         typer.Exit: With code 1 when the task ended failed (after the export and the line).
     """
     try:
-        folder = export_run(project.stores, result.task_id, out)
+        folder = project.export(result.task_id, out)
     finally:
         project.close()
     s = result.state

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from context import TaskctxError, TaskInfo, list_tasks
+from context import TaskctxError, TaskInfo
 
 from ..project import DEFAULT_DB
 from ..report.hints import command_hint
@@ -58,7 +58,7 @@ def list_command(
     try:
         project = open_existing(db, readonly=True)
         try:
-            tasks = list_tasks(project.stores)
+            tasks = project.tasks()
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
