@@ -7,7 +7,7 @@ started, so that ``resume`` and ``approve`` can rebuild its graph) and the event
 * registered, no events: the command registered the task and its first node failed before it
   appended anything (a planner whose required blocks do not fit ``--budget``, a model that
   cannot be reached). The task exists: ``resume`` continues it from its first checkpoint.
-* events, not registered: the task was run through the Python API (``graphs.run_graph``) on these
+* events, not registered: the task was run through the Python API (``graphs.Project.run``) on these
   stores. The task exists: ``inspect``, ``list`` and ``report`` show it; the CLI cannot rebuild
   its graph, so ``resume`` and ``approve`` say so.
 
