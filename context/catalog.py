@@ -7,7 +7,7 @@ started, so that ``resume`` and ``approve`` can rebuild its graph) and the event
 * registered, no events: the command registered the task and its first node failed before it
   appended anything (a planner whose required blocks do not fit ``--budget``, a model that
   cannot be reached). The task exists: ``resume`` continues it from its first checkpoint.
-* events, not registered: the task was run through the Python API (``graphs.run_graph``) on these
+* events, not registered: the task was run through the Python API (``graphs.Project.run``) on these
   stores. The task exists: ``inspect``, ``list`` and ``report`` show it; the CLI cannot rebuild
   its graph, so ``resume`` and ``approve`` say so.
 
@@ -118,7 +118,7 @@ def _info(stores: _Stores, task_id: str) -> TaskInfo:
         more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
         what = f"task {task_id!r} is damaged: {found[0]}{more}"
         raise DamagedStoreError(
-            f"{what}; run `taskctx doctor {task_id}` for every finding", found, task_id=task_id, what=what
+            f"{what}; check the database for every finding", found, task_id=task_id, what=what
         ) from exc
     return TaskInfo(task_id, ctx.control.status, ctx.progress.executor_steps, events[-1].timestamp, len(events), spec)
 

@@ -92,7 +92,7 @@ class DamagedStoreError(StoreError):
 
     When the store knows them (``context.store.damaged``): ``task_id``; ``what``, the message
     without what to do (so a caller can name the commands with its own ``--db``:
-    ``context.store.repair_hint``); ``inspectable``, whether ``taskctx inspect`` can still show
+    ``graphs.report.hints.damage_line``); ``inspectable``, whether ``taskctx inspect`` can still show
     the task (None: not known)."""
 
     def __init__(

@@ -173,40 +173,29 @@ def event_row(task_id: str, e: Event) -> tuple[object, ...]:
     )
 
 
-#: What to do about a damaged store, the end of every ``DamagedStoreError`` message
-#: (:func:`repair_hint` adds what ``inspect`` can still do when that is known).
-REPAIR_HINT = (
-    "run `{doctor}` for every finding; restore the database from a backup, or start the "
-    "task again under a new --task-id"
-)
-
-
-#: What to do about a damaged artifact (``{doctor}``: the doctor command line to name).
-ARTIFACT_HINT = "restore the database from a backup (`{doctor}` lists every damaged artifact)"
-
-
-def repair_hint(
-    task_id: str, inspectable: bool | None = None, *, doctor: str | None = None, inspect: str | None = None
-) -> str:
-    """What to do about damage to ``task_id``: :data:`REPAIR_HINT`, then, when ``inspectable``
-    is known, whether ``taskctx inspect`` still shows the task (True: it shows what can be read;
-    False: it cannot read it either). ``doctor`` / ``inspect``: the command lines to name
-    (default ``taskctx doctor <task>`` / ``taskctx inspect <task>``; the CLI passes its own, with
-    its ``--db``)."""
-    hint = REPAIR_HINT.format(doctor=doctor or f"taskctx doctor {task_id}")
-    if inspectable is True:
-        hint += f"; `{inspect or f'taskctx inspect {task_id}'}` still shows what can be read"
-    elif inspectable is False:
-        hint += "; inspect cannot show it either"
-    return hint
+#: What to do about a damaged task, in words: the end of every ``DamagedStoreError`` message of a
+#: task (the CLI names its commands instead, with its ``--db``: ``graphs.report.hints``).
+REPAIR_TEXT = "restore the database from a backup, or start the task again under a new task id"
+#: What to do about a damaged artifact, in words.
+ARTIFACT_TEXT = "restore the database from a backup"
 
 
 def damaged(task_id: str, where: str, what: str, *, inspectable: bool | None = True) -> DamagedStoreError:
-    """A ``DamagedStoreError``: ``task <id>: <where> is damaged: <what>; <what to do>``
-    (:func:`repair_hint`; ``inspectable``: whether ``taskctx inspect`` still shows the task)."""
+    """A ``DamagedStoreError``: ``task <id>: <where> is damaged: <what>; <what to do>``.
+
+    Args:
+        task_id: The damaged task.
+        where: The part of the store, e.g. ``"the event log"``.
+        what: What is wrong, one line.
+        inspectable: Whether the task's view can still be shown (None: not known).
+
+    Returns:
+        The error, with ``task_id``, ``what`` (the message without what to do) and
+        ``inspectable`` set for a caller that names its own commands.
+    """
     head = f"task {task_id!r}: {where} is damaged: {what}"
     return DamagedStoreError(
-        f"{head}; {repair_hint(task_id, inspectable)}",
+        f"{head}; {REPAIR_TEXT}",
         [f"{where.removeprefix('the ')}: {what}"],
         task_id=task_id,
         what=head,
@@ -547,7 +536,7 @@ def checked_artifact(ref: ArtifactRef, stored: Any, where: str, size: int | None
             f"the artifact store of {where} is damaged: the bytes stored for artifact://sha256:{ref.digest} "
             f"({len(data)} bytes) do not match their hash"
         )
-        raise DamagedStoreError(f"{what}; {ARTIFACT_HINT.format(doctor='taskctx doctor')}", what=what)
+        raise DamagedStoreError(f"{what}; {ARTIFACT_TEXT}", what=what)
     return data
 
 

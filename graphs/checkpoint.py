@@ -25,7 +25,7 @@ def checkpoint_serde() -> JsonPlusSerializer:
     return JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)
 
 
-#: Supersteps between two prunes of a thread's checkpoints while :func:`graphs.run_graph` runs
+#: Supersteps between two prunes of a thread's checkpoints while :func:`graphs.runner.run_graph` runs
 #: with ``prune=True`` (and once more when the run ends).
 PRUNE_EVERY = 50
 

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, replay
 from context.models import SCHEMA_VERSION
-from context.store import repair_hint
+from context.store import REPAIR_TEXT
 from context.verify import check_artifacts, check_events
 from nodes.runtime import PARTS
 
@@ -333,9 +333,7 @@ def ensure_sound(stores: Any, checkpointer: Any, task_id: str, *, full: bool = T
         shown = block is None
         if block is not None and block not in found[:1]:
             what += f", among them {block.removeprefix('event log: ')}"
-        raise DamagedStoreError(
-            f"{what}; {repair_hint(task_id, shown)}", found, task_id=task_id, what=what, inspectable=shown
-        )
+        raise DamagedStoreError(f"{what}; {REPAIR_TEXT}", found, task_id=task_id, what=what, inspectable=shown)
     return checked
 
 

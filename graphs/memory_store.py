@@ -38,6 +38,7 @@ from nodes.workspace.paths import file_sha256
 
 __all__ = [
     "MemoryView",
+    "NoSuchMemoryError",
     "confirm_in_task",
     "confirm_memory",
     "forget_memory",
@@ -65,10 +66,10 @@ def open_memory_store(project: Any, *, index: dict[str, Any] | None = None) -> A
 
         from context.pg_store import _SCHEMA_LOCK, redact_url
 
-        store = PostgresStore(project._pool, index=index)  # type: ignore[arg-type]
+        store = PostgresStore(project.pool, index=index)  # type: ignore[arg-type]
         if not project.readonly:
             try:
-                with project._pool.connection() as conn:
+                with project.pool.connection() as conn:
                     conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK + 2,))
                     try:
                         store.setup()
@@ -111,11 +112,19 @@ def _source(project: Any, root: Path | None = None) -> MemorySource:
     return MemorySource(project.memory_store, root=root)
 
 
-def _list_hint(project: Any) -> str:
-    """``taskctx memory list`` with the ``--db`` of ``project`` (:func:`graphs.orchestrator.command_hint`)."""
-    from .orchestrator import command_hint
+class NoSuchMemoryError(InvalidInputError):
+    """A memory key that the long-term store does not hold.
 
-    return command_hint("memory", None, project.path, None, "list")
+    Attributes:
+        key: The key asked for.
+        head: The message without what to do (``"memory m_0: no such memory"``), for a caller
+            that names its own command (the CLI names ``taskctx memory list``).
+    """
+
+    def __init__(self, head: str, key: str):
+        super().__init__(f"{head}; list_memories shows the keys")
+        self.head = head
+        self.key = key
 
 
 def _rel(path: str) -> str:
@@ -210,9 +219,7 @@ def confirm_memory(
     if supersedes:
         old = src.get(supersedes)
         if old is None:
-            raise InvalidInputError(
-                f"--supersedes {supersedes}: no such memory; `{_list_hint(project)}` shows the keys"
-            )
+            raise NoSuchMemoryError(f"--supersedes {supersedes}: no such memory", supersedes)
         subject = old.subject or old.key
         if old.namespace != namespace:
             raise InvalidInputError(
@@ -270,7 +277,7 @@ def forget_memory(project: Any, key: str, *, reason: str = "") -> MemoryRecord:
     src = _source(project)
     rec = src.get(key)
     if rec is None:
-        raise InvalidInputError(f"memory {key}: no such memory; `{_list_hint(project)}` shows the keys")
+        raise NoSuchMemoryError(f"memory {key}: no such memory", key)
     e = _append(
         project, "memory.forgotten", MemoryForgotten(key=key, namespace=rec.namespace, text=rec.text, reason=reason)
     )
@@ -341,7 +348,7 @@ def show_memory(project: Any, key: str, *, root: Path | None = None) -> MemoryVi
     src = _source(project, root)
     r = src.get(key)
     if r is None:
-        raise InvalidInputError(f"memory {key}: no such memory; `{_list_hint(project)}` shows the keys")
+        raise NoSuchMemoryError(f"memory {key}: no such memory", key)
     group = [r, *(x for x in src.group(r) if x.key != r.key)]
     newer = supersession(group).get(r.key)
     gone = newer is not None and not any(x.key == newer for x in group)

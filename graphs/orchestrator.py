@@ -1,36 +1,30 @@
-"""The default orchestrator graph and the helpers to start a task.
+"""The default graph (:func:`build_orchestrator`), the wiring check, and a new task's state.
 
 ``START → planner → executor ⇄ tools → reviewer → END``; the reviewer can send the task back to
-the planner; a failed tool call goes to recovery, which retries (executor), re-plans (planner)
-or stops (END). The state is :class:`context.TaskContext`; the event log and artifacts live in
-their own tables (``stores``), the checkpointer holds the TaskContext.
+the planner; a failed tool call goes to recovery, which retries, re-plans or stops.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
 
 from context import (
-    DamagedStoreError,
     Identity,
     InvalidInputError,
     Permissions,
     SqliteStores,
-    StoreOpenError,
     TaskContext,
     extract_constraints,
 )
-from context.pg_store import PgStores, is_postgres_url
+from context.pg_store import PgStores
 from context.policy import ContextPolicy
 from context.secrets import mask_secrets
 from context.text import clean
 from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
-if TYPE_CHECKING:  # LangGraph's graph runtime and the nodes are imported when a graph is built (~1 s of CPU
-    # that `taskctx inspect`, `list` or the resume of a finished task do not need)
+if TYPE_CHECKING:  # (LangGraph's graph runtime and the nodes are imported when a graph is built, a start-up
+    # cost that `taskctx inspect`, `list` or the resume of a finished task do not pay)
     from langchain_core.language_models import BaseChatModel
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.graph import StateGraph
@@ -38,229 +32,35 @@ if TYPE_CHECKING:  # LangGraph's graph runtime and the nodes are imported when a
 
     from nodes import NodeEnv, ToolExecutor
 
+    from .edits import TaskGraph
+
 __all__ = [
-    "DEFAULT_DB",
-    "DEFAULT_OUT",
     "GraphWiringError",
     "NoTools",
-    "Project",
     "build_orchestrator",
     "check_graph",
-    "command_hint",
-    "damage_line",
     "compile_graph",
-    "db_exists",
     "new_task",
-    "open_project",
     "router_targets",
 ]
-
-DEFAULT_DB = ".taskctx/taskctx.sqlite"
-#: Where a run command exports a task (``<out>/<task_id>/``) when no ``--out`` is given.
-DEFAULT_OUT = Path(".taskctx/runs")
-
-
-def command_hint(
-    command: str, task_id: str | None, db: str | Path = DEFAULT_DB, out: str | Path | None = None, *extra: str
-) -> str:
-    """The ``taskctx`` command line a message suggests, e.g. ``taskctx resume t1 --budget 2261
-    --db x.sqlite --out runs``: ``command`` and ``task_id`` (None: a command that takes none,
-    e.g. ``demo``), then ``extra`` words as given, then
-    ``--db DB`` when ``db`` is not :data:`DEFAULT_DB` (a URL without its password) and
-    ``--out OUT`` when ``out`` is given and not :data:`DEFAULT_OUT` (``None``: the command takes
-    no ``--out``). Words are quoted for a POSIX shell. Raises nothing."""
-    import shlex
-
-    from context.pg_store import redact_url
-
-    words = ["taskctx", command, *([task_id] if task_id is not None else []), *extra]
-    if str(db) != DEFAULT_DB:
-        words += ["--db", redact_url(str(db))]
-    if out is not None and Path(out) != DEFAULT_OUT:
-        words += ["--out", str(out)]
-    return shlex.join(words)
-
-
-def damage_line(exc: DamagedStoreError, db: str | Path = DEFAULT_DB) -> str:
-    """The one line for ``exc`` whose commands carry ``db`` (:func:`command_hint`): the damage
-    (``exc.what``) and what to do (:func:`context.store.repair_hint`, naming ``taskctx doctor``
-    and, when the store knows it still works, ``taskctx inspect``; for a damaged artifact,
-    :data:`context.store.ARTIFACT_HINT`); ``str(exc)`` when it says nothing more than the damage."""
-    from context.store import ARTIFACT_HINT, repair_hint
-
-    if exc.what == str(exc):  # nothing but the damage: nothing to name
-        return str(exc)
-    if exc.task_id is None:  # an artifact: doctor checks every task's
-        return f"{exc.what}; {ARTIFACT_HINT.format(doctor=command_hint('doctor', None, db))}"
-    tid = exc.task_id
-    hint = repair_hint(
-        tid, exc.inspectable, doctor=command_hint("doctor", tid, db), inspect=command_hint("inspect", tid, db)
-    )
-    return f"{exc.what}; {hint}"
 
 
 class NoTools:
     """A ToolExecutor with no tools (the executor still has ``read_artifact``)."""
 
     def schemas(self) -> list[dict[str, Any]]:
+        """No tool schemas."""
         return []
 
     def has_side_effects(self, tool: str) -> bool:
+        """No tool has side effects."""
         return False
 
     def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> Any:
-        from nodes import ToolOutcome
+        """Every call is an unknown tool's error."""
+        from nodes import ToolOutcome  # (nodes.tools loads langgraph.types: imported when a call runs)
 
         return ToolOutcome("error", f"unknown tool {tool!r}")
-
-
-class Project:
-    """One taskctx database: the LangGraph checkpointer and the event/artifact stores.
-
-    ``path`` is a SQLite file (or ``:memory:``): checkpointer and stores share the file on
-    separate connections. Or a ``postgresql://`` URL: ``PostgresSaver`` on a checked connection
-    pool (:mod:`graphs.postgres`) and the stores of :class:`context.pg_store.PgStores`, each
-    retrying a call when its connection drops. ``path`` is then the URL without its password.
-
-    ``readonly=True`` (``inspect``, ``list``, ``report``): an existing database is opened for
-    reading only (SQLite: ``mode=ro`` URIs, Postgres: read-only sessions, no DDL), so nothing is
-    created or changed; raises ``context.NotTaskctxDatabaseError`` when it holds no taskctx tables.
-    """
-
-    def __init__(self, path: str, *, readonly: bool = False, memory_index: dict[str, Any] | None = None):
-        self.path = path
-        self.url: str | None = None
-        self.conn: sqlite3.Connection | None = None
-        self._pool: Any = None
-        self.readonly = readonly
-        #: LangGraph's index config of the memory store (``{"dims", "embed", "fields"}``): its
-        #: search is then semantic (see :attr:`memory_store`); None: lexical.
-        self.memory_index = memory_index
-        self.checkpointer: BaseCheckpointSaver
-        from .checkpoint import checkpoint_serde
-
-        if is_postgres_url(path):
-            from .postgres import open_postgres_checkpointer
-
-            pg = PgStores(path, readonly=readonly)
-            self.stores: SqliteStores | PgStores = pg
-            self.url, self.path = pg.url, pg.path
-            try:
-                self.checkpointer, self._pool = open_postgres_checkpointer(
-                    pg.url, serde=checkpoint_serde(), readonly=readonly
-                )
-            except BaseException:
-                pg.close()
-                raise
-            return
-        self.stores = SqliteStores(path, readonly=readonly)
-        if readonly:
-            self._open_readonly_checkpointer(path, checkpoint_serde())
-            return
-        try:
-            from .checkpoint import PruningSqliteSaver
-
-            self.conn = sqlite3.connect(path, check_same_thread=False)
-            self.checkpointer = PruningSqliteSaver(self.conn, serde=checkpoint_serde())
-            self.checkpointer.setup()
-        except sqlite3.Error as exc:
-            raise StoreOpenError(
-                f"cannot open the checkpointer at {path}: {exc}; pass --db with a writable file"
-            ) from exc
-
-    def _open_readonly_checkpointer(self, path: str, serde: Any) -> None:
-        from langgraph.checkpoint.memory import InMemorySaver
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        from context.store import connect_readonly, sqlite_tables
-
-        try:
-            self.conn = connect_readonly(path)
-            if {"checkpoints", "writes"} <= sqlite_tables(self.conn):
-                saver = SqliteSaver(self.conn, serde=serde)
-                saver.is_setup = True  # its setup() would create tables and set WAL mode: never here
-                self.checkpointer = saver
-            else:  # stores without checkpoints (written through the Python API): none to show
-                self.checkpointer = InMemorySaver(serde=serde)
-        except BaseException:
-            self.stores.close()
-            raise
-
-    @property
-    def is_postgres(self) -> bool:
-        return self.url is not None
-
-    @property
-    def memory_store(self) -> Any:
-        """The long-term store of durable memories (a LangGraph ``BaseStore`` beside the
-        checkpointer: :func:`graphs.memory_store.open_memory_store`), opened on first use."""
-        if getattr(self, "_memory_store", None) is None:
-            from .memory_store import open_memory_store
-
-            self._memory_store = open_memory_store(self, index=self.memory_index)
-        return self._memory_store
-
-    def memory(self, root: str | Path | None = None) -> Any:
-        """A :class:`nodes.memory_source.MemorySource` on :attr:`memory_store`, checking the memories'
-        files against the workspace ``root`` (``None``: no staleness check); pass it to
-        :func:`build_orchestrator` as ``memory=``."""
-        from nodes.memory_source import MemorySource
-
-        return MemorySource(self.memory_store, root=Path(root) if root is not None else None)
-
-    def close(self) -> None:
-        ms = getattr(self, "_memory_store", None)
-        if ms is not None and getattr(ms, "_taskctx_conn", None) is not None:
-            ms._taskctx_conn.close()
-        if self.conn is not None:
-            self.conn.close()
-        if self._pool is not None:
-            self._pool.close()
-        self.stores.close()
-
-    def __enter__(self) -> Project:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def db_exists(db: str | Path) -> bool:
-    """Whether ``--db`` names an existing database: a file that exists, ``:memory:``, or a
-    ``postgresql://`` URL (whose tables are created on open)."""
-    return is_postgres_url(str(db)) or str(db) == ":memory:" or Path(db).exists()
-
-
-def open_project(
-    db: str | Path = DEFAULT_DB, *, readonly: bool = False, memory_index: dict[str, Any] | None = None
-) -> Project:
-    """Open (creating it and its folder if needed) the project database at ``db``: a SQLite
-    file path, ``:memory:``, or a ``postgresql://user@host:port/dbname`` URL.
-
-    Raises ``StoreOpenError`` naming the path (the URL without its password) when it cannot be
-    opened. ``readonly=True`` creates and changes nothing (see :class:`Project`): a missing file
-    raises ``StoreOpenError``, a database without the taskctx tables ``NotTaskctxDatabaseError``.
-    ``memory_index``: LangGraph's index config for the long-term memory store (``{"dims": N,
-    "embed": <embedding function or Embeddings>}``): memories are then found by semantic search;
-    ``None``: lexically (nothing downloaded).
-    """
-    path = str(db)
-    if is_postgres_url(path) or readonly:
-        return Project(path, readonly=readonly, memory_index=memory_index)
-    if path != ":memory:":
-        p = Path(path)
-        if p.exists() and p.is_dir():
-            raise StoreOpenError(f"--db {path} is a directory; give a file path such as {path}/taskctx.sqlite")
-        try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreOpenError(f"cannot create the folder for --db {path}: {exc}") from exc
-        if p.exists():
-            with open(p, "rb") as fh:
-                head = fh.read(16)
-            if head and not head.startswith(b"SQLite format 3"):
-                raise StoreOpenError(f"--db {path} exists but is not a SQLite database; pass another path")
-    return Project(path, memory_index=memory_index)
 
 
 def new_task(
@@ -272,14 +72,25 @@ def new_task(
     non_goals: list[str] | None = None,
     permissions: Permissions | None = None,
 ) -> TaskContext:
-    """The input state of a new task. Hard constraints: first the caller's ``constraints``
-    (verbatim), then the prohibitions found in the request's wording
-    (:func:`context.extract_constraints`, source ``"request"``) that the caller did not give;
-    the planner may add more (source ``"planner"``). The first node records ``task.created``.
-    Secret-shaped values in the request, constraints and criteria are masked here, before the
-    graph's first checkpoint, as the stores mask everything they write (:mod:`context.secrets`:
-    the log feeds every prompt, export and trace; a secret the agent needs goes in the
-    workspace's environment, not in the request)."""
+    """The input state of a new task (its first node records ``task.created``).
+
+    Hard constraints: first the caller's, verbatim, then the prohibitions found in the request's
+    wording (:func:`context.extract_constraints`) that the caller did not give. Secret-shaped
+    values in the request, constraints and criteria are masked here, before the first
+    checkpoint, as the stores mask what they write (a secret the agent needs belongs in the
+    workspace's environment, not in the request).
+
+    Args:
+        request: What the agent should do, verbatim.
+        task_id: The task's id (its thread id).
+        constraints: Hard constraints, verbatim.
+        success_criteria: What the result must satisfy.
+        non_goals: What the task must not try to do.
+        permissions: The task's tool permissions (default: all tools, the workspace).
+
+    Returns:
+        The state to pass as the graph's input.
+    """
 
     def text(t: str) -> str:  # a lone surrogate cannot be checkpointed: U+FFFD (context.text)
         return mask_secrets(clean(t)).text
@@ -315,9 +126,16 @@ _FACTORIES = {
 
 
 def router_targets(router: Any) -> tuple[str, ...] | None:
-    """The node names a router may return, from its ``Literal[...]`` return annotation (the way
-    LangGraph's ``add_conditional_edges`` infers a path map), or None when it declares none.
-    ``router`` is a function or the runnable LangGraph wraps it in."""
+    """The node names a router may return, from its ``Literal[...]`` return annotation.
+
+    This is how LangGraph's ``add_conditional_edges`` infers a path map.
+
+    Args:
+        router: A function, or the runnable LangGraph wraps it in.
+
+    Returns:
+        The names, or None when it declares none.
+    """
     func = getattr(router, "func", None) or getattr(router, "afunc", None) or router
     try:
         ret = get_type_hints(func).get("return")
@@ -327,13 +145,22 @@ def router_targets(router: Any) -> tuple[str, ...] | None:
 
 
 def check_graph(builder: StateGraph) -> StateGraph:
-    """Check a graph before it is compiled: every node a router may return (its ``Literal``
-    return annotation, e.g. the routers of :mod:`graphs.routing`) must be a key of the edge's
-    path map when one is given, and every destination must be a node of the graph (or ``END``).
-    LangGraph's ``StateGraph.validate`` (run by ``compile``) refuses an unknown destination too;
-    this names the router, the missing node and the fix in one line.
+    """Check that every node a router may return is mapped and exists, before compiling.
 
-    Returns ``builder``; raises :class:`GraphWiringError` (a ``ValueError``)."""
+    Each router's ``Literal`` return annotation (the routers of :mod:`graphs.routing`) must be
+    keys of the edge's path map when one is given, and every destination a node of the graph
+    (or ``END``). LangGraph's ``compile`` refuses an unknown destination too; this names the
+    router, the missing node and the fix in one line.
+
+    Args:
+        builder: The graph, not compiled yet.
+
+    Returns:
+        ``builder``.
+
+    Raises:
+        GraphWiringError: A router may return a node that is not mapped or does not exist.
+    """
     from langgraph.graph import END
 
     known = set(builder.nodes) | {END}
@@ -362,9 +189,18 @@ def check_graph(builder: StateGraph) -> StateGraph:
 
 
 def compile_graph(builder: StateGraph, **compile_kwargs: Any) -> CompiledStateGraph:
-    """:func:`check_graph`, then ``builder.compile(**compile_kwargs)`` (``checkpointer``,
-    ``name``, ...). Raises :class:`GraphWiringError` naming the router, the missing node and
-    the fix."""
+    """Check a graph (:func:`check_graph`), then compile it.
+
+    Args:
+        builder: The graph.
+        **compile_kwargs: Arguments of ``StateGraph.compile`` (``checkpointer``, ``name``, ...).
+
+    Returns:
+        The compiled graph.
+
+    Raises:
+        GraphWiringError: Naming the router, the missing node and the fix.
+    """
     return check_graph(builder).compile(**compile_kwargs)
 
 
@@ -380,29 +216,37 @@ def build_orchestrator(
     memory: Any = None,
     policies: Sequence[ContextPolicy] | None = None,
     freshness: bool = True,
-) -> CompiledStateGraph:
-    """The default compiled graph (see module doc).
+) -> TaskGraph:
+    """The default graph, compiled: planner, executor, tools, reviewer and recovery.
 
-    ``model``: a chat model or ``"provider:model"``; ``tools``: the task's ToolExecutor;
-    ``budget`` and ``reserve_for_output`` in tokens, counted by :func:`model_counter` of the
-    model (o200k_base or cl100k_base for OpenAI models, the upper-bound estimate for other
-    providers, o200k_base for scripted and replay models); the executor's restarts are priced
-    with the provider's cache rule (``nodes.pricing.rule_for_provider``: flat for scripted and
-    replay models). Without ``stores`` the event log and artifacts live in memory. ``policies``:
-    the context policies (:mod:`context.policy`; None: the defaults, ``[]``: none);
-    ``freshness``: record ``fact.stale`` (:mod:`context.freshness`; False switches it off); both
-    are ignored when ``env`` is given (set them on the env). ``memory``: a
-    :class:`nodes.memory_source.MemorySource` (e.g. ``project.memory(workspace)``): a new task loads the
-    durable memories relevant to its request, confirmations reach the long-term store, and the
-    graph is compiled with its store (LangGraph passes it to nodes that ask for ``store``);
-    ``None``: no durable memory. Run it with ``durability="sync"`` and ``thread_id = task_id``.
-    Returns a :class:`~graphs.edits.TaskGraph`: ``update_state`` from outside a node is recorded
-    in the event log (``state.edited``) or refused (``InvalidInputError``).
+    Run it with ``durability="sync"`` and ``thread_id = task_id`` (:func:`graphs.thread_config`);
+    tokens are counted by the model's counter, restarts priced by its provider's cache rule.
+
+    Args:
+        model: A chat model or ``"provider:model"``.
+        tools: The task's tool executor (None: no tools but ``read_artifact``).
+        checkpointer: LangGraph's checkpointer (None: the graph keeps no checkpoints).
+        stores: The event log and artifacts (None: in memory).
+        budget: The prompt budget in tokens.
+        reserve_for_output: Tokens of the budget kept for the model's answer.
+        env: The nodes' environment (None: made from ``stores``, ``budget``, ``policies``,
+            ``freshness``; those are ignored when it is given).
+        memory: A :class:`nodes.memory_source.MemorySource` (e.g. ``project.memory(workspace)``):
+            a new task loads the durable memories relevant to its request, and the graph is
+            compiled with its store; None: no durable memory.
+        policies: The context policies (:mod:`context.policy`; None: the defaults, ``[]``: none).
+        freshness: Record ``fact.stale`` when a file a fact rests on changed (False: off).
+
+    Returns:
+        A :class:`~graphs.edits.TaskGraph`: ``update_state`` from outside a node is recorded in
+        the event log (``state.edited``) or refused (``InvalidInputError``).
+
+    Raises:
+        ModelConfigError: ``model`` names no chat model that can be made.
     """
     from langgraph.graph import START, StateGraph
 
     from nodes import (
-        NodeEnv,
         make_executor_node,
         make_planner_node,
         make_recovery_node,
@@ -410,26 +254,13 @@ def build_orchestrator(
         make_tool_node,
         resolve_model,
     )
-    from nodes.message_tokens import model_counter
-    from nodes.pricing import rule_for_provider
-    from nodes.runtime import provider_of
 
     from . import routing
     from .edits import TaskGraph
 
     chat = resolve_model(model)
     if env is None:
-        st = stores or SqliteStores(":memory:")
-        env = NodeEnv(
-            events=st.events,
-            artifacts=st.artifacts,
-            budget=budget,
-            reserve_for_output=reserve_for_output,
-            count_tokens=model_counter(chat),
-            cache_rule=rule_for_provider(provider_of(chat)),
-            policies=policies,
-            freshness=freshness,
-        )
+        env = _default_env(chat, stores, budget, reserve_for_output, policies, freshness)
     if memory is not None:
         env.memory = memory
     tx = tools or NoTools()
@@ -452,4 +283,31 @@ def build_orchestrator(
     compiled = compile_graph(g, checkpointer=checkpointer, store=store, name="taskctx")  # the root run of each trace
     compiled.__class__ = TaskGraph  # update_state from outside a node: recorded or refused (graphs.edits)
     compiled.taskctx_events = env.events  # type: ignore[attr-defined]
-    return compiled
+    return compiled  # type: ignore[return-value]
+
+
+def _default_env(
+    chat: BaseChatModel,
+    stores: SqliteStores | PgStores | None,
+    budget: int,
+    reserve_for_output: int,
+    policies: Sequence[ContextPolicy] | None,
+    freshness: bool,
+) -> NodeEnv:
+    """The nodes' environment of :func:`build_orchestrator` when none is given."""
+    from nodes import NodeEnv
+    from nodes.message_tokens import model_counter
+    from nodes.pricing import rule_for_provider
+    from nodes.runtime import provider_of
+
+    st = stores or SqliteStores(":memory:")
+    return NodeEnv(
+        events=st.events,
+        artifacts=st.artifacts,
+        budget=budget,
+        reserve_for_output=reserve_for_output,
+        count_tokens=model_counter(chat),
+        cache_rule=rule_for_provider(provider_of(chat)),
+        policies=policies,
+        freshness=freshness,
+    )

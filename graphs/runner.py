@@ -1,9 +1,7 @@
 """Running a task's graph: start, stop after N executor steps, resume, export the run.
 
-``run_graph`` streams the graph with ``durability="sync"`` (every superstep's checkpoint is
-written before the next starts, so a SIGKILL loses at most the step in flight) and stops
-consuming after ``stop_after`` executor steps: the thread keeps its next node, and
-``resume`` continues from that checkpoint without redoing a finished step.
+:func:`run_graph` streams with ``durability="sync"`` (a SIGKILL loses at most the step in
+flight); a stop keeps the thread's next node, and a resume continues from that checkpoint.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from context import Event, SqliteStores, TaskContext, TaskctxError, UnknownTaskError, apply_event
+from context.pg_store import PgStores
 from context.text import shown
 
 from .checkpoint import PRUNE_EVERY, prune_thread
@@ -31,7 +30,9 @@ if TYPE_CHECKING:  # (the graph runtime: imported when a graph runs, not by `tas
 __all__ = [
     "EXPORT_MARK",
     "RECURSION_LIMIT",
+    "ResumePoint",
     "RunResult",
+    "Stores",
     "export_run",
     "manifest_line",
     "pending_approval",
@@ -47,22 +48,38 @@ RECURSION_LIMIT = 100_000
 #: rest are in the event log): a long run's memory does not grow with its calls.
 KEEP_CALLS = 100
 
+#: The stores of a project: SQLite (one file) or Postgres; both have ``events``, ``artifacts``,
+#: ``tasks``, ``path`` and ``close()``.
+Stores = SqliteStores | PgStores
+
 
 @dataclass
 class RunResult:
+    """How a run of a task's graph ended.
+
+    Attributes:
+        task_id: The task (its thread id).
+        state: The task's state at the end of the run (its latest checkpoint).
+        next_nodes: The nodes the thread would run next (empty: the graph ended).
+        stopped_early: The run stopped after the requested number of executor steps.
+        calls: The last :data:`KEEP_CALLS` ``context.built`` events of this run.
+        interrupts: The values of the interrupts the thread waits on (approval requests).
+        n_calls: Every ``context.built`` event this run appended (model calls).
+        already_finished: A resume found the task finished: nothing ran, no graph was built.
+    """
+
     task_id: str
     state: TaskContext
     next_nodes: tuple[str, ...]
     stopped_early: bool
-    #: The last :data:`KEEP_CALLS` ``context.built`` events of this run (``n_calls`` counts all).
     calls: list[Event] = field(default_factory=list)
-    #: Values of the interrupts the thread waits on (approval requests of the tool node).
     interrupts: list[Any] = field(default_factory=list)
-    #: Every ``context.built`` event this run appended (model calls), kept or not in ``calls``.
     n_calls: int = 0
+    already_finished: bool = False
 
     @property
     def finished(self) -> bool:
+        """Whether the graph has no next node (the task completed or failed)."""
         return not self.next_nodes
 
     @property
@@ -78,13 +95,37 @@ def _registered(stores: Any, task_id: str) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a resume continues a task: its latest checkpoint.
+
+    Attributes:
+        checkpoint_id: The checkpoint's id.
+        executor_steps: The executor steps done before it.
+        next_nodes: The nodes it runs next.
+    """
+
+    checkpoint_id: str | None
+    executor_steps: int
+    next_nodes: tuple[str, ...]
+
+
 def thread_config(task_id: str, **configurable: Any) -> dict[str, Any]:
+    """The LangGraph run config of a task's thread.
+
+    Args:
+        task_id: The task; its thread id.
+        **configurable: More ``configurable`` keys.
+
+    Returns:
+        ``{"configurable": {"thread_id": task_id, ...}, "recursion_limit": RECURSION_LIMIT}``.
+    """
     return {"configurable": {"thread_id": task_id, **configurable}, "recursion_limit": RECURSION_LIMIT}
 
 
 def run_graph(
     graph: CompiledStateGraph,
-    stores: SqliteStores,
+    stores: Stores,
     task_id: str,
     input: TaskContext | Command | None,
     *,
@@ -94,33 +135,58 @@ def run_graph(
     prune: bool = False,
     checked: Checked | None = None,
 ) -> RunResult:
-    """Run (``input`` given) or resume (``input=None``) the thread ``task_id``; ``input`` may be
-    a ``Command(resume=answer)`` that answers a pending approval.
-
-    ``prune``: keep only the thread's latest checkpoint (with its pending writes), pruning every
-    ``PRUNE_EVERY`` supersteps and when the run ends (:func:`graphs.checkpoint.prune_thread`;
-    the ``taskctx`` commands do). Off, every superstep's checkpoint stays (for
-    ``get_state_history``).
+    """Run, or resume, the thread ``task_id`` of ``graph`` (streamed with ``durability="sync"``).
 
     After an ``interrupt()`` the stream ends with the thread's next node pending; the result's
     ``interrupts`` then holds the request (see :func:`run_with_approvals`).
 
-    ``stop_after``: stop once ``progress.executor_steps`` reaches this absolute count.
-    ``on_event`` sees every event appended during the run (for progress display).
-    Raises ``UnknownTaskError`` when resuming a thread that has no checkpoint, and
-    ``DamagedStoreError`` when continuing a thread (``resume``, ``input`` None or a ``Command``)
-    whose stored data fails :func:`graphs.diagnosis.ensure_sound` (``full=False``). ``checked``:
-    what the caller's own ``ensure_sound`` of this task returned just before (the check is then
-    not run again, and the registry row not read again).
+    Args:
+        graph: The task's compiled graph (e.g. :func:`graphs.build_orchestrator` on ``stores``).
+        stores: The stores the graph's nodes write to.
+        task_id: The task; its thread id.
+        input: The new task's state (:func:`graphs.new_task`); None to continue the thread; or a
+            ``Command(resume=answer)`` that answers a pending approval.
+        stop_after: Stop once ``progress.executor_steps`` reaches this absolute count.
+        resume: Record the run as a resume (``resume.started``; ``input`` is then None).
+        on_event: Called with every event appended during the run (progress display).
+        prune: Keep only the thread's latest checkpoint (pruned every ``PRUNE_EVERY`` supersteps
+            and when the run ends: :func:`graphs.checkpoint.prune_thread`); off, every
+            superstep's checkpoint stays (for ``get_state_history``).
+        checked: What the caller's own :func:`~graphs.diagnosis.ensure_sound` of this task
+            returned just before (the check is then not run again).
+
+    Returns:
+        How the run ended.
+
+    Raises:
+        UnknownTaskError: ``resume`` of a thread that has no checkpoint.
+        DamagedStoreError: Continuing a thread whose stored data fails
+            :func:`graphs.diagnosis.ensure_sound` (``full=False``).
     """
     from langgraph.types import Command
 
-    from .tracing import paused_runs_traced
-
-    extra: dict[str, Any] = {}
     if checked is None and (resume or input is None or isinstance(input, Command)):
-        # what is read back is checked before it is trusted (a long log: the bounded check, doctor.quick_diagnose)
+        # what is read back is checked before it is trusted (a long log: the bounded check, quick_diagnose)
         checked = ensure_sound(stores, graph.checkpointer, task_id, full=False)
+    config = _run_config(graph, stores, task_id, resume, checked)
+    stopped, calls, n_calls = _stream(graph, stores, task_id, input, config, stop_after, on_event, prune)
+    snap = graph.get_state(thread_config(task_id))
+    return RunResult(
+        task_id=task_id,
+        state=TaskContext.model_validate(snap.values),
+        next_nodes=tuple(snap.next),
+        stopped_early=stopped,
+        calls=calls,
+        interrupts=[] if stopped else [i.value for i in (snap.interrupts or ())],
+        n_calls=n_calls,
+    )
+
+
+def _run_config(
+    graph: CompiledStateGraph, stores: Stores, task_id: str, resume: bool, checked: Checked | None
+) -> dict[str, Any]:
+    """The run's config: the thread, a resume's token and checkpoint, the registered mark."""
+    extra: dict[str, Any] = {}
     if resume:
         snap = graph.get_state(thread_config(task_id))
         if not snap.values:
@@ -131,6 +197,23 @@ def run_graph(
     registered = checked.spec is not None if checked is not None else _registered(stores, task_id)
     if registered:  # its checkpoints say so: doctor then misses a lost registry row
         config["metadata"] = {REGISTERED_MARK: True}
+    return config
+
+
+def _stream(
+    graph: CompiledStateGraph,
+    stores: Stores,
+    task_id: str,
+    input: Any,
+    config: dict[str, Any],
+    stop_after: int | None,
+    on_event: Callable[[Event], None] | None,
+    prune: bool,
+) -> tuple[bool, list[Event], int]:
+    """Stream the graph until it ends or ``stop_after`` executor steps are done: ``(stopped early,
+    the last KEEP_CALLS context.built events, how many there were)``."""
+    from .tracing import paused_runs_traced
+
     seen = stores.events.last_seq(task_id)
     calls: collections.deque[Event] = collections.deque(maxlen=KEEP_CALLS)
     n_calls = 0
@@ -151,16 +234,10 @@ def run_graph(
                             n_calls += 1
                         if on_event:
                             on_event(e)
-                if stop_after is not None and "tools" in update:
-                    prog = (update["tools"] or {}).get("progress")
-                    steps = (
-                        prog.executor_steps
-                        if prog is not None and not isinstance(prog, dict)
-                        else (prog or {}).get("executor_steps")
-                    )
-                    if steps is not None and steps >= stop_after:
-                        stopped = True
-                        break
+                steps = _steps(update) if stop_after is not None else None
+                if steps is not None and stop_after is not None and steps >= stop_after:
+                    stopped = True
+                    break
     except BaseException:  # a run that stops on an error (a budget, a model failure) is pruned too
         if prune:
             with contextlib.suppress(Exception):  # the error that stopped the run is what matters
@@ -168,23 +245,31 @@ def run_graph(
         raise
     if prune:
         prune_thread(graph.checkpointer, task_id)
-    snap = graph.get_state(thread_config(task_id))
-    state = TaskContext.model_validate(snap.values)
-    waiting = [] if stopped else [i.value for i in (snap.interrupts or ())]
-    return RunResult(
-        task_id=task_id,
-        state=state,
-        next_nodes=tuple(snap.next),
-        stopped_early=stopped,
-        calls=list(calls),
-        interrupts=waiting,
-        n_calls=n_calls,
+    return stopped, list(calls), n_calls
+
+
+def _steps(update: dict[str, Any]) -> int | None:
+    """The executor steps a ``tools`` node update reports (None: not a tools update)."""
+    if "tools" not in update:
+        return None
+    prog = (update["tools"] or {}).get("progress")
+    return (
+        prog.executor_steps if prog is not None and not isinstance(prog, dict) else (prog or {}).get("executor_steps")
     )
 
 
 def pending_approval(graph: CompiledStateGraph, task_id: str) -> dict[str, Any] | None:
-    """The approval request thread ``task_id`` waits on, or None (``Command(resume=...)`` with
-    nothing pending is a silent no-op in LangGraph, so callers check this first)."""
+    """The approval request a task's thread waits on.
+
+    ``Command(resume=...)`` with nothing pending is a silent no-op in LangGraph: check this first.
+
+    Args:
+        graph: The task's graph.
+        task_id: The task.
+
+    Returns:
+        The request (an approval interrupt's value), or None.
+    """
     snap = graph.get_state(thread_config(task_id))
     for i in snap.interrupts or ():
         if isinstance(i.value, dict) and i.value.get("type") == "approval":
@@ -193,9 +278,15 @@ def pending_approval(graph: CompiledStateGraph, task_id: str) -> dict[str, Any] 
 
 
 def tool_parameters(graph: CompiledStateGraph, tool: str) -> dict[str, Any] | None:
-    """The JSON-schema ``parameters`` of ``tool`` as the graph's tool executor declares it
-    (``schemas()``, OpenAI format), or None: no such tool, no ``tools`` node, or an executor
-    without schemas. Never raises."""
+    """The JSON-schema ``parameters`` of a tool, as the graph's tool executor declares it.
+
+    Args:
+        graph: The graph (its ``tools`` node's executor's ``schemas()``, OpenAI format).
+        tool: The tool's name.
+
+    Returns:
+        The parameters, or None: no such tool, no ``tools`` node, or no schemas. Never raises.
+    """
     try:
         node = graph.builder.nodes["tools"].runnable
         executor = getattr(getattr(node, "func", node), "tools", None)
@@ -208,7 +299,7 @@ def tool_parameters(graph: CompiledStateGraph, tool: str) -> dict[str, Any] | No
 
 def run_with_approvals(
     graph: CompiledStateGraph,
-    stores: SqliteStores,
+    stores: Stores,
     task_id: str,
     input: TaskContext | Command | None,
     *,
@@ -220,11 +311,26 @@ def run_with_approvals(
     prune: bool = False,
     checked: Checked | None = None,
 ) -> RunResult:
-    """:func:`run_graph`, answering each approval request with ``answer(request)`` (which returns
-    ``{"action": "approve" | "edit" | "reject" | "respond", ...}``, or None to stop and leave the
-    request pending for ``taskctx approve``). ``answer`` gets the request with ``parameters``
-    added (:func:`tool_parameters`) when the tool declares them, so an edit can be checked.
-    ``checked``: as in :func:`run_graph` (for the first run only)."""
+    """:func:`run_graph`, answering each approval request the run stops at.
+
+    Args:
+        graph: As in :func:`run_graph`.
+        stores: As in :func:`run_graph`.
+        task_id: As in :func:`run_graph`.
+        input: As in :func:`run_graph`.
+        answer: Called with the request (with the tool's ``parameters`` added when it declares
+            them, so an edit can be checked); returns ``{"action": "approve" | "edit" |
+            "reject" | "respond", ...}``, or None to stop and leave the request pending.
+        stop_after: As in :func:`run_graph`.
+        resume: As in :func:`run_graph` (the first run only).
+        on_event: As in :func:`run_graph`.
+        on_request: Called with each request before it is answered.
+        prune: As in :func:`run_graph`.
+        checked: As in :func:`run_graph` (the first run only).
+
+    Returns:
+        How the last run ended.
+    """
     from langgraph.types import Command
 
     result = run_graph(
@@ -254,7 +360,14 @@ def run_with_approvals(
 
 
 def manifest_line(e: Event) -> dict[str, Any]:
-    """One ``manifests.jsonl`` line from a ``context.built`` event."""
+    """One ``manifests.jsonl`` line of a model call.
+
+    Args:
+        e: A ``context.built`` event.
+
+    Returns:
+        The line's fields (call, role, step, budget, tokens, usage, the blocks' choices).
+    """
     p = e.payload
     return {
         "call": p["call"],
@@ -284,7 +397,7 @@ def _state_sha256(out: Path) -> str:
     return file_sha256(out / "state.json")
 
 
-def _current_export(stores: SqliteStores, task_id: str, out: Path) -> tuple[dict[str, Any], TaskContext] | None:
+def _current_export(stores: Stores, task_id: str, out: Path) -> tuple[dict[str, Any], TaskContext] | None:
     """The record of the export in ``out`` (``EXPORT_MARK``) and the state it wrote, when the
     folder holds an export of this task's log as it is up to the record's cursor: its files have
     the sizes (and ``state.json`` the hash) the record gives, and the log's events at seq 1 and
@@ -310,14 +423,26 @@ def _current_export(stores: SqliteStores, task_id: str, out: Path) -> tuple[dict
     return mark, state
 
 
-def export_run(stores: SqliteStores, task_id: str, out_root: str | Path) -> Path:
-    """Write ``<out_root>/<task_id>/``: ``trace.jsonl`` (every event), ``state.json`` (the
-    TaskContext replayed from the log), ``context_pack.md`` (the latest executor prompt as sent)
-    and ``manifests.jsonl`` (one line per model call); ``.export.json`` records the last seq
-    written. An export that is current is left as it is (nothing read beyond that seq, nothing
-    written); one that is behind gets only the new events (appended to ``trace.jsonl`` and
-    ``manifests.jsonl``, folded onto its ``state.json``): the files are the same bytes a whole
-    export writes. Raises ``UnknownTaskError`` for a task without events. Returns the folder."""
+def export_run(stores: Stores, task_id: str, out_root: str | Path) -> Path:
+    """Write a task's run files to ``<out_root>/<task_id>/``, only what is new since the last export.
+
+    ``trace.jsonl`` (every event), ``state.json`` (the state replayed from the log),
+    ``context_pack.md`` (the latest executor prompt as sent), ``manifests.jsonl`` (one line per
+    model call); ``.export.json`` records the last seq written. A current export is left as it
+    is; one that is behind gets only the new events: the files are the same bytes a whole
+    export writes.
+
+    Args:
+        stores: The task's stores.
+        task_id: The task.
+        out_root: The export root.
+
+    Returns:
+        The task's folder.
+
+    Raises:
+        UnknownTaskError: The task has no events.
+    """
     out = Path(out_root) / task_id
     current = _current_export(stores, task_id, out)
     after = int(current[0]["cursor"]) if current is not None else 0

@@ -47,7 +47,8 @@ from langgraph.graph.state import CompiledStateGraph
 from context import InvalidInputError, Trajectory, load_trajectory
 from context.pg_store import PgStores
 from context.store import SqliteStores
-from graphs.orchestrator import Project, build_orchestrator, open_project
+from graphs.orchestrator import build_orchestrator
+from graphs.project import Project, open_project
 from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
 
 __all__ = [
@@ -70,7 +71,7 @@ _projects: dict[str, Project] = {}
 
 def server_project(db: str | None = None) -> Project:
     """The taskctx database ``db`` (default: ``$TASKCTX_DB`` or ``.taskctx/server.sqlite``) as a
-    :class:`~graphs.orchestrator.Project`, opened once per process and shared by every run: its
+    :class:`~graphs.project.Project`, opened once per process and shared by every run: its
     event log and artifacts, and its long-term memory store (``Project.memory``). Its own
     checkpointer is not used (the server brings one)."""
     db = db or os.environ.get(DB_ENV) or DEFAULT_SERVER_DB

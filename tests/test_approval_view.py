@@ -274,7 +274,7 @@ def test_the_cut_note_wraps_at_80_columns_names_the_db_and_no_line_ends_in_space
 
     monkeypatch.setattr(approve_mod, "console", c)
     req = _req("write_file", {"path": "data/rows.txt", "content": "".join(f"row {i}\n" for i in range(1, 301))})
-    approve_mod._show_request(req, db)
+    approve_mod.show_request(req, db)
     out = c.export_text().split("\n")
     assert f"    arguments: `taskctx inspect t1 --json --db {db}`" in out
     assert [line for line in out if line != line.rstrip()] == []

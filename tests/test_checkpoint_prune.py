@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from context import load_trajectory, replay
-from graphs import build_orchestrator, new_task, open_project, run_graph
+from graphs import build_orchestrator, new_task, open_project
 from graphs.checkpoint import PRUNE_EVERY, PruningSqliteSaver, checkpoint_serde, prune_thread
+from graphs.runner import run_graph
 from nodes import ReplayChatModel, ReplayTools
 
 

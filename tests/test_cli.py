@@ -377,7 +377,7 @@ def test_bench_refuses_bad_input_before_running(tmp_path: Path) -> None:
 def test_hints_name_the_db_quoted_and_without_its_password() -> None:
     """The approval view's and inspect's hint is built by command_hint (no second fragment builder)."""
     import graphs.cli.core
-    from graphs.orchestrator import DEFAULT_DB
+    from graphs.project import DEFAULT_DB
     from graphs.report.approval import inspect_hint
 
     assert not hasattr(graphs.cli.core, "_db_opt")

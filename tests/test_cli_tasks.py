@@ -428,7 +428,8 @@ def test_hints_name_db_and_out_when_they_are_not_the_defaults(trajectories_dir: 
 
 
 def test_command_hint() -> None:
-    from graphs.orchestrator import DEFAULT_DB, DEFAULT_OUT, command_hint
+    from graphs.project import DEFAULT_DB, DEFAULT_OUT
+    from graphs.report.hints import command_hint
 
     assert command_hint("resume", "t1") == "taskctx resume t1"
     assert command_hint("resume", "t1", DEFAULT_DB, DEFAULT_OUT) == "taskctx resume t1"

@@ -147,7 +147,7 @@ def test_taskctx_run_takes_constraints(tmp_path: Path, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(tasks, "new_task", spy)
     monkeypatch.setattr(nodes, "resolve_model", lambda spec: None)  # no provider needed: stops at new_task
-    monkeypatch.setattr(tasks, "_graph_for", lambda project, tid: (None, None))
+    monkeypatch.setattr("graphs.project.Project.task_graph", lambda project, tid, spec=None: None)
     res = CliRunner().invoke(
         app,
         [

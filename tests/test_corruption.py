@@ -310,8 +310,8 @@ def _invoke(args: list[str]) -> Any:
 
 
 def _db_opt(db: str) -> str:
-    """`` --db DB`` as a hint names it (:func:`graphs.orchestrator.command_hint`: quoted, no password)."""
-    from graphs.orchestrator import command_hint
+    """`` --db DB`` as a hint names it (:func:`graphs.report.hints.command_hint`: quoted, no password)."""
+    from graphs.report.hints import command_hint
 
     return command_hint("x", None, db).removeprefix("taskctx x")
 

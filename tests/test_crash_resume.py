@@ -25,7 +25,8 @@ CHILD = textwrap.dedent(
     import os, signal, sys
     from context import load_trajectory
     from nodes import ReplayChatModel, ReplayTools
-    from graphs.orchestrator import build_orchestrator, new_task, open_project
+    from graphs.orchestrator import build_orchestrator, new_task
+    from graphs.project import open_project
     from graphs.runner import run_graph
 
     path, db, task_id, where, at = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])

@@ -1,4 +1,4 @@
-"""``taskctx eval``: every case in tests/eval_cases passes, and the harness fails when the
+"""``taskctx eval``: every case in graphs/eval/case_files passes, and the harness fails when the
 builder stops pinning the core layer (so a regression in the builder or a renderer shows up).
 
 The cases run in a few child processes at once (this file is also the child's script: ``python
@@ -23,7 +23,7 @@ import pytest
 
 HERE = Path(__file__).resolve()
 REPO = HERE.parents[1]
-CASES = HERE.parent / "eval_cases"
+CASES = REPO / "graphs" / "eval" / "case_files"
 
 #: The missing and distortion cases that check the core layer (request, criteria, constraints).
 CORE_CASES = [

@@ -82,7 +82,7 @@ def test_wrong_explicit_seq_raises_and_leaves_the_log_unchanged(stores, bad_seq)
         missing = bad_seq - 4
         assert str(ei.value).startswith(
             f"task 't1': the event log is damaged: it ends at seq 3 but this run continues from seq {bad_seq - 1}: "
-            f"{missing} event{'s are' if missing > 1 else ' is'} missing from its end; run `taskctx doctor t1`"
+            f"{missing} event{'s are' if missing > 1 else ' is'} missing from its end; restore the database from a backup"
         )
         assert "another process" not in str(ei.value)
     assert isinstance(ei.value, StoreError)

@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 
 from context import load_trajectory
 from graphs.cli import app
-from graphs.orchestrator import build_orchestrator, new_task, open_project
+from graphs.orchestrator import build_orchestrator, new_task
+from graphs.project import open_project
 from graphs.runner import EXPORT_MARK, export_run, run_graph
 from nodes import ReplayChatModel, ReplayTools
 

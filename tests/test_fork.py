@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from context import LogAheadError, load_trajectory
-from graphs import build_orchestrator, new_task, open_project, run_graph
+from graphs import build_orchestrator, new_task, open_project
+from graphs.runner import run_graph
 from nodes import ReplayChatModel, ReplayTools
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from context import Finding, TaskContext, new_event, replay
 from context.freshness import find_stale, world_version
-from graphs import build_orchestrator, new_task, open_project, run_graph, thread_config
+from graphs import build_orchestrator, new_task, open_project, thread_config
+from graphs.runner import run_graph
 from nodes import ScriptedChatModel, WorkspaceTools, complete, plan, review, tool_call
 from nodes.runtime import NodeEnv
 
@@ -222,12 +223,13 @@ def test_a_fact_resting_on_two_files_is_stale_when_one_changes():
 def test_inspect_and_the_report_mark_the_stale_finding(tmp_path):
     from rich.console import Console
 
-    from graphs.report.inspect_text import render_state
+    from graphs.inspection import TaskView
+    from graphs.report.inspect_text import render_view
     from graphs.report.page import build_report
 
     events, state, _ = _run(tmp_path, REREAD_THEN_DONE, edit=_hand_edit)
     console = Console(width=200, record=True, color_system=None)
-    render_state(console, state, events, [], True)
+    render_view(console, TaskView(state.identity.task_id, state, events))
     text = console.export_text()
     old, new = sha(CONF_1M)[:12], sha(CONF_5M)[:12]
     assert f"- finding s1.f1 (agent_claim) [{state.evidence.findings[0].evidence_refs[0]}] [STALE: limit.txt" in text

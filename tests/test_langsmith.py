@@ -224,7 +224,8 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
     from langgraph.checkpoint.memory import InMemorySaver
 
     from context import SqliteStores
-    from graphs import build_orchestrator, checkpoint_serde, new_task, run_graph
+    from graphs import build_orchestrator, checkpoint_serde, new_task
+    from graphs.runner import run_graph
 
     stores = SqliteStores(":memory:")
     graph = build_orchestrator(
@@ -370,7 +371,8 @@ def test_tracing_off_posts_nothing(monkeypatch: pytest.MonkeyPatch, no_remote_ne
     from langgraph.checkpoint.memory import InMemorySaver
 
     from context import SqliteStores
-    from graphs import build_orchestrator, checkpoint_serde, new_task, run_graph
+    from graphs import build_orchestrator, checkpoint_serde, new_task
+    from graphs.runner import run_graph
 
     for k in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING"):
         monkeypatch.delenv(k, raising=False)

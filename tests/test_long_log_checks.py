@@ -18,7 +18,7 @@ from context.store import make_ref, packed, unpacked
 from graphs import diagnosis as doctor
 from graphs.cli import app
 from graphs.diagnosis import diagnose, quick_diagnose
-from graphs.orchestrator import Project
+from graphs.project import Project
 
 TRAJ = [
     {"id": "long-1", "task": "Find where the config is read.", "n_steps": 4, "meta": {}},
@@ -162,7 +162,7 @@ def test_packed_and_unpacked() -> None:
 def test_inspect_of_a_long_log_shows_what_the_full_fold_shows(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Over FULL_CHECK_EVENTS, ``inspect`` starts from the checkpoint (checked, the tail folded
     on) and reads only the kinds it lists: the same page as the whole-log fold."""
-    import graphs.cli.inspect as inspect_cmd
+    import graphs.inspection as inspect_cmd
 
     starts: list[bool] = []  # did inspect start from the checkpoint (quick_state gave a state)?
 

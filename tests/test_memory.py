@@ -26,7 +26,7 @@ from context.memory import (
     supersession,
     words,
 )
-from graphs import build_orchestrator, new_task, open_project, run_graph, thread_config
+from graphs import build_orchestrator, new_task, open_project, thread_config
 from graphs.memory_store import (
     confirm_memory,
     forget_memory,
@@ -34,11 +34,12 @@ from graphs.memory_store import (
     rebuild_memory,
     show_memory,
 )
+from graphs.runner import run_graph
 from nodes import ScriptedChatModel, complete, plan, review
 from nodes.memory_source import MemorySource
 
 REPO = Path(__file__).resolve().parents[1]
-CASES = REPO / "tests" / "eval_cases"
+CASES = REPO / "graphs" / "eval" / "case_files"
 TS = "2026-01-01T00:00:00.000Z"
 
 DB1 = "The staging database is pg-staging-1 on port 5433"

@@ -132,7 +132,9 @@ def _builder(*, reviewer: bool, path_map: Any = None) -> Any:
 
 
 def test_routers_declare_their_targets() -> None:
-    from graphs import TARGETS, router_targets, routing
+    from graphs import routing
+    from graphs.orchestrator import router_targets
+    from graphs.routing import TARGETS
 
     assert TARGETS["after_executor"] == ("tools", "recovery", "executor", "reviewer", "__end__")
     assert router_targets(routing.after_reviewer) == ("planner", "__end__")
@@ -303,7 +305,7 @@ def test_custom_role_in_resume_inspect_and_report(tmp_path: Any, monkeypatch: py
     cp = graph.get_state({"configurable": {"thread_id": tid}}).config["configurable"]["checkpoint_id"]
     buf = io.StringIO()
     monkeypatch.setattr(cli_common, "console", Console(file=buf, width=200, highlight=False))
-    done = run_graph(graph, project.stores, tid, None, resume=True, on_event=cli_common._event_printer())
+    done = run_graph(graph, project.stores, tid, None, resume=True, on_event=cli_common.event_printer())
     project.close()
     assert done.state.control.status == "completed"
     assert done.state.memory.working_memory == ["the one finding rests on one probe"]

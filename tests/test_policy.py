@@ -11,7 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from context.policy import DEFAULT_POLICIES, ContextPolicy, Situation, fired, merge_policies
-from graphs import build_orchestrator, new_task, open_project, run_graph
+from graphs import build_orchestrator, new_task, open_project
+from graphs.runner import run_graph
 from nodes import ScriptedChatModel, WorkspaceTools, complete, plan, recover, review, tool_call
 
 TEST_ARGV = ["python", "-m", "unittest", "-q", "test_limit.py"]

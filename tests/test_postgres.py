@@ -284,7 +284,8 @@ def test_sigkill_then_resume_matches_clean_run_on_postgres(
 LOAD_CHILD = textwrap.dedent(
     """
     import concurrent.futures as cf, json, sys, time
-    from graphs.orchestrator import build_orchestrator, new_task, open_project
+    from graphs.orchestrator import build_orchestrator, new_task
+    from graphs.project import open_project
     from graphs.runner import run_graph
     from nodes import ScriptedChatModel, ToolOutcome, complete, function_schema, plan, review, tool_call
 
@@ -347,7 +348,7 @@ def test_load_4_processes_20_threads_20_steps(pg_db: str, tmp_path: Path) -> Non
     assert len(results) == n_proc * n_threads
     assert all(status == "completed" and steps == n_steps for _, status, steps in results), results
 
-    from graphs.orchestrator import open_project
+    from graphs.project import open_project
 
     project = open_project(pg_db)
     try:

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from context import TaskContext, load_trajectory, replay
-from graphs.orchestrator import build_orchestrator, new_task, open_project
+from graphs.orchestrator import build_orchestrator, new_task
+from graphs.project import open_project
 from graphs.runner import export_run, run_graph
 from nodes import DEFAULT_BUDGET, RECORDED_THOUGHT, ReplayChatModel, ReplayTools
 
@@ -59,10 +60,11 @@ def test_trajectory_replays_within_budget(trajectory_file: Path, project, tmp_pa
     # inspect and the report show that goal and the labelled findings
     from rich.console import Console
 
-    from graphs.report import build_report, render_state
+    from graphs.inspection import TaskView
+    from graphs.report import build_report, render_view
 
     buf = io.StringIO()
-    render_state(Console(file=buf, width=10_000), snap, events, [], True)
+    render_view(Console(file=buf, width=10_000), TaskView(snap.identity.task_id, snap, events))
     text = buf.getvalue().splitlines()
     g = text.index("Goal")  # the planner's reading of the request: quoted as its claim
     assert text[g + 1 : g + 5] == [

@@ -93,7 +93,8 @@ def run_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite project with one finished task (``rep-1``) and one waiting for approval (``rep-2``)."""
     from context import new_event
     from context.events import PermissionEvent
-    from graphs import build_orchestrator, new_task, open_project, run_graph
+    from graphs import build_orchestrator, new_task, open_project
+    from graphs.runner import run_graph
 
     db = tmp_path_factory.mktemp("report") / "taskctx.sqlite"
     project = open_project(db)

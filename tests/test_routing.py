@@ -72,7 +72,8 @@ def test_failed_step_goes_to_recovery_and_retry_runs_it_again(tmp_path) -> None:
     from langchain_core.messages import AIMessage
 
     from context import replay
-    from graphs import build_orchestrator, new_task, open_project, run_graph
+    from graphs import build_orchestrator, new_task, open_project
+    from graphs.runner import run_graph
     from nodes import ScriptedChatModel, complete, plan, recover, review
 
     model = ScriptedChatModel(

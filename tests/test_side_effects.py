@@ -29,7 +29,8 @@ CHILD = textwrap.dedent(
     """
     import os, signal, sys
     from graphs.demo import DEMO_REQUEST, copy_sample, demo_model, demo_permissions, demo_tools
-    from graphs.orchestrator import build_orchestrator, new_task, open_project
+    from graphs.orchestrator import build_orchestrator, new_task
+    from graphs.project import open_project
     from graphs.runner import run_with_approvals
     from nodes import WorkspaceTools
 

@@ -182,8 +182,9 @@ def test_inspect_the_report_and_approval_prompts_show_controls_and_bidi_override
 ) -> None:
     from rich.console import Console
 
-    from graphs.cli.approve import _show_request
-    from graphs.report import render_state
+    from graphs.cli.approve import show_request as _show_request
+    from graphs.inspection import TaskView
+    from graphs.report import render_view
     from graphs.report.page import build_report
 
     evs = [
@@ -194,7 +195,7 @@ def test_inspect_the_report_and_approval_prompts_show_controls_and_bidi_override
         ).model_copy(update={"seq": 1})
     ]
     con = Console(record=True, width=200)
-    render_state(con, replay(evs), evs, [], False)
+    render_view(con, TaskView("c1", replay(evs), evs))
     text = con.export_text()
     assert "Fix it\\x1b[2J now." in text and "Do not run rm\\u202eslmx.exe" in text
     assert "\x1b" not in text and "\u202e" not in text

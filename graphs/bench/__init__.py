@@ -105,11 +105,11 @@ __getattr__ = lazy_exports(
 
 __all__ = [
     "BASELINES",
-    "BenchResult",
-    "Call",
     "DEFAULT_DIR",
     "DEFAULT_OUT",
     "STRATEGIES",
+    "BenchResult",
+    "Call",
     "ScaleRow",
     "Stats",
     "TaskctxRun",

@@ -1,55 +1,62 @@
-"""How approval requests are shown and answered (a flag, the terminal, or left pending), and
-``taskctx approve``: answer a task's pending approval and continue the run."""
+"""``taskctx approve``, and how approval requests are shown and answered.
+
+How approval requests are shown and answered (a flag, the terminal, or left pending), and
+``taskctx approve``: answer a task's pending approval and continue the run.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 from context import InvalidInputError, TaskctxError
 
-from ..orchestrator import DEFAULT_DB, command_hint
+from ..project import DEFAULT_DB
 from ..report.approval import approval_renderable, inspect_hint
+from ..report.hints import command_hint
 from ..runner import pending_approval, run_graph, tool_parameters
-from .core import (
-    DEFAULT_OUT,
-    DbOpt,
-    OutOpt,
-    _event_printer,
-    _fail_run,
-    _finish,
-    _graph_for,
-    _open_existing,
-    console,
-)
+from .core import DEFAULT_OUT, DbOpt, OutOpt, console, event_printer, fail_run, finish, open_existing
 
-__all__ = ["approve", "check_edited_arguments"]
+__all__ = ["answerer", "approve", "check_edited_arguments", "show_request"]
 
 
 def check_edited_arguments(tool: str, parameters: dict[str, Any] | None, arguments: dict[str, Any]) -> str | None:
-    """Why edited ``arguments`` do not fit ``tool``'s JSON-schema ``parameters`` (one line), or
+    """Why edited arguments do not fit a tool's parameters (one line), or None when they fit.
+
+    Why edited ``arguments`` do not fit ``tool``'s JSON-schema ``parameters`` (one line), or
     None when they fit: :func:`nodes.tools.check_arguments` (the tool node checks an edit the same
     way, whoever answers), so the CLI asks before anything is recorded. Imported when called:
     ``nodes.tools`` loads ``langgraph.types`` and through it langsmith, which ``import graphs.cli``
-    does not."""
+    does not.
+    """
     from nodes.tools import check_arguments
 
     return check_arguments(tool, parameters, arguments)
 
 
-def _show_request(req: dict[str, Any], db: str = DEFAULT_DB) -> None:
-    """Print the approval request ``req`` in full (:func:`graphs.report.approval_renderable`:
-    a write as the file, a patch as a diff, a command as its argv, cut only when very long); the
-    note of a cut view names ``--db DB`` when ``db`` is not the default."""
+def show_request(req: dict[str, Any], db: str = DEFAULT_DB) -> None:
+    """Print an approval request in full, as the prompts and ``taskctx approve`` show it.
+
+    A write is shown as the file, a patch as a diff, a command as its argv, cut only when very
+    long (:func:`graphs.report.approval.approval_renderable`).
+
+    Args:
+        req: The request (an approval interrupt's value).
+        db: The ``--db`` the note of a cut view names.
+    """
     console.print(approval_renderable(req, full_hint=inspect_hint(str(req.get("task_id") or "TASK_ID"), db)))
 
 
 def _edit_prompt(req: dict[str, Any]) -> str:
-    """What the edit prompt shows first: the tool's argument names (required ones marked) and
-    the keys of the current arguments."""
+    """The line the edit prompt shows first.
+
+    What the edit prompt shows first: the tool's argument names (required ones marked) and
+    the keys of the current arguments.
+    """
     params = req.get("parameters") or {}
     props = params.get("properties") or {}
     required = set(params.get("required") or ())
@@ -63,9 +70,12 @@ def _edit_prompt(req: dict[str, Any]) -> str:
 
 
 def _interactive_answer(req: dict[str, Any]) -> dict[str, Any] | None:
-    """Ask at the terminal until the answer is valid; an edit must be a JSON object that fits
+    """Ask at the terminal until the answer is valid.
+
+    Ask at the terminal until the answer is valid; an edit must be a JSON object that fits
     the tool's ``parameters`` (when the request carries them; :func:`check_edited_arguments`),
-    else the error is shown and the question asked again."""
+    else the error is shown and the question asked again.
+    """
     import json as _json
 
     while True:
@@ -98,8 +108,19 @@ def _interactive() -> bool:
     return sys.stdin.isatty()
 
 
-def _answerer(approve_all: bool, deny_all: bool):
-    """How approval requests are answered: a flag, the terminal, or not at all (left pending)."""
+def answerer(approve_all: bool, deny_all: bool) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """How a run command answers approval requests: a flag, the terminal, or not at all.
+
+    Args:
+        approve_all: ``--approve-all``: approve every request.
+        deny_all: ``--deny-all``: reject every request.
+
+    Returns:
+        The answerer to pass as ``approvals`` (None from it: the request stays pending).
+
+    Raises:
+        InvalidInputError: Both flags are given.
+    """
     if approve_all and deny_all:
         raise InvalidInputError("--approve-all and --deny-all exclude each other; pass one")
 
@@ -152,8 +173,8 @@ def approve(
             answer = {"action": "reject", "reason": reject}
         elif respond is not None:
             answer = {"action": "respond", "message": respond}
-        project = _open_existing(db)
-        g, _ = _graph_for(project, task_id)
+        project = open_existing(db)
+        g = project.task_graph(task_id)
         req = pending_approval(g, task_id)
         if req is None:
             raise InvalidInputError(
@@ -166,13 +187,13 @@ def approve(
             )
             if problem is not None:
                 raise InvalidInputError(f"--edit: {problem}; nothing was recorded")
-        _show_request(req, db)
+        show_request(req, db)
         if "request_id" in req:
             answer = {**answer, "request_id": req["request_id"]}  # answers exactly this question
         console.print(f"    -> {answer['action']}", markup=False)
-        result = run_graph(g, project.stores, task_id, Command(resume=answer), on_event=_event_printer(), prune=True)
+        result = run_graph(g, project.stores, task_id, Command(resume=answer), on_event=event_printer(), prune=True)
         if result.waiting is not None:
-            _show_request(result.waiting, db)
-        _finish(project, result, out, db)
+            show_request(result.waiting, db)
+        finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail_run(exc, db, task_id, out)
+        fail_run(exc, db, task_id, out)

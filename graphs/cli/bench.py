@@ -1,7 +1,10 @@
-"""``taskctx bench [DIR] [--budget N] [--out DIR] [--split] [--stress]``: run the bench
+"""``taskctx bench`` and ``taskctx tokens``.
+
+``taskctx bench [DIR] [--budget N] [--out DIR] [--split] [--stress]``: run the bench
 (:mod:`graphs.bench.replays`), write ``results.md``, ``results.csv`` and the two plots, print the totals and
 targets; ``taskctx tokens [DIR]``: the token counters measured against o200k_base
-(:mod:`graphs.bench.token_counters`)."""
+(:mod:`graphs.bench.token_counters`).
+"""
 
 from __future__ import annotations
 
@@ -47,7 +50,8 @@ def bench(
 ) -> None:
     """Replay every trajectory in DIR through five context strategies and write the results; then
     the scale legs (scale.md, scale.csv, scale.png). ``results.md`` always holds the two-fold
-    split; ``--split`` prints it too."""
+    split; ``--split`` prints it too.
+    """  # noqa: D205 - typer's --help lists this first paragraph as it stands
     from ..bench.replays import run_bench
     from ..bench.split import split_markdown
     from ..bench.stress import stress_markdown

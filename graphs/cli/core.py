@@ -1,7 +1,9 @@
-"""The ``taskctx`` typer app and what its commands share: the options, the one-line error
-(``_fail``: prints ``error: ...``, exits with code 2; ``_model_failed``: a provider failure, two
-lines, the run exported, exit code 3), the event printer, the graph of a recorded
-task (``_graph_for``), the export at the end of a run (``_finish``), and :func:`main`."""
+"""The ``taskctx`` typer app and what its commands share: options, errors, progress, :func:`main`.
+
+An error is one line (:func:`fail`: ``error: ...``, exit code 2; :func:`model_failed`: a provider
+failure, the run exported, exit code 3); :func:`describe` adds the commands that help to a
+library error; :func:`event_printer` prints a run's events; :func:`finish` ends a run command.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import os
 import re
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,17 +26,52 @@ from context import (
     ModelCallError,
     TaskctxError,
     UnknownTaskError,
-    find_task,
-    load_trajectory,
 )
 from context.pg_store import is_postgres_url
 from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
-from ..orchestrator import DEFAULT_OUT as DEFAULT_OUT  # (the commands' --out default, re-exported)
-from ..orchestrator import Project, build_orchestrator, command_hint, damage_line, db_exists, open_project
-from ..runner import RunResult, export_run
+from ..inspection import UnshowableTaskError
+from ..project import (
+    DEFAULT_OUT,
+    NoCheckpointError,
+    Project,
+    UnregisteredTaskError,
+    db_exists,
+    open_project,
+    register_task_kind,
+)
+from ..report.hints import command_hint, damage_line
+from ..runner import RunResult
 
-__all__ = ["app", "main"]
+__all__ = [
+    "DEFAULT_OUT",
+    "EXIT_BAD_INPUT",
+    "EXIT_MODEL_FAILED",
+    "ApproveAllOpt",
+    "BudgetOpt",
+    "DbOpt",
+    "DenyAllOpt",
+    "OutOpt",
+    "app",
+    "budget_floor",
+    "check_task_id",
+    "console",
+    "describe",
+    "err",
+    "event_printer",
+    "fail",
+    "fail_run",
+    "finish",
+    "main",
+    "model_failed",
+    "open_existing",
+    "prepare_out",
+    "record_stop",
+    "state_dir",
+]
+
+# a demo task's graph is rebuilt by graphs.demo, imported when one is resumed (it loads the graph runtime)
+register_task_kind("demo", "graphs.demo:demo_task_graph")
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="taskctx: structured task context for LangGraph agents."
@@ -53,18 +91,37 @@ EXIT_BAD_INPUT = 2
 EXIT_MODEL_FAILED = 3
 
 
-def _fail(msg: str) -> None:
+def fail(msg: str) -> None:
+    """Print ``error: <msg>`` (whitespace folded to one line) on stderr and exit with code 2.
+
+    Args:
+        msg: What went wrong and what to do.
+
+    Raises:
+        typer.Exit: Always, with :data:`EXIT_BAD_INPUT`.
+    """
     err.print("error: " + " ".join(msg.split()), markup=False)
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def _model_failed(project: Project, exc: ModelCallError, task_id: str, out: Path, db: str) -> None:
-    """A model call failed at the provider: export the run up to the failure, keep the stop in
-    the task's registry entry (:func:`_record_stop`, reason ``"model"``), print the cause and the
-    command that continues, exit :data:`EXIT_MODEL_FAILED`."""
+def model_failed(project: Project, exc: ModelCallError, task_id: str, out: Path, db: str) -> None:
+    """End a run whose model call failed at the provider: export, record the stop, say how to go on.
+
+    The stop is kept in the task's registry row (reason ``"model"``) for ``list`` and ``inspect``.
+
+    Args:
+        project: The open project.
+        exc: The provider's failure.
+        task_id: The task.
+        out: The export root.
+        db: The ``--db`` the commands it names carry.
+
+    Raises:
+        typer.Exit: Always, with :data:`EXIT_MODEL_FAILED`.
+    """
     saved = "nothing recorded before the failure"
     if project.stores.events.last_seq(task_id):
-        saved = f"exported {export_run(project.stores, task_id, out)}/"
+        saved = f"exported {project.export(task_id, out)}/"
     message = " ".join(str(exc).split())
     spec = project.stores.tasks.get(task_id)
     if spec is not None:
@@ -78,18 +135,36 @@ def _model_failed(project: Project, exc: ModelCallError, task_id: str, out: Path
     raise typer.Exit(EXIT_MODEL_FAILED)
 
 
-def _describe(exc: BaseException, db: str, task_id: str | None = None, out: Path | None = None) -> str:
-    """One line for an error: taskctx errors as they are (a budget error with the command that
-    continues the task, :func:`graphs.orchestrator.command_hint`); database and file errors named."""
-    if isinstance(exc, BudgetError) and task_id and exc.minimum:
-        if not exc.task_id:
-            exc = exc.for_task(task_id)
-        return (
-            f"{exc}: `{command_hint('resume', task_id, db, out, '--budget', str(exc.minimum))}`; {exc.minimum} is what "
-            f"this call needs, later calls carry more context and may need more (the default --budget is {DEFAULT_BUDGET})"
-        )
+def describe(exc: BaseException, db: str, task_id: str | None = None, out: Path | None = None) -> str:
+    """The one line the CLI prints for an error, naming the commands that help with this ``--db``.
+
+    Args:
+        exc: The error (a taskctx error, a database or file error).
+        db: The ``--db`` the commands carry.
+        task_id: The task of a run command (a budget error then names the ``resume`` that goes on).
+        out: The ``--out`` of a run command.
+
+    Returns:
+        The line (without ``error: ``).
+    """
     if isinstance(exc, BudgetError) and task_id:
-        return f"{exc}: `{command_hint('resume', task_id, db, out, '--budget', 'N')}` continues with a larger one"
+        return _budget_line(exc, db, task_id, out)
+    if isinstance(exc, UnregisteredTaskError):
+        return (
+            f"task {exc.task_id!r} in {exc.path} has {exc.events} events but no task registry row: it was run "
+            "through the Python API, not a taskctx command (or its registry row was lost), so the CLI cannot "
+            f"rebuild its graph; continue it with graphs.Project.resume, or see it with "
+            f"`{command_hint('inspect', exc.task_id, exc.path)}`"
+        )
+    if isinstance(exc, NoCheckpointError):
+        return (
+            f"task {exc.task_id!r} has {exc.events} events in {db} but no checkpoint (the checkpoint tables were "
+            "emptied or restored from an older backup), so it cannot be resumed; "
+            f"`{command_hint('inspect', str(exc.task_id), db)}` still works; restore the database from a backup, "
+            "or start the task again under a new --task-id"
+        )
+    if isinstance(exc, UnshowableTaskError):
+        return f"{exc.what}; run `{command_hint('doctor', exc.task_id, db)}` for every finding"
     if isinstance(exc, DamagedStoreError):
         return damage_line(exc, db)
     if isinstance(exc, TaskctxError):
@@ -99,12 +174,33 @@ def _describe(exc: BaseException, db: str, task_id: str | None = None, out: Path
     return f"{exc}; check the path and its permissions"
 
 
+def _budget_line(exc: BudgetError, db: str, task_id: str, out: Path | None) -> str:
+    """A budget error with the ``resume --budget`` that continues the task."""
+    if exc.minimum:
+        if not exc.task_id:
+            exc = exc.for_task(task_id)
+        return (
+            f"{exc}: `{command_hint('resume', task_id, db, out, '--budget', str(exc.minimum))}`; {exc.minimum} is what "
+            f"this call needs, later calls carry more context and may need more (the default --budget is {DEFAULT_BUDGET})"
+        )
+    return f"{exc}: `{command_hint('resume', task_id, db, out, '--budget', 'N')}` continues with a larger one"
+
+
 _TASK_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 
 
-def _check_task_id(task_id: str) -> str:
-    """Task ids name a thread and an export folder: 1-128 of letters, digits, '-', '_', '.',
-    not starting with '.' (so no path separators, no '..', nothing empty)."""
+def check_task_id(task_id: str) -> str:
+    """Check a ``--task-id``: it names a thread and an export folder.
+
+    Args:
+        task_id: 1-128 letters, digits, '-', '_' or '.', not starting with '.'.
+
+    Returns:
+        ``task_id``.
+
+    Raises:
+        InvalidInputError: Anything else (a path separator, ``..``, nothing).
+    """
     if not _TASK_ID.fullmatch(task_id):
         raise InvalidInputError(
             f"--task-id {task_id[:60]!r} is not a valid task id; use 1-128 letters, digits, '-', '_' or '.' "
@@ -113,8 +209,18 @@ def _check_task_id(task_id: str) -> str:
     return task_id
 
 
-def _prepare_out(out: Path) -> Path:
-    """Create the export folder now, so an unwritable --out fails before the run, not after."""
+def prepare_out(out: Path) -> Path:
+    """Create the export folder now, so an unwritable ``--out`` fails before the run, not after.
+
+    Args:
+        out: The export root.
+
+    Returns:
+        ``out``.
+
+    Raises:
+        InvalidInputError: It cannot be written.
+    """
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / ".taskctx-write-check"
@@ -133,7 +239,13 @@ def _first_line(text: Any) -> str:
     return escape_controls(line)
 
 
-def _event_printer(total: int | None = None):
+def event_printer() -> Callable[[Event], None]:
+    """The progress printer of a run command: one line per event a person follows.
+
+    Returns:
+        A function to pass as ``on_event``.
+    """
+
     def show(e: Event) -> None:
         p = e.payload
         if e.kind == "context.built":
@@ -189,104 +301,23 @@ def _event_printer(total: int | None = None):
     return show
 
 
-def trajectory_sha256(path: Path) -> str:
-    """The sha256 hex digest of a trajectory file's bytes (a replay's fingerprint; ``""`` when
-    it is not a readable file): :func:`nodes.workspace.paths.file_sha256`."""
-    from nodes.workspace.paths import file_sha256  # (nodes.workspace loads the tool node: only when hashing)
+def finish(project: Project, result: RunResult, out: Path, db: str) -> None:
+    """End a run command: export the run, print how it ended and what to run next, close the project.
 
-    return file_sha256(path)
+    Closing now checkpoints SQLite's write-ahead log, so a read-only command run next finds the
+    file as it will stay.
 
+    Args:
+        project: The open project (closed here).
+        result: How the run ended.
+        out: The export root.
+        db: The ``--db`` the commands it names carry.
 
-def _graph_for(project: Project, task_id: str, *, spec: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-    """The graph a task was started with, rebuilt from its registry entry; ``UnknownTaskError``
-    (from :func:`context.find_task`) for a task the database does not know, and for one that
-    has events but no registry entry (run through the Python API, or its registry row was lost:
-    the data cannot tell them apart; ``taskctx doctor`` lists it as a finding). ``spec``: the
-    registry row when the caller has already read and checked it (no fold of the log then)."""
-    if spec is None:
-        spec = find_task(project.stores, task_id).spec
-    if spec is None:
-        raise UnknownTaskError(
-            f"task {task_id!r} in {project.path} has {project.stores.events.last_seq(task_id)} events but no task "
-            "registry row: it was run through the Python API, not a taskctx command (or its registry row was "
-            "lost), so the CLI cannot rebuild its graph; continue it with graphs.run_graph, or see it with "
-            f"`{command_hint('inspect', task_id, project.path)}`"
-        )
-    if "stopped" in spec:  # it continues now: the stop is no longer the last word
-        spec = {k: v for k, v in spec.items() if k != "stopped"}
-        project.stores.tasks.register(task_id, spec)
-    from nodes import ReplayChatModel, ReplayTools
-
-    budget = int(spec.get("budget", DEFAULT_BUDGET))
-    kind = spec.get("kind")
-    if kind == "replay":
-        want = spec.get("sha256")
-        if want and Path(str(spec["source"])).is_file() and trajectory_sha256(Path(str(spec["source"]))) != want:
-            raise InvalidInputError(
-                f"the trajectory {spec['source']} changed since task {task_id!r} was started from it (sha256 "
-                f"{str(want)[:12]}... then, {trajectory_sha256(Path(str(spec['source'])))[:12]}... now): a resume replays "
-                "the same file; restore it, or replay the new file under a new --task-id"
-            )
-        traj = load_trajectory(str(spec["source"]))
-        g = build_orchestrator(
-            ReplayChatModel(trajectory=traj),
-            tools=ReplayTools(traj),
-            checkpointer=project.checkpointer,
-            stores=project.stores,
-            budget=budget,
-            memory=project.memory(),
-        )
-    elif kind == "demo":
-        from ..demo import demo_model, demo_tools
-
-        if not spec.get("workspace"):
-            raise InvalidInputError(
-                f"demo task {task_id!r} was recorded by an older taskctx without a workspace; "
-                f"start a new one with `{command_hint('demo', None, project.path)}`"
-            )
-        g = build_orchestrator(
-            demo_model(),
-            tools=demo_tools(str(spec["workspace"]), spec.get("receipts")),
-            checkpointer=project.checkpointer,
-            stores=project.stores,
-            budget=budget,
-            memory=project.memory(str(spec["workspace"])),
-        )
-    elif kind == "run":
-        tools = None
-        if spec.get("workspace"):
-            from nodes import WorkspaceTools
-
-            tools = WorkspaceTools(str(spec["workspace"]), receipts_dir=spec.get("receipts"))
-            tools.strict_resolution = True
-        from nodes import resolve_model
-        from nodes.chat_models import DEFAULT_RETRIES, DEFAULT_TIMEOUT
-
-        chat = resolve_model(
-            str(spec["model"]),
-            timeout=float(spec.get("timeout") or DEFAULT_TIMEOUT),
-            max_retries=int(spec.get("retries", DEFAULT_RETRIES)),
-        )
-        g = build_orchestrator(
-            chat,
-            tools=tools,
-            checkpointer=project.checkpointer,
-            stores=project.stores,
-            budget=budget,
-            memory=project.memory(spec.get("workspace")),  # type: ignore[arg-type]
-        )
-    else:
-        raise InvalidInputError(f"task {task_id!r} has an unknown kind {kind!r} in {project.path}")
-    return g, spec
-
-
-def _finish(project: Project, result: RunResult, out: Path, db: str) -> None:
-    """Export the run, print how it ended and what to run next; a task that ended with
-    ``control.status == "failed"`` exits with code 1 (after the export and the line). The
-    project is closed (its SQLite write-ahead log checkpointed now, not whenever the connection
-    is garbage-collected, so a read-only command run next finds the file as it will stay)."""
+    Raises:
+        typer.Exit: With code 1 when the task ended failed (after the export and the line).
+    """
     try:
-        folder = export_run(project.stores, result.task_id, out)
+        folder = project.export(result.task_id, out)
     finally:
         project.close()
     s = result.state
@@ -315,12 +346,18 @@ def _finish(project: Project, result: RunResult, out: Path, db: str) -> None:
         raise typer.Exit(1)
 
 
-def _record_stop(db: str, task_id: str, stop: dict[str, Any]) -> None:
-    """Keep why a registered task stopped in its registry entry (``spec["stopped"]``: ``{"reason":
-    "budget" | "model", "message", "budget" (the smallest budget of the failing call; budget stops
-    only), "out"}``), so ``list`` and ``inspect`` say why and how to go on; the next
-    ``resume``/``approve`` removes it. A task without a registry entry, or a database that cannot
-    be written, is left as it is (the error line the caller prints is what matters)."""
+def record_stop(db: str, task_id: str, stop: dict[str, Any]) -> None:
+    """Keep why a registered task stopped in its registry row, for ``list`` and ``inspect``.
+
+    The next ``resume`` or ``approve`` removes it. A task without a registry row, or a database
+    that cannot be written, is left as it is (the error line the caller prints is what matters).
+
+    Args:
+        db: The database.
+        task_id: The task.
+        stop: ``{"reason": "budget" | "model", "message", "budget" (the smallest budget of the
+            failing call; budget stops only), "out"}``.
+    """
     try:
         project = open_project(db)
         try:
@@ -333,26 +370,45 @@ def _record_stop(db: str, task_id: str, stop: dict[str, Any]) -> None:
         pass
 
 
-def _fail_run(exc: BaseException, db: str, task_id: str | None, out: Path | None = None) -> None:
-    """``_fail`` for a run command: the line of :func:`_describe`, exit 2. A ``BudgetError`` of a
-    registered task is also kept in its registry entry (:func:`_record_stop`, reason
-    ``"budget"``)."""
+def fail_run(exc: BaseException, db: str, task_id: str | None, out: Path | None = None) -> None:
+    """:func:`fail` for a run command, with the line of :func:`describe`.
+
+    A ``BudgetError`` of a registered task is also kept in its registry row (:func:`record_stop`).
+
+    Args:
+        exc: The error that stopped the command.
+        db: The ``--db``.
+        task_id: The task (None: not known yet).
+        out: The ``--out``.
+
+    Raises:
+        typer.Exit: Always, with :data:`EXIT_BAD_INPUT`.
+    """
     if isinstance(exc, BudgetError) and task_id:
         if exc.minimum and not exc.task_id:
             exc = exc.for_task(task_id)
         stop: dict[str, Any] = {"reason": "budget", "message": str(exc), "budget": exc.minimum}
-        _record_stop(db, task_id, stop | ({"out": str(out)} if out is not None else {}))
-    _fail(_describe(exc, db, task_id, out))
+        record_stop(db, task_id, stop | ({"out": str(out)} if out is not None else {}))
+    fail(describe(exc, db, task_id, out))
 
 
-def _open(db: str) -> Project:
-    return open_project(db)
+def open_existing(db: str, *, readonly: bool = False) -> Project:
+    """Open the database of a command that needs an existing one (all but those that start a task).
 
+    A missing file, or one without the taskctx tables, stays as it was (the check opens it
+    read-only).
 
-def _open_existing(db: str, *, readonly: bool = False) -> Project:
-    """The database of a command that needs an existing one (everything but the commands that
-    start a task): a missing file or one without the taskctx tables is a one-line error and
-    stays as it was (the check opens it read-only); ``readonly`` keeps it read-only after."""
+    Args:
+        db: The ``--db``.
+        readonly: Keep it read-only after the check.
+
+    Returns:
+        The open project.
+
+    Raises:
+        UnknownTaskError: There is no database at ``db``.
+        NotTaskctxDatabaseError: It holds no taskctx tables.
+    """
     if not db_exists(db):
         raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
     if readonly:
@@ -362,11 +418,20 @@ def _open_existing(db: str, *, readonly: bool = False) -> Project:
     return open_project(db)
 
 
-def _budget_floor(value: int | None) -> int | None:
-    """``--budget`` below the reserve for the model's answer (``nodes.DEFAULT_RESERVE`` tokens)
-    can hold no prompt at all: one line and exit 2 while the options are parsed."""
+def budget_floor(value: int | None) -> int | None:
+    """Check ``--budget`` while the options are parsed: below the answer's reserve no prompt fits.
+
+    Args:
+        value: The budget in tokens (None: not given).
+
+    Returns:
+        ``value``.
+
+    Raises:
+        typer.Exit: Below ``nodes.DEFAULT_RESERVE`` tokens (one line, code 2).
+    """
     if value is not None and value < DEFAULT_RESERVE:
-        _fail(
+        fail(
             f"--budget {value} is below the {DEFAULT_RESERVE} tokens reserved for the model's answer, so no prompt "
             f"fits; pass --budget {DEFAULT_RESERVE} or more (a failing call names the smallest budget that works)"
         )
@@ -377,7 +442,7 @@ BudgetOpt = Annotated[
     int,
     typer.Option(
         "--budget",
-        callback=_budget_floor,
+        callback=budget_floor,
         help=f"Prompt budget in tokens (at least the {DEFAULT_RESERVE} reserved for the answer).",
     ),
 ]
@@ -389,16 +454,26 @@ ApproveAllOpt = Annotated[
 DenyAllOpt = Annotated[bool, typer.Option("--deny-all", metavar="", help="Reject every approval request (scripts).")]
 
 
-def _state_dir(db: str) -> Path:
-    """Where a task's workspace copy and command receipts live: beside the SQLite file."""
+def state_dir(db: str) -> Path:
+    """Where a task's workspace copy and command receipts live: beside the SQLite file.
+
+    Args:
+        db: The ``--db``.
+
+    Returns:
+        The SQLite file's folder; ``.taskctx`` for a URL.
+    """
     return Path(".taskctx") if "://" in db else Path(db).resolve().parent
 
 
 def _tracing_may_be_on() -> bool:
-    """False when LangSmith tracing cannot be on: langsmith not imported yet in this process (so
+    """Whether LangSmith tracing may be on in this process.
+
+    False when LangSmith tracing cannot be on: langsmith not imported yet in this process (so
     nothing configured it in code) and none of ``LANGSMITH_TRACING[_V2]``/``LANGCHAIN_TRACING[_V2]``
     set. Otherwise True, and langsmith's own check (in :func:`graphs.tracing.tracing_session`)
-    decides. Spares every command without tracing the import of langsmith (~0.3 s of CPU)."""
+    decides. Spares every command without tracing the import of langsmith.
+    """
     if "langsmith" in sys.modules:
         return True
     names = (f"{ns}_{v}" for ns in ("LANGSMITH", "LANGCHAIN") for v in ("TRACING_V2", "TRACING"))
@@ -406,9 +481,11 @@ def _tracing_may_be_on() -> bool:
 
 
 def main() -> None:
-    """The ``taskctx`` entry point: the typer app inside :func:`graphs.tracing.tracing_session`
-    (with LangSmith tracing on and no network: one ``tracing: ...`` line on stderr, at most 5 s
-    of waiting for uploads at exit); without tracing, the app alone (:func:`_tracing_may_be_on`)."""
+    """The ``taskctx`` entry point: the typer app, inside a tracing session when tracing may be on.
+
+    With LangSmith tracing on (:func:`graphs.tracing.tracing_session`) and no network, one
+    ``tracing: ...`` line goes to stderr and the uploads are waited for a few seconds at exit.
+    """
     if not _tracing_may_be_on():
         app()
         return

@@ -1,6 +1,9 @@
-"""``taskctx doctor [TASK_ID]``: run every check of :mod:`graphs.diagnosis` on one task (or every
+"""``taskctx doctor [TASK_ID]``: check a task's stored data (read-only).
+
+``taskctx doctor [TASK_ID]``: run every check of :mod:`graphs.diagnosis` on one task (or every
 task in the database) and print what it found. Read-only, as ``inspect``, ``list`` and
-``report``: the database is opened with ``mode=ro`` (SQLite) or read-only sessions (Postgres)."""
+``report``: the database is opened with ``mode=ro`` (SQLite) or read-only sessions (Postgres).
+"""
 
 from __future__ import annotations
 
@@ -13,8 +16,8 @@ from context import TaskctxError, UnknownTaskError
 from context.catalog import unknown_task_message
 
 from ..diagnosis import diagnose
-from ..orchestrator import DEFAULT_DB
-from .core import DbOpt, _describe, _fail, _open_existing, console
+from ..project import DEFAULT_DB
+from .core import DbOpt, console, describe, fail, open_existing
 
 __all__ = ["SHOWN_FINDINGS", "doctor"]
 
@@ -30,9 +33,10 @@ def doctor(
 
     Prints ``task <id>: ok (<n> events)`` (``; started through the Python API`` for a task with
     no registry row that no taskctx command ran: not damaged) or one line per finding (what is
-    damaged and where; every finding, the first 20 listed and the rest counted)."""
+    damaged and where; every finding, the first 20 listed and the rest counted).
+    """
     try:
-        project = _open_existing(db, readonly=True)
+        project = open_existing(db, readonly=True)
         found_db: list[str] = []
         conn = getattr(project.stores, "_db", None)
         if conn is not None and hasattr(conn, "conn"):
@@ -69,12 +73,15 @@ def doctor(
             raise typer.Exit(2)
         project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db, task_id))
+        fail(describe(exc, db, task_id))
 
 
 def _task_ids(project: object) -> list[str]:
-    """Every task id the event log or the registry knows (neither read beyond its ids); not the
-    log of memory confirmations made outside a task (:data:`context.memory.MEMORY_LOG`)."""
+    """Every task id the event log or the registry knows.
+
+    Every task id the event log or the registry knows (neither read beyond its ids); not the
+    log of memory confirmations made outside a task (:data:`context.memory.MEMORY_LOG`).
+    """
     from context.memory import MEMORY_LOG
 
     stores = project.stores  # type: ignore[attr-defined]

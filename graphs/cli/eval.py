@@ -1,6 +1,9 @@
-"""``taskctx eval [--cases DIR] [--json] [--case ID] [--category C] [--off MECHANISM]``: run a folder of cases
+"""``taskctx eval``: run the scenario cases and print the report.
+
+``taskctx eval [--cases DIR] [--json] [--case ID] [--category C] [--off MECHANISM]``: run a folder of cases
 (:func:`graphs.eval.suite.run_eval`) and print the report; exit code 0 when no case fails, 1 when one does, 2 on
-a bad case file."""
+a bad case file.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ __all__ = ["eval_command"]
 
 def eval_command(
     cases: Annotated[
-        Path | None, typer.Option("--cases", help="Folder of case files (*.json); default tests/eval_cases.")
+        Path | None,
+        typer.Option("--cases", help="Folder of case files (*.json); default: the cases shipped with taskctx."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print the report as JSON.")] = False,
     case_id: Annotated[list[str] | None, typer.Option("--case", help="Run only this case id (repeatable).")] = None,

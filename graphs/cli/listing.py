@@ -1,5 +1,8 @@
-"""``taskctx list [--db DB] [--json]``: every task of a database, one row each (read-only), and
-``taskctx --version``."""
+"""``taskctx list``: every task of a database, and ``taskctx --version``.
+
+``taskctx list [--db DB] [--json]``: every task of a database, one row each (read-only), and
+``taskctx --version``.
+"""
 
 from __future__ import annotations
 
@@ -11,18 +14,22 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from context import TaskctxError, TaskInfo, list_tasks
+from context import TaskctxError, TaskInfo
 
-from ..orchestrator import DEFAULT_DB, command_hint
-from .core import DbOpt, _describe, _fail, _open_existing, console
+from ..project import DEFAULT_DB
+from ..report.hints import command_hint
+from .core import DbOpt, console, describe, fail, open_existing
 
 __all__ = ["list_command", "version_callback"]
 
 
 def _stopped(t: TaskInfo) -> str | None:
-    """Why a task that is not finished stopped (``"budget"``, ``"model"``), from its registry
+    """Why a task that is not finished stopped, or None.
+
+    Why a task that is not finished stopped (``"budget"``, ``"model"``), from its registry
     entry (``spec["stopped"]``, kept by the run command that failed, also when it failed before
-    recording anything); else None."""
+    recording anything); else None.
+    """
     stop = (t.spec or {}).get("stopped")
     if isinstance(stop, dict) and t.status not in ("completed", "failed"):
         return str(stop.get("reason"))
@@ -46,15 +53,16 @@ def list_command(
 
     One row per task: id, status, executor steps, last activity (UTC timestamp of its last
     event); tasks not started yet come last. A damaged task is listed as ``damaged`` with a line
-    under the table naming its first finding (``--json``: ``damaged``, every finding)."""
+    under the table naming its first finding (``--json``: ``damaged``, every finding).
+    """
     try:
-        project = _open_existing(db, readonly=True)
+        project = open_existing(db, readonly=True)
         try:
-            tasks = list_tasks(project.stores)
+            tasks = project.tasks()
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db))
+        fail(describe(exc, db))
         return
     if as_json:
         rows = [{**t.as_json(), **({"stopped": _stopped(t)} if _stopped(t) else {})} for t in tasks]

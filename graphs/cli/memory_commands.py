@@ -1,7 +1,10 @@
-"""``taskctx memory list|show|confirm|forget|rebuild``: the durable memories of a database (the
+"""``taskctx memory list|show|confirm|forget|rebuild``: the durable memories of a database.
+
+``taskctx memory list|show|confirm|forget|rebuild``: the durable memories of a database (the
 Python API is :mod:`graphs.memory_store`). ``confirm`` and ``forget`` record an event first
 (``memory.confirmed``, ``memory.forgotten``), then write the long-term store; ``rebuild``
-restores the store from those events."""
+restores the store from those events.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +22,9 @@ from context import TaskctxError
 from context.freshness import short_sha
 from context.text import escape_controls
 
-from ..orchestrator import DEFAULT_DB, Project, open_project
-from .core import DbOpt, _describe, _fail, _graph_for, _open_existing, console
+from ..project import DEFAULT_DB, Project, open_project
+from ..report.hints import command_hint
+from .core import DbOpt, console, describe, fail, open_existing
 
 if TYPE_CHECKING:
     from ..memory_store import MemoryView
@@ -44,22 +48,41 @@ JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Print JSON.")
 
 @contextmanager
 def _database(db: str, *, create: bool = False) -> Iterator[Project]:
-    """The database ``db`` for one memory command, closed after it: it must exist (``create``:
+    """The database of one memory command, closed after it.
+
+    The database ``db`` for one memory command, closed after it: it must exist (``create``:
     made when missing, as ``confirm`` does). A store error, here or in the command's body, ends
-    the command with one line naming it (exit 2)."""
+    the command with one line naming it (exit 2).
+    """
     try:
-        project = open_project(db) if create else _open_existing(db)
+        project = open_project(db) if create else open_existing(db)
         try:
             yield project
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        _fail(_describe(exc, db))
+        fail(_error_line(exc, db))
+
+
+def _error_line(exc: BaseException, db: str) -> str:
+    """The line for a memory command's error.
+
+    The line for a memory command's error: a key the store does not hold names ``taskctx
+    memory list`` with the ``--db`` in use; any other error as :func:`describe` says it.
+    """
+    from ..memory_store import NoSuchMemoryError  # (every command has loaded it: not imported at start-up)
+
+    if isinstance(exc, NoSuchMemoryError):
+        return f"{exc.head}; `{command_hint('memory', None, db, None, 'list')}` shows the keys"
+    return describe(exc, db)
 
 
 def _say(text: str) -> None:
-    """Print one line of recorded text (a memory's text, subject, key, paths) as inspect does:
-    control and bidirectional-control characters written as escapes (``\\x1b``, ``\\u202e``)."""
+    r"""Print one line of recorded text, control characters escaped.
+
+    Print one line of recorded text (a memory's text, subject, key, paths) as inspect does:
+    control and bidirectional-control characters written as escapes (``\x1b``, ``\u202e``).
+    """
     console.print(escape_controls(text), markup=False)
 
 
@@ -147,14 +170,15 @@ def confirm_cmd(
     approval, not running) or finished, the event goes into that task's own log and checkpoint (a
     working-memory item of the same text becomes durable); otherwise into the log's memory
     stream, with the task as provenance (a second line says so). A --db that does not
-    exist yet is created (a new database holding this memory only)."""
+    exist yet is created (a new database holding this memory only).
+    """
     from ..memory_store import confirm_memory
 
     with _database(db, create=True) as project:
         graph, last = None, 0
         if task and project.stores.tasks.get(task) is not None:
             last = project.stores.events.last_seq(task)
-            graph, _ = _graph_for(project, task)
+            graph = project.task_graph(task)
         r = confirm_memory(
             project,
             text,

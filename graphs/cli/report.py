@@ -10,7 +10,8 @@ import typer
 
 from context import DamagedStoreError, TaskctxError, UnknownTaskError, find_task
 
-from ..orchestrator import DEFAULT_DB, command_hint, damage_line, open_project
+from ..project import DEFAULT_DB, open_project
+from ..report.hints import command_hint, damage_line
 from ..report.page import write_report
 
 __all__ = ["report_command"]
@@ -33,7 +34,8 @@ def report_command(
 ) -> None:
     """Write one static HTML page for a run: timeline, manifests, token chart, approvals, errors.
 
-    Reads the database read-only (nothing in it is created or changed); writes only the HTML file."""
+    Reads the database read-only (nothing in it is created or changed); writes only the HTML file.
+    """
     try:
         if "://" not in db and not Path(db).exists():
             raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")

@@ -328,7 +328,7 @@ class MemoryOp(_M):
 
 
 class Case(_M):
-    """One scenario (one JSON file in ``tests/eval_cases/``)."""
+    """One scenario (one JSON file in ``graphs/eval/case_files/``)."""
 
     id: str
     category: Category
@@ -411,9 +411,14 @@ def load_cases(folder: str | Path) -> list[tuple[Path, Case]]:
     return out
 
 
+#: The cases shipped with taskctx (package data of ``graphs.eval``).
+CASES_DIR = Path(__file__).resolve().parent / "case_files"
+
+
 def default_cases_dir() -> Path:
-    """``tests/eval_cases`` of the working directory, else of the source checkout."""
-    here = Path("tests/eval_cases")
-    if here.is_dir():
-        return here
-    return Path(__file__).resolve().parents[2] / "tests" / "eval_cases"
+    """The folder of the eval cases shipped in the package.
+
+    Returns:
+        ``graphs/eval/case_files`` of the installed package (absolute).
+    """
+    return CASES_DIR

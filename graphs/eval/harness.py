@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 from context import Event, TaskContext, masked_bytes, replay
 
-from ..orchestrator import Project, build_orchestrator, new_task, open_project
+from ..orchestrator import build_orchestrator, new_task
+from ..project import Project, open_project
 from ..runner import run_graph, thread_config
 from .cases import Case, CaseError, Crash, Inject, load_case
 from .checks import run_check

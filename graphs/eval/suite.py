@@ -26,7 +26,8 @@ def run_eval(
     case ids (``CaseError`` names any that does not exist); ``off`` switches mechanisms off
     (names of :data:`~graphs.eval.harness.MECHANISMS`: their category's cases then fail;
     ``CaseError`` for an unknown one)."""
-    from ..orchestrator import DEFAULT_DB, command_hint
+    from ..project import DEFAULT_DB
+    from ..report.hints import command_hint
     from .cases import CaseError, default_cases_dir, load_cases
     from .harness import check_off, run_case
     from .printing import EvalReport

@@ -4,12 +4,13 @@ Its part of the pipeline is the read side: it folds the log again, it never call
 
     events (event log) --> reducer (context.replay) --> TaskContext --+--> page.py:  one HTML page
         |  context.built: manifests, prompt and cached tokens         |    (taskctx report)
-        |  tool.result.received: the recorded (compressed) results  --+--> text.py:  the text view
+        |  tool.result.received: the recorded (compressed) results  --+--> inspect_text.py: the text view
         +-------------------------------------------------------------+    (taskctx inspect)
 
 - :mod:`.page`: ``build_report(events)`` (the HTML: token chart, plan, approvals, errors,
   manifests, tool calls, timeline) and ``write_report(stores, task_id, path)``;
-- :mod:`.text`: ``render_state``, the ``taskctx inspect`` view on a rich console;
+- :mod:`.inspect_text`: ``render_view``, the ``taskctx inspect`` view of a :class:`graphs.TaskView`;
+- :mod:`.hints`: the ``taskctx`` command lines messages and views suggest (``command_hint``);
 - :mod:`.approval`: ``approval_view`` / ``approval_renderable`` / ``approval_html``, what an
   approval request shows (the CLI prompts, ``taskctx approve``, ``inspect`` and the page);
 
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 from context.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .inspect_text import render_state
+    from .inspect_text import render_view
     from .page import ROLE_COLORS, build_report, token_chart_svg, write_report
 
 # imported on first use (PEP 562): ``import graphs.report`` alone loads none of the modules below
@@ -32,8 +33,8 @@ __getattr__ = lazy_exports(
         "build_report": ".page",
         "token_chart_svg": ".page",
         "write_report": ".page",
-        "render_state": ".inspect_text",
+        "render_view": ".inspect_text",
     },
 )
 
-__all__ = ["ROLE_COLORS", "build_report", "render_state", "token_chart_svg", "write_report"]
+__all__ = ["ROLE_COLORS", "build_report", "render_view", "token_chart_svg", "write_report"]

@@ -40,7 +40,8 @@ from rich.text import Text
 
 from context.text import escape_controls as _escape
 
-from ..orchestrator import DEFAULT_DB, command_hint
+from ..project import DEFAULT_DB
+from .hints import command_hint
 
 __all__ = [
     "HEAD_CHARS",
@@ -235,7 +236,7 @@ def _syntax(view: ApprovalView, code: str, start: int) -> _Indented:
 def inspect_hint(task_id: str, db: str | Path = DEFAULT_DB) -> str:
     r"""Where a cut approval view sends the reader for the full arguments:
     ``\`taskctx inspect TASK_ID --json [--db DB]\` (control.pending_approval.arguments)``, the
-    command built by :func:`graphs.orchestrator.command_hint` (``--db`` only for a database that
+    command built by :func:`graphs.report.hints.command_hint` (``--db`` only for a database that
     is not the default, quoted, without its password)."""
     return f"`{command_hint('inspect', task_id, db, None, '--json')}` (control.pending_approval.arguments)"
 

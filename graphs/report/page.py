@@ -36,12 +36,13 @@ from context import (
     summarize_event,
 )
 from context.freshness import stale_line
-from context.store import repair_hint
+from context.store import REPAIR_TEXT
 from context.trajectory import request_goal
 from context.verify import check_events
 
-from ..orchestrator import DEFAULT_DB, command_hint
+from ..project import DEFAULT_DB
 from .approval import approval_html, escape_controls, inspect_hint
+from .hints import command_hint
 
 __all__ = ["CUSTOM_ROLE_COLORS", "ROLE_COLORS", "build_report", "role_colors", "token_chart_svg", "write_report"]
 
@@ -568,7 +569,7 @@ def write_report(
     if found:
         more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
         what = f"task {task_id!r} is damaged: {found[0]}{more}; no report written"
-        raise DamagedStoreError(f"{what}; {repair_hint(task_id)}", found, task_id=task_id, what=what)
+        raise DamagedStoreError(f"{what}; {REPAIR_TEXT}", found, task_id=task_id, what=what)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(build_report(events, full=full, db=db), encoding="utf-8")

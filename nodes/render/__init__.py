@@ -22,7 +22,7 @@ Modules:
   prompt, reason ``policy:<name>`` in the manifest.
 """
 
-from .base import EXTERNAL_RULE, Renderer, quote_external
+from .base import EXTERNAL_RULE, Renderer, assemble, core_blocks, quote_external
 from .executor import ExecutorRenderer
 from .planner import PlannerRenderer
 from .recovery import RecoveryRenderer
@@ -35,5 +35,7 @@ __all__ = [
     "RecoveryRenderer",
     "Renderer",
     "ReviewerRenderer",
+    "assemble",
+    "core_blocks",
     "quote_external",
 ]

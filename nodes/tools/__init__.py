@@ -44,14 +44,14 @@ from .replay import RECORDED_ERROR, ReplayTools
 
 __all__ = [
     "APPROVAL_ACTIONS",
-    "ApprovalQuestions",
     "BUILTIN_TOOLS",
     "CONTROL_TOOLS",
     "READ_ARTIFACT_SCHEMA",
     "RECORDED_ERROR",
     "REJECTED_AGAIN",
-    "ReplayTools",
     "SEARCH_HISTORY_SCHEMA",
+    "ApprovalQuestions",
+    "ReplayTools",
     "TaskToolNode",
     "ToolExecutor",
     "ToolOutcome",
