@@ -46,7 +46,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.parametrize("trajectory_file", [pytest.param(None, marks=pytest.mark.skip(reason=_MISSING))])
 
 
-# --- Postgres (tests/test_postgres.py, tests/test_server.py) ---------------------------------
+# --- Postgres (tests/e2e/test_postgres.py, tests/e2e/test_server.py) -------------------------
 PG_URL = os.environ.get("TASKCTX_TEST_PG", "")
 
 

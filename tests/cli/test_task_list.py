@@ -19,7 +19,7 @@ from context import load_trajectory
 from context.store import SqliteStores
 from graphs.cli import app
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PONYC = "openhands-ponyc-4588.jsonl"  # its planner needs 2,196 tokens, its first executor call 2,621
 DJANGO = "moatless-django-15695.jsonl"  # 11 steps
 
@@ -386,7 +386,7 @@ def test_no_test_hard_codes_the_shared_folder() -> None:
     pattern = re.compile(r"""/\s*["']shared["']|["']\.\./shared/data/trajectories["']\s*\)""")
     offenders = [
         p.name
-        for p in sorted((REPO / "tests").glob("*.py"))
+        for p in sorted((REPO / "tests").rglob("*.py"))
         if p.name != "conftest.py" and pattern.search(p.read_text(encoding="utf-8"))
     ]
     assert offenders == []

@@ -7,7 +7,7 @@ every test skips with that reason when it is not set. Each test gets a fresh dat
   artifacts byte-exact, concurrent appenders of one task never interleave);
 * ``taskctx replay --max-steps`` then ``taskctx resume`` on Postgres;
 * ``taskctx demo`` stops at an approval; ``taskctx approve`` in other processes finishes it;
-* the SIGKILL crash scenarios of ``tests/test_crash_resume.py`` on Postgres;
+* the SIGKILL crash scenarios of ``tests/e2e/test_crash_resume.py`` on Postgres;
 * load: 4 processes x 20 threads x 20 executor steps on one database; every thread's log is
   complete, in order and its own;
 * a connection dropped with ``pg_terminate_backend`` during a run is retried, not fatal.
@@ -33,7 +33,7 @@ import pytest
 from context import SequenceConflictError, StoreError, TaskContext, new_event, replay
 from context.pg_store import PgStores, is_postgres_url, open_stores, redact_url
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TS = "2026-01-01T00:00:00.000Z"
 ENV = {**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true"}
 
@@ -93,7 +93,7 @@ def test_pg_store_contract(pg_db: str) -> None:
 
 
 def test_the_postgres_store_masks_what_it_writes(pg_db: str) -> None:
-    spec = importlib.util.spec_from_file_location("_event_log_tests", Path(__file__).with_name("test_event_log.py"))
+    spec = importlib.util.spec_from_file_location("_event_log_tests", REPO / "tests" / "context" / "test_event_log.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -232,8 +232,10 @@ def test_demo_waits_for_approval_then_other_processes_approve_on_postgres(tmp_pa
 
 
 def _crash_module() -> Any:
-    """``tests/test_crash_resume.py`` (its child script and state normaliser), loaded by path."""
-    spec = importlib.util.spec_from_file_location("_taskctx_crash_resume", REPO / "tests" / "test_crash_resume.py")
+    """``tests/e2e/test_crash_resume.py`` (its child script and state normaliser), loaded by path."""
+    spec = importlib.util.spec_from_file_location(
+        "_taskctx_crash_resume", Path(__file__).with_name("test_crash_resume.py")
+    )
     mod = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(mod)

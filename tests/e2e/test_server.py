@@ -31,7 +31,7 @@ import pytest
 from context import Permissions, TaskContext, replay
 from context.pg_store import open_stores
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TRAJECTORY = "sweagent-pydicom-1458.jsonl"
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
 

@@ -1,5 +1,5 @@
 """The bench's two-fold split rule, optimistic bound and stress set (issue 14): exact values on
-hand-made inputs (the bench itself on shared runs: test_bench.py)."""
+hand-made inputs (the bench itself on shared runs: tests/graphs/test_bench.py)."""
 
 from __future__ import annotations
 

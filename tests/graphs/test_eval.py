@@ -2,7 +2,7 @@
 builder stops pinning the core layer (so a regression in the builder or a renderer shows up).
 
 The cases run in a few child processes at once (this file is also the child's script: ``python
-tests/test_eval.py MODE CASE_ID...`` prints the results as JSON), so the whole file stays well
+tests/graphs/test_eval.py MODE CASE_ID...`` prints the results as JSON), so the whole file stays well
 under 30 s. ``MODE`` is ``pinned`` (the library as it is), ``core`` (every renderer's core blocks
 become priority ``low``, i.e. droppable) or ``required`` (the builder treats no block as
 ``required``: core, pending approvals and the latest tool result all become droppable).
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 HERE = Path(__file__).resolve()
-REPO = HERE.parents[1]
+REPO = HERE.parents[2]
 CASES = REPO / "graphs" / "eval" / "case_files"
 
 #: The missing and distortion cases that check the core layer (request, criteria, constraints).

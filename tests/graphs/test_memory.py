@@ -38,7 +38,7 @@ from graphs.runner import run_graph
 from nodes import ScriptedChatModel, complete, plan, review
 from nodes.memory_source import MemorySource
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CASES = REPO / "graphs" / "eval" / "case_files"
 TS = "2026-01-01T00:00:00.000Z"
 

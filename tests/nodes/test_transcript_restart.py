@@ -1,7 +1,7 @@
 """When the executor transcript restarts: at the budget always (the cheapest restart that fits);
 earlier when the cost model expects it to pay, never when it sends again more than it removes.
 The rule is tested with the 4-characters-a-token counter, so the sizes below stay easy to read
-(the counter itself: test_tokens.py)."""
+(the counter itself: tests/context/test_tokens.py)."""
 
 from __future__ import annotations
 
