@@ -1,4 +1,4 @@
-"""Issue 13 part 3: stores read back are verified. A corruption suite: one healthy task (a replay
+"""Stores read back are verified. A corruption suite: one healthy task (a replay
 stopped after 3 executor steps), then each case damages a copy of its database and runs
 ``taskctx resume``, ``inspect``, ``report`` and ``doctor`` on it.
 

@@ -131,7 +131,7 @@ def test_file_read_with_one_huge_line_still_shows_a_snippet():
     )
 
 
-# ------------------------------------------------------------------- huge lines (issue 10)
+# ------------------------------------------------------------------------------ huge lines
 # A line over COMMAND_LIMIT cannot enter a prompt whole, not even as a #L slice: the note counts
 # chars (shown, omitted, total, UTF-8 bytes) and says which lines the cut falls in.
 

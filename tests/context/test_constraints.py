@@ -1,4 +1,4 @@
-"""Issue 13 part 6: the task's own words. Hard constraints come first from the caller, then from
+"""The task's own words. Hard constraints come first from the caller, then from
 the planner's structured output (with its source); the wording heuristic normalises typography
 and finds prohibitions anywhere in a sentence, and the prompt never presents its list as complete."""
 
@@ -105,7 +105,7 @@ def test_caller_constraints_come_first_then_the_wording_then_the_planner(tmp_pat
     built = [e for e in events if e.kind == "context.built" and e.payload["role"] == "executor"]
     prompt = stores.artifacts.get(built[-1].payload["prompt_ref"]).decode()
     assert "- Keep the changelog format.\n- Don\u2019t push to main.\n" in prompt
-    # the planner's constraint is its claim: quoted after the others (issue 12)
+    # the planner's constraint is its claim: quoted after the others
     assert (
         "Added by the planner:\n"
         '<external_content source="agent:planner constraints">\n- Leave tags alone.\n</external_content>\n'

@@ -1,4 +1,4 @@
-"""Freshness (issue 15 part 1): facts record the files (path, sha256) and HEAD they rest on; a
+"""Freshness: facts record the files (path, sha256) and HEAD they rest on; a
 write of the task, a re-read showing other bytes, a hand edit while paused or a HEAD move makes
 them stale (``fact.stale``, folded by the reducer); prompts show them as stale and the executor's
 delta names what to re-read; replay(events) == checkpoint."""

@@ -1,4 +1,4 @@
-"""Context policies (issue 15 part 2): declarative rules that add what a situation always needs;
+"""Context policies: declarative rules that add what a situation always needs;
 each added block's manifest reason is ``policy:<name>``; the budget applies to them; users add
 and override policies per role."""
 

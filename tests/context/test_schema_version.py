@@ -1,4 +1,4 @@
-"""Issue 13 part 4: code and data that changed between runs. The event log and the checkpoint
+"""Code and data that changed between runs. The event log and the checkpoint
 carry a data schema version; data of a newer version is refused, a schema-0 task (recorded before
 versions) resumes by its tested migration; a checkpoint whose fields the code no longer reads the
 same way is refused (its state is not the log's fold); a replay's trajectory is fingerprinted and

@@ -1,5 +1,5 @@
-"""One token counter (issue 11 part 1): exact o200k/cl100k offline, the upper-bound estimate,
-every count through ``NodeEnv.count_tokens``, and the CJK case of the issue at budget 8,000."""
+"""One token counter: exact o200k/cl100k offline, the upper-bound estimate, every count
+through ``NodeEnv.count_tokens``, and Chinese tool outputs at budget 8,000."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def _cjk_run(budget: int, env_counter=None, steps: list[RecordedStep] | None = N
 
 
 def test_cjk_outputs_stay_within_budget_by_o200k() -> None:
-    """The issue's case: six 3,900-character Chinese tool outputs (under the 4,000-character
+    """The reported case: six 3,900-character Chinese tool outputs (under the 4,000-character
     compression threshold), budget 8,000: every call's prompt fits, by o200k."""
     assert O200K(_zh(0, 3_900)) == 2_550
     stores, built = _cjk_run(8_000)

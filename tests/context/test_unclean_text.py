@@ -1,4 +1,4 @@
-"""Issue 13 part 1: text that is not clean UTF-8 at every boundary where text becomes bytes.
+"""Text that is not clean UTF-8 at every boundary where text becomes bytes.
 
 A lone UTF-16 surrogate (``"\\ud835"``, half of a math-bold letter) in a tool's output, a
 trajectory's observation, a request or a payload is stored losslessly where bytes are kept (the

@@ -1,5 +1,5 @@
 """Real provider clients (langchain-openai, langchain-anthropic) against loopback servers that
-speak the OpenAI Chat Completions and Anthropic Messages wire formats (issue 11).
+speak the OpenAI Chat Completions and Anthropic Messages wire formats.
 
 Each stub is a stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (an ephemeral port), answering per
 role from a script of ``AIMessage``s (the role is read from the system prompt), or with a queued
@@ -157,7 +157,7 @@ def test_run_fixes_the_sample_against_the_stub(env: Path, monkeypatch: pytest.Mo
         # a reply of text + tool_use blocks goes back as blocks: the text once, the call as tool_use
         first = next(m for m in msgs if m["role"] == "assistant")
         assert [b["type"] for b in first["content"]] == ["text", "tool_use"]
-        # (its own earlier words, quoted as its claim: issue 12)
+        # (its own earlier words, quoted as its claim)
         assert first["content"][0]["text"] == (
             '<external_content source="agent:executor">\n'
             "Raise client_max_body_size to the app's 10 MiB.\n</external_content>"

@@ -1,7 +1,7 @@
 """The optimistic bound reads ``outside = prompt_tokens - sum(included block tokens)`` from each
 executor manifest (``graphs.bench.bound``), and the budget sums the same block tokens: each
 included block's recorded tokens must be the tokens of exactly the text the prompt carries (after
-issue 12's quoting and masking), or ``outside`` and the budget drift."""
+the quoting of agent claims and the masking of secrets), or ``outside`` and the budget drift."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_block_tokens_are_the_tokens_of_the_text_the_prompt_carries(
     assert len(run.calls) == 11
     assert missing == []
     assert [s for s in seen if s[1] != s[2] or not s[3]] == []
-    # the quoted criteria (issue 12: "Added by the planner:" + <external_content>) in all 11
+    # the quoted criteria ("Added by the planner:" + <external_content>) in all 11
     # prompts, and the checkpoint once the transcript restarted at executor call index 10
     assert [s[1] for s in seen if s[0] == "core.criteria"] == [37] * 11
     assert [s[1] for s in seen if s[0] == "state.checkpoint"] == [612]

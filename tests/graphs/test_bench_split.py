@@ -1,4 +1,4 @@
-"""The bench's two-fold split rule, optimistic bound and stress set (issue 14): exact values on
+"""The bench's two-fold split rule, optimistic bound and stress set: exact values on
 hand-made inputs (the bench itself on shared runs: tests/graphs/test_bench.py)."""
 
 from __future__ import annotations

@@ -436,7 +436,7 @@ if __name__ == "__main__":  # the child process (see module doc)
 
 def test_unquoted_agent_claims_make_every_provenance_case_fail(monkeypatch: pytest.MonkeyPatch) -> None:
     """The ``provenance`` cases pass only while model-written text is quoted: with
-    ``quote_agent`` turned into a no-op (the text rendered bare, as before issue 12) each fails."""
+    ``quote_agent`` turned into a no-op (the text rendered bare, unquoted) each fails."""
     import nodes.render.base
     import nodes.render.executor
     import nodes.render.planner

@@ -1,4 +1,4 @@
-"""Issue 15 acceptance: the ``freshness`` and ``policy`` eval categories pass, and each fails when
+"""The ``freshness`` and ``policy`` eval categories pass, and each fails when
 its mechanism is switched off (``taskctx eval --off freshness|policy``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 16 (start-up): an export that is current is not written again, and one that is behind
+"""An export that is current is not written again, and one that is behind
 gets only the new events; either way the folder holds the bytes a whole export writes.
 
 A replay of a shared trajectory stopped after 3 executor steps is exported, continued to its

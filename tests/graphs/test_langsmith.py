@@ -203,7 +203,7 @@ def _model() -> Any:
             ],
             "reviewer": [
                 review("approve", "the build finishes").model_copy(
-                    update={"usage_metadata": REVIEW_USAGE}  # as a provider reports it (issue 11)
+                    update={"usage_metadata": REVIEW_USAGE}  # as a provider reports it
                 )
             ],
         }

@@ -1,4 +1,4 @@
-"""Issue 16 (profiled start-up): ``taskctx resume`` checks a long log in bounded cost
+"""``taskctx resume`` checks a long log in bounded cost
 (:func:`graphs.diagnosis.quick_diagnose`; the whole-log check stays in ``taskctx doctor``), and
 artifact rows are stored zlib-compressed when that is shorter (old raw rows read unchanged)."""
 

@@ -1,4 +1,4 @@
-"""Durable memory across tasks (issue 15 part 3): LangGraph's long-term store beside the
+"""Durable memory across tasks: LangGraph's long-term store beside the
 checkpointer (SQLite, and Postgres when ``TASKCTX_TEST_PG`` is set), the confirmation events it is
 written from and rebuilt from, what a new task loads (provenance, supersession, staleness,
 relevance), ``taskctx memory ...``, ``inspect``, and the eval category ``memory`` failing with

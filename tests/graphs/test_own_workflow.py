@@ -1,4 +1,4 @@
-"""A newcomer's own workflow (issue 10): an executor that returns a plain ``str`` (or something
+"""A newcomer's own workflow: an executor that returns a plain ``str`` (or something
 else), a custom graph missing a node its routers need, and custom roles in the views."""
 
 from __future__ import annotations

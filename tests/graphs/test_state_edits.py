@@ -1,4 +1,4 @@
-"""Issue 13 part 5: state changed behind the event log. ``graph.update_state`` from outside a node
+"""State changed behind the event log. ``graph.update_state`` from outside a node
 (LangGraph Studio's state editor) is recorded as ``state.edited`` (actor, changed fields) and
 folded, or refused; either way the log and the checkpoint agree."""
 

@@ -123,7 +123,7 @@ def test_the_renderer_points_to_lines_of_an_earlier_call_in_the_transcript() -> 
 def test_a_repeat_never_points_to_a_digest_or_a_dropped_call() -> None:
     """c1 and c3 return the same long output; c2's huge thought leaves no room for c1 (the
     builder drops it): c3 is then sent in full, not as a pointer to a call the prompt lacks.
-    (Huge arguments no longer do: once a call has run they are compressed, issue 13.)"""
+    (Huge arguments no longer do: once a call has run they are compressed.)"""
     env = NodeEnv.sqlite(budget=8000)
     big = "".join(f"config line {i}: value_{i * 7919 % 1000} = enabled\n" for i in range(80))
     ev = _events(env, [big, "ok\n", big])

@@ -1,4 +1,4 @@
-"""Issue 13 part 2, the rest: where required blocks cannot fit the budget, the latest call is
+"""Where required blocks cannot fit the budget, the latest call is
 degraded (digest + ref) before ``BudgetError``; a budget too small for that fails on the task's
 first executor call, before any tool runs, naming the smallest budget that works."""
 

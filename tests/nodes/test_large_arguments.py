@@ -1,4 +1,4 @@
-"""Issue 13 part 2: large tool-call arguments. Once a call has run, its arguments are compressed
+"""Large tool-call arguments. Once a call has run, its arguments are compressed
 in transcripts like outputs (head, tail, size, the ``artifact://`` ref of the full arguments),
 so a large write never leaves the task stuck after its side effect."""
 

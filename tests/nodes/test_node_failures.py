@@ -1,6 +1,6 @@
 """A role node whose model call or answer raises a non-provider exception records the failure and
-the graph routes on it; it never raises again on every resume (issue 13, part 1). A provider
-failure keeps issue 11's behaviour: nothing recorded, the resume repeats the call once."""
+the graph routes on it; it never raises again on every resume. A provider failure is
+different: nothing is recorded, and the resume repeats the call once."""
 
 from __future__ import annotations
 

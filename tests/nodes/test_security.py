@@ -901,7 +901,7 @@ def test_masking_keeps_harmless_text() -> None:
 
 
 def test_an_aws_secret_key_in_a_failing_test_never_leaves_the_store(tmp_path: Path) -> None:
-    """The issue's input: a failing test prints a traceback whose ``repr()`` holds an AWS secret
+    """The reported input: a failing test prints a traceback whose ``repr()`` holds an AWS secret
     access key followed by a literal backslash-n (and one followed by ``\\t``, one by ``|``)."""
     root, _ = _workspace(tmp_path)
     (root / "app" / "test_cfg.py").write_text(
@@ -1060,7 +1060,7 @@ def test_every_option_row_stops_a_call_that_escapes_without_it(
 
 
 def test_the_issue_commands_escape_when_run_without_the_policy(tmp_path: Path) -> None:
-    """The issue's inputs, run directly (no policy): they do read out of scope or run mod.py,
+    """The reported inputs, run directly (no policy): they do read out of scope or run mod.py,
     so the refusals above stop real escapes."""
     import subprocess
     import sys
