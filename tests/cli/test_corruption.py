@@ -54,7 +54,7 @@ def _replay_into(db: str, root: Path) -> None:
     assert res.exit_code == 0, res.output
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def healthy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A database holding task cor-1 stopped after 3 executor steps (resumable): a SQLite file,
     or (with ``TASKCTX_TEST_PG``) a Postgres database used as the template of each case's copy."""
@@ -67,17 +67,16 @@ def healthy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         conn.close()
         yield db
         return
-    if not PG_URL:
-        pytest.skip("TASKCTX_TEST_PG is not set: the Postgres cases need a throwaway server (.ci/run starts one)")
+    pg_url = request.getfixturevalue("pg_url")  # skips without TASKCTX_TEST_PG
     import psycopg
 
     name = f"cor_healthy_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    url = urlunsplit(urlsplit(PG_URL)._replace(path="/" + name))
+    url = urlunsplit(urlsplit(pg_url)._replace(path="/" + name))
     _replay_into(url, root)
     yield url
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 

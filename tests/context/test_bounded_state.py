@@ -3,6 +3,8 @@ leaves the window stays in the event log, and replay(events) still equals the fo
 
 from __future__ import annotations
 
+import pytest
+
 from context import new_event, replay
 from context.models import COMPLETED_WINDOW, ERRORS_WINDOW, PLAN_DONE_WINDOW, Plan, PlanStep
 
@@ -108,6 +110,7 @@ def test_done_steps_fold_into_a_digest_and_dependencies_still_hold() -> None:
     assert p.is_folded("s2") and not p.is_folded("s3") and p.is_folded("a") and not p.is_folded("b")
 
 
+@pytest.mark.slow
 def test_a_long_run_with_errors_keeps_a_small_state_and_replay_equals_the_fold() -> None:
     ev = _task(2000)
     for i in range(1, 2001):

@@ -183,7 +183,7 @@ def _stores_for(kind: str, tmp_path):
     return s
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_read_with_fields_returns_only_those_payload_keys(kind, tmp_path):
     """``fields=``: each payload holds only the named top-level keys (a nested object whole, a
     key the payload lacks as None), extracted in SQL; the rest of the event as stored."""

@@ -58,7 +58,7 @@ def _model() -> ScriptedChatModel:
     )
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_a_tool_output_with_a_lone_surrogate_is_stored_exactly_and_the_run_finishes(
     tmp_path: Path, backend: str, request: pytest.FixtureRequest
 ) -> None:

@@ -91,6 +91,7 @@ def _taskctx(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "where,at,prune",
     [

@@ -265,6 +265,7 @@ _HAND_EDITS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit", list(_HAND_EDITS))
 def test_taskctx_approve_checks_the_workspace_before_the_approved_patch_acts(tmp_path: Path, edit: str) -> None:
     """The demo waits for the approval of its nginx.conf patch (no terminal); a person edits the

@@ -21,6 +21,7 @@ def test_there_are_notebooks() -> None:
     assert NOTEBOOKS, "no notebook found in notebooks/"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strict", ["false", "true"], ids=["default-msgpack", "strict-msgpack"])
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs(path: Path, strict: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

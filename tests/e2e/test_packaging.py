@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 #: Every package of the wheel, as pyproject.toml lists them.
 PACKAGES = [
@@ -64,6 +66,7 @@ def test_import_layers() -> None:
     assert "graphs wiring never imports the applications (cli, bench, eval, demo, report) KEPT" in out.stdout
 
 
+@pytest.mark.slow
 def test_context_is_mypy_clean() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml")],

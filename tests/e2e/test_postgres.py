@@ -61,6 +61,7 @@ def test_url_detection_and_redaction() -> None:
     assert redact_url("postgresql://u@h:5433/db") == "postgresql://u@h:5433/db"
 
 
+@pytest.mark.postgres
 def test_pg_store_contract(pg_db: str) -> None:
     s = open_stores(pg_db)
     assert isinstance(s, PgStores)
@@ -92,6 +93,7 @@ def test_pg_store_contract(pg_db: str) -> None:
         s.close()
 
 
+@pytest.mark.postgres
 def test_the_postgres_store_masks_what_it_writes(pg_db: str) -> None:
     spec = importlib.util.spec_from_file_location("_event_log_tests", REPO / "tests" / "context" / "test_event_log.py")
     assert spec is not None and spec.loader is not None
@@ -104,6 +106,7 @@ def test_the_postgres_store_masks_what_it_writes(pg_db: str) -> None:
         s.close()
 
 
+@pytest.mark.postgres
 def test_concurrent_appenders_of_one_task_never_interleave(pg_db: str) -> None:
     """8 threads x 2 stores (two pools: as two processes would) append 25 batches of 3 to one task."""
     stores = [PgStores(pg_db), PgStores(pg_db)]
@@ -147,6 +150,7 @@ def test_concurrent_appenders_of_one_task_never_interleave(pg_db: str) -> None:
 # -- resume and crash on Postgres -------------------------------------------------------------
 
 
+@pytest.mark.postgres
 def test_replay_max_steps_then_resume_on_postgres(trajectories_dir: Path, tmp_path: Path, pg_db: str) -> None:
     traj = str(trajectories_dir / "openhands-ponyc-4588.jsonl")
     out = str(tmp_path / "runs")
@@ -173,6 +177,7 @@ def test_replay_max_steps_then_resume_on_postgres(trajectories_dir: Path, tmp_pa
         s.close()
 
 
+@pytest.mark.postgres
 def test_read_only_commands_run_no_ddl_on_postgres(trajectories_dir: Path, tmp_path: Path, pg_db: str) -> None:
     """``inspect``, ``list`` and ``report`` on a database without the taskctx tables: one line,
     exit 2, and the database still holds only its own table; on a taskctx database they work in
@@ -200,6 +205,7 @@ def test_read_only_commands_run_no_ddl_on_postgres(trajectories_dir: Path, tmp_p
     assert [(x["task_id"], x["status"], x["executor_steps"]) for x in json.loads(r.stdout)] == [("t1", "running", 1)]
 
 
+@pytest.mark.postgres
 def test_demo_waits_for_approval_then_other_processes_approve_on_postgres(tmp_path: Path, pg_db: str) -> None:
     """``taskctx demo`` (no answer given) stops at its approval in one process; ``taskctx approve``
     answers it from another process, twice, and the task completes: the hand-off between
@@ -242,6 +248,8 @@ def _crash_module() -> Any:
     return mod
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 @pytest.mark.parametrize("where,at", [("tool", 7), ("model", 23), ("checkpoint", 60)])
 def test_sigkill_then_resume_matches_clean_run_on_postgres(
     trajectories_dir: Path, tmp_path: Path, pg_db: str, where: str, at: int
@@ -327,6 +335,8 @@ LOAD_CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 def test_load_4_processes_20_threads_20_steps(pg_db: str, tmp_path: Path) -> None:
     n_proc, n_threads, n_steps = 4, 20, 20
     t0 = time.perf_counter()
@@ -409,6 +419,7 @@ def _terminate(url: str, app_names: tuple[str, ...]) -> int:
     return sum(1 for r in rows if r[0])
 
 
+@pytest.mark.postgres
 def test_store_retries_a_dropped_connection(pg_db: str) -> None:
     """Unchecked pool (the connection is used as handed out): the call fails on the dead
     connection and is retried on a new one. With retries=0 the same drop is an error (control)."""
@@ -432,6 +443,7 @@ def test_store_retries_a_dropped_connection(pg_db: str) -> None:
         bare.close()
 
 
+@pytest.mark.postgres
 @pytest.mark.parametrize("checked", [True, False], ids=["checked-pool", "unchecked-pool-retry"])
 def test_run_survives_pg_terminate_backend(pg_db: str, checked: bool) -> None:
     """A scripted 12-step run; at steps 3, 6, 9 and 12 the tool terminates every connection of the

@@ -244,6 +244,7 @@ def test_429_after_the_retries_is_one_line(env: Path, monkeypatch: pytest.Monkey
     )
 
 
+@pytest.mark.slow
 def test_hang_times_out(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with Stub("openai", sample_script()) as stub:
         stub.faults = ["hang"] * 3

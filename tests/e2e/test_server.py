@@ -202,7 +202,7 @@ class DevServer:
             self.proc.wait(timeout=15)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def dev_server(request: pytest.FixtureRequest, tmp_path: Path, trajectories_dir: Path):
     # find_spec, not import: importing langgraph_runtime_inmem creates .langgraph_api/ in the cwd
     for mod in ("langgraph_sdk", "langgraph_runtime_inmem", "langgraph_api"):

@@ -75,6 +75,7 @@ def _taskctx(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "call,when", [("d-changelog", "after"), ("d-test2", "after"), ("d-changelog", "before"), ("d-test2", "before")]
 )
@@ -166,6 +167,7 @@ def test_recover_decisions(tmp_path: Path) -> None:
     assert fin.state == "done" and fin.outcome is not None and fin.outcome.output == out.output
 
 
+@pytest.mark.slow
 def test_command_cut_off_mid_run_asks_before_running_again(tmp_path: Path) -> None:
     """A command whose receipt says it started but never finished may have had effects: resume
     puts it up for approval instead of re-running it; approving runs it again."""
@@ -194,6 +196,7 @@ def test_command_cut_off_mid_run_asks_before_running_again(tmp_path: Path) -> No
     assert (ws / "runs.log").read_text().count("run\n") == 3  # run again, once, after the approval
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("answer", ["approve", "reject"])
 def test_a_call_approved_then_cut_off_is_put_up_again_not_approved_by_the_old_answer(
     tmp_path: Path, answer: str

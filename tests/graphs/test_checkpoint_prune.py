@@ -95,6 +95,7 @@ def test_a_saver_without_prune_is_left_alone() -> None:
     assert prune_thread(InMemorySaver(), "x") is False
 
 
+@pytest.mark.postgres
 def test_postgres_keeps_one_checkpoint_per_thread_with_langgraphs_prune(trajectories_dir: Path, pg_db: str) -> None:
     traj = load_trajectory(trajectories_dir / "sweagent-pydicom-1458.jsonl")
     project = open_project(pg_db)

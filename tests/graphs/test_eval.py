@@ -149,6 +149,7 @@ def results() -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case_id", _all_ids())
 def test_case_passes(results: dict[tuple[str, str], dict[str, Any]], case_id: str) -> None:
     r = results[("pinned", case_id)]
@@ -171,6 +172,7 @@ def _content_failures(r: dict[str, Any]) -> list[str]:
     return [f for f in r["failures"] if not f.startswith(("run:", "invariant:"))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case_id", CORE_CASES)
 def test_core_unpinned_makes_case_fail(results: dict[tuple[str, str], dict[str, Any]], case_id: str) -> None:
     """Core blocks at priority low: the request or a constraint is dropped from some prompt."""
@@ -179,6 +181,7 @@ def test_core_unpinned_makes_case_fail(results: dict[tuple[str, str], dict[str, 
     assert any(f.startswith("prompt_contains:") for f in _content_failures(r)), r["failures"][:5]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case_id", PINNED_CASES)
 def test_required_unpinned_makes_case_fail(results: dict[tuple[str, str], dict[str, Any]], case_id: str) -> None:
     """No block required: the approval, latest tool result, permissions or step leave some prompt."""

@@ -442,6 +442,7 @@ main()
 """
 
 
+@pytest.mark.slow
 def test_cli_replay_and_resume_are_two_linked_traces(langsmith_loopback: Ingest, tmp_path: Path) -> None:
     import os
     import subprocess
@@ -567,6 +568,7 @@ def _events(folder: Path) -> list[dict[str, Any]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("endpoint", ["refused_endpoint", "silent_endpoint"])
 def test_cli_without_network_says_so_once_and_runs_as_untraced(
     endpoint: str, request: pytest.FixtureRequest, tmp_path: Path

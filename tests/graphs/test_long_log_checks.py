@@ -182,6 +182,7 @@ def test_inspect_of_a_long_log_shows_what_the_full_fold_shows(db: Path, monkeypa
     assert fast.output == full.output and "Model calls by role" in fast.output
 
 
+@pytest.mark.postgres
 def test_postgres_count_and_compressed_artifacts() -> None:
     url = os.environ.get("TASKCTX_TEST_PG", "")
     if not url:

@@ -50,7 +50,7 @@ H5433 = hashlib.sha256(b"port: 5433\n").hexdigest()[:12]
 H6432 = hashlib.sha256(b"port: 6432\n").hexdigest()[:12]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh database: a SQLite file, or (when ``TASKCTX_TEST_PG`` is set) a Postgres one."""
     if request.param == "postgres":

@@ -215,10 +215,6 @@ def test_taskctx_report_command(run_db: Path, tmp_path: Path) -> None:
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 #: Set by .ci/run: there a missing browser is a failure, not a skip.
 REQUIRE_CHROMIUM = os.environ.get("TASKCTX_REQUIRE_CHROMIUM", "") not in ("", "0", "false")
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None and not REQUIRE_CHROMIUM,
-    reason="chromium not installed (apt-get install -y chromium); .ci/run installs it, so CI runs this test",
-)
 
 
 def test_chromium_present_when_required() -> None:
@@ -259,7 +255,7 @@ def _body_attrs(dom: str) -> dict[str, str]:
     return dict(re.findall(r'([\w-]+)="([^"]*)"', m.group(1)))
 
 
-@needs_chromium
+@pytest.mark.browser  # skips without Chromium (tests/conftest.py)
 def test_report_in_headless_chromium(run_db: Path, tmp_path: Path) -> None:
     out = tmp_path / "rep-1.html"
     assert _cli(["rep-1", "--html", str(out), "--db", str(run_db)]).exit_code == 0
@@ -276,7 +272,7 @@ def test_report_in_headless_chromium(run_db: Path, tmp_path: Path) -> None:
     assert '<span id="shown">all shown</span>' in dom
 
 
-@needs_chromium
+@pytest.mark.browser  # skips without Chromium (tests/conftest.py)
 def test_headless_check_catches_script_errors(run_db: Path, tmp_path: Path) -> None:
     """Control: a page whose script throws is reported as such (the check above can fail)."""
     out = tmp_path / "rep-1.html"
@@ -392,7 +388,7 @@ def _layout(page: Path, width: int, profile: Path, css: str = "") -> dict[str, A
     return json.loads(html.unescape(m.group(1)))
 
 
-@needs_chromium
+@pytest.mark.browser  # skips without Chromium (tests/conftest.py)
 @pytest.mark.parametrize("width", [1400, 800])
 def test_report_layout_in_headless_chromium(demo_report: Path, tmp_path: Path, width: int) -> None:
     """At 1400 and 800 px: no word in a table cell wraps inside itself, the chart has x tick labels
@@ -413,7 +409,7 @@ def test_report_layout_in_headless_chromium(demo_report: Path, tmp_path: Path, w
     assert 1 <= lay["state_lines"] <= 3
 
 
-@needs_chromium
+@pytest.mark.browser  # skips without Chromium (tests/conftest.py)
 def test_layout_check_catches_words_broken_mid_way(demo_report: Path, tmp_path: Path) -> None:
     """Control: with the old cell style (break anywhere, no scrolling box) words break at 800 px."""
     css = "td{overflow-wrap:anywhere!important;white-space:normal!important}td.text{min-width:0!important}"

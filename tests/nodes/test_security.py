@@ -606,6 +606,7 @@ def _inside_external(text: str, i: int) -> bool:
     return text.rfind("<external_content", 0, i) > text.rfind("</external_content>", 0, i)
 
 
+@pytest.mark.slow
 def test_prompt_injections_in_tool_output_never_get_through(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root, outside = _workspace(tmp_path)
     sources = _plant(root)
@@ -1059,6 +1060,7 @@ def test_every_option_row_stops_a_call_that_escapes_without_it(
         )
 
 
+@pytest.mark.slow
 def test_the_issue_commands_escape_when_run_without_the_policy(tmp_path: Path) -> None:
     """The reported inputs, run directly (no policy): they do read out of scope or run mod.py,
     so the refusals above stop real escapes."""

@@ -201,7 +201,7 @@ def test_the_rejected_before_check_reads_only_denials(tmp_path: Path) -> None:
     assert filtered and all(set(kinds) <= {"permission.denied"} for _, _, kinds in filtered)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def any_stores(request: pytest.FixtureRequest) -> Any:
     if request.param == "sqlite":
         yield SqliteStores(":memory:")
