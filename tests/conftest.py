@@ -6,6 +6,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,6 +88,22 @@ def pg_db(pg_url: str) -> Iterator[str]:
     yield urlunsplit(parts._replace(path="/" + name))
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The stores of a fresh database: a SQLite file, then (``[postgres]``) a fresh Postgres
+    database, which skips without TASKCTX_TEST_PG. For tests of what both stores must do alike."""
+    if request.param == "sqlite":
+        from context import SqliteStores
+
+        s: Any = SqliteStores(tmp_path / "taskctx.sqlite")
+    else:
+        from context.pg_store import PgStores
+
+        s = PgStores(request.getfixturevalue("pg_db"))
+    yield s
+    s.close()
 
 
 # --- markers: postgres and browser tests skip when their server or browser is missing ------------

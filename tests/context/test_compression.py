@@ -13,7 +13,6 @@ from context import (
     ArtifactNotFoundError,
     Compressed,
     InvalidRefError,
-    SqliteStores,
     compress_tool_result,
     split_search_results,
 )
@@ -301,14 +300,7 @@ def test_split_search_results_with_crlf_line_endings():
     assert split_search_results(raw) == ["a.py\n```\nx\n```", "b.py\n```\ny\n```"]
 
 
-# ---------------------------------------------------------------------------------- artifacts
-
-
-@pytest.fixture
-def stores():
-    s = SqliteStores(":memory:")
-    yield s
-    s.close()
+# ------------------------------------------------ artifacts (SQLite and Postgres: the stores fixture)
 
 
 def test_put_returns_sha256_ref_of_utf8_bytes_and_get_is_exact(stores):

@@ -1,6 +1,10 @@
-"""The SQLite event log of ``context.SqliteStores``."""
+"""The stores' event log and task registry: what SQLite (``context.SqliteStores``) and Postgres
+(``context.pg_store.PgStores``) must do alike (the ``stores`` fixture runs each test on both), and
+what the SQLite file itself must do."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -29,13 +33,6 @@ def call(i: int, **kw):
 
 def dumps(events):
     return [e.model_dump() for e in events]
-
-
-@pytest.fixture
-def stores(tmp_path):
-    s = SqliteStores(tmp_path / "taskctx.sqlite")
-    yield s
-    s.close()
 
 
 def test_append_assigns_seq_1_to_n_and_read_returns_them(stores):
@@ -167,82 +164,56 @@ def test_store_open_error_for_a_directory(tmp_path):
     assert str(tmp_path) in str(ei.value)
 
 
-def _stores_for(kind: str, tmp_path):
-    if kind == "sqlite":
-        return SqliteStores(tmp_path / "f.sqlite")
-    import os
-    import uuid
-
-    url = os.environ.get("TASKCTX_TEST_PG", "")
-    if not url:
-        pytest.skip("TASKCTX_TEST_PG is not set")
-    from context.pg_store import PgStores
-
-    s = PgStores(url)
-    s.test_task = f"f-{uuid.uuid4().hex[:8]}"  # type: ignore[attr-defined]
-    return s
-
-
-@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def test_read_with_fields_returns_only_those_payload_keys(kind, tmp_path):
+def test_read_with_fields_returns_only_those_payload_keys(stores):
     """``fields=``: each payload holds only the named top-level keys (a nested object whole, a
     key the payload lacks as None), extracted in SQL; the rest of the event as stored."""
-    stores = _stores_for(kind, tmp_path)
-    tid = getattr(stores, "test_task", "t1")
-    try:
-        out = stores.events.append(
-            tid,
-            [
-                call(1),
-                new_event(
-                    "tool.result.received",
-                    {
-                        "call_id": "c1",
-                        "status": "ok",
-                        "result_summary": "x" * 500,
-                        "raw_ref": None,
-                        "raw_chars": 500,
-                        "compressed": False,
-                        "reads": {"a.py": "ab", "b.py": "cd"},
-                    },
-                    actor="tool",
-                    timestamp=TS,
-                ),
-            ],
-        )
-        got = stores.events.read(tid, fields=["call_id", "reads", "missing"])
-        assert [e.payload for e in got] == [
-            {"call_id": "c1", "reads": None, "missing": None},
-            {"call_id": "c1", "reads": {"a.py": "ab", "b.py": "cd"}, "missing": None},
-        ]
-        assert [e.model_dump(exclude={"payload"}) for e in got] == [e.model_dump(exclude={"payload"}) for e in out]
-        only = stores.events.read(tid, kinds=["tool.result.received"], fields=["status", "raw_chars"])
-        assert [(e.seq, e.payload) for e in only] == [(2, {"status": "ok", "raw_chars": 500})]
-    finally:
-        stores.close()
+    out = stores.events.append(
+        "t1",
+        [
+            call(1),
+            new_event(
+                "tool.result.received",
+                {
+                    "call_id": "c1",
+                    "status": "ok",
+                    "result_summary": "x" * 500,
+                    "raw_ref": None,
+                    "raw_chars": 500,
+                    "compressed": False,
+                    "reads": {"a.py": "ab", "b.py": "cd"},
+                },
+                actor="tool",
+                timestamp=TS,
+            ),
+        ],
+    )
+    got = stores.events.read("t1", fields=["call_id", "reads", "missing"])
+    assert [e.payload for e in got] == [
+        {"call_id": "c1", "reads": None, "missing": None},
+        {"call_id": "c1", "reads": {"a.py": "ab", "b.py": "cd"}, "missing": None},
+    ]
+    assert [e.model_dump(exclude={"payload"}) for e in got] == [e.model_dump(exclude={"payload"}) for e in out]
+    only = stores.events.read("t1", kinds=["tool.result.received"], fields=["status", "raw_chars"])
+    assert [(e.seq, e.payload) for e in only] == [(2, {"status": "ok", "raw_chars": 500})]
 
 
-def check_store_masks(stores: object) -> None:
+def test_the_store_masks_what_it_writes(stores) -> None:
     """The store masks what it writes (events and artifacts), returns the masked events, and
     keeps every other byte (not-UTF-8 bytes too); masking twice changes nothing."""
-    import json
-
-    from context import new_event
-
     token = "ghp_" + "R2d2C3p0L1u2k3e4S5k6y7W8a9l0k1e2r3S4"
     e = new_event("tool.called", {"call_id": "c1", "tool": "run", "arguments": json.dumps({"x": token})}, actor="agent")
-    (out,) = stores.events.append("m1", [e])  # type: ignore[attr-defined]
+    (out,) = stores.events.append("m1", [e])
     assert out.payload["arguments"] == '{"x": "[REDACTED:github_token]"}'
-    assert stores.events.read("m1")[0].payload == out.payload  # type: ignore[attr-defined]
+    assert stores.events.read("m1")[0].payload == out.payload
     data = b"\xff\xfe head\nAPI_KEY=" + token.encode() + b"\n\x00tail"
-    ref = stores.artifacts.put(data)  # type: ignore[attr-defined]
-    stored = stores.artifacts.get(ref)  # type: ignore[attr-defined]
+    ref = stores.artifacts.put(data)
+    stored = stores.artifacts.get(ref)
     assert stored == b"\xff\xfe head\nAPI_KEY=[REDACTED:github_token]\n\x00tail"
-    assert stores.artifacts.put(stored) == ref  # type: ignore[attr-defined]  # idempotent: the same bytes, the same ref
-    assert stores.artifacts.get(stores.artifacts.put("plain \ud835 text")) == b"plain \xed\xa0\xb5 text"  # type: ignore[attr-defined]
+    assert stores.artifacts.put(stored) == ref  # idempotent: the same bytes, the same ref
+    assert stores.artifacts.get(stores.artifacts.put("plain \ud835 text")) == b"plain \xed\xa0\xb5 text"
 
 
-def test_the_sqlite_store_masks_what_it_writes() -> None:
-    from context import SqliteStores
-
-    check_store_masks(SqliteStores(":memory:"))
+def test_the_registry_keeps_the_latest_spec_of_a_task(stores) -> None:
+    stores.tasks.register("t1", {"kind": "replay", "budget": 8000})
+    stores.tasks.register("t1", {"kind": "replay", "budget": 9000})
+    assert stores.tasks.get("t1") == {"kind": "replay", "budget": 9000} and stores.tasks.get("t9") is None

@@ -3,8 +3,8 @@
 Needs a throwaway server named by ``TASKCTX_TEST_PG`` (``.ci/run`` starts one on 127.0.0.1:5433);
 every test skips with that reason when it is not set. Each test gets a fresh database (``pg_db``).
 
-* the store contract of :class:`context.pg_store.PgStores` (seq check, atomic batches,
-  artifacts byte-exact, concurrent appenders of one task never interleave);
+* concurrent appenders of one task never interleave (the rest of the store contract runs on
+  both stores: the ``stores`` fixture in tests/context/test_event_log.py and test_compression.py);
 * ``taskctx replay --max-steps`` then ``taskctx resume`` on Postgres;
 * ``taskctx demo`` stops at an approval; ``taskctx approve`` in other processes finishes it;
 * the SIGKILL crash scenarios of ``tests/e2e/test_crash_resume.py`` on Postgres;
@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from context import SequenceConflictError, StoreError, TaskContext, new_event, replay
+from context import StoreError, TaskContext, new_event, replay
 from context.pg_store import PgStores, is_postgres_url, open_stores, redact_url
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,7 +50,7 @@ def _taskctx(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
-# -- the store contract ---------------------------------------------------------------------
+# -- URLs and concurrent appenders -------------------------------------------------------------
 
 
 def test_url_detection_and_redaction() -> None:
@@ -59,51 +59,6 @@ def test_url_detection_and_redaction() -> None:
     assert not is_postgres_url(".taskctx/taskctx.sqlite") and not is_postgres_url(":memory:")
     assert redact_url("postgresql://u:s3cret@h:5433/db") == "postgresql://u:***@h:5433/db"
     assert redact_url("postgresql://u@h:5433/db") == "postgresql://u@h:5433/db"
-
-
-@pytest.mark.postgres
-def test_pg_store_contract(pg_db: str) -> None:
-    s = open_stores(pg_db)
-    assert isinstance(s, PgStores)
-    try:
-        out = s.events.append("t1", [call(1), call(2), call(3)])
-        assert [e.seq for e in out] == [1, 2, 3]
-        assert [e.model_dump() for e in s.events.read("t1")] == [e.model_dump() for e in out]
-        assert [e.seq for e in s.events.read("t1", after=1, limit=1)] == [2]
-        assert s.events.last_seq("t1") == 3 and s.events.last_seq("nope") == 0
-        # explicit seq must continue the log; a bad batch appends nothing
-        with pytest.raises(SequenceConflictError, match="has seq 9 but the log expects 5"):
-            s.events.append("t1", [call(4), call(5).model_copy(update={"seq": 9})])
-        assert s.events.last_seq("t1") == 3
-        # the same event twice is refused
-        with pytest.raises(SequenceConflictError, match="already in the log as t1#1"):
-            s.events.append("t1", [out[0].model_copy(update={"seq": 0})])
-        s.events.append("t2", [call(1)])
-        assert s.events.task_ids() == ["t1", "t2"]
-        # artifacts: exact bytes and line slices
-        data = b"line 1\r\nline 2\nline 3\n\x00\xff"
-        ref = s.artifacts.put(data)
-        assert s.artifacts.put(data) == ref and s.artifacts.get(ref) == data and s.artifacts.size(ref) == len(data)
-        assert s.artifacts.get(ref + "#L2-3") == b"line 2\nline 3\n"
-        # registry
-        s.tasks.register("t1", {"kind": "replay", "budget": 8000})
-        s.tasks.register("t1", {"kind": "replay", "budget": 9000})
-        assert s.tasks.get("t1") == {"kind": "replay", "budget": 9000} and s.tasks.get("t9") is None
-    finally:
-        s.close()
-
-
-@pytest.mark.postgres
-def test_the_postgres_store_masks_what_it_writes(pg_db: str) -> None:
-    spec = importlib.util.spec_from_file_location("_event_log_tests", REPO / "tests" / "context" / "test_event_log.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    s = open_stores(pg_db)
-    try:
-        mod.check_store_masks(s)
-    finally:
-        s.close()
 
 
 @pytest.mark.postgres
@@ -158,6 +113,7 @@ def test_replay_max_steps_then_resume_on_postgres(trajectories_dir: Path, tmp_pa
     assert r.returncode == 0, r.stderr
     assert "stopped after 10 executor steps" in r.stdout
     s = open_stores(pg_db)
+    assert isinstance(s, PgStores)
     try:
         assert sum(e.kind == "tool.result.received" for e in s.events.read("t1")) == 10
         r2 = _taskctx("resume", "t1", "--db", pg_db, "--out", out, cwd=tmp_path)

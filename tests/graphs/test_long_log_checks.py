@@ -5,7 +5,6 @@ artifact rows are stored zlib-compressed when that is shorter (old raw rows read
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import zlib
 from pathlib import Path
@@ -182,19 +181,9 @@ def test_inspect_of_a_long_log_shows_what_the_full_fold_shows(db: Path, monkeypa
     assert fast.output == full.output and "Model calls by role" in fast.output
 
 
-@pytest.mark.postgres
-def test_postgres_count_and_compressed_artifacts() -> None:
-    url = os.environ.get("TASKCTX_TEST_PG", "")
-    if not url:
-        pytest.skip("TASKCTX_TEST_PG is not set: needs a throwaway Postgres server (.ci/run starts one)")
-    from context.pg_store import open_stores
-
-    st = open_stores(url)
-    try:
-        text = b"the same prompt line\n" * 200
-        ref = st.artifacts.put(text)
-        assert st.artifacts.get(ref) == text and st.artifacts.size(ref) == 4200
-        assert st.artifacts.get(ref + "#L2-3") == b"the same prompt line\n" * 2
-        assert st.events.count("no-such-task-16b") == 0
-    finally:
-        st.close()
+def test_count_and_compressed_artifacts(stores) -> None:
+    text = b"the same prompt line\n" * 200
+    ref = stores.artifacts.put(text)
+    assert stores.artifacts.get(ref) == text and stores.artifacts.size(ref) == 4200
+    assert stores.artifacts.get(ref + "#L2-3") == b"the same prompt line\n" * 2
+    assert stores.events.count("no-such-task") == 0

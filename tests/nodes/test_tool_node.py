@@ -5,12 +5,10 @@ tool node, the event log's ``kinds`` filter on the approval hot path, the explic
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -201,22 +199,7 @@ def test_the_rejected_before_check_reads_only_denials(tmp_path: Path) -> None:
     assert filtered and all(set(kinds) <= {"permission.denied"} for _, _, kinds in filtered)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def any_stores(request: pytest.FixtureRequest) -> Any:
-    if request.param == "sqlite":
-        yield SqliteStores(":memory:")
-        return
-    url = os.environ.get("TASKCTX_TEST_PG")
-    if not url:
-        pytest.skip("set TASKCTX_TEST_PG=postgresql://... to run the Postgres store tests")
-    from context.pg_store import PgStores
-
-    st = PgStores(url)
-    yield st
-    st.close()
-
-
-def test_event_log_kinds_filter(any_stores: Any) -> None:
+def test_event_log_kinds_filter(stores: Any) -> None:
     tid = f"kinds-{uuid.uuid4().hex[:8]}"
     evs = [
         _ev(k, p)
@@ -228,8 +211,8 @@ def test_event_log_kinds_filter(any_stores: Any) -> None:
             ("resume.started", {"token": "c"}),
         ]
     ]
-    any_stores.events.append(tid, evs)
-    log = any_stores.events
+    stores.events.append(tid, evs)
+    log = stores.events
     assert [e.seq for e in log.read(tid, kinds=["resume.started"])] == [2, 4, 5]
     assert [e.payload["token"] for e in log.read(tid, kinds=["resume.started"])] == ["a", "b", "c"]
     assert [e.seq for e in log.read(tid, kinds=("resume.started", "user.interrupted"))] == [1, 2, 3, 4, 5]
