@@ -105,6 +105,7 @@ def test_concurrent_appenders_of_one_task_never_interleave(pg_db: str) -> None:
 # -- resume and crash on Postgres -------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_replay_max_steps_then_resume_on_postgres(trajectories_dir: Path, tmp_path: Path, pg_db: str) -> None:
     traj = str(trajectories_dir / "openhands-ponyc-4588.jsonl")
@@ -133,6 +134,7 @@ def test_replay_max_steps_then_resume_on_postgres(trajectories_dir: Path, tmp_pa
         s.close()
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_read_only_commands_run_no_ddl_on_postgres(trajectories_dir: Path, tmp_path: Path, pg_db: str) -> None:
     """``inspect``, ``list`` and ``report`` on a database without the taskctx tables: one line,
@@ -161,6 +163,7 @@ def test_read_only_commands_run_no_ddl_on_postgres(trajectories_dir: Path, tmp_p
     assert [(x["task_id"], x["status"], x["executor_steps"]) for x in json.loads(r.stdout)] == [("t1", "running", 1)]
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_demo_waits_for_approval_then_other_processes_approve_on_postgres(tmp_path: Path, pg_db: str) -> None:
     """``taskctx demo`` (no answer given) stops at its approval in one process; ``taskctx approve``
