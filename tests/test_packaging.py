@@ -1,5 +1,5 @@
 """The packages resolve to this distribution; the layers hold (import-linter); context/ is
-mypy-clean. What the wheel holds, and that it works installed: tests/test_wheel.py."""
+mypy-clean. What the wheel holds, and that it works installed: tests/e2e/test_wheel.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 #: Every package of the wheel, as pyproject.toml lists them.
 PACKAGES = [
     "context",
