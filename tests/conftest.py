@@ -1,9 +1,12 @@
-"""Shared fixtures. Strict msgpack is on for every test (a moved class must fail loudly)."""
+"""Shared fixtures and markers. Strict msgpack is on for every test (a moved class must fail loudly)."""
 
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,7 +49,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.parametrize("trajectory_file", [pytest.param(None, marks=pytest.mark.skip(reason=_MISSING))])
 
 
-# --- Postgres (tests/test_postgres.py, tests/test_server.py) ---------------------------------
+# --- Postgres (tests/e2e/test_postgres.py, tests/e2e/test_server.py) -------------------------
 PG_URL = os.environ.get("TASKCTX_TEST_PG", "")
 
 
@@ -71,7 +74,7 @@ def pg_url() -> str:
 
 
 @pytest.fixture
-def pg_db(pg_url: str):
+def pg_db(pg_url: str) -> Iterator[str]:
     """A fresh, empty database on the test server (its URL); dropped after the test."""
     import uuid
     from urllib.parse import urlsplit, urlunsplit
@@ -85,3 +88,47 @@ def pg_db(pg_url: str):
     yield urlunsplit(parts._replace(path="/" + name))
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The stores of a fresh database: a SQLite file, then (``[postgres]``) a fresh Postgres
+    database, which skips without TASKCTX_TEST_PG. For tests of what both stores must do alike."""
+    if request.param == "sqlite":
+        from context import SqliteStores
+
+        s: Any = SqliteStores(tmp_path / "taskctx.sqlite")
+    else:
+        from context.pg_store import PgStores
+
+        s = PgStores(request.getfixturevalue("pg_db"))
+    yield s
+    s.close()
+
+
+# --- markers: postgres and browser tests skip when their server or browser is missing ------------
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+#: Set by .ci/run: there a missing browser is a failure, not a skip.
+REQUIRE_CHROMIUM = os.environ.get("TASKCTX_REQUIRE_CHROMIUM", "") not in ("", "0", "false")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Refuse a test that reaches Postgres (the ``pg_url`` fixture, or a parameter ``"postgres"``)
+    without the ``postgres`` marker: ``-m "not postgres"`` must leave out every one of them."""
+    unmarked = [
+        item.nodeid
+        for item in items
+        if item.get_closest_marker("postgres") is None
+        and (
+            "pg_url" in getattr(item, "fixturenames", ())
+            or "postgres" in getattr(getattr(item, "callspec", None), "params", {}).values()
+        )
+    ]
+    if unmarked:
+        raise pytest.UsageError("tests that use Postgres without @pytest.mark.postgres: " + ", ".join(unmarked))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A ``browser`` test skips without Chromium, unless TASKCTX_REQUIRE_CHROMIUM makes it fail."""
+    if item.get_closest_marker("browser") is not None and CHROMIUM is None and not REQUIRE_CHROMIUM:
+        pytest.skip("chromium not installed (apt-get install -y chromium); .ci/run installs it, so CI runs this test")

@@ -1,6 +1,6 @@
 """Loopback servers that speak the OpenAI Chat Completions and Anthropic Messages wire formats,
 for the real provider clients (langchain-openai, langchain-anthropic) without a network
-(issue 11; used by ``tests/test_providers.py``).
+(used by ``tests/e2e/test_providers.py``).
 
 Each stub is a stdlib ``ThreadingHTTPServer`` on 127.0.0.1, answering per role from a script of
 ``AIMessage``s (the role is read from the system prompt), or with a queued fault (an HTTP error,

@@ -1,5 +1,5 @@
 """The packages resolve to this distribution; the layers hold (import-linter); context/ is
-mypy-clean. What the wheel holds, and that it works installed: tests/test_wheel.py."""
+mypy-clean. What the wheel holds, and that it works installed: tests/e2e/test_wheel.py."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 #: Every package of the wheel, as pyproject.toml lists them.
@@ -64,6 +66,7 @@ def test_import_layers() -> None:
     assert "graphs wiring never imports the applications (cli, bench, eval, demo, report) KEPT" in out.stdout
 
 
+@pytest.mark.slow
 def test_context_is_mypy_clean() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml")],
