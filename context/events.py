@@ -19,9 +19,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .builder import ManifestEntry
+from .blocks import ManifestEntry
+from .literals import FactKind, RiskLevel, StaleCause, StepResult
 from .memory import FileStamp, LoadedMemory, MemoryKind, MemoryNamespace
-from .models import FactKind, Finding, PlanStep, RiskLevel, StaleCause, StepResult
+from .models import Finding, PlanStep
 from .text import clean_tree, json_text
 
 __all__ = [

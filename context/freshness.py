@@ -1,35 +1,18 @@
 """Freshness: which state of the workspace a fact was drawn from, and when it is stale.
 
-A *fact* is a finding (``Finding``), a step summary (``LastStep``, fact id ``step:<id>``) or a
-tool call's output (``ToolCallRecord``, fact id = the call id). Each records what it rests on:
-``path -> sha256 hex`` of the bytes read (a tool result's ``reads``; a finding: the reads of
-the calls whose artifacts are its evidence; a step: the reads of its calls) and the git HEAD
-commit then. The task's world (``evidence.world`` and ``evidence.head``) is the latest sha of
-every file it has read or written; :func:`world_version` fingerprints it.
-
-When the workspace shows other bytes for a path a fact rests on, or HEAD moved, the fact is
-stale: :func:`find_stale` returns the ``fact.stale`` payloads (the nodes record them; the
-reducer folds them into ``evidence.stale_facts``). Who notices:
-
-* the tool node, after a write or patch of the task itself (``cause="write"``) and after a read
-  that shows other bytes (``"reread"``), or another HEAD (``"head"``);
-* the first node after a ``taskctx resume``, which fingerprints the files of the world
-  (``NodeEnv.workspace.fingerprint``; ``"resume"``: a person changed them while paused);
-* the tool node when an approval answer arrives (``taskctx approve``, ``Command(resume=...)``),
-  before the call acts: the same fingerprint (``"approval"``: a person changed them while the
-  task waited for the answer).
-
-Pure: no clock, no store, no file system (the nodes hand in what they read).
+A fact (a finding, a step summary, a tool call's output) records the files it rests on
+(``path -> sha256 hex``) and the git HEAD then. When the workspace shows other bytes for one of
+them, or HEAD moved, :func:`find_stale` gives the ``fact.stale`` payloads. Pure: no clock, no
+store, no file system (the nodes hand in what they read).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 
-from .models import StaleCause, TaskContext
+from .literals import StaleCause
+from .models import TaskContext, world_version
 
 __all__ = [
     "HEAD_PATH",
@@ -47,15 +30,6 @@ __all__ = [
 #: The ``path`` of a ``fact.stale`` mark for a moved git HEAD.
 HEAD_PATH = "HEAD"
 Cause = StaleCause
-
-
-def world_version(world: Mapping[str, str], head: str | None) -> str:
-    """``"wv:" + sha256[:16]`` of the sorted ``(path, sha)`` items and ``head``; ``"wv:none"`` for
-    an empty world without a HEAD."""
-    if not world and head is None:
-        return "wv:none"
-    blob = json.dumps({"files": sorted(world.items()), "head": head}, separators=(",", ":"))
-    return "wv:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
 def short_sha(sha: str) -> str:

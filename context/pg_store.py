@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
+from .artifact_refs import make_ref, parse_ref, slice_lines
+from .db_schema import TASKCTX_TABLES, not_taskctx_message, schema_sql
 from .errors import (
     ArtifactNotFoundError,
     NotTaskctxDatabaseError,
@@ -38,22 +40,16 @@ from .errors import (
 from .events import Event
 from .secrets import masked_bytes, masked_events
 from .store import (
-    TASKCTX_TABLES,
     SqliteStores,
     checked_artifact,
     contiguous,
     duplicate_message,
     event_row,
     lenient_events,
-    make_ref,
-    not_taskctx_message,
     number_events,
     packed,
-    parse_ref,
     registry_spec,
     row_event,
-    schema_sql,
-    slice_lines,
 )
 from .text import json_text
 
@@ -63,6 +59,7 @@ __all__ = [
     "PgEventLog",
     "PgStores",
     "PgTaskRegistry",
+    "SCHEMA_LOCK",
     "is_postgres_url",
     "open_stores",
     "redact_url",
@@ -76,7 +73,9 @@ APPLICATION_NAME = "taskctx-store"
 _URL_RE = re.compile(r"^postgres(ql)?(\+\w+)?://", re.I)
 #: classid of every advisory lock taskctx takes (objid = a hash of the task id).
 _LOCK_CLASS = 0x7A5C
-_SCHEMA_LOCK = 0x7A5C0001
+#: The advisory lock key the stores take while creating their schema; the Postgres
+#: checkpointer and long-term store setup (``graphs``) take ``SCHEMA_LOCK + 1`` and ``+ 2``.
+SCHEMA_LOCK = 0x7A5C0001
 
 _SCHEMA = schema_sql(bigint="BIGINT", blob="BYTEA")
 
@@ -148,7 +147,7 @@ class _Pg:
                         raise NotTaskctxDatabaseError(not_taskctx_message(self.path))
                 else:
                     with conn.transaction():
-                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
                         conn.execute(_SCHEMA)
         except psycopg.Error as exc:
             raise StoreOpenError(

@@ -1,106 +1,50 @@
-"""The event log and the artifact store, in their own SQLite tables and connection.
+"""The SQLite stores: the event log, the artifact store and the task registry of one file.
 
-* :class:`EventLog`: append-only, per task (``thread_id`` = ``task_id``), ``seq`` = 1, 2, ...
-  ``append`` is one transaction and checks that its first ``seq`` follows the log's last one
-  (``SequenceConflictError`` otherwise), so two writers can never interleave a task's events.
-* :class:`ArtifactStore`: content-addressed bytes. ``put(data) -> "artifact://sha256:<hex>"``;
-  ``get(ref)`` returns the bytes stored, or the lines a ``#L<start>-<end>`` fragment names
-  (1-based, inclusive).
-
-Both stores (and the Postgres ones) mask every secret-shaped value before they write anything:
-``append`` the strings of each payload (:func:`context.secrets.masked_events`; the events it
-returns, which the nodes fold, are the masked ones), ``put`` the bytes
-(:func:`context.secrets.masked_bytes`; the ref hashes the masked bytes). That is the one masking
-pass: every reader gets masked bytes.
-
-Both live in the project's SQLite file (default ``.taskctx/taskctx.sqlite``) beside the
-LangGraph checkpointer's tables, on a connection of their own, in WAL mode. A checkpoint never
-re-serialises history (DESIGN.md "Durability"; measured: an append-only list in graph state costs
-O(n²) bytes).
-
-Errors: ``StoreOpenError`` (file cannot be opened: names the path), ``SequenceConflictError``,
-``ArtifactNotFoundError``, ``InvalidRefError``.
+Each store masks every secret-shaped value before it writes (:mod:`context.secrets`), and checks
+what it reads back (seqs without a gap, known kinds, JSON payloads, bytes against their hash);
+the checks and the row layout are shared with the Postgres stores (:mod:`context.pg_store`).
+They live beside the LangGraph checkpointer's tables, on a connection of their own, in WAL mode.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
-import sqlite3
-import threading
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import (
-    ArtifactNotFoundError,
-    DamagedStoreError,
-    InvalidRefError,
-    NotTaskctxDatabaseError,
-    SequenceConflictError,
-    StoreOpenError,
-)
+from .artifact_refs import ArtifactRef, make_ref, parse_ref, slice_lines
+from .errors import ArtifactNotFoundError, DamagedStoreError, SequenceConflictError
 from .events import PAYLOAD_MODELS, Event
 from .secrets import masked_bytes, masked_events
+from .sqlite_db import SqliteDb
 from .text import json_text
 
 __all__ = [
-    "ArtifactRef",
+    "ARTIFACT_HINT",
+    "REPAIR_HINT",
     "ArtifactStore",
+    "ArtifactStoreProtocol",
     "EventLog",
     "EventLogProtocol",
-    "ArtifactStoreProtocol",
     "SqliteStores",
-    "TASKCTX_TABLES",
     "TaskRegistry",
-    "connect_readonly",
-    "parse_ref",
-    "make_ref",
-    "slice_lines",
+    "checked_artifact",
+    "contiguous",
+    "damaged",
+    "duplicate_message",
+    "event_row",
+    "gap_finding",
+    "lenient_events",
+    "number_events",
+    "packed",
+    "registry_spec",
+    "repair_hint",
+    "row_event",
+    "unpacked",
 ]
-
-_REF_RE = re.compile(r"^artifact://sha256:([0-9a-f]{64})(?:#L(\d+)-(\d+))?$")
-
-
-@dataclass(frozen=True)
-class ArtifactRef:
-    """A parsed ``artifact://sha256:<hex>[#L<start>-<end>]`` ref (lines 1-based, inclusive)."""
-
-    digest: str
-    start: int | None = None
-    end: int | None = None
-
-    def __str__(self) -> str:
-        base = f"artifact://sha256:{self.digest}"
-        return base if self.start is None else f"{base}#L{self.start}-{self.end}"
-
-    def with_lines(self, start: int, end: int) -> ArtifactRef:
-        return ArtifactRef(self.digest, start, end)
-
-
-def parse_ref(ref: str) -> ArtifactRef:
-    """Parse a ref; raises ``InvalidRefError`` naming the expected form."""
-    m = _REF_RE.match(ref.strip())
-    if not m:
-        raise InvalidRefError(f"not an artifact ref: {ref!r}; expected artifact://sha256:<64 hex>[#L<start>-<end>]")
-    start = int(m.group(2)) if m.group(2) else None
-    end = int(m.group(3)) if m.group(3) else None
-    if start is not None and (start < 1 or end is None or end < start):
-        raise InvalidRefError(f"bad line range in {ref!r}: need 1 <= start <= end")
-    return ArtifactRef(m.group(1), start, end)
-
-
-def make_ref(data: bytes) -> ArtifactRef:
-    return ArtifactRef(hashlib.sha256(data).hexdigest())
-
-
-def slice_lines(data: bytes, start: int, end: int) -> bytes:
-    """Lines ``start..end`` (1-based, inclusive) of ``data``, with their line endings, byte-exact."""
-    lines = data.splitlines(keepends=True)
-    return b"".join(lines[start - 1 : end])
 
 
 class EventLogProtocol(Protocol):
@@ -274,123 +218,6 @@ def duplicate_message(e: Event, task_id: str, seq: int) -> str:
     )
 
 
-def schema_sql(*, bigint: str, blob: str) -> str:
-    """The DDL of taskctx's three tables (events, tasks, artifacts), with the backend's names
-    for a 64-bit integer and a byte string (SQLite ``INTEGER``/``BLOB``, Postgres
-    ``BIGINT``/``BYTEA``); SQLite and Postgres stores share it."""
-    return f"""
-CREATE TABLE IF NOT EXISTS taskctx_events (
-    task_id TEXT NOT NULL,
-    seq {bigint} NOT NULL,
-    id TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    timestamp TEXT NOT NULL,
-    actor TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    causation_id TEXT,
-    correlation_id TEXT,
-    PRIMARY KEY (task_id, seq)
-);
-CREATE TABLE IF NOT EXISTS taskctx_tasks (
-    task_id TEXT PRIMARY KEY,
-    spec TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS taskctx_artifacts (
-    digest TEXT PRIMARY KEY,
-    size {bigint} NOT NULL,
-    data {blob} NOT NULL
-);
-"""
-
-
-_SCHEMA = schema_sql(bigint="INTEGER", blob="BLOB")
-
-
-#: The tables every taskctx database holds (SQLite and Postgres).
-TASKCTX_TABLES = ("taskctx_events", "taskctx_tasks", "taskctx_artifacts")
-
-
-def not_taskctx_message(path: str) -> str:
-    """The one line for a database that holds no taskctx tables (read-only open)."""
-    return f"{path} is not a taskctx database (no taskctx tables); pass the --db a task was started with"
-
-
-class _Sqlite:
-    def __init__(self, path: str | Path, *, readonly: bool = False):
-        self.path = str(path)
-        self.readonly = readonly
-        if readonly:
-            self.conn = connect_readonly(self.path)
-            missing = [t for t in TASKCTX_TABLES if t not in sqlite_tables(self.conn)]
-            if missing:
-                self.conn.close()
-                if len(missing) < len(TASKCTX_TABLES):  # a taskctx database that lost a table
-                    raise StoreOpenError(
-                        f"the taskctx database at {self.path} is damaged (table {', '.join(missing)} is missing): "
-                        "restore it from a backup, or pass another --db"
-                    )
-                raise NotTaskctxDatabaseError(not_taskctx_message(self.path))
-            self.lock = threading.Lock()
-            return
-        try:
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            if "malformed" not in str(exc) and "not a database" not in str(exc):
-                raise StoreOpenError(
-                    f"cannot open the taskctx database at {self.path}: {exc}; "
-                    "pass --db with a writable file path (its folder is created)"
-                ) from exc
-            raise StoreOpenError(
-                f"the taskctx database at {self.path} is damaged ({exc}): restore it from a backup, "
-                "or pass another --db"
-            ) from exc
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreOpenError(
-                f"cannot open the taskctx database at {self.path}: {exc}; "
-                "pass --db with a writable file path (its folder is created)"
-            ) from exc
-        self.lock = threading.Lock()
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-def connect_readonly(path: str) -> sqlite3.Connection:
-    """A read-only connection to the existing SQLite file ``path`` (``file:...?mode=ro`` URI):
-    it never creates the file, a table or a journal mode. Raises ``StoreOpenError`` when the file
-    does not exist or is a damaged SQLite file ("malformed": truncated, pages overwritten) and
-    ``NotTaskctxDatabaseError`` when it is not a SQLite database."""
-    p = Path(path)
-    if not p.is_file():
-        raise StoreOpenError(f"no database at {path}; pass the --db the task was started with")
-    try:
-        conn = sqlite3.connect(
-            p.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False, isolation_level=None, timeout=30
-        )
-    except sqlite3.Error as exc:
-        raise StoreOpenError(f"cannot open the taskctx database at {path} read-only: {exc}; check --db") from exc
-    try:
-        sqlite_tables(conn)
-    except sqlite3.DatabaseError as exc:  # "file is not a database", or a damaged one
-        conn.close()
-        if "malformed" in str(exc):  # a SQLite file that lost pages (truncated, overwritten)
-            raise StoreOpenError(
-                f"the taskctx database at {path} is damaged ({exc}): restore it from a backup, or pass another --db"
-            ) from exc
-        raise NotTaskctxDatabaseError(not_taskctx_message(path)) from exc
-    return conn
-
-
-def sqlite_tables(conn: sqlite3.Connection) -> set[str]:
-    """Names of the tables in the SQLite database of ``conn``."""
-    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
-
-
 #: Rows :meth:`EventLog.iter` fetches from SQLite at a time.
 _BATCH = 256
 
@@ -398,7 +225,7 @@ _BATCH = 256
 class EventLog:
     """Append-only event log per task, on its own SQLite connection."""
 
-    def __init__(self, db: _Sqlite):
+    def __init__(self, db: SqliteDb):
         self._db = db
 
     def last_seq(self, task_id: str) -> int:
@@ -543,7 +370,7 @@ def checked_artifact(ref: ArtifactRef, stored: Any, where: str, size: int | None
 class ArtifactStore:
     """Content-addressed store of bytes (``artifact://sha256:<hex>``), exact but for secrets."""
 
-    def __init__(self, db: _Sqlite):
+    def __init__(self, db: SqliteDb):
         self._db = db
 
     def put(self, data: bytes | str) -> str:
@@ -583,7 +410,7 @@ class TaskRegistry:
     """How each task was started (JSON spec: kind, source, model, budget), so ``resume`` can
     rebuild the same graph."""
 
-    def __init__(self, db: _Sqlite):
+    def __init__(self, db: SqliteDb):
         self._db = db
 
     def register(self, task_id: str, spec: dict[str, object]) -> None:
@@ -623,7 +450,7 @@ class SqliteStores:
     """
 
     def __init__(self, path: str | Path, *, readonly: bool = False):
-        self._db = _Sqlite(path, readonly=readonly)
+        self._db = SqliteDb(path, readonly=readonly)
         self.path = self._db.path
         self.events = EventLog(self._db)
         self.artifacts = ArtifactStore(self._db)

@@ -23,9 +23,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .artifact_refs import parse_ref
 from .errors import ArtifactNotFoundError, DamagedStoreError, InvalidRefError
 from .events import PAYLOAD_MODELS, Event
-from .store import gap_finding, parse_ref
+from .store import gap_finding
 
 __all__ = ["check_artifacts", "check_events", "event_refs"]
 
