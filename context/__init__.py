@@ -64,7 +64,7 @@ from .models import (
 )
 from .reducer import apply_event, replay
 from .secrets import mask_secrets, masked_bytes, masked_events
-from .store import ArtifactStore, EventLog, SqliteStores
+from .sqlite_store import ArtifactStore, EventLog, SqliteStores
 from .trajectory import (
     RecordedStep,
     Trajectory,

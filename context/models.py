@@ -7,9 +7,7 @@ between nodes. Every class here stays in this module: checkpoints name them by m
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,9 +17,11 @@ from .memory import LoadedMemory
 from .plan_digest import extend_digest, group_line, group_runs, in_digest, join_head
 from .usage import ProviderUsage
 from .windows import PLAN_DIGEST_MAX, PLAN_DONE_WINDOW, PLAN_FULL_STEPS, PLAN_RUN_MIN
+from .world import world_version
 
 __all__ = [
     "ApprovalRequest",
+    "arguments_dict",
     "Control",
     "CurrentStep",
     "ErrorRecord",
@@ -38,20 +38,18 @@ __all__ = [
     "Plan",
     "PlanStep",
     "Progress",
+    "SCHEMA_VERSION",
     "StaleFact",
     "TaskContext",
     "ToolCallRecord",
     "TranscriptCheckpoint",
     "TranscriptNote",
-    "SCHEMA_VERSION",
-    "arguments_dict",
-    "world_version",
 ]
 
 #: The version of taskctx's stored data (event payloads and the checkpointed TaskContext),
 #: recorded in ``task.created`` and folded into ``events.schema_version``; ``taskctx resume``
 #: refuses data of a newer version. Every field added since version 0 has a default that means
-#: what older data meant, so data of 0 and 1 reads back (the migrations are in docs/design.md).
+#: what older data meant, so data of 0 and 1 reads back (the docs list each migration).
 SCHEMA_VERSION = 2
 
 
@@ -116,7 +114,11 @@ class Plan(_Part):
     done_folded: int = 0
 
     def is_folded(self, step_id: str) -> bool:
-        """Whether ``step_id`` is a done step folded out of ``steps`` (in ``done_digest``)."""
+        """Whether a step is a done step folded out of ``steps`` (in ``done_digest``).
+
+        Args:
+            step_id: The step id.
+        """
         return in_digest(self.done_digest, step_id)
 
     def fold_done(self, window: int = PLAN_DONE_WINDOW) -> Plan:
@@ -400,19 +402,6 @@ class StaleFact(_Part):
     needs_reread: bool = True
 
 
-def world_version(world: Mapping[str, str], head: str | None) -> str:
-    """The fingerprint of what a task has seen: ``"wv:" + sha256[:16]`` (``"wv:none"``: nothing).
-
-    Args:
-        world: Path -> sha256 hex of the latest bytes the task saw there (hashed sorted).
-        head: The git HEAD commit it last saw (None: none seen).
-    """
-    if not world and head is None:
-        return "wv:none"
-    blob = json.dumps({"files": sorted(world.items()), "head": head}, separators=(",", ":"))
-    return "wv:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
-
-
 class Evidence(_Part):
     """What the task has seen: the transcript's tool calls, findings, the world it read."""
 
@@ -576,7 +565,11 @@ class TaskContext(BaseModel):
         return ls if step is not None and step.status in ("failed", "blocked") else None
 
     def stale(self, fact_id: str) -> list[StaleFact]:
-        """The ``fact.stale`` marks of one fact (a finding id, ``step:<id>`` or a call id), oldest first."""
+        """The ``fact.stale`` marks of one fact, oldest first.
+
+        Args:
+            fact_id: A finding id, ``step:<id>`` or a tool call id.
+        """
         return [s for s in self.evidence.stale_facts if s.fact_id == fact_id]
 
     def to_reread(self) -> list[str]:
@@ -584,7 +577,11 @@ class TaskContext(BaseModel):
         return list(dict.fromkeys(s.path for s in self.evidence.stale_facts if s.needs_reread))
 
     def step(self, step_id: str | None) -> PlanStep | None:
-        """The plan step with id ``step_id``, or None."""
+        """The plan step with an id, or None.
+
+        Args:
+            step_id: The step id (None finds nothing).
+        """
         for s in self.plan.steps:
             if s.id == step_id:
                 return s
