@@ -2,8 +2,8 @@
 
 :func:`build_context` loads every ``required`` block, ranks the others and fits them into
 ``budget - reserve_for_output - overhead_tokens`` tokens; its :class:`~context.blocks.Manifest`
-says, for every block, whether it went in, why, and its tokens. The ranking, the strict drop
-order and the rules for blocks that override others are in docs/design.md.
+says, for every block, whether it went in, why, and its tokens (docs/design.md "Context blocks,
+trust and budget").
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from .blocks import ContextBlock, Manifest, ManifestEntry
 from .errors import BudgetError
 
-__all__ = ["BuildResult", "build_context"]
+__all__ = ["build_context", "BuildResult"]
 
 _PRIORITY_RANK = {"required": 3, "high": 2, "normal": 1, "low": 0}
 _TRUST_RANK = {"trusted_app": 3, "user_claim": 2, "agent_claim": 1, "external_content": 0}
@@ -54,8 +54,11 @@ class _Selection:
 
 
 def _overrides(candidates: Sequence[ContextBlock]) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """``(superseded, refused)``: overridden id -> its overrider's id (at least as trusted), and
-    overrider id -> the ids it names but may not override (more trusted than it)."""
+    """Which blocks the candidates override: ``(superseded, refused)``.
+
+    ``superseded``: overridden id -> its overrider's id (at least as trusted); ``refused``:
+    overrider id -> the ids it names but may not override (more trusted than it).
+    """
     by_id = {b.id: b for b in candidates}
     superseded: dict[str, str] = {}
     refused: dict[str, list[str]] = {}
@@ -72,8 +75,10 @@ def _overrides(candidates: Sequence[ContextBlock]) -> tuple[dict[str, str], dict
 
 
 def _fill(sel: _Selection, rest: Sequence[ContextBlock]) -> None:
-    """Add ``rest`` in rank order while they fit; once one does not, every block ranked below
-    it is dropped too (no smaller, lower-ranked block slips in after it)."""
+    """Add ``rest`` in rank order while they fit; once one does not, drop every block below it.
+
+    No smaller, lower-ranked block slips in after a dropped one.
+    """
     stopped_at: ContextBlock | None = None
     for b in sorted(rest, key=_rank_key, reverse=True):
         if stopped_at is None and sel.fits(b):
@@ -89,8 +94,7 @@ def _fill(sel: _Selection, rest: Sequence[ContextBlock]) -> None:
 
 
 def _place_superseded(sel: _Selection, candidates: Sequence[ContextBlock], superseded: dict[str, str]) -> None:
-    """An overridden block that is not required leaves the prompt, unless its overrider was
-    dropped: then it goes in when it fits."""
+    """Leave out the overridden blocks, unless their overrider was dropped and they fit."""
     by_id = {b.id: b for b in candidates}
     for b in candidates:
         if b.id not in superseded or b.id in sel.chosen:

@@ -11,7 +11,14 @@ __all__ = ["summarize_event"]
 
 
 def summarize_event(e: Event) -> str:
-    """A one-line, human-readable summary of an event (at most 160 chars)."""
+    """A one-line, human-readable summary of an event.
+
+    Args:
+        e: The event.
+
+    Returns:
+        One line of at most 160 chars (whitespace collapsed; a longer one ends in ``...``).
+    """
     p = e.payload
     k = e.kind
     if k == "task.created":

@@ -11,8 +11,11 @@ __all__ = ["ERROR_FOLDS"]
 
 
 def _errors_window(ctx: TaskContext, errors: Errors) -> Errors:
-    """``errors`` cut to its window (see :class:`~context.models.Errors`): the last
-    ``ERRORS_WINDOW`` resolved errors and those whose call is still in the transcript; every open one."""
+    """``errors`` cut to its window (see :class:`~context.models.Errors`).
+
+    It keeps every open error, the last ``ERRORS_WINDOW`` resolved ones and those whose call is
+    still in the transcript.
+    """
     resolved = errors.resolved_errors
     if len(resolved) <= ERRORS_WINDOW:
         return errors

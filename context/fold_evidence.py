@@ -20,8 +20,11 @@ def _update_call(ctx: TaskContext, call_id: str, **changes: object) -> list[Tool
 
 
 def _completion_not_applied(ctx: TaskContext, call_id: str, reason: str, *, only_success: bool = False) -> TaskContext:
-    """Mark the pending ``complete_step`` not applied when ``call_id`` is one of its calls (for a
-    failure of the call: only when it claims success; a failed/blocked step ends either way)."""
+    """Mark the pending ``complete_step`` not applied when ``call_id`` is one of its calls.
+
+    With ``only_success`` (a failure of the call) only when it claims success: a failed or
+    blocked step ends either way.
+    """
     pc = ctx.control.pending_completion
     if pc is None or call_id not in pc.after_calls or pc.not_applied:
         return ctx
@@ -37,8 +40,10 @@ def _completion_not_applied(ctx: TaskContext, call_id: str, reason: str, *, only
 
 
 def _seen(ctx: TaskContext, files: dict[str, str], head: str | None) -> dict[str, object]:
-    """The evidence update for bytes the task has now seen (read or written): the world, and
-    stale marks whose new bytes these are no longer need a re-read."""
+    """The evidence update for bytes the task has now seen (read or written).
+
+    The world takes them, and stale marks whose new bytes these are no longer need a re-read.
+    """
     if not files and head is None:
         return {}
     marks = [
@@ -145,8 +150,10 @@ def _on_file_modified(ctx: TaskContext, e: Event) -> TaskContext:
 
 
 def _on_fact_stale(ctx: TaskContext, e: Event) -> TaskContext:
-    """``fact.stale``: the mark is kept (the last ``STALE_WINDOW``); it needs no re-read when the
-    task already saw the new bytes (its own write, or a read since)."""
+    """``fact.stale``: the mark is kept (the last ``STALE_WINDOW``).
+
+    It needs no re-read when the task already saw the new bytes (its own write, or a read since).
+    """
     f: FactStale = e.typed()
     known = ctx.evidence.head if f.path == HEAD_PATH else ctx.evidence.world.get(f.path)
     mark = StaleFact(

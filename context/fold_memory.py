@@ -32,8 +32,10 @@ def _on_memory_confirmed(ctx: TaskContext, e: Event) -> TaskContext:
 
 
 def _on_memory_forgotten(ctx: TaskContext, e: Event) -> TaskContext:
-    """``memory.forgotten``: the memory leaves the task's loaded memories and, when the task
-    confirmed it itself, its durable lists (by text)."""
+    """``memory.forgotten``: the memory leaves the loaded memories and the durable lists.
+
+    It leaves the durable lists (by text) when the task confirmed it itself.
+    """
     f: MemoryForgotten = e.typed()
     mem = ctx.memory
     update: dict[str, object] = {"loaded": [m for m in mem.loaded if (m.namespace, m.key) != (f.namespace, f.key)]}
@@ -44,8 +46,7 @@ def _on_memory_forgotten(ctx: TaskContext, e: Event) -> TaskContext:
 
 
 def _on_memory_loaded(ctx: TaskContext, e: Event) -> TaskContext:
-    """``memory.loaded``: the memories the task loaded from the long-term store (replacing any
-    earlier load)."""
+    """``memory.loaded``: the memories loaded from the long-term store replace any earlier load."""
     p: MemoryLoaded = e.typed()
     return ctx.model_copy(update={"memory": ctx.memory.model_copy(update={"loaded": list(p.memories)})})
 

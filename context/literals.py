@@ -27,7 +27,10 @@ RiskLevel = Literal["low", "medium", "high"]
 #: ``external_content``).
 Provenance = Literal["trusted_app", "user_claim", "agent_claim", "external_content"]
 AGENT_CLAIM: Provenance = "agent_claim"
-#: What made a fact stale (see ``context.models.StaleFact``).
+#: What made a fact stale (``context.models.StaleFact``): ``write`` (the task itself changed the
+#: file), ``reread`` (a later read showed other bytes), ``resume`` (the workspace was
+#: fingerprinted on resume and differs: someone else changed it), ``approval`` (the same, when an
+#: approval answer continued the task), ``head`` (the git HEAD moved).
 StaleCause = Literal["write", "reread", "resume", "approval", "head"]
 #: What a stale fact is: a finding, a step summary or a tool call's evidence.
 FactKind = Literal["finding", "step", "evidence"]

@@ -16,16 +16,16 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "FileStamp",
+    "lexical_score",
+    "LoadedMemory",
+    "memory_key",
     "MEMORY_LOG",
     "MEMORY_NAMESPACES",
-    "FileStamp",
-    "LoadedMemory",
     "MemoryKind",
     "MemoryNamespace",
     "MemoryRecord",
     "StaleFile",
-    "lexical_score",
-    "memory_key",
     "supersession",
     "words",
 ]
@@ -107,7 +107,7 @@ class LoadedMemory(MemoryRecord):
 
 
 def memory_key(namespace: str, kind: str, text: str) -> str:
-    """The key of a memory: the same fact confirmed twice is one record.
+    r"""The key of a memory: the same fact confirmed twice is one record.
 
     Args:
         namespace: ``user`` or ``project``.
@@ -115,7 +115,7 @@ def memory_key(namespace: str, kind: str, text: str) -> str:
         text: What the memory says.
 
     Returns:
-        ``m_<12 hex>``: the sha256 of ``namespace\\nkind\\ntext``, so a rebuild from the events gives
+        ``m_<12 hex>``: the sha256 of ``namespace\nkind\ntext``, so a rebuild from the events gives
         the same keys.
     """
     return "m_" + hashlib.sha256(f"{namespace}\n{kind}\n{text}".encode()).hexdigest()[:12]

@@ -11,9 +11,9 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol, TypeVar
 
 __all__ = [
-    "DigestStep",
     "add_to_digest",
     "digest_range",
+    "DigestStep",
     "extend_digest",
     "group_line",
     "group_runs",
@@ -52,7 +52,7 @@ class DigestStep(Protocol):
         ...
 
 
-S = TypeVar("S", bound=DigestStep)
+_S = TypeVar("_S", bound=DigestStep)
 
 
 def id_parts(step_id: str) -> tuple[str, int] | None:
@@ -147,7 +147,7 @@ def extend_digest(digest: Sequence[str], step_ids: Iterable[str]) -> tuple[list[
     return out, added
 
 
-def group_runs(steps: Iterable[S], *, min_run: int, statuses: tuple[str, ...]) -> list[list[S]]:
+def group_runs(steps: Iterable[_S], *, min_run: int, statuses: tuple[str, ...]) -> list[list[_S]]:
     """Group runs of consecutive steps with the same status.
 
     Args:
@@ -159,7 +159,7 @@ def group_runs(steps: Iterable[S], *, min_run: int, statuses: tuple[str, ...]) -
         Groups of steps, in order: each a single step, or a run of at least ``min_run`` steps with
         the same status in ``statuses``.
     """
-    out: list[list[S]] = []
+    out: list[list[_S]] = []
     for step in steps:
         if out and step.status in statuses and out[-1][-1].status == step.status:
             out[-1].append(step)
@@ -168,7 +168,7 @@ def group_runs(steps: Iterable[S], *, min_run: int, statuses: tuple[str, ...]) -
     return [g for grp in out for g in ([grp] if len(grp) >= min_run else [[x] for x in grp])]
 
 
-def join_head(digest: Sequence[str], folded: int, groups: list[list[S]]) -> tuple[str, int, list[list[S]]]:
+def join_head(digest: Sequence[str], folded: int, groups: list[list[_S]]) -> tuple[str, int, list[list[_S]]]:
     """The folded done steps, joined with the done steps that continue their range.
 
     Args:

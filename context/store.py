@@ -336,9 +336,22 @@ def unpacked(stored: bytes, size: int | None) -> bytes:
 
 
 def checked_artifact(ref: ArtifactRef, stored: Any, where: str, size: int | None = None) -> bytes:
-    """The bytes ``stored`` for ``ref`` (a column value: bytes, or text where the row was
-    rewritten as text; zlib-packed when shorter than ``size``, see :func:`packed`), checked
-    against its content hash (``DamagedStoreError`` naming the ref and the database otherwise)."""
+    """The bytes stored for a ref, checked against its content hash.
+
+    Args:
+        ref: The parsed ref.
+        stored: The row's data column: bytes, or text where the row was rewritten as text;
+            zlib-packed when shorter than ``size`` (:func:`packed`).
+        where: The database (its path or redacted URL), named in the error.
+        size: The row's recorded size in bytes (None: not known).
+
+    Returns:
+        The raw bytes.
+
+    Raises:
+        DamagedStoreError: The bytes do not match the ref's hash (the message names the ref and
+            the database).
+    """
     data = stored.encode("utf-8", "surrogateescape") if isinstance(stored, str) else bytes(stored)
     data = unpacked(data, size)
     if hashlib.sha256(data).hexdigest() != ref.digest:
