@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from .events import ErrorOccurred, ErrorResolved, Event, EventKind
 from .fold import Fold
 from .models import ErrorRecord, Errors, TaskContext
@@ -60,7 +63,9 @@ def _on_error_resolved(ctx: TaskContext, e: Event) -> TaskContext:
 
 
 #: The error kinds, each with its fold.
-ERROR_FOLDS: dict[EventKind, Fold] = {
-    "error.occurred": _on_error_occurred,
-    "error.resolved": _on_error_resolved,
-}
+ERROR_FOLDS: Mapping[EventKind, Fold] = MappingProxyType(
+    {
+        "error.occurred": _on_error_occurred,
+        "error.resolved": _on_error_resolved,
+    }
+)

@@ -6,6 +6,9 @@ and the pending approval or completion a call answers.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from .events import Event, EventKind, FactStale, PermissionEvent, ToolCalled, ToolResultReceived
 from .fold import Fold
 from .freshness import HEAD_PATH
@@ -171,12 +174,14 @@ def _on_fact_stale(ctx: TaskContext, e: Event) -> TaskContext:
 
 
 #: The evidence's kinds, each with its fold.
-EVIDENCE_FOLDS: dict[EventKind, Fold] = {
-    "tool.called": _on_tool_called,
-    "tool.result.received": _on_tool_result_received,
-    "permission.requested": _on_permission_requested,
-    "permission.granted": _on_permission_granted,
-    "permission.denied": _on_permission_denied,
-    "file.modified": _on_file_modified,
-    "fact.stale": _on_fact_stale,
-}
+EVIDENCE_FOLDS: Mapping[EventKind, Fold] = MappingProxyType(
+    {
+        "tool.called": _on_tool_called,
+        "tool.result.received": _on_tool_result_received,
+        "permission.requested": _on_permission_requested,
+        "permission.granted": _on_permission_granted,
+        "permission.denied": _on_permission_denied,
+        "file.modified": _on_file_modified,
+        "fact.stale": _on_fact_stale,
+    }
+)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from .events import Event, EventKind, MemoryConfirmed, MemoryForgotten, MemoryLoaded, MemoryNoted
 from .fold import Fold
 from .models import TaskContext
@@ -52,9 +55,11 @@ def _on_memory_loaded(ctx: TaskContext, e: Event) -> TaskContext:
 
 
 #: The memory kinds, each with its fold.
-MEMORY_FOLDS: dict[EventKind, Fold] = {
-    "memory.proposed": _on_memory_proposed,
-    "memory.confirmed": _on_memory_confirmed,
-    "memory.forgotten": _on_memory_forgotten,
-    "memory.loaded": _on_memory_loaded,
-}
+MEMORY_FOLDS: Mapping[EventKind, Fold] = MappingProxyType(
+    {
+        "memory.proposed": _on_memory_proposed,
+        "memory.confirmed": _on_memory_confirmed,
+        "memory.forgotten": _on_memory_forgotten,
+        "memory.loaded": _on_memory_loaded,
+    }
+)

@@ -5,6 +5,9 @@ They move ``plan``, ``current_step``, ``progress`` and the findings a step compl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from .events import (
     Event,
     EventKind,
@@ -178,12 +181,14 @@ def _on_recovery_decided(ctx: TaskContext, e: Event) -> TaskContext:
 
 
 #: The plan's kinds, each with its fold.
-PLAN_FOLDS: dict[EventKind, Fold] = {
-    "plan.created": _on_plan_created,
-    "plan.updated": _on_plan_created,
-    "step.started": _on_step_started,
-    "step.completed": _on_step_completed,
-    "step.completion.requested": _on_step_completion_requested,
-    "review.completed": _on_review_completed,
-    "recovery.decided": _on_recovery_decided,
-}
+PLAN_FOLDS: Mapping[EventKind, Fold] = MappingProxyType(
+    {
+        "plan.created": _on_plan_created,
+        "plan.updated": _on_plan_created,
+        "step.started": _on_step_started,
+        "step.completed": _on_step_completed,
+        "step.completion.requested": _on_step_completion_requested,
+        "review.completed": _on_review_completed,
+        "recovery.decided": _on_recovery_decided,
+    }
+)

@@ -5,6 +5,9 @@ They set the identity and permissions a task starts with, and ``control.status``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from .events import Event, EventKind, StateEdited, TaskCompleted, TaskCreated
 from .fold import Fold
 from .models import TaskContext
@@ -74,11 +77,13 @@ def _on_task_completed(ctx: TaskContext, e: Event) -> TaskContext:
 
 
 #: The task's own kinds, each with its fold.
-TASK_FOLDS: dict[EventKind, Fold] = {
-    "task.created": _on_task_created,
-    "checkpoint.created": _on_checkpoint_created,
-    "user.interrupted": _on_user_interrupted,
-    "resume.started": _on_resume_started,
-    "state.edited": _on_state_edited,
-    "task.completed": _on_task_completed,
-}
+TASK_FOLDS: Mapping[EventKind, Fold] = MappingProxyType(
+    {
+        "task.created": _on_task_created,
+        "checkpoint.created": _on_checkpoint_created,
+        "user.interrupted": _on_user_interrupted,
+        "resume.started": _on_resume_started,
+        "state.edited": _on_state_edited,
+        "task.completed": _on_task_completed,
+    }
+)

@@ -6,6 +6,9 @@ materialised from the state at that event.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from .events import ContextBuilt, Event, EventKind, TranscriptReset
 from .fold import Fold
 from .models import TaskContext, ToolCallRecord, TranscriptCheckpoint, TranscriptNote
@@ -93,6 +96,8 @@ def _on_context_built(ctx: TaskContext, e: Event) -> TaskContext:
 
 
 #: ``context.built`` with its fold.
-TRANSCRIPT_FOLDS: dict[EventKind, Fold] = {
-    "context.built": _on_context_built,
-}
+TRANSCRIPT_FOLDS: Mapping[EventKind, Fold] = MappingProxyType(
+    {
+        "context.built": _on_context_built,
+    }
+)
