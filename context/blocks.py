@@ -16,16 +16,16 @@ from .literals import Provenance
 from .tokens import TokenCounter
 
 __all__ = [
-    "approx_tokens",
     "BlockKind",
     "BlockOptions",
     "ContextBlock",
     "Layer",
-    "make_block",
     "Manifest",
     "ManifestEntry",
     "Priority",
     "Trust",
+    "approx_tokens",
+    "make_block",
 ]
 
 BlockKind = Literal["instruction", "user", "state", "tool_result", "memory", "knowledge"]

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from .blocks import ContextBlock, Manifest, ManifestEntry
 from .errors import BudgetError
 
-__all__ = ["build_context", "BuildResult"]
+__all__ = ["BuildResult", "build_context"]
 
 _PRIORITY_RANK = {"required": 3, "high": 2, "normal": 1, "low": 0}
 _TRUST_RANK = {"trusted_app": 3, "user_claim": 2, "agent_claim": 1, "external_content": 0}

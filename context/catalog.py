@@ -17,7 +17,7 @@ from .memory import MEMORY_LOG
 from .reducer import replay
 from .verify import check_events
 
-__all__ = ["DAMAGED", "find_task", "list_tasks", "NOT_STARTED", "TaskInfo", "unknown_task_message"]
+__all__ = ["DAMAGED", "NOT_STARTED", "TaskInfo", "find_task", "list_tasks", "unknown_task_message"]
 
 #: ``TaskInfo.status`` of a registered task without events.
 NOT_STARTED = "not started"

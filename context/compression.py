@@ -16,19 +16,19 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
-    "arguments_ref",
     "COMMAND_LIMIT",
-    "compress_arguments",
-    "compress_tool_result",
-    "Compressed",
     "FILE_LIMIT",
     "HEAD_CHARS",
-    "ResultKind",
     "SEARCH_LIMIT",
     "SNIPPET_CHARS",
     "SNIPPET_LINES",
-    "split_search_results",
     "TAIL_CHARS",
+    "Compressed",
+    "ResultKind",
+    "arguments_ref",
+    "compress_arguments",
+    "compress_tool_result",
+    "split_search_results",
 ]
 
 COMMAND_LIMIT = 4_000

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["not_taskctx_message", "schema_sql", "TASKCTX_TABLES"]
+__all__ = ["TASKCTX_TABLES", "not_taskctx_message", "schema_sql"]
 
 #: The tables every taskctx database holds (SQLite and Postgres).
 TASKCTX_TABLES = ("taskctx_events", "taskctx_tasks", "taskctx_artifacts")

@@ -20,10 +20,11 @@ from .models import Finding, PlanStep
 from .text import clean_tree, json_text
 
 __all__ = [
+    "EDITABLE_FIELDS",
+    "PAYLOAD_MODELS",
     "Actor",
     "CheckpointCreated",
     "ContextBuilt",
-    "EDITABLE_FIELDS",
     "ErrorOccurred",
     "ErrorResolved",
     "Event",
@@ -34,8 +35,6 @@ __all__ = [
     "MemoryForgotten",
     "MemoryLoaded",
     "MemoryNoted",
-    "new_event",
-    "PAYLOAD_MODELS",
     "PermissionEvent",
     "PlanCreated",
     "RecoveryDecided",
@@ -51,6 +50,7 @@ __all__ = [
     "ToolResultReceived",
     "TranscriptReset",
     "UserInterrupted",
+    "new_event",
     "utc_now",
 ]
 

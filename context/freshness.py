@@ -16,12 +16,12 @@ from .models import TaskContext
 from .world import world_version
 
 __all__ = [
-    "about",
+    "HEAD_PATH",
     "Cause",
+    "about",
     "change_text",
     "facts",
     "find_stale",
-    "HEAD_PATH",
     "named_paths",
     "short_sha",
     "stale_line",

@@ -16,16 +16,16 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
-    "FileStamp",
-    "lexical_score",
-    "LoadedMemory",
-    "memory_key",
     "MEMORY_LOG",
     "MEMORY_NAMESPACES",
+    "FileStamp",
+    "LoadedMemory",
     "MemoryKind",
     "MemoryNamespace",
     "MemoryRecord",
     "StaleFile",
+    "lexical_score",
+    "memory_key",
     "supersession",
     "words",
 ]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from .events import Event
 from .memory import MEMORY_LOG, FileStamp, MemoryRecord, memory_key
 
-__all__ = ["record_of", "records_from_events", "store_writes", "StoreKey"]
+__all__ = ["StoreKey", "record_of", "records_from_events", "store_writes"]
 
 #: ``(namespace, key)`` of a stored record.
 StoreKey = tuple[str, str]

@@ -20,8 +20,8 @@ from .windows import PLAN_DIGEST_MAX, PLAN_DONE_WINDOW, PLAN_FULL_STEPS, PLAN_RU
 from .world import world_version
 
 __all__ = [
+    "SCHEMA_VERSION",
     "ApprovalRequest",
-    "arguments_dict",
     "Control",
     "CurrentStep",
     "ErrorRecord",
@@ -38,12 +38,12 @@ __all__ = [
     "Plan",
     "PlanStep",
     "Progress",
-    "SCHEMA_VERSION",
     "StaleFact",
     "TaskContext",
     "ToolCallRecord",
     "TranscriptCheckpoint",
     "TranscriptNote",
+    "arguments_dict",
 ]
 
 #: The version of taskctx's stored data (event payloads and the checkpointed TaskContext),

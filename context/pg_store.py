@@ -41,14 +41,14 @@ from .text import json_text
 
 __all__ = [
     "APPLICATION_NAME",
-    "is_postgres_url",
-    "open_stores",
+    "SCHEMA_LOCK",
     "PgArtifactStore",
     "PgEventLog",
     "PgStores",
     "PgTaskRegistry",
+    "is_postgres_url",
+    "open_stores",
     "redact_url",
-    "SCHEMA_LOCK",
 ]
 
 _T = TypeVar("_T")

@@ -11,9 +11,9 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol, TypeVar
 
 __all__ = [
+    "DigestStep",
     "add_to_digest",
     "digest_range",
-    "DigestStep",
     "extend_digest",
     "group_line",
     "group_runs",

@@ -17,16 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .models import TaskContext
 
 __all__ = [
-    "ContextPolicy",
     "DEFAULT_POLICIES",
+    "RELATIONS",
+    "ContextPolicy",
+    "Situation",
+    "StepKind",
     "default_policies",
     "fired",
     "merge_policies",
-    "RELATIONS",
-    "Situation",
     "situation",
     "step_kind",
-    "StepKind",
 ]
 
 StepKind = Literal["explore", "fix", "verify", "revisit", "recovery"]

@@ -23,7 +23,7 @@ from .fold_transcript import TRANSCRIPT_FOLDS
 from .models import EventSummary, TaskContext
 from .windows import RECENT_EVENTS_WINDOW
 
-__all__ = ["apply_event", "Fold", "FOLDS", "replay", "UNFOLDED_KINDS"]
+__all__ = ["FOLDS", "UNFOLDED_KINDS", "Fold", "apply_event", "replay"]
 
 
 #: The kinds the reducer folds, each with its handler: the list of kinds the reducer knows.

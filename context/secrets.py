@@ -40,14 +40,14 @@ from .text import to_bytes
 
 __all__ = [
     "DETECT_SECRETS_PLUGINS",
-    "looks_secret",
     "MASK_FORMAT",
-    "mask_secrets",
+    "SECRET_PATTERNS",
     "Masked",
+    "looks_secret",
+    "mask_secrets",
     "masked_bytes",
     "masked_events",
     "masked_tree",
-    "SECRET_PATTERNS",
 ]
 
 MASK_FORMAT = "[REDACTED:{kind}]"

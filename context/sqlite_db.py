@@ -9,7 +9,7 @@ from pathlib import Path
 from .db_schema import TASKCTX_TABLES, not_taskctx_message, schema_sql
 from .errors import NotTaskctxDatabaseError, StoreOpenError
 
-__all__ = ["connect_readonly", "sqlite_tables", "SqliteDb"]
+__all__ = ["SqliteDb", "connect_readonly", "sqlite_tables"]
 
 _SCHEMA = schema_sql(bigint="INTEGER", blob="BLOB")
 

@@ -20,19 +20,19 @@ from .text import json_text
 
 __all__ = [
     "ARTIFACT_TEXT",
+    "REPAIR_TEXT",
     "ArtifactStoreProtocol",
+    "EventLogProtocol",
     "checked_artifact",
     "contiguous",
     "damaged",
     "duplicate_message",
     "event_row",
-    "EventLogProtocol",
     "gap_finding",
     "lenient_events",
     "number_events",
     "packed",
     "registry_spec",
-    "REPAIR_TEXT",
     "row_event",
     "unpacked",
 ]

@@ -21,13 +21,13 @@ from typing import Any
 
 __all__ = [
     "COUNT_CACHE",
+    "DEFAULT_ENCODING",
+    "ENCODINGS",
+    "TokenCounter",
     "counter_for_model",
     "counter_name",
-    "DEFAULT_ENCODING",
     "encoding_counter",
-    "ENCODINGS",
     "estimate_tokens",
-    "TokenCounter",
 ]
 
 #: A token counter: a text's tokens.

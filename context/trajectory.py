@@ -19,6 +19,8 @@ from .errors import TrajectoryError
 from .text import cut
 
 __all__ = [
+    "RecordedStep",
+    "Trajectory",
     "agent_request",
     "classify_result",
     "extract_constraints",
@@ -26,9 +28,7 @@ __all__ = [
     "load_trajectory",
     "normalize_typography",
     "parse_action",
-    "RecordedStep",
     "request_goal",
-    "Trajectory",
 ]
 
 #: Where the trajectory format is described (as the README's paths give it).
