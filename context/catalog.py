@@ -1,20 +1,8 @@
 """Which tasks exist in a taskctx database: the one answer every command uses.
 
-A database knows a task in two places: the task registry (``taskctx_tasks``: how the task was
-started, so that ``resume`` and ``approve`` can rebuild its graph) and the event log
-(``taskctx_events``: what happened). They disagree in two cases:
-
-* registered, no events: the command registered the task and its first node failed before it
-  appended anything (a planner whose required blocks do not fit ``--budget``, a model that
-  cannot be reached). The task exists: ``resume`` continues it from its first checkpoint.
-* events, not registered: the task was run through the Python API (``graphs.Project.run``) on these
-  stores. The task exists: ``inspect``, ``list`` and ``report`` show it; the CLI cannot rebuild
-  its graph, so ``resume`` and ``approve`` say so.
-
-:func:`list_tasks` reconciles them: **the registry and the log together say which tasks exist**
-(the union: a task exists once either knows it), and **the event log is authoritative for what a
-task is** (status, executor steps, last activity are folded from the log by the reducer, never
-taken from the registry, which only holds the start spec). No other function lists tasks.
+The task registry and the event log together say which tasks exist (a task exists once either
+knows it); the event log alone says what a task is (status, steps, last activity are folded from
+it, never taken from the registry). No other function lists tasks.
 """
 
 from __future__ import annotations
@@ -91,8 +79,10 @@ class TaskInfo:
         return self.events > 0
 
     def as_json(self) -> dict[str, object]:
-        """``{task_id, status, executor_steps, last_activity, events, registered}`` (and
-        ``damaged``: the findings, for a damaged task)."""
+        """``{task_id, status, executor_steps, last_activity, events, registered}``, as JSON.
+
+        A damaged task also has ``damaged``: its findings.
+        """
         out: dict[str, object] = {
             "task_id": self.task_id,
             "status": self.status,
@@ -124,10 +114,18 @@ def _info(stores: _Stores, task_id: str) -> TaskInfo:
 
 
 def list_tasks(stores: _Stores) -> list[TaskInfo]:
-    """Every task of ``stores`` (registry and event log reconciled, see the module doc), the most
-    recent activity first; tasks without events ("not started") last, by id. A task whose log or
-    registry row fails its checks is listed with status ``"damaged"`` and its findings
-    (``TaskInfo.damage``), never raised: one damaged task does not hide the others."""
+    """Every task of a database, registry and event log reconciled.
+
+    A task whose log or registry row fails its checks is listed with status ``"damaged"`` and its
+    findings (``TaskInfo.damage``), never raised: one damaged task does not hide the others.
+
+    Args:
+        stores: The database's stores (``.events``, ``.tasks``, ``.path``).
+
+    Returns:
+        The tasks, the most recent activity first; tasks without events ("not started") last,
+        by id.
+    """
     ids = (set(stores.events.task_ids()) | set(stores.tasks.task_ids())) - {MEMORY_LOG}  # (no task: memory)
     infos = [_info_or_damage(stores, t) for t in ids]
     started = sorted((i for i in infos if i.last_activity), key=lambda i: (i.last_activity, i.task_id), reverse=True)
@@ -148,16 +146,35 @@ def _info_or_damage(stores: _Stores, task_id: str) -> TaskInfo:
 
 
 def unknown_task_message(task_id: str, where: str, known: Sequence[str]) -> str:
-    """``no task 'x' in DB; check the id and --db (tasks: a, b)``, at most 10 ids named."""
+    """The message for a task id a database does not know.
+
+    Args:
+        task_id: The id asked for.
+        where: The database (its path or redacted URL).
+        known: The ids it holds.
+
+    Returns:
+        ``no task 'x' in DB; check the id and --db (tasks: a, b)``, at most 10 ids named.
+    """
     shown = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
     return f"no task {task_id!r} in {where}; check the id and --db (tasks: {shown or 'none'})"
 
 
 def find_task(stores: _Stores, task_id: str) -> TaskInfo:
-    """The :class:`TaskInfo` of ``task_id``; raises ``UnknownTaskError`` naming the database and
-    the tasks it holds (as :func:`list_tasks` sees them) when neither the registry nor the log
-    knows it; ``DamagedStoreError`` (what is damaged, and ``taskctx doctor``) when its event log
-    or registry row fails its checks (:mod:`context.verify`)."""
+    """One task as the database knows it.
+
+    Args:
+        stores: The database's stores.
+        task_id: The task.
+
+    Returns:
+        Its :class:`TaskInfo`.
+
+    Raises:
+        UnknownTaskError: Neither the registry nor the log knows it (the message names the
+            database and the tasks it holds, as :func:`list_tasks` sees them).
+        DamagedStoreError: Its event log or registry row fails its checks (:mod:`context.verify`).
+    """
     info = _info(stores, task_id)
     if info.registered or info.started:
         return info

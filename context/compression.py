@@ -1,30 +1,15 @@
 """Tool-result compression: what a prompt gets instead of a long raw output.
 
-The raw output always goes to the artifact store first; compression only shapes the prompt
-form, so no byte is ever lost (``ArtifactStore.get(ref)`` returns the exact output).
-
-Rules (DESIGN.md "Tool results", thresholds in chars):
-
-* ``command`` (stdout/stderr) over ``COMMAND_LIMIT`` = 4,000 chars: the first
-  ``HEAD_CHARS`` + the last ``TAIL_CHARS`` chars, a one-line summary and the ref.
-* ``file_read`` over ``FILE_LIMIT`` = 8,000 chars: path, line range and a snippet of the first
-  ``SNIPPET_LINES`` lines (at most ``SNIPPET_CHARS``), and the ref with a ``#L`` fragment.
-* Long lines: when an output cut head/tail has a line longer than ``COMMAND_LIMIT`` (minified
-  code, a JSON dump, a progress bar without newlines), a ``#L`` slice cannot bring that line into
-  a prompt whole, so the note counts characters: the chars shown (``chars 1-1200 and ...``), the
-  total in chars and UTF-8 bytes, which lines the omitted middle lies in, the long lines'
-  lengths, and the ``#L`` slice of the omitted lines when that is not the whole output; it
-  names the ``#C<start>-<end>`` character window that ``read_artifact`` reads any part with. A file
-  read whose first line is longer than ``SNIPPET_CHARS`` says ``shown: chars 1-2000`` instead of
-  a line range. Line numbers count LF, CRLF and CR endings, as ``#L`` slices do.
-* ``search`` with more than ``SEARCH_LIMIT`` = 5 results: the first 5, the omitted count and the
-  ref. A result is a fenced code section with its path line when the output has fences,
-  otherwise a non-empty line.
-* Anything still over ``COMMAND_LIMIT`` after its rule is cut as a command output is.
+The raw output always goes to the artifact store first; compression only shapes the prompt form,
+so no byte is lost (``ArtifactStore.get(ref)`` returns the exact output). Limits are in chars:
+a command output over :data:`COMMAND_LIMIT`, a file read over :data:`FILE_LIMIT`, a search with
+more than :data:`SEARCH_LIMIT` results; the rules are in docs/design.md "Tool results".
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -33,11 +18,11 @@ from typing import Literal
 __all__ = [
     "COMMAND_LIMIT",
     "FILE_LIMIT",
-    "SEARCH_LIMIT",
     "HEAD_CHARS",
-    "TAIL_CHARS",
-    "SNIPPET_LINES",
+    "SEARCH_LIMIT",
     "SNIPPET_CHARS",
+    "SNIPPET_LINES",
+    "TAIL_CHARS",
     "Compressed",
     "ResultKind",
     "arguments_ref",
@@ -79,8 +64,10 @@ _EOL = re.compile(r"\r\n|\r|\n")
 
 
 def _line_spans(raw: str) -> list[tuple[int, int]]:
-    """``(start, end)`` char offsets of each line without its ending, split as
-    ``bytes.splitlines`` splits (LF, CRLF, CR) so line numbers match ``#L`` slices."""
+    """``(start, end)`` char offsets of each line without its ending.
+
+    Lines split as ``bytes.splitlines`` splits (LF, CRLF, CR), so line numbers match ``#L`` slices.
+    """
     spans: list[tuple[int, int]] = []
     pos = 0
     for m in _EOL.finditer(raw):
@@ -109,8 +96,11 @@ def _has_long_line(spans: list[tuple[int, int]]) -> bool:
 
 
 def _head_tail(raw: str, ref: str, label: str, *, of_ref: bool = True) -> Compressed:
-    """The first ``HEAD_CHARS`` and last ``TAIL_CHARS`` chars with a note. ``of_ref``: ``raw``
-    is the text ``ref`` holds, so the note may give char and line positions within it."""
+    """The first ``HEAD_CHARS`` and last ``TAIL_CHARS`` chars with a note.
+
+    ``of_ref``: ``raw`` is the text ``ref`` holds, so the note may give char and line positions
+    within it.
+    """
     omitted = len(raw) - HEAD_CHARS - TAIL_CHARS
     spans = _line_spans(raw) if of_ref else []
     if of_ref and _has_long_line(spans):
@@ -136,10 +126,15 @@ def _head_tail(raw: str, ref: str, label: str, *, of_ref: bool = True) -> Compre
 
 
 def split_search_results(raw: str) -> list[str]:
-    """Split a search output into results (see module doc).
+    """Split a search output into results.
 
-    With fences, a result is a fenced block plus the non-empty line just before its opening
-    fence (its path line) when that line is not itself part of an earlier block.
+    Args:
+        raw: The search output.
+
+    Returns:
+        Its results: with code fences, each fenced block plus the non-empty line just before its
+        opening fence (its path line) when that line is not itself part of an earlier block;
+        without, each non-empty line.
     """
     if "```" not in raw:
         return [ln for ln in raw.splitlines() if ln.strip()]
@@ -172,7 +167,17 @@ def compress_tool_result(
     *,
     path: str | None = None,
 ) -> Compressed:
-    """Compress ``raw`` (a tool output) by the rules of ``kind``; ``ref`` is its artifact ref."""
+    """The prompt form of a tool output, by the rules of its kind.
+
+    Args:
+        raw: The tool output.
+        kind: Which rule applies (``command``, ``file_read``, ``search`` or ``other``).
+        ref: The artifact ref of the raw output (named in the note of a compressed form).
+        path: The file read, for a ``file_read`` (named in its summary).
+
+    Returns:
+        The prompt form; ``compressed`` is False (and ``text`` is ``raw``) when no rule applied.
+    """
     n = len(raw)
     if kind == "file_read" and n > FILE_LIMIT:
         lines = raw.splitlines()
@@ -193,7 +198,10 @@ def compress_tool_result(
             spans = _line_spans(raw)
             head = f"{where}: {_lines(len(spans))}, {n} chars ({len(raw.encode('utf-8'))} bytes); "
             if len(spans) == 1:
-                summary = f"{head}shown: chars 1-{SNIPPET_CHARS}; full text: {ref} (one line: #C<start>-<end> after the ref reads chars start-end)"
+                summary = (
+                    f"{head}shown: chars 1-{SNIPPET_CHARS}; full text: {ref} "
+                    "(one line: #C<start>-<end> after the ref reads chars start-end)"
+                )
             else:
                 summary = (
                     f"{head}shown: chars 1-{SNIPPET_CHARS} of line 1 ({len(lines[0])} chars); "
@@ -226,23 +234,33 @@ def compress_tool_result(
 
 
 def arguments_ref(arguments: str) -> str:
-    """The ``artifact://`` ref of a call's arguments JSON text (what the tool node stores for a
-    call whose arguments are over ``COMMAND_LIMIT``)."""
-    import hashlib
+    """The ref of a call's arguments, as the tool node stores them when they are long.
 
+    Args:
+        arguments: The call's arguments JSON text (over ``COMMAND_LIMIT`` chars).
+
+    Returns:
+        ``artifact://sha256:<hex>`` of its UTF-8 bytes (``surrogatepass``).
+    """
     return f"artifact://sha256:{hashlib.sha256(arguments.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 
 def compress_arguments(arguments: str) -> tuple[str, bool]:
-    """The prompt form of a call's arguments (JSON text) once the call has run: unchanged up to
-    ``COMMAND_LIMIT`` chars; over it, every string value longer than ``HEAD_CHARS + TAIL_CHARS``
-    becomes its first ``HEAD_CHARS`` and last ``TAIL_CHARS`` chars around a note
-    ``[... N of M chars omitted; full arguments: <ref>]`` (the ref of :func:`arguments_ref`);
-    when that is still over ``COMMAND_LIMIT`` (many medium values) or the text is not JSON, the
-    text itself is cut the same way (the transcript then shows it as ``{"input": ...}``).
-    Returns ``(text, whether it was compressed)``."""
-    import json
+    """The prompt form of a call's arguments once the call has run.
 
+    Up to ``COMMAND_LIMIT`` chars they are unchanged; over it, every string value longer than
+    ``HEAD_CHARS + TAIL_CHARS`` becomes its first ``HEAD_CHARS`` and last ``TAIL_CHARS`` chars
+    around a note ``[... N of M chars omitted; full arguments: <ref>]`` (the ref of
+    :func:`arguments_ref`); when that is still over ``COMMAND_LIMIT`` (many medium values) or the
+    text is not JSON, the text itself is cut the same way (the transcript then shows it as
+    ``{"input": ...}``).
+
+    Args:
+        arguments: The call's arguments JSON text.
+
+    Returns:
+        ``(text, whether it was compressed)``.
+    """
     if len(arguments) <= COMMAND_LIMIT:
         return arguments, False
     try:

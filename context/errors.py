@@ -1,24 +1,7 @@
-"""Errors raised by taskctx.
+"""Errors raised by taskctx: :class:`TaskctxError` and below.
 
-Every error names the thing that is wrong and the fix. The tree::
-
-    TaskctxError
-    ├── InvalidInputError          bad input from a user or a file
-    │   ├── TrajectoryError        a recorded trajectory is missing or malformed
-    │   ├── UnknownTaskError       no task with that id in the event log
-    │   └── ModelConfigError       a model string that cannot be resolved
-    ├── StoreError                 the event log or artifact store cannot be used
-    │   ├── StoreOpenError         the database cannot be opened or created
-    │   │   └── NotTaskctxDatabaseError  a read-only open found no taskctx tables
-    │   ├── SequenceConflictError  an append would break the per-task sequence
-    │   ├── LogAheadError          the log holds events a checkpoint does not know (a fork)
-    │   ├── DamagedStoreError      what was read back fails its checks (rows missing, bytes
-    │   │                          that do not match their hash, a checkpoint the log disagrees with)
-    │   └── ArtifactNotFoundError  an ``artifact://`` ref that is not stored
-    ├── InvalidRefError            an artifact ref that does not parse
-    ├── BudgetError                required blocks alone exceed the token budget
-    └── ModelCallError             the model provider failed a call (after the client's retries)
-        └── ContextLengthError     the provider refused the prompt as too long for the model
+Every message names the thing that is wrong and the fix. Input errors (:class:`InvalidInputError`)
+and store errors (:class:`StoreError`) have their own branches (the docs draw the whole tree).
 """
 
 from __future__ import annotations
@@ -26,12 +9,12 @@ from __future__ import annotations
 __all__ = [
     "ArtifactNotFoundError",
     "BudgetError",
+    "ContextLengthError",
     "DamagedStoreError",
     "InvalidInputError",
     "InvalidRefError",
     "LogAheadError",
     "ModelCallError",
-    "ContextLengthError",
     "ModelConfigError",
     "NotTaskctxDatabaseError",
     "SequenceConflictError",
@@ -80,20 +63,27 @@ class SequenceConflictError(StoreError):
 
 
 class LogAheadError(StoreError):
-    """A node started from a checkpoint older than the task's event log (time travel / a fork):
-    the log is append-only per task, so only the latest checkpoint can be continued."""
+    """A node started from a checkpoint older than the task's event log (time travel, a fork).
+
+    The log is append-only per task, so only the latest checkpoint can be continued.
+    """
 
 
 class DamagedStoreError(StoreError):
-    """Data read back from a store fails a check: an event sequence with a gap, an unknown kind
-    or a payload its kind does not allow, artifact bytes that do not match their content hash, a
-    registry row that is not JSON, a checkpoint the event log does not give back. The message
-    says what is damaged, where, and what to do; ``problems`` lists every finding.
+    """Data read back from a store fails a check.
 
-    When the store knows them (``context.store.damaged``): ``task_id``; ``what``, the message
-    without what to do (so a caller can name the commands with its own ``--db``:
-    ``graphs.report.hints.damage_line``); ``inspectable``, whether ``taskctx inspect`` can still show
-    the task (None: not known)."""
+    An event sequence with a gap, an unknown kind or a payload its kind does not allow, artifact
+    bytes that do not match their content hash, a registry row that is not JSON, a checkpoint the
+    event log does not give back. The message says what is damaged, where, and what to do.
+
+    Args:
+        message: The whole message.
+        problems: Every finding, one line each (default: the message).
+        task_id: The damaged task, when the store knows it (``context.store.damaged``).
+        what: The message without what to do, so a caller can name the commands with its own
+            ``--db`` (``graphs.report.hints.damage_line``); default: the message.
+        inspectable: Whether ``taskctx inspect`` can still show the task (None: not known).
+    """
 
     def __init__(
         self,
@@ -122,12 +112,18 @@ class InvalidRefError(TaskctxError):
 class BudgetError(TaskctxError):
     """The required blocks alone do not fit the token budget.
 
-    ``required``: tokens of the required blocks plus the fixed overhead of the call (system
-    message, tool schemas, message framing); ``reserve``: tokens kept for the model's answer;
-    ``budget``: the budget that was too small; ``minimum`` = ``required + reserve``, the smallest
-    budget with which this call fits. ``role`` and ``task_id`` name the call ("" when unknown).
-    All counts are tokens, by the task's one counter (:mod:`context.tokens`). A ``BudgetError(msg)``
-    without the numbers has ``minimum == 0``.
+    All counts are tokens, by the task's one counter (:mod:`context.tokens`); :attr:`minimum` =
+    ``required + reserve`` is the smallest budget with which this call fits (0 for a
+    ``BudgetError(msg)`` without the numbers).
+
+    Args:
+        message: The message (default: one built from the numbers).
+        role: The role whose call it is ("" when unknown).
+        task_id: The task ("" when unknown; with it the message says ``rerun with --budget N``).
+        required: Tokens of the required blocks plus the fixed overhead of the call (system
+            message, tool schemas, message framing).
+        reserve: Tokens kept for the model's answer.
+        budget: The budget that was too small (tokens).
     """
 
     def __init__(
@@ -163,7 +159,14 @@ class BudgetError(TaskctxError):
         )
 
     def for_task(self, task_id: str) -> BudgetError:
-        """The same error naming ``task_id`` (its message then says ``rerun with --budget N``)."""
+        """The same error naming a task.
+
+        Args:
+            task_id: The task.
+
+        Returns:
+            A new error whose message says ``rerun with --budget N``.
+        """
         return BudgetError(
             role=self.role,
             task_id=task_id,
@@ -181,10 +184,16 @@ def _budget_error(message: str, role: str, task_id: str, required: int, reserve:
 
 
 class ModelCallError(TaskctxError):
-    """A model call failed at the provider, after the client's own retries: ``cause`` is one
-    line naming it (``authentication failed (401): ...``, ``timed out after 60 s``...),
-    ``status`` the HTTP status (``None`` for a connection failure or a timeout). Nothing of
-    the failed call is recorded, so ``taskctx resume`` repeats it."""
+    """A model call failed at the provider, after the client's own retries.
+
+    Nothing of the failed call is recorded, so ``taskctx resume`` repeats it.
+
+    Args:
+        cause: One line naming it (``authentication failed (401): ...``, ``timed out after 60
+            s``...).
+        status: The HTTP status (``None`` for a connection failure or a timeout).
+        role: The role whose call failed (named in the message).
+    """
 
     def __init__(self, cause: str, *, status: int | None = None, role: str | None = None) -> None:
         super().__init__(f"{role} model call failed: {cause}" if role else f"model call failed: {cause}")

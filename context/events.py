@@ -1,14 +1,8 @@
 """Events: the append-only log that every other view of a task is derived from.
 
-An :class:`Event` has ``id, seq, kind, timestamp, actor, payload, causation_id,
-correlation_id`` (DESIGN.md part 7). ``payload`` is validated against the payload model of its
-``kind`` (the event union, :data:`PAYLOAD_MODELS`) when the event is built, so the reducer never
-meets a malformed payload. Payload text is clean UTF-8: a lone surrogate (``"\\ud835"``) is
-replaced by U+FFFD when the event is built (the exact bytes of a tool's output are in the artifact
-its ``raw_ref`` names; see :mod:`context.text`). ``seq`` is the per-task sequence number (1, 2, ...) the event log
-assigns; ``timestamp`` is ISO-8601 UTC.
-
-Source: DESIGN.md "The TaskContext contract", part 7 (events) and its list of kinds.
+An :class:`Event` is ``id, seq, kind, timestamp, actor, payload, causation_id, correlation_id``;
+its payload is validated against the model of its kind (:data:`PAYLOAD_MODELS`) when the event
+is built, so the reducer never meets a malformed payload.
 """
 
 from __future__ import annotations
@@ -19,45 +13,45 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .builder import ManifestEntry
+from .blocks import ManifestEntry
+from .literals import FactKind, RiskLevel, StaleCause, StepResult
 from .memory import FileStamp, LoadedMemory, MemoryKind, MemoryNamespace
-from .models import FactKind, Finding, PlanStep, RiskLevel, StaleCause, StepResult
+from .models import Finding, PlanStep
 from .text import clean_tree, json_text
 
 __all__ = [
-    "Actor",
-    "Event",
-    "EventKind",
+    "EDITABLE_FIELDS",
     "PAYLOAD_MODELS",
-    "new_event",
-    "utc_now",
-    # payloads
-    "TaskCreated",
-    "PlanCreated",
-    "StepStarted",
-    "StepCompleted",
-    "StepCompletionRequested",
-    "ToolCalled",
-    "ToolResultReceived",
-    "PermissionEvent",
+    "Actor",
     "CheckpointCreated",
-    "FileModified",
+    "ContextBuilt",
     "ErrorOccurred",
     "ErrorResolved",
-    "UserInterrupted",
-    "ResumeStarted",
-    "ContextBuilt",
-    "TranscriptReset",
-    "ReviewCompleted",
-    "RecoveryDecided",
-    "TaskCompleted",
-    "MemoryNoted",
+    "Event",
+    "EventKind",
+    "FactStale",
+    "FileModified",
     "MemoryConfirmed",
     "MemoryForgotten",
     "MemoryLoaded",
+    "MemoryNoted",
+    "PermissionEvent",
+    "PlanCreated",
+    "RecoveryDecided",
+    "ResumeStarted",
+    "ReviewCompleted",
     "StateEdited",
-    "FactStale",
-    "EDITABLE_FIELDS",
+    "StepCompleted",
+    "StepCompletionRequested",
+    "StepStarted",
+    "TaskCompleted",
+    "TaskCreated",
+    "ToolCalled",
+    "ToolResultReceived",
+    "TranscriptReset",
+    "UserInterrupted",
+    "new_event",
+    "utc_now",
 ]
 
 Actor = Literal["user", "agent", "system", "tool"]
@@ -98,6 +92,8 @@ class _Payload(BaseModel):
 
 
 class TaskCreated(_Payload):
+    """Payload of ``task.created``: the request, its constraints and the caller's permissions."""
+
     task_id: str
     original_request: str
     constraints: list[str] = Field(default_factory=list)
@@ -126,6 +122,8 @@ class PlanCreated(_Payload):
 
 
 class StepStarted(_Payload):
+    """Payload of ``step.started``: the step and what the executor gets for it."""
+
     step_id: str
     objective: str = ""
     expected_output: str = ""
@@ -136,6 +134,8 @@ class StepStarted(_Payload):
 
 
 class StepCompleted(_Payload):
+    """Payload of ``step.completed``: the result, summary and findings of a step."""
+
     step_id: str
     result: StepResult = "success"
     summary: str = ""
@@ -148,8 +148,11 @@ class StepCompleted(_Payload):
 
 
 class StepCompletionRequested(_Payload):
-    """Addition: ``complete_step`` sent with the step's last tool calls (``after_calls``); see
-    :class:`~context.models.PendingCompletion`."""
+    """Payload of ``step.completion.requested``: ``complete_step`` sent with the step's last calls.
+
+    The step completes once the calls in ``after_calls`` have finished; see
+    :class:`~context.models.PendingCompletion`.
+    """
 
     step_id: str
     after_calls: list[str] = Field(default_factory=list)
@@ -160,6 +163,8 @@ class StepCompletionRequested(_Payload):
 
 
 class ToolCalled(_Payload):
+    """Payload of ``tool.called``: a tool call as the model issued it."""
+
     call_id: str
     step_id: str | None = None
     tool: str
@@ -171,6 +176,8 @@ class ToolCalled(_Payload):
 
 
 class ToolResultReceived(_Payload):
+    """Payload of ``tool.result.received``: a call's status, prompt form and raw output's ref."""
+
     call_id: str
     status: Literal["ok", "error", "denied"] = "ok"
     #: What enters prompts: the compressed form (or the whole output when short).
@@ -195,10 +202,14 @@ class PermissionEvent(_Payload):
 
 
 class CheckpointCreated(_Payload):
+    """Payload of ``checkpoint.created``: a good checkpoint to roll back to."""
+
     checkpoint_id: str
 
 
 class FileModified(_Payload):
+    """Payload of ``file.modified``: a workspace file the task changed."""
+
     path: str
     call_id: str | None = None
     raw_ref: str | None = None
@@ -207,6 +218,8 @@ class FileModified(_Payload):
 
 
 class ErrorOccurred(_Payload):
+    """Payload of ``error.occurred``: an error, and the step and call it came from."""
+
     error_id: str
     source: str = ""
     message: str = ""
@@ -215,15 +228,21 @@ class ErrorOccurred(_Payload):
 
 
 class ErrorResolved(_Payload):
+    """Payload of ``error.resolved``: how an error was settled."""
+
     error_id: str
     resolution: str = ""
 
 
 class UserInterrupted(_Payload):
+    """Payload of ``user.interrupted``."""
+
     reason: str = ""
 
 
 class ResumeStarted(_Payload):
+    """Payload of ``resume.started``: one resume of the task, and the node that picked it up."""
+
     token: str = ""
     from_checkpoint: str | None = None
     #: Addition: the node (role) that picked the task up: the first node the resume ran, a
@@ -234,7 +253,7 @@ class ResumeStarted(_Payload):
 class TranscriptReset(_Payload):
     """The executor's decision to restart its transcript at this call, with its numbers.
 
-    Tokens by the graph's counter; costs in units of one uncached input token under ``rule``
+    Part of ``context.built``. Tokens by the graph's counter; costs in units of one uncached input token under ``rule``
     (``nodes.pricing``). ``reason``: ``"cost"`` (the restart is expected to pay), ``"budget"``
     (the prompt does not fit without it) or ``"notes"`` (the transcript holds the most state
     notes it may). ``removed``: tokens the restart takes out (the old checkpoint block, the calls
@@ -243,7 +262,8 @@ class TranscriptReset(_Payload):
     restart minus the expected mean cost per call of the transcript the restart starts (over
     ``horizon`` calls, the length that makes that mean least); negative when forced.
     ``digests``: how many of the kept calls (the oldest) are shown as their one-line digest from
-    here until they leave the transcript."""
+    here until they leave the transcript.
+    """
 
     reason: Literal["cost", "budget", "notes"]
     removed: int
@@ -255,6 +275,8 @@ class TranscriptReset(_Payload):
 
 
 class ContextBuilt(_Payload):
+    """Payload of ``context.built``: one model call's prompt, its budget and its manifest."""
+
     call: int
     role: str
     step_id: str | None = None
@@ -287,18 +309,24 @@ class ContextBuilt(_Payload):
 
 
 class ReviewCompleted(_Payload):
+    """Payload of ``review.completed``: the reviewer's verdict on the task."""
+
     verdict: Literal["approve", "revise"]
     summary: str = ""
     issues: list[str] = Field(default_factory=list)
 
 
 class RecoveryDecided(_Payload):
+    """Payload of ``recovery.decided``: retry the step, replan, or stop."""
+
     error_id: str | None = None
     decision: Literal["retry", "replan", "stop"]
     reason: str = ""
 
 
 class TaskCompleted(_Payload):
+    """Payload of ``task.completed``: how the task ended."""
+
     status: Literal["completed", "failed"] = "completed"
     summary: str = ""
 
@@ -311,14 +339,14 @@ class MemoryNoted(_Payload):
 
 
 class MemoryConfirmed(MemoryNoted):
-    """Payload of ``memory.confirmed``: durable, written to the long-term store (see
-    :mod:`context.memory`).
+    """Payload of ``memory.confirmed``: durable, written to the long-term store.
 
-    ``namespace`` (``user`` or ``project``), ``subject`` (a newer confirmed memory of the same
-    subject supersedes an older one), ``files`` (what it rests on: path + sha256 when
-    confirmed), ``confirmed_by`` and ``task_id`` (the task it was confirmed in, when the event is
-    not in that task's own log) are its provenance; all have defaults, so an older
-    ``{"kind", "text"}`` payload reads back as before."""
+    See :mod:`context.memory`. ``namespace`` (``user`` or ``project``), ``subject`` (a newer
+    confirmed memory of the same subject supersedes an older one), ``files`` (what it rests on:
+    path + sha256 when confirmed), ``confirmed_by`` and ``task_id`` (the task it was confirmed
+    in, when the event is not in that task's own log) are its provenance; all have defaults, so
+    an older ``{"kind", "text"}`` payload reads back as before.
+    """
 
     namespace: MemoryNamespace = "project"
     subject: str = ""
@@ -328,8 +356,10 @@ class MemoryConfirmed(MemoryNoted):
 
 
 class MemoryForgotten(_Payload):
-    """Payload of ``memory.forgotten``: the durable memory ``key`` (of ``namespace``) is removed
-    from the long-term store; ``text`` is what it said, ``reason`` why it was forgotten."""
+    """Payload of ``memory.forgotten``: the durable memory ``key`` leaves the long-term store.
+
+    ``namespace`` is where it lived, ``text`` what it said, ``reason`` why it was forgotten.
+    """
 
     key: str
     namespace: MemoryNamespace = "project"
@@ -338,9 +368,11 @@ class MemoryForgotten(_Payload):
 
 
 class MemoryLoaded(_Payload):
-    """Payload of ``memory.loaded``: the durable memories a new task loaded from the long-term
-    store for its request (each with provenance, staleness and what supersedes it), and how
-    they were found (``search``: ``lexical`` or ``semantic``)."""
+    """Payload of ``memory.loaded``: the durable memories a new task loaded for its request.
+
+    Each comes with provenance, staleness and what supersedes it; ``search`` says how they were
+    found (``lexical`` or ``semantic``).
+    """
 
     memories: list[LoadedMemory] = Field(default_factory=list)
     search: Literal["lexical", "semantic"] = "lexical"
@@ -358,9 +390,12 @@ EDITABLE_FIELDS: dict[str, frozenset[str]] = {
 
 
 class StateEdited(_Payload):
-    """Addition: a state write that did not come from a node (``graph.update_state``), recorded
-    so the log and the checkpoint agree. ``changes``: part -> {field: new value (JSON)}, only
-    :data:`EDITABLE_FIELDS`; ``as_node``: the node the writer named."""
+    """Payload of ``state.edited``: a state write that did not come from a node.
+
+    ``graph.update_state`` from outside a node is recorded so the log and the checkpoint agree.
+    ``changes``: part -> {field: new value (JSON)}, only :data:`EDITABLE_FIELDS`; ``as_node``:
+    the node the writer named.
+    """
 
     changes: dict[str, dict[str, Any]]
     as_node: str | None = None
@@ -375,8 +410,11 @@ class StateEdited(_Payload):
 
 
 class FactStale(_Payload):
-    """Addition (freshness): a fact rests on bytes the workspace no longer has (see
-    :class:`~context.models.StaleFact` for the fields, :mod:`context.freshness` for who notices)."""
+    """Payload of ``fact.stale``: a fact rests on bytes the workspace no longer has.
+
+    See :class:`~context.models.StaleFact` for the fields, :mod:`context.freshness` for who
+    notices.
+    """
 
     fact_id: str
     fact_kind: FactKind = "finding"
@@ -425,8 +463,11 @@ def utc_now() -> str:
 class Event(BaseModel):
     """One entry of the event log.
 
-    ``payload`` is a JSON object validated against ``PAYLOAD_MODELS[kind]`` (raises
-    ``pydantic.ValidationError`` naming the field). ``typed()`` returns it as that model.
+    ``payload`` is a JSON object validated against ``PAYLOAD_MODELS[kind]`` when the event is
+    built (``pydantic.ValidationError`` names the field), defaults filled in and its text clean
+    UTF-8 (a lone surrogate becomes U+FFFD; the exact bytes of a tool's output are in the
+    artifact its ``raw_ref`` names: :mod:`context.text`). ``seq`` is the per-task sequence number
+    (1, 2, ...) the event log assigns; ``timestamp`` is ISO-8601 UTC.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -450,11 +491,11 @@ class Event(BaseModel):
         return self
 
     def typed(self) -> Any:
-        """The payload as its kind's pydantic model."""
+        """The payload as its kind's pydantic model (``PAYLOAD_MODELS[kind]``)."""
         return PAYLOAD_MODELS[self.kind].model_validate(self.payload)
 
     def to_json(self) -> str:
-        """The event as one line of JSON (UTF-8 text; see :func:`context.text.json_text`)."""
+        """The event as one line of JSON, keys sorted (UTF-8 text: :func:`context.text.json_text`)."""
         return json_text(self.model_dump(mode="json"), sort_keys=True)
 
 
@@ -467,8 +508,22 @@ def new_event(
     causation_id: str | None = None,
     timestamp: str | None = None,
 ) -> Event:
-    """Build an event with a fresh id (``evt_<32 hex>``) and the current UTC time; ``seq`` is
-    assigned when it is appended to the log."""
+    """Build an event with a fresh id (``evt_<32 hex>``); the log assigns ``seq`` on append.
+
+    Args:
+        kind: The event kind.
+        payload: Its payload: the kind's payload model, or a dict of its fields.
+        actor: Who caused it (``user``, ``agent``, ``system`` or ``tool``).
+        correlation_id: Groups the events of one exchange.
+        causation_id: What caused it (a node run writes ``<task>#<cursor>:<node>``).
+        timestamp: ISO-8601 UTC (default: :func:`utc_now`).
+
+    Returns:
+        The event, ``seq == 0``.
+
+    Raises:
+        pydantic.ValidationError: The payload is not valid for ``kind`` (the error names the field).
+    """
     data = payload.model_dump(mode="json") if isinstance(payload, BaseModel) else payload
     return Event(
         id=f"evt_{uuid.uuid4().hex}",

@@ -1,35 +1,19 @@
 """Freshness: which state of the workspace a fact was drawn from, and when it is stale.
 
-A *fact* is a finding (``Finding``), a step summary (``LastStep``, fact id ``step:<id>``) or a
-tool call's output (``ToolCallRecord``, fact id = the call id). Each records what it rests on:
-``path -> sha256 hex`` of the bytes read (a tool result's ``reads``; a finding: the reads of
-the calls whose artifacts are its evidence; a step: the reads of its calls) and the git HEAD
-commit then. The task's world (``evidence.world`` and ``evidence.head``) is the latest sha of
-every file it has read or written; :func:`world_version` fingerprints it.
-
-When the workspace shows other bytes for a path a fact rests on, or HEAD moved, the fact is
-stale: :func:`find_stale` returns the ``fact.stale`` payloads (the nodes record them; the
-reducer folds them into ``evidence.stale_facts``). Who notices:
-
-* the tool node, after a write or patch of the task itself (``cause="write"``) and after a read
-  that shows other bytes (``"reread"``), or another HEAD (``"head"``);
-* the first node after a ``taskctx resume``, which fingerprints the files of the world
-  (``NodeEnv.workspace.fingerprint``; ``"resume"``: a person changed them while paused);
-* the tool node when an approval answer arrives (``taskctx approve``, ``Command(resume=...)``),
-  before the call acts: the same fingerprint (``"approval"``: a person changed them while the
-  task waited for the answer).
-
-Pure: no clock, no store, no file system (the nodes hand in what they read).
+A fact (a finding, a step summary, a tool call's output) records the files it rests on
+(``path -> sha256 hex``) and the git HEAD then. When the workspace shows other bytes for one of
+them, or HEAD moved, :func:`find_stale` gives the ``fact.stale`` payloads. Pure: no clock, no
+store, no file system (the nodes hand in what they read).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 
-from .models import StaleCause, TaskContext
+from .literals import StaleCause
+from .models import TaskContext
+from .world import world_version
 
 __all__ = [
     "HEAD_PATH",
@@ -46,28 +30,36 @@ __all__ = [
 
 #: The ``path`` of a ``fact.stale`` mark for a moved git HEAD.
 HEAD_PATH = "HEAD"
+#: Who noticed that a fact is stale (:data:`~context.literals.StaleCause`).
 Cause = StaleCause
 
 
-def world_version(world: Mapping[str, str], head: str | None) -> str:
-    """``"wv:" + sha256[:16]`` of the sorted ``(path, sha)`` items and ``head``; ``"wv:none"`` for
-    an empty world without a HEAD."""
-    if not world and head is None:
-        return "wv:none"
-    blob = json.dumps({"files": sorted(world.items()), "head": head}, separators=(",", ":"))
-    return "wv:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
-
-
 def short_sha(sha: str) -> str:
-    """The first 12 hex digits of a sha (``"(gone)"`` for an empty one)."""
+    """The first 12 hex digits of a sha, as messages show it.
+
+    Args:
+        sha: A sha256 hex digest or a commit (``""``: the file is gone).
+
+    Returns:
+        Its first 12 hex digits, or ``"(gone)"``.
+    """
     return sha[:12] if sha else "(gone)"
 
 
 def named_paths(text: str, paths: Iterable[str]) -> list[str]:
-    """The paths of ``paths`` (workspace-relative, ``/``-separated) that ``text`` names, in the
-    order given: the whole path, or its file name alone, as a name of its own (not part of a
-    longer name or path: ``lib/upload.py`` does not name ``app/upload.py``; a sentence's full stop
-    after it is fine)."""
+    """The paths a text names.
+
+    A path is named by the whole path or its file name alone, as a name of its own: not part of
+    a longer name or path (``lib/upload.py`` does not name ``app/upload.py``); a sentence's full
+    stop after it is fine.
+
+    Args:
+        text: The text (a finding, a step summary).
+        paths: Workspace-relative, ``/``-separated paths.
+
+    Returns:
+        Those of ``paths`` that ``text`` names, in the order given.
+    """
     out = []
     for p in paths:
         names = {p, p.rsplit("/", 1)[-1]}
@@ -77,18 +69,32 @@ def named_paths(text: str, paths: Iterable[str]) -> list[str]:
 
 
 def about(text: str, reads: Mapping[str, str]) -> dict[str, str]:
-    """What a fact stated as ``text`` rests on, of the files its evidence read (``reads``: path
-    -> sha): the ones ``text`` names (:func:`named_paths`), or all of them when it names none (a
-    grep over several files backs a finding about one of them; a finding naming no file may
-    rest on any)."""
+    """What a fact rests on, of the files its evidence read.
+
+    Args:
+        text: The fact as stated.
+        reads: Path -> sha256 hex of the files its evidence read.
+
+    Returns:
+        The files ``text`` names (:func:`named_paths`), or all of them when it names none (a grep
+        over several files backs a finding about one of them; a finding naming no file may rest
+        on any).
+    """
     named = named_paths(text, reads)
     return {p: reads[p] for p in named} if named else dict(reads)
 
 
 def facts(ctx: TaskContext) -> Iterator[tuple[str, str, Mapping[str, str], str | None]]:
-    """``(fact id, fact kind, rests_on, head)`` of every fact in the state that rests on
-    something: findings (of the window and the transcript checkpoint, once each), the last
-    step's summary, and the tool calls in the transcript."""
+    """Every fact in the state that rests on something.
+
+    Args:
+        ctx: The task's state.
+
+    Yields:
+        ``(fact id, fact kind, rests_on, head)`` of the findings (of the window and the transcript
+        checkpoint, once each), the last step's summary (``step:<id>``) and the tool calls in the
+        transcript.
+    """
     seen: set[str] = set()
     cp = ctx.evidence.transcript_checkpoint
     for f in [*(cp.findings if cp else []), *ctx.evidence.findings]:
@@ -107,11 +113,22 @@ def facts(ctx: TaskContext) -> Iterator[tuple[str, str, Mapping[str, str], str |
 def find_stale(
     ctx: TaskContext, changes: Mapping[str, str], cause: Cause, *, head: str | None = None
 ) -> list[dict[str, object]]:
-    """The ``fact.stale`` payloads for facts of ``ctx`` that ``changes`` (path -> the sha the
-    workspace has now; ``""``: gone) or a HEAD now at ``head`` makes stale, in fact order. A fact
-    already marked stale for the same path and new sha is not marked again. ``cause`` says who
-    noticed (see module doc; a HEAD move is always ``"head"``). A write of the task does not mark
-    a fact already stale for that file again (it adds nothing: the task knows what it wrote)."""
+    """The facts that changes in the workspace make stale.
+
+    A fact already marked stale for the same path and new sha is not marked again, and a write of
+    the task does not mark a fact already stale for that file again (it adds nothing: the task
+    knows what it wrote).
+
+    Args:
+        ctx: The task's state.
+        changes: Path -> the sha256 hex the workspace has now (``""``: the file is gone).
+        cause: Who noticed (a HEAD move is always ``"head"``).
+        head: The git HEAD commit now (None: not known).
+
+    Returns:
+        The ``fact.stale`` payloads (``fact_id, fact_kind, path, old_sha, new_sha, cause``), in
+        fact order.
+    """
     known = {(s.fact_id, s.path, s.new_sha) for s in ctx.evidence.stale_facts}
     marked = {(s.fact_id, s.path) for s in ctx.evidence.stale_facts}
     out: list[dict[str, object]] = []
@@ -142,8 +159,16 @@ def find_stale(
 
 
 def stale_line(ctx: TaskContext, fact_id: str) -> str:
-    """``"STALE: <path> changed (<old> -> <new>, <cause>)"`` for a stale fact (its marks joined
-    by ``"; "``), ``""`` for a fact not known to be stale."""
+    """The line prompts and views add to a stale fact.
+
+    Args:
+        ctx: The task's state.
+        fact_id: A finding id, ``step:<id>`` or a call id.
+
+    Returns:
+        ``"STALE: <path> changed <how> (<old> -> <new>)"`` (its marks joined by ``"; "``), or
+        ``""`` for a fact not known to be stale.
+    """
     marks = ctx.stale(fact_id)
     if not marks:
         return ""
@@ -152,7 +177,17 @@ def stale_line(ctx: TaskContext, fact_id: str) -> str:
 
 
 def change_text(path: str, cause: str, old: str, new: str) -> str:
-    """``"<path> changed <how> (<old> -> <new>)"``, or ``"HEAD moved (<old> -> <new>)"``."""
+    """One change, as a stale mark shows it.
+
+    Args:
+        path: The path (:data:`HEAD_PATH` for a moved HEAD).
+        cause: Who noticed (``write``, ``reread``, ``resume``, ``approval``, ``head``).
+        old: The sha the fact rests on.
+        new: The sha the workspace has now (``""``: gone).
+
+    Returns:
+        ``"<path> changed <how> (<old> -> <new>)"``, or ``"HEAD moved (<old> -> <new>)"``.
+    """
     shas = f"({short_sha(old)} -> {short_sha(new)})"
     if path == HEAD_PATH:
         return f"HEAD moved {shas}"

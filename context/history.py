@@ -1,8 +1,7 @@
-"""What left the TaskContext's windows, read back from the event log (for the views: ``inspect``,
-the report). The state keeps the open errors and the last resolved ones, the plan's current and
-upcoming steps and its last done ones (:mod:`context.models`); these functions give all of them.
+"""What left the TaskContext's windows, read back from the event log (for ``inspect``, the report).
 
-Pure: they read only their arguments (the task's events, in seq order, and its folded state).
+Pure: these functions read only their arguments (the task's events, in seq order, and its
+folded state).
 """
 
 from __future__ import annotations
@@ -16,8 +15,15 @@ __all__ = ["all_errors", "all_plan_steps"]
 
 
 def all_errors(events: Iterable[Event]) -> list[ErrorRecord]:
-    """Every error of the task in the order it occurred (``error.occurred``), each with its
-    ``resolution`` when an ``error.resolved`` settled it (the first one; None while open)."""
+    """Every error of a task, open or resolved.
+
+    Args:
+        events: The task's events, in seq order.
+
+    Returns:
+        The errors in the order they occurred (``error.occurred``), each with its ``resolution``
+        when an ``error.resolved`` settled it (the first one; None while open).
+    """
     out: dict[str, ErrorRecord] = {}
     for e in events:
         p = e.payload
@@ -36,9 +42,16 @@ def all_errors(events: Iterable[Event]) -> list[ErrorRecord]:
 
 
 def all_plan_steps(ctx: TaskContext, events: Iterable[Event]) -> list[PlanStep]:
-    """The plan's steps as the views show them: the done steps folded out of ``ctx.plan.steps``
-    (their last definition in a ``plan.created`` / ``plan.updated``, status ``done``), then
-    ``ctx.plan.steps``."""
+    """The plan's steps as the views show them, the folded done steps included.
+
+    Args:
+        ctx: The task's folded state.
+        events: The task's events, in seq order.
+
+    Returns:
+        The done steps folded out of ``ctx.plan.steps`` (their last definition in a
+        ``plan.created`` / ``plan.updated``, status ``done``), then ``ctx.plan.steps``.
+    """
     if not ctx.plan.done_folded:
         return list(ctx.plan.steps)
     shown = {s.id for s in ctx.plan.steps}

@@ -1,23 +1,9 @@
 """The event log, artifact store and task registry on Postgres (``--db postgresql://...``).
 
-Same interface as :class:`context.store.SqliteStores` (``.events``, ``.artifacts``, ``.tasks``,
-``.close()``, ``.path``) and the same tables (``taskctx_events``, ``taskctx_artifacts``,
-``taskctx_tasks``), for several worker processes on one database:
-
-* ``EventLog.append`` is one transaction that first takes a per-task transaction-scoped advisory
-  lock (``pg_advisory_xact_lock``), then checks that the events continue the log exactly
-  (``SequenceConflictError`` otherwise) and inserts them; the ``(task_id, seq)`` primary key and
-  the unique event ``id`` back the check up. Writers of different tasks never wait for each other.
-* Every call runs on a connection from a ``psycopg_pool.ConnectionPool`` that checks a connection
-  before handing it out, and is retried (3 times, short backoff) when the connection drops
-  (``psycopg.OperationalError``, e.g. ``pg_terminate_backend`` or a server restart). An append
-  whose COMMIT was sent but not acknowledged is recognised on retry by its event ids and not
-  written twice.
-* Connections carry ``application_name=taskctx-store`` (visible in ``pg_stat_activity``).
-
-psycopg is imported lazily: ``context`` works without it; opening a ``postgresql://`` URL
-without it raises ``StoreOpenError`` naming the package to install. This module never imports
-langgraph or langchain.
+The same interface and tables as :class:`context.sqlite_store.SqliteStores`, for several worker
+processes on one database: an append takes a per-task advisory lock, every call runs on a checked
+pooled connection and is retried when the connection drops. psycopg is imported when a URL is
+opened, so ``context`` works without it.
 """
 
 from __future__ import annotations
@@ -28,6 +14,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
+from .artifact_refs import make_ref, parse_ref, slice_lines
+from .db_schema import TASKCTX_TABLES, not_taskctx_message, schema_sql
 from .errors import (
     ArtifactNotFoundError,
     NotTaskctxDatabaseError,
@@ -37,28 +25,23 @@ from .errors import (
 )
 from .events import Event
 from .secrets import masked_bytes, masked_events
+from .sqlite_store import SqliteStores
 from .store import (
-    TASKCTX_TABLES,
-    SqliteStores,
     checked_artifact,
     contiguous,
     duplicate_message,
     event_row,
     lenient_events,
-    make_ref,
-    not_taskctx_message,
     number_events,
     packed,
-    parse_ref,
     registry_spec,
     row_event,
-    schema_sql,
-    slice_lines,
 )
 from .text import json_text
 
 __all__ = [
     "APPLICATION_NAME",
+    "SCHEMA_LOCK",
     "PgArtifactStore",
     "PgEventLog",
     "PgStores",
@@ -68,7 +51,7 @@ __all__ = [
     "redact_url",
 ]
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 #: ``application_name`` of the stores' connections.
 APPLICATION_NAME = "taskctx-store"
@@ -76,18 +59,34 @@ APPLICATION_NAME = "taskctx-store"
 _URL_RE = re.compile(r"^postgres(ql)?(\+\w+)?://", re.I)
 #: classid of every advisory lock taskctx takes (objid = a hash of the task id).
 _LOCK_CLASS = 0x7A5C
-_SCHEMA_LOCK = 0x7A5C0001
+#: The advisory lock key the stores take while creating their schema; the Postgres
+#: checkpointer and long-term store setup (``graphs``) take ``SCHEMA_LOCK + 1`` and ``+ 2``.
+SCHEMA_LOCK = 0x7A5C0001
 
 _SCHEMA = schema_sql(bigint="BIGINT", blob="BYTEA")
 
 
 def is_postgres_url(db: object) -> bool:
-    """True for ``postgresql://...`` / ``postgres://...`` strings."""
+    """Whether a ``--db`` value is a Postgres URL.
+
+    Args:
+        db: The value (any object; only a string can be a URL).
+
+    Returns:
+        True for ``postgresql://...`` / ``postgres://...`` strings.
+    """
     return isinstance(db, str) and bool(_URL_RE.match(db.strip()))
 
 
 def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (for messages)."""
+    """A URL fit for messages.
+
+    Args:
+        url: A database URL.
+
+    Returns:
+        ``url`` with its password replaced by ``***``.
+    """
     return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
 
 
@@ -97,7 +96,7 @@ def _lock_key(task_id: str) -> int:
 
 
 def _plain_url(url: str) -> str:
-    """psycopg wants ``postgresql://``; accept SQLAlchemy-style ``postgresql+psycopg://`` too."""
+    """The URL as psycopg wants it (``postgresql://``; SQLAlchemy-style ``postgresql+psycopg://`` too)."""
     return re.sub(r"^postgres(ql)?\+\w+://", "postgresql://", url.strip(), flags=re.I)
 
 
@@ -114,7 +113,7 @@ class _Pg:
         connect_timeout: int = 10,
         readonly: bool = False,
     ):
-        try:
+        try:  # (imported here: psycopg is optional, the postgres extra)
             import psycopg
             from psycopg_pool import ConnectionPool, PoolTimeout
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -148,7 +147,7 @@ class _Pg:
                         raise NotTaskctxDatabaseError(not_taskctx_message(self.path))
                 else:
                     with conn.transaction():
-                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
                         conn.execute(_SCHEMA)
         except psycopg.Error as exc:
             raise StoreOpenError(
@@ -166,7 +165,7 @@ class _Pg:
             name="taskctx-store",
         )
 
-    def run(self, fn: Callable[[Any, int], T]) -> T:
+    def run(self, fn: Callable[[Any, int], _T]) -> _T:
         """``fn(conn, attempt)`` on a pooled connection; retried when the connection drops."""
         psycopg = self._psycopg
         delay = 0.05
@@ -195,12 +194,28 @@ class _Pg:
 
 
 class PgEventLog:
-    """Append-only event log per task on Postgres (see module doc)."""
+    """Append-only event log per task on Postgres.
+
+    An append is one transaction that first takes a per-task transaction-scoped advisory lock
+    (``pg_advisory_xact_lock``), so writers of different tasks never wait for each other; the
+    ``(task_id, seq)`` primary key and the unique event ``id`` back the check up. An append whose
+    COMMIT was sent but not acknowledged is recognised on retry by its event ids and not written
+    twice.
+    """
 
     def __init__(self, db: _Pg):
         self._db = db
 
     def last_seq(self, task_id: str) -> int:
+        """The last ``seq`` of a task's log.
+
+        Args:
+            task_id: The task.
+
+        Returns:
+            The seq (0 for a log without events).
+        """
+
         def q(conn: Any, _: int) -> int:
             row = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM taskctx_events WHERE task_id = %s", (task_id,)
@@ -210,7 +225,11 @@ class PgEventLog:
         return self._db.run(q)
 
     def count(self, task_id: str) -> int:
-        """How many rows ``task_id``'s log holds (``last_seq`` when no row is missing or repeated)."""
+        """How many rows a task's log holds (``last_seq`` when no row is missing or repeated).
+
+        Args:
+            task_id: The task.
+        """
 
         def q(conn: Any, _: int) -> int:
             return int(conn.execute("SELECT COUNT(*) FROM taskctx_events WHERE task_id = %s", (task_id,)).fetchone()[0])
@@ -218,11 +237,20 @@ class PgEventLog:
         return self._db.run(q)
 
     def append(self, task_id: str, events: Sequence[Event]) -> list[Event]:
-        """Append ``events`` atomically, secrets masked (:func:`context.secrets.masked_events`);
-        returns them as written (masked, ``seq`` set).
+        """Append events atomically, secrets masked (:func:`context.secrets.masked_events`).
 
-        Events that carry a ``seq`` must continue the log exactly (``SequenceConflictError``
-        otherwise); events with ``seq == 0`` get the next numbers.
+        Args:
+            task_id: The task.
+            events: The events; one that carries a ``seq`` must continue the log exactly, one
+                with ``seq == 0`` gets the next number.
+
+        Returns:
+            The events as written (masked, ``seq`` set).
+
+        Raises:
+            SequenceConflictError: A ``seq`` does not continue the log, or an event is already in it.
+            DamagedStoreError: The events continue past the log's end (it lost its last events).
+            StoreError: The connection dropped more times than the retries allow.
         """
         if not events:
             return []
@@ -272,10 +300,29 @@ class PgEventLog:
         damaged_rows: dict[int, list[str]] | None = None,
         fields: Sequence[str] | None = None,
     ) -> list[Event]:
-        """Events of ``task_id`` with ``seq > after``, in order; with ``kinds``, only events of
-        those kinds (``kind IN (...)`` in SQL; ``limit`` counts the matching events). Checked as
-        :meth:`context.store.EventLog.iter` checks (``DamagedStoreError``; with ``damaged_rows``
-        nothing raises; ``fields``: only these payload keys, extracted in SQL: see there)."""
+        """The events of a task after a seq, in order, checked as the SQLite log checks them.
+
+        Args:
+            task_id: The task.
+            after: Only events with ``seq > after``.
+            limit: At most this many events (with ``kinds``: of the matching ones).
+            kinds: Only events of these kinds, filtered in SQL (the other payloads are never
+                read or parsed).
+            damaged_rows: For a check of the whole log: nothing raises; a row that does not
+                parse is skipped and its findings kept here under its seq
+                (:func:`~context.store.lenient_events`), and a gap is left to the caller (``check_events``
+                names it).
+            fields: With ``kinds``: each payload holds only these top-level keys, extracted in
+                SQL (a key the payload lacks is ``None``): a view that sums a few numbers of
+                many large events.
+
+        Returns:
+            The events.
+
+        Raises:
+            DamagedStoreError: Without ``damaged_rows``: an unfiltered read has a gap, or a kind
+                or payload does not parse.
+        """
         args: tuple[Any, ...] = ()
         payload = "payload"
         if fields is not None:
@@ -315,10 +362,30 @@ class PgEventLog:
         damaged_rows: dict[int, list[str]] | None = None,
         fields: Sequence[str] | None = None,
     ) -> Iterator[Event]:
-        """As :meth:`read`, one event at a time."""
+        """As :meth:`read` (which reads them all first), one event at a time.
+
+        Args:
+            task_id: The task.
+            after: Only events with ``seq > after``.
+            limit: At most this many events (with ``kinds``: of the matching ones).
+            kinds: Only events of these kinds, filtered in SQL (the other payloads are never
+                read or parsed).
+            damaged_rows: For a check of the whole log: nothing raises; a row that does not
+                parse is skipped and its findings kept here under its seq
+                (:func:`~context.store.lenient_events`), and a gap is left to the caller (``check_events``
+                names it).
+            fields: With ``kinds``: each payload holds only these top-level keys, extracted in
+                SQL (a key the payload lacks is ``None``): a view that sums a few numbers of
+                many large events.
+
+        Yields:
+            The events.
+        """
         yield from self.read(task_id, after, limit, kinds, damaged_rows=damaged_rows, fields=fields)
 
     def task_ids(self) -> list[str]:
+        """The ids of the tasks with events, sorted."""
+
         def q(conn: Any, _: int) -> list[str]:
             return [
                 r[0] for r in conn.execute("SELECT DISTINCT task_id FROM taskctx_events ORDER BY task_id").fetchall()
@@ -328,16 +395,26 @@ class PgEventLog:
 
 
 class PgArtifactStore:
-    """Content-addressed store of bytes (``artifact://sha256:<hex>``) on Postgres, secrets masked
-    at ``put`` as in :class:`context.store.ArtifactStore`."""
+    """Content-addressed store of bytes (``artifact://sha256:<hex>``) on Postgres.
+
+    Secrets are masked at ``put`` as in :class:`context.sqlite_store.ArtifactStore`.
+    """
 
     def __init__(self, db: _Pg):
         self._db = db
 
     def put(self, data: bytes | str) -> str:
-        """Store ``data`` with its secrets masked and return its ref; storing bytes already there
-        writes nothing (``ON CONFLICT DO NOTHING``; they are masked and compressed again). A ``str`` is stored as UTF-8,
-        losslessly: a lone surrogate as its ``surrogatepass`` bytes (:func:`context.text.to_bytes`)."""
+        """Store bytes with their secrets masked; bytes already there are not written again.
+
+        (``ON CONFLICT DO NOTHING``: they are masked and compressed again first.)
+
+        Args:
+            data: The bytes; a ``str`` is stored as UTF-8, losslessly (a lone surrogate as its
+                ``surrogatepass`` bytes: :func:`context.text.to_bytes`).
+
+        Returns:
+            The ref of what was stored (``artifact://sha256:<hex>`` of the masked bytes).
+        """
         raw = masked_bytes(data)
         ref = make_ref(raw)
         self._db.run(
@@ -360,13 +437,35 @@ class PgArtifactStore:
         return r, row
 
     def get(self, ref: str) -> bytes:
-        """The exact bytes of ``ref``, or of its ``#L<a>-<b>`` line slice; checked against the
-        ref's hash (``DamagedStoreError``)."""
+        """The bytes stored for a ref (secrets masked at ``put``), or its line slice.
+
+        Args:
+            ref: ``artifact://sha256:<hex>``, optionally with ``#L<a>-<b>``.
+
+        Returns:
+            The bytes, or lines ``a..b`` of them.
+
+        Raises:
+            InvalidRefError: ``ref`` is not a ref.
+            ArtifactNotFoundError: Nothing is stored for it.
+            DamagedStoreError: The bytes stored do not match the ref's hash.
+        """
         r, row = self._row(ref, "data, size")
         data = checked_artifact(r, row[0], self._db.path, row[1])
         return data if r.start is None else slice_lines(data, r.start, r.end or r.start)
 
     def size(self, ref: str) -> int:
+        """The recorded size of a ref's bytes.
+
+        Args:
+            ref: The artifact ref.
+
+        Returns:
+            The size in bytes, as recorded at ``put``.
+
+        Raises:
+            ArtifactNotFoundError: Nothing is stored for it.
+        """
         return int(self._row(ref, "size")[1][0])
 
 
@@ -377,6 +476,12 @@ class PgTaskRegistry:
         self._db = db
 
     def register(self, task_id: str, spec: dict[str, object]) -> None:
+        """Record (or replace) how a task was started.
+
+        Args:
+            task_id: The task.
+            spec: Its start spec (JSON-serialisable).
+        """
         self._db.run(
             lambda conn, _: conn.execute(
                 "INSERT INTO taskctx_tasks VALUES (%s, %s) ON CONFLICT (task_id) DO UPDATE SET spec = EXCLUDED.spec",
@@ -385,6 +490,17 @@ class PgTaskRegistry:
         )
 
     def get(self, task_id: str) -> dict[str, object] | None:
+        """How a task was started.
+
+        Args:
+            task_id: The task.
+
+        Returns:
+            Its spec, or None when it was not registered.
+
+        Raises:
+            DamagedStoreError: Its row is not a JSON object.
+        """
         row = self._db.run(
             lambda conn, _: conn.execute("SELECT spec FROM taskctx_tasks WHERE task_id = %s", (task_id,)).fetchone()
         )
@@ -401,10 +517,19 @@ class PgTaskRegistry:
 class PgStores:
     """The event log, artifact store and task registry of one Postgres database.
 
-    ``max_size``: connections in the pool (one process); ``check``: test each connection before
-    use (turn off only to exercise the retry path in tests); ``retries`` per call.
-    ``readonly=True``: no DDL, every session read-only (``default_transaction_read_only``);
-    raises ``NotTaskctxDatabaseError`` when the taskctx tables are missing.
+    Connections carry ``application_name=taskctx-store`` (visible in ``pg_stat_activity``).
+
+    Args:
+        url: ``postgresql://user[:password]@host:port/dbname`` (``postgresql+psycopg://`` too).
+        max_size: Connections in the pool (one process).
+        check: Test each connection before use (turn off only to exercise the retry path in
+            tests).
+        retries: Retries per call after a dropped connection (short backoff).
+        readonly: No DDL, every session read-only (``default_transaction_read_only``).
+
+    Raises:
+        StoreOpenError: psycopg is not installed, or the database cannot be reached.
+        NotTaskctxDatabaseError: Read-only, the taskctx tables are missing.
     """
 
     def __init__(self, url: str, *, max_size: int = 4, check: bool = True, retries: int = 3, readonly: bool = False):
@@ -426,9 +551,17 @@ class PgStores:
         return self._db.pool
 
     def close(self) -> None:
+        """Close the connection pool."""
         self._db.close()
 
 
 def open_stores(db: str) -> SqliteStores | PgStores:
-    """``PgStores`` for a ``postgresql://`` URL, else ``SqliteStores`` for a file path or ``:memory:``."""
+    """Open the stores of a database, SQLite or Postgres.
+
+    Args:
+        db: A ``postgresql://`` URL, a SQLite file path or ``":memory:"``.
+
+    Returns:
+        ``PgStores`` for a URL, else ``SqliteStores``.
+    """
     return PgStores(db) if is_postgres_url(db) else SqliteStores(db)

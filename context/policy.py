@@ -1,40 +1,9 @@
 """Context policies: what the builder adds because a situation always needs it.
 
-A model asks for what it knows it lacks (``read_artifact``, ``search_history``); it cannot ask
-for what it does not know it lacks (a summary says "database ruled out" while only the primary
-was checked). A :class:`ContextPolicy` is a small declarative rule::
-
-    when  role in roles  and  step kind in step_kinds  and  a tool in play in tools
-          and  an event of a kind in events is in the recent window
-    then  add the blocks of each relation in ``add``, at ``priority``
-
-(an empty condition list matches anything). The relations (:data:`RELATIONS`):
-
-* ``finding_evidence``: the evidence of the findings in play (the step's stale ones, else the
-  latest ones): each evidence call's output;
-* ``latest_result:<tool>``: the latest result of that tool (``latest_result:test``: the latest
-  command that ran tests);
-* ``diff``: the changes the task made (each successful ``apply_patch`` diff, each
-  ``write_file`` as path, size and sha);
-* ``failing_error``: the full output of the failing call (from the artifact store, secrets
-  masked) when it was compressed (a short output is already whole in the prompt);
-* ``last_checkpoint``: the last good checkpoint and the working state materialised there;
-* ``stale_facts``: the facts the workspace no longer backs (:mod:`context.freshness`).
-
-The step kind of a situation (:func:`step_kind`): ``recovery`` (the recovery role), ``fix``
-(the running step wrote or patched a file), ``revisit`` (the step works on a stale fact, or the
-plan was revised), ``verify`` (the step's objective says verify, check, confirm, re-check,
-validate or test), else ``explore``.
-
-:data:`DEFAULT_POLICIES` cover: verifying or revisiting a finding adds its evidence; a fix step
-adds the latest test result and the current diff; a change of files or HEAD adds the diff and
-the list of stale facts; recovery adds the failing call's error in full and the last good
-checkpoint. :func:`merge_policies` adds a user's policies and overrides defaults by name;
-``nodes.NodeEnv(policies=...)`` (or ``build_orchestrator(policies=...)``) uses them. The nodes
-resolve relations to blocks (``nodes.render.policy_blocks``); the manifest gives each such block the
-reason ``policy:<name>`` and the budget rules apply to it as to any block.
-
-Pure: this module only decides which relations a situation needs.
+A model asks for what it knows it lacks; it cannot ask for what it does not know it lacks. A
+:class:`ContextPolicy` is a small declarative rule: when the role, the step kind, the tools in
+play and the recent events match, add the blocks of each relation in ``add`` (:data:`RELATIONS`).
+Pure: this module only decides which relations a situation needs (the nodes resolve them).
 """
 
 from __future__ import annotations
@@ -61,18 +30,24 @@ __all__ = [
 ]
 
 StepKind = Literal["explore", "fix", "verify", "revisit", "recovery"]
-#: The relations a policy may add (``latest_result:`` takes a tool name or ``test``).
+#: The relations a policy may add: ``finding_evidence`` (the evidence of the findings in play),
+#: ``latest_result:<tool>`` (the latest result of that tool; ``test``: the latest command that ran
+#: tests), ``diff`` (the changes the task made), ``failing_error`` (the full output of the failing
+#: call), ``last_checkpoint`` (the last good checkpoint and the state there), ``stale_facts``
+#: (the facts the workspace no longer backs).
 RELATIONS = ("finding_evidence", "latest_result:", "diff", "failing_error", "last_checkpoint", "stale_facts")
 _VERIFY = re.compile(r"\b(verify|verifies|check|checks|confirm|confirms|re-check|recheck|validate|test)\b", re.I)
 _WRITES = frozenset({"write_file", "apply_patch"})
 
 
 class ContextPolicy(BaseModel):
-    """One rule (see module doc). ``name``: the manifest reason is ``policy:<name>``;
-    ``priority``: the added blocks' priority (``high``, ``normal`` or ``low``: never
-    ``required``, so the budget may drop them); ``roles``, ``step_kinds``, ``tools``, ``events``:
-    the conditions (empty: any); ``add``: the relations. A bad relation or priority raises
-    ``pydantic.ValidationError`` naming it."""
+    """One rule: when its conditions match, add the blocks of its relations.
+
+    ``name``: the manifest reason is ``policy:<name>``; ``priority``: the added blocks' priority
+    (``high``, ``normal`` or ``low``: never ``required``, so the budget may drop them);
+    ``roles``, ``step_kinds``, ``tools``, ``events``: the conditions (empty: any); ``add``: the
+    relations. A bad relation or priority raises ``pydantic.ValidationError`` naming it.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -98,9 +73,11 @@ class ContextPolicy(BaseModel):
 
 
 class Situation(BaseModel):
-    """What a policy's conditions are matched against: the role about to be prompted, the step
-    kind (:func:`step_kind`), the tools in play (the running step's calls), the event kinds in
-    the recent window (``events.recent``)."""
+    """What a policy's conditions are matched against.
+
+    The role about to be prompted, the step kind (:func:`step_kind`), the tools in play (the
+    running step's calls), the event kinds in the recent window (``events.recent``).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -111,7 +88,19 @@ class Situation(BaseModel):
 
 
 def step_kind(ctx: TaskContext, role: str) -> StepKind:
-    """The kind of the situation (see module doc), first match wins."""
+    """The kind of a situation, first match wins.
+
+    ``recovery`` (the recovery role), ``fix`` (the running step wrote or patched a file),
+    ``revisit`` (the step works on a stale fact, or the plan was revised), ``verify`` (the step's
+    objective says verify, check, confirm, re-check, validate or test), else ``explore``.
+
+    Args:
+        ctx: The task's state.
+        role: The role about to be prompted.
+
+    Returns:
+        The step kind.
+    """
     if role == "recovery":
         return "recovery"
     sid = ctx.plan.current_step_id
@@ -130,7 +119,15 @@ def step_kind(ctx: TaskContext, role: str) -> StepKind:
 
 
 def situation(ctx: TaskContext, role: str) -> Situation:
-    """The :class:`Situation` of ``role``'s next prompt over ``ctx``."""
+    """The situation of a role's next prompt.
+
+    Args:
+        ctx: The task's state.
+        role: The role about to be prompted.
+
+    Returns:
+        Its :class:`Situation`.
+    """
     sid = ctx.plan.current_step_id
     tools = [r.tool for r in ctx.evidence.recent_tool_calls if sid is not None and r.step_id == sid]
     return Situation(
@@ -142,7 +139,15 @@ def situation(ctx: TaskContext, role: str) -> Situation:
 
 
 def fired(policies: Iterable[ContextPolicy], sit: Situation) -> list[ContextPolicy]:
-    """The policies whose conditions ``sit`` meets, highest priority first (stable)."""
+    """The policies a situation meets.
+
+    Args:
+        policies: The policies in force.
+        sit: The situation.
+
+    Returns:
+        Those whose conditions ``sit`` meets, highest priority first (stable).
+    """
     rank = {"high": 0, "normal": 1, "low": 2}
     out = [
         p
@@ -155,7 +160,7 @@ def fired(policies: Iterable[ContextPolicy], sit: Situation) -> list[ContextPoli
     return sorted(out, key=lambda p: rank[p.priority])
 
 
-#: The defaults (see module doc).
+#: The defaults (each ``description`` says what it adds, and when).
 DEFAULT_POLICIES: tuple[ContextPolicy, ...] = (
     ContextPolicy(
         name="verify_adds_evidence",
@@ -193,7 +198,15 @@ def default_policies() -> list[ContextPolicy]:
 
 
 def merge_policies(base: Sequence[ContextPolicy], extra: Sequence[ContextPolicy]) -> list[ContextPolicy]:
-    """``base`` with each policy of ``extra`` replacing the one of the same name, or appended."""
+    """Add policies to a set, overriding by name.
+
+    Args:
+        base: The policies so far (e.g. :func:`default_policies`).
+        extra: A user's policies.
+
+    Returns:
+        ``base`` with each policy of ``extra`` replacing the one of the same name, or appended.
+    """
     names = {p.name: p for p in extra}
     out = [names.pop(p.name, p) for p in base]
     return out + [p for p in extra if p.name in names]

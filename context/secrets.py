@@ -1,36 +1,9 @@
-"""Masking values that look like secrets (API keys, tokens, private keys, passwords), and the one
-place it happens: the store boundary.
+"""Masking values shaped like secrets (API keys, tokens, private keys, passwords) at the stores.
 
-**Nothing shaped like a secret is ever written to a store.** The event log and the artifact store
-(SQLite :mod:`context.store` and Postgres :mod:`context.pg_store`) pass everything they are given
-through :func:`masked_events` / :func:`masked_bytes` before writing it, so every reader gets masked
-bytes: prompts (built from the folded state and stored as prompt artifacts), tool results as
-stored, error messages, ``read_artifact``, ``search_history``, ``trace.jsonl``, ``state.json``,
-exports, the report, ``inspect`` and the checkpointed state (folded from the events as stored).
-Every entry is covered because every write goes through a store: a tool's output, its error
-text, a command's stderr, the model's own words and tool-call arguments, and the caller's request
-(``task.created``; :func:`graphs.new_task` masks it before the graph's first checkpoint too). The
-request is masked on purpose: the log is the source of every prompt, export and trace, so a
-secret in it would go to the model provider and into every export; a caller who wants the agent
-to use a secret puts it in the workspace's environment, where a command reads it, not in the
-request. Tool-call arguments are masked too, so a call whose arguments hold a mask is refused when
-it has side effects (it would write the mask in place of the secret: :func:`nodes.assess`).
-
-The cost of this: an artifact is exact except for its secret-shaped values (DESIGN.md
-"Tool results": compression never loses bytes; masking does, on purpose), and its ref is the
-hash of the masked bytes. Rows written before this rule may still hold secrets (``taskctx doctor``
-does not rewrite them).
-
-A secret is found by **its own shape** (a known prefix with its length and alphabet, or a value of
-a known alphabet and length after a name that says what it is), never by what follows it: a key
-followed by a literal ``\\n`` (as ``repr()`` prints it), ``\\t``, ``|``, a quote or ``&`` is
-masked like one followed by a space. The vendor shapes are detect-secrets' plugins (Yelp's
-detector, a dependency: :data:`DETECT_SECRETS_PLUGINS` lists which, and which group of each match
-is the secret); :data:`SECRET_PATTERNS` holds the shapes it lacks, each with its source.
-
-Masking keeps the number of lines (a masked private key block becomes the same number of
-``[REDACTED:private_key]`` lines), so line refs (``#L120-180``) still point at the same lines,
-and it is idempotent (a mask is never masked again).
+Nothing shaped like a secret is ever written to a store: the event logs and artifact stores pass
+what they write through :func:`masked_events` / :func:`masked_bytes`, so every reader gets masked
+bytes. A secret is found by its own shape (detect-secrets' plugins, :data:`DETECT_SECRETS_PLUGINS`,
+and :data:`SECRET_PATTERNS`); masking keeps the number of lines and never masks a mask again.
 """
 
 from __future__ import annotations
@@ -70,11 +43,11 @@ __all__ = [
     "MASK_FORMAT",
     "SECRET_PATTERNS",
     "Masked",
+    "looks_secret",
     "mask_secrets",
     "masked_bytes",
     "masked_events",
     "masked_tree",
-    "looks_secret",
 ]
 
 MASK_FORMAT = "[REDACTED:{kind}]"
@@ -176,7 +149,7 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
 
 #: Cheap tests for the patterns anchored on a name (``credential``; detect-secrets' keyword
 #: plugins: ``password = ...``, ``cloudant_key: ...``): only lines with such a name can match, so
-#: these (costlier, case-insensitive) patterns run on those lines alone (a 10 MB output is
+#: these (costlier, case-insensitive) patterns run on those lines alone (a long output is
 #: scanned once, not once per pattern at every word boundary). Each such pattern is single-line.
 _KEY_HINT = re.compile(r"(?i)api[_\-]?key|secret|token|passw|pwd|private[_\-]?key|access[_\-]?key")
 _PLUGIN_HINT = re.compile(r"(?i)key|pw|pass|token|secret")
@@ -204,9 +177,11 @@ _BOUNDS = (_S, r"(?:(?<=\W)|(?<=^))", r"(?:(?<![a-z])|(?<=\\[ntr]))")
 
 
 def _screen(pat: re.Pattern[str]) -> re.Pattern[str] | None:
-    """``pat`` without its leading boundary (see :data:`_BOUNDS`), or None when it has none. A
-    text where the screen finds nothing cannot hold a match of ``pat`` (a 30 KB prompt is then
-    passed over in well under a millisecond instead of ~2 ms a pattern)."""
+    """``pat`` without its leading boundary (see :data:`_BOUNDS`), or None when it has none.
+
+    A text where the screen finds nothing cannot hold a match of ``pat``, and the screen, which
+    starts with a literal, is far cheaper to search for.
+    """
     src, flags = pat.pattern, ""
     if src.startswith("(?i)"):
         src, flags = src[4:], "(?i)"
@@ -230,15 +205,19 @@ _ALL = _all_patterns()
 
 @dataclass(frozen=True)
 class Masked:
+    """A text with its secrets masked: ``count`` values masked, their ``kinds`` in first-seen order."""
+
     text: str
     count: int
     kinds: tuple[str, ...]
 
 
 def _hint_lines(text: str, hint: re.Pattern[str]) -> list[tuple[int, int]]:
-    """The (start, end) character spans of the lines of ``text`` that may hold a match of
-    ``hint`` (those holding one of its :data:`_HINT_WORDS`, in any case; a superset of the lines
-    the hint matches), in order, each once."""
+    """The (start, end) character spans of the lines of ``text`` that may match ``hint``.
+
+    Those holding one of its :data:`_HINT_WORDS`, in any case (a superset of the lines the hint
+    matches), in order, each once.
+    """
     low = text.lower()
     if len(low) != len(text):  # a character whose lower case is longer: positions would shift
         hits = sorted(m.start() for m in hint.finditer(text))
@@ -279,9 +258,17 @@ def _pem_lines(m: re.Match[str]) -> str:
 
 
 def mask_secrets(text: str) -> Masked:
-    """``text`` with every secret-looking value replaced by ``[REDACTED:<kind>]`` (line count kept):
-    private key blocks, then :data:`SECRET_PATTERNS`, then the :data:`DETECT_SECRETS_PLUGINS`
-    patterns. ``count`` is the number of values masked, ``kinds`` their kinds in first-seen order."""
+    """Replace every secret-looking value of a text by ``[REDACTED:<kind>]``.
+
+    Private key blocks first (each line of the block masked, so the line count is kept), then
+    :data:`SECRET_PATTERNS`, then the :data:`DETECT_SECRETS_PLUGINS` patterns.
+
+    Args:
+        text: Any text.
+
+    Returns:
+        The masked text, the number of values masked and their kinds.
+    """
     kinds: list[str] = []
     count = 0
 
@@ -324,13 +311,26 @@ def mask_secrets(text: str) -> Masked:
 
 
 def looks_secret(text: str) -> bool:
-    """True when :func:`mask_secrets` would change ``text``."""
+    """Whether a text holds a secret-looking value.
+
+    Args:
+        text: Any text.
+
+    Returns:
+        True when :func:`mask_secrets` would change it.
+    """
     return mask_secrets(text).count > 0
 
 
 def masked_tree(obj: Any) -> Any:
-    """``obj`` (JSON-like: dicts, lists, strings, numbers) with :func:`mask_secrets` applied to every
-    string in it (dict keys too); the same object when nothing in it looks secret."""
+    """Mask every string of a JSON-like value (dict keys too).
+
+    Args:
+        obj: Dicts, lists, tuples, strings, numbers.
+
+    Returns:
+        ``obj`` with :func:`mask_secrets` applied to every string in it.
+    """
     if isinstance(obj, str):
         return mask_secrets(obj).text
     if isinstance(obj, dict):
@@ -354,9 +354,17 @@ def _strings(obj: Any, out: list[str]) -> list[str]:
 
 
 def masked_events(events: Sequence[Event]) -> list[Event]:
-    """``events`` as the stores write them: every string of each
-    payload masked (:func:`masked_tree`). One screening pass per event (its strings joined by
-    newlines: a secret in one string is a secret there too) finds the few that need the walk."""
+    """Events as the stores write them: every string of each payload masked.
+
+    One screening pass per event (its strings joined by newlines: a secret in one string is a
+    secret there too) finds the few that need the walk (:func:`masked_tree`).
+
+    Args:
+        events: The events.
+
+    Returns:
+        The events, those with a secret-looking string copied with their payload masked.
+    """
     out = []
     for e in events:
         payload = e.payload
@@ -367,10 +375,16 @@ def masked_events(events: Sequence[Event]) -> list[Event]:
 
 
 def masked_bytes(data: bytes | str) -> bytes:
-    """``data`` as the artifact store writes it: UTF-8 bytes (a ``str`` losslessly, a lone
-    surrogate as its ``surrogatepass`` bytes; :func:`context.text.to_bytes`) with every secret
-    masked. Bytes that are not UTF-8 are read with ``surrogateescape`` so that every byte that is
-    not part of a secret comes back unchanged."""
+    """Bytes as the artifact store writes them: every secret masked.
+
+    Args:
+        data: Bytes, or a ``str`` (encoded losslessly: a lone surrogate as its ``surrogatepass``
+            bytes, :func:`context.text.to_bytes`). Bytes that are not UTF-8 are read with
+            ``surrogateescape``, so every byte not part of a secret comes back unchanged.
+
+    Returns:
+        The UTF-8 bytes with every secret masked (``data`` itself when none).
+    """
     if isinstance(data, str):
         return to_bytes(mask_secrets(data).text)
     try:

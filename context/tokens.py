@@ -1,34 +1,9 @@
-"""One token counter, taken from the environment: exact for OpenAI-family models, an upper-bound
-estimate for the others.
+"""One token counter per task: exact for OpenAI-family models, an upper-bound estimate for others.
 
-A counter is a ``TokenCounter`` (``str -> int``, tokens). :func:`counter_for_model` picks it from a
-``provider:model`` string:
-
-* OpenAI-family models (``openai:...``, ``gpt-*``, ``o1``/``o3``/``o4``...): the exact
-  tokenizer, ``o200k_base`` (GPT-4o and later) or ``cl100k_base`` (GPT-4, GPT-3.5), as
-  tiktoken maps the model name (``tiktoken.encoding_name_for_model``); an OpenAI model tiktoken
-  does not know gets ``o200k_base``.
-* Any other provider (Anthropic, Google...): :func:`estimate_tokens`, no local tokenizer.
-* No model (scripted and replay models, the bench): ``o200k_base``.
-
-**Why tiktoken, offline.** tiktoken is OpenAI's own tokenizer (maintained with every model
-release; langchain-openai depends on it), 4 MB installed. It downloads its encoding files on
-first use, which fails without network, so the two files ship gzipped in ``context/encodings/``
-and seed tiktoken's own cache (``TIKTOKEN_CACHE_DIR``, else its temp-dir default) before
-``tiktoken.get_encoding``: tiktoken then checks them against the SHA-256 it publishes for each
-file, exactly as after a download. (``bpe-openai`` embeds the same files, byte for byte, but is
-one 0.1 release of a small vendor's binding and 75 MB installed.)
-
-**The estimate is an upper bound by construction where it can be, measured where not.** It
-splits text the way o200k's pre-tokenizer does and charges each piece at least what o200k can
-spend on it: a letter run of n letters ``1 + n // 4`` (o200k: a common word is 1 token, a rare
-consonant cluster 1 per 1-2 letters), a digit run ``ceil(n / 3)`` (o200k: groups of 3 digits,
-exact), each other ASCII character 1 (punctuation merges only lower it), a run of spaces/tabs
-``ceil(n / 4)``, a newline 1, a non-ASCII character 1 (CJK, kana, Hangul, accents: o200k spends
-0.5-0.75 on natural text), a 4-byte character (emoji, rare ideographs) 3. ``taskctx tokens``
-prints its ratio to o200k over the shared trajectories and CJK, Japanese, Korean and emoji text:
-over its 611 texts the lowest ratio is 1.071 (never under), the highest 2.210 (a pytest
-output), 1.705 over all of them (Chinese 1.52, Japanese 1.45, Korean 2.09, emoji 1.60). Text of rare ideographs (CJK Extension A/B, 2-4 o200k tokens each) is not bounded by it.
+A counter is a :data:`TokenCounter` (``str -> int``, tokens); :func:`counter_for_model` picks it
+from a ``provider:model`` string. The exact counters are tiktoken's ``o200k_base`` and
+``cl100k_base``, whose encoding files ship gzipped in ``context/encodings/`` (checked against
+their SHA-256), so counting never downloads.
 """
 
 from __future__ import annotations
@@ -45,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "COUNT_CACHE",
     "DEFAULT_ENCODING",
     "ENCODINGS",
     "TokenCounter",
@@ -54,6 +30,7 @@ __all__ = [
     "estimate_tokens",
 ]
 
+#: A token counter: a text's tokens.
 TokenCounter = Callable[[str], int]
 
 DEFAULT_ENCODING = "o200k_base"
@@ -97,7 +74,7 @@ def _seed_tiktoken_cache(name: str) -> None:
 def _encoding(name: str) -> Any:
     if name not in ENCODINGS:
         raise ValueError(f"unknown encoding {name!r}: use one of {', '.join(ENCODINGS)}")
-    import tiktoken
+    import tiktoken  # (here: importing it and loading an encoding costs start-up time)
 
     with _LOCK:
         _seed_tiktoken_cache(name)
@@ -106,10 +83,21 @@ def _encoding(name: str) -> Any:
 
 @cache
 def encoding_counter(name: str = DEFAULT_ENCODING) -> TokenCounter:
-    """The exact counter of a tiktoken encoding (``o200k_base`` or ``cl100k_base``): tokens of a
-    text, special-token text (``<|endoftext|>``) counted as plain text. ``ValueError`` for
-    another name (here, at once). The encoding itself (~0.5 s of CPU to load o200k) is loaded by
-    the first count, not here: a graph is built, and a resume reaches its first step, without it."""
+    """The exact counter of a tiktoken encoding.
+
+    The encoding itself is loaded by the first count, not here: a graph is built, and a resume
+    reaches its first step, without it.
+
+    Args:
+        name: ``o200k_base`` or ``cl100k_base``.
+
+    Returns:
+        The counter (tokens of a text; special-token text such as ``<|endoftext|>`` counted as
+        plain text), caching the counts of recent texts.
+
+    Raises:
+        ValueError: Another name (here, at once).
+    """
     if name not in ENCODINGS:
         raise ValueError(f"unknown encoding {name!r}: use one of {', '.join(ENCODINGS)}")
 
@@ -126,8 +114,19 @@ _PIECES = re.compile(r" ?([A-Za-z]+)|([0-9]+)|([ \t]+)|(\n)|([\x00-\x7f])|([^\x0
 
 
 def estimate_tokens(text: str) -> int:
-    """An upper-bound estimate of a text's tokens for models without a local tokenizer (module
-    doc: the rule, and its measured ratio to o200k)."""
+    """An upper-bound estimate of a text's tokens, for models without a local tokenizer.
+
+    The text is split the way o200k's pre-tokenizer splits it and each piece charged at least
+    what o200k can spend on it: a letter run of n letters ``1 + n // 4``, a digit run
+    ``ceil(n / 3)``, each other ASCII character 1, a run of spaces or tabs ``ceil(n / 4)``, a
+    newline 1, a non-ASCII character 1, a 4-byte character (emoji, rare ideographs) 3.
+
+    Args:
+        text: Any text.
+
+    Returns:
+        The estimate, in tokens.
+    """
     n = 0
     for letters, digits, blanks, newline, ascii_other, other in _PIECES.findall(text):
         if letters:
@@ -147,13 +146,24 @@ _OPENAI_PREFIXES = ("gpt-", "o1", "o3", "o4", "chatgpt-", "text-embedding-", "da
 
 
 def counter_for_model(model: str | None) -> TokenCounter:
-    """The counter for a ``provider:model`` string (or a bare model name); ``None`` (scripted and
-    replay models): ``o200k_base``. See the module doc for the rule."""
+    """The counter for a model.
+
+    OpenAI-family models (``openai:...``, ``gpt-*``, ``o1``/``o3``/``o4``...) get their exact
+    tokenizer as tiktoken maps the name (``o200k_base`` for one it does not know); any other
+    provider gets :func:`estimate_tokens`.
+
+    Args:
+        model: A ``provider:model`` string or a bare model name; ``None`` (scripted and replay
+            models, the bench) gets ``o200k_base``.
+
+    Returns:
+        The counter.
+    """
     if not model:
         return encoding_counter(DEFAULT_ENCODING)
     provider, _, name = model.partition(":") if ":" in model else ("", "", model)
     if provider in ("openai", "azure_openai") or (not provider and name.startswith(_OPENAI_PREFIXES)):
-        import tiktoken
+        import tiktoken  # (here: only an OpenAI model needs it)
 
         try:
             enc = tiktoken.encoding_name_for_model(name)
@@ -164,8 +174,15 @@ def counter_for_model(model: str | None) -> TokenCounter:
 
 
 def counter_name(count: TokenCounter) -> str:
-    """A counter's name for manifests and reports: ``o200k_base``, ``cl100k_base``, ``estimate``
-    (:func:`estimate_tokens`), ``approx`` (4 characters a token) or the function's name."""
+    """A counter's name for manifests and reports.
+
+    Args:
+        count: The counter.
+
+    Returns:
+        ``o200k_base``, ``cl100k_base``, ``estimate`` (:func:`estimate_tokens`), ``approx`` (4
+        characters a token) or the function's name.
+    """
     if count is estimate_tokens:
         return "estimate"
     name = getattr(count, "__name__", "") or type(count).__name__

@@ -1,11 +1,8 @@
-"""Recorded agent trajectories (the format of ``shared/data/trajectories/README.md``).
+"""Recorded agent trajectories: loading them, and reading a request's goal and constraints.
 
-Line 1 is a header ``{"id", "source_repo", "source_path", "license", "task", "n_steps", "meta"}``;
-each further line is ``{"step", "thought", "action", "observation"}``. ``action`` is either a
-JSON string ``{"name", "arguments"}`` (OpenHands, moatless-tools, tau-bench) or a raw command
-string (SWE-agent); :func:`parse_action` turns both into ``(tool name, arguments dict)``.
-
-Errors: ``TrajectoryError`` naming the file, the line and the fix.
+A trajectory file is JSON Lines (the format of ``shared/data/trajectories/README.md``): a header
+``{"id", "source_repo", "source_path", "license", "task", "n_steps", "meta"}``, then one
+``{"step", "thought", "action", "observation"}`` per step.
 """
 
 from __future__ import annotations
@@ -24,13 +21,13 @@ from .text import cut
 __all__ = [
     "RecordedStep",
     "Trajectory",
-    "load_trajectory",
-    "parse_action",
+    "agent_request",
     "classify_result",
     "extract_constraints",
     "is_prohibition",
+    "load_trajectory",
     "normalize_typography",
-    "agent_request",
+    "parse_action",
     "request_goal",
 ]
 
@@ -40,6 +37,8 @@ _FORMAT_DOC = "../shared/data/trajectories/README.md"
 
 @dataclass(frozen=True)
 class RecordedStep:
+    """One recorded step: the agent's thought, its action (parsed into tool and arguments), what it saw."""
+
     step: int
     thought: str
     action: str
@@ -50,6 +49,8 @@ class RecordedStep:
 
 @dataclass(frozen=True)
 class Trajectory:
+    """A recorded agent run: its header and its steps."""
+
     id: str
     task: str
     meta: dict[str, Any]
@@ -68,8 +69,18 @@ class Trajectory:
 
 
 def agent_request(task: str, meta: dict[str, Any]) -> str:
-    """The request the recorded agent saw: tau-bench's ``task`` is the simulated user's
-    instruction (the agent never saw it), so its first user message is used instead."""
+    """The request the recorded agent saw.
+
+    tau-bench's ``task`` is the simulated user's instruction (the agent never saw it), so its
+    first user message is used instead.
+
+    Args:
+        task: The header's ``task``.
+        meta: The header's ``meta`` (``first_user_message``, when there is one).
+
+    Returns:
+        The request.
+    """
     first = meta.get("first_user_message")
     return first if isinstance(first, str) and first.strip() else task
 
@@ -83,7 +94,8 @@ _NO_GOAL_LINE = re.compile(
 #: what follows it on the line (if anything) is the goal.
 _BOILERPLATE = re.compile(
     r"^(?:"
-    r"I've uploaded an? .*?(?:repository|repo)\b(?: in the directory \S+?)?\.(?:\s+|$)(?:Consider the following [^:]*:)?"
+    r"I've uploaded an? .*?(?:repository|repo)\b(?: in the directory \S+?)?\.(?:\s+|$)"
+    r"(?:Consider the following [^:]*:)?"
     r"|We're currently solving the following (?:issue|CTF challenge)[^.]*\.\s*(?:Here's the issue text:)?"
     r"|Please fix the following issue for the repository in \S+"
     r"|Environment has been set up for you[^.]*\.\s*(?:You may assume [^.]*\.)?"
@@ -95,13 +107,22 @@ _TRAILING_LEADIN = re.compile(r"\s*(?:The description is|Here's the issue text):
 
 
 def request_goal(request: str, limit: int = 200) -> str:
-    """The first meaningful line of a recorded request, at most ``limit`` chars (a longer one is
-    cut there and says so: :func:`context.text.cut`, ``… (N chars more)``): blank lines,
-    lone tags and paths, bare headers and the harness boilerplate of the recorded agents
-    ("I've uploaded a ... repository in the directory ...", "We're currently solving the
+    """The first meaningful line of a recorded request.
+
+    Blank lines, lone tags and paths, bare headers and the harness boilerplate of the recorded
+    agents ("I've uploaded a ... repository in the directory ...", "We're currently solving the
     following ...", "Please fix the following issue for the repository in ...") are skipped
-    (boilerplate at the start of a line is cut off and the rest of the line kept). Falls back to
-    the first non-blank line, or ``""`` for an empty request."""
+    (boilerplate at the start of a line is cut off and the rest of the line kept).
+
+    Args:
+        request: The request.
+        limit: The most characters kept (a longer line is cut there and says so:
+            :func:`context.text.cut`).
+
+    Returns:
+        The goal line; the first non-blank line when none is meaningful, ``""`` for an empty
+        request.
+    """
     lines = [ln.strip() for ln in request.splitlines()]
     for ln in lines:
         if _NO_GOAL_LINE.match(ln):
@@ -116,7 +137,15 @@ _INVALID = re.compile(r"^\[invalid tool call")
 
 
 def parse_action(action: str) -> tuple[str, dict[str, Any]]:
-    """``(tool, arguments)`` of a recorded action (JSON form or SWE-agent command string)."""
+    """Parse a recorded action.
+
+    Args:
+        action: A JSON string ``{"name", "arguments"}`` (OpenHands, moatless-tools, tau-bench) or
+            a raw command string (SWE-agent).
+
+    Returns:
+        ``(tool name, arguments dict)``; a command string is ``(its first word, {"command": ...})``.
+    """
     text = action.strip()
     if text.startswith("{"):
         try:
@@ -156,7 +185,15 @@ _READ = {"viewcode", "open", "read_file", "cat", "decompile"}
 
 
 def classify_result(tool: str, arguments: dict[str, Any]) -> ResultKind:
-    """Which compression rule a tool's output falls under."""
+    """Which compression rule a tool's output falls under.
+
+    Args:
+        tool: The tool name.
+        arguments: The call's arguments.
+
+    Returns:
+        ``search``, ``file_read`` or ``command``.
+    """
     t = tool.lower()
     if t in _SEARCH or t.startswith("search_") or t.startswith("find"):
         return "search"
@@ -205,24 +242,45 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def normalize_typography(text: str) -> str:
-    """``text`` as it is matched on: NFKC, typographic quotes/apostrophes and dashes as ASCII,
-    no-break spaces as spaces (``"Don\u2019t"`` -> ``"Don't"``)."""
+    """A text as constraints are matched on it.
+
+    Args:
+        text: Any text.
+
+    Returns:
+        Its NFKC form, typographic quotes, apostrophes and dashes as ASCII, no-break spaces as
+        spaces (``"Don\u2019t"`` -> ``"Don't"``).
+    """
     return unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHY)
 
 
 def is_prohibition(sentence: str) -> bool:
-    """Whether ``sentence`` says what must not be done (the wording heuristic of
-    :func:`extract_constraints`, on the typography-normalised sentence)."""
+    """Whether a sentence says what must not be done (the heuristic of :func:`extract_constraints`).
+
+    Args:
+        sentence: One sentence (matched after :func:`normalize_typography`).
+
+    Returns:
+        True for a prohibition.
+    """
     return _CONSTRAINT.search(normalize_typography(sentence).strip()) is not None
 
 
 def extract_constraints(request: str, limit: int = 8) -> list[str]:
-    """Hard constraints found in the wording of ``request``: each sentence (of each line, list
-    markers such as ``- ``, ``1.`` or ``2)`` stripped) that says what must not be done ("do
-    not", "don't", "must not", "never", "avoid", "no changes to", ...), anywhere in the sentence,
-    matched after normalising typography (``Don’t`` is ``Don't``) and copied verbatim. A
-    request that is one sentence is the request, not a constraint of itself. At most ``limit``;
-    a heuristic: the prompt never presents its list as complete (the request governs)."""
+    """Hard constraints found in the wording of a request (a heuristic: the request governs).
+
+    Each sentence (of each line, list markers such as ``- ``, ``1.`` or ``2)`` stripped) that
+    says what must not be done ("do not", "don't", "must not", "never", "avoid", "no changes to",
+    ...), anywhere in the sentence, matched after normalising typography (``Don’t`` is
+    ``Don't``). A request that is one sentence is the request, not a constraint of itself.
+
+    Args:
+        request: The request.
+        limit: The most constraints returned.
+
+    Returns:
+        The constraints, copied verbatim, in order.
+    """
     whole = " ".join(request.split())
     out: list[str] = []
     for line in request.splitlines():
@@ -241,7 +299,19 @@ def extract_constraints(request: str, limit: int = 8) -> list[str]:
 
 
 def load_trajectory(path: str | Path) -> Trajectory:
-    """Read one trajectory file; raises ``TrajectoryError`` on a missing file or a bad line."""
+    """Read one trajectory file.
+
+    Args:
+        path: A ``.jsonl`` trajectory file.
+
+    Returns:
+        The trajectory, each action parsed (:func:`parse_action`).
+
+    Raises:
+        TrajectoryError: The file is missing, not UTF-8 JSON Lines, lacks its header or steps, or
+            holds fewer steps than its header says (the message names the file, the line and the
+            fix).
+    """
     p = Path(path)
     if p.is_dir():
         raise TrajectoryError(f"{p} is a directory; pass one .jsonl file from it (or use `taskctx bench {p}`)")

@@ -1,18 +1,8 @@
-"""Checks of what is read back from the stores, before it is trusted (``taskctx doctor``).
+"""Checks of a task's stored data read back whole, before it is trusted (``taskctx doctor``).
 
-The stores check every read on the fly (:mod:`context.store`: seqs without a gap, known kinds,
-JSON payloads, artifact bytes against their hash). The checks here read a task whole:
-
-* :func:`check_events`: seqs ``1..n`` without a gap; ``task.created`` first and only there;
-  unique event ids; every payload valid for its kind; each event after the attempt that wrote it
-  (its ``causation_id`` ``<task>#<cursor>:<node>`` names a cursor below its seq); timestamps in
-  order; each call id called once, answered once, and answered after it was called.
-* :func:`check_artifacts`: every ``artifact://`` ref the events name is stored, and its bytes match
-  their hash and recorded size.
-
-Each returns a list of findings, one line each (``"event log: ..."``, ``"artifact store: ..."``);
-empty means sound. ``graphs`` adds the checks that need the checkpointer (the checkpoint's state is
-the log's fold; its schema version) and the task registry.
+The stores check every read on the fly (:mod:`context.store`); these read a task whole. Each
+returns a list of findings, one line each (``"event log: ..."``, ``"artifact store: ..."``);
+empty means sound.
 """
 
 from __future__ import annotations
@@ -23,9 +13,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .artifact_refs import parse_ref
 from .errors import ArtifactNotFoundError, DamagedStoreError, InvalidRefError
 from .events import PAYLOAD_MODELS, Event
-from .store import gap_finding, parse_ref
+from .store import gap_finding
 
 __all__ = ["check_artifacts", "check_events", "event_refs"]
 
@@ -33,12 +24,24 @@ _ATTEMPT = re.compile(r"#(\d+):[A-Za-z_]+$")
 
 
 def check_events(events: Sequence[Event], after: int = 0, skip: Collection[int] = ()) -> list[str]:
-    """Findings about a task's whole event log (``events``: every event, in seq order), or with
-    ``after`` about its tail (the events from seq ``after + 1`` on; a result answering a call
-    made before the tail is then not a finding). A gap in the seqs is a finding and the check
-    goes on after it (every damaged row is named, not only the first); ``skip``: seqs already
-    named as damaged (rows that did not parse, :func:`context.store.lenient_events`), not named
-    again as missing."""
+    """Check a task's event log.
+
+    The checks: seqs ``1..n`` without a gap (a gap is a finding and the check goes on after it);
+    ``task.created`` first and only there; unique event ids; every payload valid for its kind;
+    each event after the node run that wrote it (its ``causation_id`` ``<task>#<cursor>:<node>``
+    names a cursor below its seq); timestamps in order; each call id called once, answered once,
+    and answered after it was called.
+
+    Args:
+        events: Every event of the log, in seq order (or, with ``after``, those of its tail).
+        after: Check only the tail from seq ``after + 1`` on (a result answering a call made
+            before the tail is then not a finding).
+        skip: Seqs already named as damaged (rows that did not parse,
+            :func:`context.store.lenient_events`), not named again as missing.
+
+    Returns:
+        The findings, ``"event log: ..."`` each.
+    """
     out: list[str] = []
     ids: dict[str, int] = {}
     called: dict[str, int] = {}
@@ -101,13 +104,29 @@ def check_events(events: Sequence[Event], after: int = 0, skip: Collection[int] 
 
 
 def event_refs(e: Event) -> list[str]:
-    """The ``artifact://`` refs an event's payload names (``raw_ref``, ``prompt_ref``)."""
+    """The ``artifact://`` refs an event's payload names.
+
+    Args:
+        e: The event.
+
+    Returns:
+        Its ``raw_ref`` and ``prompt_ref``, those it has.
+    """
     return [str(e.payload[k]) for k in ("raw_ref", "prompt_ref") if e.payload.get(k)]
 
 
 def check_artifacts(artifacts: Any, events: Sequence[Event]) -> list[str]:
-    """Findings about the artifacts ``events`` name: missing, or bytes that do not match their
-    hash (read through ``artifacts.get``, which checks the hash) or their recorded size."""
+    """Check the artifacts a task's events name.
+
+    Args:
+        artifacts: The artifact store (its ``get`` checks the hash; its ``size``, when it has
+            one, gives the recorded size).
+        events: The task's events.
+
+    Returns:
+        The findings, ``"artifact store: ..."`` each: a ref that does not parse, an artifact
+        missing, bytes that do not match their hash or their recorded size.
+    """
     out: list[str] = []
     seen: set[str] = set()
     for e in events:

@@ -10,7 +10,7 @@ Every change to the store is an event first: :func:`confirm_memory` records
 ``memory.confirmed`` and :func:`forget_memory` ``memory.forgotten`` in the event log (the
 stream :data:`context.memory.MEMORY_LOG`, with the task the user confirmed it in as
 provenance), then writes the store. So :func:`rebuild_memory` can restore the store's contents
-from the confirmation events of every log (:func:`context.memory.records_from_events`).
+from the confirmation events of every log (:func:`context.memory_writes.records_from_events`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from context.memory import (
     MemoryRecord,
     StaleFile,
     memory_key,
-    records_from_events,
     supersession,
 )
+from context.memory_writes import records_from_events
 from nodes.memory_source import MemorySource, namespace_of
 from nodes.workspace.paths import file_sha256
 
@@ -64,17 +64,17 @@ def open_memory_store(project: Any, *, index: dict[str, Any] | None = None) -> A
     if project.is_postgres:
         from langgraph.store.postgres import PostgresStore
 
-        from context.pg_store import _SCHEMA_LOCK, redact_url
+        from context.pg_store import SCHEMA_LOCK, redact_url
 
         store = PostgresStore(project.pool, index=index)  # type: ignore[arg-type]
         if not project.readonly:
             try:
                 with project.pool.connection() as conn:
-                    conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK + 2,))
+                    conn.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK + 2,))
                     try:
                         store.setup()
                     finally:
-                        conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK + 2,))
+                        conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK + 2,))
             except Exception as exc:
                 raise StoreOpenError(
                     f"cannot set up the memory store in {redact_url(project.url)}: {' '.join(str(exc).split())}"
@@ -82,7 +82,7 @@ def open_memory_store(project: Any, *, index: dict[str, Any] | None = None) -> A
         return store
     from langgraph.store.sqlite import SqliteStore
 
-    from context.store import connect_readonly
+    from context.sqlite_db import connect_readonly
 
     try:
         if project.readonly:
@@ -357,7 +357,7 @@ def show_memory(project: Any, key: str, *, root: Path | None = None) -> MemoryVi
 
 def rebuild_memory(project: Any) -> int:
     """Restore the store's contents from the confirmation events of every log of the project
-    (:func:`context.memory.records_from_events`): the store is cleared, then each record put.
+    (:func:`context.memory_writes.records_from_events`): the store is cleared, then each record put.
     Returns how many records it holds."""
     stores = project.stores
     kinds = ["memory.confirmed", "memory.forgotten"]  # all a rebuild needs, not the whole logs

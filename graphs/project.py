@@ -201,7 +201,7 @@ class Project:
         from langgraph.checkpoint.memory import InMemorySaver
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        from context.store import connect_readonly, sqlite_tables
+        from context.sqlite_db import connect_readonly, sqlite_tables
 
         try:
             self.conn = connect_readonly(path)

@@ -46,7 +46,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from context import InvalidInputError, Trajectory, load_trajectory
 from context.pg_store import PgStores
-from context.store import SqliteStores
+from context.sqlite_store import SqliteStores
 from graphs.orchestrator import build_orchestrator
 from graphs.project import Project, open_project
 from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools

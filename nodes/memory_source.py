@@ -32,9 +32,9 @@ from context.memory import (
     MemoryRecord,
     StaleFile,
     lexical_score,
-    store_writes,
     supersession,
 )
+from context.memory_writes import store_writes
 
 from .workspace.paths import file_sha256
 
@@ -72,7 +72,7 @@ class MemorySource:
     # writing ------------------------------------------------------------------------------
     def apply(self, events: Iterable[Event], log: str) -> int:
         """Write the confirmation events among ``events`` (of the log ``log``: a task id or
-        :data:`context.memory.MEMORY_LOG`) to the store, as :func:`context.memory.store_writes`
+        :data:`context.memory.MEMORY_LOG`) to the store, as :func:`context.memory_writes.store_writes`
         says: ``memory.confirmed`` puts its record and marks the older records of its subject
         superseded, ``memory.forgotten`` deletes one. Returns how many events it applied."""
         n = 0

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from context import ContextBlock, TaskContext, build_context, make_block
-from context.builder import BlockKind, Layer, Priority, Trust
+from context.blocks import BlockKind, Layer, Priority, Trust
 from context.events import TranscriptReset
 from context.freshness import change_text, short_sha, stale_line
 from context.memory import LoadedMemory

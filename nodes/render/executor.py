@@ -47,7 +47,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from context import BudgetError, TaskContext, apply_event, new_event
-from context.builder import Trust
+from context.blocks import Trust
 from context.compression import compress_arguments
 from context.events import ContextBuilt, TranscriptReset
 from context.freshness import stale_line

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from context import ContextBlock, TaskContext
-from context.builder import Trust
+from context.blocks import Trust
 from context.models import arguments_dict
 from context.policy import ContextPolicy, default_policies, fired, situation
 from context.text import clean

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from context import load_trajectory
-from context.store import SqliteStores
+from context.sqlite_store import SqliteStores
 from graphs.cli import app
 
 REPO = Path(__file__).resolve().parents[2]

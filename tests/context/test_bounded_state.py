@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from context import new_event, replay
-from context.models import COMPLETED_WINDOW, ERRORS_WINDOW, PLAN_DONE_WINDOW, Plan, PlanStep
+from context.models import Plan, PlanStep
+from context.windows import COMPLETED_WINDOW, ERRORS_WINDOW, PLAN_DONE_WINDOW
 
 
 def _task(n_steps: int) -> list:

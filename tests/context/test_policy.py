@@ -200,7 +200,7 @@ def test_without_the_policy_the_renderer_shows_its_own_checkpoint_block():
 def test_one_executor_render_reads_the_task_calls_once(tmp_path, monkeypatch):
     """The executor renders a prompt up to ``keep_last`` + 1 times (digests, restarts): the
     policy blocks read the task's calls from the log once per render, not twice per pass."""
-    from context.store import EventLog
+    from context.sqlite_store import EventLog
     from nodes.render.executor import ExecutorRenderer
 
     reads: list[tuple[str, ...]] = []

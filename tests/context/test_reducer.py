@@ -16,7 +16,7 @@ from context import (
     new_event,
     replay,
 )
-from context.models import RECENT_EVENTS_WINDOW
+from context.windows import RECENT_EVENTS_WINDOW
 
 TS = "2026-01-01T00:00:00.000Z"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from context import TaskContext, replay
-from context.store import SqliteStores
+from context.sqlite_store import SqliteStores
 
 CHILD = textwrap.dedent(
     """

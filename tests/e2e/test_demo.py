@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from context import replay
-from context.store import SqliteStores
+from context.sqlite_store import SqliteStores
 from graphs.cli import app
 
 runner = CliRunner()

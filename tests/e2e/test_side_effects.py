@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from context import replay
-from context.store import SqliteStores
+from context.sqlite_store import SqliteStores
 from nodes import ToolOutcome, WorkspaceTools
 
 CHILD = textwrap.dedent(

@@ -137,7 +137,7 @@ def test_resume_reads_the_registry_row_once(trajectories_dir: Path, tmp_path: Pa
     """``taskctx resume`` of a stopped task reads its registry row once (the check reads it and
     passes it down: no second check in run_graph, no second read for the graph or the
     registered mark); the resumed run's checkpoints still carry the registered mark."""
-    from context.store import TaskRegistry
+    from context.sqlite_store import TaskRegistry
     from graphs.diagnosis import REGISTERED_MARK
 
     src = tmp_path / "t.jsonl"

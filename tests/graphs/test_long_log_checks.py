@@ -13,7 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from context import DamagedStoreError, SqliteStores
-from context.store import make_ref, packed, unpacked
+from context.artifact_refs import make_ref
+from context.store import packed, unpacked
 from graphs import diagnosis as doctor
 from graphs.cli import app
 from graphs.diagnosis import diagnose, quick_diagnose

@@ -66,7 +66,7 @@ def test_a_long_report_pages_its_sections_and_full_shows_every_row() -> None:
 def test_inspect_shows_the_windows_and_all_lists_every_step_and_error(tmp_path) -> None:
     from typer.testing import CliRunner
 
-    from context.store import SqliteStores
+    from context.sqlite_store import SqliteStores
     from graphs.cli import app
 
     db = tmp_path / "lv.sqlite"
@@ -92,7 +92,7 @@ def test_inspect_shows_the_windows_and_all_lists_every_step_and_error(tmp_path) 
 def test_inspect_shows_the_numbers_of_the_transcript_restarts(tmp_path) -> None:
     from typer.testing import CliRunner
 
-    from context.store import SqliteStores
+    from context.sqlite_store import SqliteStores
     from graphs.cli import app
 
     def built(call: int, reset: object) -> object:

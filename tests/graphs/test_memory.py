@@ -22,10 +22,10 @@ from context.memory import (
     MemoryRecord,
     lexical_score,
     memory_key,
-    records_from_events,
     supersession,
     words,
 )
+from context.memory_writes import records_from_events
 from graphs import build_orchestrator, new_task, open_project, thread_config
 from graphs.memory_store import (
     confirm_memory,
@@ -555,7 +555,7 @@ def test_forgetting_a_correction_does_not_reinstate_what_it_corrected(db: str, t
 
 
 def test_store_writes_marks_the_group_and_a_forget_deletes_only() -> None:
-    from context.memory import store_writes
+    from context.memory_writes import store_writes
 
     def ev(kind: str, payload: dict[str, Any]) -> Any:
         return new_event(kind, payload, actor="user", timestamp=TS)

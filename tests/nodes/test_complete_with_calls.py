@@ -221,7 +221,7 @@ def test_an_edited_approval_leaves_the_completion_unapplied() -> None:
 
 
 def test_the_reviewer_reads_every_finding_from_the_log() -> None:
-    from context.models import FINDINGS_WINDOW
+    from context.windows import FINDINGS_WINDOW
 
     n = FINDINGS_WINDOW + 2
     stores = SqliteStores(":memory:")

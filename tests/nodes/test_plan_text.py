@@ -4,7 +4,7 @@ state and the log), so a 300-step plan still fits a reviewer or executor prompt.
 from __future__ import annotations
 
 from context import Plan, PlanStep, new_event, replay
-from context.models import PLAN_FULL_STEPS
+from context.windows import PLAN_FULL_STEPS
 from nodes import NodeEnv
 from nodes.render import ReviewerRenderer
 from nodes.render.executor import delta_text

@@ -1,0 +1,346 @@
+"""The SQLite stores: the event log, the artifact store and the task registry of one file.
+
+Each masks every secret-shaped value before it writes (:mod:`context.secrets`) and checks what
+it reads back (:mod:`context.store`). They live beside the LangGraph checkpointer's tables, on a
+connection of their own, in WAL mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from .artifact_refs import make_ref, parse_ref, slice_lines
+from .errors import ArtifactNotFoundError, SequenceConflictError
+from .events import Event
+from .secrets import masked_bytes, masked_events
+from .sqlite_db import SqliteDb
+from .store import (
+    checked_artifact,
+    contiguous,
+    duplicate_message,
+    event_row,
+    lenient_events,
+    number_events,
+    packed,
+    registry_spec,
+    row_event,
+)
+from .text import json_text
+
+__all__ = ["ArtifactStore", "EventLog", "SqliteStores", "TaskRegistry"]
+
+
+#: Rows :meth:`EventLog.iter` fetches from SQLite at a time.
+_BATCH = 256
+
+
+class EventLog:
+    """Append-only event log per task (``task_id`` = LangGraph ``thread_id``), ``seq`` = 1, 2, ...
+
+    ``append`` is one transaction and checks that its first ``seq`` follows the log's last one,
+    so two writers can never interleave a task's events.
+    """
+
+    def __init__(self, db: SqliteDb):
+        self._db = db
+
+    def last_seq(self, task_id: str) -> int:
+        """The last ``seq`` of a task's log.
+
+        Args:
+            task_id: The task.
+
+        Returns:
+            The seq (0 for a log without events).
+        """
+        row = self._db.conn.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM taskctx_events WHERE task_id = ?", (task_id,)
+        ).fetchone()
+        return int(row[0])
+
+    def count(self, task_id: str) -> int:
+        """How many rows a task's log holds (``last_seq`` when no row is missing or repeated).
+
+        Args:
+            task_id: The task.
+        """
+        row = self._db.conn.execute("SELECT COUNT(*) FROM taskctx_events WHERE task_id = ?", (task_id,)).fetchone()
+        return int(row[0])
+
+    def append(self, task_id: str, events: Sequence[Event]) -> list[Event]:
+        """Append events atomically, secrets masked (:func:`context.secrets.masked_events`).
+
+        Args:
+            task_id: The task.
+            events: The events; one that carries a ``seq`` must continue the log exactly, one
+                with ``seq == 0`` gets the next number.
+
+        Returns:
+            The events as written (masked, ``seq`` set).
+
+        Raises:
+            SequenceConflictError: A ``seq`` does not continue the log, or an event is already in it.
+            DamagedStoreError: The events continue past the log's end (it lost its last events).
+        """
+        if not events:
+            return []
+        events = masked_events(events)
+        with self._db.lock:
+            conn = self._db.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                out = number_events(task_id, events, self.last_seq(task_id))
+                for e in out:
+                    dup = conn.execute("SELECT task_id, seq FROM taskctx_events WHERE id = ?", (e.id,)).fetchone()
+                    if dup is not None:
+                        raise SequenceConflictError(duplicate_message(e, dup[0], dup[1]))
+                    conn.execute("INSERT INTO taskctx_events VALUES (?,?,?,?,?,?,?,?,?)", event_row(task_id, e))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return out
+
+    def read(
+        self,
+        task_id: str,
+        after: int = 0,
+        limit: int | None = None,
+        kinds: Sequence[str] | None = None,
+        *,
+        damaged_rows: dict[int, list[str]] | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> list[Event]:
+        """The events of a task after a seq, in order.
+
+        Args:
+            task_id: The task.
+            after: Only events with ``seq > after``.
+            limit: At most this many events (with ``kinds``: of the matching ones).
+            kinds: Only events of these kinds, filtered in SQL (the other payloads are never
+                read or parsed).
+            damaged_rows: For a check of the whole log: nothing raises; a row that does not
+                parse is skipped and its findings kept here under its seq
+                (:func:`~context.store.lenient_events`), and a gap is left to the caller (``check_events``
+                names it).
+            fields: With ``kinds``: each payload holds only these top-level keys, extracted in
+                SQL (a key the payload lacks is ``None``): a view that sums a few numbers of
+                many large events.
+
+        Returns:
+            The events.
+
+        Raises:
+            DamagedStoreError: Without ``damaged_rows``: an unfiltered read has a gap, or a kind
+                or payload does not parse (:func:`~context.store.row_event`, :func:`~context.store.contiguous`).
+        """
+        return list(self.iter(task_id, after, limit, kinds, damaged_rows=damaged_rows, fields=fields))
+
+    def iter(
+        self,
+        task_id: str,
+        after: int = 0,
+        limit: int | None = None,
+        kinds: Sequence[str] | None = None,
+        *,
+        damaged_rows: dict[int, list[str]] | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> Iterator[Event]:
+        """As :meth:`read`, one event at a time, fetched in batches (the log is never held whole).
+
+        Args:
+            task_id: The task.
+            after: Only events with ``seq > after``.
+            limit: At most this many events (with ``kinds``: of the matching ones).
+            kinds: Only events of these kinds, filtered in SQL (the other payloads are never
+                read or parsed).
+            damaged_rows: For a check of the whole log: nothing raises; a row that does not
+                parse is skipped and its findings kept here under its seq
+                (:func:`~context.store.lenient_events`), and a gap is left to the caller (``check_events``
+                names it).
+            fields: With ``kinds``: each payload holds only these top-level keys, extracted in
+                SQL (a key the payload lacks is ``None``): a view that sums a few numbers of
+                many large events.
+
+        Yields:
+            The events.
+
+        Raises:
+            DamagedStoreError: As :meth:`read`.
+        """
+        args: tuple[object, ...] = ()
+        payload = "payload"
+        if fields is not None:
+            payload = f"json_object({', '.join(['?, payload -> ?'] * len(fields))})"
+            args = tuple(x for f in fields for x in (f, f"$.{f}"))
+        sql = (
+            f"SELECT seq, id, kind, timestamp, actor, {payload}, causation_id, correlation_id "
+            "FROM taskctx_events WHERE task_id = ? AND seq > ?"
+        )
+        args += (task_id, after)
+        if kinds is not None:
+            kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+            if not kinds:
+                return
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            args += tuple(kinds)
+        sql += " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args += (limit,)
+        cur = self._db.conn.execute(sql, args)
+        raw = (row for batch in iter(lambda: cur.fetchmany(_BATCH), []) for row in batch)
+        if damaged_rows is not None:
+            yield from lenient_events(task_id, raw, damaged_rows)
+            return
+        rows = (row_event(task_id, row) for row in raw)
+        yield from (rows if kinds is not None else contiguous(task_id, rows, after))
+
+    def task_ids(self) -> list[str]:
+        """The ids of the tasks with events, sorted."""
+        rows = self._db.conn.execute("SELECT DISTINCT task_id FROM taskctx_events ORDER BY task_id").fetchall()
+        return [r[0] for r in rows]
+
+
+class ArtifactStore:
+    """Content-addressed store of bytes (``artifact://sha256:<hex>``), exact but for secrets.
+
+    ``get(ref)`` returns the bytes stored, or the lines a ``#L<start>-<end>`` fragment names
+    (1-based, inclusive).
+    """
+
+    def __init__(self, db: SqliteDb):
+        self._db = db
+
+    def put(self, data: bytes | str) -> str:
+        """Store bytes with their secrets masked (:func:`context.secrets.masked_bytes`).
+
+        Storing bytes already there writes nothing (and compresses nothing: the digest is looked
+        up first).
+
+        Args:
+            data: The bytes; a ``str`` is stored as UTF-8, losslessly (a lone surrogate as its
+                ``surrogatepass`` bytes: :func:`context.text.to_bytes`).
+
+        Returns:
+            The ref of what was stored (``artifact://sha256:<hex>`` of the masked bytes).
+        """
+        raw = masked_bytes(data)
+        ref = make_ref(raw)
+        with self._db.lock:
+            conn = self._db.conn
+            if conn.execute("SELECT 1 FROM taskctx_artifacts WHERE digest = ?", (ref.digest,)).fetchone() is None:
+                conn.execute("INSERT INTO taskctx_artifacts VALUES (?,?,?)", (ref.digest, len(raw), packed(raw)))
+        return str(ref)
+
+    def get(self, ref: str) -> bytes:
+        """The bytes stored for a ref (secrets masked at ``put``), or its line slice.
+
+        Args:
+            ref: ``artifact://sha256:<hex>``, optionally with ``#L<a>-<b>``.
+
+        Returns:
+            The bytes, or lines ``a..b`` of them.
+
+        Raises:
+            InvalidRefError: ``ref`` is not a ref.
+            ArtifactNotFoundError: Nothing is stored for it.
+            DamagedStoreError: The bytes stored do not match the ref's hash (:func:`checked_artifact`).
+        """
+        r = parse_ref(ref)
+        row = self._db.conn.execute(  # (as a blob: a row rewritten as text may hold bytes that are not UTF-8)
+            "SELECT CAST(data AS BLOB), size FROM taskctx_artifacts WHERE digest = ?", (r.digest,)
+        ).fetchone()
+        if row is None:
+            raise ArtifactNotFoundError(f"{ref} is not in the artifact store of {self._db.path}; check --db")
+        data = checked_artifact(r, row[0], self._db.path, row[1])
+        return data if r.start is None else slice_lines(data, r.start, r.end or r.start)
+
+    def size(self, ref: str) -> int:
+        """The recorded size of a ref's bytes.
+
+        Args:
+            ref: The artifact ref.
+
+        Returns:
+            The size in bytes, as recorded at ``put``.
+
+        Raises:
+            ArtifactNotFoundError: Nothing is stored for it.
+        """
+        r = parse_ref(ref)
+        row = self._db.conn.execute("SELECT size FROM taskctx_artifacts WHERE digest = ?", (r.digest,)).fetchone()
+        if row is None:
+            raise ArtifactNotFoundError(f"{ref} is not in the artifact store of {self._db.path}")
+        return int(row[0])
+
+
+class TaskRegistry:
+    """How each task was started (JSON spec: kind, source, model, budget).
+
+    ``resume`` rebuilds the same graph from it.
+    """
+
+    def __init__(self, db: SqliteDb):
+        self._db = db
+
+    def register(self, task_id: str, spec: dict[str, object]) -> None:
+        """Record (or replace) how a task was started.
+
+        Args:
+            task_id: The task.
+            spec: Its start spec (JSON-serialisable).
+        """
+        with self._db.lock:
+            self._db.conn.execute(
+                "INSERT OR REPLACE INTO taskctx_tasks VALUES (?, ?)", (task_id, json_text(spec, sort_keys=True))
+            )
+
+    def get(self, task_id: str) -> dict[str, object] | None:
+        """How a task was started.
+
+        Args:
+            task_id: The task.
+
+        Returns:
+            Its spec, or None when it was not registered.
+
+        Raises:
+            DamagedStoreError: Its row is not a JSON object (:func:`registry_spec`).
+        """
+        row = self._db.conn.execute("SELECT spec FROM taskctx_tasks WHERE task_id = ?", (task_id,)).fetchone()
+        return None if row is None else registry_spec(task_id, row[0])
+
+    def task_ids(self) -> list[str]:
+        """Ids of the registered tasks, sorted."""
+        rows = self._db.conn.execute("SELECT task_id FROM taskctx_tasks ORDER BY task_id").fetchall()
+        return [r[0] for r in rows]
+
+
+class SqliteStores:
+    """The event log, artifact store and task registry of one SQLite file, on one connection.
+
+    ``SqliteStores(":memory:")`` gives throwaway stores for tests. The project's file (default
+    ``.taskctx/taskctx.sqlite``) also holds the LangGraph checkpointer's tables.
+
+    Args:
+        path: The SQLite file (its folder is created), or ``":memory:"``.
+        readonly: Open an existing file with a ``mode=ro`` URI and create nothing; writes then
+            raise ``sqlite3.OperationalError``.
+
+    Raises:
+        StoreOpenError: The file cannot be opened or created (read-only: it is missing).
+        NotTaskctxDatabaseError: Read-only, the file holds no taskctx tables.
+    """
+
+    def __init__(self, path: str | Path, *, readonly: bool = False):
+        self._db = SqliteDb(path, readonly=readonly)
+        self.path = self._db.path
+        self.events = EventLog(self._db)
+        self.artifacts = ArtifactStore(self._db)
+        self.tasks = TaskRegistry(self._db)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()

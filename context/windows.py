@@ -1,0 +1,43 @@
+"""How much of a task the TaskContext keeps: the windows that bound a checkpoint's size.
+
+The event log keeps everything; each window says how many of the most recent items a part of
+the state holds (``context.history`` reads the rest back from the log).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "COMPLETED_WINDOW",
+    "ERRORS_WINDOW",
+    "FINDINGS_WINDOW",
+    "PLAN_DIGEST_MAX",
+    "PLAN_DONE_WINDOW",
+    "PLAN_FULL_STEPS",
+    "PLAN_RUN_MIN",
+    "RECENT_EVENTS_WINDOW",
+    "STALE_WINDOW",
+]
+
+#: How many event summaries ``TaskContext.events.recent`` keeps (the full log is in the store).
+RECENT_EVENTS_WINDOW = 20
+#: How many findings ``TaskContext.evidence.findings`` keeps (older ones stay in the event log),
+#: so a checkpoint's size does not grow with the number of steps.
+FINDINGS_WINDOW = 10
+#: How many resolved errors ``TaskContext.errors`` keeps (the most recent; open errors are always
+#: kept, and so is a resolved error whose call is still in the executor transcript). The others
+#: stay in the event log (``error.occurred`` / ``error.resolved``), where inspect and the report
+#: read them.
+ERRORS_WINDOW = 10
+#: How many done (or skipped) steps ``plan.steps`` keeps (the most recent); older ones leave the
+#: state for the digest ``plan.done_digest`` (their titles and results stay in the event log).
+PLAN_DONE_WINDOW = 20
+#: How many entries ``plan.done_digest`` keeps (ranges like ``s1-s990`` or single ids).
+PLAN_DIGEST_MAX = 50
+#: How many ids ``progress.completed_steps`` keeps (the most recent; ``completed_count`` counts all).
+COMPLETED_WINDOW = 20
+#: How many ``fact.stale`` marks ``TaskContext.evidence.stale_facts`` keeps (the log has them all).
+STALE_WINDOW = 50
+#: Prompts collapse a run of at least this many consecutive done (or skipped) plan steps ...
+PLAN_RUN_MIN = 3
+#: ... in plans of more than this many steps (the executor's one-line plan status: always).
+PLAN_FULL_STEPS = 20
