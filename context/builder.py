@@ -1,7 +1,7 @@
 """Context blocks, the token budget, the builder and its manifest.
 
 A :class:`ContextBlock` is one candidate piece of a prompt with ``id, kind, layer, source,
-observed_at, priority, trust, token_estimate`` (DESIGN.md "Context blocks, trust and budget").
+observed_at, priority, trust, token_estimate`` (docs/design.md "Context blocks, trust and budget").
 :func:`build_context` loads every ``required`` block, ranks the others, fits them into
 ``budget - reserve_for_output - overhead_tokens`` and returns the chosen blocks (in their input
 order, so a renderer's layout is kept) and a :class:`Manifest` that says, for every block, whether

@@ -3,7 +3,7 @@
 The raw output always goes to the artifact store first; compression only shapes the prompt
 form, so no byte is ever lost (``ArtifactStore.get(ref)`` returns the exact output).
 
-Rules (DESIGN.md "Tool results", thresholds in chars):
+Rules (docs/design.md "Tool results and artifacts", thresholds in chars):
 
 * ``command`` (stdout/stderr) over ``COMMAND_LIMIT`` = 4,000 chars: the first
   ``HEAD_CHARS`` + the last ``TAIL_CHARS`` chars, a one-line summary and the ref.

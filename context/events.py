@@ -1,14 +1,14 @@
 """Events: the append-only log that every other view of a task is derived from.
 
 An :class:`Event` has ``id, seq, kind, timestamp, actor, payload, causation_id,
-correlation_id`` (DESIGN.md part 7). ``payload`` is validated against the payload model of its
+correlation_id`` (docs/design.md part 7). ``payload`` is validated against the payload model of its
 ``kind`` (the event union, :data:`PAYLOAD_MODELS`) when the event is built, so the reducer never
 meets a malformed payload. Payload text is clean UTF-8: a lone surrogate (``"\\ud835"``) is
 replaced by U+FFFD when the event is built (the exact bytes of a tool's output are in the artifact
 its ``raw_ref`` names; see :mod:`context.text`). ``seq`` is the per-task sequence number (1, 2, ...) the event log
 assigns; ``timestamp`` is ISO-8601 UTC.
 
-Source: DESIGN.md "The TaskContext contract", part 7 (events) and its list of kinds.
+Source: docs/design.md "The TaskContext contract", part 7 (events) and its list of kinds.
 """
 
 from __future__ import annotations

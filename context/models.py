@@ -1,18 +1,18 @@
-"""The TaskContext contract: eight parts, with DESIGN.md's field names.
+"""The TaskContext contract: ten parts, with docs/design.md's field names.
 
 TaskContext is the working state of one task. It is *derived*: ``context.reducer.replay``
 folds the event log into it, and a LangGraph checkpoint holds it between nodes. Field names
 are the contract that renderers, the CLI and the UI read. Every field is typed (no ``Any``
 holding models) so a checkpoint round-trips under ``LANGGRAPH_STRICT_MSGPACK=true``.
 
-Additions to DESIGN.md's list (all derived by the reducer, documented where defined):
+Additions to docs/design.md's list (all derived by the reducer, documented where defined):
 ``progress.executor_steps``, ``evidence.transcript_checkpoint``, ``evidence.omitted_calls``,
 ``events.counts``, ``ToolCallRecord.thought``, ``Finding.provenance``, ``LastStep.provenance``;
 freshness (:mod:`context.freshness`): ``Finding.rests_on``/``head``, ``LastStep.rests_on``/``head``,
 ``ToolCallRecord.reads``/``head``, ``evidence.world``, ``evidence.head``, ``evidence.stale_facts``
 (``fact.stale``) and the derived ``evidence.world_version``.
 
-Source: DESIGN.md "The TaskContext contract".
+Source: docs/design.md "The TaskContext contract".
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ the two together are exactly ``EventKind``. An event whose ``seq`` is not past
 ``ctx.events.cursor`` is ignored, so folding the same event twice is a no-op (idempotent
 catch-up after a crash).
 
-Source: DESIGN.md "events: the log; every other view is derived from it"; the seed idea of
+Source: docs/design.md "events: the log; every other view is derived from it"; the seed idea of
 event sourcing (a left fold of the log into state).
 """
 

@@ -16,8 +16,8 @@ to use a secret puts it in the workspace's environment, where a command reads it
 request. Tool-call arguments are masked too, so a call whose arguments hold a mask is refused when
 it has side effects (it would write the mask in place of the secret: :func:`nodes.assess`).
 
-The cost of this: an artifact is exact except for its secret-shaped values (DESIGN.md
-"Tool results": compression never loses bytes; masking does, on purpose), and its ref is the
+The cost of this: an artifact is exact except for its secret-shaped values (docs/design.md
+"Tool results and artifacts": compression never loses bytes; masking does, on purpose), and its ref is the
 hash of the masked bytes. Rows written before this rule may still hold secrets (``taskctx doctor``
 does not rewrite them).
 

@@ -15,7 +15,7 @@ pass: every reader gets masked bytes.
 
 Both live in the project's SQLite file (default ``.taskctx/taskctx.sqlite``) beside the
 LangGraph checkpointer's tables, on a connection of their own, in WAL mode. A checkpoint never
-re-serialises history (DESIGN.md "Durability"; measured: an append-only list in graph state costs
+re-serialises history (docs/design.md "Durability"; measured: an append-only list in graph state costs
 O(n²) bytes).
 
 Errors: ``StoreOpenError`` (file cannot be opened: names the path), ``SequenceConflictError``,
