@@ -14,10 +14,10 @@ The conventions (CONTRIBUTING.md, "Docs"):
   ``<!-- docs-test: skip REASON -->`` (never runs; the test says why).
 
 A page's folder looks like a clone of the repository (its top-level files, linked) with
-``../shared/data/trajectories`` beside it, linked to the recorded trajectories when they are
-found (``$TASKCTX_TRAJECTORIES`` or ``../shared/data/trajectories`` beside the repository, as the
-``trajectories_dir`` fixture finds them). Without them, the page runs up to the first block that
-names that folder and the rest is skipped with the reason.
+``../shared/data/trajectories`` beside it, linked to the folder the ``trajectories_dir`` fixture
+finds (tests/conftest.py). Without one, the page runs up to the first block that names that
+folder and the rest is skipped with the fixture's reason. Slow blocks are skipped unless
+``-m slow`` is given (the suite's other slow tests run by default: these take minutes each).
 """
 
 from __future__ import annotations
@@ -34,9 +34,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-# the trajectories_dir fixture's folder (tests/conftest.py)
-TRAJECTORIES = Path(os.environ.get("TASKCTX_TRAJECTORIES", REPO.parent / "shared" / "data" / "trajectories"))
+REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
+#: How the docs name the recorded trajectories: beside the user's clone.
 TRAJECTORIES_PATH = "../shared/data/trajectories"
 DOC_URL = "postgresql://postgres@127.0.0.1:5433/postgres"
 
@@ -110,17 +109,27 @@ def parse_blocks(path: Path) -> list[Block]:
 ALL_BLOCKS = {p.relative_to(REPO).as_posix(): parse_blocks(p) for p in doc_pages()}
 
 
-def _page_folder(tmp_path: Path) -> Path:
-    """A folder that looks like a clone (top-level entries linked) with ``../shared`` beside it."""
+@pytest.fixture
+def recorded(request: pytest.FixtureRequest) -> tuple[Path | None, str]:
+    """The ``trajectories_dir`` fixture's folder, or None and the reason it skipped."""
+    try:
+        return request.getfixturevalue("trajectories_dir"), ""
+    except pytest.skip.Exception as exc:
+        return None, str(exc)
+
+
+def _page_folder(tmp_path: Path, trajectories: Path | None) -> Path:
+    """A folder that looks like a clone (top-level entries linked) with the trajectories beside
+    it, where the docs' ``../shared/data/trajectories`` finds them."""
     clone = tmp_path / "taskctx"
     clone.mkdir()
     for entry in REPO.iterdir():
         if entry.name not in NOT_LINKED:
             (clone / entry.name).symlink_to(entry)
-    if TRAJECTORIES.is_dir():
-        data = tmp_path / "shared" / "data"
-        data.mkdir(parents=True)
-        (data / "trajectories").symlink_to(TRAJECTORIES)
+    if trajectories is not None:
+        link = (clone / TRAJECTORIES_PATH).resolve()
+        link.parent.mkdir(parents=True)
+        link.symlink_to(trajectories)
     return clone
 
 
@@ -227,44 +236,48 @@ def _marked(marker: str) -> list:
 
 
 @pytest.mark.parametrize("page", _page_params())
-def test_page_blocks_run(page: str, tmp_path: Path) -> None:
+def test_page_blocks_run(page: str, tmp_path: Path, recorded: tuple[Path | None, str]) -> None:
     """A page's python and bash blocks (unmarked), in order, in one folder."""
     if os.environ.get(NESTED):
         pytest.skip("run from a docs block: the docs blocks do not run themselves")
+    trajectories, why = recorded
     blocks = _plain(ALL_BLOCKS[page])
     skipped: list[Block] = []
-    if not TRAJECTORIES.is_dir():
+    if trajectories is None:
         first = next((i for i, b in enumerate(blocks) if b.needs_trajectories), None)
         if first is not None:
             blocks, skipped = blocks[:first], blocks[first:]
     if blocks:
-        run_blocks(blocks, _page_folder(tmp_path))
+        run_blocks(blocks, _page_folder(tmp_path, trajectories))
     if skipped:
-        pytest.skip(
-            f"{len(skipped)} block(s) from {skipped[0].where} on need the recorded trajectories, not found at "
-            f"{TRAJECTORIES} (clone beside ../shared or set TASKCTX_TRAJECTORIES)"
-        )
+        pytest.skip(f"{len(skipped)} block(s) from {skipped[0].where} on need the recorded trajectories: {why}")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("block", _marked("slow"))
-def test_slow_block_runs(block: Block, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_slow_block_runs(
+    block: Block, tmp_path: Path, request: pytest.FixtureRequest, recorded: tuple[Path | None, str]
+) -> None:
     """A block marked ``<!-- docs-test: slow -->`` (minutes: the full bench), only under -m slow."""
     if "slow" not in (request.config.option.markexpr or ""):
-        pytest.skip("a slow docs block: run it with pytest -m slow tests/test_docs.py")
-    if block.needs_trajectories and not TRAJECTORIES.is_dir():
-        pytest.skip(f"needs the recorded trajectories, not found at {TRAJECTORIES}")
-    run_blocks([block], _page_folder(tmp_path))
+        pytest.skip("a slow docs block (minutes): run it with pytest -m slow tests/test_docs.py")
+    trajectories, why = recorded
+    if block.needs_trajectories and trajectories is None:
+        pytest.skip(f"needs the recorded trajectories: {why}")
+    run_blocks([block], _page_folder(tmp_path, trajectories))
 
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("block", _marked("postgres"))
-def test_postgres_block_runs(block: Block, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_postgres_block_runs(
+    block: Block, tmp_path: Path, request: pytest.FixtureRequest, recorded: tuple[Path | None, str]
+) -> None:
     """A block marked ``<!-- docs-test: postgres -->``, against a fresh database of TASKCTX_TEST_PG."""
-    if block.needs_trajectories and not TRAJECTORIES.is_dir():
-        pytest.skip(f"needs the recorded trajectories, not found at {TRAJECTORIES}")
+    trajectories, why = recorded
+    if block.needs_trajectories and trajectories is None:
+        pytest.skip(f"needs the recorded trajectories: {why}")
     db = request.getfixturevalue("pg_db")
-    run_blocks([block], _page_folder(tmp_path), replace={DOC_URL: db})
+    run_blocks([block], _page_folder(tmp_path, trajectories), replace={DOC_URL: db})
 
 
 @pytest.mark.parametrize("block", _marked("skip"))
