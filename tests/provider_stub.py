@@ -7,7 +7,7 @@ Each stub is a stdlib ``ThreadingHTTPServer`` on 127.0.0.1, answering per role f
 a hang). It records every request body, and closes itself (a hang is bounded: it waits at most
 10 s, and is released when the server closes).
 
-Run one by hand, answering with the bundled sample's fix (README, "Real model providers")::
+Run one by hand, answering with the bundled sample's fix (docs/howto/providers.md)::
 
     python tests/provider_stub.py openai 8765      # or: anthropic 8765
 """

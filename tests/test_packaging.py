@@ -93,7 +93,7 @@ def test_every_package_has_one_all() -> None:
 def test_import_graphs_cli_loads_no_graph_runtime_nor_langsmith() -> None:
     """``import graphs.cli`` (every command's start) imports neither LangGraph's graph runtime,
     nor ``langgraph.types`` (whose import loads langchain-core's tracers and langsmith), nor the
-    chat-model packages: a command loads them only when it builds or runs a graph (README)."""
+    chat-model packages: a command loads them only when it builds or runs a graph (docs/concepts/durability.md)."""
     heavy = [
         "langsmith",
         "langchain_core.tracers",

@@ -5,7 +5,7 @@ trajectories of DIR (default the shared ones), plus :data:`SAMPLES` (Chinese, Ja
 and emoji text). For each counter (``context.tokens.estimate_tokens``, cl100k_base and the old
 4-characters-a-token rule), the ratio ``counter / o200k`` per text: its worst under (lowest) and
 over (highest) ratio, and over all texts together. The estimate is the counter for providers
-without a local tokenizer; the README quotes the line this command prints.
+without a local tokenizer; docs/howto/token-counting.md quotes the line this command prints.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One renderer per role; each projects only its layers (DESIGN.md "Layers and who sees what").
+"""One renderer per role; each projects only its layers (docs/design.md "Layers and who sees what").
 
 ::
 

@@ -242,7 +242,7 @@ def criteria_text(ctx: TaskContext) -> tuple[str, Trust]:
 def core_blocks(
     ctx: TaskContext, env: NodeEnv, *, criteria: bool = True, constraints: bool = True, permissions: bool = True
 ) -> list[ContextBlock]:
-    """The core layer (DESIGN.md: in every call, verbatim): the original request, success
+    """The core layer (docs/design.md: in every call, verbatim): the original request, success
     criteria, hard constraints and permissions, in slot ``msg:core``.
 
     All ``required``: the builder never drops them (``BudgetError`` if they alone do not fit).

@@ -32,7 +32,7 @@ kept calls as their one-line digest + ref) is priced the same way and the cheape
 restart that would be forced again at the next call loses to one that leaves room. Last the
 builder drops ``normal`` blocks. The latest tool result is ``required``.
 
-Source: DESIGN.md "Cache-aware rendering"; prompt-caching practice of stable prefixes.
+Source: docs/design.md "Cache-aware rendering"; prompt-caching practice of stable prefixes.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ ref returns the exact raw output. An entry's form depends only on the entries be
 same transcript, so the transcript stays append-only (cache-friendly); after a restart the
 kept entries are rendered again against what is still shown.
 
-Source: the "reuse of identical artifacts" idea in DESIGN.md's cache-aware rendering; line
+Source: the "reuse of identical artifacts" idea in docs/design.md's cache-aware rendering; line
 matching by exact equality (a hash index of earlier lines), not fuzzy diffs.
 """
 

@@ -232,7 +232,7 @@ class Option:
 
 
 _GIT_CONTENT = ("git diff", "git log", "git show")  # git log prints contents with -p (a row below)
-#: The option table of ``run_command``, checked after :data:`COMMANDS` (README: "Commands").
+#: The option table of ``run_command``, checked after :data:`COMMANDS` (docs/concepts/permissions.md).
 OPTIONS: tuple[Option, ...] = (
     Option(("grep",), ("-R", "--dereference-recursive"), "recurses and follows every symlink", "refuse"),
     Option(
@@ -538,7 +538,7 @@ def git_argv(exe: str, args: list[str]) -> list[str]:
     repository configures: ``-c`` for each of :data:`GIT_SAFE_CONFIG` before the subcommand and,
     for ``diff``, ``show`` and ``log``, :data:`GIT_SAFE_DIFF_FLAGS` right after it. What remains
     (a ``filter.<driver>.clean`` named in ``.gitattributes``, which ``git status`` and ``git diff``
-    may run on a changed file) is listed under "Not enforced" in the README."""
+    may run on a changed file) is listed under "Not enforced" in docs/howto/security.md."""
     sub, rest = (args[0], args[1:]) if args else ("", [])
     safe = [f for c in GIT_SAFE_CONFIG for f in ("-c", c)]
     flags = list(GIT_SAFE_DIFF_FLAGS) if sub in ("diff", "show", "log") else []

@@ -353,10 +353,10 @@ def test_read_only_commands_leave_a_taskctx_database_byte_identical(trajectories
     assert {p.name: _sha(p) for p in files} == before
 
 
-# ---- the README and the tests tell the truth --------------------------------------------------
+# ---- the docs and the tests tell the truth ----------------------------------------------------
 
 
-def test_readme_names_exactly_the_commands_that_take_db() -> None:
+def test_the_docs_name_exactly_the_commands_that_take_db() -> None:
     import typer.main
 
     group = typer.main.get_command(app)
@@ -366,9 +366,9 @@ def test_readme_names_exactly_the_commands_that_take_db() -> None:
         return all(map(db_opt, subs.values())) if subs else any("--db" in p.opts for p in cmd.params)
 
     takes_db = {name for name, cmd in group.commands.items() if db_opt(cmd)}
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    m = re.search(r"\n((?:`[a-z]+`(?:, | and ))+`[a-z]+`) take `--db`", readme)
-    assert m, "README lost its sentence naming the commands that take --db"
+    page = " ".join((REPO / "docs" / "reference" / "cli.md").read_text(encoding="utf-8").split())
+    m = re.search(r"((?:`[a-z]+`(?:, | and ))+`[a-z]+`) take `--db`", page)
+    assert m, "docs/reference/cli.md lost its sentence naming the commands that take --db"
     named = set(re.findall(r"`([a-z]+)`", m.group(1)))
     assert (
         named
@@ -376,8 +376,8 @@ def test_readme_names_exactly_the_commands_that_take_db() -> None:
         == {"demo", "replay", "resume", "run", "approve", "inspect", "list", "report", "doctor", "memory"}
     )
     assert set(group.commands) - takes_db == {"bench", "eval", "tokens"}
-    assert "`bench`, `eval` and `tokens` take no `--db`" in readme
-    assert "All commands take `--db`" not in readme
+    assert "`bench`, `eval` and `tokens` take no `--db`" in page
+    assert "All commands take `--db`" not in page
 
 
 def test_no_test_hard_codes_the_shared_folder() -> None:

@@ -1,6 +1,6 @@
 """LangSmith tracing against a loopback ingest server (no network beyond 127.0.0.1).
 
-The test sets the usual ``LANGSMITH_*`` variables (as the README says), runs a short task that
+The test sets the usual ``LANGSMITH_*`` variables (as docs/tutorials/inspect.md says), runs a short task that
 is stopped after two executor steps and resumed, waits for the tracers, parses the multipart
 bodies the LangSmith client posted and checks the run tree: one trace per invocation (root
 ``taskctx``), a run per role node under it, the model calls under their nodes (named
@@ -138,7 +138,7 @@ def langsmith_loopback(monkeypatch: pytest.MonkeyPatch, no_remote_network: list[
     thread.start()
     for k in ("LANGCHAIN_TRACING_V2", "LANGCHAIN_API_KEY", "LANGCHAIN_ENDPOINT", "LANGCHAIN_PROJECT"):
         monkeypatch.delenv(k, raising=False)
-    # The variables the README tells users to set:
+    # The variables the docs tell users to set:
     monkeypatch.setenv("LANGSMITH_TRACING", "true")
     monkeypatch.setenv("LANGSMITH_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
     monkeypatch.setenv("LANGSMITH_API_KEY", API_KEY)
@@ -386,7 +386,7 @@ def test_tracing_off_posts_nothing(monkeypatch: pytest.MonkeyPatch, no_remote_ne
     assert no_remote_network == []
 
 
-# ---- the CLI, as the README says: set the variables, run the commands ------------------------
+# ---- the CLI, as the docs say: set the variables, run the commands --------------------------
 MINI_TRAJECTORY = (
     "\n".join(
         json.dumps(x)

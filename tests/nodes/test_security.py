@@ -1304,7 +1304,7 @@ def test_secret_variants_an_attacker_would_try() -> None:
         "-----BEGIN RSA PRIVATE KEY-----\\nMIIEabc\\n-----END RSA PRIVATE KEY-----": "[REDACTED:private_key]",
     }
     assert {text: mask_secrets(text).text for text in cases} == cases
-    # not masked (README "Security": a value with no shape of its own and no name saying what it is)
+    # not masked (docs/howto/security.md: a value with no shape of its own and no name saying what it is)
     assert mask_secrets("mysql -uroot -phunter2hunter2").count == 0
 
 
