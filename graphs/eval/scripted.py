@@ -17,7 +17,7 @@ from nodes import ScriptedChatModel, ToolOutcome, function_schema
 
 from .cases import Case, ToolResult, ToolSpec, expand
 
-__all__ = ["CaseModel", "CaseTools", "SimulatedKill", "WorkspaceCaseTools"]
+__all__ = ["CaseModel", "CaseTools", "CompiledCase", "SimulatedKill", "WorkspaceCaseTools", "compile_case"]
 
 
 class SimulatedKill(BaseException):
@@ -26,7 +26,7 @@ class SimulatedKill(BaseException):
 
 
 @dataclass
-class _Plan:
+class CompiledCase:
     """A case, compiled: the per-role AI messages and the tool results by call id."""
 
     script: dict[str, list[AIMessage]]
@@ -34,7 +34,8 @@ class _Plan:
     tool_names: list[str]
 
 
-def _compile(case: Case) -> _Plan:
+def compile_case(case: Case) -> CompiledCase:
+    """The case's turns as AI messages per role, and its tool results by call id."""
     script: dict[str, list[AIMessage]] = {}
     results: dict[str, ToolResult] = {}
     names: list[str] = []
@@ -48,7 +49,7 @@ def _compile(case: Case) -> _Plan:
                 if t.result is not None:
                     results[str(t.id)] = t.result
     results.update(case.tool_results)
-    return _Plan(script, results, names)
+    return CompiledCase(script, results, names)
 
 
 class CaseTools:
@@ -60,7 +61,7 @@ class CaseTools:
 
     accepts_scopes = True  # execute(call_id, tool, arguments, scopes)
 
-    def __init__(self, case: Case, compiled: _Plan, kill_call: str | None = None, sigkill: bool = False):
+    def __init__(self, case: Case, compiled: CompiledCase, kill_call: str | None = None, sigkill: bool = False):
         self.case = case
         self.compiled = compiled
         self.kill_call = kill_call
@@ -102,7 +103,7 @@ class WorkspaceCaseTools(CaseTools):
     the workspace tools' own policy (``check``: paths resolved, file scopes, risk) decides, calls
     without a scripted result run for real (issue 3's :class:`nodes.workspace.WorkspaceTools`)."""
 
-    def __init__(self, case: Case, compiled: _Plan, root: Path, **kw: Any):
+    def __init__(self, case: Case, compiled: CompiledCase, root: Path, **kw: Any):
         super().__init__(case, compiled, **kw)
         from nodes.workspace import WorkspaceTools
 

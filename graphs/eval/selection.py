@@ -1,21 +1,22 @@
 """Which model calls a check looks at: the ``context.built`` events of a run, numbered per role,
-filtered by a check's selection fields (:class:`_Sel`), and the prompt each one stored."""
+filtered by a check's selection fields (:class:`SelectingCheck`), and the prompt each one stored."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from context import Event
 
-if TYPE_CHECKING:
-    from .harness import _Run
+from .finished import FinishedRun
+
+__all__ = ["CallsSel", "CheckModel", "ModelCall", "SelectingCheck", "model_calls", "prompt_of", "select_calls", "where"]
 
 
-class _CheckModel(BaseModel):
+class CheckModel(BaseModel):
     """The base of every check kind's model (unknown fields are an error)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -24,7 +25,7 @@ class _CheckModel(BaseModel):
 CallsSel = Literal["all", "first", "last", "after_first_reset"] | list[int]
 
 
-class _Sel(_CheckModel):
+class SelectingCheck(CheckModel):
     """The model calls a check looks at (the fields every selecting check kind shares)."""
 
     #: Whose model calls: a role, or ``*`` for every role.
@@ -40,7 +41,7 @@ class _Sel(_CheckModel):
 
 
 @dataclass
-class _Call:
+class ModelCall:
     event: Event
     role: str
     role_call: int
@@ -48,8 +49,8 @@ class _Call:
     reset: bool
 
 
-def _calls(run: _Run) -> list[_Call]:
-    out: list[_Call] = []
+def model_calls(run: FinishedRun) -> list[ModelCall]:
+    out: list[ModelCall] = []
     steps = 0
     per_role: Counter[str] = Counter()
     for e in run.events:
@@ -58,12 +59,12 @@ def _calls(run: _Run) -> list[_Call]:
         elif e.kind == "context.built":
             role = e.payload["role"]
             per_role[role] += 1
-            out.append(_Call(e, role, per_role[role], steps, bool(e.payload.get("transcript_reset"))))
+            out.append(ModelCall(e, role, per_role[role], steps, bool(e.payload.get("transcript_reset"))))
     return out
 
 
-def _select(run: _Run, sel: _Sel) -> list[_Call]:
-    calls = [c for c in _calls(run) if sel.role == "*" or c.role == sel.role]
+def select_calls(run: FinishedRun, sel: SelectingCheck) -> list[ModelCall]:
+    calls = [c for c in model_calls(run) if sel.role == "*" or c.role == sel.role]
     if sel.min_steps:
         calls = [c for c in calls if c.steps_before >= sel.min_steps]
     if sel.after_inject:
@@ -91,7 +92,7 @@ def _select(run: _Run, sel: _Sel) -> list[_Call]:
     return out
 
 
-def _prompt(run: _Run, c: _Call) -> str:
+def prompt_of(run: FinishedRun, c: ModelCall) -> str:
     ref = c.event.payload.get("prompt_ref")
     if not ref:
         return ""
@@ -100,5 +101,5 @@ def _prompt(run: _Run, c: _Call) -> str:
     return run.prompts[ref]
 
 
-def _where(c: _Call) -> str:
+def where(c: ModelCall) -> str:
     return f"{c.role} call {c.role_call} (after {c.steps_before} tool results)"

@@ -15,17 +15,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..permissions import PolicyError
 from ..tools import ToolOutcome
-from .patch import PatchError, apply_unified_diff
+from .patch import FilePatch, PatchError, apply_unified_diff
 from .paths import atomic_write, sha256_hex
 
-if TYPE_CHECKING:
-    from .tools import WorkspaceTools
-
-__all__ = ["Recovery", "read_receipt", "receipt_path", "recover", "write_receipt"]
+__all__ = ["CheckedWorkspace", "Recovery", "read_receipt", "receipt_path", "recover", "write_receipt"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +33,21 @@ class Recovery:
     state: str
     note: str = ""
     outcome: ToolOutcome | None = None
+
+
+class CheckedWorkspace(Protocol):
+    """What :func:`recover` reads of a workspace (:class:`~nodes.workspace.tools.WorkspaceTools` has it)."""
+
+    def resolve(
+        self, path: Any, scopes: Sequence[str] = (), *, write: bool = False, kind: str = "any"
+    ) -> tuple[Path, str]:
+        """The real and workspace-relative path of ``path``; raises ``PolicyError`` when refused."""
+
+    def patch_plan(self, a: dict[str, Any], scopes: Sequence[str]) -> list[tuple[Path, str, FilePatch, str | None]]:
+        """``(real path, relative path, file patch, current text or None)`` per file of ``a["patch"]``."""
+
+    def receipt(self, call_id: str) -> Path:
+        """The receipt file of a ``run_command`` call."""
 
 
 def receipt_path(receipts_dir: Path, call_id: str) -> Path:
@@ -58,7 +70,7 @@ def read_receipt(path: Path) -> dict[str, Any] | None:
 
 
 def recover(
-    tools: WorkspaceTools, call_id: str, tool: str, arguments: dict[str, Any], scopes: Sequence[str] = ()
+    tools: CheckedWorkspace, call_id: str, tool: str, arguments: dict[str, Any], scopes: Sequence[str] = ()
 ) -> Recovery:
     """Check the interrupted call ``call_id`` of ``tool`` against the workspace of ``tools``
     (see module doc). A path the policy now refuses is ``retry`` (the tool node's policy check
@@ -77,7 +89,7 @@ def recover(
     return Recovery("retry", "no side effects to check")
 
 
-def _write_file(tools: WorkspaceTools, arguments: dict[str, Any], scopes: Sequence[str]) -> Recovery:
+def _write_file(tools: CheckedWorkspace, arguments: dict[str, Any], scopes: Sequence[str]) -> Recovery:
     real, rel = tools.resolve(arguments.get("path"), scopes, write=True, kind="file")
     want = str(arguments.get("content", "")).encode("utf-8")
     if real.is_file() and sha256_hex(real.read_bytes()) == sha256_hex(want):
@@ -96,7 +108,7 @@ def _write_file(tools: WorkspaceTools, arguments: dict[str, Any], scopes: Sequen
     return Recovery("retry", f"{rel} does not hold the intended content yet")
 
 
-def _apply_patch(tools: WorkspaceTools, arguments: dict[str, Any], scopes: Sequence[str]) -> Recovery:
+def _apply_patch(tools: CheckedWorkspace, arguments: dict[str, Any], scopes: Sequence[str]) -> Recovery:
     applied, pending = [], []
     for _, rel, fp, cur in tools.patch_plan(arguments, scopes):
         try:
@@ -129,7 +141,7 @@ def _apply_patch(tools: WorkspaceTools, arguments: dict[str, Any], scopes: Seque
     return Recovery("retry", "the patch is not applied yet")
 
 
-def _run_command(tools: WorkspaceTools, call_id: str) -> Recovery:
+def _run_command(tools: CheckedWorkspace, call_id: str) -> Recovery:
     data = read_receipt(tools.receipt(call_id))
     if data is None:
         return Recovery("retry", "the command never started (no receipt)")
