@@ -8,10 +8,11 @@ from typing import Any
 
 from context import masked_bytes
 from nodes.pricing import RULES
+from nodes.runtime import cached_prefix_tokens
 
 from .strategies import Call, TaskctxRun
 
-__all__ = ["CACHE_DISCOUNT", "FLOOR_LAST", "Stats"]
+__all__ = ["CACHE_DISCOUNT", "FLOOR_LAST", "Stats", "count_call", "strategy_stats", "taskctx_stats"]
 
 CACHE_DISCOUNT = 0.1
 FLOOR_LAST = 3
@@ -90,7 +91,7 @@ class Stats:
         return d
 
 
-def _count_call(s: Stats, c: Call, cached: int, budget: int, request: str, constraints: list[str]) -> None:
+def count_call(s: Stats, c: Call, cached: int, budget: int, request: str, constraints: list[str]) -> None:
     """Add one call (``cached`` prefix tokens) to the totals of ``s``."""
     s.calls += 1
     s.input_tokens += c.prompt_tokens
@@ -104,21 +105,22 @@ def _count_call(s: Stats, c: Call, cached: int, budget: int, request: str, const
     s.orphans += c.orphans
 
 
-def _stats(traj: str, strategy: str, calls: list[Call], budget: int, request: str, constraints: list[str]) -> Stats:
-    from nodes.runtime import cached_prefix_tokens
-
+def strategy_stats(
+    traj: str, strategy: str, calls: list[Call], budget: int, request: str, constraints: list[str]
+) -> Stats:
+    """The stats of a baseline's calls, the cached prefix measured against the previous call."""
     s = Stats(traj, strategy)
     prev: list[str] = []
     for c in calls:
         cached = cached_prefix_tokens(prev, c.fingerprints) if prev else 0
         prev = c.fingerprints
-        _count_call(s, c, cached, budget, request, constraints)
+        count_call(s, c, cached, budget, request, constraints)
         s.elided += c.elided
         s.summaries += bool(c.payload.get("summarized"))
     return s
 
 
-def _taskctx_stats(run: TaskctxRun, budget: int, constraints: list[str]) -> tuple[Stats, Stats]:
+def taskctx_stats(run: TaskctxRun, budget: int, constraints: list[str]) -> tuple[Stats, Stats]:
     """Executor-only stats (with floor and restorability) and all-roles stats."""
     t = run.trajectory
     # cached prefix as the graph logged it (previous call of the same role)
@@ -176,5 +178,5 @@ def _logged_stats(
 ) -> Stats:
     s = Stats(traj, strategy)
     for c in calls:
-        _count_call(s, c, int(c.payload.get("cached_prefix_tokens", 0)), budget, request, constraints)
+        count_call(s, c, int(c.payload.get("cached_prefix_tokens", 0)), budget, request, constraints)
     return s

@@ -6,14 +6,17 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any
 
-from context import TaskContext, Trajectory, replay
+from context import Event, SqliteStores, TaskContext, Trajectory, replay
 from context.trajectory import RecordedStep
+from nodes import ExecutorRenderer, NodeEnv, ReplayTools
+from nodes.runtime import PARTS
+from nodes.schemas import COMPLETE_STEP
+from nodes.tools import READ_ARTIFACT_SCHEMA
 
-from .strategies import TaskctxRun
+from ..checkpoint import checkpoint_serde
 
-__all__ = ["CHECKPOINT_WINDOW", "Timing", "synthetic_trajectory"]
+__all__ = ["CHECKPOINT_WINDOW", "Timing", "checkpoint_sizes", "measure_overhead", "synthetic_trajectory", "timing"]
 
 
 @dataclass
@@ -26,23 +29,36 @@ class Timing:
     render_reproduced: float  # share of re-renders whose prompt tokens equal the logged ones
 
 
-def _overhead(run: TaskctxRun, budget: int, window: tuple[int, int] | None = None) -> tuple[list[float], int, int]:
-    """Re-fold the run's log and, at every executor call, time reduce (this step's events) +
-    ``ExecutorRenderer.render`` (builder + assembly) on the real state. Returns per-step ms,
-    the steps timed and how many re-renders reproduced the logged prompt tokens.
-    ``window``: only time calls whose folded event count is in ``[lo, hi]``."""
-    from nodes import ExecutorRenderer, NodeEnv, ReplayTools
-    from nodes.schemas import COMPLETE_STEP
-    from nodes.tools import READ_ARTIFACT_SCHEMA
+def measure_overhead(
+    stores: SqliteStores,
+    events: list[Event],
+    trajectory: Trajectory,
+    budget: int,
+    window: tuple[int, int] | None = None,
+) -> tuple[list[float], int, int]:
+    """Re-fold a replayed run's log and time each executor call's reduce + render again.
 
-    env = NodeEnv(events=run.stores.events, artifacts=run.stores.artifacts, budget=budget)
-    schemas = [*ReplayTools(run.trajectory).schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
+    At every executor call: reduce (this step's events) + ``ExecutorRenderer.render`` (builder +
+    assembly) on the real state, model time excluded.
+
+    Args:
+        stores: The run's stores (the renderer reads its event log and artifacts).
+        events: The run's event log, in order.
+        trajectory: The recorded run that was replayed (its tool schemas).
+        budget: The run's token budget.
+        window: Only time calls whose folded event count is in ``[lo, hi]``; None: every call.
+
+    Returns:
+        ``(ms per timed step, steps timed, re-renders that reproduced the logged prompt tokens)``.
+    """
+    env = NodeEnv(events=stores.events, artifacts=stores.artifacts, budget=budget)
+    schemas = [*ReplayTools(trajectory).schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
     rend = ExecutorRenderer()
     ctx: TaskContext | None = None
-    pending: list[Any] = []
+    pending: list[Event] = []
     times: list[float] = []
     same = 0
-    for n, e in enumerate(run.events):
+    for n, e in enumerate(events):
         if (
             e.kind == "context.built"
             and e.payload["role"] == "executor"
@@ -63,7 +79,8 @@ def _overhead(run: TaskctxRun, budget: int, window: tuple[int, int] | None = Non
     return times, len(times), same
 
 
-def _timing(label: str, times: list[float], events: int, same: int) -> Timing:
+def timing(label: str, times: list[float], events: int, same: int) -> Timing:
+    """The median and p95 of ``times`` (ms per step) and the share ``same`` of them reproduced."""
     if not times:
         return Timing(label, 0, events, 0.0, 0.0, 0.0)
     q = sorted(times)
@@ -105,11 +122,12 @@ def synthetic_trajectory(n_steps: int, seed: int = 7) -> Trajectory:
 CHECKPOINT_WINDOW = 100
 
 
-def _checkpoint_sizes(events: list[Any], counts: tuple[int, ...]) -> tuple[dict[int, int], dict[int, dict[str, int]]]:
-    from nodes.runtime import PARTS
+def checkpoint_sizes(events: list[Event], counts: tuple[int, ...]) -> tuple[dict[int, int], dict[int, dict[str, int]]]:
+    """Checkpoint bytes (the checkpointer's serde) at each of ``counts`` events of the log ``events``.
 
-    from ..checkpoint import checkpoint_serde
-
+    Returns:
+        ``(events -> mean bytes over the CHECKPOINT_WINDOW states around it, events -> part -> bytes)``.
+    """
     serde = checkpoint_serde()
     sizes: dict[int, int] = {}
     parts: dict[int, dict[str, int]] = {}

@@ -30,12 +30,14 @@ from __future__ import annotations
 import csv
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 
 from context import SqliteStores, Trajectory, load_trajectory
@@ -47,6 +49,8 @@ __all__ = [
     "OVERHEAD_CALLS",
     "SCALE_TRAJECTORY",
     "ScaleRow",
+    "first_new_event",
+    "last_seq",
     "parse_scale",
     "repeat_trajectory",
     "run_scale",
@@ -198,9 +202,8 @@ def _child(args: list[str], cwd: Path) -> dict[str, float]:
     return {**got, "wall": wall, "started": started, "cpu": ru.ru_utime + ru.ru_stime, "rss_kb": rss}
 
 
-def _last_seq(db: Path, task_id: str) -> int:
-    import sqlite3
-
+def last_seq(db: Path, task_id: str) -> int:
+    """The last event seq of ``task_id`` in the SQLite database ``db`` (0: none)."""
     c = sqlite3.connect(db)
     try:
         row = c.execute("SELECT MAX(seq) FROM taskctx_events WHERE task_id = ?", (task_id,)).fetchone()
@@ -209,12 +212,9 @@ def _last_seq(db: Path, task_id: str) -> int:
         c.close()
 
 
-def _first_new_event(db: Path, task_id: str, after: int) -> tuple[str, float]:
+def first_new_event(db: Path, task_id: str, after: int) -> tuple[str, float]:
     """The kind and time (epoch seconds, from its ``timestamp``: UTC, millisecond resolution) of
     ``task_id``'s first event after seq ``after``. ``RuntimeError`` when there is none."""
-    import sqlite3
-    from datetime import datetime
-
     c = sqlite3.connect(db)
     try:
         row = c.execute(
@@ -229,8 +229,6 @@ def _first_new_event(db: Path, task_id: str, after: int) -> tuple[str, float]:
 
 
 def _table_bytes(db: Path) -> dict[str, int]:
-    import sqlite3
-
     c = sqlite3.connect(db)
     try:
         rows = c.execute("SELECT tbl_name, name FROM sqlite_master WHERE type IN ('table', 'index')").fetchall()
@@ -246,20 +244,15 @@ def _table_bytes(db: Path) -> dict[str, int]:
 
 
 def _overhead_ms(db: Path, task_id: str, traj: Trajectory, budget: int) -> float:
-    from .overhead import _overhead
+    # (imported here: the overhead measure loads the graph runtime; this module loads with the CLI)
+    from .overhead import measure_overhead
 
     stores = SqliteStores(db)
     try:
         events = stores.events.read(task_id)
         executor = [i for i, e in enumerate(events) if e.kind == "context.built" and e.payload["role"] == "executor"]
         lo = executor[-OVERHEAD_CALLS] if len(executor) >= OVERHEAD_CALLS else 0
-
-        class _Run:  # what _overhead reads of a TaskctxRun
-            pass
-
-        run = _Run()
-        run.stores, run.events, run.trajectory = stores, events, traj  # type: ignore[attr-defined]
-        times, _, _ = _overhead(run, budget, window=(lo, len(events)))  # type: ignore[arg-type]
+        times, _, _ = measure_overhead(stores, events, traj, budget, window=(lo, len(events)))
         return round(statistics.median(times), 3) if times else 0.0
     finally:
         stores.close()
@@ -274,9 +267,9 @@ def run_leg(traj: Trajectory, n_steps: int, work: Path, budget: int = 8_000) -> 
     common = ["--db", str(db), "--out", str(out)]
     replayed = n_steps - 1
     run = _child(["replay", str(src), *common, "--budget", str(budget), "--max-steps", str(replayed)], work)
-    before = _last_seq(db, rep.id)
+    before = last_seq(db, rep.id)
     resume = _child(["resume", rep.id, *common, "--max-steps", "1"], work)  # the start-up: one step, then stop
-    first_kind, first_at = _first_new_event(db, rep.id, before)
+    first_kind, first_at = first_new_event(db, rep.id, before)
     if first_kind != "resume.started":  # (the first node the resume runs records it before anything else)
         raise RuntimeError(f"the scale bench's resume of {rep.id!r} began with {first_kind!r}, not resume.started")
     _child(["resume", rep.id, *common], work)  # to the end (the reviewer)
@@ -396,9 +389,9 @@ def write_scale(rows: list[ScaleRow], out: Path) -> list[Path]:
         w.writeheader()
         for r in rows:
             w.writerow({**asdict(r), "disk_per_step": round(r.disk_per_step)})
-    from .plots import _pyplot
+    from .plots import pyplot  # (matplotlib loads only when a figure is drawn)
 
-    plt = _pyplot()
+    plt = pyplot()
     xs = [r.steps for r in rows]
     fig, axes = plt.subplots(1, 5, figsize=(25, 4.2))
     panels = [

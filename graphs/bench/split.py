@@ -11,6 +11,8 @@ constant that were tuned would be fitted on one half and reported on the other, 
 
 from __future__ import annotations
 
+from nodes.pricing import HEADLINE, RULES
+
 from .bound import BOUND
 from .metrics import Stats
 from .replays import BenchResult
@@ -124,8 +126,6 @@ def split_markdown(r: BenchResult) -> list[str]:
 def bound_markdown(r: BenchResult) -> list[str]:
     """The optimistic bound's section: its cost under each pricing rule and every strategy's
     ratio to it (:mod:`.bound`)."""
-    from nodes.pricing import HEADLINE, RULES
-
     if not r.bound:
         return []
     bd = Stats("TOTAL", BOUND)

@@ -32,14 +32,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain.agents.middleware import SummarizationMiddleware
+from langchain.agents.middleware.context_editing import ClearToolUsesEdit
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableLambda
+from langgraph.checkpoint.memory import InMemorySaver
 
 from context import Event, SqliteStores, Trajectory
 from context.tokens import counter_for_model
+from nodes import ReplayChatModel, ReplayTools
 from nodes.message_tokens import message_tokens
+from nodes.render.executor import EXECUTOR_SYSTEM
+from nodes.runtime import fingerprints
+
+from ..checkpoint import checkpoint_serde
+from ..orchestrator import build_orchestrator, new_task
+from ..runner import run_graph
 
 __all__ = [
     "BASELINES",
@@ -94,12 +107,6 @@ class Call:
     elided: int = 0  # observations in the prompt not in full (masked / cleared / summarised)
     role: str = "executor"
     payload: dict[str, Any] = field(default_factory=dict)  # taskctx: the context.built payload
-
-
-def _system_text() -> str:
-    from nodes.render.executor import EXECUTOR_SYSTEM
-
-    return EXECUTOR_SYSTEM
 
 
 def step_messages(t: Trajectory, upto: int) -> list[BaseMessage]:
@@ -181,10 +188,6 @@ def _extractive_summary(messages: Sequence[BaseMessage]) -> str:
 
 
 def _summarizer_middleware(budget: int) -> Any:
-    from langchain.agents.middleware import SummarizationMiddleware
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.runnables import RunnableLambda
-
     model = GenericFakeChatModel(messages=iter(()), profile={"max_input_tokens": budget})
     return SummarizationMiddleware(
         model=model,
@@ -197,14 +200,7 @@ def _summarizer_middleware(budget: int) -> Any:
 
 def baseline_calls(t: Trajectory, strategy: str, budget: int, tools: list[dict[str, Any]]) -> list[Call]:
     """One :class:`Call` per recorded step for a baseline strategy (see module doc)."""
-    from copy import deepcopy
-
-    from langchain.agents.middleware.context_editing import ClearToolUsesEdit
-    from langchain_core.messages import RemoveMessage
-
-    from nodes.runtime import fingerprints
-
-    system = SystemMessage(content=_system_text())
+    system = SystemMessage(content=EXECUTOR_SYSTEM)
     request = HumanMessage(content=t.request)
     full = [request, *step_messages(t, len(t.steps))]
     summ = _summarizer_middleware(budget) if strategy == "summarization" else None
@@ -267,14 +263,6 @@ class TaskctxRun:
 
 def run_taskctx(t: Trajectory, budget: int) -> TaskctxRun:
     """Replay ``t`` through ``graphs.build_orchestrator`` and collect every ``context.built``."""
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from nodes import ReplayChatModel, ReplayTools
-
-    from ..checkpoint import checkpoint_serde
-    from ..orchestrator import build_orchestrator, new_task
-    from ..runner import run_graph
-
     stores = SqliteStores(":memory:")
     g = build_orchestrator(
         ReplayChatModel(trajectory=t),

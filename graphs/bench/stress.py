@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from context import COMMAND_LIMIT, RecordedStep, Trajectory
+from context import COMMAND_LIMIT, RecordedStep, Trajectory, extract_constraints
+from nodes import ReplayTools
 
-from .metrics import Stats
+from .metrics import Stats, strategy_stats, taskctx_stats
+from .strategies import baseline_calls, run_taskctx
 
 __all__ = ["STRESS_SHAPES", "StressRow", "run_stress", "stress_markdown", "stress_trajectories"]
 
@@ -111,19 +113,13 @@ def stress_markdown(rows: list[StressRow], budget: int) -> list[str]:
 
 def run_stress(budget: int) -> list[StressRow]:
     """Every stress run through naive and taskctx (the real graph), at ``budget``."""
-    from context import extract_constraints
-    from nodes import ReplayTools
-
-    from .metrics import _stats, _taskctx_stats
-    from .strategies import baseline_calls, run_taskctx
-
     rows = []
     for t in stress_trajectories():
         constraints = extract_constraints(t.request)
         calls = baseline_calls(t, "naive", budget, ReplayTools(t).schemas())
-        naive = _stats(t.id, "naive", calls, budget, t.request, constraints)
+        naive = strategy_stats(t.id, "naive", calls, budget, t.request, constraints)
         run = run_taskctx(t, budget)
-        ex, _ = _taskctx_stats(run, budget, constraints)
+        ex, _ = taskctx_stats(run, budget, constraints)
         run.stores.close()
         rows.append(StressRow(t.id, len(t.steps), naive, ex))
     return rows
