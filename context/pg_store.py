@@ -63,6 +63,7 @@ __all__ = [
     "PgEventLog",
     "PgStores",
     "PgTaskRegistry",
+    "SCHEMA_LOCK",
     "is_postgres_url",
     "open_stores",
     "redact_url",
@@ -76,7 +77,8 @@ APPLICATION_NAME = "taskctx-store"
 _URL_RE = re.compile(r"^postgres(ql)?(\+\w+)?://", re.I)
 #: classid of every advisory lock taskctx takes (objid = a hash of the task id).
 _LOCK_CLASS = 0x7A5C
-_SCHEMA_LOCK = 0x7A5C0001
+#: key of the advisory lock the stores' schema set-up takes (graphs: +1 the checkpointer's, +2 the memory store's).
+SCHEMA_LOCK = 0x7A5C0001
 
 _SCHEMA = schema_sql(bigint="BIGINT", blob="BYTEA")
 
@@ -148,7 +150,7 @@ class _Pg:
                         raise NotTaskctxDatabaseError(not_taskctx_message(self.path))
                 else:
                     with conn.transaction():
-                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
                         conn.execute(_SCHEMA)
         except psycopg.Error as exc:
             raise StoreOpenError(

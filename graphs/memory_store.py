@@ -64,17 +64,17 @@ def open_memory_store(project: Any, *, index: dict[str, Any] | None = None) -> A
     if project.is_postgres:
         from langgraph.store.postgres import PostgresStore
 
-        from context.pg_store import _SCHEMA_LOCK, redact_url
+        from context.pg_store import SCHEMA_LOCK, redact_url
 
         store = PostgresStore(project.pool, index=index)  # type: ignore[arg-type]
         if not project.readonly:
             try:
                 with project.pool.connection() as conn:
-                    conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK + 2,))
+                    conn.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK + 2,))
                     try:
                         store.setup()
                     finally:
-                        conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK + 2,))
+                        conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK + 2,))
             except Exception as exc:
                 raise StoreOpenError(
                     f"cannot set up the memory store in {redact_url(project.url)}: {' '.join(str(exc).split())}"

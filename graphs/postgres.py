@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from context import StoreOpenError
-from context.pg_store import _SCHEMA_LOCK, redact_url
+from context.pg_store import SCHEMA_LOCK, redact_url
 
 __all__ = ["CHECKPOINTER_APPLICATION_NAME", "RetryingPostgresSaver", "open_postgres_checkpointer"]
 
@@ -141,7 +141,7 @@ def open_postgres_checkpointer(
             # poll, never wait inside a statement: setup() runs CREATE INDEX CONCURRENTLY, which
             # waits for every open transaction, including a blocked pg_advisory_lock (deadlock)
             deadline = time.monotonic() + 120
-            while not lock_conn.execute("SELECT pg_try_advisory_lock(%s)", (_SCHEMA_LOCK + 1,)).fetchone()[0]:
+            while not lock_conn.execute("SELECT pg_try_advisory_lock(%s)", (SCHEMA_LOCK + 1,)).fetchone()[0]:
                 if time.monotonic() > deadline:
                     raise StoreOpenError(
                         f"timed out waiting for another worker to set up the checkpointer tables in {redact_url(url)}"
@@ -163,7 +163,7 @@ def open_postgres_checkpointer(
             except BaseException:
                 pool.close()
                 raise
-            lock_conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK + 1,))
+            lock_conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK + 1,))
     except psycopg.Error as exc:
         raise StoreOpenError(
             f"cannot open the checkpointer at {redact_url(url)}: {' '.join(str(exc).split())}; "

@@ -13,12 +13,19 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.messages.utils import _get_message_openai_role
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from context.tokens import TokenCounter, counter_for_model
 
-__all__ = ["MESSAGE_FRAMING", "content_text", "message_tokens", "model_counter"]
+__all__ = ["MESSAGE_FRAMING", "content_text", "message_tokens", "model_counter", "openai_role"]
 
 #: tokens of framing per message (OpenAI's chat format: ``<|start|>role<|message|>...<|end|>``)
 MESSAGE_FRAMING = 3
@@ -40,6 +47,38 @@ def content_text(content: Any) -> str:
     return "\n".join(parts)
 
 
+def openai_role(message: BaseMessage) -> str:
+    """The role OpenAI's chat format gives ``message`` (as langchain-core's ``convert_to_openai_messages``).
+
+    Args:
+        message: A LangChain chat message.
+
+    Returns:
+        ``assistant``, ``user``, ``tool``, ``function``, a ``ChatMessage``'s own role, or for a
+        system message ``system`` (or the ``__openai_role__`` it carries, e.g. ``developer``).
+
+    Raises:
+        TypeError: A system message's ``__openai_role__`` is not a string.
+        ValueError: ``message`` is of no known message class.
+    """
+    if isinstance(message, AIMessage):
+        return "assistant"
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, ToolMessage):
+        return "tool"
+    if isinstance(message, SystemMessage):
+        role = message.additional_kwargs.get("__openai_role__", "system")
+        if not isinstance(role, str):
+            raise TypeError(f"Expected '__openai_role__' to be a str, got {type(role).__name__}")
+        return role
+    if isinstance(message, FunctionMessage):
+        return "function"
+    if isinstance(message, ChatMessage):
+        return message.role
+    raise ValueError(f"Unknown BaseMessage type {message.__class__}.")
+
+
 def message_tokens(
     messages: Sequence[BaseMessage], count: TokenCounter, tools: Sequence[dict[str, Any]] | None = None
 ) -> int:
@@ -57,7 +96,7 @@ def message_tokens(
             )
         if isinstance(m, ToolMessage):
             text += m.tool_call_id
-        text += _get_message_openai_role(m)
+        text += openai_role(m)
         if m.name:
             text += m.name
         total += count(text) + MESSAGE_FRAMING
