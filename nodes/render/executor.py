@@ -44,16 +44,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from context import BudgetError, TaskContext, apply_event, new_event
 from context.builder import Trust
-from context.compression import compress_arguments
 from context.events import ContextBuilt, TranscriptReset
-from context.freshness import stale_line
-from context.models import ToolCallRecord, TranscriptNote, arguments_dict
+from context.models import ToolCallRecord, TranscriptNote
 
-from ..pricing import PricingRule
 from ..runtime import NodeEnv, Rendered
 from .base import (
     EXTERNAL_RULE,
@@ -62,32 +59,22 @@ from .base import (
     core_blocks,
     error_block,
     memory_block,
-    quote_agent,
-    quote_external,
-    quote_plan,
-    tool_label,
 )
 from .policy_blocks import PolicyBlocks
-from .reuse import reuse_spans
+from .restart import KEEP_LAST, restart_decision
+from .transcript import DIGEST_LINE_CHARS, checkpoint_text, delta_text, entry_messages, shown_output
 
-__all__ = [
-    "ExecutorRenderer",
-    "EXECUTOR_SYSTEM",
-    "KEEP_LAST",
-    "REUSE_MIN_CHARS",
-    "checkpoint_text",
-    "cycle_cost",
-    "restart_decision",
-]
+__all__ = ["ENTRY_CACHE", "EXECUTOR_SYSTEM", "MAX_NOTES", "REUSE_MIN_CHARS", "ExecutorRenderer"]
 
-KEEP_LAST = 3
-#: A digest entry shows at most this many chars of its output's last line (:func:`shown_output`).
-DIGEST_LINE_CHARS = 300
+
 #: A transcript holding this many state-delta notes restarts: steps that end without tool calls
 #: add notes but no calls, and the notes live in the checkpointed state until a restart.
 MAX_NOTES = 12
+
+
 #: Rendered transcript entries the renderer keeps (LRU).
 ENTRY_CACHE = 1024
+
 
 EXECUTOR_SYSTEM = (
     "You are the executor of a taskctx task. Work on the current step only, one tool call at a time. "
@@ -97,148 +84,9 @@ EXECUTOR_SYSTEM = (
 )
 
 
-def checkpoint_text(ctx: TaskContext) -> str | None:
-    cp = ctx.evidence.transcript_checkpoint
-    if cp is None:
-        return None
-    lines = [
-        f"## Working state at the last checkpoint (materialised from the event log; plan v{cp.plan_version}), "
-        "the steps as the planner wrote them:",
-        quote_plan(cp.plan_lines, cp.plan_version),
-    ]
-    if cp.step_summary or cp.completed_summaries:
-        lines.append("Done before this transcript:")
-        if cp.step_summary:  # the executor's summary: its claim, quoted
-            lines.append("- last step:\n" + quote_agent(cp.step_summary, source="complete_step"))
-        if cp.completed_summaries:  # the calls that left the transcript: their arguments are the executor's
-            calls = "\n".join(cp.completed_summaries)
-            lines.append("- calls:\n" + quote_agent(calls, source="executor"))
-    if cp.findings:
-        lines.append("Findings (the executor's claims):")
-        lines += [
-            f"- {f.id} [{', '.join(f.evidence_refs) or 'no refs'}]"
-            + (f" [{stale}]" if (stale := stale_line(ctx, f.id)) else "")
-            + ":\n"
-            + quote_agent(f.statement, source=f"complete_step {f.id}")
-            for f in cp.findings
-        ]
-    lines.append(cp.omitted_summary)
-    return "\n".join(lines)
-
-
 #: An output at least this long (chars of its prompt form) that is byte-identical to an earlier
 #: output in the same transcript is rendered as a pointer to that call (same artifact ref).
 REUSE_MIN_CHARS = 300
-
-
-def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
-    """One call as its AI tool-call message and its tool message showing ``body`` as external
-    content (never one without the other). A call that has run shows its arguments through
-    :func:`context.compression.compress_arguments` (over ``COMMAND_LIMIT`` chars: each long
-    string as head + tail + size + the ``artifact://`` ref of the full arguments)."""
-    # once the call has run, long arguments are compressed like outputs (head, tail, size, ref)
-    args = rec.arguments if rec.status == "pending" else compress_arguments(rec.arguments)[0]
-    ai = AIMessage(
-        # the executor's own earlier words, written after reading tool output: its claim, quoted (the
-        # message's tool call names the call: no id in the source, fewer tokens)
-        content=quote_agent(rec.thought, source="executor") if rec.thought else "",
-        tool_calls=[{"name": rec.tool, "args": arguments_dict(args), "id": rec.id, "type": "tool_call"}],
-    )
-    # the tool message answers its call (tool_call_id, and the tool is named there); the ref is
-    # given once (a compressed body already ends with it), and only where the output is not
-    # shown whole (compressed, a digest, a pointer): a whole output's ref earns nothing here
-    # (about 45 tokens a call; the checkpoint names it once the call leaves the transcript)
-    whole = not rec.compressed and body == rec.result_summary and rec.status != "pending"
-    ref = None if whole or (rec.raw_ref and rec.raw_ref in body) else rec.raw_ref
-    content = quote_external(body, source=None, ref=ref)
-    return [
-        ai,
-        ToolMessage(content=content, tool_call_id=rec.id, status="error" if rec.status == "error" else "success"),
-    ]
-
-
-def shown_output(
-    rec: ToolCallRecord, *, digest: bool = False, same_as: str | None = None, earlier: Sequence[tuple[str, str]] = ()
-) -> str:
-    """The output of one call as its tool message shows it (inside the external-content tags).
-
-    ``same_as``: the id of an earlier call in the transcript with the same artifact ref, shown in
-    full; the output is then a pointer to it (identical-artifact reuse). ``earlier``: ``(call id,
-    output as shown)`` of the entries before it; runs of lines shown there become pointers
-    (:func:`~nodes.render.reuse.reuse_spans`). Either way an entry depends only on earlier ones,
-    so the transcript stays append-only."""
-    if rec.status == "pending":
-        body = "(no result recorded yet)"
-    elif same_as is not None:
-        body = (
-            f"[identical to the output of call {same_as} above ({len(rec.result_summary)} chars); "
-            f"full output: {rec.raw_ref}]"
-        )
-    elif digest:
-        first = rec.result_summary.strip().splitlines()
-        body = f"[digest] {rec.status}; {(first[-1] if first else '')[:DIGEST_LINE_CHARS]}"
-    else:
-        body = reuse_spans(rec.result_summary, earlier)
-    if rec.status == "denied":
-        body = f"[denied by the tool node] {body}"
-    return body
-
-
-def delta_text(ctx: TaskContext) -> str:
-    lines = ["## Now"]
-    step = ctx.step(ctx.plan.current_step_id)
-    cs = ctx.current_step
-    if step is not None and cs is not None:
-        said = cs.objective or step.title
-        if cs.expected_output:
-            said += f"\nExpected output: {cs.expected_output}"
-        # the planner's words (a re-plan is written after reading findings): its claim, quoted
-        lines.append(
-            f"Current step {step.id}, as the planner wrote it:\n" + quote_agent(said, source=f"planner {step.id}")
-        )
-        if cs.allowed_tools:
-            lines.append(f"Tools for this step: {', '.join(cs.allowed_tools)}")
-        for c in cs.constraints:
-            lines.append(f"Step constraint: {c}")
-        lines.append(f"Risk: {cs.risk_level}")
-    else:
-        lines.append("No step is running.")
-    if ctx.plan.steps:
-        groups = ctx.plan.runs(statuses=("done", "skipped", "pending"))
-        folded = []
-        if ctx.plan.done_folded:
-            ids, _, groups = ctx.plan.folded_head(groups)
-            folded = [f"{ids} done"]
-        lines.append(
-            "Plan: "
-            + " · ".join(
-                folded
-                + [f"{g[0].id} {g[0].status}" if len(g) == 1 else f"{g[0].id}-{g[-1].id} {g[0].status}" for g in groups]
-            )
-        )
-    if ctx.progress.last_step is not None:
-        ls = ctx.progress.last_step
-        stale = stale_line(ctx, f"step:{ls.id}")
-        lines.append(
-            f"Last step {ls.id} ({ls.result}){f' [{stale}]' if stale else ''}:\n"
-            + quote_agent(ls.summary, source=f"complete_step {ls.id}")
-        )
-    again = ctx.to_reread()
-    if again:
-        lines.append(f"Re-read before acting (facts resting on them are stale): {', '.join(again)}")
-    pc = ctx.control.pending_completion
-    if pc is not None and pc.not_applied and pc.step_id == ctx.plan.current_step_id:
-        lines.append(
-            f"Your complete_step sent with {', '.join(pc.after_calls)} was not applied: {pc.not_applied}. "
-            "Call complete_step again when the step is done."
-        )
-    if ctx.control.pending_approval is not None:
-        a = ctx.control.pending_approval
-        lines.append(
-            f"Waiting for approval of {tool_label(a.tool)} ({a.risk} risk): {a.reason}; the call's arguments:\n"
-            + quote_agent(a.arguments, source=f"executor {a.call_id}")
-        )
-    return "\n".join(lines)
 
 
 class ExecutorRenderer:
@@ -538,71 +386,6 @@ class ExecutorRenderer:
             if r.prompt_tokens <= limit and not r.manifest.dropped:
                 return r
         return self._render(ctx, env, tools, reset=False, digest=self.keep_last - 1, reuse=False, policy=policy)
-
-
-def cycle_cost(rule: PricingRule, *, start: int, shared: int, growth: int, limit: int) -> tuple[float, int]:
-    """``(mean cost per call, calls)`` of the cheapest transcript cycle: a first call of ``start``
-    prompt tokens of which ``shared`` are a cached prefix, then calls that each append ``growth``
-    tokens and read the previous prompt from the cache, while the prompt stays within ``limit``
-    tokens; the cycle length is the one whose mean cost per call (``rule.cost`` units) is least.
-    The calls get dearer as the prompt grows, so the mean falls until a call costs more than it."""
-    total = rule.cost(start, shared)
-    best = (total, 1)
-    p, n, g = start, 1, max(growth, 1)
-    while p + g <= limit:
-        c = rule.cost(p + g, p)
-        if c > total / n:  # from here on every call raises the mean
-            break
-        total += c
-        p, n = p + g, n + 1
-        best = (total / n, n)
-    return best
-
-
-def restart_decision(
-    r: Rendered, restarted: Rendered | None, rule: PricingRule, limit: int, keep_last: int = KEEP_LAST
-) -> TranscriptReset:
-    """The numbers of restarting now (:class:`~context.events.TranscriptReset`, ``reason="cost"``)
-    from ``r``, the prompt without the restart, and ``restarted``, the prompt with it (``None``:
-    estimated from ``r``, the old checkpoint block standing for the new one). Tokens are the
-    blocks' token estimates; this call without the restart appends its latest call and, when it
-    changed, the state note; a call appends the mean entry of ``r``'s transcript (calls and
-    notes over calls). ``limit``: the prompt's budget (``budget - reserve_for_output``)."""
-    # every candidate block, also those the builder dropped (a prompt over the budget)
-    tok = {e.id: e.tokens for e in r.manifest.entries}
-    full = r.prompt_tokens + sum(e.tokens for e in r.manifest.entries if not e.included)
-    calls = [e.id for e in r.manifest.entries if e.id.startswith("tool.")]
-    notes = [e.id for e in r.manifest.entries if e.id.startswith("note.")]
-    cp = tok.get("state.checkpoint", 0)
-    removed = cp + sum(tok[c] for c in calls[:-keep_last]) + sum(tok[n] for n in notes)
-    latest = tok[calls[-1]] if calls else 0
-    appended = latest + (tok.get("step.delta", 0) if r.delta_note is not None else 0)
-    growth = round((sum(tok[c] for c in calls) + sum(tok[n] for n in notes)) / max(len(calls), 1))
-    # both sides priced with the same call: one that appends the mean entry
-    before = full - appended
-    now = rule.cost(before + growth, before)
-    if restarted is None:
-        resent = cp + sum(tok[c] for c in calls[-keep_last:-1])
-        start = full - removed + cp
-        stable = sum(b.token_estimate for b in r.blocks if b.slot == "msg:core")
-        stable += full - sum(tok.values())  # system, tool schemas, framing
-    else:
-        t2 = {b.id: b.token_estimate for b in restarted.blocks}
-        kept = [b.id for b in restarted.blocks if b.id.startswith("tool.")]
-        resent = t2.get("state.checkpoint", 0) + sum(t2[c] for c in kept[:-1])
-        start = restarted.prompt_tokens
-        stable = sum(b.token_estimate for b in restarted.blocks if b.slot == "msg:core")
-        stable += restarted.prompt_tokens - sum(t2.values())
-    start += growth - latest
-    mean, horizon = cycle_cost(rule, start=start, shared=stable, growth=growth, limit=limit)
-    return TranscriptReset(
-        reason="cost",
-        removed=removed,
-        resent=resent,
-        expected_saving=round(now - mean, 1),
-        horizon=horizon,
-        rule=rule.name,
-    )
 
 
 def _trust_of(text: str) -> Trust:
