@@ -41,13 +41,13 @@ import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from context import BudgetError, TaskContext, apply_event, new_event
-from context.builder import Trust
+from context import BudgetError, ContextBlock, TaskContext, apply_event, new_event
+from context.builder import Priority, Trust
 from context.events import ContextBuilt, TranscriptReset
 from context.models import ToolCallRecord, TranscriptNote
 
@@ -87,6 +87,67 @@ EXECUTOR_SYSTEM = (
 #: An output at least this long (chars of its prompt form) that is byte-identical to an earlier
 #: output in the same transcript is rendered as a pointer to that call (same artifact ref).
 REUSE_MIN_CHARS = 300
+
+
+@dataclass
+class _TranscriptBlocks:
+    """The transcript's blocks of one rendering pass: the calls, and the notes between them."""
+
+    env: NodeEnv
+    #: Calls in the transcript.
+    n: int
+    #: Notes not added yet, oldest first (the current delta last, when it changed).
+    notes: list[TranscriptNote]
+    #: The pass's candidate blocks, appended to.
+    cands: list[ContextBlock]
+    #: Block id -> the chat messages it stands for.
+    extra: dict[str, list[BaseMessage]] = field(default_factory=dict)
+
+    def add_notes(self, upto: int) -> None:
+        """Add the notes made at or before call ``upto``; the last note is the required delta."""
+        env, n = self.env, self.n
+        while self.notes and self.notes[0].at <= upto:
+            note = self.notes.pop(0)
+            latest = not self.notes
+            bid = "step.delta" if latest else f"note.{note.at}.{len(self.extra)}"
+            self.extra[bid] = [HumanMessage(content=note.text)]
+            self.cands.append(
+                block(
+                    env,
+                    bid,
+                    note.text,
+                    kind="state",
+                    layer="step",
+                    source="TaskContext",
+                    priority="required" if latest else "normal",
+                    trust=_trust_of(note.text),
+                    slot="seq:transcript",
+                    relevance=1.0 - (n - note.at) / max(n, 1),
+                    tokens=env.count_messages(self.extra[bid]),
+                )
+            )
+
+    def add_call(self, rec: ToolCallRecord, msgs: list[BaseMessage], tokens: int, prio: Priority, age: int) -> None:
+        """Add one call's entry (``msgs``: its AI and tool message, ``tokens`` of them), ``age`` calls old."""
+        bid = f"tool.{rec.id}"
+        self.extra[bid] = msgs
+        self.cands.append(
+            block(
+                self.env,
+                bid,
+                msgs[1].content if isinstance(msgs[1].content, str) else "",
+                kind="tool_result",
+                layer="recent",
+                source=f"tool:{rec.tool}",
+                priority=prio,
+                trust="external_content",
+                observed_at=rec.timestamp,
+                relevance=1.0 - age / max(self.n, 1),
+                slot="seq:transcript",
+                compressed=rec.compressed,
+                tokens=tokens,
+            )
+        )
 
 
 class ExecutorRenderer:
@@ -160,6 +221,37 @@ class ExecutorRenderer:
     ) -> Rendered:
         """One rendering pass (see :meth:`render`); ``policy``: the policy blocks this render's
         passes share (default: built for this pass alone)."""
+        cands = self._state_blocks(ctx, env)
+        n = len(ctx.evidence.recent_tool_calls)
+        # the state delta: appended to the transcript only when it changed since the last one shown
+        notes = list(ctx.evidence.transcript_notes)
+        now = delta_text(ctx)
+        delta_note = None if notes and notes[-1].text == now else now
+        if delta_note is not None:
+            notes.append(TranscriptNote(at=n, text=now))
+        transcript = _TranscriptBlocks(env, n, notes, cands)
+        self._add_calls(ctx, env, transcript, digest=digest, reuse=reuse, digest_latest=digest_latest)
+        transcript.add_notes(n)
+        err = error_block(ctx, env, slot="msg:delta")
+        if err is not None:
+            cands.append(err)
+        policy = policy if policy is not None else self._policy(ctx, env)
+        cands += policy(ctx, env)
+        r = assemble(
+            role=self.role,
+            env=env,
+            system=EXECUTOR_SYSTEM,
+            candidates=cands,
+            layout=["msg:core", "msg:checkpoint", "seq:transcript", "msg:delta"],
+            tools=tools,
+            extra_messages=transcript.extra,
+            transcript_reset=reset,
+            keep_last=self.keep_last if reset else 0,
+        )
+        return replace(r, delta_note=delta_note)
+
+    def _state_blocks(self, ctx: TaskContext, env: NodeEnv) -> list[ContextBlock]:
+        """The blocks before the transcript: the core layer, loaded memories, the checkpoint."""
         cands = core_blocks(ctx, env)
         mem = memory_block(ctx, env, slot="msg:core")
         if mem is not None:
@@ -179,45 +271,28 @@ class ExecutorRenderer:
                     slot="msg:checkpoint",
                 )
             )
-        extra: dict[str, list[BaseMessage]] = {}
+        return cands
+
+    def _add_calls(
+        self,
+        ctx: TaskContext,
+        env: NodeEnv,
+        transcript: _TranscriptBlocks,
+        *,
+        digest: int,
+        reuse: bool,
+        digest_latest: bool,
+    ) -> None:
+        """Add each call of the transcript to ``transcript``, after the notes that come before it."""
         calls = ctx.evidence.recent_tool_calls
         n = len(calls)
-        # the state delta: appended to the transcript only when it changed since the last one shown
-        notes = list(ctx.evidence.transcript_notes)
-        now = delta_text(ctx)
-        delta_note = None if notes and notes[-1].text == now else now
-        if delta_note is not None:
-            notes.append(TranscriptNote(at=n, text=now))
-
-        def add_notes(upto: int) -> None:
-            while notes and notes[0].at <= upto:
-                note = notes.pop(0)
-                latest = not notes
-                bid = "step.delta" if latest else f"note.{note.at}.{len(extra)}"
-                extra[bid] = [HumanMessage(content=note.text)]
-                cands.append(
-                    block(
-                        env,
-                        bid,
-                        note.text,
-                        kind="state",
-                        layer="step",
-                        source="TaskContext",
-                        priority="required" if latest else "normal",
-                        trust=_trust_of(note.text),
-                        slot="seq:transcript",
-                        relevance=1.0 - (n - note.at) / max(n, 1),
-                        tokens=env.count_messages(extra[bid]),
-                    )
-                )
-
         # calls a forced restart showed as digests stay so until they leave (a stable prefix)
         pinned = ctx.evidence.transcript_checkpoint.digests if ctx.evidence.transcript_checkpoint else 0
         first_by_ref: dict[str, str] = {}
         shown: list[tuple[str, str]] = []
         prev = 0
         for i, rec in enumerate(calls):
-            add_notes(i)
+            transcript.add_notes(i)
             age = n - 1 - i
             dig = (
                 i < pinned
@@ -233,44 +308,8 @@ class ExecutorRenderer:
                 prev, rec, digest=dig, same_as=same_as, shown=shown, reuse=reuse, env=env, degrade=digest_latest
             )
             shown.append((rec.id, body))
-            bid = f"tool.{rec.id}"
-            extra[bid] = msgs
-            prio = "required" if age == 0 else ("high" if age < self.keep_last else "normal")
-            cands.append(
-                block(
-                    env,
-                    bid,
-                    msgs[1].content if isinstance(msgs[1].content, str) else "",
-                    kind="tool_result",
-                    layer="recent",
-                    source=f"tool:{rec.tool}",
-                    priority=prio,
-                    trust="external_content",
-                    observed_at=rec.timestamp,
-                    relevance=1.0 - age / max(n, 1),
-                    slot="seq:transcript",
-                    compressed=rec.compressed,
-                    tokens=tokens,
-                )
-            )
-        add_notes(n)
-        err = error_block(ctx, env, slot="msg:delta")
-        if err is not None:
-            cands.append(err)
-        policy = policy if policy is not None else self._policy(ctx, env)
-        cands += policy(ctx, env)
-        r = assemble(
-            role=self.role,
-            env=env,
-            system=EXECUTOR_SYSTEM,
-            candidates=cands,
-            layout=["msg:core", "msg:checkpoint", "seq:transcript", "msg:delta"],
-            tools=tools,
-            extra_messages=extra,
-            transcript_reset=reset,
-            keep_last=self.keep_last if reset else 0,
-        )
-        return replace(r, delta_note=delta_note)
+            prio: Priority = "required" if age == 0 else ("high" if age < self.keep_last else "normal")
+            transcript.add_call(rec, msgs, tokens, prio, age)
 
     def _policy(self, ctx: TaskContext, env: NodeEnv) -> PolicyBlocks:
         """The policy blocks of one render from ``ctx`` (the task's calls read once for all its passes)."""

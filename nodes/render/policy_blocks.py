@@ -98,98 +98,125 @@ def _artifact(env: NodeEnv, ref: str | None) -> str | None:
     return clean(data.decode("utf-8", errors="replace"))  # secrets were masked when it was stored
 
 
-def _resolve(
-    ctx: TaskContext, env: NodeEnv, relation: str, role: str, calls: Callable[[], list[Call]]
-) -> tuple[str, Trust] | None:
+#: The text and trust of a relation's block, or None when there is nothing to show.
+Resolved = tuple[str, Trust] | None
+
+
+def _stale_facts(ctx: TaskContext, env: NodeEnv, calls: Callable[[], list[Call]]) -> Resolved:
+    text = stale_text(ctx)
+    return (text, "trusted_app") if text else None
+
+
+def _last_checkpoint(ctx: TaskContext, env: NodeEnv, calls: Callable[[], list[Call]]) -> Resolved:
+    cp_id = ctx.control.checkpoint_id
+    if cp_id is None:
+        return None
+    lines = [
+        "## Last good checkpoint",
+        f"checkpoint {cp_id}; completed steps: {ctx.progress.completed_text()}; "
+        f"current step: {ctx.plan.current_step_id or '(none)'}",
+    ]
+    cp = ctx.evidence.transcript_checkpoint
+    if cp is not None:
+        lines += ["working state materialised there:", *(f"- {ln}" for ln in cp.plan_lines)]
+    return "\n".join(lines), "trusted_app"
+
+
+def _failing_error(ctx: TaskContext, env: NodeEnv, calls: Callable[[], list[Call]]) -> Resolved:
+    err = ctx.errors.last_error
+    rec = next((r for r in ctx.evidence.recent_tool_calls if err and r.id == err.call_id), None)
+    if rec is None:
+        rec = next((r for r in reversed(ctx.evidence.recent_tool_calls) if r.status == "error"), None)
+    if rec is None:
+        return None
+    full = _artifact(env, rec.raw_ref) or rec.result_summary
+    if not rec.compressed and full.strip() == rec.result_summary.strip():
+        return None  # the prompt already shows it whole
+    cut = f"(the last {ERROR_LIMIT} of {len(full)} chars)\n" if len(full) > ERROR_LIMIT else ""
+    text = (
+        f"## The failing call's output in full: {rec.id} {tool_label(rec.tool)}, its arguments as the executor "
+        "wrote them:\n" + quote_agent(rec.arguments, source="executor") + "\n"
+    ) + quote_external(cut + full[-ERROR_LIMIT:], source=f"tool:{rec.tool}", ref=rec.raw_ref, call_id=rec.id)
+    return text, "external_content"
+
+
+def _diff(ctx: TaskContext, env: NodeEnv, calls: Callable[[], list[Call]]) -> Resolved:
+    parts = []
+    for cid, tool, args, res in calls():
+        if res["status"] != "ok" or tool not in ("apply_patch", "write_file"):
+            continue
+        a = arguments_dict(args)
+        if tool == "apply_patch":
+            parts.append(f"# {cid} apply_patch\n{a.get('patch', '')}".rstrip())
+        else:
+            content = str(a.get("content", ""))
+            parts.append(f"# {cid} write_file {a.get('path')}: {len(content.encode())} bytes written")
+    if not parts:
+        return None
+    body = "\n".join(parts)
+    if len(body) > DIFF_LIMIT:
+        body = f"(the last {DIFF_LIMIT} of {len(body)} chars)\n" + body[-DIFF_LIMIT:]
+    return "## Changes this task made (diffs as applied)\n" + quote_agent(body, source="diff"), "agent_claim"
+
+
+def _latest_result(ctx: TaskContext, want: str, calls: Callable[[], list[Call]]) -> Resolved:
+    """The latest result of tool ``want`` (``test``: the latest test command)."""
+    hits = [
+        (cid, tool, args, res)
+        for cid, tool, args, res in calls()
+        if (_is_test(tool, args) if want == "test" else tool == want)
+    ]
+    if not hits:
+        return None
+    cid, tool, args, res = hits[-1]
+    what = "test run" if want == "test" else f"result of {want}"
+    text = (
+        f"## The latest {what}: {cid} {tool_label(tool)} -> {res['status']}, its arguments as the executor "
+        "wrote them:\n" + quote_agent(" ".join(args.split()), source="executor") + "\n"
+    ) + quote_external(str(res["result_summary"]), source=f"tool:{tool}", ref=res.get("raw_ref"), call_id=cid)
+    return text, "external_content"
+
+
+def _finding_evidence(ctx: TaskContext, env: NodeEnv, calls: Callable[[], list[Call]]) -> Resolved:
+    stale = [f for f in ctx.evidence.findings if ctx.stale(f.id)]
+    replaced = {x for f in ctx.evidence.findings for x in f.supersedes}
+    findings = stale or [f for f in ctx.evidence.findings if f.id not in replaced][-3:]
+    by_ref = {r.raw_ref: r for r in ctx.evidence.recent_tool_calls if r.raw_ref}
+    refs: dict[str, list[str]] = {}  # each evidence once, naming every finding it backs
+    for f in findings:
+        for ref in f.evidence_refs:
+            refs.setdefault(ref, []).append(f.id)
+    lines = []
+    for ref, ids in refs.items():
+        rec = by_ref.get(ref)
+        out = rec.result_summary if rec is not None else _artifact(env, ref)
+        if out is None:
+            continue
+        out = out if len(out) <= EVIDENCE_LIMIT else out[:EVIDENCE_LIMIT] + f"\n[... {len(out)} chars: {ref}]"
+        src = f"tool:{rec.tool}" if rec is not None else "artifact"
+        lines.append(f"evidence of finding {', '.join(ids)}:\n" + quote_external(out, source=src, ref=ref))
+    if not lines:
+        return None
+    return "## Evidence of the findings in play\n" + "\n".join(lines), "external_content"
+
+
+#: Relation -> its resolver (``latest_result:<tool>`` is resolved by :func:`_latest_result`).
+_RESOLVERS: dict[str, Callable[[TaskContext, NodeEnv, Callable[[], list[Call]]], Resolved]] = {
+    "stale_facts": _stale_facts,
+    "last_checkpoint": _last_checkpoint,
+    "failing_error": _failing_error,
+    "diff": _diff,
+    "finding_evidence": _finding_evidence,
+}
+
+
+def _resolve(ctx: TaskContext, env: NodeEnv, relation: str, calls: Callable[[], list[Call]]) -> Resolved:
     """The text and trust of one relation's block, or None when there is nothing to show
     (``calls()``: the task's calls with a result, :func:`_calls`)."""
-    if relation == "stale_facts":
-        text = stale_text(ctx)
-        return (text, "trusted_app") if text else None
-    if relation == "last_checkpoint":
-        cp_id = ctx.control.checkpoint_id
-        if cp_id is None:
-            return None
-        lines = [
-            "## Last good checkpoint",
-            f"checkpoint {cp_id}; completed steps: {ctx.progress.completed_text()}; "
-            f"current step: {ctx.plan.current_step_id or '(none)'}",
-        ]
-        cp = ctx.evidence.transcript_checkpoint
-        if cp is not None:
-            lines += ["working state materialised there:", *(f"- {ln}" for ln in cp.plan_lines)]
-        return "\n".join(lines), "trusted_app"
-    if relation == "failing_error":
-        err = ctx.errors.last_error
-        rec = next((r for r in ctx.evidence.recent_tool_calls if err and r.id == err.call_id), None)
-        if rec is None:
-            rec = next((r for r in reversed(ctx.evidence.recent_tool_calls) if r.status == "error"), None)
-        if rec is None:
-            return None
-        full = _artifact(env, rec.raw_ref) or rec.result_summary
-        if not rec.compressed and full.strip() == rec.result_summary.strip():
-            return None  # the prompt already shows it whole
-        cut = f"(the last {ERROR_LIMIT} of {len(full)} chars)\n" if len(full) > ERROR_LIMIT else ""
-        text = (
-            f"## The failing call's output in full: {rec.id} {tool_label(rec.tool)}, its arguments as the executor "
-            "wrote them:\n" + quote_agent(rec.arguments, source="executor") + "\n"
-        ) + quote_external(cut + full[-ERROR_LIMIT:], source=f"tool:{rec.tool}", ref=rec.raw_ref, call_id=rec.id)
-        return text, "external_content"
-    if relation == "diff":
-        parts = []
-        for cid, tool, args, res in calls():
-            if res["status"] != "ok" or tool not in ("apply_patch", "write_file"):
-                continue
-            a = arguments_dict(args)
-            if tool == "apply_patch":
-                parts.append(f"# {cid} apply_patch\n{a.get('patch', '')}".rstrip())
-            else:
-                content = str(a.get("content", ""))
-                parts.append(f"# {cid} write_file {a.get('path')}: {len(content.encode())} bytes written")
-        if not parts:
-            return None
-        body = "\n".join(parts)
-        if len(body) > DIFF_LIMIT:
-            body = f"(the last {DIFF_LIMIT} of {len(body)} chars)\n" + body[-DIFF_LIMIT:]
-        return "## Changes this task made (diffs as applied)\n" + quote_agent(body, source="diff"), "agent_claim"
     if relation.startswith("latest_result:"):
-        want = relation.split(":", 1)[1]
-        hits = [
-            (cid, tool, args, res)
-            for cid, tool, args, res in calls()
-            if (_is_test(tool, args) if want == "test" else tool == want)
-        ]
-        if not hits:
-            return None
-        cid, tool, args, res = hits[-1]
-        what = "test run" if want == "test" else f"result of {want}"
-        text = (
-            f"## The latest {what}: {cid} {tool_label(tool)} -> {res['status']}, its arguments as the executor "
-            "wrote them:\n" + quote_agent(" ".join(args.split()), source="executor") + "\n"
-        ) + quote_external(str(res["result_summary"]), source=f"tool:{tool}", ref=res.get("raw_ref"), call_id=cid)
-        return text, "external_content"
-    if relation == "finding_evidence":
-        stale = [f for f in ctx.evidence.findings if ctx.stale(f.id)]
-        replaced = {x for f in ctx.evidence.findings for x in f.supersedes}
-        findings = stale or [f for f in ctx.evidence.findings if f.id not in replaced][-3:]
-        by_ref = {r.raw_ref: r for r in ctx.evidence.recent_tool_calls if r.raw_ref}
-        refs: dict[str, list[str]] = {}  # each evidence once, naming every finding it backs
-        for f in findings:
-            for ref in f.evidence_refs:
-                refs.setdefault(ref, []).append(f.id)
-        lines = []
-        for ref, ids in refs.items():
-            rec = by_ref.get(ref)
-            out = rec.result_summary if rec is not None else _artifact(env, ref)
-            if out is None:
-                continue
-            out = out if len(out) <= EVIDENCE_LIMIT else out[:EVIDENCE_LIMIT] + f"\n[... {len(out)} chars: {ref}]"
-            src = f"tool:{rec.tool}" if rec is not None else "artifact"
-            lines.append(f"evidence of finding {', '.join(ids)}:\n" + quote_external(out, source=src, ref=ref))
-        if not lines:
-            return None
-        return "## Evidence of the findings in play\n" + "\n".join(lines), "external_content"
-    return None
+        return _latest_result(ctx, relation.split(":", 1)[1], calls)
+    resolver = _RESOLVERS.get(relation)
+    return resolver(ctx, env, calls) if resolver is not None else None
 
 
 def policy_blocks(
@@ -210,7 +237,7 @@ def policy_blocks(
             if rel in done:
                 continue
             done.add(rel)
-            got = _resolve(ctx, env, rel, role, calls)
+            got = _resolve(ctx, env, rel, calls)
             if got is None:
                 continue
             text, trust = got

@@ -21,14 +21,8 @@ Modules (leaves first):
 """
 
 from .builtin import BUILTIN_TOOLS, READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
-from .node import (
-    APPROVAL_ACTIONS,
-    REJECTED_AGAIN,
-    ApprovalQuestions,
-    TaskToolNode,
-    make_tool_node,
-    normalize_answer,
-)
+from .approvals import APPROVAL_ACTIONS, REJECTED_AGAIN, ApprovalQuestions, normalize_answer
+from .node import TaskToolNode, make_tool_node
 from .protocol import (
     CONTROL_TOOLS,
     ToolExecutor,

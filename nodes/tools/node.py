@@ -72,67 +72,15 @@ from context.text import clean, from_bytes
 
 from ..permissions import Decision, assess
 from ..runtime import NodeEnv, NodeRun
+from .approvals import REJECTED_AGAIN, ApprovalQuestions, normalize_answer
 from .builtin import READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
 from .protocol import ToolExecutor, ToolOutcome, check_arguments, parameters_of, scoped_execute
 
-__all__ = [
-    "APPROVAL_ACTIONS",
-    "ApprovalQuestions",
-    "REJECTED_AGAIN",
-    "TaskToolNode",
-    "make_tool_node",
-    "normalize_answer",
-]
-
-#: Start of the result of a call the user already rejected (same tool, same arguments).
-REJECTED_AGAIN = "refused: the user already rejected this exact call"
-APPROVAL_ACTIONS = ("approve", "edit", "reject", "respond")
+__all__ = ["TaskToolNode", "make_tool_node"]
 
 
 def _canon(args: dict[str, Any]) -> str:
     return json.dumps(args, sort_keys=True, ensure_ascii=False)
-
-
-def normalize_answer(answer: Any) -> dict[str, Any]:
-    """An approval answer as ``{"action": ..., ...}``; anything unreadable is a rejection."""
-    if isinstance(answer, str) and answer in APPROVAL_ACTIONS:
-        answer = {"action": answer}
-    if not isinstance(answer, dict) or answer.get("action") not in APPROVAL_ACTIONS:
-        return {"action": "reject", "reason": f"unreadable approval answer {str(answer)[:100]!r}"}
-    out = dict(answer)
-    if out["action"] == "edit" and not isinstance(out.get("arguments"), dict):
-        return {"action": "reject", "reason": "edit without an arguments object"}
-    return out
-
-
-class ApprovalQuestions:
-    """The approval questions of one node run, in ``interrupt()`` order: the
-    ``permission.requested`` events its earlier attempts appended (``own``), then the ones this
-    attempt appends (``asked``). ``pos``: how many of them this attempt has put so far.
-    ``put_before``: the calls whose question an earlier attempt put and acted on; ``put_now``:
-    whether this attempt has put a question (one question per node run)."""
-
-    def __init__(self, own: Sequence[Event]):
-        self.own = list(own)
-        self.asked: list[Event] = [e for e in own if e.kind == "permission.requested"]
-        self.pos = 0
-        self.put_before = {e.payload["call_id"] for e in self.asked if self.acted_on(e)}
-        self.put_now = False
-
-    def acted_on(self, req: Event) -> bool:
-        """An earlier attempt acted on the answer to ``req`` (granted or denied the call after it)."""
-        return any(
-            e.kind in ("permission.granted", "permission.denied")
-            and e.seq > req.seq
-            and e.payload["call_id"] == req.payload["call_id"]
-            for e in self.own
-        )
-
-    def may_ask(self, again: str | None = None) -> bool:
-        """Whether this attempt may put a new question: none put yet, in this attempt or (acted
-        on) in an earlier one. ``again``: the call id being put up again after an interruption;
-        its own earlier question does not count."""
-        return not self.put_now and not (self.put_before - {again})
 
 
 class TaskToolNode:
@@ -516,59 +464,15 @@ class TaskToolNode:
     ) -> None:
         """Act on the answer ``ans``. First the workspace is checked like on a resume
         (:meth:`waited`: a hand edit made while the task waited is ``fact.stale``, cause
-        ``approval``). approve: ``permission.granted`` (user), then run; but when a file the call
-        writes (``targets``, the policy's paths) changed while waiting, the approved arguments were
-        made against bytes the file no longer has: ``permission.denied`` (system) and a
-        ``denied`` result naming the change and asking for a re-read (the call is not run; made
-        again, it is put up again). edit: the edited arguments (given after the change) are
-        checked against the tool's schema (:func:`.protocol.check_arguments`) and by the policy
-        again (refused: ``permission.denied``, not run), then granted and run. reject / respond:
+        ``approval``). approve: :meth:`approved`; edit: :meth:`edited`. reject / respond:
         ``permission.denied`` by the user and a ``denied`` result carrying the user's reason or
         message."""
         changed = self.waited(run)
         action = ans["action"]
-        moved = [p for p in targets if p in changed]
-        if action == "approve" and moved:
-            what = "; ".join(change_text(p, "approval", run.ctx.evidence.world.get(p, ""), changed[p]) for p in moved)
-            self.deny(
-                run,
-                rec,
-                args,
-                f"approved by the user, but {what}; not run",
-                f"not run: {what}, after these arguments were made. Re-read {', '.join(moved)} and make the "
-                "change again on its current bytes (it will be put up for approval again).",
-                risk=risk,
-            )
-            return
         if action == "approve":
-            self.grant(run, rec, args, risk, "approved by the user", "user")
-            self.execute(run, rec, args, note)
+            self.approved(run, rec, args, risk, note, [(p, changed[p]) for p in targets if p in changed])
         elif action == "edit":
-            new = dict(ans["arguments"])
-            problem = check_arguments(rec.tool, self.parameters(rec.tool), new)
-            if problem is not None:  # whoever answered (CLI, Python API, LangGraph Server)
-                self.deny(
-                    run,
-                    rec,
-                    new,
-                    f"edited arguments refused: {problem}",
-                    f"refused by the tool node: the edited arguments do not fit the tool ({problem}); not run",
-                )
-                return
-            d = assess(rec.tool, new, run.ctx.permissions, self.tools)
-            if not d.allowed:
-                self.deny(
-                    run,
-                    rec,
-                    new,
-                    f"edited arguments refused: {d.reason}",
-                    f"refused by the tool node: the edited arguments break the policy ({d.reason}); not run",
-                )
-                return
-            self.grant(run, rec, new, d.risk, "approved with arguments edited by the user", "user")
-            self.execute(
-                run, rec, new, "the user edited the arguments before approving" + (f"; {note}" if note else "")
-            )
+            self.edited(run, rec, dict(ans["arguments"]), note)
         elif action == "reject":
             why = " ".join(str(ans.get("reason") or "no reason given").split())[:500]
             self.deny(
@@ -592,6 +496,61 @@ class TaskToolNode:
                 actor="user",
                 risk=risk,
             )
+
+    def approved(
+        self,
+        run: NodeRun,
+        rec: ToolCallRecord,
+        args: dict[str, Any],
+        risk: str,
+        note: str,
+        moved: Sequence[tuple[str, str]],
+    ) -> None:
+        """Approved: ``permission.granted`` (user), then run. But when a file the call writes
+        changed while waiting (``moved``: ``(path, sha now)`` pairs), the approved arguments were made against
+        bytes the file no longer has: ``permission.denied`` (system) and a ``denied`` result naming
+        the change and asking for a re-read (the call is not run; made again, it is put up again)."""
+        if moved:
+            what = "; ".join(change_text(p, "approval", run.ctx.evidence.world.get(p, ""), sha) for p, sha in moved)
+            self.deny(
+                run,
+                rec,
+                args,
+                f"approved by the user, but {what}; not run",
+                f"not run: {what}, after these arguments were made. Re-read {', '.join(p for p, _ in moved)} and make the "
+                "change again on its current bytes (it will be put up for approval again).",
+                risk=risk,
+            )
+            return
+        self.grant(run, rec, args, risk, "approved by the user", "user")
+        self.execute(run, rec, args, note)
+
+    def edited(self, run: NodeRun, rec: ToolCallRecord, new: dict[str, Any], note: str) -> None:
+        """Approved with edited arguments ``new`` (given after any change): checked against the
+        tool's schema (:func:`.protocol.check_arguments`) and by the policy again (refused:
+        ``permission.denied``, not run), then granted and run."""
+        problem = check_arguments(rec.tool, self.parameters(rec.tool), new)
+        if problem is not None:  # whoever answered (CLI, Python API, LangGraph Server)
+            self.deny(
+                run,
+                rec,
+                new,
+                f"edited arguments refused: {problem}",
+                f"refused by the tool node: the edited arguments do not fit the tool ({problem}); not run",
+            )
+            return
+        d = assess(rec.tool, new, run.ctx.permissions, self.tools)
+        if not d.allowed:
+            self.deny(
+                run,
+                rec,
+                new,
+                f"edited arguments refused: {d.reason}",
+                f"refused by the tool node: the edited arguments break the policy ({d.reason}); not run",
+            )
+            return
+        self.grant(run, rec, new, d.risk, "approved with arguments edited by the user", "user")
+        self.execute(run, rec, new, "the user edited the arguments before approving" + (f"; {note}" if note else ""))
 
 
 def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> TaskToolNode:
