@@ -55,6 +55,7 @@ __all__ = [
     "approval_renderable",
     "approval_view",
     "escape_controls",
+    "html_text",
     "inspect_hint",
 ]
 
@@ -71,6 +72,19 @@ def escape_controls(text: str) -> str:
     lone surrogates as U+FFFD, control and bidirectional-control characters (tab and newline
     kept) written as escapes (``"\\x1b"``, ``"\\u202e"``)."""
     return _escape(text.replace("\r\n", "\n"))
+
+
+def html_text(x: Any) -> str:
+    """``x`` as HTML text: the one text sink of the report page.
+
+    Args:
+        x: Any value (None is the empty text).
+
+    Returns:
+        ``str(x)`` with control and bidi characters written as escapes (:func:`escape_controls`),
+        then HTML-escaped (quotes too).
+    """
+    return _html.escape(escape_controls("" if x is None else str(x)), quote=True)
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,7 @@ and sets ``document.body.dataset.ready = "1"``; a script error is caught and lis
 
 from __future__ import annotations
 
-import html as _html
 import json
-import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -41,33 +39,14 @@ from context.trajectory import request_goal
 from context.verify import check_events
 
 from ..project import DEFAULT_DB
-from .approval import approval_html, escape_controls, inspect_hint
+from .approval import approval_html, html_text, inspect_hint
+from .chart import token_chart_svg
 from .hints import command_hint
 
-__all__ = ["CUSTOM_ROLE_COLORS", "ROLE_COLORS", "build_report", "role_colors", "token_chart_svg", "write_report"]
-
-ROLE_COLORS = {"planner": "#6f42c1", "executor": "#1f77b4", "reviewer": "#2ca02c", "recovery": "#d62728"}
-#: Colours of custom roles, in the order they first call a model (then grey).
-CUSTOM_ROLE_COLORS = ("#ff7f0e", "#17becf", "#bcbd22", "#e377c2", "#8c564b")
-_OTHER_COLOR = "#7f7f7f"
+__all__ = ["PAGE_HEAD", "PAGE_TAIL", "build_report", "write_report"]
 
 
-def role_colors(calls: Sequence[dict[str, Any]]) -> dict[str, str]:
-    """Role -> bar colour for the roles of ``calls``: the built-in roles' :data:`ROLE_COLORS`
-    first, then each custom role (any other role name) in the order of its first call, from
-    :data:`CUSTOM_ROLE_COLORS` (grey once they run out)."""
-    seen = list(dict.fromkeys(str(c["role"]) for c in calls))
-    out = {r: col for r, col in ROLE_COLORS.items() if r in seen}
-    custom = [r for r in seen if r not in ROLE_COLORS]
-    for i, r in enumerate(custom):
-        out[r] = CUSTOM_ROLE_COLORS[i] if i < len(CUSTOM_ROLE_COLORS) else _OTHER_COLOR
-    return out
-
-
-def _e(x: Any) -> str:
-    """The one text sink of the page: ``x`` as text, control and bidi characters written as
-    escapes (:func:`.approval.escape_controls`), then HTML-escaped (quotes too)."""
-    return _html.escape(escape_controls("" if x is None else str(x)), quote=True)
+_e = html_text
 
 
 def _wrappable(x: Any) -> str:
@@ -104,128 +83,6 @@ def _paged(rows: list[str], what: str, cols: int, full: bool, hint: str) -> list
 
 def _calls(events: Sequence[Event]) -> list[dict[str, Any]]:
     return [dict(e.payload, seq=e.seq, timestamp=e.timestamp) for e in events if e.kind == "context.built"]
-
-
-def _tick_step(n: int, most: int = 15) -> int:
-    """The smallest of 1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, ... with at most ``most``
-    multiples in 1..``n`` (the x labels of ``n`` calls)."""
-    k = 0
-    while True:
-        for m in (1, 2, 5, 10, 20, 25, 50):
-            step = m * 10**k
-            if n // step <= most:
-                return step
-        k += 2
-
-
-def _y_ticks(top: float, most: int = 5) -> list[int]:
-    """Round y tick values from 0 up to ``top``: multiples of the smallest step 1, 2, 2.5 or 5
-    times a power of ten that gives at most ``most`` ticks above 0 (``top`` 4,138: 0, 1,000, ...,
-    4,000; ``top`` 8,000: 0, 2,000, ..., 8,000)."""
-    k = 10 ** max(0, math.floor(math.log10(max(top, 1))) - 1)
-    while True:
-        for m in (1, 2, 2.5, 5):
-            step = m * k
-            if step >= 1 and top // step <= most and float(step).is_integer():
-                return [int(i * step) for i in range(int(top // step) + 1)]
-        k *= 10
-
-
-def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 240) -> str:
-    """An inline SVG bar chart: one bar per model call (prompt tokens; the cached prefix is the
-    darker lower part), coloured by role (:func:`role_colors`: custom roles get colours of their
-    own and a legend entry); the budget as one dashed line across the whole plot (a step where a
-    call's budget changed); x ticks at the call numbers that are multiples of 1, 2, 5, 10, 20, 25,
-    50, ... (the smallest giving at most 15 labels), y grid at round values (:func:`_y_ticks`). The SVG scales
-    down to the page width (``viewBox``). A note instead if there are no calls."""
-    if not calls:
-        return '<p class="muted">No model call recorded yet.</p>'
-    n = len(calls)
-    left, top, bottom = 56, 12, 44
-    plot_w = max(480, min(900, n * 28), n * 4)  # wider than 900 px (it scrolls) only past 225 calls
-    bw = plot_w / n  # the bars fill the plot, left..right
-    gap = min(2.0, bw / 5)
-    right = left + plot_w
-    width = right + 16
-    top_val = max(max(c["budget"] for c in calls), max(c["prompt_tokens"] for c in calls), 1)
-    plot_h = height - top - bottom
-    colors = role_colors(calls)
-
-    def y(v: float) -> float:
-        return top + plot_h * (1 - v / top_val)
-
-    parts = [
-        f'<svg id="token-chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="prompt tokens per model call">'
-    ]
-    for v in _y_ticks(top_val):
-        parts.append(
-            f'<line x1="{left}" x2="{right}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e5e5e5"/>'
-            f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="10">{int(v):,}</text>'
-        )
-    for i, c in enumerate(calls):
-        x = left + i * bw
-        color = colors[str(c["role"])]
-        pt, cp = c["prompt_tokens"], min(c["cached_prefix_tokens"], c["prompt_tokens"])
-        tip = (
-            f"call {c['call']} {c['role']} step {c.get('step_id') or '-'}: {pt} prompt tokens, "
-            f"{cp} cached prefix, budget {c['budget']}"
-            + (" (transcript restarted)" if c.get("transcript_reset") else "")
-            + (
-                f"; provider: {u['input_tokens']} input tokens ({u['input_tokens'] - pt:+d} vs counted), "
-                f"{u['cache_read']} cache read"
-                if (u := c.get("usage"))
-                else ""
-            )
-        )
-        parts.append(
-            f'<g class="bar" data-call="{c["call"]}" data-role="{_e(c["role"])}"><title>{_e(tip)}</title>'
-            f'<rect x="{x + gap / 2:.1f}" y="{y(pt):.1f}" width="{bw - gap:.1f}" height="{y(0) - y(pt):.1f}" fill="{color}" '
-            f'fill-opacity="0.45"/>'
-            f'<rect x="{x + gap / 2:.1f}" y="{y(cp):.1f}" width="{bw - gap:.1f}" height="{y(0) - y(cp):.1f}" fill="{color}"/>'
-            + (
-                # the provider's cache_read beside the predicted cached prefix: a black tick
-                f'<line class="provider-cache" x1="{x + gap / 2:.1f}" x2="{x + bw - gap / 2:.1f}" '
-                f'y1="{y(u["cache_read"]):.1f}" y2="{y(u["cache_read"]):.1f}" stroke="#000" stroke-width="2"/>'
-                if u
-                else ""
-            )
-            + "</g>"
-        )
-    # the budget: one path from the plot's left edge to its right edge, stepping where it changed
-    path = []
-    for i, c in enumerate(calls):
-        yy = f"{y(c['budget']):.1f}"
-        x0 = left + i * bw
-        path.append(f"M{x0:.1f},{yy}" if i == 0 else f"L{x0:.1f},{yy}")
-        if i + 1 < n and calls[i + 1]["budget"] != c["budget"]:
-            path.append(f"L{x0 + bw:.1f},{yy}")
-    path.append(f"L{right},{y(calls[-1]['budget']):.1f}")
-    parts.append(f'<path class="budget" d="{" ".join(path)}" fill="none" stroke="#333" stroke-dasharray="4,3"/>')
-    base = y(0)
-    parts.append(f'<line class="x-axis" x1="{left}" x2="{right}" y1="{base:.1f}" y2="{base:.1f}" stroke="#333"/>')
-    step = _tick_step(n)
-    ticks = [i for i, c in enumerate(calls) if c["call"] % step == 0]  # indexes of labelled calls
-    for i in ticks:
-        cx = left + i * bw + bw / 2
-        parts.append(
-            f'<g class="xtick"><line x1="{cx:.1f}" x2="{cx:.1f}" y1="{base:.1f}" y2="{base + 4:.1f}" stroke="#333"/>'
-            f'<text x="{cx:.1f}" y="{base + 15:.1f}" text-anchor="middle" font-size="10">{calls[i]["call"]}</text></g>'
-        )
-    parts.append(
-        f'<text x="{(left + right) / 2:.0f}" y="{height - 6}" text-anchor="middle" font-size="11">model call</text>'
-        f'<text x="12" y="{top + plot_h / 2:.0f}" text-anchor="middle" font-size="11" '
-        f'transform="rotate(-90 12 {top + plot_h / 2:.0f})">prompt tokens</text></svg>'
-    )
-    legend = " ".join(
-        f'<span class="swatch" style="background:{col}"></span>{_e(role)}' for role, col in colors.items()
-    )
-    provider = " · black tick: the provider's cache read" if any(c.get("usage") for c in calls) else ""
-    return (
-        '<div class="chart">'
-        + "".join(parts)
-        + f'</div><p class="legend">{legend} · darker: cached prefix{provider} · dashed: budget</p>'
-    )
 
 
 def _list(items: Sequence[str], empty: str = "(none)") -> str:
