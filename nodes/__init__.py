@@ -72,17 +72,7 @@ if TYPE_CHECKING:
         task_created_event,
     )
     from .runtime import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, NodeRun, Rendered, cached_prefix_tokens, fingerprints
-    from .testing import (
-        RECORDED_THOUGHT,
-        ReplayChatModel,
-        ScriptedChatModel,
-        and_complete,
-        complete,
-        plan,
-        recover,
-        review,
-        tool_call,
-    )
+    from .testing import RECORDED_THOUGHT, ReplayChatModel, ScriptedChatModel
     from .tools import (
         ReplayTools,
         TaskToolNode,
@@ -127,12 +117,6 @@ __getattr__ = lazy_exports(
         "RECORDED_THOUGHT": ".testing",
         "ReplayChatModel": ".testing",
         "ScriptedChatModel": ".testing",
-        "and_complete": ".testing",
-        "complete": ".testing",
-        "plan": ".testing",
-        "recover": ".testing",
-        "review": ".testing",
-        "tool_call": ".testing",
         "ReplayTools": ".tools",
         "TaskToolNode": ".tools",
         "ToolExecutor": ".tools",
@@ -168,11 +152,9 @@ __all__ = [
     "ToolExecutor",
     "ToolOutcome",
     "WorkspaceTools",
-    "and_complete",
     "assemble",
     "assess",
     "cached_prefix_tokens",
-    "complete",
     "core_blocks",
     "fingerprints",
     "function_schema",
@@ -183,11 +165,7 @@ __all__ = [
     "make_tool_node",
     "mask_secrets",
     "normalize_answer",
-    "plan",
     "quote_external",
-    "recover",
     "resolve_model",
-    "review",
     "task_created_event",
-    "tool_call",
 ]

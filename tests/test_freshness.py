@@ -12,8 +12,9 @@ from context import Finding, TaskContext, new_event, replay
 from context.freshness import find_stale, world_version
 from graphs import build_orchestrator, new_task, open_project, thread_config
 from graphs.runner import run_graph
-from nodes import ScriptedChatModel, WorkspaceTools, complete, plan, review, tool_call
+from nodes import ScriptedChatModel, WorkspaceTools
 from nodes.runtime import NodeEnv
+from nodes.testing import complete, plan, review, tool_call
 
 CONF_1M = "[proxy]\nlimit = 1m\n"
 CONF_5M = "[proxy]\nlimit = 5m\n"

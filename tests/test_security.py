@@ -24,7 +24,8 @@ from context import Permissions, SqliteStores, replay
 from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import export_run, run_with_approvals
-from nodes import ScriptedChatModel, WorkspaceTools, complete, plan, recover, review, tool_call
+from nodes import ScriptedChatModel, WorkspaceTools
+from nodes.testing import complete, plan, recover, review, tool_call
 
 OUTSIDE_SECRET = "OUTSIDE-WORKSPACE-CANARY-7f3a"
 SCOPE_SECRET = "OUT-OF-SCOPE-CANARY-91bc"

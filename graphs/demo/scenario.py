@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from context import Permissions
-from nodes import ScriptedChatModel, WorkspaceTools, complete, plan, recover, review, tool_call
+from nodes import ScriptedChatModel, WorkspaceTools
+from nodes.testing import complete, plan, recover, review, tool_call
 
 __all__ = [
     "DEMO_REQUEST",

@@ -18,7 +18,8 @@ from langchain_core.messages import AIMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from context import InvalidInputError, Permissions
-from nodes import ToolOutcome, complete, plan, recover, review, tool_call
+from nodes import ToolOutcome
+from nodes.testing import complete, plan, recover, review, tool_call
 
 from .checks import Check
 

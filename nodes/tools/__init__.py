@@ -20,8 +20,8 @@ Modules (leaves first):
   rules). The workspace executor lives in :mod:`nodes.workspace`.
 """
 
-from .builtin import BUILTIN_TOOLS, READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
 from .approvals import APPROVAL_ACTIONS, REJECTED_AGAIN, ApprovalQuestions, normalize_answer
+from .builtin import BUILTIN_TOOLS, READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
 from .node import TaskToolNode, make_tool_node
 from .protocol import (
     CONTROL_TOOLS,
