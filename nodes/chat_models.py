@@ -45,7 +45,8 @@ def model_error(exc: BaseException, *, role: str | None = None, timeout: float |
     body = getattr(exc, "body", None)
     text = str(getattr(exc, "message", None) or exc)
     if isinstance(body, dict):
-        err = body.get("error") if isinstance(body.get("error"), dict) else body
+        inner = body.get("error")
+        err = inner if isinstance(inner, dict) else body
         text = str(err.get("message") or text)
     text = " ".join(text.split())
     short = text if len(text) <= 160 else text[:157] + "..."
@@ -91,7 +92,8 @@ def resolve_model(spec: str | BaseChatModel, **kwargs: Any) -> BaseChatModel:
         raise ModelConfigError("init_chat_model needs the 'langchain' package; pip install langchain") from exc
     provider = spec.split(":", 1)[0]
     try:
-        return init_chat_model(spec, **kwargs)
+        model: BaseChatModel = init_chat_model(spec, **kwargs)  # (a spec with no configurable fields)
+        return model
     except ImportError as exc:
         raise ModelConfigError(
             f"model {spec!r}: the integration for provider {provider!r} is not installed ({exc}); "

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context import Permissions
+from context.models import RiskLevel
 
 __all__ = ["ALWAYS_ALLOWED", "Decision", "PolicyError", "assess"]
 
@@ -46,7 +47,7 @@ class PolicyError(Exception):
 @dataclass(frozen=True)
 class Decision:
     allowed: bool
-    risk: str = "low"
+    risk: RiskLevel = "low"
     reason: str = ""
     needs_approval: bool = False
     #: Workspace-relative paths the call touches (resolved), for the record.
@@ -80,7 +81,8 @@ def assess(tool: str, args: dict[str, Any], perms: Permissions, tools: Any) -> D
             "would write the mask in place of the value; read the secret from the environment inside the command, "
             "or use a value not shaped like a credential",
         )
-    risk, reason, paths = "low", "", ()
+    risk: RiskLevel = "low"
+    reason, paths = "", ()
     check = getattr(tools, "check", None)
     if check is not None:
         try:

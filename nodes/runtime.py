@@ -191,8 +191,9 @@ def prompt_text(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]
         parts.append(f"### tools\n{names}")
     for m in messages:
         head = f"### {m.type}"
-        if getattr(m, "tool_call_id", None):
-            head += f" (tool_call_id={m.tool_call_id})"
+        call_id = getattr(m, "tool_call_id", None)
+        if call_id:
+            head += f" (tool_call_id={call_id})"
         body = m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False)
         calls = getattr(m, "tool_calls", None)
         if calls:
@@ -240,7 +241,10 @@ def provider_caching(model: Any, rendered: Rendered, task_id: str) -> tuple[list
     out = list(rendered.messages)
     for i in rendered.breakpoints:
         m = out[i]
-        blocks = [{"type": "text", "text": m.content}] if isinstance(m.content, str) else [dict(b) for b in m.content]
+        if isinstance(m.content, str):
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}]
+        else:  # a str item of a content list is a text block
+            blocks = [dict(b) if isinstance(b, dict) else {"type": "text", "text": b} for b in m.content]
         blocks[-1] = {**blocks[-1], "cache_control": dict(CACHE_CONTROL)}
         out[i] = m.model_copy(update={"content": blocks})
     return out, {"cache_control": dict(CACHE_CONTROL)}

@@ -138,6 +138,7 @@ class _OfflineModel(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         msg = self._generate(messages, stop, run_manager, **kwargs).generations[0].message
+        calls = msg.tool_calls if isinstance(msg, AIMessage) else []
         chunk = AIMessageChunk(
             content=msg.content,
             tool_call_chunks=[
@@ -148,7 +149,7 @@ class _OfflineModel(BaseChatModel):
                     "index": i,
                     "type": "tool_call_chunk",
                 }
-                for i, tc in enumerate(msg.tool_calls)
+                for i, tc in enumerate(calls)
             ],
         )
         yield ChatGenerationChunk(message=chunk)
@@ -183,14 +184,14 @@ class ScriptedChatModel(_OfflineModel):
             idx = self._counts.get(key, 0)
         self._counts[key] = idx + 1
         if idx >= len(answers) and role in self.fallback:
-            a = self.fallback[role]
-            return a(messages, meta) if callable(a) else a
+            fallback: Answer = self.fallback[role]
+            return fallback(messages, meta) if callable(fallback) else fallback
         if idx >= len(answers):
             raise IndexError(
                 f"ScriptedChatModel: no answer left for role {role!r} call {idx + 1} "
                 f"(script has {len(answers)}); add answers to the script"
             )
-        a = answers[idx]
+        a: Answer = answers[idx]
         return a(messages, meta) if callable(a) else a
 
 

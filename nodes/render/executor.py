@@ -300,10 +300,11 @@ class ExecutorRenderer:
                 or (digest_latest and age == 0)
             )
             # point only to an earlier output shown in full in this prompt (never to a digest)
-            reusable = reuse and rec.raw_ref and rec.status == "ok" and len(rec.result_summary) >= REUSE_MIN_CHARS
-            same_as = first_by_ref.get(rec.raw_ref) if reusable and not dig else None
-            if reusable and same_as is None and not dig:
-                first_by_ref[rec.raw_ref] = rec.id
+            ok = reuse and rec.status == "ok" and len(rec.result_summary) >= REUSE_MIN_CHARS
+            ref = rec.raw_ref if ok else None
+            same_as = first_by_ref.get(ref) if ref and not dig else None
+            if ref and same_as is None and not dig:
+                first_by_ref[ref] = rec.id
             prev, body, msgs, tokens = self._entry(
                 prev, rec, digest=dig, same_as=same_as, shown=shown, reuse=reuse, env=env, degrade=digest_latest
             )

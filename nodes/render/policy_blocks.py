@@ -159,6 +159,12 @@ def _diff(ctx: TaskContext, env: NodeEnv, calls: Callable[[], list[Call]]) -> Re
     return "## Changes this task made (diffs as applied)\n" + quote_agent(body, source="diff"), "agent_claim"
 
 
+def _ref(result: dict[str, object]) -> str | None:
+    """The ``raw_ref`` of a ``tool.result.received`` payload, or None."""
+    ref = result.get("raw_ref")
+    return ref if isinstance(ref, str) else None
+
+
 def _latest_result(ctx: TaskContext, want: str, calls: Callable[[], list[Call]]) -> Resolved:
     """The latest result of tool ``want`` (``test``: the latest test command)."""
     hits = [
@@ -173,7 +179,7 @@ def _latest_result(ctx: TaskContext, want: str, calls: Callable[[], list[Call]])
     text = (
         f"## The latest {what}: {cid} {tool_label(tool)} -> {res['status']}, its arguments as the executor "
         "wrote them:\n" + quote_agent(" ".join(args.split()), source="executor") + "\n"
-    ) + quote_external(str(res["result_summary"]), source=f"tool:{tool}", ref=res.get("raw_ref"), call_id=cid)
+    ) + quote_external(str(res["result_summary"]), source=f"tool:{tool}", ref=_ref(res), call_id=cid)
     return text, "external_content"
 
 

@@ -6,7 +6,7 @@ import contextvars
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
@@ -29,6 +29,14 @@ Node = Callable[[TaskContext, RunnableConfig], dict[str, Any]]
 #: A prompt the provider refuses as too long is rebuilt once, at a budget this share of its
 #: droppable (not required) blocks' tokens smaller.
 REBUILD_CUT = 0.25
+
+
+OneOf = TypeVar("OneOf", bound=str)
+
+
+def one_of(value: object, options: tuple[OneOf, ...], default: OneOf) -> OneOf:
+    """``value`` when it is one of ``options`` (a model's answer field), else ``default``."""
+    return next((o for o in options if o == value), default)
 
 
 def reply_text(ai: AIMessage) -> str:

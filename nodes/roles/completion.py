@@ -13,9 +13,10 @@ from context.events import (
     StepCompleted,
 )
 from context.freshness import HEAD_PATH, about
-from context.models import ToolCallRecord, arguments_dict
+from context.models import FactKind, StepResult, ToolCallRecord, arguments_dict
 
 from ..runtime import NodeRun
+from .base import one_of
 
 
 def _raw_findings(step_id: str, raw: Any) -> list[Finding]:
@@ -103,11 +104,14 @@ def _rests_on(ctx: TaskContext, fact: Any, calls: list[ToolCallRecord], written:
     return fact.model_copy(update={"rests_on": files, "head": head})
 
 
-def completion_args(step_id: str, args: dict[str, Any]) -> tuple[str, str, list[Finding], list[str]]:
+#: The results a ``complete_step`` call may give (anything else is ``success``).
+STEP_RESULTS: tuple[StepResult, ...] = ("success", "partial", "failed", "blocked")
+
+
+def completion_args(step_id: str, args: dict[str, Any]) -> tuple[StepResult, str, list[Finding], list[str]]:
     """``(result, summary, findings, unresolved_issues)`` of a ``complete_step`` call."""
-    result = args.get("result") if args.get("result") in ("success", "partial", "failed", "blocked") else "success"
     return (
-        str(result),
+        one_of(args.get("result"), STEP_RESULTS, "success"),
         str(args.get("summary") or ""),
         _raw_findings(step_id, args.get("findings")),
         [str(u) for u in args.get("unresolved_issues") or []],
@@ -118,7 +122,7 @@ def step_completed(
     run: NodeRun,
     ctx: TaskContext,
     step_id: str,
-    result: str,
+    result: StepResult,
     summary: str,
     findings: list[Finding],
     unresolved: list[str],
@@ -156,7 +160,7 @@ def _born_stale(
     stale (a call whose file changed before the step ended): they are stale from the start."""
     by_ref = {r.raw_ref: r.id for r in [*older, *ctx.evidence.recent_tool_calls] if r.raw_ref}
     step_calls = [r.id for r in ctx.evidence.recent_tool_calls if r.step_id == completed.step_id]
-    facts: list[tuple[str, str, list[str], dict[str, str]]] = [
+    facts: list[tuple[str, FactKind, list[str], dict[str, str]]] = [
         (f.id, "finding", [by_ref[x] for x in f.evidence_refs if x in by_ref], {**f.rests_on, HEAD_PATH: f.head or ""})
         for f in completed.findings
     ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
@@ -18,9 +18,11 @@ from ..render import RecoveryRenderer, Renderer
 from ..runtime import NodeEnv, NodeRun
 from ..schemas import DECIDE_RECOVERY
 from ..tools import REJECTED_AGAIN
-from .base import Node, model_call, prologue, reply_text, tool_args
+from .base import Node, model_call, one_of, prologue, reply_text, tool_args
 from .failures import guarded
 
+#: What recovery may decide (anything else the model answers is ``retry``).
+DECISIONS: tuple[Literal["retry", "replan", "stop"], ...] = ("retry", "replan", "stop")
 #: Open errors (failures no later success of the step resolved) one step may have before recovery
 #: stops the task whatever the model says.
 MAX_STEP_ERRORS = 10
@@ -77,7 +79,7 @@ def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
         step_id = ctx.plan.current_step_id or (failed.id if failed is not None else None)
         built, ai = model_call(run, model, rend, ctx, [DECIDE_RECOVERY], step_id)
         args = tool_args(ai, "decide_recovery") or {"decision": "retry", "reason": reply_text(ai)[:300]}
-        decision = args.get("decision") if args.get("decision") in ("retry", "replan", "stop") else "retry"
+        decision = one_of(args.get("decision"), DECISIONS, "retry")
         reason = str(args.get("reason") or "")
         # open errors of the step: failures since its last success (a resolved error left the
         # state's window, or a later call of the step succeeded: the step is moving)

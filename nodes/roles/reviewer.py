@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
@@ -40,7 +40,7 @@ def make_reviewer_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
             "summary": reply_text(ai)[:500],
             "issues": ["the reviewer gave no verdict (no submit_review call)"],
         }
-        verdict = "revise" if args.get("verdict") == "revise" else "approve"
+        verdict: Literal["approve", "revise"] = "revise" if args.get("verdict") == "revise" else "approve"
         review = ReviewCompleted(
             verdict=verdict, summary=str(args.get("summary") or ""), issues=[str(i) for i in args.get("issues") or []]
         )

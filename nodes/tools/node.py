@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
@@ -67,7 +67,7 @@ from langgraph.types import interrupt
 from context import COMMAND_LIMIT, TaskContext, compress_tool_result
 from context.events import ErrorResolved, Event, FactStale, FileModified, PermissionEvent, ToolResultReceived
 from context.freshness import change_text, find_stale
-from context.models import ToolCallRecord, arguments_dict
+from context.models import RiskLevel, ToolCallRecord, arguments_dict
 from context.text import clean, from_bytes
 
 from ..permissions import Decision, assess
@@ -336,8 +336,8 @@ class TaskToolNode:
         summary: str,
         *,
         actor: str = "system",
-        status: str = "denied",
-        risk: str = "high",
+        status: Literal["denied", "error"] = "denied",
+        risk: RiskLevel = "high",
     ) -> None:
         """Commit ``permission.denied`` (by ``actor``: the system's policy or the user) and the
         call's result (``status`` denied, or error for a call rejected before) in one batch: the
@@ -359,7 +359,7 @@ class TaskToolNode:
         )
 
     def grant(
-        self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, reason: str, actor: str
+        self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: RiskLevel, reason: str, actor: str
     ) -> None:
         """Commit ``permission.granted`` (by the user after an approval, else by the system):
         for a side-effecting call, the marker that it may have started."""
@@ -393,7 +393,7 @@ class TaskToolNode:
                 and e.payload["arguments"] == canon
                 and e.payload["reason"].startswith("rejected by the user")
             ):
-                return e.payload["reason"]
+                return str(e.payload["reason"])
         return None
 
     def payload(self, run: NodeRun, req: Event) -> dict[str, Any]:
@@ -424,7 +424,13 @@ class TaskToolNode:
                 return answer
 
     def ask(
-        self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord, args: dict[str, Any], risk: str, reason: str
+        self,
+        run: NodeRun,
+        q: ApprovalQuestions,
+        rec: ToolCallRecord,
+        args: dict[str, Any],
+        risk: RiskLevel,
+        reason: str,
     ) -> dict[str, Any]:
         """The user's answer about ``rec`` (:func:`normalize_answer`). First the questions
         earlier attempts of this node run put are put again, in order (LangGraph returns their
@@ -457,7 +463,7 @@ class TaskToolNode:
         run: NodeRun,
         rec: ToolCallRecord,
         args: dict[str, Any],
-        risk: str,
+        risk: RiskLevel,
         ans: dict[str, Any],
         note: str = "",
         targets: Sequence[str] = (),
@@ -502,7 +508,7 @@ class TaskToolNode:
         run: NodeRun,
         rec: ToolCallRecord,
         args: dict[str, Any],
-        risk: str,
+        risk: RiskLevel,
         note: str,
         moved: Sequence[tuple[str, str]],
     ) -> None:

@@ -146,8 +146,9 @@ def parameters_of(schemas: Sequence[dict[str, Any]], tool: str) -> dict[str, Any
     or bare ``{name, parameters}`` ones), or None when no schema names it or gives none."""
     for s in schemas:
         fn = s.get("function", s) if isinstance(s, dict) else None
-        if isinstance(fn, dict) and fn.get("name") == tool and isinstance(fn.get("parameters"), dict):
-            return fn["parameters"]
+        params = fn.get("parameters") if isinstance(fn, dict) and fn.get("name") == tool else None
+        if isinstance(params, dict):
+            return params
     return None
 
 

@@ -463,9 +463,9 @@ def _option_policy(prog: str, args: list[str], scopes: Sequence[str], root: Path
         elif row.action == "pathspec" and not paths and not dir_fully_in_scope(".", scopes):
             raised = ("high", f"{shown} {row.effect} (name paths inside the file scopes, after --)")
         elif row.action == "path":
-            for n, v in opts:
-                if n in row.options and v:
-                    _check_path(v, scopes, root, f"{key} {n}")
+            for n, value in opts:
+                if n in row.options and value:
+                    _check_path(value, scopes, root, f"{key} {n}")
         elif row.action == "module":
             for o in operands:
                 if o == "discover" or "/" in o or o.endswith(".py"):

@@ -66,7 +66,8 @@ def read_receipt(path: Path) -> dict[str, Any] | None:
     ``ValueError`` when it is not JSON."""
     if not path.exists():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    receipt: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return receipt
 
 
 def recover(
