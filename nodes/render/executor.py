@@ -1,38 +1,7 @@
-"""The executor's renderer: core + step + recent + fetched refs, cache-aware.
+"""The executor's renderer: core + checkpoint + the append-only transcript of calls + the state delta.
 
-Layout (stable parts first, so call k+1 starts with call k's prompt):
-
-1. system: the executor's instructions (fixed text);
-2. core: original request verbatim, success criteria, hard constraints, permissions;
-3. checkpoint: the working state materialised at the last transcript restart
-   (``evidence.transcript_checkpoint``; identical on every call until the next restart);
-4. transcript: one AI tool-call message + one tool message per call since the restart,
-   append-only, tool output compressed and quoted as external content; an output (or a run of
-   its lines) already shown by an earlier entry is sent as a pointer to it (:mod:`.reuse`);
-5. delta: the current step, plan progress, last step, pending approval ("## Now"). It goes into
-   the transcript as a note, and only when it changed since the last note shown
-   (``evidence.transcript_notes``), so an unchanged delta is not sent again; an unresolved
-   error follows the transcript while it is open.
-
-When the prompt would pass ``budget - reserve_for_output``, or earlier when it is expected to
-pay, the transcript restarts: a ``context.built`` event with ``transcript_reset`` (the decision's
-numbers, :class:`context.events.TranscriptReset`) and ``keep_last = KEEP_LAST`` is folded by the
-reducer, which materialises the checkpoint from the state (never a summary of a summary).
-
-The decision is a cost model priced with ``env.cache_rule`` (:mod:`nodes.pricing`: read and
-write multipliers, minimum cached prefix), from what the two renderings show, no constant fitted
-to data (:func:`restart_decision`): a transcript costs, per call, a read of the prompt so far
-plus the tokens the call appends (the mean entry of the transcript: the current output sizes);
-a restart costs one call that sends the new checkpoint and the kept calls again uncached. It is
-taken when this call's cost without it is above the least mean cost per call of the transcript
-it starts (the renewal rule: replace when the running cost passes the best average cost of a
-new cycle), and never when it sends again more than it removes (no thrash), unless the budget
-forces it. When the prompt does not fit, every restart that fits (with 0, 1 or 2 of the older
-kept calls as their one-line digest + ref) is priced the same way and the cheapest taken, so a
-restart that would be forced again at the next call loses to one that leaves room. Last the
-builder drops ``normal`` blocks. The latest tool result is ``required``.
-
-Source: DESIGN.md "Cache-aware rendering"; prompt-caching practice of stable prefixes.
+Stable parts come first, so a call's prompt starts with the previous call's; the transcript
+restarts when the budget forces it or the cost model expects it to pay (:mod:`.restart`).
 """
 
 from __future__ import annotations
@@ -151,6 +120,15 @@ class _TranscriptBlocks:
 
 
 class ExecutorRenderer:
+    """The executor's renderer: core + checkpoint + the append-only transcript + the state delta.
+
+    Transcript entries are rendered once and cached (an entry depends only on the entries before
+    it), in a bounded LRU shared by the threads of a graph.
+
+    Args:
+        keep_last: Calls a transcript restart keeps.
+    """
+
     role = "executor"
 
     def __init__(self, keep_last: int = KEEP_LAST):
@@ -174,8 +152,10 @@ class ExecutorRenderer:
         env: NodeEnv,
         degrade: bool = False,
     ) -> tuple[int, str, list[BaseMessage], int]:
-        """``(entry id, shown output, messages, tokens)`` of one transcript entry (cached);
-        ``reuse=False``: no span pointers (``shown`` is ignored)."""
+        """``(entry id, shown output, messages, tokens)`` of one transcript entry, cached.
+
+        ``reuse=False``: no span pointers (``shown`` is ignored).
+        """
         key = (
             prev,
             rec.id,
@@ -219,8 +199,10 @@ class ExecutorRenderer:
         digest_latest: bool = False,
         policy: PolicyBlocks | None = None,
     ) -> Rendered:
-        """One rendering pass (see :meth:`render`); ``policy``: the policy blocks this render's
-        passes share (default: built for this pass alone)."""
+        """One rendering pass (see :meth:`render`).
+
+        ``policy``: the policy blocks this render's passes share (default: built for this pass alone).
+        """
         cands = self._state_blocks(ctx, env)
         n = len(ctx.evidence.recent_tool_calls)
         # the state delta: appended to the transcript only when it changed since the last one shown
@@ -329,11 +311,24 @@ class ExecutorRenderer:
         return apply_event(ctx, prelim)
 
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
-        """Render; restart the transcript when the budget forces it or the cost model expects it
-        to pay (see module doc). When the required blocks do not fit even then, the latest call
-        (a required block) and the kept ones are degraded to their digest + ref
-        (:func:`shown_output`: at most ``DIGEST_LINE_CHARS`` chars of the output's last line),
-        without their thoughts, before ``BudgetError`` is raised."""
+        """Render the executor's prompt, restarting the transcript when it must or when it pays.
+
+        A restart is taken when the budget forces it or the cost model expects it to pay
+        (:func:`~nodes.render.restart.restart_decision`). When the required blocks do not fit even
+        then, the latest call and the kept ones are degraded to their digest and ref (at most
+        ``DIGEST_LINE_CHARS`` chars of the output's last line), without their thoughts.
+
+        Args:
+            ctx: The state.
+            env: The node environment (budget, reserve, counter, stores).
+            tools: The tool schemas the call offers.
+
+        Returns:
+            The prompt (``transcript_reset`` set when it restarts the transcript).
+
+        Raises:
+            BudgetError: The required blocks do not fit even degraded.
+        """
         policy = self._policy(ctx, env)
         try:
             return self._fit(ctx, env, tools, policy)
@@ -349,12 +344,21 @@ class ExecutorRenderer:
         )
 
     def minimum_budget(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> int:
-        """The smallest budget (tokens) under which a call can follow this prompt: the required
-        blocks of ``ctx`` plus one finished call in its degraded form (a digest line of
-        ``DIGEST_LINE_CHARS`` chars, no thought, small arguments), the overhead and
-        ``env.reserve_for_output``. The executor node checks it on a task's first executor call,
-        before any tool runs. (Large arguments can still need more: they are compressed, never
-        dropped.)"""
+        """The smallest budget under which a call can follow this prompt, in tokens.
+
+        The required blocks of ``ctx`` plus one finished call in its degraded form (a digest line, no
+        thought, small arguments), the overhead and ``env.reserve_for_output``. The executor node
+        checks it on a task's first executor call, before any tool runs; large arguments can still
+        need more (they are compressed, never dropped).
+
+        Args:
+            ctx: The state.
+            env: The node environment (budget, reserve, counter, stores).
+            tools: The tool schemas the call offers.
+
+        Returns:
+            The budget, in tokens.
+        """
         probe = ToolCallRecord(
             id="call_probe_000000",
             step_id=ctx.plan.current_step_id,
@@ -418,9 +422,11 @@ class ExecutorRenderer:
     def _digests(
         self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]], limit: int, policy: PolicyBlocks
     ) -> Rendered:
-        """No restart possible (few calls): the prompt with 1, 2... of the older calls as
-        digests, the first that fits; else the builder drops calls, with no pointers at all
-        (none may point to a dropped call)."""
+        """The prompt with 1, 2... of the older calls as digests: the first that fits.
+
+        When no restart is possible (few calls). Else the builder drops calls, with no pointers at
+        all (none may point to a dropped call).
+        """
         for d in range(1, self.keep_last):
             r = self._render(ctx, env, tools, reset=False, digest=d, policy=policy)
             if r.prompt_tokens <= limit and not r.manifest.dropped:
@@ -429,6 +435,9 @@ class ExecutorRenderer:
 
 
 def _trust_of(text: str) -> Trust:
-    """``agent_claim`` for a block that quotes an agent's claim (:func:`quote_agent`), else
-    ``trusted_app``: a block's trust is that of its least trusted part."""
+    """A block's trust: that of its least trusted part.
+
+    ``agent_claim`` for a block that quotes an agent's claim (:func:`quote_agent`), else
+    ``trusted_app``.
+    """
     return "agent_claim" if '<external_content source="agent:' in text else "trusted_app"

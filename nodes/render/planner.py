@@ -1,6 +1,4 @@
-"""The planner's renderer: core + plan + progress + findings (no raw tool output). Findings, the
-last step's summary and the review and recovery summaries are the agents' claims: quoted as data
-(:func:`~nodes.render.base.quote_agent`), in ``agent_claim`` blocks."""
+"""The planner's renderer: core + plan + progress + findings (no raw tool output)."""
 
 from __future__ import annotations
 
@@ -39,7 +37,14 @@ _AGENT_SUMMARIES = {"review.completed": "review", "recovery.decided": "recovery"
 
 
 def progress_text(ctx: TaskContext) -> tuple[str, bool]:
-    """The progress block's text and whether it quotes an agent's claim."""
+    """The progress block: completed steps, the last step, review and recovery summaries.
+
+    Args:
+        ctx: The state.
+
+    Returns:
+        ``(text, whether it quotes an agent's claim)``.
+    """
     lines = ["## Progress"]
     lines.append(f"completed steps: {ctx.progress.completed_text()}; tool calls so far: {ctx.progress.executor_steps}")
     agent = False
@@ -63,9 +68,21 @@ def progress_text(ctx: TaskContext) -> tuple[str, bool]:
 
 
 class PlannerRenderer:
+    """The planner's renderer: core + plan + progress + findings (no raw tool output)."""
+
     role = "planner"
 
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
+        """Render the planner's prompt.
+
+        Args:
+            ctx: The state.
+            env: The node environment.
+            tools: The tool schemas the call offers.
+
+        Returns:
+            The prompt.
+        """
         cands = core_blocks(ctx, env)
         mem = memory_block(ctx, env, slot="msg:core")
         if mem is not None:

@@ -1,17 +1,4 @@
-"""The blocks the context policies add (:mod:`context.policy` decides which relations a
-situation needs; this module resolves each relation to a block from the state, the event log
-and the artifact store).
-
-::
-
-    TaskContext + role ──situation()──▶ Situation ──fired(policies)──▶ policies, by priority
-                      ──each relation (once per prompt: the first policy that asks names it)──▶
-                      ContextBlock "policy.<relation>", added_by "policy:<name>", the policy's priority
-
-A relation with nothing to show (no change yet, no stale fact, no failing call...) adds no
-block. Tool output and diffs are quoted as data (``external_content`` / the agent's claim);
-outputs read back from the artifact store are secrets-masked like every prompt.
-"""
+"""The blocks the fired context policies add (:mod:`context.policy`), resolved from the state and the stores."""
 
 from __future__ import annotations
 
@@ -42,7 +29,14 @@ _TEST = re.compile(r"\b(pytest|unittest|test|tests|tox|nox)\b|test_|_test\b")
 
 
 def policies_of(env: NodeEnv) -> Sequence[ContextPolicy]:
-    """``env.policies``, or the defaults when it is None."""
+    """The context policies of ``env``.
+
+    Args:
+        env: The node environment.
+
+    Returns:
+        ``env.policies``, or the defaults (:func:`context.policy.default_policies`) when it is None.
+    """
     return default_policies() if env.policies is None else list(env.policies)
 
 
@@ -70,8 +64,10 @@ Call = tuple[str, str, str, dict[str, object]]
 
 
 def _calls(ctx: TaskContext, env: NodeEnv) -> list[Call]:
-    """``(call id, tool, arguments, result payload)`` of every call with a result up to the
-    state's cursor, in order (the log is read once; later renders read only its new events)."""
+    """``(call id, tool, arguments, result payload)`` of every call with a result up to the state's cursor.
+
+    In order. The log is read once; later renders read only its new events.
+    """
     tid = ctx.identity.task_id
     try:
         per_task = _INDEX.setdefault(env.events, {})
@@ -217,8 +213,10 @@ _RESOLVERS: dict[str, Callable[[TaskContext, NodeEnv, Callable[[], list[Call]]],
 
 
 def _resolve(ctx: TaskContext, env: NodeEnv, relation: str, calls: Callable[[], list[Call]]) -> Resolved:
-    """The text and trust of one relation's block, or None when there is nothing to show
-    (``calls()``: the task's calls with a result, :func:`_calls`)."""
+    """The text and trust of one relation's block, or None when there is nothing to show.
+
+    ``calls()``: the task's calls with a result (:func:`_calls`).
+    """
     if relation.startswith("latest_result:"):
         return _latest_result(ctx, relation.split(":", 1)[1], calls)
     resolver = _RESOLVERS.get(relation)
@@ -228,11 +226,22 @@ def _resolve(ctx: TaskContext, env: NodeEnv, relation: str, calls: Callable[[], 
 def policy_blocks(
     ctx: TaskContext, env: NodeEnv, role: str, *, slot: str, calls: Callable[[], list[Call]] | None = None
 ) -> list[ContextBlock]:
-    """The blocks the fired policies add to ``role``'s prompt, in slot ``slot``: one
-    ``policy.<relation>`` block per relation (the first, highest-priority policy that asks for
-    it names it: ``added_by="policy:<name>"``), none for a relation with nothing to show.
-    ``calls``: the task's calls with a result up to ``ctx``'s cursor (:data:`Call` tuples, in
-    order), when the caller has them; default: read from ``env.events`` at most once."""
+    """The blocks the fired policies add to ``role``'s prompt: one ``policy.<relation>`` block per relation.
+
+    The first, highest-priority policy that asks for a relation names it
+    (``added_by="policy:<name>"``); a relation with nothing to show adds no block.
+
+    Args:
+        ctx: The state.
+        env: The node environment.
+        role: The role whose prompt it is.
+        slot: The layout slot of the blocks.
+        calls: The task's calls with a result up to ``ctx``'s cursor (:data:`Call` tuples, in
+            order), when the caller has them; default: read from ``env.events`` at most once.
+
+    Returns:
+        The blocks.
+    """
     if calls is None:
         calls = functools.cache(lambda: _calls(ctx, env))
     sit = situation(ctx, role)
@@ -264,12 +273,17 @@ def policy_blocks(
 
 
 class PolicyBlocks:
-    """The policy blocks of one ``render()`` of a role that renders a prompt several times
-    (the executor: with digests, with a restarted transcript): the task's calls are read from
-    ``env.events`` at most once, up to ``ctx``'s cursor (a restart folded on ``ctx`` adds no
-    call), and the blocks of each state are built once (:func:`policy_blocks`).
+    """The policy blocks of one ``render()`` that renders a prompt several times (the executor).
 
-    ``ctx``: the state the render starts from; ``role``, ``slot``: as for :func:`policy_blocks`."""
+    The task's calls are read from ``env.events`` at most once, up to ``ctx``'s cursor (a restart
+    folded on ``ctx`` adds no call), and the blocks of each state are built once.
+
+    Args:
+        ctx: The state the render starts from.
+        env: The node environment.
+        role: The role, as for :func:`policy_blocks`.
+        slot: The layout slot, as for :func:`policy_blocks`.
+    """
 
     def __init__(self, ctx: TaskContext, env: NodeEnv, role: str, *, slot: str) -> None:
         self.role, self.slot = role, slot
@@ -277,8 +291,15 @@ class PolicyBlocks:
         self._blocks: dict[tuple[int, int], tuple[TaskContext, NodeEnv, list[ContextBlock]]] = {}
 
     def __call__(self, ctx: TaskContext, env: NodeEnv) -> list[ContextBlock]:
-        """The blocks for ``ctx`` (this render's state, or it with a restart folded on) and
-        ``env``; the same list for the same two objects."""
+        """The blocks for ``ctx`` and ``env``: the same list for the same two objects.
+
+        Args:
+            ctx: This render's state, or it with a restart folded on.
+            env: The node environment (the executor may pass one with a smaller budget).
+
+        Returns:
+            The blocks (:func:`policy_blocks`).
+        """
         key = (id(ctx), id(env))
         hit = self._blocks.get(key)
         if hit is None:  # the objects are kept with their blocks, so their ids stay theirs

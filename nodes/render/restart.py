@@ -13,11 +13,23 @@ KEEP_LAST = 3
 
 
 def cycle_cost(rule: PricingRule, *, start: int, shared: int, growth: int, limit: int) -> tuple[float, int]:
-    """``(mean cost per call, calls)`` of the cheapest transcript cycle: a first call of ``start``
-    prompt tokens of which ``shared`` are a cached prefix, then calls that each append ``growth``
-    tokens and read the previous prompt from the cache, while the prompt stays within ``limit``
-    tokens; the cycle length is the one whose mean cost per call (``rule.cost`` units) is least.
-    The calls get dearer as the prompt grows, so the mean falls until a call costs more than it."""
+    """The mean cost per call of the cheapest transcript cycle, and its length in calls.
+
+    A cycle: a first call of ``start`` prompt tokens of which ``shared`` are a cached prefix, then
+    calls that each append ``growth`` tokens and read the previous prompt from the cache, while the
+    prompt stays within ``limit``. Calls get dearer as the prompt grows, so the mean falls until a
+    call costs more than it: the cycle ends there.
+
+    Args:
+        rule: The provider's pricing rule (costs in uncached-input-token units).
+        start: The first call's prompt tokens.
+        shared: Its cached prefix, in tokens.
+        growth: Tokens each later call appends.
+        limit: The prompt's budget, in tokens.
+
+    Returns:
+        ``(mean cost per call, calls)``.
+    """
     total = rule.cost(start, shared)
     best = (total, 1)
     p, n, g = start, 1, max(growth, 1)
@@ -34,12 +46,24 @@ def cycle_cost(rule: PricingRule, *, start: int, shared: int, growth: int, limit
 def restart_decision(
     r: Rendered, restarted: Rendered | None, rule: PricingRule, limit: int, keep_last: int = KEEP_LAST
 ) -> TranscriptReset:
-    """The numbers of restarting now (:class:`~context.events.TranscriptReset`, ``reason="cost"``)
-    from ``r``, the prompt without the restart, and ``restarted``, the prompt with it (``None``:
-    estimated from ``r``, the old checkpoint block standing for the new one). Tokens are the
-    blocks' token estimates; this call without the restart appends its latest call and, when it
-    changed, the state note; a call appends the mean entry of ``r``'s transcript (calls and
-    notes over calls). ``limit``: the prompt's budget (``budget - reserve_for_output``)."""
+    """The numbers of restarting the transcript now (:class:`~context.events.TranscriptReset`).
+
+    A transcript costs, per call, a read of the prompt so far plus the tokens the call appends (the
+    mean entry of ``r``'s transcript); a restart costs one call that sends the new checkpoint and
+    the kept calls again uncached. The saving is this call's cost without the restart less the
+    least mean cost per call of the cycle the restart starts (:func:`cycle_cost`).
+
+    Args:
+        r: The prompt without the restart.
+        restarted: The prompt with it; None: estimated from ``r``, the old checkpoint block standing
+            for the new one.
+        rule: The provider's pricing rule.
+        limit: The prompt's budget, ``budget - reserve_for_output`` tokens.
+        keep_last: Calls the restart keeps.
+
+    Returns:
+        ``reason="cost"`` with the tokens removed and resent, the expected saving and the horizon.
+    """
     # every candidate block, also those the builder dropped (a prompt over the budget)
     tok = {e.id: e.tokens for e in r.manifest.entries}
     full = r.prompt_tokens + sum(e.tokens for e in r.manifest.entries if not e.included)

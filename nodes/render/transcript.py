@@ -21,6 +21,17 @@ DIGEST_LINE_CHARS = 300
 
 
 def checkpoint_text(ctx: TaskContext) -> str | None:
+    """The checkpoint block: the working state materialised at the last transcript restart.
+
+    The plan as the planner wrote it, what was done before the transcript (the last step's
+    summary, the calls that left it) and the findings, each quoted as the agent's claim.
+
+    Args:
+        ctx: The state.
+
+    Returns:
+        The text, or None before the first restart.
+    """
     cp = ctx.evidence.transcript_checkpoint
     if cp is None:
         return None
@@ -50,10 +61,19 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
 
 
 def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
-    """One call as its AI tool-call message and its tool message showing ``body`` as external
-    content (never one without the other). A call that has run shows its arguments through
-    :func:`context.compression.compress_arguments` (over ``COMMAND_LIMIT`` chars: each long
-    string as head + tail + size + the ``artifact://`` ref of the full arguments)."""
+    """One call as its AI tool-call message and its tool message, never one without the other.
+
+    A call that has run shows its arguments compressed
+    (:func:`context.compression.compress_arguments`: each long string as head + tail + size + the
+    ref of the full arguments). The ref is given only where the output is not shown whole.
+
+    Args:
+        rec: The call.
+        body: Its output as shown (:func:`shown_output`), quoted as external content.
+
+    Returns:
+        ``[AIMessage, ToolMessage]``.
+    """
     # once the call has run, long arguments are compressed like outputs (head, tail, size, ref)
     args = rec.arguments if rec.status == "pending" else compress_arguments(rec.arguments)[0]
     ai = AIMessage(
@@ -78,13 +98,22 @@ def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
 def shown_output(
     rec: ToolCallRecord, *, digest: bool = False, same_as: str | None = None, earlier: Sequence[tuple[str, str]] = ()
 ) -> str:
-    """The output of one call as its tool message shows it (inside the external-content tags).
+    """The output of one call as its tool message shows it, inside the external-content tags.
 
-    ``same_as``: the id of an earlier call in the transcript with the same artifact ref, shown in
-    full; the output is then a pointer to it (identical-artifact reuse). ``earlier``: ``(call id,
-    output as shown)`` of the entries before it; runs of lines shown there become pointers
-    (:func:`~nodes.render.reuse.reuse_spans`). Either way an entry depends only on earlier ones,
-    so the transcript stays append-only."""
+    An entry depends only on earlier ones, so the transcript stays append-only.
+
+    Args:
+        rec: The call.
+        digest: Show a one-line digest (status and at most ``DIGEST_LINE_CHARS`` chars of the
+            output's last line).
+        same_as: The id of an earlier call with the same artifact ref, shown in full: the output
+            is then a pointer to it.
+        earlier: ``(call id, output as shown)`` of the entries before it: runs of lines shown there
+            become pointers (:func:`~nodes.render.reuse.reuse_spans`).
+
+    Returns:
+        The text.
+    """
     if rec.status == "pending":
         body = "(no result recorded yet)"
     elif same_as is not None:
@@ -103,6 +132,14 @@ def shown_output(
 
 
 def delta_text(ctx: TaskContext) -> str:
+    """The state delta ("## Now"): the current step, the plan's progress, the last step, approvals.
+
+    Args:
+        ctx: The state.
+
+    Returns:
+        The text.
+    """
     lines = ["## Now"]
     step = ctx.step(ctx.plan.current_step_id)
     cs = ctx.current_step

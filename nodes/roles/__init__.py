@@ -1,8 +1,8 @@
 """Node factories for the four roles: planner, executor, reviewer, recovery.
 
-Each ``make_*_node`` takes a chat model, the :class:`~nodes.runtime.NodeEnv` and optionally a
-renderer, and returns a LangGraph node ``(state: TaskContext, config) -> dict`` of changed parts.
-Wire them into your own ``StateGraph(TaskContext)``; ``graphs.build_orchestrator`` is one such wiring.
+Each ``make_*_node(model, env, renderer=None)`` returns a LangGraph node
+``(state: TaskContext, config) -> dict`` of changed parts. Wire them into your own
+``StateGraph(TaskContext)``; ``graphs.build_orchestrator`` is one such wiring.
 """
 
 from .base import Node, memory_loaded_events, reply_text, task_created_event

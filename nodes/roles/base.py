@@ -23,6 +23,21 @@ from context.models import SCHEMA_VERSION
 from ..render import Renderer
 from ..runtime import NodeRun, usage_of
 
+__all__ = [
+    "ATTEMPT",
+    "Node",
+    "OneOf",
+    "REBUILD_CUT",
+    "memory_loaded_events",
+    "model_call",
+    "one_of",
+    "prologue",
+    "reply_text",
+    "step_started",
+    "task_created_event",
+    "tool_args",
+]
+
 Node = Callable[[TaskContext, RunnableConfig], dict[str, Any]]
 
 
@@ -35,14 +50,29 @@ OneOf = TypeVar("OneOf", bound=str)
 
 
 def one_of(value: object, options: tuple[OneOf, ...], default: OneOf) -> OneOf:
-    """``value`` when it is one of ``options`` (a model's answer field), else ``default``."""
+    """``value`` when it is one of ``options`` (a model's answer field), else ``default``.
+
+    Args:
+        value: What the model gave.
+        options: The values allowed.
+        default: The value taken otherwise.
+
+    Returns:
+        The option equal to ``value``, or ``default``.
+    """
     return next((o for o in options if o == value), default)
 
 
 def reply_text(ai: AIMessage) -> str:
-    """The text of a model reply: its content, or, when the content is a list of blocks
-    (Anthropic: text + tool_use), the text blocks joined; the tool calls are kept as tool calls
-    (``ai.tool_calls``), never repeated as text."""
+    """The text of a model reply; tool calls stay tool calls (``ai.tool_calls``), never text.
+
+    Args:
+        ai: The reply. Its content is a string, or a list of blocks (Anthropic: text + tool_use)
+            whose text blocks are joined.
+
+    Returns:
+        The text.
+    """
     if isinstance(ai.content, str):
         return ai.content
     return "\n".join(
@@ -53,6 +83,15 @@ def reply_text(ai: AIMessage) -> str:
 
 
 def tool_args(ai: AIMessage, name: str) -> dict[str, Any] | None:
+    """The arguments of the reply's first call of tool ``name``.
+
+    Args:
+        ai: The reply.
+        name: A tool's name (``submit_plan``, ``complete_step``...).
+
+    Returns:
+        A copy of the call's arguments, or None when the reply has no such call.
+    """
     for tc in ai.tool_calls:
         if tc["name"] == name:
             return dict(tc["args"])
@@ -60,7 +99,14 @@ def tool_args(ai: AIMessage, name: str) -> dict[str, Any] | None:
 
 
 def task_created_event(run: NodeRun) -> Event:
-    """``task.created`` from the task's input state (identity + permissions)."""
+    """``task.created`` from the task's input state (identity and permissions).
+
+    Args:
+        run: The node run of the task's first node.
+
+    Returns:
+        The event, not yet committed.
+    """
     i, p = run.input.identity, run.input.permissions
     return run.make(
         "task.created",
@@ -82,9 +128,14 @@ def task_created_event(run: NodeRun) -> Event:
 
 
 def memory_loaded_events(run: NodeRun) -> list[Event]:
-    """``memory.loaded`` with the durable memories relevant to the request
-    (:meth:`nodes.memory_source.MemorySource.load`), when the env has a long-term store and any is
-    relevant; else nothing."""
+    """``memory.loaded`` with the durable memories relevant to the request, when there are any.
+
+    Args:
+        run: The node run (its env's long-term store, :meth:`nodes.memory_source.MemorySource.load`).
+
+    Returns:
+        The event in a list, or an empty list: no long-term store, or nothing relevant.
+    """
     if run.env.memory is None:
         return []
     found = run.env.memory.load(run.input.identity.original_request)
@@ -99,6 +150,18 @@ ATTEMPT: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
 
 
 def prologue(run: NodeRun) -> tuple[list[Event], TaskContext]:
+    """The events a role node starts with, and the state they make.
+
+    ``task.created`` and ``memory.loaded`` on the task's first event, then a resume's events
+    (:meth:`~nodes.runtime.NodeRun.resume_events`). The node's attempt (:data:`ATTEMPT`) keeps them,
+    so a failure is recorded with them.
+
+    Args:
+        run: The node run.
+
+    Returns:
+        ``(events not yet committed, the state with them folded)``.
+    """
     pre: list[Event] = []
     if run.ctx.events.cursor == 0:
         pre.append(task_created_event(run))
@@ -118,6 +181,26 @@ def model_call(
     tools: list[dict[str, Any]],
     step_id: str | None,
 ) -> tuple[Event, AIMessage]:
+    """Render the role's prompt, record its ``context.built`` and call the model.
+
+    A prompt the provider refuses as too long is rebuilt once at a smaller budget (a quarter of
+    its droppable blocks' tokens less) and the rebuild is noted in the event.
+
+    Args:
+        run: The node run.
+        model: The chat model.
+        renderer: The role's renderer.
+        ctx: The state to render.
+        tools: The tool schemas offered.
+        step_id: The current plan step, or None.
+
+    Returns:
+        ``(the context.built event, not yet committed, the model's reply)``.
+
+    Raises:
+        BudgetError: The required blocks do not fit the budget (named with the task).
+        ContextLengthError: The prompt is too long even rebuilt, or holds only required blocks.
+    """
     try:
         rendered = renderer.render(ctx, run.env, tools)
     except BudgetError as exc:  # name the task, so the message says which one to rerun
@@ -155,6 +238,15 @@ def model_call(
 
 
 def step_started(run: NodeRun, step: PlanStep) -> Event:
+    """``step.started`` for ``step``: its title and description as the objective.
+
+    Args:
+        run: The node run.
+        step: The plan step starting.
+
+    Returns:
+        The event, not yet committed.
+    """
     return run.make(
         "step.started",
         StepStarted(

@@ -18,6 +18,8 @@ from context.models import FactKind, StepResult, ToolCallRecord, arguments_dict
 from ..runtime import NodeRun
 from .base import one_of
 
+__all__ = ["STEP_RESULTS", "completion_args", "step_completed"]
+
 
 def _raw_findings(step_id: str, raw: Any) -> list[Finding]:
     """The findings of a ``complete_step`` call as the model gave them (refs may be empty)."""
@@ -36,10 +38,13 @@ def _raw_findings(step_id: str, raw: Any) -> list[Finding]:
 def _with_refs(
     ctx: TaskContext, step_id: str, findings: list[Finding], older: Sequence[ToolCallRecord] = ()
 ) -> list[Finding]:
-    """A finding without refs gets the refs of the step's last 3 tool results; each finding rests
-    on the files its evidence calls read (:func:`_rests_on`; the calls of the transcript, and
-    ``older``: those read back from the log, :func:`_older_evidence`) that its statement names, or
-    all of them when it names none (:func:`context.freshness.about`)."""
+    """The findings with refs and the files they rest on.
+
+    A finding without refs gets the refs of the step's last 3 tool results; each finding rests on
+    the files its evidence calls read (the transcript's calls and ``older``, read back from the
+    log) that its statement names, or on all of them when it names none
+    (:func:`context.freshness.about`).
+    """
     refs = [r.raw_ref for r in ctx.evidence.recent_tool_calls if r.step_id == step_id and r.raw_ref][-3:]
     out = [f if f.evidence_refs else f.model_copy(update={"evidence_refs": list(refs)}) for f in findings]
     written = _written_by(ctx, step_id)
@@ -49,9 +54,11 @@ def _with_refs(
 
 
 def _older_evidence(run: NodeRun, ctx: TaskContext, findings: list[Finding]) -> list[ToolCallRecord]:
-    """The calls whose artifacts ``findings`` cite but that have left the transcript (a restart
-    since): read back from the log (``tool.result.received`` only, and only when a finding cites
-    such a ref), with what they read and the HEAD then; oldest first."""
+    """The calls whose artifacts ``findings`` cite but that have left the transcript, oldest first.
+
+    Read back from the log (``tool.result.received`` only, and only when a finding cites such a
+    ref), with what they read and the HEAD then.
+    """
     recent = {r.raw_ref for r in ctx.evidence.recent_tool_calls}
     want = {x for f in findings for x in f.evidence_refs} - recent
     if not want:
@@ -69,8 +76,10 @@ def _older_evidence(run: NodeRun, ctx: TaskContext, findings: list[Finding]) -> 
 
 
 def _written_by(ctx: TaskContext, step_id: str) -> set[str]:
-    """The files the step's own successful write or patch calls changed (their findings and
-    summary are about what they wrote)."""
+    """The files the step's own successful write or patch calls changed.
+
+    Its findings and summary are about what they wrote.
+    """
     out: set[str] = set()
     for r in ctx.evidence.recent_tool_calls:
         if r.step_id != step_id or r.status != "ok":
@@ -88,9 +97,12 @@ def _written_by(ctx: TaskContext, step_id: str) -> set[str]:
 
 
 def _rests_on(ctx: TaskContext, fact: Any, calls: list[ToolCallRecord], written: set[str] | None = None) -> Any:
-    """``fact`` (a Finding or StepCompleted) with ``rests_on``: the files ``calls`` read, path ->
-    sha256 of the bytes read (the latest read of a path wins; a file in ``written``, which the
-    step itself changed, at the bytes it wrote), and ``head``: the HEAD they saw."""
+    """``fact`` (a Finding or StepCompleted) with the files it rests on and the HEAD.
+
+    ``rests_on``: the files ``calls`` read, path -> sha256 of the bytes read (the latest read
+    wins; a file in ``written``, which the step changed, at the bytes it wrote); ``head``: the
+    HEAD they saw.
+    """
     files: dict[str, str] = {}
     head = None
     for r in calls:
@@ -109,7 +121,16 @@ STEP_RESULTS: tuple[StepResult, ...] = ("success", "partial", "failed", "blocked
 
 
 def completion_args(step_id: str, args: dict[str, Any]) -> tuple[StepResult, str, list[Finding], list[str]]:
-    """``(result, summary, findings, unresolved_issues)`` of a ``complete_step`` call."""
+    """The parts of a ``complete_step`` call, each coerced to its type.
+
+    Args:
+        step_id: The step it completes (findings are numbered ``<step_id>.f<n>``).
+        args: The call's arguments.
+
+    Returns:
+        ``(result, summary, findings, unresolved_issues)``; a result the tool does not know is
+        ``success``.
+    """
     return (
         one_of(args.get("result"), STEP_RESULTS, "success"),
         str(args.get("summary") or ""),
@@ -127,8 +148,24 @@ def step_completed(
     findings: list[Finding],
     unresolved: list[str],
 ) -> list[Event]:
-    """``step.completed`` and, for a step that succeeded, the errors it settles and the last
-    good checkpoint."""
+    """``step.completed`` and, for a step that succeeded, what it settles.
+
+    With freshness, ``fact.stale`` for findings resting on evidence already stale; on success or
+    a partial result, ``error.resolved`` for the errors it settles and ``checkpoint.created`` for
+    the checkpoint the node started from (the last good checkpoint).
+
+    Args:
+        run: The node run.
+        ctx: The state.
+        step_id: The step completing.
+        result: ``success``, ``partial``, ``failed`` or ``blocked``.
+        summary: The executor's summary.
+        findings: The findings as given (:func:`completion_args`).
+        unresolved: Issues the step left open.
+
+    Returns:
+        The events, not yet committed.
+    """
     older = _older_evidence(run, ctx, findings)
     completed = StepCompleted(
         step_id=step_id,
@@ -156,8 +193,10 @@ def step_completed(
 def _born_stale(
     run: NodeRun, ctx: TaskContext, completed: StepCompleted, older: Sequence[ToolCallRecord] = ()
 ) -> list[Event]:
-    """``fact.stale`` for the new findings and step summary that rest on evidence already
-    stale (a call whose file changed before the step ended): they are stale from the start."""
+    """``fact.stale`` for the new findings and step summary that rest on evidence already stale.
+
+    A call whose file changed before the step ended: its facts are stale from the start.
+    """
     by_ref = {r.raw_ref: r.id for r in [*older, *ctx.evidence.recent_tool_calls] if r.raw_ref}
     step_calls = [r.id for r in ctx.evidence.recent_tool_calls if r.step_id == completed.step_id]
     facts: list[tuple[str, FactKind, list[str], dict[str, str]]] = [
@@ -181,8 +220,11 @@ def _born_stale(
 
 
 def _resolved_by_step(run: NodeRun, ctx: TaskContext, step_id: str) -> list[Event]:
-    """``error.resolved`` for each open error that a successful step settles: errors of this
-    step, and errors of steps a re-plan replaced (their work is what this step did instead)."""
+    """``error.resolved`` for each open error a successful step settles.
+
+    The errors of this step, and those of steps a re-plan replaced (their work is what this step
+    did instead).
+    """
     done = {e.id for e in ctx.errors.resolved_errors}
     in_plan = {s.id for s in ctx.plan.steps}
     return [

@@ -23,6 +23,8 @@ from .base import Node, model_call, prologue, reply_text, step_started, tool_arg
 from .completion import completion_args, step_completed
 from .failures import guarded
 
+__all__ = ["make_executor_node"]
+
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 

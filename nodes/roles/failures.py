@@ -18,8 +18,10 @@ from context.events import (
 from ..runtime import NodeEnv, NodeRun
 from .base import ATTEMPT, Node, prologue, step_started
 
+__all__ = ["guarded"]
+
 #: Exceptions a role node lets through (not a node failure): taskctx's own (budget, damaged store,
-#: a provider failure as ModelCallError: issue 11's exit 3, nothing recorded), LangGraph's control
+#: a provider failure as ModelCallError: the CLI exits 3, nothing recorded), LangGraph's control
 #: flow (interrupts), and the store's I/O. Anything else (a model answer the node cannot use, a bug
 #: in a custom renderer) is a node failure (:func:`guarded`).
 _PASS_THROUGH: tuple[type[BaseException], ...] = (TaskctxError, GraphBubbleUp, OSError, sqlite3.Error)
@@ -30,17 +32,23 @@ def _is_store_error(exc: BaseException) -> bool:
 
 
 def guarded(role: str, env: NodeEnv, node: Node) -> Node:
-    """``node`` that records a failure instead of raising it again on every resume.
+    """Wrap ``node`` so that its own failure is recorded once instead of raised on every resume.
 
-    A non-provider exception of the node (see ``_PASS_THROUGH``) is recorded, in one transaction
-    with the node's prologue (``task.created``, ``resume.started``, ``step.started``), as
+    A failure that is not a provider failure, an interrupt or a store error (see
+    ``_PASS_THROUGH``) is recorded with the node's prologue, in one transaction, as
     ``error.occurred`` (source ``node:<role>``, message ``<role> node failed: <Type>: <text>``),
-    after the ``context.built`` of the model call when the model answered (the call happened and
-    is counted; a scripted or replayed model moves on to its next answer), and routed on: the executor's running step ends ``failed`` (``step.completed``), so the graph
-    goes to recovery (which stops the task after ``MAX_STEP_ERRORS`` errors in one step); a
-    planner, reviewer or recovery failure ends the task ``failed`` (``task.completed``: running
-    the same node again would meet the same failure). The next resume continues from there;
-    it never calls the failing node again silently."""
+    after the ``context.built`` of the model call when the model answered. Then the executor's
+    running step ends ``failed`` (recovery takes over); a planner, reviewer or recovery failure ends
+    the task ``failed``. The next resume continues from there.
+
+    Args:
+        role: The role's name.
+        env: The node environment.
+        node: The role's node.
+
+    Returns:
+        The wrapped node, with ``node``'s name and docstring.
+    """
 
     def guarded(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
         att: dict[str, Any] = {}

@@ -19,6 +19,8 @@ from ..schemas import SUBMIT_PLAN
 from .base import Node, model_call, prologue, reply_text, tool_args
 from .failures import guarded
 
+__all__ = ["make_planner_node"]
+
 
 def _plan_steps(ctx: TaskContext, raw_steps: list[Any]) -> list[PlanStep]:
     kept = [s for s in ctx.plan.steps if s.status in ("done", "skipped")]
@@ -49,7 +51,19 @@ def _plan_steps(ctx: TaskContext, raw_steps: list[Any]) -> list[PlanStep]:
 
 
 def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> Node:
-    """The planner: writes ``plan.created`` (first plan) or ``plan.updated`` (re-plan)."""
+    """The planner node: writes ``plan.created`` (first plan) or ``plan.updated`` (re-plan).
+
+    A reply without a ``submit_plan`` call becomes a one-step plan of its text; a plan with no
+    steps ends the task ``failed``.
+
+    Args:
+        model: The chat model the planner calls.
+        env: The node environment.
+        renderer: The planner's renderer; default :class:`~nodes.render.PlannerRenderer`.
+
+    Returns:
+        The node ``(state, config) -> dict`` of changed state parts.
+    """
     rend = renderer or PlannerRenderer()
 
     def planner(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:

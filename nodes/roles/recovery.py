@@ -21,6 +21,8 @@ from ..tools import REJECTED_AGAIN
 from .base import Node, model_call, one_of, prologue, reply_text, tool_args
 from .failures import guarded
 
+__all__ = ["DECISIONS", "MAX_REJECTED_REPEATS", "MAX_STEP_ERRORS", "make_recovery_node"]
+
 #: What recovery may decide (anything else the model answers is ``retry``).
 DECISIONS: tuple[Literal["retry", "replan", "stop"], ...] = ("retry", "replan", "stop")
 #: Open errors (failures no later success of the step resolved) one step may have before recovery
@@ -34,10 +36,21 @@ MAX_REJECTED_REPEATS = 2
 
 
 def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> Node:
-    """Recovery: records each new failure in ``error_history`` (``error.occurred``), then
-    ``recovery.decided``: retry (back to the executor), replan (planner) or stop (task failed).
-    After ``MAX_STEP_ERRORS`` open errors in one step (failures no success of the step has
-    resolved since) it stops whatever the model says."""
+    """The recovery node: records each new failure, then decides retry, replan or stop.
+
+    Each failed call or step not yet recorded becomes ``error.occurred``; then
+    ``recovery.decided``: retry (back to the executor), replan (the planner) or stop (the task
+    fails). After ``MAX_STEP_ERRORS`` open errors in one step, or ``MAX_REJECTED_REPEATS`` repeats
+    of a call the user rejected, it stops whatever the model says.
+
+    Args:
+        model: The chat model recovery calls.
+        env: The node environment.
+        renderer: The recovery renderer; default :class:`~nodes.render.RecoveryRenderer`.
+
+    Returns:
+        The node ``(state, config) -> dict`` of changed state parts.
+    """
     rend = renderer or RecoveryRenderer()
 
     def recovery(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:

@@ -19,13 +19,26 @@ from ..schemas import SUBMIT_REVIEW
 from .base import Node, model_call, prologue, reply_text, tool_args
 from .failures import guarded
 
+__all__ = ["MAX_REVIEW_ROUNDS", "make_reviewer_node"]
+
 #: Reviews that may send the work back before the task stops as failed.
 MAX_REVIEW_ROUNDS = 3
 
 
 def make_reviewer_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> Node:
-    """The reviewer: ``review.completed``; approve ends the task (``task.completed``), revise
-    sends it to the planner (at most ``MAX_REVIEW_ROUNDS`` times, then the task fails)."""
+    """The reviewer node: ``review.completed``; an approval ends the task, a revision re-plans.
+
+    A reply without ``submit_review`` is a revision (no verdict is no approval). After
+    ``MAX_REVIEW_ROUNDS`` revisions the task ends ``failed``.
+
+    Args:
+        model: The chat model the reviewer calls.
+        env: The node environment.
+        renderer: The reviewer's renderer; default :class:`~nodes.render.ReviewerRenderer`.
+
+    Returns:
+        The node ``(state, config) -> dict`` of changed state parts.
+    """
     rend = renderer or ReviewerRenderer()
 
     def reviewer(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:

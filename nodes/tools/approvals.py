@@ -17,7 +17,15 @@ APPROVAL_ACTIONS = ("approve", "edit", "reject", "respond")
 
 
 def normalize_answer(answer: Any) -> dict[str, Any]:
-    """An approval answer as ``{"action": ..., ...}``; anything unreadable is a rejection."""
+    """An approval answer as ``{"action": ..., ...}``; anything unreadable is a rejection.
+
+    Args:
+        answer: The resume value: an action name, or a dict with ``action`` (``approve``, ``edit``
+            with ``arguments``, ``reject`` with ``reason``, ``respond`` with ``message``).
+
+    Returns:
+        The answer as a dict.
+    """
     if isinstance(answer, str) and answer in APPROVAL_ACTIONS:
         answer = {"action": answer}
     if not isinstance(answer, dict) or answer.get("action") not in APPROVAL_ACTIONS:
@@ -29,11 +37,16 @@ def normalize_answer(answer: Any) -> dict[str, Any]:
 
 
 class ApprovalQuestions:
-    """The approval questions of one node run, in ``interrupt()`` order: the
-    ``permission.requested`` events its earlier attempts appended (``own``), then the ones this
-    attempt appends (``asked``). ``pos``: how many of them this attempt has put so far.
-    ``put_before``: the calls whose question an earlier attempt put and acted on; ``put_now``:
-    whether this attempt has put a question (one question per node run)."""
+    """The approval questions of one node run, in ``interrupt()`` order.
+
+    The ``permission.requested`` events its earlier attempts appended, then the ones this attempt
+    appends (``asked``); ``pos`` counts those this attempt has put so far. ``put_before``: the calls
+    whose question an earlier attempt put and acted on; ``put_now``: whether this attempt has put a
+    question (one question per node run).
+
+    Args:
+        own: The events earlier attempts of this node run appended.
+    """
 
     def __init__(self, own: Sequence[Event]):
         self.own = list(own)
@@ -43,7 +56,14 @@ class ApprovalQuestions:
         self.put_now = False
 
     def acted_on(self, req: Event) -> bool:
-        """An earlier attempt acted on the answer to ``req`` (granted or denied the call after it)."""
+        """Whether an earlier attempt acted on the answer to ``req`` (granted or denied the call after it).
+
+        Args:
+            req: A ``permission.requested`` event.
+
+        Returns:
+            True when a ``permission.granted`` or ``permission.denied`` of its call follows it.
+        """
         return any(
             e.kind in ("permission.granted", "permission.denied")
             and e.seq > req.seq
@@ -52,7 +72,13 @@ class ApprovalQuestions:
         )
 
     def may_ask(self, again: str | None = None) -> bool:
-        """Whether this attempt may put a new question: none put yet, in this attempt or (acted
-        on) in an earlier one. ``again``: the call id being put up again after an interruption;
-        its own earlier question does not count."""
+        """Whether this attempt may put a new question: none put yet, in this attempt or an earlier one.
+
+        Args:
+            again: The call being put up again after an interruption: its own earlier question does
+                not count.
+
+        Returns:
+            True when a question may be put.
+        """
         return not self.put_now and not (self.put_before - {again})
