@@ -442,6 +442,7 @@ def test_unquoted_agent_claims_make_every_provenance_case_fail(monkeypatch: pyte
     import nodes.render.planner
     import nodes.render.recovery
     import nodes.render.reviewer
+    import nodes.render.transcript
     from graphs.eval import load_cases
     from graphs.eval.harness import run_case
 
@@ -453,6 +454,7 @@ def test_unquoted_agent_claims_make_every_provenance_case_fail(monkeypatch: pyte
         nodes.render.planner,
         nodes.render.recovery,
         nodes.render.reviewer,
+        nodes.render.transcript,
     ):
         if hasattr(m, "quote_agent"):  # a renderer may quote only through common's helpers
             monkeypatch.setattr(m, "quote_agent", lambda text, *, source: text)
