@@ -1,4 +1,4 @@
-"""The files ``taskctx bench`` writes: ``results.md``, ``results.csv`` and the two plots (:func:`write_outputs`)."""
+"""The files ``taskctx bench`` writes: ``results.md``, ``results.csv`` and two plots (:func:`write_outputs`)."""
 
 from __future__ import annotations
 

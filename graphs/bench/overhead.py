@@ -1,5 +1,4 @@
-"""Orchestrator overhead (reduce + build + render per executor step, model time excluded) and
-checkpoint bytes, on the real runs and on a deterministic synthetic trajectory."""
+"""Orchestrator overhead (reduce + build + render per executor step) and checkpoint bytes."""
 
 from __future__ import annotations
 
@@ -21,6 +20,17 @@ __all__ = ["CHECKPOINT_WINDOW", "Timing", "checkpoint_sizes", "measure_overhead"
 
 @dataclass
 class Timing:
+    """Orchestrator overhead of one set of executor steps, in ms per step.
+
+    Attributes:
+        label: What was timed.
+        steps: Steps timed.
+        events: Events of the log.
+        median_ms: The median.
+        p95_ms: The 95th percentile.
+        render_reproduced: The share of re-renders whose prompt tokens equal the logged ones.
+    """
+
     label: str
     steps: int
     events: int
@@ -80,7 +90,17 @@ def measure_overhead(
 
 
 def timing(label: str, times: list[float], events: int, same: int) -> Timing:
-    """The median and p95 of ``times`` (ms per step) and the share ``same`` of them reproduced."""
+    """The median and p95 of ``times``, and the share of re-renders reproduced.
+
+    Args:
+        label: What was timed.
+        times: ms per step.
+        events: Events of the log.
+        same: Re-renders that reproduced the logged prompt tokens.
+
+    Returns:
+        The timing (zeros when nothing was timed).
+    """
     if not times:
         return Timing(label, 0, events, 0.0, 0.0, 0.0)
     q = sorted(times)
@@ -89,7 +109,15 @@ def timing(label: str, times: list[float], events: int, same: int) -> Timing:
 
 
 def synthetic_trajectory(n_steps: int, seed: int = 7) -> Trajectory:
-    """A deterministic synthetic run: bash/open/search steps with outputs of 0.3-12 kB."""
+    """A deterministic synthetic run: bash/open/search steps with outputs of 0.3-12 kB.
+
+    Args:
+        n_steps: Recorded steps.
+        seed: Varies the tools and sizes.
+
+    Returns:
+        The trajectory.
+    """
     sizes = [300, 2_000, 6_000, 12_000, 800, 4_500, 150]
     tools = [("bash", "command"), ("open", "path"), ("search_dir", "query")]
     steps = []
@@ -125,8 +153,15 @@ CHECKPOINT_WINDOW = 100
 def checkpoint_sizes(events: list[Event], counts: tuple[int, ...]) -> tuple[dict[int, int], dict[int, dict[str, int]]]:
     """Checkpoint bytes (the checkpointer's serde) at each of ``counts`` events of the log ``events``.
 
+    A checkpoint's size swings with the executor transcript between two restarts, so each figure
+    is the mean over the ``CHECKPOINT_WINDOW`` states around it.
+
+    Args:
+        events: The log.
+        counts: Event counts to measure at (those past the log are skipped).
+
     Returns:
-        ``(events -> mean bytes over the CHECKPOINT_WINDOW states around it, events -> part -> bytes)``.
+        ``({events: mean bytes}, {events: {part: mean bytes}})``.
     """
     serde = checkpoint_serde()
     sizes: dict[int, int] = {}

@@ -1,6 +1,4 @@
-"""Run the bench: every trajectory through the five strategies (:mod:`.strategies`), scored by
-:mod:`.metrics`, plus the overhead and checkpoint measures of :mod:`.overhead`; returns a
-:class:`BenchResult`."""
+"""Run the bench (:func:`run_bench`): every trajectory through the five strategies, and the synthetic measures."""
 
 from __future__ import annotations
 
@@ -24,6 +22,13 @@ from .defaults import DEFAULT_DIR as DEFAULT_DIR  # (re-exported: graphs.bench.r
 
 @dataclass
 class BenchResult:
+    """What ``taskctx bench`` measured; :mod:`.table` and :mod:`.outputs` write it.
+
+    ``rows``: one :class:`Stats` per (trajectory, strategy); ``totals``: per strategy, plus
+    ``taskctx (all roles)``; ``series``: trajectory -> strategy -> prompt tokens per call;
+    ``checkpoint``: events -> checkpoint bytes; ``bound``: the optimistic bound per trajectory.
+    """
+
     budget: int
     trajectories: list[str]
     steps: dict[str, int]
@@ -43,9 +48,19 @@ class BenchResult:
 
     @property
     def strategies(self) -> list[str]:
+        """The strategies measured, in :data:`STRATEGIES` order."""
         return [s for s in STRATEGIES if s in self.totals]
 
     def stats(self, trajectory: str, strategy: str) -> Stats:
+        """The stats of one strategy over one trajectory.
+
+        Args:
+            trajectory: The trajectory's id.
+            strategy: The strategy's name.
+
+        Returns:
+            The stats.
+        """
         return next(r for r in self.rows if r.trajectory == trajectory and r.strategy == strategy)
 
 

@@ -1,16 +1,4 @@
-"""The stress set (issue 14): synthetic runs of the shapes that hurt a context strategy, built
-deterministically by the bench, replayed like the shared runs (naive and taskctx) and reported
-in their own table.
-
-Shapes (every output line names its step and line, so no output repeats another):
-
-* ``stress-threshold``: 60 steps, outputs alternately just under and just over the command
-  compression threshold (``context.COMMAND_LIMIT`` ± 100 chars);
-* ``stress-small``: 200 steps of small outputs (about 120 chars);
-* ``stress-alternating``: 60 steps alternating a large output (20,000 chars) and a small one
-  (100 chars);
-* ``stress-300``: 300 steps of mixed sizes (150 chars to 12,000 chars).
-"""
+"""The stress set: synthetic runs of the shapes that hurt a context strategy, replayed naive and taskctx."""
 
 from __future__ import annotations
 
@@ -75,12 +63,23 @@ class StressRow:
 
     @property
     def ratio(self) -> float:
+        """The effective cost of taskctx over that of naive."""
         return self.taskctx.effective_cost / self.naive.effective_cost
 
 
 def stress_markdown(rows: list[StressRow], budget: int) -> list[str]:
-    """The stress set's section of ``results.md``: per run, effective cost (naive, taskctx, ratio),
-    peak prompt and calls over budget, and the two targets."""
+    """The stress set's section of ``results.md``.
+
+    Per run: effective cost (naive, taskctx, ratio), peak prompt and calls over budget; then the
+    two targets.
+
+    Args:
+        rows: The stress runs.
+        budget: The token budget.
+
+    Returns:
+        Markdown lines.
+    """
     if not rows:
         return []
     out = [
@@ -112,7 +111,14 @@ def stress_markdown(rows: list[StressRow], budget: int) -> list[str]:
 
 
 def run_stress(budget: int) -> list[StressRow]:
-    """Every stress run through naive and taskctx (the real graph), at ``budget``."""
+    """Every stress run through naive and taskctx (the real graph).
+
+    Args:
+        budget: The token budget.
+
+    Returns:
+        One row per run.
+    """
     rows = []
     for t in stress_trajectories():
         constraints = extract_constraints(t.request)

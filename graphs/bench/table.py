@@ -1,5 +1,4 @@
-"""``results.md``: the totals table, the targets (measured, never asserted) and the
-per-trajectory tables of a :class:`~.runner.BenchResult`."""
+"""``results.md``: the totals table, the targets (measured, never asserted) and per-trajectory tables."""
 
 from __future__ import annotations
 
@@ -35,7 +34,14 @@ def _table(stats: list[Stats], naive: Stats | None = None) -> list[str]:
 
 
 def targets(r: BenchResult) -> list[tuple[str, str, bool | None]]:
-    """``(target, measured, met)`` for the issue's targets (never asserted in tests)."""
+    """``(target, measured, met)`` for the bench's targets (never asserted in tests).
+
+    Args:
+        r: The bench result.
+
+    Returns:
+        One tuple per target (``met`` None when it does not apply).
+    """
     T = r.totals
     tc, nv, mk = T["taskctx"], T["naive"], T["masking"]
     out: list[tuple[str, str, bool | None]] = []
@@ -114,8 +120,16 @@ def targets(r: BenchResult) -> list[tuple[str, str, bool | None]]:
 
 
 def pricing_table(r: BenchResult) -> list[str]:
-    """Each strategy's effective cost under each provider pricing rule (``pricing.RULES``), × naive
-    under the same rule in brackets; the rules' sources and dates below."""
+    """Each strategy's effective cost under each provider pricing rule, with x naive in brackets.
+
+    The rules' sources and dates follow the table.
+
+    Args:
+        r: The bench result.
+
+    Returns:
+        Markdown lines.
+    """
     T = r.totals
     names = [*STRATEGIES, "taskctx (all roles)"]
     out = ["## Effective cost under provider pricing rules (× naive in brackets)", ""]
@@ -134,6 +148,14 @@ def pricing_table(r: BenchResult) -> list[str]:
 
 
 def markdown(r: BenchResult) -> str:
+    """``results.md``: the totals, the targets, the pricing table, the split and per-trajectory tables.
+
+    Args:
+        r: The bench result.
+
+    Returns:
+        The markdown.
+    """
     T = r.totals
     lines = [f"# taskctx bench: {len(r.trajectories)} trajectories, budget {r.budget:,} tokens", ""]
     lines += [
@@ -190,7 +212,8 @@ def markdown(r: BenchResult) -> str:
     ]
     for o in r.overhead:
         lines.append(
-            f"| {o.label} | {o.steps} | {o.events:,} | {o.median_ms:.3f} | {o.p95_ms:.3f} | {_pct(o.render_reproduced)} |"
+            f"| {o.label} | {o.steps} | {o.events:,} | {o.median_ms:.3f} | {o.p95_ms:.3f} "
+            f"| {_pct(o.render_reproduced)} |"
         )
     if r.checkpoint:
         lines += [

@@ -1,11 +1,7 @@
-"""The check kinds of ``taskctx eval``: for each, the model of what a case file says
-(``{"check": "<kind>", ...}``) and the handler that verifies it on a finished run.
+"""The check kinds of ``taskctx eval``: each one's case-file model and the handler that verifies it.
 
-:data:`CHECKS` is the one table from check model to handler, and so the list of check kinds eval
-knows; :data:`Check` (the discriminated union a case's ``checks`` are parsed with) is built from
-it. A handler gets the run, its check and, for a check with selection fields (:class:`SelectingCheck`:
-role, calls, min_steps, after_inject, before_event), the model calls it selected (never empty:
-:func:`run_check` reports an empty selection itself); it returns one line per failure.
+:data:`CHECKS` is the one table from model to handler; :data:`Check`, the union a case's
+``checks`` are parsed with, is built from it.
 """
 
 from __future__ import annotations
@@ -124,8 +120,10 @@ def _check_external_only(run: FinishedRun, chk: ExternalOnly, calls: list[ModelC
 
 
 class ManifestCheck(SelectingCheck):
-    """The block (an id, or ``$latest_tool``: the newest tool call's block) in each selected
-    call's manifest has these properties."""
+    """The block of each selected call's manifest has these properties.
+
+    ``block``: an id, or ``$latest_tool`` (the newest tool call's block).
+    """
 
     check: Literal["manifest"]
     block: str
@@ -265,8 +263,10 @@ def _check_state(run: FinishedRun, chk: StateCheck, calls: list[ModelCall]) -> l
 
 
 class EventsCheck(CheckModel):
-    """The event log: kinds present/absent, counts, an ordered subsequence, or the exact kind
-    sequence of the events whose kind is in ``only``."""
+    """The event log: kinds present or absent, counts, an ordered subsequence, or an exact sequence.
+
+    ``exact``: the kind sequence of the events whose kind is in ``only``.
+    """
 
     check: Literal["events"]
     contains: list[str] = Field(default_factory=list)
@@ -357,8 +357,16 @@ Check = Annotated[Union[tuple(CHECKS)], Field(discriminator="check")]  # noqa: U
 
 
 def run_check(run: FinishedRun, chk: Any) -> list[str]:
-    """The failures of one check (a model of :data:`CHECKS`) on a finished run; empty when it
-    holds. A selecting check whose selection matches no model call fails with one line."""
+    """The failures of one check on a finished run; empty when it holds.
+
+    Args:
+        run: The finished run.
+        chk: A check (a model of :data:`CHECKS`).
+
+    Returns:
+        One line per failure; a selecting check whose selection matches no model call fails
+        with one line.
+    """
     calls: list[ModelCall] = []
     if isinstance(chk, SelectingCheck):
         calls = select_calls(run, chk)

@@ -1,7 +1,8 @@
-"""Run one case: the real default graph (``build_orchestrator``) with the case's scripted model
-and tools on throwaway SQLite stores, through its crash points (each followed by a resume with a
-new graph object), injected events and approval answers; then the invariants, the case's checks
-(:func:`graphs.eval.checks.run_check`) and the context statistics (:data:`STAT_KEYS`)."""
+"""Run one case (:func:`run_case`): the real default graph with the case's scripted model and tools.
+
+Through its crash points (each followed by a resume with a new graph object), injected events
+and approval answers; then the invariants, the case's checks and the context statistics.
+"""
 
 from __future__ import annotations
 
@@ -43,15 +44,27 @@ STAT_KEYS = (
     "tasks_with_compression",
     "tasks_with_resume",
 )
-#: Features a case may require, each waiting for issue 3 until its probe passes.
+#: Features a case may require; a case waits (pending) until its feature's probe passes.
 FEATURES = {
-    "approvals": "requires_approval enforced with an approval interrupt (issue 3)",
-    "path_scopes": "file_scopes enforced on path arguments in the tool node (issue 3)",
+    "approvals": "requires_approval enforced with an approval interrupt",
+    "path_scopes": "file_scopes enforced on path arguments in the tool node",
 }
 
 
 @dataclass
 class CaseResult:
+    """The result of one case: its status, failures, context statistics and time.
+
+    Attributes:
+        case: The case.
+        path: Its file, or None.
+        status: ``passed``, ``failed`` or ``pending`` (a feature it requires is missing).
+        failures: One line per failure.
+        stats: The context statistics (:data:`STAT_KEYS`).
+        seconds: Wall time of the run.
+        note: Why it is pending.
+    """
+
     case: Case
     path: Path | None
     status: Literal["passed", "failed", "pending"]
@@ -62,6 +75,7 @@ class CaseResult:
 
     @property
     def passed(self) -> bool:
+        """Whether the case passed."""
         return self.status == "passed"
 
 
@@ -69,8 +83,17 @@ _PROBES: dict[str, bool] = {}
 
 
 def check_off(off: Iterable[str]) -> frozenset[str]:
-    """``off`` as a set of :data:`MECHANISMS` names; ``CaseError`` naming the first unknown one
-    and the names there are."""
+    """``off`` as a set of mechanism names.
+
+    Args:
+        off: Names of :data:`MECHANISMS`.
+
+    Returns:
+        The set.
+
+    Raises:
+        CaseError: A name is unknown (it and the known names are named).
+    """
     bad = sorted(set(off) - set(MECHANISMS))
     if bad:
         raise CaseError(f"--off {bad[0]}: no such mechanism; use one of {', '.join(MECHANISMS)}")
@@ -122,8 +145,10 @@ def _workspace(case: Case, root: str | Path) -> Path | None:
 
 
 def _memory_ops(case: Case, project: Project, ws: Path | None) -> None:
-    """Apply the case's :class:`MemoryOp` list (earlier tasks and the user) through
-    :mod:`graphs.memory_store`; then write the case's workspace again."""
+    """Apply the case's :class:`MemoryOp` list (earlier tasks and the user) through :mod:`graphs.memory_store`.
+
+    Then the case's workspace is written again.
+    """
 
     def earlier_task(tid: str) -> None:
         if not project.stores.events.last_seq(tid):
@@ -309,7 +334,8 @@ class _Segments:
                 input_state, resume = Command(resume=self.approvals.pop(0)), False
                 continue
             if interrupts:
-                return f"the run is waiting on an interrupt and the case has no approval answer left: {interrupts[0].value!r}"
+                left = interrupts[0].value
+                return f"the run is waiting on an interrupt and the case has no approval answer left: {left!r}"
             return self.unreached()
         return "the run did not finish in 200 segments"
 
@@ -375,8 +401,7 @@ def _execute(case: Case, path: Path | None, budget: int | None, off: frozenset[s
 
 
 def _edit(tools: CaseTools, item: Crash | Inject) -> None:
-    """A person's edits of the workspace while the task is paused (``Crash.edits``,
-    ``Inject.edits``)."""
+    """A person's edits of the workspace while the task is paused (``Crash.edits``, ``Inject.edits``)."""
     if not item.edits:
         return
     if tools.workspace is None:
@@ -435,7 +460,14 @@ def _close(run: FinishedRun) -> None:
 
 
 def probe(feature: str) -> bool:
-    """Whether a feature a case may require is there (checked by behaviour, once per process)."""
+    """Whether a feature a case may require is there, checked by behaviour once per process.
+
+    Args:
+        feature: A name of :data:`FEATURES`.
+
+    Returns:
+        True when the feature works.
+    """
     if feature in _PROBES:
         return _PROBES[feature]
     ok = False
@@ -499,9 +531,23 @@ def probe(feature: str) -> bool:
 def run_case(
     case: Case, path: Path | None = None, *, budget: int | None = None, off: Iterable[str] = frozenset()
 ) -> CaseResult:
-    """Run one case and its checks (``budget`` overrides the case's). ``off``: mechanisms
-    switched off (:data:`MECHANISMS`), to show which cases fail without them; ``CaseError``
-    for an unknown one."""
+    """Run one case and its checks.
+
+    Besides its own checks, each case checks two invariants: the event log folds to the
+    checkpointed state, and every recorded tool result is re-fetchable byte-exact.
+
+    Args:
+        case: The case.
+        path: Its file (a sigkill crash runs it from there), or None.
+        budget: A token budget overriding the case's.
+        off: Mechanisms switched off (:data:`MECHANISMS`), to show which cases fail without them.
+
+    Returns:
+        The result (``pending`` when a feature it requires is missing).
+
+    Raises:
+        CaseError: An unknown mechanism in ``off``.
+    """
     off = check_off(off)
     missing = [f for f in case.requires if not probe(f)]
     if missing:

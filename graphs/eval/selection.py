@@ -1,5 +1,4 @@
-"""Which model calls a check looks at: the ``context.built`` events of a run, numbered per role,
-filtered by a check's selection fields (:class:`SelectingCheck`), and the prompt each one stored."""
+"""Which model calls a check looks at: a run's ``context.built`` events, numbered per role and filtered."""
 
 from __future__ import annotations
 
@@ -42,6 +41,16 @@ class SelectingCheck(CheckModel):
 
 @dataclass
 class ModelCall:
+    """One model call of a run: its ``context.built`` event and where it was.
+
+    Attributes:
+        event: The ``context.built`` event.
+        role: The role that called.
+        role_call: Its call number for that role (1-based).
+        steps_before: Tool results before it.
+        reset: Whether it restarted the executor's transcript.
+    """
+
     event: Event
     role: str
     role_call: int
@@ -50,6 +59,14 @@ class ModelCall:
 
 
 def model_calls(run: FinishedRun) -> list[ModelCall]:
+    """Every model call of a run, numbered per role.
+
+    Args:
+        run: The finished run.
+
+    Returns:
+        The calls, in order.
+    """
     out: list[ModelCall] = []
     steps = 0
     per_role: Counter[str] = Counter()
@@ -64,6 +81,15 @@ def model_calls(run: FinishedRun) -> list[ModelCall]:
 
 
 def select_calls(run: FinishedRun, sel: SelectingCheck) -> list[ModelCall]:
+    """The model calls a selecting check looks at.
+
+    Args:
+        run: The finished run.
+        sel: The check's selection fields.
+
+    Returns:
+        The calls selected, in order.
+    """
     calls = [c for c in model_calls(run) if sel.role == "*" or c.role == sel.role]
     if sel.min_steps:
         calls = [c for c in calls if c.steps_before >= sel.min_steps]
@@ -93,6 +119,15 @@ def select_calls(run: FinishedRun, sel: SelectingCheck) -> list[ModelCall]:
 
 
 def prompt_of(run: FinishedRun, c: ModelCall) -> str:
+    """The prompt a model call stored (read once per run).
+
+    Args:
+        run: The finished run.
+        c: The call.
+
+    Returns:
+        The prompt text, ``""`` when the call stored none.
+    """
     ref = c.event.payload.get("prompt_ref")
     if not ref:
         return ""
@@ -102,4 +137,12 @@ def prompt_of(run: FinishedRun, c: ModelCall) -> str:
 
 
 def where(c: ModelCall) -> str:
+    """Where a call was, for a failure line: ``<role> call <n> (after <k> tool results)``.
+
+    Args:
+        c: The call.
+
+    Returns:
+        The text.
+    """
     return f"{c.role} call {c.role_call} (after {c.steps_before} tool results)"

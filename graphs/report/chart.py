@@ -22,9 +22,17 @@ _OTHER_COLOR = "#7f7f7f"
 
 
 def role_colors(calls: Sequence[dict[str, Any]]) -> dict[str, str]:
-    """Role -> bar colour for the roles of ``calls``: the built-in roles' :data:`ROLE_COLORS`
-    first, then each custom role (any other role name) in the order of its first call, from
-    :data:`CUSTOM_ROLE_COLORS` (grey once they run out)."""
+    """Role -> bar colour for the roles of ``calls``.
+
+    The built-in roles' :data:`ROLE_COLORS` first, then each custom role in the order of its first
+    call, from :data:`CUSTOM_ROLE_COLORS` (grey once they run out).
+
+    Args:
+        calls: The ``context.built`` payloads of the run.
+
+    Returns:
+        Role -> CSS colour.
+    """
     seen = list(dict.fromkeys(str(c["role"]) for c in calls))
     out = {r: col for r, col in ROLE_COLORS.items() if r in seen}
     custom = [r for r in seen if r not in ROLE_COLORS]
@@ -34,8 +42,10 @@ def role_colors(calls: Sequence[dict[str, Any]]) -> dict[str, str]:
 
 
 def _tick_step(n: int, most: int = 15) -> int:
-    """The smallest of 1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, ... with at most ``most``
-    multiples in 1..``n`` (the x labels of ``n`` calls)."""
+    """The smallest of 1, 2, 5, 10, 20, 25, 50, 100, ... with at most ``most`` multiples in 1..``n``.
+
+    The x labels of ``n`` calls.
+    """
     k = 0
     while True:
         for m in (1, 2, 5, 10, 20, 25, 50):
@@ -46,9 +56,11 @@ def _tick_step(n: int, most: int = 15) -> int:
 
 
 def _y_ticks(top: float, most: int = 5) -> list[int]:
-    """Round y tick values from 0 up to ``top``: multiples of the smallest step 1, 2, 2.5 or 5
-    times a power of ten that gives at most ``most`` ticks above 0 (``top`` 4,138: 0, 1,000, ...,
-    4,000; ``top`` 8,000: 0, 2,000, ..., 8,000)."""
+    """Round y tick values from 0 up to ``top``.
+
+    Multiples of the smallest step 1, 2, 2.5 or 5 times a power of ten that gives at most ``most``
+    ticks above 0.
+    """
     k = 10 ** max(0, math.floor(math.log10(max(top, 1))) - 1)
     while True:
         for m in (1, 2, 2.5, 5):
@@ -72,14 +84,17 @@ class _Frame:
 
     @property
     def right(self) -> int:
+        """The plot's right edge."""
         return self.left + self.plot_w
 
     @property
     def bw(self) -> float:
+        """A bar's width: the bars fill the plot."""
         return self.plot_w / self.n  # the bars fill the plot, left..right
 
     @property
     def gap(self) -> float:
+        """The gap between two bars."""
         return min(2.0, self.bw / 5)
 
     def y(self, v: float) -> float:

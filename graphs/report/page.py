@@ -1,18 +1,4 @@
-"""The HTML report of a run (``taskctx report TASK_ID --html FILE``): one static page.
-
-The page is built from the task's event log only (never from the artifact store, so raw tool
-output and the prompts' text stay out of it; refs are shown as text): the goal and the request,
-a prompt-token chart (inline SVG: prompt tokens per model call, the cached prefix shaded, the
-budget as a line), the plan, pending approvals, errors (open and resolved), each model call's
-manifest (every block in or out, why, its tokens), the tool calls with their recorded (compressed)
-results and the event timeline. One self-contained
-file: no external script, style sheet or font. Its inline script adds a filter to the timeline
-and sets ``document.body.dataset.ready = "1"``; a script error is caught and listed in the page
-(``#js-errors``, ``data-js-errors`` on ``<body>``), so a headless browser can check both.
-
-``build_report(events)`` returns the HTML; ``write_report(stores, task_id, path)`` writes it
-(:mod:`graphs.cli.report` is the typer command, registered by the CLI as ``report``).
-"""
+"""The HTML report of a run (``taskctx report``): one static, self-contained page built from the event log."""
 
 from __future__ import annotations
 
@@ -50,9 +36,11 @@ _e = html_text
 
 
 def _wrappable(x: Any) -> str:
-    """``x`` HTML-escaped, with a line-break opportunity (``<wbr>``) after each "/" and "|", so
-    paths and patterns wrap between their parts rather than inside a name; a short part with a
-    hyphen (``-l``, ``--db``, ``x-y``) is kept whole (``span.nw``: browsers break after a hyphen)."""
+    """``x`` HTML-escaped, with a line-break opportunity (``<wbr>``) after each "/" and "|".
+
+    Paths and patterns wrap between their parts rather than inside a name; a short part with a
+    hyphen (``-l``, ``--db``) is kept whole (``span.nw``: browsers break after a hyphen).
+    """
     out = []
     for word in re.split(r"( +)", "" if x is None else str(x)):
         parts = [p for p in re.split(r"(?<=[/|])", word) if p]
@@ -69,8 +57,10 @@ PAGE_TAIL = 400
 
 
 def _paged(rows: list[str], what: str, cols: int, full: bool, hint: str) -> list[str]:
-    """``rows`` cut to the first ``PAGE_HEAD`` and last ``PAGE_TAIL`` (unless ``full``), with one
-    row saying how many of ``what`` are left out and where they are."""
+    """``rows`` cut to the first ``PAGE_HEAD`` and last ``PAGE_TAIL`` (unless ``full``).
+
+    With one row saying how many of ``what`` are left out and where they are.
+    """
     if full or len(rows) <= PAGE_HEAD + PAGE_TAIL:
         return rows
     left = len(rows) - PAGE_HEAD - PAGE_TAIL
@@ -92,9 +82,11 @@ def _list(items: Sequence[str], empty: str = "(none)") -> str:
 
 
 def _approvals(ctx: TaskContext, events: Sequence[Event], db: str | Path = DEFAULT_DB) -> str:
-    """The pending approval and the approval history; arguments shown in full
-    (:func:`.approval.approval_html`) on each request and where an answer changed them; a cut
-    view names ``inspect --json`` with ``db`` (:func:`.approval.inspect_hint`)."""
+    """The pending approval and the approval history, arguments shown in full.
+
+    On each request and where an answer changed them; a cut view names ``inspect --json`` with
+    ``db`` (:func:`.approval.inspect_hint`).
+    """
     a = ctx.control.pending_approval
     task = ctx.identity.task_id
     out = []
@@ -204,9 +196,10 @@ def _manifests(calls: Sequence[dict[str, Any]], full: bool = False, hint: str = 
 
 
 def _tool_args(tool: str, arguments: str, seq: int) -> str:
-    """A tool call's arguments in the tool-call table: inline JSON when short (120 chars or
-    less), else a ``<details>`` whose summary is the approval view's title and whose body is the
-    view (:func:`.approval.approval_html`: a write as the file, a patch as a diff, ...)."""
+    """A tool call's arguments in the tool-call table: inline JSON when short (120 chars or less).
+
+    Else a ``<details>`` whose summary is the approval view's title and whose body is the view.
+    """
     if len(arguments) <= 120:  # may wrap after a "/" or "|" (paths, patterns), not inside a name
         return f"<code>{_e(tool)}</code> <code>{_wrappable(arguments)}</code>"
     view = approval_html(tool, arguments, full_hint=f"event #{seq} in the run's trace.jsonl")
@@ -216,8 +209,10 @@ def _tool_args(tool: str, arguments: str, seq: int) -> str:
 
 
 def _tool_calls(events: Sequence[Event], limit: int = 2000, full: bool = False, hint: str = "") -> str:
-    """Each tool call with its result summary as recorded (compressed; the raw output stays in
-    the artifact store, named by its ref)."""
+    """Each tool call with its result summary as recorded.
+
+    Compressed; the raw output stays in the artifact store, named by its ref.
+    """
     results = {e.payload["call_id"]: e.payload for e in events if e.kind == "tool.result.received"}
     rows = []
     for e in events:
@@ -248,18 +243,21 @@ def _tool_calls(events: Sequence[Event], limit: int = 2000, full: bool = False, 
 
 
 def _summary(e: Event) -> str:
-    """The timeline's summary of ``e``: :func:`context.summarize_event`, except that
-    ``task.created`` shows the request's goal (:func:`context.trajectory.request_goal`: its first
-    meaningful line, not a ``<uploaded_files>`` preamble)."""
+    """The timeline's summary of ``e``: :func:`context.summarize_event`.
+
+    Except that ``task.created`` shows the request's goal (its first meaningful line).
+    """
     if e.kind == "task.created":
         return request_goal(str(e.payload.get("original_request") or ""))
     return summarize_event(e)
 
 
 def _timeline(events: Sequence[Event], full: bool = False, hint: str = "") -> str:
-    """The event table: seq, time (the time of day; the full timestamp when the date is not the
-    first event's, and as the cell's title), actor, kind, summary; plus the filter box. Paged
-    like the other long sections (``full``: every event)."""
+    """The event table: seq, time, actor, kind, summary; plus the filter box.
+
+    Time of day, the full timestamp when the date is not the first event's. Paged like the other
+    long sections (``full``: every event).
+    """
     day = events[0].timestamp[:10] if events else ""
 
     def when(ts: str) -> str:
@@ -337,9 +335,24 @@ document.body.dataset.ready="1";
 def build_report(
     events: Sequence[Event], *, title: str | None = None, full: bool = False, db: str | Path = DEFAULT_DB
 ) -> str:
-    """The HTML page of a task's run from its event log (see module doc). The long sections
-    (tool calls, manifests, timeline) show their first ``PAGE_HEAD`` and last ``PAGE_TAIL``
-    rows and say how many are left out; ``full`` shows every row."""
+    """The HTML page of a task's run, from its event log only.
+
+    Never from the artifact store: raw tool output and the prompts' text stay out of it. The page:
+    goal and request, the token chart, the plan, approvals, errors, each model call's manifest, the
+    tool calls and the event timeline; one self-contained file (no external script, style sheet or
+    font). Its inline script sets ``document.body.dataset.ready = "1"`` and lists a script error in
+    ``#js-errors`` (``data-js-errors`` on ``<body>``), so a headless browser can check both.
+
+    Args:
+        events: The task's event log, in order.
+        title: The page's title; default from the task.
+        full: Show every row of the long sections (default: the first ``PAGE_HEAD`` and last
+            ``PAGE_TAIL``, and how many are left out).
+        db: The database the commands the page names need (``--db`` when not the default).
+
+    Returns:
+        The HTML.
+    """
     if not events:
         raise UnknownTaskError("no events for this task; nothing to report")
     ctx = replay(events)
@@ -415,9 +428,22 @@ def build_report(
 def write_report(
     stores: Any, task_id: str, path: str | Path, *, full: bool = False, db: str | Path = DEFAULT_DB
 ) -> Path:
-    """Write the report of ``task_id`` (from ``stores.events``) to ``path``; returns the path.
-    A damaged log (:func:`context.verify.check_events`) raises ``DamagedStoreError`` instead.
-    ``db``: the database the commands the page names need (``--db`` when not the default)."""
+    """Write the report of ``task_id`` to ``path``.
+
+    Args:
+        stores: The stores (``stores.events``).
+        task_id: The task.
+        path: The HTML file.
+        full: Show every row (see :func:`build_report`).
+        db: The database the commands the page names need.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        DamagedStoreError: The log is damaged (:func:`context.verify.check_events`).
+        UnknownTaskError: No such task.
+    """
     events = stores.events.read(task_id)
     if not events:
         known = ", ".join(stores.events.task_ids()) or "none"
