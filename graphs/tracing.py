@@ -178,6 +178,7 @@ def tracing_session(
     Yields:
         The client, or None when tracing is off.
     """
+    # (imported here: langsmith is slow to import and a run without tracing never needs it)
     import langsmith
     import langsmith.run_trees as rt
     import langsmith.utils as ls_utils
@@ -232,7 +233,7 @@ def trace_anonymizer() -> Callable[[Any], Any]:
     Returns:
         The anonymizer.
     """
-    from langsmith.anonymizer import create_anonymizer
+    from langsmith.anonymizer import create_anonymizer  # (slow to import: only when tracing is on)
 
     return create_anonymizer(lambda text, _path: mask_secrets(text).text)
 

@@ -12,7 +12,7 @@ from langchain_core import exceptions as lce
 
 from context import ContextLengthError, ModelCallError, ModelConfigError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (annotations only: the chat-model classes are slow to import)
     from langchain_core.language_models import BaseChatModel
 
 __all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT", "model_error", "resolve_model"]
@@ -96,7 +96,7 @@ def resolve_model(spec: str | BaseChatModel, **kwargs: Any) -> BaseChatModel:
         ModelConfigError: The spec is not ``provider:model``, or the provider's package is not
             installed (named with the ``pip install`` that fixes it).
     """
-    from langchain_core.language_models import BaseChatModel  # (~0.5 s of CPU: imported when a model is made)
+    from langchain_core.language_models import BaseChatModel  # (slow to import: only when a model is made)
 
     if isinstance(spec, BaseChatModel):
         return spec
@@ -104,7 +104,7 @@ def resolve_model(spec: str | BaseChatModel, **kwargs: Any) -> BaseChatModel:
         raise ModelConfigError(
             f"model {spec!r} is not of the form provider:model (e.g. openai:gpt-4o, anthropic:claude-sonnet-4-6)"
         )
-    try:
+    try:  # (imported here: langchain's chat-model factory is slow to import)
         from langchain.chat_models import init_chat_model
     except ImportError as exc:  # pragma: no cover - langchain is a dependency
         raise ModelConfigError("init_chat_model needs the 'langchain' package; pip install langchain") from exc

@@ -34,7 +34,7 @@ from .chat_models import model_error
 from .message_tokens import message_tokens
 from .pricing import FLAT, PricingRule
 
-if TYPE_CHECKING:  # (annotations only: the chat-model classes cost ~0.5 s of CPU to import)
+if TYPE_CHECKING:  # (annotations only: the chat-model classes are slow to import)
     from langchain_core.language_models import BaseChatModel
     from langchain_core.runnables import RunnableConfig
 

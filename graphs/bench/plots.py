@@ -13,6 +13,7 @@ __all__ = ["plot_effective_cost", "plot_prompt_tokens", "pyplot"]
 
 def pyplot() -> Any:
     """``matplotlib.pyplot`` with the Agg backend (no display needed)."""
+    # (imported here: matplotlib is slow to import and only a figure needs it)
     import matplotlib
 
     matplotlib.use("Agg")

@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from nodes import ScriptedChatModel, ToolOutcome, function_schema
+from nodes import ScriptedChatModel, ToolOutcome, WorkspaceTools, function_schema
 
 from .cases import Case, ToolResult, ToolSpec, expand
 
@@ -141,8 +141,6 @@ class WorkspaceCaseTools(CaseTools):
 
     def __init__(self, case: Case, compiled: CompiledCase, root: Path, **kw: Any):
         super().__init__(case, compiled, **kw)
-        from nodes.workspace import WorkspaceTools
-
         self.workspace = WorkspaceTools(root)
 
     def schemas(self) -> list[dict[str, Any]]:

@@ -39,6 +39,7 @@ def run_eval(
     Raises:
         CaseError: A case does not load, an id of ``only`` does not exist, or a mechanism is unknown.
     """
+    # (imported here: the harness loads the graph runtime; the eval command loads this module at start-up)
     from ..project import DEFAULT_DB
     from ..report.hints import command_hint
     from .cases import CaseError, default_cases_dir, load_cases

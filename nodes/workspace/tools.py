@@ -28,7 +28,7 @@ MAX_TIMEOUT = 600
 
 def _pdeathsig() -> None:  # pragma: no cover - runs in the child
     try:
-        import ctypes
+        import ctypes  # (in the child, between fork and exec)
 
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:
