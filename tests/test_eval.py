@@ -441,6 +441,7 @@ def test_unquoted_agent_claims_make_every_provenance_case_fail(monkeypatch: pyte
     import nodes.render.executor
     import nodes.render.planner
     import nodes.render.recovery
+    import nodes.render.quoting
     import nodes.render.reviewer
     import nodes.render.transcript
     from graphs.eval import load_cases
@@ -453,6 +454,7 @@ def test_unquoted_agent_claims_make_every_provenance_case_fail(monkeypatch: pyte
         nodes.render.executor,
         nodes.render.planner,
         nodes.render.recovery,
+        nodes.render.quoting,
         nodes.render.reviewer,
         nodes.render.transcript,
     ):

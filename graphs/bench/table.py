@@ -42,6 +42,11 @@ def targets(r: BenchResult) -> list[tuple[str, str, bool | None]]:
     Returns:
         One tuple per target (``met`` None when it does not apply).
     """
+    return _cost_targets(r) + _quality_targets(r)
+
+
+def _cost_targets(r: BenchResult) -> list[tuple[str, str, bool | None]]:
+    """The targets on cost: against naive, masking and the bound, and the peak prompt."""
     T = r.totals
     tc, nv, mk = T["taskctx"], T["naive"], T["masking"]
     out: list[tuple[str, str, bool | None]] = []
@@ -81,6 +86,13 @@ def targets(r: BenchResult) -> list[tuple[str, str, bool | None]]:
             not above,
         )
     )
+    return out
+
+
+def _quality_targets(r: BenchResult) -> list[tuple[str, str, bool | None]]:
+    """The targets on caching, retention, restorability, overhead and checkpoint bytes."""
+    tc = r.totals["taskctx"]
+    out: list[tuple[str, str, bool | None]] = []
     out.append(("cached-prefix share ≥ 0.85", f"{tc.cached_share:.3f}", tc.cached_share >= 0.85))
     out.append(
         (
@@ -184,6 +196,16 @@ def markdown(r: BenchResult) -> str:
     for name, val, met in targets(r):
         lines.append(f"| {name} | {val} | {'-' if met is None else ('yes' if met else '**no**')} |")
     lines += ["", *short_runs_markdown(r)]
+    lines += _per_trajectory(r)
+    lines += _overhead_tables(r)
+    lines += ["", *split_markdown(r), *stress_markdown(r.stress, r.budget)]
+    lines += ["", f"Bench wall time: {r.seconds} s. Runs finished: {sum(r.finished.values())}/{len(r.finished)}.", ""]
+    return "\n".join(lines)
+
+
+def _per_trajectory(r: BenchResult) -> list[str]:
+    """The per-trajectory tables: effective cost (x naive), peak prompt and calls over budget."""
+    lines: list[str] = []
     lines += ["## Effective cost per trajectory (× naive in brackets)", ""]
     lines.append("| trajectory | steps | " + " | ".join(STRATEGIES) + " | taskctx other-role calls |")
     lines.append("|---|---:|" + "---:|" * len(STRATEGIES) + "---|")
@@ -203,6 +225,12 @@ def markdown(r: BenchResult) -> str:
             + " | ".join(f"{r.stats(tid, s).peak_prompt_tokens:,} / {r.stats(tid, s).over_budget}" for s in STRATEGIES)
             + " |"
         )
+    return lines
+
+
+def _overhead_tables(r: BenchResult) -> list[str]:
+    """The orchestrator overhead and checkpoint bytes tables."""
+    lines: list[str] = []
     lines += [
         "",
         "## Orchestrator overhead per executor step (reduce + build + render; model time excluded)",
@@ -226,6 +254,4 @@ def markdown(r: BenchResult) -> str:
         for n, b in sorted(r.checkpoint.items()):
             top = sorted(r.checkpoint_parts[n].items(), key=lambda kv: -kv[1])[:4]
             lines.append(f"| {n:,} | {b:,} | " + ", ".join(f"{k} {v:,}" for k, v in top) + " |")
-    lines += ["", *split_markdown(r), *stress_markdown(r.stress, r.budget)]
-    lines += ["", f"Bench wall time: {r.seconds} s. Runs finished: {sum(r.finished.values())}/{len(r.finished)}.", ""]
-    return "\n".join(lines)
+    return lines

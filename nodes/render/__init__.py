@@ -4,9 +4,10 @@
 messages, the tool schemas and the manifest of the blocks chosen within the budget.
 """
 
-from .base import EXTERNAL_RULE, Renderer, assemble, core_blocks, quote_external
+from .base import Renderer, assemble, core_blocks
 from .executor import ExecutorRenderer
 from .planner import PlannerRenderer
+from .quoting import EXTERNAL_RULE, quote_external
 from .recovery import RecoveryRenderer
 from .reviewer import ReviewerRenderer
 

@@ -21,15 +21,9 @@ from context.events import ContextBuilt, TranscriptReset
 from context.models import ToolCallRecord, TranscriptNote
 
 from ..runtime import NodeEnv, Rendered
-from .base import (
-    EXTERNAL_RULE,
-    assemble,
-    block,
-    core_blocks,
-    error_block,
-    memory_block,
-)
+from .base import assemble, block, core_blocks, error_block, memory_block
 from .policy_blocks import PolicyBlocks
+from .quoting import EXTERNAL_RULE
 from .restart import KEEP_LAST, restart_decision
 from .transcript import DIGEST_LINE_CHARS, checkpoint_text, delta_text, entry_messages, shown_output
 

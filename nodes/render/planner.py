@@ -9,19 +9,9 @@ from context import TaskContext
 from context.freshness import stale_line
 
 from ..runtime import NodeEnv, Rendered
-from .base import (
-    EXTERNAL_RULE,
-    assemble,
-    block,
-    core_blocks,
-    error_block,
-    finding_blocks,
-    memory_block,
-    plan_text,
-    plan_trust,
-    quote_agent,
-)
+from .base import assemble, block, core_blocks, error_block, finding_blocks, memory_block, plan_text, plan_trust
 from .policy_blocks import policy_blocks
+from .quoting import EXTERNAL_RULE, quote_agent
 
 __all__ = ["PlannerRenderer", "PLANNER_SYSTEM"]
 

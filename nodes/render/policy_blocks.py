@@ -15,7 +15,8 @@ from context.policy import ContextPolicy, default_policies, fired, situation
 from context.text import clean
 
 from ..runtime import NodeEnv
-from .base import block, quote_agent, quote_external, stale_text, tool_label
+from .base import block, stale_text
+from .quoting import quote_agent, quote_external, tool_label
 
 __all__ = ["ERROR_LIMIT", "DIFF_LIMIT", "EVIDENCE_LIMIT", "Call", "PolicyBlocks", "policies_of", "policy_blocks"]
 

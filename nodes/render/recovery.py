@@ -8,8 +8,9 @@ from typing import Any
 from context import TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .base import EXTERNAL_RULE, assemble, block, core_blocks, quote_agent, quote_external, tool_label
+from .base import assemble, block, core_blocks
 from .policy_blocks import policy_blocks
+from .quoting import EXTERNAL_RULE, quote_agent, quote_external, tool_label
 
 __all__ = ["RecoveryRenderer", "RECOVERY_SYSTEM", "ERROR_HISTORY_SHOWN"]
 

@@ -8,17 +8,9 @@ from typing import Any
 from context import Finding, TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .base import (
-    EXTERNAL_RULE,
-    assemble,
-    block,
-    core_blocks,
-    finding_blocks,
-    memory_block,
-    plan_text,
-    plan_trust,
-)
+from .base import assemble, block, core_blocks, finding_blocks, memory_block, plan_text, plan_trust
 from .policy_blocks import policy_blocks
+from .quoting import EXTERNAL_RULE
 
 __all__ = ["ReviewerRenderer", "REVIEWER_SYSTEM", "all_findings"]
 

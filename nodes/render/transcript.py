@@ -11,7 +11,7 @@ from context.compression import compress_arguments
 from context.freshness import stale_line
 from context.models import ToolCallRecord, arguments_dict
 
-from .base import quote_agent, quote_external, quote_plan, tool_label
+from .quoting import quote_agent, quote_external, quote_plan, tool_label
 from .reuse import reuse_spans
 
 __all__ = ["DIGEST_LINE_CHARS", "checkpoint_text", "delta_text", "entry_messages", "shown_output"]
