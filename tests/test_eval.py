@@ -440,8 +440,8 @@ def test_unquoted_agent_claims_make_every_provenance_case_fail(monkeypatch: pyte
     import nodes.render.base
     import nodes.render.executor
     import nodes.render.planner
-    import nodes.render.recovery
     import nodes.render.quoting
+    import nodes.render.recovery
     import nodes.render.reviewer
     import nodes.render.transcript
     from graphs.eval import load_cases
