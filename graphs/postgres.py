@@ -135,26 +135,40 @@ def open_postgres_checkpointer(
         "connect_timeout": 10,
     }
     if readonly:
-        kwargs["options"] = "-c default_transaction_read_only=on"
-        pool = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=max_size,
-            kwargs=kwargs,
-            open=False,
-            timeout=30,
-            check=ConnectionPool.check_connection if check else None,
-            name="taskctx-checkpointer",
-        )
-        try:
-            pool.open(wait=True, timeout=30)
-        except Exception as exc:
-            pool.close()
-            raise StoreOpenError(
-                f"cannot open the checkpointer at {redact_url(url)}: {' '.join(str(exc).split())}; "
-                "check the URL and that the server runs"
-            ) from exc
-        return RetryingPostgresSaver(pool, serde=serde), pool
+        return _open_readonly(url, kwargs, serde=serde, max_size=max_size, check=check)
+    return _open_and_set_up(url, kwargs, serde=serde, max_size=max_size, check=check)
+
+
+def _open_readonly(
+    url: str, kwargs: dict[str, Any], *, serde: Any, max_size: int, check: bool
+) -> tuple[RetryingPostgresSaver, Any]:
+    """The saver on a pool of read-only sessions, without ``setup()``."""
+    kwargs["options"] = "-c default_transaction_read_only=on"
+    pool = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=max_size,
+        kwargs=kwargs,
+        open=False,
+        timeout=30,
+        check=ConnectionPool.check_connection if check else None,
+        name="taskctx-checkpointer",
+    )
+    try:
+        pool.open(wait=True, timeout=30)
+    except Exception as exc:
+        pool.close()
+        raise StoreOpenError(
+            f"cannot open the checkpointer at {redact_url(url)}: {' '.join(str(exc).split())}; "
+            "check the URL and that the server runs"
+        ) from exc
+    return RetryingPostgresSaver(pool, serde=serde), pool
+
+
+def _open_and_set_up(
+    url: str, kwargs: dict[str, Any], *, serde: Any, max_size: int, check: bool
+) -> tuple[RetryingPostgresSaver, Any]:
+    """The saver on a new pool, its tables set up under a session advisory lock."""
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as lock_conn:
             # poll, never wait inside a statement: setup() runs CREATE INDEX CONCURRENTLY, which

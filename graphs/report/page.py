@@ -332,6 +332,36 @@ document.body.dataset.ready="1";
 })();"""
 
 
+def _plan(ctx: TaskContext, events: Sequence[Event]) -> str:
+    """The plan table: every plan step of the log, the current one marked."""
+    plan_rows = "".join(
+        f'<tr><td class="kind">{_e(s.id)}{" ←" if s.id == ctx.plan.current_step_id else ""}</td>'
+        f'<td class="kind">{_e(s.status)}</td>'
+        f"<td>{_e(s.title)}</td><td>{_e(', '.join(s.depends_on))}</td><td>{_e(s.expected_output)}</td></tr>"
+        for s in all_plan_steps(ctx, events)
+    )
+    if not plan_rows:
+        return '<p class="muted">(no plan yet)</p>'
+    head = "<tr><th>step</th><th>status</th><th>title</th><th>after</th><th>expected</th></tr>"
+    return '<div class="scroll"><table>' + head + plan_rows + "</table></div>"
+
+
+def _data_json(ctx: TaskContext, events: Sequence[Event], calls: list[dict[str, Any]], full: bool) -> str:
+    """The page's ``#report-data`` JSON: counts, tokens, status and calls per role."""
+    data = {
+        "task_id": ctx.identity.task_id,
+        "events": len(events),
+        "calls": len(calls),
+        "events_shown": len(events) if full else min(len(events), PAGE_HEAD + PAGE_TAIL),
+        "calls_shown": len(calls) if full else min(len(calls), PAGE_HEAD + PAGE_TAIL),
+        "prompt_tokens": sum(c["prompt_tokens"] for c in calls),
+        "cached_prefix_tokens": sum(c["cached_prefix_tokens"] for c in calls),
+        "status": ctx.control.status,
+        "roles": dict(Counter(c["role"] for c in calls)),
+    }
+    return json.dumps(data, sort_keys=True).replace("</", "<\\/")
+
+
 def build_report(
     events: Sequence[Event], *, title: str | None = None, full: bool = False, db: str | Path = DEFAULT_DB
 ) -> str:
@@ -363,12 +393,6 @@ def build_report(
     total_prompt = sum(c["prompt_tokens"] for c in calls)
     total_cached = sum(c["cached_prefix_tokens"] for c in calls)
     goal = ident.interpreted_goal or request_goal(ident.original_request)
-    plan_rows = "".join(
-        f'<tr><td class="kind">{_e(s.id)}{" ←" if s.id == ctx.plan.current_step_id else ""}</td>'
-        f'<td class="kind">{_e(s.status)}</td>'
-        f"<td>{_e(s.title)}</td><td>{_e(', '.join(s.depends_on))}</td><td>{_e(s.expected_output)}</td></tr>"
-        for s in all_plan_steps(ctx, events)
-    )
     findings = [
         f"{f.id}: {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]"
         + (f" [{stale_line(ctx, f.id)}]" if ctx.stale(f.id) else "")
@@ -379,18 +403,7 @@ def build_report(
         f"`{command_hint('inspect', ident.task_id, db, None, '--all')}` lists plan and errors"
     )
     timeline = _timeline(events, full, hint)
-    data = {
-        "task_id": ident.task_id,
-        "events": len(events),
-        "calls": len(calls),
-        "events_shown": len(events) if full else min(len(events), PAGE_HEAD + PAGE_TAIL),
-        "calls_shown": len(calls) if full else min(len(calls), PAGE_HEAD + PAGE_TAIL),
-        "prompt_tokens": total_prompt,
-        "cached_prefix_tokens": total_cached,
-        "status": ctx.control.status,
-        "roles": dict(roles),
-    }
-    data_json = json.dumps(data, sort_keys=True).replace("</", "<\\/")
+    data_json = _data_json(ctx, events, calls, full)
     page_title = title or f"taskctx report: {ident.task_id}"
     first, last = events[0].timestamp, events[-1].timestamp
     return f"""<!DOCTYPE html>
@@ -410,7 +423,7 @@ def build_report(
 <p>{len(calls)} calls ({", ".join(f"{r} {n}" for r, n in sorted(roles.items())) or "none"}); {total_prompt:,} prompt tokens,
  {total_cached:,} of them in a cached prefix ({(total_cached / total_prompt if total_prompt else 0):.1%}).</p>
 {token_chart_svg(calls)}
-<h2>Plan</h2>{'<div class="scroll"><table><tr><th>step</th><th>status</th><th>title</th><th>after</th><th>expected</th></tr>' + plan_rows + "</table></div>" if plan_rows else '<p class="muted">(no plan yet)</p>'}
+<h2>Plan</h2>{_plan(ctx, events)}
 <h2>Approvals</h2>{_approvals(ctx, events, db)}
 <h2>Errors</h2>{_errors(ctx, events)}
 <h2>Findings</h2>{_list(findings)}
