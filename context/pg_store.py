@@ -42,6 +42,7 @@ from .text import json_text
 __all__ = [
     "APPLICATION_NAME",
     "SCHEMA_LOCK",
+    "SCHEMA_LOCK",
     "PgArtifactStore",
     "PgEventLog",
     "PgStores",

@@ -87,7 +87,7 @@ class EventLogProtocol(Protocol):
 class ArtifactStoreProtocol(Protocol):
     """What the nodes need of an artifact store (:class:`ArtifactStore`, ``PgArtifactStore``)."""
 
-    def put(self, data: bytes) -> str:
+    def put(self, data: bytes | str) -> str:
         """Store bytes (secrets masked); return their ref."""
         ...
 

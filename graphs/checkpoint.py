@@ -1,5 +1,4 @@
-"""Checkpointer setup: a serializer that knows the TaskContext's classes, and pruning: a
-thread keeps only its latest checkpoint (:func:`prune_thread`, :class:`PruningSqliteSaver`)."""
+"""Checkpointer set-up: a serializer that knows the TaskContext's classes, and pruning to the latest checkpoint."""
 
 from __future__ import annotations
 
@@ -19,9 +18,14 @@ CHECKPOINT_TYPES: list[tuple[str, str]] = [
 
 
 def checkpoint_serde() -> JsonPlusSerializer:
-    """A serializer for any LangGraph checkpointer (``InMemorySaver(serde=checkpoint_serde())``)
-    that loads TaskContext parts without the "unregistered type" warning; works the same with
-    ``LANGGRAPH_STRICT_MSGPACK=true``."""
+    """A serializer for any LangGraph checkpointer that knows the TaskContext's classes.
+
+    Loads TaskContext parts without the "unregistered type" warning, the same with
+    ``LANGGRAPH_STRICT_MSGPACK=true``: ``InMemorySaver(serde=checkpoint_serde())``.
+
+    Returns:
+        The serializer.
+    """
     return JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)
 
 
@@ -31,11 +35,19 @@ PRUNE_EVERY = 50
 
 
 def prune_thread(checkpointer: Any, thread_id: str) -> bool:
-    """Keep only the latest checkpoint of ``thread_id`` (with its pending writes) and delete the
-    rest, with the saver's own ``prune(strategy="keep_latest")``: LangGraph's on Postgres, the
-    same contract on SQLite (:class:`PruningSqliteSaver`). Returns False, changing nothing, for a
-    saver without ``prune`` (``InMemorySaver``). The event log is the task's source of truth and
-    time travel is refused, so older checkpoints are a cache nothing reads back."""
+    """Keep only the latest checkpoint of ``thread_id``, with its pending writes, and delete the rest.
+
+    With the saver's own ``prune(strategy="keep_latest")``: LangGraph's on Postgres, the same
+    contract on SQLite (:class:`PruningSqliteSaver`). The event log is the task's source of truth
+    and time travel is refused, so older checkpoints are a cache nothing reads back.
+
+    Args:
+        checkpointer: A LangGraph checkpointer.
+        thread_id: The task's thread.
+
+    Returns:
+        True when pruned; False, changing nothing, for a saver without ``prune`` (``InMemorySaver``).
+    """
     try:
         checkpointer.prune([thread_id], strategy="keep_latest")
     except NotImplementedError:
@@ -50,15 +62,25 @@ except ImportError:  # pragma: no cover - a dependency of taskctx
 
 
 class PruningSqliteSaver(SqliteSaver):  # type: ignore[misc,valid-type]
-    """``SqliteSaver`` with ``prune(thread_ids, strategy=...)``, the contract of
-    ``BaseCheckpointSaver.prune`` that ``PostgresSaver`` implements and ``SqliteSaver`` 3.1 does
-    not: ``"keep_latest"`` keeps each namespace's latest checkpoint (the one ``get_tuple`` loads)
-    and its writes, deletes the others and their writes, and clears the kept one's parent;
-    ``"delete"`` removes the threads. One transaction per call. taskctx uses no ``DeltaChannel``,
-    so the latest checkpoint holds the whole state. Raises ``TypeError`` for a single ``str`` and
-    ``ValueError`` for another strategy."""
+    """``SqliteSaver`` with ``prune(thread_ids, strategy=...)``, as ``PostgresSaver`` has it.
+
+    The contract of ``BaseCheckpointSaver.prune``, which ``SqliteSaver`` does not implement.
+    taskctx uses no ``DeltaChannel``, so the latest checkpoint holds the whole state.
+    """
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune the threads ``thread_ids``, in one transaction.
+
+        Args:
+            thread_ids: The threads.
+            strategy: ``keep_latest`` keeps each namespace's latest checkpoint (the one ``get_tuple``
+                loads) and its writes, deletes the others and their writes, and clears the kept one's
+                parent; ``delete`` removes the threads.
+
+        Raises:
+            TypeError: ``thread_ids`` is a single ``str``.
+            ValueError: Another strategy.
+        """
         if isinstance(thread_ids, str):
             raise TypeError("thread_ids must be a sequence of thread IDs, not a str")
         if strategy not in ("keep_latest", "delete"):

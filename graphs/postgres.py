@@ -1,15 +1,4 @@
-"""The Postgres checkpointer for ``--db postgresql://...``.
-
-:func:`open_postgres_checkpointer` returns a :class:`RetryingPostgresSaver` on a
-``psycopg_pool.ConnectionPool`` (``autocommit``, ``prepare_threshold=0``, ``dict_row``, as
-``PostgresSaver`` needs) that checks each connection before handing it out, so a connection the
-server dropped while idle (``pg_terminate_backend``, a restart, a proxy timeout) is replaced.
-A connection that drops *during* a call raises ``psycopg.OperationalError``; the saver retries
-the call on a fresh connection (every write of ``PostgresSaver`` is an upsert or
-``ON CONFLICT DO NOTHING``, so a retried write cannot duplicate anything). ``setup()`` runs under
-a session advisory lock so several workers can start on a fresh database at once.
-Connections carry ``application_name=taskctx-checkpointer``.
-"""
+"""The Postgres checkpointer for ``--db postgresql://...``: a pooled saver that retries dropped connections."""
 
 from __future__ import annotations
 
@@ -38,7 +27,17 @@ except ImportError:  # pragma: no cover - depends on the install
 
 
 class RetryingPostgresSaver(PostgresSaver):  # type: ignore[misc,valid-type]
-    """``PostgresSaver`` whose calls are retried when the connection drops (see module doc)."""
+    """``PostgresSaver`` whose calls are retried on a fresh connection when the connection drops.
+
+    A connection that drops during a call raises ``psycopg.OperationalError``; every write of
+    ``PostgresSaver`` is an upsert or ``ON CONFLICT DO NOTHING``, so a retried write cannot
+    duplicate anything.
+
+    Args:
+        conn: The connection pool.
+        pipe: A pipeline, as ``PostgresSaver`` takes it.
+        serde: The serializer (:func:`graphs.checkpoint.checkpoint_serde`).
+    """
 
     retries: int = 3
 
@@ -70,22 +69,28 @@ class RetryingPostgresSaver(PostgresSaver):  # type: ignore[misc,valid-type]
         return self._retried[0]
 
     def get_tuple(self, config):  # type: ignore[no-untyped-def]
+        """``PostgresSaver.get_tuple``, retried when the connection drops."""
         return self._retry(lambda: super(RetryingPostgresSaver, self).get_tuple(config))
 
     def put(self, config, checkpoint, metadata, new_versions):  # type: ignore[no-untyped-def]
+        """``PostgresSaver.put``, retried when the connection drops."""
         return self._retry(lambda: super(RetryingPostgresSaver, self).put(config, checkpoint, metadata, new_versions))
 
     def put_writes(self, config, writes, task_id, task_path=""):  # type: ignore[no-untyped-def]
+        """``PostgresSaver.put_writes``, retried when the connection drops."""
         return self._retry(lambda: super(RetryingPostgresSaver, self).put_writes(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id):  # type: ignore[no-untyped-def]
+        """``PostgresSaver.delete_thread``, retried when the connection drops."""
         return self._retry(lambda: super(RetryingPostgresSaver, self).delete_thread(thread_id))
 
     def prune(self, thread_ids, *, strategy="keep_latest"):  # type: ignore[no-untyped-def]
+        """``PostgresSaver.prune``, retried when the connection drops."""
         return self._retry(lambda: super(RetryingPostgresSaver, self).prune(thread_ids, strategy=strategy))
 
     def list(self, config, *, filter=None, before=None, limit=None) -> Iterator[Any]:  # type: ignore[no-untyped-def]
         # retried only until the first item is out (a half-consumed listing is not replayed)
+        """``PostgresSaver.list``, retried until its first item is out (a half-consumed listing is not replayed)."""
         return iter(
             self._retry(
                 lambda: list(super(RetryingPostgresSaver, self).list(config, filter=filter, before=before, limit=limit))
@@ -96,13 +101,27 @@ class RetryingPostgresSaver(PostgresSaver):  # type: ignore[misc,valid-type]
 def open_postgres_checkpointer(
     url: str, *, serde: Any = None, max_size: int = 4, check: bool = True, readonly: bool = False
 ) -> tuple[RetryingPostgresSaver, Any]:
-    """A set-up :class:`RetryingPostgresSaver` on a new pool, and the pool (close it when done).
+    """A set-up :class:`RetryingPostgresSaver` on a new connection pool, and the pool.
 
-    Each call of the saver takes its own connection (no per-instance lock), so ``max_size``
-    bounds the concurrent checkpoint reads and writes of one worker. ``check=False``
-    (tests only) hands out connections unchecked, to exercise the retry path.
-    ``readonly=True``: no ``setup()`` (no DDL) and read-only sessions
-    (``default_transaction_read_only``); for ``inspect``, ``list`` and ``report``.
+    The pool checks each connection before handing it out, so one the server dropped while idle is
+    replaced; ``setup()`` runs under a session advisory lock so several workers can start on a
+    fresh database at once. Connections carry ``application_name=taskctx-checkpointer``.
+
+    Args:
+        url: The ``postgresql://`` URL.
+        serde: The serializer.
+        max_size: The pool's size: each call of the saver takes its own connection, so this bounds
+            the concurrent checkpoint reads and writes of one worker.
+        check: Check connections before handing them out (False: tests of the retry path only).
+        readonly: No ``setup()`` (no DDL) and read-only sessions; for ``inspect``, ``list`` and
+            ``report``.
+
+    Returns:
+        ``(saver, pool)``: close the pool when done.
+
+    Raises:
+        StoreOpenError: The server cannot be reached, or another worker's set-up did not finish
+            in time.
     """
     if psycopg is None:  # pragma: no cover
         raise StoreOpenError(
@@ -116,26 +135,40 @@ def open_postgres_checkpointer(
         "connect_timeout": 10,
     }
     if readonly:
-        kwargs["options"] = "-c default_transaction_read_only=on"
-        pool = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=max_size,
-            kwargs=kwargs,
-            open=False,
-            timeout=30,
-            check=ConnectionPool.check_connection if check else None,
-            name="taskctx-checkpointer",
-        )
-        try:
-            pool.open(wait=True, timeout=30)
-        except Exception as exc:
-            pool.close()
-            raise StoreOpenError(
-                f"cannot open the checkpointer at {redact_url(url)}: {' '.join(str(exc).split())}; "
-                "check the URL and that the server runs"
-            ) from exc
-        return RetryingPostgresSaver(pool, serde=serde), pool
+        return _open_readonly(url, kwargs, serde=serde, max_size=max_size, check=check)
+    return _open_and_set_up(url, kwargs, serde=serde, max_size=max_size, check=check)
+
+
+def _open_readonly(
+    url: str, kwargs: dict[str, Any], *, serde: Any, max_size: int, check: bool
+) -> tuple[RetryingPostgresSaver, Any]:
+    """The saver on a pool of read-only sessions, without ``setup()``."""
+    kwargs["options"] = "-c default_transaction_read_only=on"
+    pool = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=max_size,
+        kwargs=kwargs,
+        open=False,
+        timeout=30,
+        check=ConnectionPool.check_connection if check else None,
+        name="taskctx-checkpointer",
+    )
+    try:
+        pool.open(wait=True, timeout=30)
+    except Exception as exc:
+        pool.close()
+        raise StoreOpenError(
+            f"cannot open the checkpointer at {redact_url(url)}: {' '.join(str(exc).split())}; "
+            "check the URL and that the server runs"
+        ) from exc
+    return RetryingPostgresSaver(pool, serde=serde), pool
+
+
+def _open_and_set_up(
+    url: str, kwargs: dict[str, Any], *, serde: Any, max_size: int, check: bool
+) -> tuple[RetryingPostgresSaver, Any]:
+    """The saver on a new pool, its tables set up under a session advisory lock."""
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as lock_conn:
             # poll, never wait inside a statement: setup() runs CREATE INDEX CONCURRENTLY, which

@@ -1,12 +1,7 @@
 """Routers of the orchestrator graph: pure lookups on the TaskContext, never raising.
 
-(A router that raises ends a resume silently, so each one only reads fields.)
-
-Each router's return annotation is a ``Literal`` of the node names it may return (``TARGETS``
-holds them per router). ``StateGraph.add_conditional_edges(source, router)`` without a path map
-reads that annotation as the path map, so LangGraph's own compile-time validation
-(``StateGraph.validate``) refuses a graph that lacks one of them; :func:`graphs.check_graph` says
-the same in one line with the fix, and also checks an explicit path map.
+Each router's return annotation is a ``Literal`` of the node names it may return (``TARGETS``),
+which LangGraph reads as the path map when ``add_conditional_edges`` gets none.
 """
 
 from __future__ import annotations
@@ -36,16 +31,32 @@ def _finished(ctx: TaskContext) -> bool:
 
 
 def after_planner(state: Any) -> AfterPlanner:
-    """``"executor"`` when the plan has steps; ``END`` when the task finished or has no plan."""
+    """Route after the planner.
+
+    Args:
+        state: The graph state (a TaskContext or its dict).
+
+    Returns:
+        ``"executor"`` when the plan has steps; ``END`` when the task finished or has no plan.
+    """
     ctx = _ctx(state)
     return END if _finished(ctx) or not ctx.plan.steps else "executor"
 
 
 def after_executor(state: Any) -> AfterExecutor:
-    """``"tools"`` while a call is pending; ``"recovery"`` when the step ended failed/blocked and
-    recovery has not decided on it; ``"executor"`` while a step runs or one is runnable;
-    ``"reviewer"`` when no step is left; ``END`` when the task finished. A graph wired with this
-    router needs all four node names (plus ``END``) among its edge's destinations."""
+    """Route after the executor.
+
+    A graph wired with this router needs all four node names (and ``END``) among its edge's
+    destinations.
+
+    Args:
+        state: The graph state (a TaskContext or its dict).
+
+    Returns:
+        ``"tools"`` while a call is pending; ``"recovery"`` when the step ended failed or blocked
+        and recovery has not decided on it; ``"executor"`` while a step runs or one is runnable;
+        ``"reviewer"`` when no step is left; ``END`` when the task finished.
+    """
     ctx = _ctx(state)
     if _finished(ctx):
         return END
@@ -59,10 +70,17 @@ def after_executor(state: Any) -> AfterExecutor:
 
 
 def after_tools(state: Any) -> AfterTools:
-    """``"tools"`` while a call waits for approval; ``"executor"`` when a ``complete_step`` that
-    ends the step failed/blocked came with the calls and they have finished; ``"recovery"`` when a
-    tool call failed and is not yet in ``error_history``; else ``"executor"`` (``END`` when the
-    task finished)."""
+    """Route after the tool node.
+
+    Args:
+        state: The graph state (a TaskContext or its dict).
+
+    Returns:
+        ``"tools"`` while a call waits for approval; ``"executor"`` when a ``complete_step`` that
+        ends the step failed or blocked came with the calls and they have finished;
+        ``"recovery"`` when a tool call failed and is not yet in ``error_history``; else
+        ``"executor"`` (``END`` when the task finished).
+    """
     ctx = _ctx(state)
     if _finished(ctx):
         return END
@@ -77,7 +95,14 @@ def after_tools(state: Any) -> AfterTools:
 
 
 def after_recovery(state: Any) -> AfterRecovery:
-    """``"planner"`` after a replan decision, ``END`` after stop, else ``"executor"`` (retry)."""
+    """Route after recovery.
+
+    Args:
+        state: The graph state (a TaskContext or its dict).
+
+    Returns:
+        ``"planner"`` after a replan decision, ``END`` after stop, else ``"executor"`` (retry).
+    """
     ctx = _ctx(state)
     if _finished(ctx):
         return END
@@ -85,7 +110,14 @@ def after_recovery(state: Any) -> AfterRecovery:
 
 
 def after_reviewer(state: Any) -> AfterReviewer:
-    """``"planner"`` when the review asked for revisions, else ``END``."""
+    """Route after the reviewer.
+
+    Args:
+        state: The graph state (a TaskContext or its dict).
+
+    Returns:
+        ``"planner"`` when the review asked for revisions, else ``END``.
+    """
     ctx = _ctx(state)
     if _finished(ctx):
         return END

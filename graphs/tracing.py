@@ -1,38 +1,8 @@
-"""Tracing helpers: what a taskctx run looks like as a LangChain/LangSmith run tree.
+"""Tracing: what a taskctx run looks like in LangSmith, and a tracing session that never slows a run down.
 
-Tracing needs no code: with ``LANGSMITH_TRACING=true`` (and ``LANGSMITH_API_KEY``,
-``LANGSMITH_PROJECT``, optionally ``LANGSMITH_ENDPOINT``) every graph invocation is one trace.
-Its root run is the graph (``taskctx`` for :func:`graphs.build_orchestrator`), with metadata
-``thread_id`` (= the task id; LangGraph copies the configurable ``thread_id`` into the run
-metadata, so the traces of a task's resumes share it, and a resume's root also carries
-``resume_token``, the token of its ``resume.started`` event). Under it: one run per node
-(``planner``, ``executor``, ``tools``, ``reviewer``, ``recovery``; metadata ``role``), and under each
-role node its model call, named ``<role>.model``, tagged ``role:<role>``, whose metadata holds
-``task_id, step_id, role, budget, prompt_tokens, cached_prefix_tokens`` and the call's
-``manifest`` (:meth:`nodes.NodeRun.call_model`).
-
-A node that stops at LangGraph ``interrupt()`` (the tool node asking for approval) ends its run
-with a ``GraphInterrupt``, which LangChain's tracer posts as an error. :func:`paused_runs_traced`
-(around every invocation :func:`graphs.runner.run_graph` makes) traces with
-:class:`PausedRunTracer` instead, which ends such a run as a pause: outputs ``{"paused": "waiting
-for approval", "requests": [{request_id, call_id, tool, risk}]}``, tag ``paused:approval``,
-metadata ``approval_request_ids``; the resume is the next trace of the same ``thread_id``.
-
-Secrets never enter a trace: the run inputs and outputs come from the log, which the stores mask
-(:mod:`context.secrets`), and the client :func:`tracing_session` installs masks every string of
-a run again (:func:`trace_anonymizer`: a model's reply is traced before it is recorded). A client
-the caller configured (``langsmith.configure``) is used as given. Raw tool output never enters a trace: the tool node's ToolExecutor is plain Python (not a traced
-runnable) and node inputs/outputs are TaskContext parts, which hold compressed summaries and
-``artifact://`` refs.
-
-Without a network (endpoint refusing connections, unreachable, or accepting and never answering)
-:func:`tracing_session` keeps a process at full speed: it gives langsmith's own client short
-request timeouts, no retries of refused connections and daemon upload threads, turns langsmith's
-repeated upload warnings into one ``tracing: ...`` line, and waits at most ``flush_seconds`` at the
-end for the background uploads. The CLI (:func:`graphs.cli.main`) runs inside it.
-
-:func:`run_tree_lines` prints a run tree collected in-process, e.g. with
-``langchain_core.tracers.run_collector.RunCollectorCallbackHandler`` passed in ``callbacks``.
+With ``LANGSMITH_TRACING=true`` every graph invocation is one trace; :class:`PausedRunTracer` ends
+a node paused at ``interrupt()`` as a pause, not an error; :func:`tracing_session` masks secrets
+and keeps a process at full speed without a network.
 """
 
 from __future__ import annotations
@@ -70,16 +40,33 @@ TRACE_KEYS = ("task_id", "step_id", "role", "budget", "prompt_tokens", "cached_p
 
 
 def walk_runs(run: Any, depth: int = 0) -> Iterable[tuple[int, Any]]:
-    """``(depth, run)`` for ``run`` and its descendants (``child_runs``), in start order."""
+    """``run`` and its descendants (``child_runs``), in start order.
+
+    Args:
+        run: A collected run.
+        depth: ``run``'s depth.
+
+    Returns:
+        ``(depth, run)`` pairs.
+    """
     yield depth, run
     for child in sorted(getattr(run, "child_runs", None) or [], key=lambda r: (r.start_time, r.dotted_order or "")):
         yield from walk_runs(child, depth + 1)
 
 
 def run_tree_lines(run: Any, *, hide_routers: bool = True) -> list[str]:
-    """One line per run: indentation, name, run type, ``role:*`` tags and, for model runs, the
-    prompt and cached-prefix tokens from the metadata. Routers (``after_*``) are left out
-    unless ``hide_routers`` is false."""
+    """A collected run tree as text: one line per run.
+
+    Each line: indentation, name, run type, ``role:*`` tags and, for model runs, the prompt and
+    cached-prefix tokens from the metadata.
+
+    Args:
+        run: The root run (e.g. from ``RunCollectorCallbackHandler``).
+        hide_routers: Leave the routers (``after_*``) out.
+
+    Returns:
+        The lines.
+    """
     out = []
     for depth, r in walk_runs(run):
         if hide_routers and r.name.startswith("after_"):
@@ -128,9 +115,11 @@ def _reason(message: str) -> str:
 
 
 class _OneNotice(logging.Filter):
-    """On the ``langsmith.client`` logger: the first failed request (a warning starting
-    ``Failed to``) becomes one ``tracing: ...`` line; it, the later ones and their consequences
-    (no run compression, dropped trace data) are not printed."""
+    """On the ``langsmith.client`` logger: the first failed request becomes one ``tracing: ...`` line.
+
+    It, the later ones and their consequences (no run compression, dropped trace data) are not
+    printed.
+    """
 
     def __init__(self, url: str, notify: Callable[[str], None]) -> None:
         super().__init__()
@@ -140,6 +129,7 @@ class _OneNotice(logging.Filter):
         self._lock = threading.Lock()
 
     def say(self, reason: str) -> None:
+        """Say ``reason`` once, as a ``tracing: ...`` line (later calls say nothing)."""
         with self._lock:
             if self._said:
                 return
@@ -152,6 +142,7 @@ class _OneNotice(logging.Filter):
         )
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Whether langsmith's ``record`` is printed: never one about a failed upload (it is said once)."""
         if record.levelno < logging.WARNING:
             return True
         msg = record.getMessage()
@@ -173,21 +164,21 @@ def tracing_session(
 ) -> Iterator[Any | None]:
     """Run a process's traced work so that an unreachable LangSmith costs nothing and is said once.
 
-    Does nothing (yields ``None``) unless LangSmith tracing is on (``LANGSMITH_TRACING=true``).
-    Otherwise, and only where the user has not set them: ``LANGSMITH_USE_DAEMON=true`` (upload
-    threads never hold the process open) and, when no client is configured yet
-    (``langsmith.configure(client=...)``), a ``langsmith.Client`` with 3 s connect / 10 s read
-    timeouts and no retries of failed connections (langsmith's default: 10 s / 60 s, 3 retries)
-    and :func:`trace_anonymizer` (secrets masked in every run's inputs, outputs and error),
-    installed with ``langsmith.configure``. Uploads stay in langsmith's background thread and its
-    bounded queue (``LANGSMITH_TRACING_QUEUE_MAX_SIZE``). Yields the client.
+    Only while LangSmith tracing is on (``LANGSMITH_TRACING=true``), and only where the user has
+    not set them: ``LANGSMITH_USE_DAEMON=true`` (upload threads never hold the process open) and,
+    when no client is configured yet, a ``langsmith.Client`` with short timeouts, no retries of
+    failed connections and :func:`trace_anonymizer`. The first failed upload calls ``notify`` with
+    one line starting :data:`TRACING_NOTICE`; langsmith's own warnings are not printed. On
+    leaving, the queued uploads get at most ``flush_seconds``. Raises nothing of its own.
 
-    While inside, the first failed upload or ``/info`` fetch calls ``notify`` with one line
-    starting :data:`TRACING_NOTICE` (endpoint and reason); langsmith's own warnings about it and
-    later failures are not printed. On leaving, waits for the queued uploads at most
-    ``flush_seconds`` (seconds; not at all once an upload failed); if they are not done by then and
-    nothing was said yet, says so. Raises nothing of its own; ``notify`` is called at most once.
+    Args:
+        flush_seconds: Seconds to wait for the uploads at the end (not at all once one failed).
+        notify: Called with the one line, at most once.
+
+    Yields:
+        The client, or None when tracing is off.
     """
+    # (imported here: langsmith is slow to import and a run without tracing never needs it)
     import langsmith
     import langsmith.run_trees as rt
     import langsmith.utils as ls_utils
@@ -234,18 +225,24 @@ def tracing_session(
 
 
 def trace_anonymizer() -> Callable[[Any], Any]:
-    """langsmith's anonymizer (``langsmith.anonymizer.create_anonymizer``) with
-    :func:`context.secrets.mask_secrets` as its replacer: every string of a run's inputs, outputs
-    and error is masked before it is uploaded. What a run holds comes from the masked log, but a
-    model run's output is the model's reply before the executor records it."""
-    from langsmith.anonymizer import create_anonymizer
+    """The langsmith anonymizer with :func:`context.secrets.mask_secrets` as its replacer.
+
+    Every string of a run's inputs, outputs and error is masked before it is uploaded: a model
+    run's output is the model's reply before the executor records it.
+
+    Returns:
+        The anonymizer.
+    """
+    from langsmith.anonymizer import create_anonymizer  # (slow to import: only when tracing is on)
 
     return create_anonymizer(lambda text, _path: mask_secrets(text).text)
 
 
 def _bounded_flush(client: Any, notice: _OneNotice, seconds: float) -> None:
-    """Flush ``client`` in short slices until its queue is done, an upload failed, or ``seconds``
-    passed; in the last case (nothing said yet) say that the endpoint did not answer."""
+    """Flush ``client`` in short slices until its queue is done, an upload failed, or ``seconds`` passed.
+
+    In the last case (nothing said yet) say that the endpoint did not answer.
+    """
     queue = client.tracing_queue
     if queue is None:
         return
@@ -261,15 +258,27 @@ def _bounded_flush(client: Any, notice: _OneNotice, seconds: float) -> None:
 
 
 class PausedRunTracer(LangChainTracer):
-    """A :class:`~langchain_core.tracers.langchain.LangChainTracer` that ends a run stopped by
-    LangGraph ``interrupt()`` (a ``GraphInterrupt``) as a pause, not an error: outputs
-    ``{"paused": "waiting for approval" | "waiting for input", "requests": [...]}`` (for an
-    approval: ``request_id, call_id, tool, risk``), tag ``paused:approval`` (or
-    ``paused:interrupt``), metadata ``approval_request_ids``. Every other error is traced as one."""
+    """A ``LangChainTracer`` that ends a run stopped by LangGraph ``interrupt()`` as a pause, not an error.
+
+    Outputs ``{"paused": "waiting for approval" | "waiting for input", "requests": [...]}`` (for
+    an approval: ``request_id, call_id, tool, risk``), tag ``paused:approval`` (or
+    ``paused:interrupt``), metadata ``approval_request_ids``. Every other error is traced as one.
+    """
 
     def on_chain_error(
         self, error: BaseException, *, inputs: dict[str, Any] | None = None, run_id: UUID, **kwargs: Any
     ):  # type: ignore[override]
+        """End the run ``run_id``: as a pause for a ``GraphInterrupt``, else as the error.
+
+        Args:
+            error: What the run raised.
+            inputs: The run's inputs, if given.
+            run_id: The run.
+            **kwargs: As LangChain passes them.
+
+        Returns:
+            The ended run.
+        """
         if not isinstance(error, GraphInterrupt):
             return super().on_chain_error(error, inputs=inputs, run_id=run_id, **kwargs)
         values = [getattr(i, "value", i) for i in (error.args[0] if error.args else ())]
@@ -285,10 +294,15 @@ class PausedRunTracer(LangChainTracer):
 
 @contextmanager
 def paused_runs_traced() -> Iterator[None]:
-    """While LangSmith tracing is on (``LANGSMITH_TRACING``) and no tracer is set already, the
-    graph invocations inside trace with :class:`PausedRunTracer` (LangChain's
-    ``tracing_v2_callback_var``, as ``tracing_v2_enabled`` sets it). Nothing changes when
-    tracing is off."""
+    """Trace the graph invocations inside with :class:`PausedRunTracer`.
+
+    While LangSmith tracing is on and no tracer is set already (LangChain's
+    ``tracing_v2_callback_var``, as ``tracing_v2_enabled`` sets it); nothing changes when tracing
+    is off.
+
+    Yields:
+        None.
+    """
     if tracing_v2_callback_var.get() is not None or not ls_utils.tracing_is_enabled():
         yield
         return

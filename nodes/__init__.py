@@ -1,47 +1,7 @@
-"""taskctx.nodes: one node per role, their renderers, the tool node and offline chat models.
+"""taskctx.nodes: one LangGraph node per role, their renderers, the tool node and offline chat models.
 
-Depends on ``context`` (never on ``graphs``, which wires these nodes into a ``StateGraph``).
-One model call of a role node, and what the tool node does with the calls it asked for::
-
-    TaskContext (the state: the event log folded by context.reducer)
-      │  NodeRun (runtime.py): catch up on this node's crashed attempt, or go on
-      ▼
-    renderer (render/): the role's layers as context blocks
-      │  context.build_context: chosen within the token budget, manifest
-      ▼
-    messages + tool schemas (schemas.py, tools/, workspace/) ── context.built event
-      ▼
-    chat model (models.py resolves "provider:model"; testing.py: scripted / replay models)
-      ▼
-    role node (roles.py): the answer as events (plan.created, tool.called, step.completed, ...)
-      ▼
-    tool node (tools/node.py): each pending call ─ permissions.py: allowed? risk? approval?
-      │  (interrupt() for approvals) ─ the ToolExecutor runs it (workspace/, tools/replay.py)
-      │  ─ output → artifact store (it masks secrets: context.secrets), context compresses
-      ▼
-    events (tool.result.received, permission.*, file.modified, error.resolved) ─▶ next node
-
-Modules:
-
-* ``roles.py``: the planner, executor, reviewer and recovery nodes (``make_*_node``).
-* ``runtime.py``: what every node shares: :class:`NodeEnv` (stores, budget), :class:`NodeRun`
-  (catch-up rule, commits, ``context.built``, model calls with metadata), prompt fingerprints.
-* ``render/``: one renderer per role (see its package doc).
-* ``schemas.py``: the control tools the role nodes offer (``submit_plan``, ``complete_step``...).
-* ``tools/``: the tool node (:class:`TaskToolNode`), the :class:`ToolExecutor` protocol,
-  ``read_artifact`` / ``search_history``, :class:`ReplayTools` (see its package doc).
-* ``workspace/``: :class:`WorkspaceTools`, the executor over a real folder: path and command
-  policy, unified diffs, side-effect-safe recovery (see its package doc).
-* ``permissions.py``: :func:`assess`, the tool node's permission decision per call.
-* ``secrets.py``: :func:`mask_secrets` (moved to :mod:`context.secrets`: the stores mask everything
-  they write; this name and path keep working).
-* ``testing.py``: :class:`ScriptedChatModel`, :class:`ReplayChatModel` and the answer helpers.
-* ``models.py``: :func:`resolve_model`, ``provider:model`` strings to chat models.
-* ``memory.py``: :class:`~nodes.memory_source.MemorySource`, durable memory on a LangGraph ``BaseStore``:
-  what a new task loads (``memory.loaded``, by the role nodes' prologue) and how confirmation
-  events reach the store (``NodeRun.commit``).
-* ``pricing.py``: the providers' prompt-cache pricing rules (:class:`~nodes.pricing.PricingRule`),
-  what the executor's restart decision prices with (``NodeEnv.cache_rule``).
+Depends on ``context`` only; ``graphs`` wires these nodes into a ``StateGraph``. The test
+builders (``plan``, ``tool_call``, ``complete``...) are in :mod:`nodes.testing`.
 """
 
 from typing import TYPE_CHECKING
@@ -72,17 +32,7 @@ if TYPE_CHECKING:
         task_created_event,
     )
     from .runtime import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, NodeRun, Rendered, cached_prefix_tokens, fingerprints
-    from .testing import (
-        RECORDED_THOUGHT,
-        ReplayChatModel,
-        ScriptedChatModel,
-        and_complete,
-        complete,
-        plan,
-        recover,
-        review,
-        tool_call,
-    )
+    from .testing import RECORDED_THOUGHT, ReplayChatModel, ScriptedChatModel
     from .tools import (
         ReplayTools,
         TaskToolNode,
@@ -127,12 +77,6 @@ __getattr__ = lazy_exports(
         "RECORDED_THOUGHT": ".testing",
         "ReplayChatModel": ".testing",
         "ScriptedChatModel": ".testing",
-        "and_complete": ".testing",
-        "complete": ".testing",
-        "plan": ".testing",
-        "recover": ".testing",
-        "review": ".testing",
-        "tool_call": ".testing",
         "ReplayTools": ".tools",
         "TaskToolNode": ".tools",
         "ToolExecutor": ".tools",
@@ -168,11 +112,9 @@ __all__ = [
     "ToolExecutor",
     "ToolOutcome",
     "WorkspaceTools",
-    "and_complete",
     "assemble",
     "assess",
     "cached_prefix_tokens",
-    "complete",
     "core_blocks",
     "fingerprints",
     "function_schema",
@@ -183,11 +125,7 @@ __all__ = [
     "make_tool_node",
     "mask_secrets",
     "normalize_answer",
-    "plan",
     "quote_external",
-    "recover",
     "resolve_model",
-    "review",
     "task_created_event",
-    "tool_call",
 ]

@@ -1,9 +1,7 @@
-"""Turning ``provider:model`` strings into LangChain chat models, and provider failures into one line.
+"""``provider:model`` strings to LangChain chat models, and provider failures to one line.
 
-Retries and timeouts are the provider client's own (openai / anthropic SDKs, through
-langchain-openai / langchain-anthropic): ``max_retries`` retries of connection errors, 408, 409,
-429 and 5xx with exponential backoff that honours ``retry-after``; ``timeout`` seconds per
-request. :func:`model_error` turns what is left into a :class:`context.ModelCallError`.
+Retries and timeouts are the provider client's own; :func:`model_error` turns what is left into
+a :class:`context.ModelCallError`.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from langchain_core import exceptions as lce
 
 from context import ContextLengthError, ModelCallError, ModelConfigError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (annotations only: the chat-model classes are slow to import)
     from langchain_core.language_models import BaseChatModel
 
 __all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT", "model_error", "resolve_model"]
@@ -31,12 +29,21 @@ _TOO_LONG = ("context_length_exceeded", "maximum context length", "context windo
 
 
 def model_error(exc: BaseException, *, role: str | None = None, timeout: float | None = None) -> ModelCallError | None:
-    """A provider failure as a :class:`ModelCallError` with a one-line cause, or ``None`` when
-    ``exc`` is not one (a bug: raised as it is). The kind comes from langchain-core's standard
-    model exceptions (``langchain_core.exceptions.ModelError`` and below, which
-    langchain-openai and langchain-anthropic raise), the HTTP status from ``status_code``, the
-    text from the provider's error body. ``timeout``: the seconds a request was given (named in
-    a timeout's line when known)."""
+    """A provider failure as a :class:`~context.ModelCallError` with a one-line cause.
+
+    The kind comes from langchain-core's standard model exceptions (``ModelError`` and below,
+    which langchain-openai and langchain-anthropic raise), the HTTP status from ``status_code``,
+    the text from the provider's error body.
+
+    Args:
+        exc: The exception the model call raised.
+        role: The role that called the model (named in the line).
+        timeout: The seconds a request was given, named in a timeout's line when known.
+
+    Returns:
+        The error (``ContextLengthError`` for a prompt too long), or None when ``exc`` is not a
+        provider failure (a bug: the caller raises it as it is).
+    """
     if isinstance(exc, ModelCallError):
         return exc
     status = getattr(exc, "status_code", None)
@@ -45,7 +52,8 @@ def model_error(exc: BaseException, *, role: str | None = None, timeout: float |
     body = getattr(exc, "body", None)
     text = str(getattr(exc, "message", None) or exc)
     if isinstance(body, dict):
-        err = body.get("error") if isinstance(body.get("error"), dict) else body
+        inner = body.get("error")
+        err = inner if isinstance(inner, dict) else body
         text = str(err.get("message") or text)
     text = " ".join(text.split())
     short = text if len(text) <= 160 else text[:157] + "..."
@@ -75,9 +83,20 @@ def model_error(exc: BaseException, *, role: str | None = None, timeout: float |
 
 
 def resolve_model(spec: str | BaseChatModel, **kwargs: Any) -> BaseChatModel:
-    """A chat model from ``"provider:model"`` via ``langchain.chat_models.init_chat_model``, or
-    the model itself. Raises ``ModelConfigError`` naming the spec and the package to install."""
-    from langchain_core.language_models import BaseChatModel  # (~0.5 s of CPU: imported when a model is made)
+    """A chat model from ``"provider:model"``, through ``langchain.chat_models.init_chat_model``.
+
+    Args:
+        spec: ``"provider:model"`` (e.g. ``openai:gpt-4o``), or a chat model, returned as it is.
+        **kwargs: Passed to ``init_chat_model`` (``temperature``, ``max_retries``, ``timeout``...).
+
+    Returns:
+        The chat model.
+
+    Raises:
+        ModelConfigError: The spec is not ``provider:model``, or the provider's package is not
+            installed (named with the ``pip install`` that fixes it).
+    """
+    from langchain_core.language_models import BaseChatModel  # (slow to import: only when a model is made)
 
     if isinstance(spec, BaseChatModel):
         return spec
@@ -85,13 +104,14 @@ def resolve_model(spec: str | BaseChatModel, **kwargs: Any) -> BaseChatModel:
         raise ModelConfigError(
             f"model {spec!r} is not of the form provider:model (e.g. openai:gpt-4o, anthropic:claude-sonnet-4-6)"
         )
-    try:
+    try:  # (imported here: langchain's chat-model factory is slow to import)
         from langchain.chat_models import init_chat_model
     except ImportError as exc:  # pragma: no cover - langchain is a dependency
         raise ModelConfigError("init_chat_model needs the 'langchain' package; pip install langchain") from exc
     provider = spec.split(":", 1)[0]
     try:
-        return init_chat_model(spec, **kwargs)
+        model: BaseChatModel = init_chat_model(spec, **kwargs)  # (a spec with no configurable fields)
+        return model
     except ImportError as exc:
         raise ModelConfigError(
             f"model {spec!r}: the integration for provider {provider!r} is not installed ({exc}); "

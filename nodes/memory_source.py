@@ -1,21 +1,7 @@
-"""Durable memory on LangGraph's long-term store: what a task loads at its start, and how the
-confirmation events are written to the store.
+"""Durable memory on LangGraph's long-term store: what a task loads, and how confirmations reach the store.
 
-:class:`MemorySource` wraps a ``langgraph.store.base.BaseStore`` (``SqliteStore`` beside the
-checkpointer, ``PostgresStore`` with ``--db postgresql://``, any other in tests) and the
-workspace root. The records are :class:`context.memory.MemoryRecord` values under the namespaces
-``("memory", "user")`` and ``("memory", "project")``.
-
-* :meth:`MemorySource.load` finds the records relevant to a request: the store's semantic search
-  when the store was built with an embedding function (``index={"embed": ..., "dims": ...}``),
-  else :func:`context.memory.lexical_score` over the namespace's records (no model is
-  downloaded, nothing leaves the machine). Each loaded record says whether a file it rests on
-  changed since it was confirmed (sha256 of the workspace file now vs. then) and which newer
-  record of the same subject supersedes it.
-* :meth:`MemorySource.apply` writes ``memory.confirmed`` / ``memory.forgotten`` events to the
-  store (the only way anything is promoted: a confirmation event); the role nodes call it on
-  every event they commit, ``graphs.memory_store`` on the events it records, and a rebuild on every
-  confirmation event of the log.
+:class:`MemorySource` wraps a ``BaseStore`` and the workspace root; records are
+:class:`context.memory.MemoryRecord` values under ``("memory", "user")`` and ``("memory", "project")``.
 """
 
 from __future__ import annotations
@@ -45,19 +31,33 @@ _PAGE = 500
 
 
 def namespace_of(name: str) -> tuple[str, str]:
-    """The store namespace of a memory namespace: ``("memory", name)``."""
+    """The store namespace of a memory namespace.
+
+    Args:
+        name: ``user`` or ``project``.
+
+    Returns:
+        ``("memory", name)``.
+    """
     return ("memory", name)
 
 
 @dataclass
 class MemorySource:
-    """The long-term store a graph's tasks load their memories from (see module doc).
+    """The long-term store a graph's tasks load their memories from.
 
-    ``store``: a LangGraph ``BaseStore``. ``root``: the workspace the memories' files are checked
-    against (``None``: no check, nothing is marked stale). ``limit``: at most this many current
-    memories are loaded per task (the most relevant). ``min_score``: the least relevance a memory
-    needs to be loaded (lexical: the share of its words the request has; semantic: the store's
-    similarity)."""
+    :meth:`load` uses the store's semantic search when the store has an embedding index, else
+    :func:`context.memory.lexical_score` over the namespace's records (nothing leaves the
+    machine). Records are promoted only by confirmation events (:meth:`apply`).
+
+    Attributes:
+        store: A LangGraph ``BaseStore`` (``SqliteStore``, ``PostgresStore``, any other).
+        root: The workspace the memories' files are checked against (None: no check, nothing is
+            marked stale).
+        limit: At most this many current memories are loaded per task, the most relevant.
+        min_score: The least relevance a memory needs to be loaded (lexical: the share of its
+            words the request has; semantic: the store's similarity).
+    """
 
     store: Any
     root: Path | None = None
@@ -71,10 +71,18 @@ class MemorySource:
 
     # writing ------------------------------------------------------------------------------
     def apply(self, events: Iterable[Event], log: str) -> int:
-        """Write the confirmation events among ``events`` (of the log ``log``: a task id or
-        :data:`context.memory.MEMORY_LOG`) to the store, as :func:`context.memory_writes.store_writes`
-        says: ``memory.confirmed`` puts its record and marks the older records of its subject
-        superseded, ``memory.forgotten`` deletes one. Returns how many events it applied."""
+        """Write the confirmation events among ``events`` to the store.
+
+        As :func:`context.memory_writes.store_writes` says: ``memory.confirmed`` puts its record and marks the
+        older records of its subject superseded, ``memory.forgotten`` deletes one.
+
+        Args:
+            events: Events of one log.
+            log: That log: a task id, or :data:`context.memory.MEMORY_LOG`.
+
+        Returns:
+            How many events it applied.
+        """
         n = 0
         for e in events:
             put, delete = store_writes(e, log, self.group)
@@ -86,10 +94,17 @@ class MemorySource:
         return n
 
     def group(self, r: MemoryRecord) -> list[MemoryRecord]:
-        """The stored records of ``r``'s supersession group (:attr:`MemoryRecord.group`: same
-        namespace, same subject, or a record without one whose key is that subject, as
-        ``--supersedes`` makes it), ``r`` itself among them when stored: read by the store's
-        ``filter`` on the subject and one ``get``, not by listing the namespace."""
+        """The stored records of ``r``'s supersession group, ``r`` itself among them when stored.
+
+        Same namespace, same subject, or a record without one whose key is that subject; read by the
+        store's ``filter`` on the subject and one ``get``, not by listing the namespace.
+
+        Args:
+            r: A record.
+
+        Returns:
+            The records.
+        """
         ns = namespace_of(r.namespace)
         name = r.subject or r.key
         out = self._all(ns, filter={"subject": name})
@@ -99,7 +114,7 @@ class MemorySource:
         return [x for x in out if x.group == r.group]
 
     def _all(self, ns: tuple[str, ...], **kw: Any) -> list[MemoryRecord]:
-        """Every record of the store namespace ``ns`` (``kw``: the store's ``search`` filter), page by page."""
+        """Every record of the store namespace ``ns``, page by page (``kw``: the store's ``search`` filter)."""
         out: list[MemoryRecord] = []
         offset = 0
         while True:
@@ -110,7 +125,11 @@ class MemorySource:
             offset += _PAGE
 
     def clear(self) -> int:
-        """Delete every memory record (before a rebuild). Returns how many were deleted."""
+        """Delete every memory record (before a rebuild).
+
+        Returns:
+            How many were deleted.
+        """
         recs = self.records()
         for r in recs:
             self.store.delete(namespace_of(r.namespace), r.key)
@@ -118,12 +137,26 @@ class MemorySource:
 
     # reading ------------------------------------------------------------------------------
     def records(self, namespaces: Sequence[str] = MEMORY_NAMESPACES) -> list[MemoryRecord]:
-        """Every record of ``namespaces``, oldest confirmation first (then by key)."""
+        """Every record of ``namespaces``, oldest confirmation first, then by key.
+
+        Args:
+            namespaces: Memory namespaces (``user``, ``project``).
+
+        Returns:
+            The records.
+        """
         out = [r for ns in namespaces for r in self._all(namespace_of(ns))]
         return sorted(out, key=lambda r: (r.confirmed_at, r.key))
 
     def get(self, key: str) -> MemoryRecord | None:
-        """The record with this key (in any namespace), or None."""
+        """The record with this key, in any namespace.
+
+        Args:
+            key: A memory key.
+
+        Returns:
+            The record, or None.
+        """
         for ns in MEMORY_NAMESPACES:
             item = self.store.get(namespace_of(ns), key)
             if item is not None:
@@ -131,8 +164,14 @@ class MemorySource:
         return None
 
     def stale_files(self, r: MemoryRecord) -> list[StaleFile]:
-        """The files of ``r`` whose workspace bytes differ from the recorded sha256 (none
-        without a ``root``)."""
+        """The files of ``r`` whose workspace bytes differ from the recorded sha256.
+
+        Args:
+            r: A record.
+
+        Returns:
+            The stale files; none without a ``root``.
+        """
         if self.root is None:
             return []
         out = []
@@ -152,12 +191,19 @@ class MemorySource:
         return [(lexical_score(request, r), r) for r in records]
 
     def load(self, request: str) -> list[LoadedMemory]:
-        """The memories relevant to ``request`` (see module doc), most relevant first: at most
-        ``limit`` current ones with ``score >= min_score``, each followed by the older records it
-        supersedes (``superseded_by`` set, so the prompt's manifest says so). A record whose
-        superseder was forgotten is not loaded (a forgotten correction does not reinstate what it
-        corrected: :mod:`context.memory`). Every record is checked against the workspace
-        (``stale``)."""
+        """The memories relevant to ``request``, most relevant first.
+
+        At most ``limit`` current ones with ``score >= min_score``, each followed by the older records
+        it supersedes (``superseded_by`` set). A record whose superseder was forgotten is not loaded
+        (a forgotten correction does not reinstate what it corrected). Every record is checked
+        against the workspace (``stale``).
+
+        Args:
+            request: The task's request.
+
+        Returns:
+            The loaded memories.
+        """
         all_records = self.records()
         newer = supersession(all_records)
         by_key = {r.key: r for r in all_records}

@@ -1,10 +1,7 @@
-"""Tokens of chat messages and tool schemas by one text counter (``context.tokens``).
+"""Tokens of chat messages and tool schemas, counted with one text counter (``context.tokens``).
 
-:func:`message_tokens` follows the layout of langchain-core's ``count_tokens_approximately``
-(per message: the content, the role, the name, an AI message's tool calls, a tool message's
-call id, plus 3 tokens of framing; the tool schemas as JSON) but counts each text with the
-given counter instead of 4 characters a token, so blocks, transcript entries, restarts,
-``prompt_tokens`` and the bench all count with the same counter.
+:func:`message_tokens` follows langchain-core's ``count_tokens_approximately`` layout but counts
+each text with the given counter, so blocks, transcripts, ``prompt_tokens`` and the bench agree.
 """
 
 from __future__ import annotations
@@ -13,20 +10,33 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.messages.utils import _get_message_openai_role
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from context.tokens import TokenCounter, counter_for_model
 
-__all__ = ["MESSAGE_FRAMING", "content_text", "message_tokens", "model_counter"]
+__all__ = ["MESSAGE_FRAMING", "content_text", "message_tokens", "model_counter", "openai_role"]
 
 #: tokens of framing per message (OpenAI's chat format: ``<|start|>role<|message|>...<|end|>``)
 MESSAGE_FRAMING = 3
 
 
 def content_text(content: Any) -> str:
-    """A message content as the text a counter reads: a string as is; a list of blocks, each
-    text block's text and any other block as JSON (one per line)."""
+    """A message content as the text a counter reads.
+
+    Args:
+        content: A string, or a list of content blocks.
+
+    Returns:
+        A string as is; for a list, each text block's text and any other block as JSON, one per line.
+    """
     if isinstance(content, str):
         return content
     parts = []
@@ -40,14 +50,56 @@ def content_text(content: Any) -> str:
     return "\n".join(parts)
 
 
+def openai_role(message: BaseMessage) -> str:
+    """The role OpenAI's chat format gives ``message``, as langchain-core's converter does.
+
+    Args:
+        message: A LangChain chat message.
+
+    Returns:
+        ``assistant``, ``user``, ``tool``, ``function``, a ``ChatMessage``'s own role, or for a
+        system message ``system`` (or the ``__openai_role__`` it carries, e.g. ``developer``).
+
+    Raises:
+        TypeError: A system message's ``__openai_role__`` is not a string.
+        ValueError: ``message`` is of no known message class.
+    """
+    if isinstance(message, AIMessage):
+        return "assistant"
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, ToolMessage):
+        return "tool"
+    if isinstance(message, SystemMessage):
+        role = message.additional_kwargs.get("__openai_role__", "system")
+        if not isinstance(role, str):
+            raise TypeError(f"Expected '__openai_role__' to be a str, got {type(role).__name__}")
+        return role
+    if isinstance(message, FunctionMessage):
+        return "function"
+    if isinstance(message, ChatMessage):
+        return message.role
+    raise ValueError(f"Unknown BaseMessage type {message.__class__}.")
+
+
 def message_tokens(
     messages: Sequence[BaseMessage], count: TokenCounter, tools: Sequence[dict[str, Any]] | None = None
 ) -> int:
-    """Tokens of ``messages`` (and the ``tools`` schemas, if given) by the text counter ``count``.
+    """Tokens of ``messages``, and of the ``tools`` schemas, by the text counter ``count``.
 
-    Structured parts (tool-call arguments, schemas, non-text content blocks) are counted as the
-    JSON the providers' clients send, with non-ASCII characters as themselves (``ensure_ascii=
-    False``): a ``\\uXXXX`` escape would count a Chinese character as about 4 tokens instead of 1."""
+    Per message: the content, the role, the name, an AI message's tool calls, a tool message's call
+    id, plus ``MESSAGE_FRAMING`` tokens. Structured parts are counted as the JSON the providers'
+    clients send, non-ASCII characters as themselves (an escape would count a Chinese character
+    as about 4 tokens instead of 1).
+
+    Args:
+        messages: The chat messages.
+        count: A text counter, ``str -> tokens``.
+        tools: OpenAI-format tool schemas, or None.
+
+    Returns:
+        Tokens.
+    """
     total = count(json.dumps(list(tools), ensure_ascii=False)) if tools else 0
     for m in messages:
         text = content_text(m.content)
@@ -57,7 +109,7 @@ def message_tokens(
             )
         if isinstance(m, ToolMessage):
             text += m.tool_call_id
-        text += _get_message_openai_role(m)
+        text += openai_role(m)
         if m.name:
             text += m.name
         total += count(text) + MESSAGE_FRAMING
@@ -65,11 +117,16 @@ def message_tokens(
 
 
 def model_counter(model: Any) -> TokenCounter:
-    """The counter for a chat model: ``context.tokens.counter_for_model`` of the provider and
-    model name LangChain reports for it (``_get_ls_params``: ``ls_provider``,
-    ``ls_model_name``): exact for OpenAI models, the upper-bound estimate for other providers.
-    A model that reports no model name (the offline scripted and replay models, fakes) gets the
-    default counter, o200k_base."""
+    """The token counter for a chat model, from the provider and model name LangChain reports.
+
+    Args:
+        model: A chat model (its ``ls_provider`` and ``ls_model_name``).
+
+    Returns:
+        ``context.tokens.counter_for_model("provider:name")``: exact for OpenAI models, the
+        upper-bound estimate for others; o200k_base for a model that reports no name (the offline
+        scripted and replay models, fakes).
+    """
     try:
         ls = model._get_ls_params()
     except Exception:

@@ -1,24 +1,4 @@
-"""Permission checks of the tool node, in code (never by prompt wording).
-
-:func:`assess` decides, for one tool call, before anything runs:
-
-1. ``denied_tools`` wins; then ``allowed_tools`` (when set; ``read_artifact`` and
-   ``search_history`` are always allowed: they only read this task's own records); then the tool
-   must be one the executor was offered (a tool named in injected text is not);
-2. the executor's own policy, when it has one (``check(tool, args, file_scopes)``, e.g.
-   :class:`~nodes.workspace.WorkspaceTools`: paths resolved with symlinks followed and checked
-   against the workspace root and ``file_scopes``; ``run_command`` argv policy), which also
-   gives the call's risk level;
-3. approval is needed when the tool is in ``requires_approval`` or the risk is ``high``.
-
-A call with side effects whose arguments hold a secret's mask (``[REDACTED:<kind>]``) is refused:
-the stores mask every secret they write (:mod:`context.secrets`), tool-call arguments too, so the
-call as recorded would write the mask where the model meant a value (or copied a masked file's
-text back over the real one).
-
-The result is a :class:`Decision`; the tool node turns a refusal into ``permission.denied``
-and an approval into a LangGraph ``interrupt()``.
-"""
+"""The tool node's permission decision for one call (:func:`assess`), made in code, never by prompt wording."""
 
 from __future__ import annotations
 
@@ -29,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context import Permissions
+from context.literals import RiskLevel
 
 __all__ = ["ALWAYS_ALLOWED", "Decision", "PolicyError", "assess"]
 
@@ -40,13 +21,23 @@ _MASK = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
 
 
 class PolicyError(Exception):
-    """A call refused by a tool policy; ``str(exc)`` is the reason (one line)."""
+    """A call refused by a tool policy; ``str(exc)`` is the reason, one line."""
 
 
 @dataclass(frozen=True)
 class Decision:
+    """The permission decision for one call.
+
+    Attributes:
+        allowed: Whether the call may run.
+        risk: ``low``, ``medium`` or ``high``.
+        reason: Why (the refusal, or what makes it risky).
+        needs_approval: Whether the user must approve it first.
+        paths: Workspace-relative paths the call writes, resolved.
+    """
+
     allowed: bool
-    risk: str = "low"
+    risk: RiskLevel = "low"
     reason: str = ""
     needs_approval: bool = False
     #: Workspace-relative paths the call touches (resolved), for the record.
@@ -63,7 +54,23 @@ def _tool_names(schemas: Iterable[dict[str, Any]]) -> set[str]:
 
 
 def assess(tool: str, args: dict[str, Any], perms: Permissions, tools: Any) -> Decision:
-    """The decision for one call (see module doc). ``tools`` is the task's ToolExecutor."""
+    """The permission decision for one call, before anything runs.
+
+    In order: ``denied_tools`` wins; then ``allowed_tools`` when set (``read_artifact`` and
+    ``search_history`` are always allowed); the tool must be one the executor was offered; a call
+    with side effects whose arguments hold a secret's mask (``[REDACTED:<kind>]``) is refused (it
+    would write the mask where a value was meant); then the executor's own ``check`` gives the
+    risk or refuses. Approval is needed for a tool in ``requires_approval`` or a ``high`` risk.
+
+    Args:
+        tool: The tool's name.
+        args: The call's arguments.
+        perms: The task's permissions.
+        tools: The task's tool executor.
+
+    Returns:
+        The decision.
+    """
     if tool in perms.denied_tools:
         return Decision(False, "high", f"{tool} is in denied_tools")
     if perms.allowed_tools and tool not in perms.allowed_tools and tool not in ALWAYS_ALLOWED:
@@ -80,7 +87,8 @@ def assess(tool: str, args: dict[str, Any], perms: Permissions, tools: Any) -> D
             "would write the mask in place of the value; read the secret from the environment inside the command, "
             "or use a value not shaped like a credential",
         )
-    risk, reason, paths = "low", "", ()
+    risk: RiskLevel = "low"
+    reason, paths = "", ()
     check = getattr(tools, "check", None)
     if check is not None:
         try:

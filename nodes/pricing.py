@@ -1,23 +1,7 @@
-"""Provider prompt-cache pricing rules, in one place, with their source and date: what the
-executor's restart decision prices (``NodeEnv.cache_rule``) and what ``taskctx bench`` reports.
+"""Provider prompt-cache pricing rules, with their source and date.
 
-A rule prices one call from its prompt tokens ``P`` and the tokens ``C`` of its prefix shared
-with the previous call of the same role (``nodes.runtime.cached_prefix_tokens``), in units of
-one uncached input token:
-
-* ``flat``: any shared prefix at 0.1 (the bench's headline since issue 4, kept so its
-  figures compare across versions): ``(P - C) + 0.1 C``.
-* ``openai-auto``: OpenAI's automatic prefix caching: a prefix is cached from 1,024 tokens, in
-  128-token steps (``c = 1024 + 128 floor((C - 1024) / 128)`` when ``C >= 1024``, else 0), no
-  write fee, a read at 0.1 (GPT-5 family; GPT-4.1: 0.25, GPT-4o: 0.5): ``(P - c) + 0.1 c``.
-  Source: OpenAI, "Prompt caching" guide and cookbook "Prompt Caching 201"
-  (developers.openai.com/api/docs/guides/prompt-caching), as read on 2026-12-01.
-* ``anthropic-breakpoints``: Anthropic's explicit ``cache_control`` breakpoints, one at the
-  prompt's tail (what langchain-anthropic's ``cache_control`` argument does, and what any
-  strategy can do): the shared prefix is read at 0.1 when it reaches the model's minimum
-  (1,024 tokens: Sonnet 4.x / Opus 4.x), every other token is written at 1.25 (5-minute TTL):
-  ``1.25 (P - c) + 0.1 c`` with ``c = C if C >= 1024 else 0``. Source: Anthropic, "Prompt
-  caching" (docs.anthropic.com/en/docs/build-with-claude/prompt-caching), as read on 2026-12-01.
+The executor's restart decision prices with one (``NodeEnv.cache_rule``); ``taskctx bench``
+reports every one. Costs are in units of one uncached input token.
 """
 
 from __future__ import annotations
@@ -29,8 +13,17 @@ __all__ = ["FLAT", "HEADLINE", "PROVIDER_RULES", "RULES", "PricingRule", "rule_f
 
 @dataclass(frozen=True)
 class PricingRule:
-    """One provider's caching price rule (module doc). Multipliers are of the uncached input
-    token price; ``min_prefix`` and ``step`` are in tokens."""
+    """One provider's prompt-cache price rule.
+
+    Attributes:
+        name: The rule's name (``flat``, ``openai-auto``, ``anthropic-breakpoints``).
+        source: Where the prices come from.
+        as_of: When they were read.
+        read: A cached token's price, as a multiple of an uncached input token's.
+        write: An uncached token's price (a cache write), as such a multiple.
+        min_prefix: The shortest prefix cached, in tokens.
+        step: The granularity of a cached prefix, in tokens.
+    """
 
     name: str
     source: str
@@ -41,19 +34,34 @@ class PricingRule:
     step: int = 1
 
     def cached(self, shared: int) -> int:
-        """The tokens of a ``shared``-token prefix the provider bills as cached."""
+        """The tokens of a ``shared``-token prefix the provider bills as cached.
+
+        Args:
+            shared: Tokens the prompt shares with the previous call's.
+
+        Returns:
+            Cached tokens: 0 under ``min_prefix``, else rounded down to ``step``.
+        """
         if shared < max(self.min_prefix, 1):
             return 0
         return self.min_prefix + (shared - self.min_prefix) // self.step * self.step
 
     def cost(self, prompt_tokens: int, shared: int) -> float:
-        """The call's cost in uncached-input-token units."""
+        """A call's cost in uncached-input-token units.
+
+        Args:
+            prompt_tokens: The call's prompt tokens.
+            shared: Tokens shared with the previous call's prompt.
+
+        Returns:
+            ``write * (prompt_tokens - cached) + read * cached``.
+        """
         c = self.cached(min(shared, prompt_tokens))
         return self.write * (prompt_tokens - c) + self.read * c
 
 
 RULES = (
-    PricingRule("flat", "taskctx bench (issue 4): any shared prefix at 0.1", "2026-11", read=0.1),
+    PricingRule("flat", "taskctx bench: any shared prefix at 0.1", "2026-11", read=0.1),
     PricingRule(
         "openai-auto",
         "developers.openai.com/api/docs/guides/prompt-caching (1,024-token minimum, 128-token steps, GPT-5 read 0.1)",
@@ -78,7 +86,17 @@ FLAT = RULES[0]
 
 
 def rule_named(name: str) -> PricingRule:
-    """The rule of :data:`RULES` called ``name``; ``ValueError`` naming the known ones otherwise."""
+    """The rule of :data:`RULES` called ``name``.
+
+    Args:
+        name: A rule's name.
+
+    Returns:
+        The rule.
+
+    Raises:
+        ValueError: No rule has that name (the message names the known ones).
+    """
     for r in RULES:
         if r.name == name:
             return r
@@ -90,7 +108,13 @@ PROVIDER_RULES = {"openai": "openai-auto", "anthropic": "anthropic-breakpoints"}
 
 
 def rule_for_provider(provider: str) -> PricingRule:
-    """The cache pricing rule of ``provider`` (:data:`PROVIDER_RULES`), :data:`FLAT` for any other
-    (offline scripted and replay models included)."""
+    """The cache pricing rule of ``provider`` (:data:`PROVIDER_RULES`).
+
+    Args:
+        provider: LangChain's ``ls_provider`` (``openai``, ``anthropic``...).
+
+    Returns:
+        Its rule, or :data:`FLAT` for any other (offline scripted and replay models included).
+    """
     name = PROVIDER_RULES.get(provider)
     return rule_named(name) if name else FLAT

@@ -1,13 +1,7 @@
-"""What every role node shares: the stores, the catch-up rule, model calls with metadata.
+"""What every node shares: :class:`NodeEnv` (stores, budget, counter) and :class:`NodeRun` (one attempt).
 
-**The catch-up rule.** A LangGraph node re-runs from its first line after a crash or resume.
-Each node appends its events in one transaction (the tool node: one per call) *before* LangGraph
-writes its checkpoint, so the only events the log can hold past the checkpoint's cursor are the
-crashed attempt of this same node. :meth:`NodeRun.start` folds them; a role node that finds its
-own earlier output returns it instead of calling the model again (never redo a finished step).
-
-**Resume.** ``taskctx resume`` passes ``configurable.resume_token``; the first node that runs
-emits ``resume.started`` with it (once: the token is folded into ``events.last_resume_token``).
+A node re-runs from its first line after a crash or resume; :class:`NodeRun` folds what its
+crashed attempt already recorded, so a finished step is never redone.
 """
 
 from __future__ import annotations
@@ -40,7 +34,7 @@ from .chat_models import model_error
 from .message_tokens import message_tokens
 from .pricing import FLAT, PricingRule
 
-if TYPE_CHECKING:  # (annotations only: the chat-model classes cost ~0.5 s of CPU to import)
+if TYPE_CHECKING:  # (annotations only: the chat-model classes are slow to import)
     from langchain_core.language_models import BaseChatModel
     from langchain_core.runnables import RunnableConfig
 
@@ -80,14 +74,12 @@ def _default_counter() -> TokenCounter:
 
 @dataclass
 class NodeEnv:
-    """The stores and budget every node of one graph uses.
+    """The stores, budget and token counter every node of one graph uses.
 
-    ``budget`` and ``reserve_for_output`` are in tokens, counted by ``count_tokens`` (``str ->
-    int``; default o200k_base, ``context.tokens.counter_for_model(None)``; ``graphs`` passes
-    ``counter_for_model(--model)``). That one counter counts blocks, transcript entries, the
-    restart rule, ``prompt_tokens`` and the prompt fingerprints (:meth:`count_messages`).
-    ``cache_rule``: the provider's prompt-cache pricing (:mod:`nodes.pricing`) the executor's
-    transcript restarts are priced with; default the flat rule (any shared prefix read at 0.1).
+    ``budget`` and ``reserve_for_output`` are in tokens, counted by ``count_tokens`` (``str -> int``;
+    default o200k_base; ``graphs`` passes the counter of ``--model``). That one counter counts
+    blocks, transcript entries, the restart rule, ``prompt_tokens`` and the prompt fingerprints.
+    ``cache_rule`` prices the executor's transcript restarts (:mod:`nodes.pricing`; default: flat).
     """
 
     events: EventLogProtocol
@@ -108,18 +100,34 @@ class NodeEnv:
     #: The ToolExecutor whose ``fingerprint(paths)`` the first node after a resume compares
     #: with what the task's facts rest on (``build_orchestrator`` sets it to the task's tools).
     workspace: Any = None
-    #: The context policies (:mod:`nodes.policy`): None, the defaults
-    #: (:func:`~nodes.policy.default_policies`); a list replaces them (``[]``: none).
+    #: The context policies (:mod:`context.policy`): None, the defaults
+    #: (:func:`~context.policy.default_policies`); a list replaces them (``[]``: none).
     policies: Any = None
 
     @classmethod
     def sqlite(cls, path: str = ":memory:", **kw: Any) -> NodeEnv:
-        """An env on a SQLite file (or ``:memory:``); ``env.stores`` keeps the connection."""
+        """An env on a SQLite file; ``env.stores`` keeps the connection (``env.stores.close()``).
+
+        Args:
+            path: The SQLite file, or ``:memory:``.
+            **kw: Any other field of :class:`NodeEnv` (``budget``, ``count_tokens``...).
+
+        Returns:
+            The env, its event log and artifact store on ``path``.
+        """
         stores = SqliteStores(path)
         return cls(events=stores.events, artifacts=stores.artifacts, stores=stores, **kw)
 
     def count_messages(self, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] | None = None) -> int:
-        """Tokens of chat messages (and tool schemas) by ``count_tokens`` (``nodes.message_tokens``)."""
+        """Tokens of chat messages, and tool schemas, by ``count_tokens``.
+
+        Args:
+            messages: The chat messages.
+            tools: OpenAI-format tool schemas, counted as JSON; None: no schemas.
+
+        Returns:
+            Tokens, as :func:`nodes.message_tokens.message_tokens` counts them.
+        """
         return message_tokens(messages, self.count_tokens, tools)
 
     @property
@@ -151,8 +159,16 @@ class Rendered:
 def fingerprints(
     messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]], count: TokenCounter | None = None
 ) -> list[str]:
-    """``<sha256[:16]>:<tokens>`` for the tool schemas, then for each message (in order); tokens by
-    ``count`` (default: the default counter, o200k_base)."""
+    """Fingerprint each part of a prompt: the tool schemas, then each message in order.
+
+    Args:
+        messages: The prompt's messages.
+        tools: Its tool schemas (empty: no schema part).
+        count: The token counter; default o200k_base.
+
+    Returns:
+        ``"<sha256[:16]>:<tokens>"`` per part.
+    """
     count = count or counter_for_model(None)
     out = []
     if tools:
@@ -174,7 +190,15 @@ def fingerprints(
 
 
 def cached_prefix_tokens(previous: Sequence[str], current: Sequence[str]) -> int:
-    """Tokens of the longest common prefix (whole messages) of two fingerprint lists."""
+    """Tokens of the longest common prefix, in whole parts, of two fingerprint lists.
+
+    Args:
+        previous: The fingerprints of the previous call (:func:`fingerprints`).
+        current: The fingerprints of this call.
+
+    Returns:
+        The tokens of the parts both lists start with.
+    """
     total = 0
     for a, b in zip(previous, current):
         if a != b:
@@ -184,15 +208,24 @@ def cached_prefix_tokens(previous: Sequence[str], current: Sequence[str]) -> int
 
 
 def prompt_text(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] = ()) -> str:
-    """The prompt as a person reads it (Markdown): one section per message."""
+    """The prompt as a person reads it: Markdown, one section per message.
+
+    Args:
+        messages: The prompt's messages.
+        tools: Its tool schemas (listed by name first).
+
+    Returns:
+        The text, ending with a newline.
+    """
     parts = []
     if tools:
         names = ", ".join(t.get("function", t).get("name", "?") for t in tools)
         parts.append(f"### tools\n{names}")
     for m in messages:
         head = f"### {m.type}"
-        if getattr(m, "tool_call_id", None):
-            head += f" (tool_call_id={m.tool_call_id})"
+        call_id = getattr(m, "tool_call_id", None)
+        if call_id:
+            head += f" (tool_call_id={call_id})"
         body = m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False)
         calls = getattr(m, "tool_calls", None)
         if calls:
@@ -208,8 +241,14 @@ CACHE_CONTROL = {"type": "ephemeral"}
 
 
 def provider_of(model: Any) -> str:
-    """The model's provider as LangChain reports it (``ls_provider``: ``openai``, ``anthropic``...;
-    ``""`` when it reports none)."""
+    """The model's provider as LangChain reports it (``ls_provider``).
+
+    Args:
+        model: A LangChain chat model.
+
+    Returns:
+        ``openai``, ``anthropic``..., or ``""`` when the model reports none.
+    """
     try:
         return str(model._get_ls_params().get("ls_provider") or "")
     except Exception:
@@ -219,18 +258,17 @@ def provider_of(model: Any) -> str:
 def provider_caching(model: Any, rendered: Rendered, task_id: str) -> tuple[list[BaseMessage], dict[str, Any]]:
     """The messages and invoke arguments that make the provider cache the prompt's stable prefix.
 
-    * OpenAI caches prompt prefixes of 1,024 tokens and more automatically, in 128-token steps;
-      ``prompt_cache_key`` routes the calls of one task to the same cache: the task id.
-      (platform.openai.com/docs/guides/prompt-caching; langchain-openai: ``invoke(...,
-      prompt_cache_key=...)``.)
-    * Anthropic caches only up to explicit ``cache_control`` breakpoints, at most 4 a request
-      (a cache write costs 1.25x plain input for the 5-minute TTL, a read 0.1x; a prefix under
-      the model's minimum, 1,024 tokens for Sonnet/Opus, 2,048 for Haiku, is not cached).
-      (docs.anthropic.com/en/docs/build-with-claude/prompt-caching.) Three here, through
-      langchain-anthropic's own content-block ``cache_control``: after the core layer (tools +
-      system + request, criteria, constraints, permissions), after the checkpoint block, and at
-      the transcript's tail (its ``cache_control`` invoke argument, which marks the last block).
-    * Other providers: unchanged.
+    OpenAI caches prefixes by itself; ``prompt_cache_key`` (the task id) routes a task's calls to
+    the same cache. Anthropic caches up to explicit ``cache_control`` breakpoints: one after the
+    core layer, one after the checkpoint, one at the transcript's tail. Other providers: unchanged.
+
+    Args:
+        model: The chat model (its provider decides).
+        rendered: The rendered prompt (its ``breakpoints`` mark the stable parts).
+        task_id: The task's id.
+
+    Returns:
+        ``(messages, invoke keyword arguments)``.
     """
     provider = provider_of(model)
     if provider == "openai":
@@ -240,16 +278,25 @@ def provider_caching(model: Any, rendered: Rendered, task_id: str) -> tuple[list
     out = list(rendered.messages)
     for i in rendered.breakpoints:
         m = out[i]
-        blocks = [{"type": "text", "text": m.content}] if isinstance(m.content, str) else [dict(b) for b in m.content]
+        if isinstance(m.content, str):
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": m.content}]
+        else:  # a str item of a content list is a text block
+            blocks = [dict(b) if isinstance(b, dict) else {"type": "text", "text": b} for b in m.content]
         blocks[-1] = {**blocks[-1], "cache_control": dict(CACHE_CONTROL)}
         out[i] = m.model_copy(update={"content": blocks})
     return out, {"cache_control": dict(CACHE_CONTROL)}
 
 
 def usage_of(ai: AIMessage) -> dict[str, int] | None:
-    """What the provider reported for a call (LangChain's ``usage_metadata``):
-    ``{input_tokens, output_tokens, cache_read, cache_creation}`` (tokens; ``input_tokens``
-    includes the cached ones), or ``None`` when the model reports none (scripted, replay)."""
+    """What the provider reported for a call (LangChain's ``usage_metadata``).
+
+    Args:
+        ai: The model's reply.
+
+    Returns:
+        ``{input_tokens, output_tokens, cache_read, cache_creation}`` in tokens (``input_tokens``
+        includes the cached ones), or None when the model reports none (scripted, replay).
+    """
     um = ai.usage_metadata
     if not um:
         return None
@@ -263,14 +310,22 @@ def usage_of(ai: AIMessage) -> dict[str, int] | None:
 
 
 class NodeRun:
-    """One attempt of one node over one state: catch-up, emit, commit.
+    """One attempt of one node over one state: catch up, make events, commit them.
 
-    Every event the attempt appends carries ``causation_id = attempt`` =
-    ``"<task_id>#<input cursor>:<node>"``. ``own`` holds the events an earlier, crashed attempt of
-    this same node on this same checkpoint already appended; they are folded, not redone. Any
-    other event past the checkpoint's cursor means the graph was started from an older
-    checkpoint than the log (time travel, a fork): ``LogAheadError`` is raised, because the log is
-    append-only per task and cannot branch.
+    Every event the attempt appends carries ``causation_id`` ``"<task_id>#<input cursor>:<node>"``.
+    ``own`` holds the events an earlier, crashed attempt of this node on this checkpoint appended;
+    they are folded, not redone.
+
+    Args:
+        env: The node environment.
+        state: The node's input state (a TaskContext or its dict).
+        node: The node's name (``planner``, ``tools``...).
+        config: The LangGraph run config (``configurable.resume_token`` marks a resume).
+
+    Raises:
+        ValueError: The state has no task id.
+        LogAheadError: The log holds other events past the checkpoint's cursor (the graph was
+            started from an older checkpoint: the log is append-only per task and cannot branch).
     """
 
     def __init__(self, env: NodeEnv, state: TaskContext | dict[str, Any], node: str, config: RunnableConfig | None):
@@ -300,15 +355,33 @@ class NodeRun:
 
     @property
     def replayed(self) -> bool:
-        """True when an earlier attempt of this node already recorded its output."""
+        """Whether an earlier attempt of this node already recorded its output."""
         return bool(self.own)
 
     def event(self, kind: str, payload: Any, actor: str = "agent") -> Event:
-        """Append one event now (own transaction) and fold it into ``ctx``."""
+        """Append one event now, in its own transaction, and fold it into ``ctx``.
+
+        Args:
+            kind: The event kind (``plan.created``...).
+            payload: Its payload model or dict.
+            actor: Who acts: ``agent``, ``user``, ``system`` or ``tool``.
+
+        Returns:
+            The appended event, ``seq`` set.
+        """
         return self.commit([self.make(kind, payload, actor)])[0]
 
     def make(self, kind: str, payload: Any, actor: str = "agent") -> Event:
-        """A new event of this attempt (not yet appended): ``causation_id`` is the attempt key."""
+        """A new event of this attempt, not yet appended; its ``causation_id`` is the attempt key.
+
+        Args:
+            kind: The event kind.
+            payload: Its payload model or dict.
+            actor: Who acts: ``agent``, ``user``, ``system`` or ``tool``.
+
+        Returns:
+            The event (``seq`` unset).
+        """
         return new_event(
             kind,  # type: ignore[arg-type]
             payload,
@@ -318,7 +391,14 @@ class NodeRun:
         )
 
     def commit(self, events: Sequence[Event]) -> list[Event]:
-        """Append ``events`` in one transaction, fold them, and return them with ``seq`` set."""
+        """Append ``events`` in one transaction and fold them into ``ctx``.
+
+        Args:
+            events: Events made by :meth:`make`.
+
+        Returns:
+            The events as appended, ``seq`` set.
+        """
         numbered = [e.model_copy(update={"seq": self.ctx.events.cursor + 1 + i}) for i, e in enumerate(events)]
         appended = self.env.events.append(self.task_id, numbered)
         self.ctx = replay(appended, self.ctx)
@@ -328,8 +408,12 @@ class NodeRun:
         return appended
 
     def resume_events(self) -> list[Event]:
-        """A ``resume.started`` event (naming this node) if this run was started by a resume not
-        yet recorded, followed by the ``fact.stale`` events of :meth:`resume_fingerprint`."""
+        """The events a resume not yet recorded starts with; empty otherwise.
+
+        Returns:
+            ``resume.started`` (naming this node), then the ``fact.stale`` events of
+            :meth:`resume_fingerprint`.
+        """
         token = (self.config.get("configurable") or {}).get("resume_token")
         if token and token != self.ctx.events.last_resume_token:
             cp = (self.config.get("configurable") or {}).get("resumed_from_checkpoint")
@@ -338,25 +422,39 @@ class NodeRun:
         return []
 
     def resume_fingerprint(self) -> list[Event]:
-        """On resume, the workspace is fingerprinted (``env.workspace.fingerprint`` over the
-        files the task has seen): a fact resting on a file that changed while the task was
-        paused, or on a HEAD that moved, gets ``fact.stale`` (``cause="resume"`` / ``"head"``)."""
+        """The ``fact.stale`` events of what changed while the task was paused.
+
+        A fact resting on a file that changed, or on a HEAD that moved, gets ``fact.stale`` (cause
+        ``resume`` or ``head``).
+
+        Returns:
+            The events, not yet committed.
+        """
         return self.fingerprint_events("resume")[0]
 
     def fingerprint_events(self, cause: Cause) -> tuple[list[Event], dict[str, str]]:
-        """The workspace fingerprinted against the task's world (:meth:`world_changes`): the
-        ``fact.stale`` events (not yet committed; ``cause``, or ``"head"`` for a HEAD move) of the
-        facts resting on what changed, and the changes (path -> sha now, ``""``: gone).
-        Idempotent: a fact already marked for the same path and sha gets no second event, so a
-        node that re-runs from its first line records each change once."""
+        """Fingerprint the workspace against the task's world (:meth:`world_changes`).
+
+        Idempotent: a fact already marked for the same path and sha gets no second event, so a node
+        that re-runs from its first line records each change once.
+
+        Args:
+            cause: The cause the events name (``resume``, ``approval``...; a HEAD move is ``head``).
+
+        Returns:
+            ``(fact.stale events not yet committed, {path: sha256 now, "" when gone})``.
+        """
         changes, head = self.world_changes()
         stale = find_stale(self.ctx, changes, cause, head=head)
         return [self.make("fact.stale", FactStale.model_validate(p), actor="system") for p in stale], changes
 
     def world_changes(self) -> tuple[dict[str, str], str | None]:
-        """``({path: sha256 now}, HEAD now)`` for the files of the task's world whose bytes the
-        workspace no longer has (``""``: gone), by ``env.workspace.fingerprint``; ``({}, None)``
-        with freshness off, no fingerprinting workspace or an empty world."""
+        """The files of the task's world whose bytes the workspace no longer has, by ``env.workspace.fingerprint``.
+
+        Returns:
+            ``({path: sha256 now, "" when gone}, HEAD now)``; ``({}, None)`` with freshness off, no
+            fingerprinting workspace or an empty world.
+        """
         fp = getattr(self.env.workspace, "fingerprint", None)
         if not self.env.freshness or fp is None or not (self.ctx.evidence.world or self.ctx.evidence.head):
             return {}, None
@@ -364,14 +462,28 @@ class NodeRun:
         return {p: sha for p, sha in now.items() if sha != self.ctx.evidence.world.get(p)}, head
 
     def update(self) -> dict[str, Any]:
-        """The state update: every part that differs from the node's input."""
+        """The state update: every part of ``ctx`` that differs from the node's input.
+
+        Returns:
+            Part name -> its new value.
+        """
         return {p: getattr(self.ctx, p) for p in PARTS if getattr(self.ctx, p) != getattr(self.input, p)}
 
     # model calls -----------------------------------------------------------------------
     def context_built(
         self, role: str, rendered: Rendered, step_id: str | None, ctx: TaskContext | None = None
     ) -> Event:
-        """The ``context.built`` event for a prompt (not yet committed): manifest, tokens, refs."""
+        """The ``context.built`` event of a prompt, not yet committed: manifest, tokens, refs.
+
+        Args:
+            role: The role the prompt is for.
+            rendered: The rendered prompt (its text is stored as an artifact).
+            step_id: The current plan step, or None.
+            ctx: The state it was rendered from; default ``self.ctx``.
+
+        Returns:
+            The event.
+        """
         ctx = ctx or self.ctx
         fps = fingerprints(rendered.messages, rendered.tools, self.env.count_tokens)
         prev = ctx.events.prompt_fingerprints.get(role, [])
@@ -398,12 +510,24 @@ class NodeRun:
     def call_model(
         self, model: BaseChatModel, role: str, rendered: Rendered, built: Event, ctx: TaskContext | None = None
     ) -> AIMessage:
-        """Invoke ``model`` (with the rendered tools bound) under a config that names the role
-        and carries the manifest as metadata (LangSmith shows it on the model run).
+        """Invoke ``model`` with the rendered tools bound, the role and manifest as run metadata.
 
-        A provider failure (after the client's retries) is raised as ``context.ModelCallError``
-        (``ContextLengthError`` for a prompt too long for the model), with one line naming it
-        (``nodes.chat_models.model_error``); nothing of this call is recorded."""
+        LangSmith shows the metadata on the model run. Nothing of a failed call is recorded.
+
+        Args:
+            model: The chat model.
+            role: The role calling it.
+            rendered: The prompt.
+            built: Its ``context.built`` event (the metadata's source).
+            ctx: The state; default ``self.ctx``.
+
+        Returns:
+            The model's reply.
+
+        Raises:
+            ModelCallError: The provider failed after its client's retries, named in one line
+                (:func:`nodes.chat_models.model_error`); ``ContextLengthError`` for a prompt too long.
+        """
         ctx = ctx or self.ctx
         p = built.payload
         meta = {
@@ -444,8 +568,10 @@ class NodeRun:
 
 
 def _utf8_message(m: BaseMessage) -> BaseMessage:
-    """``m`` with lone surrogates in its text (a string, or the ``text`` of content blocks) replaced
-    by U+FFFD, so the provider client can encode it; ``m`` itself when it has none."""
+    """``m`` with lone surrogates in its text replaced by U+FFFD, so the provider client can encode it.
+
+    ``m`` itself when it has none; a content list's ``text`` blocks are cleaned too.
+    """
     if isinstance(m.content, str):
         return m.model_copy(update={"content": clean(m.content)}) if has_surrogates(m.content) else m
     blocks = [
@@ -456,8 +582,15 @@ def _utf8_message(m: BaseMessage) -> BaseMessage:
 
 
 def request_timeout(model: Any) -> float | None:
-    """The seconds one request of ``model`` may take, as its client was configured (ChatOpenAI's
-    ``request_timeout``, ChatAnthropic's ``default_request_timeout``); None when it has no number."""
+    """The seconds one request of ``model`` may take, as its client was configured.
+
+    Args:
+        model: A chat model (ChatOpenAI's ``request_timeout``, ChatAnthropic's
+            ``default_request_timeout``).
+
+    Returns:
+        The seconds, or None when the model has no number.
+    """
     for name in ("request_timeout", "default_request_timeout"):
         value = getattr(model, name, None)
         if isinstance(value, int | float) and not isinstance(value, bool):

@@ -1,22 +1,8 @@
-"""Chat models for tests and offline runs, shipped in the library.
+"""Chat models and answer builders for tests and offline runs.
 
-* :class:`ScriptedChatModel`: answers from a script per role. The answer index is the role's
-  call number, read from the call's metadata (``role_call``, set by every taskctx node), so a
-  script picks up at the right place after a resume in a new process. Outside taskctx nodes it
-  counts calls itself. Supports ``bind_tools`` (langchain's fake models raise there) and keeps
-  tool calls when streamed (one chunk).
-* :class:`ReplayChatModel`: replays a recorded trajectory. The planner gets a plan of one step per
-  ``chunk`` recorded actions, its goal the request's first meaningful line
-  (:func:`context.trajectory.request_goal`); the executor gets recorded action ``executor_steps + 1`` as a tool
-  call with id ``rec-<i>`` (the :class:`~nodes.tools.ReplayTools` return its recorded
-  observation), with ``complete_step`` alongside the last action of each chunk (or alone, when
-  that action failed), whose finding is the chunk's last recorded thought headed
-  :data:`RECORDED_THOUGHT` ("recorded thought (replay): ..."); the reviewer approves; recovery
-  retries (the recorded agent went on after its errors). A plan has at most
-  ``REPLAY_MAX_PLAN_STEPS`` steps: a longer trajectory gets more actions per step.
-
-Helpers build the control-tool answers: :func:`plan`, :func:`tool_call`, :func:`complete`,
-:func:`and_complete`, :func:`review`, :func:`recover`.
+:class:`ScriptedChatModel` answers from a script per role; :class:`ReplayChatModel` replays a
+recorded trajectory. :func:`plan`, :func:`tool_call`, :func:`complete`, :func:`and_complete`,
+:func:`review` and :func:`recover` build the answers.
 """
 
 from __future__ import annotations
@@ -62,7 +48,17 @@ _ids = itertools.count(1)
 
 
 def tool_call(name: str, args: dict[str, Any] | None = None, id: str | None = None, content: str = "") -> AIMessage:
-    """An AI message with one tool call (id ``call_<n>`` unless given)."""
+    """An AI message with one tool call.
+
+    Args:
+        name: The tool's name.
+        args: Its arguments (None: none).
+        id: The call's id; default ``call_<n>``.
+        content: The message's text (the model's thought).
+
+    Returns:
+        The message.
+    """
     return AIMessage(
         content=content,
         tool_calls=[{"name": name, "args": args or {}, "id": id or f"call_{next(_ids)}", "type": "tool_call"}],
@@ -77,8 +73,19 @@ def plan(
     steps: Sequence[dict[str, Any]] | None = None,
     constraints: Sequence[str] = (),
 ) -> AIMessage:
-    """A ``submit_plan`` answer; ``titles`` become steps s1, s2, ... unless ``steps`` is given;
-    ``constraints``: hard constraints the planner adds."""
+    """A ``submit_plan`` answer.
+
+    Args:
+        *titles: Step titles: steps ``s1``, ``s2``... (unless ``steps`` is given).
+        goal: The interpreted goal.
+        criteria: Success criteria the planner adds.
+        reason: Why this plan.
+        steps: Step dicts (``title``, ``id``, ``description``, ``expected_output``, ``depends_on``).
+        constraints: Hard constraints the planner adds.
+
+    Returns:
+        The answer.
+    """
     st = list(steps) if steps is not None else [{"title": t} for t in titles]
     args: dict[str, Any] = {"interpreted_goal": goal, "success_criteria": list(criteria), "steps": st, "reason": reason}
     if constraints:
@@ -87,6 +94,16 @@ def plan(
 
 
 def complete(summary: str, findings: Sequence[str | dict[str, Any]] = (), result: str = "success") -> AIMessage:
+    """A ``complete_step`` answer.
+
+    Args:
+        summary: The step's summary.
+        findings: Findings: statements, or dicts (``statement``, ``evidence_refs``, ``supersedes``).
+        result: ``success``, ``partial``, ``failed`` or ``blocked``.
+
+    Returns:
+        The answer.
+    """
     fs = [f if isinstance(f, dict) else {"statement": f} for f in findings]
     return tool_call("complete_step", {"summary": summary, "findings": fs, "result": result})
 
@@ -94,16 +111,46 @@ def complete(summary: str, findings: Sequence[str | dict[str, Any]] = (), result
 def and_complete(
     msg: AIMessage, summary: str, findings: Sequence[str | dict[str, Any]] = (), result: str = "success"
 ) -> AIMessage:
-    """``msg`` (an answer with tool calls) plus ``complete_step``: the step completes once those
-    calls succeed, without another executor call."""
+    """``msg`` (an answer with tool calls) plus ``complete_step``: the step completes once they succeed.
+
+    No other executor call is needed.
+
+    Args:
+        msg: An answer with tool calls (:func:`tool_call`).
+        summary: The step's summary.
+        findings: Findings, as for :func:`complete`.
+        result: The step's result.
+
+    Returns:
+        The answer.
+    """
     return AIMessage(content=msg.content, tool_calls=[*msg.tool_calls, *complete(summary, findings, result).tool_calls])
 
 
 def review(verdict: str = "approve", summary: str = "", issues: Sequence[str] = ()) -> AIMessage:
+    """A ``submit_review`` answer.
+
+    Args:
+        verdict: ``approve`` or ``revise``.
+        summary: The review's summary.
+        issues: What must be fixed (for ``revise``).
+
+    Returns:
+        The answer.
+    """
     return tool_call("submit_review", {"verdict": verdict, "summary": summary, "issues": list(issues)})
 
 
 def recover(decision: str = "retry", reason: str = "") -> AIMessage:
+    """A ``decide_recovery`` answer.
+
+    Args:
+        decision: ``retry``, ``replan`` or ``stop``.
+        reason: Why.
+
+    Returns:
+        The answer.
+    """
     return tool_call("decide_recovery", {"decision": decision, "reason": reason})
 
 
@@ -114,6 +161,15 @@ class _OfflineModel(BaseChatModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        """The model with ``tools`` bound as OpenAI-format tools (LangChain's fake models raise here).
+
+        Args:
+            tools: Tools in any form ``convert_to_openai_tool`` takes.
+            **kwargs: Other bind arguments.
+
+        Returns:
+            The bound model.
+        """
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
     def _answer(self, messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
@@ -138,6 +194,7 @@ class _OfflineModel(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         msg = self._generate(messages, stop, run_manager, **kwargs).generations[0].message
+        calls = msg.tool_calls if isinstance(msg, AIMessage) else []
         chunk = AIMessageChunk(
             content=msg.content,
             tool_call_chunks=[
@@ -148,18 +205,21 @@ class _OfflineModel(BaseChatModel):
                     "index": i,
                     "type": "tool_call_chunk",
                 }
-                for i, tc in enumerate(msg.tool_calls)
+                for i, tc in enumerate(calls)
             ],
         )
         yield ChatGenerationChunk(message=chunk)
 
 
 class ScriptedChatModel(_OfflineModel):
-    """Answers from ``script``: a list (any role, in order) or ``{role: [answers]}``.
+    """A chat model that answers from ``script``: a list (any role, in order) or ``{role: [answers]}``.
 
-    An answer is an ``AIMessage`` or ``callable(messages, metadata) -> AIMessage``. When the
-    script of a role runs out, ``fallback[role]`` answers (if given); otherwise ``IndexError``
-    names the role and the call.
+    An answer is an ``AIMessage`` or ``callable(messages, metadata) -> AIMessage``. The answer
+    index is the role's call number, read from the call's metadata (``role_call``, set by every
+    taskctx node), so a script picks up at the right place after a resume in a new process;
+    outside taskctx nodes it counts calls itself. When a role's script runs out,
+    ``fallback[role]`` answers, if given; otherwise ``IndexError`` names the role and the call.
+    Tool calls are kept when streamed (one chunk).
     """
 
     script: dict[str, list[Any]] | list[Any] = Field(default_factory=list)
@@ -183,19 +243,26 @@ class ScriptedChatModel(_OfflineModel):
             idx = self._counts.get(key, 0)
         self._counts[key] = idx + 1
         if idx >= len(answers) and role in self.fallback:
-            a = self.fallback[role]
-            return a(messages, meta) if callable(a) else a
+            fallback: Answer = self.fallback[role]
+            return fallback(messages, meta) if callable(fallback) else fallback
         if idx >= len(answers):
             raise IndexError(
                 f"ScriptedChatModel: no answer left for role {role!r} call {idx + 1} "
                 f"(script has {len(answers)}); add answers to the script"
             )
-        a = answers[idx]
+        a: Answer = answers[idx]
         return a(messages, meta) if callable(a) else a
 
 
 class ReplayChatModel(_OfflineModel):
-    """Replays ``trajectory`` role by role (see module doc); ``chunk`` recorded actions per plan step."""
+    """A chat model that replays ``trajectory`` role by role.
+
+    The planner gets a plan of one step per ``chunk`` recorded actions (at most
+    ``REPLAY_MAX_PLAN_STEPS`` steps); the executor gets recorded action ``executor_steps + 1`` as a
+    tool call ``rec-<i>`` (:class:`~nodes.tools.ReplayTools` returns its observation), with
+    ``complete_step`` beside each step's last action, its finding the chunk's last recorded
+    thought headed :data:`RECORDED_THOUGHT`; the reviewer approves; recovery retries.
+    """
 
     trajectory: Trajectory
     chunk: int = REPLAY_CHUNK
@@ -205,8 +272,10 @@ class ReplayChatModel(_OfflineModel):
         return "taskctx-replay"
 
     def chunks(self) -> list[tuple[int, int]]:
-        """``(first, last)`` recorded action (1-based) of each plan step: ``chunk`` actions each, or
-        more when that would make more than ``REPLAY_MAX_PLAN_STEPS`` steps."""
+        """``(first, last)`` recorded action (1-based) of each plan step.
+
+        ``chunk`` actions each, or more when that would make more than ``REPLAY_MAX_PLAN_STEPS`` steps.
+        """
         n = len(self.trajectory.steps)
         size = max(self.chunk, -(-n // REPLAY_MAX_PLAN_STEPS))
         return [(a, min(a + size - 1, n)) for a in range(1, n + 1, size)]

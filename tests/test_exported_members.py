@@ -20,6 +20,7 @@ PACKAGES = [
     "context",
     "nodes",
     "nodes.render",
+    "nodes.roles",
     "nodes.tools",
     "nodes.workspace",
     "graphs",

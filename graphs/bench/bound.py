@@ -1,23 +1,7 @@
-"""The optimistic bound (issue 14): what an executor call cannot cost less than while it keeps
-the quality floor, to tell how much is left to win.
+"""The optimistic bound: what an executor call cannot cost less than while it keeps the quality floor.
 
-Per taskctx executor call, the bound's prompt is exactly the floor and the tool schemas: the
-system text and tool schemas (the prompt's tokens outside its blocks), the core layer
-(``core.*`` blocks), the working state (``step.delta``, and ``state.checkpoint`` once the
-transcript restarted: the floor the bench measures asks both) and the last 3 calls as taskctx shows
-them (thought, action, compressed observation with its ref), from the call's manifest. Everything
-but the newest step (the latest call, when the previous call did not show it) is assumed cached;
-the first call caches nothing. Each rule of :mod:`nodes.pricing` prices it like the strategies'
-calls (:meth:`~nodes.pricing.PricingRule.cost`).
-
-The bound follows taskctx's own manifests, so it is not a fixed yardstick: it moves with
-taskctx's restart decisions. A call after a restart carries ``state.checkpoint`` and its last 3
-calls in full in its floor; the same call in a long transcript carries no checkpoint and those
-calls as the builder compressed them under budget pressure. Example (moatless-django-15695, issue
-12's quoting: ``core.criteria`` 17 -> 37 tokens, ``state.checkpoint`` 324 -> 337): the cost restart
-at executor call index 8 (expected saving +2.0 tokens) no longer pays (-1.2), so the bound's
-prompt of calls 8 and 9 goes 2,795 -> 2,013 and 3,134 -> 2,117 tokens and the run's bound 11,183.4 ->
-10,319.7, while its taskctx cost goes 13,100.0 -> 13,066.0.
+It follows taskctx's own manifests (the floor of each call, everything but the newest step
+cached), so it moves with taskctx's restart decisions; each rule of :mod:`nodes.pricing` prices it.
 """
 
 from __future__ import annotations
@@ -36,8 +20,15 @@ WORKING_STATE = ("step.delta", "state.checkpoint")
 
 
 def bound_stats(run: TaskctxRun) -> Stats:
-    """The bound over one run's executor calls (:class:`~.metrics.Stats`: calls, input tokens,
-    peak, cached prefix, effective cost and the cost under each pricing rule)."""
+    """The optimistic bound over one run's executor calls.
+
+    Args:
+        run: The taskctx run (its executor calls' manifests).
+
+    Returns:
+        Its :class:`~.metrics.Stats`: calls, input tokens, peak, cached prefix, effective cost and
+        the cost under each pricing rule.
+    """
     s = Stats(run.trajectory.id, BOUND)
     shown: set[str] = set()
     for i, c in enumerate(run.calls):

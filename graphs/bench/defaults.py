@@ -1,5 +1,4 @@
-"""The bench's default folder of recorded trajectories, in a module of its own so the commands'
-option defaults (``taskctx bench``, ``taskctx tokens``) import nothing else of the bench."""
+"""The bench's default folder of recorded trajectories (a leaf: the commands' option defaults import only it)."""
 
 from pathlib import Path
 

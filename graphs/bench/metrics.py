@@ -1,5 +1,4 @@
-"""The bench's measures of one strategy over one trajectory (:class:`Stats`): tokens, cached
-prefix, effective cost, over-budget calls, retention, the floor, orphans, restorability."""
+"""The bench's measures of one strategy over one trajectory (:class:`Stats`)."""
 
 from __future__ import annotations
 
@@ -8,10 +7,11 @@ from typing import Any
 
 from context import masked_bytes
 from nodes.pricing import RULES
+from nodes.runtime import cached_prefix_tokens
 
 from .strategies import Call, TaskctxRun
 
-__all__ = ["CACHE_DISCOUNT", "FLOOR_LAST", "Stats"]
+__all__ = ["CACHE_DISCOUNT", "FLOOR_LAST", "Stats", "count_call", "strategy_stats", "taskctx_stats"]
 
 CACHE_DISCOUNT = 0.1
 FLOOR_LAST = 3
@@ -19,7 +19,14 @@ FLOOR_LAST = 3
 
 @dataclass
 class Stats:
-    """One strategy over one trajectory (or the total over all of them)."""
+    """One strategy over one trajectory, or the total over all of them; token counts are o200k_base.
+
+    Effective cost = uncached + ``CACHE_DISCOUNT`` x cached prefix tokens; ``costs`` holds the cost
+    under each pricing rule of :data:`nodes.pricing.RULES`. ``retained`` counts calls holding the
+    request verbatim and every hard constraint; ``floor_ok`` (taskctx) calls with the core layer,
+    the working state and the last ``FLOOR_LAST`` steps; ``restored`` compressed observations whose
+    ref returns the recorded observation byte-exact.
+    """
 
     trajectory: str
     strategy: str
@@ -41,23 +48,32 @@ class Stats:
 
     @property
     def cached_share(self) -> float:
+        """The share of input tokens that were a cached prefix."""
         return self.cached_prefix_tokens / self.input_tokens if self.input_tokens else 0.0
 
     @property
     def retention(self) -> float:
+        """The share of calls holding the request verbatim and every hard constraint."""
         return self.retained / self.calls if self.calls else 0.0
 
     @property
     def floor(self) -> float | None:
+        """The share of calls meeting the quality floor (taskctx), or None."""
         return None if self.floor_ok is None else (self.floor_ok / self.calls if self.calls else 0.0)
 
     @property
     def restorability(self) -> float | None:
+        """The share of compressed observations restored byte-exact (None: nothing elided, n/a)."""
         if self.compressed is None:
             return None if self.elided == 0 else 0.0
         return self.restored / self.compressed if self.compressed else 1.0
 
     def add(self, o: Stats) -> None:
+        """Add ``o``'s counts to these (a total).
+
+        Args:
+            o: The stats of one trajectory.
+        """
         self.calls += o.calls
         self.input_tokens += o.input_tokens
         self.peak_prompt_tokens = max(self.peak_prompt_tokens, o.peak_prompt_tokens)
@@ -77,6 +93,11 @@ class Stats:
             self.restored = (self.restored or 0) + (o.restored or 0)
 
     def row(self) -> dict[str, Any]:
+        """The stats as one CSV row, rates rounded.
+
+        Returns:
+            Column -> value.
+        """
         d = asdict(self)
         d.pop("costs")
         d.update({f"cost_{r.name}": round(self.costs.get(r.name, 0.0), 1) for r in RULES})
@@ -90,8 +111,17 @@ class Stats:
         return d
 
 
-def _count_call(s: Stats, c: Call, cached: int, budget: int, request: str, constraints: list[str]) -> None:
-    """Add one call (``cached`` prefix tokens) to the totals of ``s``."""
+def count_call(s: Stats, c: Call, cached: int, budget: int, request: str, constraints: list[str]) -> None:
+    """Add one call to the totals of ``s``.
+
+    Args:
+        s: The stats to add to.
+        c: The call.
+        cached: Its cached prefix, in tokens.
+        budget: The token budget (a call over it counts).
+        request: The original request (retention).
+        constraints: The hard constraints (retention).
+    """
     s.calls += 1
     s.input_tokens += c.prompt_tokens
     s.peak_prompt_tokens = max(s.peak_prompt_tokens, c.prompt_tokens)
@@ -104,22 +134,44 @@ def _count_call(s: Stats, c: Call, cached: int, budget: int, request: str, const
     s.orphans += c.orphans
 
 
-def _stats(traj: str, strategy: str, calls: list[Call], budget: int, request: str, constraints: list[str]) -> Stats:
-    from nodes.runtime import cached_prefix_tokens
+def strategy_stats(
+    traj: str, strategy: str, calls: list[Call], budget: int, request: str, constraints: list[str]
+) -> Stats:
+    """The stats of a baseline's calls, each cached prefix measured against the previous call.
 
+    Args:
+        traj: The trajectory's id.
+        strategy: The strategy's name.
+        calls: Its calls, in order.
+        budget: The token budget.
+        request: The original request.
+        constraints: The hard constraints.
+
+    Returns:
+        The stats.
+    """
     s = Stats(traj, strategy)
     prev: list[str] = []
     for c in calls:
         cached = cached_prefix_tokens(prev, c.fingerprints) if prev else 0
         prev = c.fingerprints
-        _count_call(s, c, cached, budget, request, constraints)
+        count_call(s, c, cached, budget, request, constraints)
         s.elided += c.elided
         s.summaries += bool(c.payload.get("summarized"))
     return s
 
 
-def _taskctx_stats(run: TaskctxRun, budget: int, constraints: list[str]) -> tuple[Stats, Stats]:
-    """Executor-only stats (with floor and restorability) and all-roles stats."""
+def taskctx_stats(run: TaskctxRun, budget: int, constraints: list[str]) -> tuple[Stats, Stats]:
+    """The stats of a taskctx run: executor-only (with floor and restorability) and all roles.
+
+    Args:
+        run: The run.
+        budget: The token budget.
+        constraints: The hard constraints.
+
+    Returns:
+        ``(executor stats, all-roles stats)``.
+    """
     t = run.trajectory
     # cached prefix as the graph logged it (previous call of the same role)
     ex = _logged_stats(t.id, "taskctx", run.calls, budget, t.request, constraints)
@@ -176,5 +228,5 @@ def _logged_stats(
 ) -> Stats:
     s = Stats(traj, strategy)
     for c in calls:
-        _count_call(s, c, int(c.payload.get("cached_prefix_tokens", 0)), budget, request, constraints)
+        count_call(s, c, int(c.payload.get("cached_prefix_tokens", 0)), budget, request, constraints)
     return s

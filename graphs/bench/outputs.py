@@ -1,4 +1,4 @@
-"""The files ``taskctx bench`` writes: ``results.md``, ``results.csv`` and the two plots (:func:`write_outputs`)."""
+"""The files ``taskctx bench`` writes: ``results.md``, ``results.csv`` and two plots (:func:`write_outputs`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ DEFAULT_OUT = Path(".taskctx/bench")
 
 def write_outputs(r: BenchResult, out: str | Path) -> list[Path]:
     """``results.md``, ``results.csv``, ``prompt_tokens.png``, ``effective_cost.png`` under ``out``."""
+    # (imported here: matplotlib and the strategies load only when the bench writes its results)
     from .plots import plot_effective_cost, plot_prompt_tokens
     from .strategies import STRATEGIES
     from .table import markdown

@@ -1,23 +1,36 @@
-"""Orchestrator overhead (reduce + build + render per executor step, model time excluded) and
-checkpoint bytes, on the real runs and on a deterministic synthetic trajectory."""
+"""Orchestrator overhead (reduce + build + render per executor step) and checkpoint bytes."""
 
 from __future__ import annotations
 
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any
 
-from context import TaskContext, Trajectory, replay
+from context import Event, SqliteStores, TaskContext, Trajectory, replay
 from context.trajectory import RecordedStep
+from nodes import ExecutorRenderer, NodeEnv, ReplayTools
+from nodes.runtime import PARTS
+from nodes.schemas import COMPLETE_STEP
+from nodes.tools import READ_ARTIFACT_SCHEMA
 
-from .strategies import TaskctxRun
+from ..checkpoint import checkpoint_serde
 
-__all__ = ["CHECKPOINT_WINDOW", "Timing", "synthetic_trajectory"]
+__all__ = ["CHECKPOINT_WINDOW", "Timing", "checkpoint_sizes", "measure_overhead", "synthetic_trajectory", "timing"]
 
 
 @dataclass
 class Timing:
+    """Orchestrator overhead of one set of executor steps, in ms per step.
+
+    Attributes:
+        label: What was timed.
+        steps: Steps timed.
+        events: Events of the log.
+        median_ms: The median.
+        p95_ms: The 95th percentile.
+        render_reproduced: The share of re-renders whose prompt tokens equal the logged ones.
+    """
+
     label: str
     steps: int
     events: int
@@ -26,23 +39,36 @@ class Timing:
     render_reproduced: float  # share of re-renders whose prompt tokens equal the logged ones
 
 
-def _overhead(run: TaskctxRun, budget: int, window: tuple[int, int] | None = None) -> tuple[list[float], int, int]:
-    """Re-fold the run's log and, at every executor call, time reduce (this step's events) +
-    ``ExecutorRenderer.render`` (builder + assembly) on the real state. Returns per-step ms,
-    the steps timed and how many re-renders reproduced the logged prompt tokens.
-    ``window``: only time calls whose folded event count is in ``[lo, hi]``."""
-    from nodes import ExecutorRenderer, NodeEnv, ReplayTools
-    from nodes.schemas import COMPLETE_STEP
-    from nodes.tools import READ_ARTIFACT_SCHEMA
+def measure_overhead(
+    stores: SqliteStores,
+    events: list[Event],
+    trajectory: Trajectory,
+    budget: int,
+    window: tuple[int, int] | None = None,
+) -> tuple[list[float], int, int]:
+    """Re-fold a replayed run's log and time each executor call's reduce + render again.
 
-    env = NodeEnv(events=run.stores.events, artifacts=run.stores.artifacts, budget=budget)
-    schemas = [*ReplayTools(run.trajectory).schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
+    At every executor call: reduce (this step's events) + ``ExecutorRenderer.render`` (builder +
+    assembly) on the real state, model time excluded.
+
+    Args:
+        stores: The run's stores (the renderer reads its event log and artifacts).
+        events: The run's event log, in order.
+        trajectory: The recorded run that was replayed (its tool schemas).
+        budget: The run's token budget.
+        window: Only time calls whose folded event count is in ``[lo, hi]``; None: every call.
+
+    Returns:
+        ``(ms per timed step, steps timed, re-renders that reproduced the logged prompt tokens)``.
+    """
+    env = NodeEnv(events=stores.events, artifacts=stores.artifacts, budget=budget)
+    schemas = [*ReplayTools(trajectory).schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
     rend = ExecutorRenderer()
     ctx: TaskContext | None = None
-    pending: list[Any] = []
+    pending: list[Event] = []
     times: list[float] = []
     same = 0
-    for n, e in enumerate(run.events):
+    for n, e in enumerate(events):
         if (
             e.kind == "context.built"
             and e.payload["role"] == "executor"
@@ -63,7 +89,18 @@ def _overhead(run: TaskctxRun, budget: int, window: tuple[int, int] | None = Non
     return times, len(times), same
 
 
-def _timing(label: str, times: list[float], events: int, same: int) -> Timing:
+def timing(label: str, times: list[float], events: int, same: int) -> Timing:
+    """The median and p95 of ``times``, and the share of re-renders reproduced.
+
+    Args:
+        label: What was timed.
+        times: ms per step.
+        events: Events of the log.
+        same: Re-renders that reproduced the logged prompt tokens.
+
+    Returns:
+        The timing (zeros when nothing was timed).
+    """
     if not times:
         return Timing(label, 0, events, 0.0, 0.0, 0.0)
     q = sorted(times)
@@ -72,7 +109,15 @@ def _timing(label: str, times: list[float], events: int, same: int) -> Timing:
 
 
 def synthetic_trajectory(n_steps: int, seed: int = 7) -> Trajectory:
-    """A deterministic synthetic run: bash/open/search steps with outputs of 0.3-12 kB."""
+    """A deterministic synthetic run: bash/open/search steps with outputs of 0.3-12 kB.
+
+    Args:
+        n_steps: Recorded steps.
+        seed: Varies the tools and sizes.
+
+    Returns:
+        The trajectory.
+    """
     sizes = [300, 2_000, 6_000, 12_000, 800, 4_500, 150]
     tools = [("bash", "command"), ("open", "path"), ("search_dir", "query")]
     steps = []
@@ -105,11 +150,19 @@ def synthetic_trajectory(n_steps: int, seed: int = 7) -> Trajectory:
 CHECKPOINT_WINDOW = 100
 
 
-def _checkpoint_sizes(events: list[Any], counts: tuple[int, ...]) -> tuple[dict[int, int], dict[int, dict[str, int]]]:
-    from nodes.runtime import PARTS
+def checkpoint_sizes(events: list[Event], counts: tuple[int, ...]) -> tuple[dict[int, int], dict[int, dict[str, int]]]:
+    """Checkpoint bytes (the checkpointer's serde) at each of ``counts`` events of the log ``events``.
 
-    from ..checkpoint import checkpoint_serde
+    A checkpoint's size swings with the executor transcript between two restarts, so each figure
+    is the mean over the ``CHECKPOINT_WINDOW`` states around it.
 
+    Args:
+        events: The log.
+        counts: Event counts to measure at (those past the log are skipped).
+
+    Returns:
+        ``({events: mean bytes}, {events: {part: mean bytes}})``.
+    """
     serde = checkpoint_serde()
     sizes: dict[int, int] = {}
     parts: dict[int, dict[str, int]] = {}

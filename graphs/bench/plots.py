@@ -1,5 +1,4 @@
-"""The bench's two figures (matplotlib, Agg backend): prompt tokens per executor call of the
-three longest trajectories, and the total effective cost per strategy."""
+"""The bench's two figures (matplotlib, Agg backend): prompt tokens per call, effective cost per strategy."""
 
 from __future__ import annotations
 
@@ -9,10 +8,12 @@ from typing import Any
 from .replays import BenchResult
 from .strategies import STRATEGIES
 
-__all__ = ["plot_effective_cost", "plot_prompt_tokens"]
+__all__ = ["plot_effective_cost", "plot_prompt_tokens", "pyplot"]
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` with the Agg backend (no display needed)."""
+    # (imported here: matplotlib is slow to import and only a figure needs it)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -22,9 +23,18 @@ def _pyplot() -> Any:
 
 
 def plot_prompt_tokens(r: BenchResult, path: str | Path) -> Path:
-    """Prompt tokens per executor call (log scale, one panel per trajectory, the three longest;
-    the budget as a dashed line) written as a PNG to ``path``; returns it."""
-    plt = _pyplot()
+    """Plot prompt tokens per executor call of the three longest trajectories.
+
+    Log scale, one panel per trajectory, the budget as a dashed line.
+
+    Args:
+        r: The bench result.
+        path: The PNG to write.
+
+    Returns:
+        ``path``.
+    """
+    plt = pyplot()
     longest = sorted(r.trajectories, key=lambda t: -r.steps[t])[:3]
     fig, axes = plt.subplots(1, len(longest), figsize=(6 * len(longest), 4.5), squeeze=False)
     for ax, tid in zip(axes[0], longest):
@@ -45,9 +55,16 @@ def plot_prompt_tokens(r: BenchResult, path: str | Path) -> Path:
 
 
 def plot_effective_cost(r: BenchResult, path: str | Path) -> Path:
-    """Total effective cost (tokens, uncached + 0.1 x cached) per strategy as a bar chart,
-    written as a PNG to ``path``; returns it."""
-    plt = _pyplot()
+    """Plot the total effective cost (tokens, uncached + 0.1 x cached) per strategy as bars.
+
+    Args:
+        r: The bench result.
+        path: The PNG to write.
+
+    Returns:
+        ``path``.
+    """
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     names = [*STRATEGIES, "taskctx (all roles)"]
     vals = [r.totals[s].effective_cost for s in names]

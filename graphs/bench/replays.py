@@ -1,6 +1,4 @@
-"""Run the bench: every trajectory through the five strategies (:mod:`.strategies`), scored by
-:mod:`.metrics`, plus the overhead and checkpoint measures of :mod:`.overhead`; returns a
-:class:`BenchResult`."""
+"""Run the bench (:func:`run_bench`): every trajectory through the five strategies, and the synthetic measures."""
 
 from __future__ import annotations
 
@@ -9,10 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from context import BudgetError, Trajectory, extract_constraints, load_trajectory
+from nodes import ReplayTools
 
 from .bound import bound_stats
-from .metrics import Stats, _stats, _taskctx_stats
-from .overhead import Timing, _checkpoint_sizes, _overhead, _timing, synthetic_trajectory
+from .metrics import Stats, strategy_stats, taskctx_stats
+from .overhead import Timing, checkpoint_sizes, measure_overhead, synthetic_trajectory, timing
 from .strategies import BASELINES, STRATEGIES, TaskctxRun, baseline_calls, run_taskctx
 from .stress import StressRow, run_stress
 
@@ -23,6 +22,13 @@ from .defaults import DEFAULT_DIR as DEFAULT_DIR  # (re-exported: graphs.bench.r
 
 @dataclass
 class BenchResult:
+    """What ``taskctx bench`` measured; :mod:`.table` and :mod:`.outputs` write it.
+
+    ``rows``: one :class:`Stats` per (trajectory, strategy); ``totals``: per strategy, plus
+    ``taskctx (all roles)``; ``series``: trajectory -> strategy -> prompt tokens per call;
+    ``checkpoint``: events -> checkpoint bytes; ``bound``: the optimistic bound per trajectory.
+    """
+
     budget: int
     trajectories: list[str]
     steps: dict[str, int]
@@ -42,9 +48,19 @@ class BenchResult:
 
     @property
     def strategies(self) -> list[str]:
+        """The strategies measured, in :data:`STRATEGIES` order."""
         return [s for s in STRATEGIES if s in self.totals]
 
     def stats(self, trajectory: str, strategy: str) -> Stats:
+        """The stats of one strategy over one trajectory.
+
+        Args:
+            trajectory: The trajectory's id.
+            strategy: The strategy's name.
+
+        Returns:
+            The stats.
+        """
         return next(r for r in self.rows if r.trajectory == trajectory and r.strategy == strategy)
 
 
@@ -55,24 +71,12 @@ def _run_taskctx(t: Trajectory, budget: int) -> TaskctxRun:
         raise BudgetError(f"trajectory {t.id} ({len(t.steps)} steps) does not fit --budget {budget}: {exc}") from exc
 
 
-def run_bench(
-    dir: str | Path = DEFAULT_DIR,
-    budget: int = 8_000,
-    *,
-    limit: int | None = None,
-    only: list[str] | None = None,
-    synthetic_events: int = 1_000,
-    checkpoint_events: tuple[int, ...] = (100, 1_000, 5_000),
-    stress: bool = False,
-) -> BenchResult:
-    """Run every trajectory in ``dir`` (``only``: these ids; ``limit``: the first N) through the
-    five strategies, plus the synthetic overhead and checkpoint measures.
-    ``synthetic_events=0`` / ``checkpoint_events=()`` skip those; ``stress=True`` adds the
-    stress set (:mod:`.stress`, about a minute)."""
-    from nodes import ReplayTools
+def _load(d: Path, only: list[str] | None, limit: int | None) -> list[Trajectory]:
+    """The trajectories of ``d`` (a folder of ``*.jsonl`` or one file), filtered by ``only`` and ``limit``.
 
-    t_start = time.perf_counter()
-    d = Path(dir)
+    Raises:
+        FileNotFoundError: ``d`` does not exist, or holds no trajectory to run.
+    """
     if d.is_file():
         paths = [d]  # one trajectory
     elif d.is_dir():
@@ -89,85 +93,136 @@ def run_bench(
             f"no trajectories (*.jsonl) to run in {d.resolve()}; pass a folder of recorded "
             f"runs or one .jsonl file (default {DEFAULT_DIR})"
         )
-    rows: list[Stats] = []
-    series: dict[str, dict[str, list[int]]] = {}
-    other: dict[str, dict[str, int]] = {}
-    finished: dict[str, bool] = {}
-    bound: dict[str, Stats] = {}
-    totals = {s: Stats("TOTAL", s) for s in [*STRATEGIES, "taskctx (all roles)"]}
-    real_times: list[float] = []
-    real_same = 0
-    real_events = 0
-    for t in trajs:
+    return trajs
+
+
+@dataclass
+class _Replays:
+    """What the replays of the recorded runs add up to, trajectory by trajectory."""
+
+    budget: int
+    rows: list[Stats] = field(default_factory=list)
+    totals: dict[str, Stats] = field(
+        default_factory=lambda: {s: Stats("TOTAL", s) for s in [*STRATEGIES, "taskctx (all roles)"]}
+    )
+    series: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    other: dict[str, dict[str, int]] = field(default_factory=dict)
+    finished: dict[str, bool] = field(default_factory=dict)
+    bound: dict[str, Stats] = field(default_factory=dict)
+    times: list[float] = field(default_factory=list)
+    same: int = 0
+    events: int = 0
+
+    def add(self, t: Trajectory) -> None:
+        """Run ``t`` through the baselines and taskctx and add what they measure."""
         constraints = extract_constraints(t.request)
         tools = ReplayTools(t).schemas()
-        series[t.id] = {}
+        self.series[t.id] = {}
         for s in BASELINES:
-            calls = baseline_calls(t, s, budget, tools)
-            st = _stats(t.id, s, calls, budget, t.request, constraints)
-            rows.append(st)
-            totals[s].add(st)
-            series[t.id][s] = [c.prompt_tokens for c in calls]
-        run = _run_taskctx(t, budget)
-        finished[t.id] = run.finished
-        ex, allr = _taskctx_stats(run, budget, constraints)
-        rows.append(ex)
-        totals["taskctx"].add(ex)
-        totals["taskctx (all roles)"].add(allr)
-        series[t.id]["taskctx"] = [c.prompt_tokens for c in run.calls]
-        bound[t.id] = bound_stats(run)
+            calls = baseline_calls(t, s, self.budget, tools)
+            st = strategy_stats(t.id, s, calls, self.budget, t.request, constraints)
+            self.rows.append(st)
+            self.totals[s].add(st)
+            self.series[t.id][s] = [c.prompt_tokens for c in calls]
+        run = _run_taskctx(t, self.budget)
+        self.finished[t.id] = run.finished
+        ex, allr = taskctx_stats(run, self.budget, constraints)
+        self.rows.append(ex)
+        self.totals["taskctx"].add(ex)
+        self.totals["taskctx (all roles)"].add(allr)
+        self.series[t.id]["taskctx"] = [c.prompt_tokens for c in run.calls]
+        self.bound[t.id] = bound_stats(run)
         roles: dict[str, int] = {}
         for c in run.other_calls:
             roles[c.role] = roles.get(c.role, 0) + 1
-        other[t.id] = roles
-        times, _, same = _overhead(run, budget)
-        real_times += times
-        real_same += same
-        real_events += len(run.events)
+        self.other[t.id] = roles
+        times, _, same = measure_overhead(run.stores, run.events, t, self.budget)
+        self.times += times
+        self.same += same
+        self.events += len(run.events)
         run.stores.close()
-    overhead = [
-        _timing(
-            f"real runs ({len(trajs)} trajectories, {real_events} events in all)", real_times, real_events, real_same
-        )
-    ]
+
+
+def _synthetic(
+    budget: int, synthetic_events: int, checkpoint_events: tuple[int, ...]
+) -> tuple[list[Timing], dict[int, int], dict[int, dict[str, int]]]:
+    """The overhead timings and checkpoint bytes of a synthetic run long enough for both."""
+    overhead: list[Timing] = []
     cp: dict[int, int] = {}
     cp_parts: dict[int, dict[str, int]] = {}
     need = max([synthetic_events, *checkpoint_events], default=0)
-    if need:
-        # about 3.3 events per executor step when no error occurs; run until the log is long enough
-        n_steps = max(10, int(need / 3.2) + 10)
-        run = _run_taskctx(synthetic_trajectory(n_steps), budget)
-        if synthetic_events:
-            lo = int(synthetic_events * 0.9)
-            times, _, same = _overhead(run, budget, window=(lo, synthetic_events))
-            overhead.append(
-                _timing(
-                    f"SYNTHETIC run, executor steps at {lo}-{synthetic_events} events", times, synthetic_events, same
-                )
-            )
-            times, _, same = _overhead(run, budget, window=(0, synthetic_events))
-            overhead.append(
-                _timing(
-                    f"SYNTHETIC run, all executor steps up to {synthetic_events} events", times, synthetic_events, same
-                )
-            )
-        if checkpoint_events:
-            cp, cp_parts = _checkpoint_sizes(run.events, checkpoint_events)
-        run.stores.close()
+    if not need:
+        return overhead, cp, cp_parts
+    # about 3.3 events per executor step when no error occurs; run until the log is long enough
+    n_steps = max(10, int(need / 3.2) + 10)
+    t = synthetic_trajectory(n_steps)
+    run = _run_taskctx(t, budget)
+    if synthetic_events:
+        lo = int(synthetic_events * 0.9)
+        times, _, same = measure_overhead(run.stores, run.events, t, budget, window=(lo, synthetic_events))
+        overhead.append(
+            timing(f"SYNTHETIC run, executor steps at {lo}-{synthetic_events} events", times, synthetic_events, same)
+        )
+        times, _, same = measure_overhead(run.stores, run.events, t, budget, window=(0, synthetic_events))
+        overhead.append(
+            timing(f"SYNTHETIC run, all executor steps up to {synthetic_events} events", times, synthetic_events, same)
+        )
+    if checkpoint_events:
+        cp, cp_parts = checkpoint_sizes(run.events, checkpoint_events)
+    run.stores.close()
+    return overhead, cp, cp_parts
+
+
+def run_bench(
+    dir: str | Path = DEFAULT_DIR,
+    budget: int = 8_000,
+    *,
+    limit: int | None = None,
+    only: list[str] | None = None,
+    synthetic_events: int = 1_000,
+    checkpoint_events: tuple[int, ...] = (100, 1_000, 5_000),
+    stress: bool = False,
+) -> BenchResult:
+    """Run every trajectory through the five strategies, plus the synthetic measures.
+
+    Args:
+        dir: A folder of recorded runs (``*.jsonl``) or one such file.
+        budget: The token budget of every strategy.
+        limit: Run only the first N trajectories.
+        only: Run only the trajectories with these ids.
+        synthetic_events: Events of the synthetic run the overhead is timed on (0: skip).
+        checkpoint_events: Event counts at which checkpoint bytes are measured (empty: skip).
+        stress: Add the stress set (:mod:`.stress`, about a minute).
+
+    Returns:
+        The :class:`BenchResult`.
+
+    Raises:
+        FileNotFoundError: ``dir`` does not exist or holds no trajectory.
+        BudgetError: A trajectory does not fit ``budget``.
+    """
+    t_start = time.perf_counter()
+    trajs = _load(Path(dir), only, limit)
+    rep = _Replays(budget)
+    for t in trajs:
+        rep.add(t)
+    label = f"real runs ({len(trajs)} trajectories, {rep.events} events in all)"
+    overhead = [timing(label, rep.times, rep.events, rep.same)]
+    synthetic, cp, cp_parts = _synthetic(budget, synthetic_events, checkpoint_events)
     stress_rows = run_stress(budget) if stress else []
     return BenchResult(
         budget=budget,
         trajectories=[t.id for t in trajs],
         steps={t.id: len(t.steps) for t in trajs},
-        rows=rows,
-        totals=totals,
-        series=series,
-        other_roles=other,
-        overhead=overhead,
+        rows=rep.rows,
+        totals=rep.totals,
+        series=rep.series,
+        other_roles=rep.other,
+        overhead=overhead + synthetic,
         checkpoint=cp,
         checkpoint_parts=cp_parts,
-        finished=finished,
+        finished=rep.finished,
         seconds=round(time.perf_counter() - t_start, 1),
-        bound=bound,
+        bound=rep.bound,
         stress=stress_rows,
     )

@@ -1,28 +1,7 @@
-"""The scale legs of ``taskctx bench --scale 100,1000[,10000]``: one recorded run repeated, with
-its errors, to N executor steps and replayed by the real ``taskctx replay`` (SQLite, checkpoints
-pruned as it goes) in a child process, stopped one step before the end (``--max-steps N-1``);
-then, each in a new process: ``taskctx resume --max-steps 1`` of the stopped task (its start-up),
-``taskctx resume`` to the end, ``taskctx resume`` of the finished task, and ``taskctx inspect``.
+"""The scale legs of ``taskctx bench --scale``: one recorded run repeated to N steps, replayed, resumed, inspected.
 
-Per leg (:class:`ScaleRow`): disk bytes per executor step (events, artifacts, checkpoints,
-writes: the pages of each table and its indexes, ``dbstat``; and the whole file), the state
-(``state.json`` of the export), wall and CPU time per step of the replay, orchestrator overhead
-per step (reduce + build + render of the last ``OVERHEAD_CALLS`` executor calls, re-timed over
-the log), each child's own peak RSS and CPU time (``os.wait4`` of that child), and:
-
-- **resume start-up**: how long the user waits before the task progresses: from the start of a
-  new process ``taskctx resume TASK --max-steps 1`` of the task stopped one step before its end
-  (the wall clock just before it is started) until the graph begins its first new step (the
-  ``timestamp`` of the ``resume.started`` event that step's node appends before anything else:
-  UTC, millisecond resolution): Python start-up, imports, the checks, the graph built, the
-  checkpoint read. Second column: that process's wall (and CPU) time from its start to its exit,
-  which adds the step (a replayed step: ~20 ms of CPU at these sizes) and the export of what is
-  new;
-- **resume (finished)**: the same for ``taskctx resume`` of the finished task (it says so and
-  leaves a current export as it is);
-- **inspect**: the wall time of ``taskctx inspect`` of the finished task.
-
-Files go to a temporary folder that is removed afterwards.
+Each leg runs the real CLI in child processes on SQLite and reports disk bytes per step, time
+per step, each process's CPU time and peak RSS, and the resume start-up (:class:`ScaleRow`).
 """
 
 from __future__ import annotations
@@ -30,12 +9,14 @@ from __future__ import annotations
 import csv
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 
 from context import SqliteStores, Trajectory, load_trajectory
@@ -47,6 +28,8 @@ __all__ = [
     "OVERHEAD_CALLS",
     "SCALE_TRAJECTORY",
     "ScaleRow",
+    "first_new_event",
+    "last_seq",
     "parse_scale",
     "repeat_trajectory",
     "run_scale",
@@ -89,6 +72,14 @@ with open(out, "w") as fh:
 
 @dataclass
 class ScaleRow:
+    """One scale leg's measures: bytes, seconds, MB of peak RSS, per leg or per executor step.
+
+    Disk bytes are the pages of each table and its indexes (``dbstat``) and the whole file; the
+    state is ``state.json`` of the export; the times are the replay's wall and CPU time per step,
+    the orchestrator overhead per step (the last ``OVERHEAD_CALLS`` executor calls re-timed), and
+    each child process's own wall, CPU and peak RSS.
+    """
+
     steps: int
     events: int
     file_bytes: int
@@ -128,8 +119,17 @@ class ScaleRow:
 
 
 def parse_scale(text: str) -> tuple[int, ...]:
-    """``"100,1000"`` -> ``(100, 1000)``; ``""`` -> no legs. Raises ``InvalidInputError`` naming
-    the bad entry (each must be an integer from 10 to 100000)."""
+    """The legs of ``--scale``: ``"100,1000"`` is ``(100, 1000)``, ``""`` no legs.
+
+    Args:
+        text: Comma-separated executor step counts, each an integer from 10 to 100000.
+
+    Returns:
+        The step counts.
+
+    Raises:
+        InvalidInputError: An entry is not such an integer (it is named).
+    """
     out = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -143,8 +143,15 @@ def parse_scale(text: str) -> tuple[int, ...]:
 
 
 def repeat_trajectory(t: Trajectory, n_steps: int) -> Trajectory:
-    """``t``'s recorded steps repeated in order (errors included) until there are ``n_steps``,
-    renumbered from 1; the id gets ``-x<n_steps>``."""
+    """``t``'s recorded steps repeated in order, errors included, until there are ``n_steps``.
+
+    Args:
+        t: The recorded run.
+        n_steps: Steps wanted.
+
+    Returns:
+        The trajectory, renumbered from 1, its id suffixed ``-x<n_steps>``.
+    """
     steps = [
         RecordedStep(
             step=i + 1,
@@ -170,11 +177,12 @@ def _write_jsonl(t: Trajectory, path: Path) -> None:
 
 
 def _child(args: list[str], cwd: Path) -> dict[str, float]:
-    """Run ``taskctx ARGS`` in a new process under ``cwd``: ``seconds`` (its ``main()``), ``wall``
-    (from the process's start to its end), ``started`` (the wall clock, ``time.time()``, just
-    before the process was started), the child's own ``cpu`` seconds (``os.wait4``: that child's
-    rusage, not the sum or maximum over every child) and ``rss_kb`` (its ``VmHWM``; where there is
-    none, ``ru_maxrss``). ``RuntimeError`` when it fails."""
+    """Run ``taskctx ARGS`` in a new process under ``cwd``, and measure it.
+
+    ``seconds`` (its ``main()``), ``wall`` (from the process's start to its end), ``started`` (the
+    wall clock just before it was started), the child's own ``cpu`` seconds (``os.wait4``: that
+    child's rusage) and ``rss_kb`` (its ``VmHWM``, else ``ru_maxrss``). ``RuntimeError`` when it fails.
+    """
     res = cwd / "child.json"
     res.unlink(missing_ok=True)
     env = {**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true"}
@@ -198,9 +206,16 @@ def _child(args: list[str], cwd: Path) -> dict[str, float]:
     return {**got, "wall": wall, "started": started, "cpu": ru.ru_utime + ru.ru_stime, "rss_kb": rss}
 
 
-def _last_seq(db: Path, task_id: str) -> int:
-    import sqlite3
+def last_seq(db: Path, task_id: str) -> int:
+    """The last event seq of ``task_id`` in the SQLite database ``db``.
 
+    Args:
+        db: The SQLite database.
+        task_id: The task.
+
+    Returns:
+        The seq, 0 when the task has no event.
+    """
     c = sqlite3.connect(db)
     try:
         row = c.execute("SELECT MAX(seq) FROM taskctx_events WHERE task_id = ?", (task_id,)).fetchone()
@@ -209,12 +224,20 @@ def _last_seq(db: Path, task_id: str) -> int:
         c.close()
 
 
-def _first_new_event(db: Path, task_id: str, after: int) -> tuple[str, float]:
-    """The kind and time (epoch seconds, from its ``timestamp``: UTC, millisecond resolution) of
-    ``task_id``'s first event after seq ``after``. ``RuntimeError`` when there is none."""
-    import sqlite3
-    from datetime import datetime
+def first_new_event(db: Path, task_id: str, after: int) -> tuple[str, float]:
+    """The kind and time of ``task_id``'s first event after seq ``after``.
 
+    Args:
+        db: The SQLite database.
+        task_id: The task.
+        after: A seq.
+
+    Returns:
+        ``(kind, epoch seconds)`` from its ``timestamp`` (UTC, millisecond resolution).
+
+    Raises:
+        RuntimeError: There is no such event.
+    """
     c = sqlite3.connect(db)
     try:
         row = c.execute(
@@ -229,8 +252,6 @@ def _first_new_event(db: Path, task_id: str, after: int) -> tuple[str, float]:
 
 
 def _table_bytes(db: Path) -> dict[str, int]:
-    import sqlite3
-
     c = sqlite3.connect(db)
     try:
         rows = c.execute("SELECT tbl_name, name FROM sqlite_master WHERE type IN ('table', 'index')").fetchall()
@@ -246,27 +267,39 @@ def _table_bytes(db: Path) -> dict[str, int]:
 
 
 def _overhead_ms(db: Path, task_id: str, traj: Trajectory, budget: int) -> float:
-    from .overhead import _overhead
+    # (imported here: the overhead measure loads the graph runtime; this module loads with the CLI)
+    from .overhead import measure_overhead
 
     stores = SqliteStores(db)
     try:
         events = stores.events.read(task_id)
         executor = [i for i, e in enumerate(events) if e.kind == "context.built" and e.payload["role"] == "executor"]
         lo = executor[-OVERHEAD_CALLS] if len(executor) >= OVERHEAD_CALLS else 0
-
-        class _Run:  # what _overhead reads of a TaskctxRun
-            pass
-
-        run = _Run()
-        run.stores, run.events, run.trajectory = stores, events, traj  # type: ignore[attr-defined]
-        times, _, _ = _overhead(run, budget, window=(lo, len(events)))  # type: ignore[arg-type]
+        times, _, _ = measure_overhead(stores, events, traj, budget, window=(lo, len(events)))
         return round(statistics.median(times), 3) if times else 0.0
     finally:
         stores.close()
 
 
 def run_leg(traj: Trajectory, n_steps: int, work: Path, budget: int = 8_000) -> ScaleRow:
-    """One leg: ``traj`` repeated to ``n_steps``, replayed, resumed and inspected under ``work``."""
+    """One leg: ``traj`` repeated to ``n_steps``, replayed, resumed and inspected under ``work``.
+
+    Replayed by ``taskctx replay`` in a child process, stopped one step before the end; then, each
+    in a new process: ``resume --max-steps 1`` (the resume start-up), ``resume`` to the end,
+    ``resume`` of the finished task and ``inspect``.
+
+    Args:
+        traj: The recorded run.
+        n_steps: Executor steps of the leg.
+        work: A folder for the leg's files.
+        budget: The token budget.
+
+    Returns:
+        The leg's measures.
+
+    Raises:
+        RuntimeError: A child process failed.
+    """
     rep = repeat_trajectory(traj, n_steps)
     src = work / f"{rep.id}.jsonl"
     _write_jsonl(rep, src)
@@ -274,9 +307,9 @@ def run_leg(traj: Trajectory, n_steps: int, work: Path, budget: int = 8_000) -> 
     common = ["--db", str(db), "--out", str(out)]
     replayed = n_steps - 1
     run = _child(["replay", str(src), *common, "--budget", str(budget), "--max-steps", str(replayed)], work)
-    before = _last_seq(db, rep.id)
+    before = last_seq(db, rep.id)
     resume = _child(["resume", rep.id, *common, "--max-steps", "1"], work)  # the start-up: one step, then stop
-    first_kind, first_at = _first_new_event(db, rep.id, before)
+    first_kind, first_at = first_new_event(db, rep.id, before)
     if first_kind != "resume.started":  # (the first node the resume runs records it before anything else)
         raise RuntimeError(f"the scale bench's resume of {rep.id!r} began with {first_kind!r}, not resume.started")
     _child(["resume", rep.id, *common], work)  # to the end (the reviewer)
@@ -314,8 +347,19 @@ def run_leg(traj: Trajectory, n_steps: int, work: Path, budget: int = 8_000) -> 
 
 
 def run_scale(trajectories: Path, legs: tuple[int, ...], budget: int = 8_000) -> list[ScaleRow]:
-    """Every leg of ``legs`` over ``SCALE_TRAJECTORY`` from the folder ``trajectories`` (or the
-    one .jsonl given), in a temporary folder. Raises ``RuntimeError`` when a child fails."""
+    """Every leg of ``legs`` over ``SCALE_TRAJECTORY``, in a temporary folder removed afterwards.
+
+    Args:
+        trajectories: The folder of recorded runs, or the one ``.jsonl`` to repeat.
+        legs: Executor step counts.
+        budget: The token budget.
+
+    Returns:
+        One row per leg.
+
+    Raises:
+        RuntimeError: A child process failed.
+    """
     path = trajectories if trajectories.is_file() else trajectories / f"{SCALE_TRAJECTORY}.jsonl"
     traj = load_trajectory(path)
     rows = []
@@ -332,7 +376,14 @@ def _kb(b: float) -> str:
 
 
 def scale_markdown(rows: list[ScaleRow]) -> str:
-    """The scale table and the targets (first leg against the last) as markdown."""
+    """The scale table and the targets (the first leg against the last) as markdown.
+
+    Args:
+        rows: The legs.
+
+    Returns:
+        The markdown.
+    """
     if not rows:
         return ""
     lines = [
@@ -376,7 +427,8 @@ def scale_markdown(rows: list[ScaleRow]) -> str:
         f"- largest state: {_kb(max(r.state_bytes for r in rows))} KB (target <= 64)",
         f"- time per step at {b.steps:,} / at {a.steps:,}: {b.ms_per_step / a.ms_per_step:.2f}x wall, "
         f"{b.cpu_ms_per_step / a.cpu_ms_per_step:.2f}x CPU (target <= 1.5)",
-        f"- resume start-up {b.first_step_s} s (the whole process {b.resume_s} s), resume of the finished task {b.finished_s} s, inspect {b.inspect_s} s "
+        f"- resume start-up {b.first_step_s} s (the whole process {b.resume_s} s), "
+        f"resume of the finished task {b.finished_s} s, inspect {b.inspect_s} s "
         f"at {b.steps:,} steps (target < 2 s)",
         f"- peak RSS at {b.steps:,} / at {a.steps:,} steps: replay {b.replay_rss_mb / a.replay_rss_mb:.2f}x, "
         f"resume {b.resume_rss_mb / a.resume_rss_mb:.2f}x, inspect {b.inspect_rss_mb / a.inspect_rss_mb:.2f}x",
@@ -385,7 +437,15 @@ def scale_markdown(rows: list[ScaleRow]) -> str:
 
 
 def write_scale(rows: list[ScaleRow], out: Path) -> list[Path]:
-    """``scale.md``, ``scale.csv`` and ``scale.png`` (five panels against steps) under ``out``."""
+    """Write ``scale.md``, ``scale.csv`` and ``scale.png`` (five panels against steps) under ``out``.
+
+    Args:
+        rows: The legs (none: nothing is written).
+        out: The folder.
+
+    Returns:
+        The files written.
+    """
     if not rows:
         return []
     md = out / "scale.md"
@@ -396,9 +456,9 @@ def write_scale(rows: list[ScaleRow], out: Path) -> list[Path]:
         w.writeheader()
         for r in rows:
             w.writerow({**asdict(r), "disk_per_step": round(r.disk_per_step)})
-    from .plots import _pyplot
+    from .plots import pyplot  # (matplotlib loads only when a figure is drawn)
 
-    plt = _pyplot()
+    plt = pyplot()
     xs = [r.steps for r in rows]
     fig, axes = plt.subplots(1, 5, figsize=(25, 4.2))
     panels = [

@@ -1,15 +1,12 @@
-"""The two-fold split (issue 14): the shared runs in two fixed halves, each reported as data the
-other half never saw, with the optimistic bound (:mod:`.bound`) and the issue's targets.
+"""The two-fold split: the shared runs in two fixed halves, each reported on its own.
 
-The rule: sort the runs by (source, id), the source being the id's first dash-separated word
-(``moatless``, ``openhands``, ``sweagent``, ``taubench``), and alternate: even positions make
-half A, odd positions half B, so each half holds every source with two or more runs. No constant
-of taskctx is fitted to these runs (the executor's restarts come from a cost model priced with
-the provider's rule, :mod:`nodes.render.executor`), so there is nothing to tune on one half: a
-constant that were tuned would be fitted on one half and reported on the other, both ways.
+Runs are sorted by (source, id) and alternate between halves, so each half holds every source
+with two or more runs; with the optimistic bound (:mod:`.bound`) and the targets.
 """
 
 from __future__ import annotations
+
+from nodes.pricing import HEADLINE, RULES
 
 from .bound import BOUND
 from .metrics import Stats
@@ -34,18 +31,40 @@ LARGE_RUN = 20_000
 
 
 def source_of(trajectory: str) -> str:
-    """The source of a run: its id's first dash-separated word."""
+    """The source of a run: its id's first dash-separated word.
+
+    Args:
+        trajectory: A run's id (``moatless-django-15695``).
+
+    Returns:
+        The source (``moatless``).
+    """
     return trajectory.split("-", 1)[0]
 
 
 def halves(trajectories: list[str]) -> dict[str, list[str]]:
-    """``{"A": [...], "B": [...]}``: the runs sorted by (source, id), alternating (module doc)."""
+    """The two halves of the runs: sorted by (source, id), alternating.
+
+    Args:
+        trajectories: The runs' ids.
+
+    Returns:
+        ``{"A": [...], "B": [...]}``.
+    """
     ordered = sorted(trajectories, key=lambda t: (source_of(t), t))
     return {"A": ordered[0::2], "B": ordered[1::2]}
 
 
 def half_totals(r: BenchResult, ids: list[str]) -> dict[str, Stats]:
-    """Every strategy's totals over ``ids`` (plus the optimistic bound, under :data:`BOUND`)."""
+    """Every strategy's totals over ``ids``, plus the optimistic bound under :data:`BOUND`.
+
+    Args:
+        r: The bench result.
+        ids: The runs of one half.
+
+    Returns:
+        Strategy -> totals.
+    """
     out = {s: Stats("half", s) for s in [*STRATEGIES, BOUND]}
     for tid in ids:
         for s in STRATEGIES:
@@ -56,7 +75,15 @@ def half_totals(r: BenchResult, ids: list[str]) -> dict[str, Stats]:
 
 
 def half_targets(r: BenchResult, ids: list[str]) -> list[tuple[str, str, bool]]:
-    """``(target, measured, met)`` of the issue's targets on one half (measured, never asserted)."""
+    """``(target, measured, met)`` of the bench's targets on one half (measured, never asserted).
+
+    Args:
+        r: The bench result.
+        ids: The runs of one half.
+
+    Returns:
+        One tuple per target.
+    """
     T = half_totals(r, ids)
     tc = T["taskctx"].effective_cost
     rn, rm = tc / T["naive"].effective_cost, tc / T["masking"].effective_cost
@@ -86,8 +113,17 @@ def half_targets(r: BenchResult, ids: list[str]) -> list[tuple[str, str, bool]]:
 
 
 def split_markdown(r: BenchResult) -> list[str]:
-    """The split's section of ``results.md`` (and of ``taskctx bench --split``): per half, its runs,
-    each strategy's effective cost against naive, masking and the bound, and the targets."""
+    """The split's section of ``results.md`` (and of ``taskctx bench --split``).
+
+    Per half: its runs, each strategy's effective cost against naive, masking and the bound, and
+    the targets.
+
+    Args:
+        r: The bench result.
+
+    Returns:
+        Markdown lines.
+    """
     parts = halves(r.trajectories)
     out = [
         "## Two-fold split: each half as unseen data",
@@ -122,10 +158,14 @@ def split_markdown(r: BenchResult) -> list[str]:
 
 
 def bound_markdown(r: BenchResult) -> list[str]:
-    """The optimistic bound's section: its cost under each pricing rule and every strategy's
-    ratio to it (:mod:`.bound`)."""
-    from nodes.pricing import HEADLINE, RULES
+    """The optimistic bound's section: its cost under each pricing rule, every strategy's ratio to it.
 
+    Args:
+        r: The bench result.
+
+    Returns:
+        Markdown lines (none without a bound).
+    """
     if not r.bound:
         return []
     bd = Stats("TOTAL", BOUND)
@@ -154,9 +194,17 @@ def bound_markdown(r: BenchResult) -> list[str]:
 
 
 def short_runs_markdown(r: BenchResult) -> list[str]:
-    """Runs where taskctx costs more than naive, with the bound's ratio to naive on the same run:
-    a bound near or over 1.0× naive means the floor itself (the core layer and the control tools'
-    schemas on every call, each call's entry) leaves no room on that run."""
+    """The runs where taskctx costs more than naive, with the bound's ratio to naive on the same run.
+
+    A bound near or over 1.0x naive means the floor itself (the core layer and the control tools'
+    schemas on every call, each call's entry) leaves no room on that run.
+
+    Args:
+        r: The bench result.
+
+    Returns:
+        Markdown lines.
+    """
     rows = []
     for tid in r.trajectories:
         nv = r.stats(tid, "naive").effective_cost

@@ -1,45 +1,35 @@
 """The five context strategies ``taskctx bench`` compares, replayed over one recorded trajectory.
 
-Every strategy yields one :class:`Call` per executor model call: the prompt as LangChain
-messages (or, for taskctx, the prompt text the graph stored), its tool schemas and its token
-count by :data:`COUNT` (o200k_base, ``context.tokens``), messages + tool schemas as
-``nodes.message_tokens.message_tokens`` counts them: the counter the taskctx graph uses.
-
-Strategies 1-4 build, for recorded step k (0-based), the prompt the agent would send before
-taking that step: system + the request as the first user message, then for every earlier step
-an AI message (thought + tool call ``rec-<i>``) and a ToolMessage (the observation, per the
-strategy). They all use the same system text (the taskctx executor's) and the trajectory's
-recorded tool schemas, so only the context strategy differs.
-
-1. ``naive``: every thought, action and full observation kept.
-2. ``masking``: SWE-agent's ``LastNObservations(n=5)`` (polling 1): all but the last 5
-   observations become ``Old environment output: (N lines omitted)``. The request message plays
-   the "instance template" that SWE-agent never masks.
-3. ``clearing``: LangChain's ``ClearToolUsesEdit(trigger=budget, keep=3)`` itself (imported,
-   not copied), applied per call to a copy of the history as ``ContextEditingMiddleware`` does
-   with its counter set to :data:`COUNT` (state messages only, no system/tools).
-4. ``summarization``: LangChain's ``SummarizationMiddleware`` itself with deepagents' settings
-   for a model with a profile: ``trigger=("fraction", 0.85)``, ``keep=("fraction", 0.10)`` of
-   a window equal to the budget, counted by :data:`COUNT`. It rewrites the history it keeps (stateful, like the agent's
-   state). No model is available offline, so the summary is an **extractive stand-in of fixed
-   size** (:data:`SUMMARY_CHARS` characters, labelled as such in its text).
-5. ``taskctx``: the trajectory replayed through the real graph
-   (``graphs.build_orchestrator`` with ``ReplayChatModel``/``ReplayTools``); its executor
-   ``context.built`` events are the calls (the real ``ExecutorRenderer``, not a copy).
+Every strategy yields one :class:`Call` per executor model call, counted by :data:`COUNT`
+(o200k_base) as the taskctx graph counts; all share the system text and the tool schemas, so
+only the context strategy differs.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain.agents.middleware import SummarizationMiddleware
+from langchain.agents.middleware.context_editing import ClearToolUsesEdit
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableLambda
+from langgraph.checkpoint.memory import InMemorySaver
 
 from context import Event, SqliteStores, Trajectory
 from context.tokens import counter_for_model
+from nodes import ReplayChatModel, ReplayTools
 from nodes.message_tokens import message_tokens
+from nodes.render.executor import EXECUTOR_SYSTEM
+from nodes.runtime import fingerprints
+
+from ..checkpoint import checkpoint_serde
+from ..orchestrator import build_orchestrator, new_task
+from ..runner import run_graph
 
 __all__ = [
     "BASELINES",
@@ -63,8 +53,16 @@ SUMMARY_TRIGGER = 0.85
 
 
 def COUNT(text: str) -> int:  # noqa: N802 (the bench's counter, named as the constant it was)
-    """The bench's text counter (o200k_base): the default counter of the taskctx graph, its
-    encoding loaded on the first count (not when the CLI starts)."""
+    """The bench's text counter, o200k_base: the default counter of the taskctx graph.
+
+    Its encoding loads on the first count, not when the CLI starts.
+
+    Args:
+        text: A text.
+
+    Returns:
+        Its tokens.
+    """
     return counter_for_model(None)(text)
 
 
@@ -72,7 +70,15 @@ COUNT.__name__ = "o200k_base"
 
 
 def count_messages(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] | None = None) -> int:
-    """Tokens of ``messages`` (+ ``tools``) by :data:`COUNT`."""
+    """Tokens of ``messages``, and ``tools``, by :data:`COUNT`.
+
+    Args:
+        messages: Chat messages.
+        tools: Tool schemas, or None.
+
+    Returns:
+        Tokens.
+    """
     return message_tokens(messages, COUNT, tools)
 
 
@@ -96,14 +102,16 @@ class Call:
     payload: dict[str, Any] = field(default_factory=dict)  # taskctx: the context.built payload
 
 
-def _system_text() -> str:
-    from nodes.render.executor import EXECUTOR_SYSTEM
-
-    return EXECUTOR_SYSTEM
-
-
 def step_messages(t: Trajectory, upto: int) -> list[BaseMessage]:
-    """AI + tool message per recorded step ``< upto`` (full observations)."""
+    """An AI and a tool message per recorded step before ``upto``, observations in full.
+
+    Args:
+        t: The recorded run.
+        upto: Steps (0-based, exclusive).
+
+    Returns:
+        The messages.
+    """
     out: list[BaseMessage] = []
     for i, s in enumerate(t.steps[:upto], start=1):
         cid = f"rec-{i}"
@@ -117,7 +125,14 @@ def step_messages(t: Trajectory, upto: int) -> list[BaseMessage]:
 
 
 def orphan_tool_results(messages: Sequence[BaseMessage]) -> int:
-    """Tool messages with no earlier AI message carrying their call id."""
+    """Tool messages with no earlier AI message carrying their call id.
+
+    Args:
+        messages: A prompt's messages.
+
+    Returns:
+        How many.
+    """
     seen: set[str] = set()
     n = 0
     for m in messages:
@@ -129,7 +144,14 @@ def orphan_tool_results(messages: Sequence[BaseMessage]) -> int:
 
 
 def prompt_orphans(prompt: str) -> int:
-    """Same check on a stored taskctx prompt text (``nodes.runtime.prompt_text`` layout)."""
+    """Tool results with no earlier call, in a stored taskctx prompt text.
+
+    Args:
+        prompt: The prompt text (:func:`nodes.runtime.prompt_text` layout).
+
+    Returns:
+        How many.
+    """
     n = 0
     for section in prompt.split("\n\n### ")[1:]:
         if section.startswith("tool (tool_call_id="):
@@ -181,10 +203,6 @@ def _extractive_summary(messages: Sequence[BaseMessage]) -> str:
 
 
 def _summarizer_middleware(budget: int) -> Any:
-    from langchain.agents.middleware import SummarizationMiddleware
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.runnables import RunnableLambda
-
     model = GenericFakeChatModel(messages=iter(()), profile={"max_input_tokens": budget})
     return SummarizationMiddleware(
         model=model,
@@ -196,15 +214,27 @@ def _summarizer_middleware(budget: int) -> Any:
 
 
 def baseline_calls(t: Trajectory, strategy: str, budget: int, tools: list[dict[str, Any]]) -> list[Call]:
-    """One :class:`Call` per recorded step for a baseline strategy (see module doc)."""
-    from copy import deepcopy
+    """One :class:`Call` per recorded step for a baseline strategy.
 
-    from langchain.agents.middleware.context_editing import ClearToolUsesEdit
-    from langchain_core.messages import RemoveMessage
+    For step k: system + the request, then an AI message (thought + tool call ``rec-<i>``) and a
+    tool message per earlier step, per the strategy: ``naive`` keeps everything; ``masking`` is
+    SWE-agent's ``LastNObservations(n=5)``; ``clearing`` LangChain's ``ClearToolUsesEdit(keep=3)``
+    at the budget; ``summarization`` LangChain's ``SummarizationMiddleware`` with deepagents'
+    settings (85% / keep 10%) and an extractive stand-in summary of fixed size.
 
-    from nodes.runtime import fingerprints
+    Args:
+        t: The recorded run.
+        strategy: One of :data:`BASELINES`.
+        budget: The token budget.
+        tools: The recorded tool schemas.
 
-    system = SystemMessage(content=_system_text())
+    Returns:
+        The calls.
+
+    Raises:
+        ValueError: ``strategy`` is not a baseline.
+    """
+    system = SystemMessage(content=EXECUTOR_SYSTEM)
     request = HumanMessage(content=t.request)
     full = [request, *step_messages(t, len(t.steps))]
     summ = _summarizer_middleware(budget) if strategy == "summarization" else None
@@ -255,7 +285,7 @@ def baseline_calls(t: Trajectory, strategy: str, budget: int, tools: list[dict[s
 
 @dataclass
 class TaskctxRun:
-    """The real graph's run of one trajectory: its stores and event log."""
+    """The real graph's run of one trajectory: its stores, event log and model calls."""
 
     trajectory: Trajectory
     stores: SqliteStores
@@ -266,15 +296,15 @@ class TaskctxRun:
 
 
 def run_taskctx(t: Trajectory, budget: int) -> TaskctxRun:
-    """Replay ``t`` through ``graphs.build_orchestrator`` and collect every ``context.built``."""
-    from langgraph.checkpoint.memory import InMemorySaver
+    """Replay ``t`` through ``graphs.build_orchestrator`` and collect every ``context.built``.
 
-    from nodes import ReplayChatModel, ReplayTools
+    Args:
+        t: The recorded run (``ReplayChatModel`` and ``ReplayTools``).
+        budget: The token budget.
 
-    from ..checkpoint import checkpoint_serde
-    from ..orchestrator import build_orchestrator, new_task
-    from ..runner import run_graph
-
+    Returns:
+        The run (its stores stay open: close them).
+    """
     stores = SqliteStores(":memory:")
     g = build_orchestrator(
         ReplayChatModel(trajectory=t),

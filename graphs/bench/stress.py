@@ -1,24 +1,14 @@
-"""The stress set (issue 14): synthetic runs of the shapes that hurt a context strategy, built
-deterministically by the bench, replayed like the shared runs (naive and taskctx) and reported
-in their own table.
-
-Shapes (every output line names its step and line, so no output repeats another):
-
-* ``stress-threshold``: 60 steps, outputs alternately just under and just over the command
-  compression threshold (``context.COMMAND_LIMIT`` ± 100 chars);
-* ``stress-small``: 200 steps of small outputs (about 120 chars);
-* ``stress-alternating``: 60 steps alternating a large output (20,000 chars) and a small one
-  (100 chars);
-* ``stress-300``: 300 steps of mixed sizes (150 chars to 12,000 chars).
-"""
+"""The stress set: synthetic runs of the shapes that hurt a context strategy, replayed naive and taskctx."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from context import COMMAND_LIMIT, RecordedStep, Trajectory
+from context import COMMAND_LIMIT, RecordedStep, Trajectory, extract_constraints
+from nodes import ReplayTools
 
-from .metrics import Stats
+from .metrics import Stats, strategy_stats, taskctx_stats
+from .strategies import baseline_calls, run_taskctx
 
 __all__ = ["STRESS_SHAPES", "StressRow", "run_stress", "stress_markdown", "stress_trajectories"]
 
@@ -73,12 +63,23 @@ class StressRow:
 
     @property
     def ratio(self) -> float:
+        """The effective cost of taskctx over that of naive."""
         return self.taskctx.effective_cost / self.naive.effective_cost
 
 
 def stress_markdown(rows: list[StressRow], budget: int) -> list[str]:
-    """The stress set's section of ``results.md``: per run, effective cost (naive, taskctx, ratio),
-    peak prompt and calls over budget, and the two targets."""
+    """The stress set's section of ``results.md``.
+
+    Per run: effective cost (naive, taskctx, ratio), peak prompt and calls over budget; then the
+    two targets.
+
+    Args:
+        rows: The stress runs.
+        budget: The token budget.
+
+    Returns:
+        Markdown lines.
+    """
     if not rows:
         return []
     out = [
@@ -110,20 +111,21 @@ def stress_markdown(rows: list[StressRow], budget: int) -> list[str]:
 
 
 def run_stress(budget: int) -> list[StressRow]:
-    """Every stress run through naive and taskctx (the real graph), at ``budget``."""
-    from context import extract_constraints
-    from nodes import ReplayTools
+    """Every stress run through naive and taskctx (the real graph).
 
-    from .metrics import _stats, _taskctx_stats
-    from .strategies import baseline_calls, run_taskctx
+    Args:
+        budget: The token budget.
 
+    Returns:
+        One row per run.
+    """
     rows = []
     for t in stress_trajectories():
         constraints = extract_constraints(t.request)
         calls = baseline_calls(t, "naive", budget, ReplayTools(t).schemas())
-        naive = _stats(t.id, "naive", calls, budget, t.request, constraints)
+        naive = strategy_stats(t.id, "naive", calls, budget, t.request, constraints)
         run = run_taskctx(t, budget)
-        ex, _ = _taskctx_stats(run, budget, constraints)
+        ex, _ = taskctx_stats(run, budget, constraints)
         run.stores.close()
         rows.append(StressRow(t.id, len(t.steps), naive, ex))
     return rows

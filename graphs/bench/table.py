@@ -1,5 +1,4 @@
-"""``results.md``: the totals table, the targets (measured, never asserted) and the
-per-trajectory tables of a :class:`~.runner.BenchResult`."""
+"""``results.md``: the totals table, the targets (measured, never asserted) and per-trajectory tables."""
 
 from __future__ import annotations
 
@@ -35,7 +34,19 @@ def _table(stats: list[Stats], naive: Stats | None = None) -> list[str]:
 
 
 def targets(r: BenchResult) -> list[tuple[str, str, bool | None]]:
-    """``(target, measured, met)`` for the issue's targets (never asserted in tests)."""
+    """``(target, measured, met)`` for the bench's targets (never asserted in tests).
+
+    Args:
+        r: The bench result.
+
+    Returns:
+        One tuple per target (``met`` None when it does not apply).
+    """
+    return _cost_targets(r) + _quality_targets(r)
+
+
+def _cost_targets(r: BenchResult) -> list[tuple[str, str, bool | None]]:
+    """The targets on cost: against naive, masking and the bound, and the peak prompt."""
     T = r.totals
     tc, nv, mk = T["taskctx"], T["naive"], T["masking"]
     out: list[tuple[str, str, bool | None]] = []
@@ -75,6 +86,13 @@ def targets(r: BenchResult) -> list[tuple[str, str, bool | None]]:
             not above,
         )
     )
+    return out
+
+
+def _quality_targets(r: BenchResult) -> list[tuple[str, str, bool | None]]:
+    """The targets on caching, retention, restorability, overhead and checkpoint bytes."""
+    tc = r.totals["taskctx"]
+    out: list[tuple[str, str, bool | None]] = []
     out.append(("cached-prefix share ≥ 0.85", f"{tc.cached_share:.3f}", tc.cached_share >= 0.85))
     out.append(
         (
@@ -114,8 +132,16 @@ def targets(r: BenchResult) -> list[tuple[str, str, bool | None]]:
 
 
 def pricing_table(r: BenchResult) -> list[str]:
-    """Each strategy's effective cost under each provider pricing rule (``pricing.RULES``), × naive
-    under the same rule in brackets; the rules' sources and dates below."""
+    """Each strategy's effective cost under each provider pricing rule, with x naive in brackets.
+
+    The rules' sources and dates follow the table.
+
+    Args:
+        r: The bench result.
+
+    Returns:
+        Markdown lines.
+    """
     T = r.totals
     names = [*STRATEGIES, "taskctx (all roles)"]
     out = ["## Effective cost under provider pricing rules (× naive in brackets)", ""]
@@ -134,6 +160,14 @@ def pricing_table(r: BenchResult) -> list[str]:
 
 
 def markdown(r: BenchResult) -> str:
+    """``results.md``: the totals, the targets, the pricing table, the split and per-trajectory tables.
+
+    Args:
+        r: The bench result.
+
+    Returns:
+        The markdown.
+    """
     T = r.totals
     lines = [f"# taskctx bench: {len(r.trajectories)} trajectories, budget {r.budget:,} tokens", ""]
     lines += [
@@ -162,6 +196,16 @@ def markdown(r: BenchResult) -> str:
     for name, val, met in targets(r):
         lines.append(f"| {name} | {val} | {'-' if met is None else ('yes' if met else '**no**')} |")
     lines += ["", *short_runs_markdown(r)]
+    lines += _per_trajectory(r)
+    lines += _overhead_tables(r)
+    lines += ["", *split_markdown(r), *stress_markdown(r.stress, r.budget)]
+    lines += ["", f"Bench wall time: {r.seconds} s. Runs finished: {sum(r.finished.values())}/{len(r.finished)}.", ""]
+    return "\n".join(lines)
+
+
+def _per_trajectory(r: BenchResult) -> list[str]:
+    """The per-trajectory tables: effective cost (x naive), peak prompt and calls over budget."""
+    lines: list[str] = []
     lines += ["## Effective cost per trajectory (× naive in brackets)", ""]
     lines.append("| trajectory | steps | " + " | ".join(STRATEGIES) + " | taskctx other-role calls |")
     lines.append("|---|---:|" + "---:|" * len(STRATEGIES) + "---|")
@@ -181,6 +225,12 @@ def markdown(r: BenchResult) -> str:
             + " | ".join(f"{r.stats(tid, s).peak_prompt_tokens:,} / {r.stats(tid, s).over_budget}" for s in STRATEGIES)
             + " |"
         )
+    return lines
+
+
+def _overhead_tables(r: BenchResult) -> list[str]:
+    """The orchestrator overhead and checkpoint bytes tables."""
+    lines: list[str] = []
     lines += [
         "",
         "## Orchestrator overhead per executor step (reduce + build + render; model time excluded)",
@@ -190,7 +240,8 @@ def markdown(r: BenchResult) -> str:
     ]
     for o in r.overhead:
         lines.append(
-            f"| {o.label} | {o.steps} | {o.events:,} | {o.median_ms:.3f} | {o.p95_ms:.3f} | {_pct(o.render_reproduced)} |"
+            f"| {o.label} | {o.steps} | {o.events:,} | {o.median_ms:.3f} | {o.p95_ms:.3f} "
+            f"| {_pct(o.render_reproduced)} |"
         )
     if r.checkpoint:
         lines += [
@@ -203,6 +254,4 @@ def markdown(r: BenchResult) -> str:
         for n, b in sorted(r.checkpoint.items()):
             top = sorted(r.checkpoint_parts[n].items(), key=lambda kv: -kv[1])[:4]
             lines.append(f"| {n:,} | {b:,} | " + ", ".join(f"{k} {v:,}" for k, v in top) + " |")
-    lines += ["", *split_markdown(r), *stress_markdown(r.stress, r.budget)]
-    lines += ["", f"Bench wall time: {r.seconds} s. Runs finished: {sum(r.finished.values())}/{len(r.finished)}.", ""]
-    return "\n".join(lines)
+    return lines

@@ -1,12 +1,4 @@
-"""``taskctx tokens [DIR]``: the token counters measured against o200k_base.
-
-Texts: every thought, action, observation and task of at least 200 characters in the recorded
-trajectories of DIR (default the shared ones), plus :data:`SAMPLES` (Chinese, Japanese, Korean
-and emoji text). For each counter (``context.tokens.estimate_tokens``, cl100k_base and the old
-4-characters-a-token rule), the ratio ``counter / o200k`` per text: its worst under (lowest) and
-over (highest) ratio, and over all texts together. The estimate is the counter for providers
-without a local tokenizer; docs/howto/token-counting.md quotes the line this command prints.
-"""
+"""``taskctx tokens [DIR]``: the token counters measured against o200k_base, per text and in total."""
 
 from __future__ import annotations
 
@@ -40,8 +32,10 @@ SAMPLES = {
         "カタカナのコンピュータ用語、例えばデータベース、サーバー、キャッシュ、トークン、プロンプトも含めます。"
     ),
     "sample:ko": (
-        "대칭 다대다 필드에서 관련 이름을 정의하지 못하도록 합니다. 개발자가 이 사실을 이해하지 못하고 관련 이름을 "
-        "전달하면 대칭 관계에 대한 설명을 찾을 때까지 혼란스러울 수 있습니다. 따라서 이 조건에서 필드를 정의하면 오류를 "
+        "대칭 다대다 필드에서 관련 이름을 정의하지 못하도록 합니다. "
+        "개발자가 이 사실을 이해하지 못하고 관련 이름을 "
+        "전달하면 대칭 관계에 대한 설명을 찾을 때까지 혼란스러울 수 있습니다. "
+        "따라서 이 조건에서 필드를 정의하면 오류를 "
         "발생시키는 것을 제안합니다. 테스트는 삼백이십 개가 실행되었고 그중 두 개가 실패했습니다. 로그 파일을 확인하고 "
         "설정 파일의 데이터베이스 연결 문자열과 시간대 설정을 수정한 다음 전체 테스트를 다시 실행하세요."
     ),
@@ -66,8 +60,10 @@ COUNTERS: dict[str, TokenCounter] = {
 
 @dataclass
 class CounterRatio:
-    """One counter against o200k over ``texts`` texts: ``tokens`` and ``o200k`` in all, the
-    lowest and highest per-text ratio and where each was found."""
+    """One counter against o200k over a set of texts.
+
+    ``tokens`` and ``o200k`` in all, the lowest and highest per-text ratio and where each was found.
+    """
 
     counter: str
     texts: int
@@ -80,13 +76,22 @@ class CounterRatio:
 
     @property
     def total(self) -> float:
+        """The ratio over all texts together: ``tokens / o200k``."""
         return self.tokens / self.o200k
 
 
 def corpus(dir: str | Path = DEFAULT_DIR) -> list[tuple[str, str]]:
-    """``(where, text)`` for every trajectory text of at least :data:`MIN_CHARS` characters in
-    ``dir`` (``<file>:<step>:<field>``), then :data:`SAMPLES`. ``FileNotFoundError`` for a
-    missing folder."""
+    """The texts to measure on: every trajectory text of at least :data:`MIN_CHARS` characters, then :data:`SAMPLES`.
+
+    Args:
+        dir: The folder of recorded runs.
+
+    Returns:
+        ``(where, text)`` pairs, ``where`` as ``<file>:<step>:<field>``.
+
+    Raises:
+        FileNotFoundError: ``dir`` does not exist.
+    """
     d = Path(dir)
     if not d.is_dir():
         raise FileNotFoundError(f"{d} is not a folder of trajectories (*.jsonl)")
@@ -103,7 +108,14 @@ def corpus(dir: str | Path = DEFAULT_DIR) -> list[tuple[str, str]]:
 
 
 def measure(texts: list[tuple[str, str]]) -> list[CounterRatio]:
-    """Each of :data:`COUNTERS` against o200k_base over ``texts``."""
+    """Each of :data:`COUNTERS` against o200k_base over ``texts``.
+
+    Args:
+        texts: ``(where, text)`` pairs (:func:`corpus`).
+
+    Returns:
+        One ratio per counter.
+    """
     o200k = encoding_counter("o200k_base")
     truth = [o200k(t) for _, t in texts]
     out = []

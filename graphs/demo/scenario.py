@@ -1,25 +1,8 @@
-"""The demo's scenario: a real task on a bundled sample workspace, offline, in seconds.
+"""The demo's scenario: a real task on the bundled sample workspace, offline, in seconds.
 
-The sample (``graphs/demo/sample_workspace``, installed with the package) is an upload service behind
-an nginx proxy: uploads over 1 MB fail with HTTP 413 because ``proxy/nginx.conf`` sets
-``client_max_body_size 1m``; ``tests/test_upload.py`` shows it (a 5 MB upload through the proxy
-model gets 413). The demo copies the sample to a folder of its own and a scripted policy
-(:class:`~nodes.ScriptedChatModel`) drives the real :class:`~nodes.WorkspaceTools` on it:
-
-1. explores (``list_dir``, ``read_file`` of the proxy log, whose bearer token is masked, ``grep``);
-2. reaches for ``secrets/prod.env``: outside its file scopes, refused (``permission.denied``);
-   the CLI stops the run after :data:`DEMO_STOP_AFTER` executor steps; while the task is paused a
-   person edits ``proxy/nginx.conf`` by hand (:func:`hand_edit`: a comment line); the run resumes
-   from its checkpoint with a new graph, which fingerprints the workspace: the ``grep`` output,
-   the step summary and the finding about the config rest on its old bytes, so they are recorded
-   stale (the finding about ``app/upload.py``, drawn from the same grep, rests on that file only) (``fact.stale``, cause ``resume``) and the executor's delta says to re-read the file;
-3. re-reads ``proxy/nginx.conf`` (the finding still holds: the limit is 1m), then patches it (``apply_patch``; a config file is high risk, so the tool node
-   asks for approval through ``interrupt()``) with the wrong unit (``10mb``);
-4. runs the tests: nginx would refuse the config, the tests error, recovery records the error
-   and retries; a second approved patch writes ``10m``; the tests pass and the error is
-   resolved by the same command succeeding;
-5. notes the fix in ``CHANGELOG.md`` (``write_file``, medium risk: no approval); the reviewer
-   approves.
+A scripted policy drives the real :class:`~nodes.WorkspaceTools` on a copy of the sample (an
+upload service whose proxy limits uploads to 1 MB): a refused read, a hand edit while paused, a
+stale finding, approved patches, a failing test and its recovery, a review.
 """
 
 from __future__ import annotations
@@ -29,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from context import Permissions
-from nodes import ScriptedChatModel, WorkspaceTools, complete, plan, recover, review, tool_call
+from nodes import ScriptedChatModel, WorkspaceTools
+from nodes.testing import complete, plan, recover, review, tool_call
 
 __all__ = [
     "DEMO_REQUEST",
@@ -109,7 +93,14 @@ def demo_permissions() -> Permissions:
 
 
 def copy_sample(dest: str | Path) -> Path:
-    """Copy the sample workspace to ``dest`` (which must not exist or be empty); returns it."""
+    """Copy the sample workspace to ``dest``.
+
+    Args:
+        dest: A folder that does not exist or is empty.
+
+    Returns:
+        ``dest``.
+    """
     d = Path(dest)
     if d.exists() and any(d.iterdir()):
         raise FileExistsError(f"{d} is not empty")
@@ -120,15 +111,32 @@ def copy_sample(dest: str | Path) -> Path:
 
 
 def hand_edit(workspace: str | Path) -> Path:
-    """A person's edit of the sample while the task is paused: :data:`DEMO_HAND_EDIT` appended to
-    ``proxy/nginx.conf`` (the limit itself is unchanged). Returns the edited file."""
+    """A person's edit of the sample while the task is paused: :data:`DEMO_HAND_EDIT` appended.
+
+    To ``proxy/nginx.conf``; the limit itself is unchanged.
+
+    Args:
+        workspace: The demo's workspace.
+
+    Returns:
+        The edited file.
+    """
     conf = Path(workspace) / "proxy" / "nginx.conf"
     conf.write_text(conf.read_text(encoding="utf-8") + DEMO_HAND_EDIT, encoding="utf-8")
     return conf
 
 
 def demo_tools(workspace: str | Path, receipts_dir: str | Path | None = None, cls: Any = WorkspaceTools) -> Any:
-    """The demo's ToolExecutor on ``workspace`` (``cls`` lets tests wrap it)."""
+    """The demo's tool executor on ``workspace``.
+
+    Args:
+        workspace: The demo's workspace.
+        receipts_dir: Where command receipts go; default the workspace's own.
+        cls: The executor class (tests wrap it).
+
+    Returns:
+        The executor.
+    """
     tools = cls(workspace, receipts_dir=receipts_dir, timeout=60)
     tools.strict_resolution = True
     return tools
@@ -138,8 +146,11 @@ _DECLINED = "the user declined the change; stopping this step"
 
 
 def _unless_refused(answer: Any) -> Any:
-    """The scripted answer, unless the user refused the previous call (reject or respond at an
-    approval, or ``--deny-all``): then the step ends blocked and recovery stops the task."""
+    """The scripted answer, unless the user refused the previous call.
+
+    A reject or respond at an approval, or ``--deny-all``: then the step ends blocked and recovery
+    stops the task.
+    """
 
     def pick(messages: list[Any], meta: dict[str, Any]) -> Any:
         tools = [m for m in messages if getattr(m, "type", "") == "tool"]
@@ -152,8 +163,10 @@ def _unless_refused(answer: Any) -> Any:
 
 
 def _stop_if_declined(answer: Any) -> Any:
-    """The scripted recovery answer, unless the failure is a step the user's refusal ended
-    (see :func:`_unless_refused`): then recovery stops the task."""
+    """The scripted recovery answer, unless the failure is a step the user's refusal ended.
+
+    Then recovery stops the task (see :func:`_unless_refused`).
+    """
 
     def pick(messages: list[Any], meta: dict[str, Any]) -> Any:
         if any(_DECLINED in str(m.content) for m in messages):
@@ -228,9 +241,11 @@ def _call_id(a: Any) -> str:
 
 
 def _remade_patch(reread: str) -> str:
-    """The fix's patch made again on the config's bytes as re-read (``reread``: the read_file
-    result): its ``client_max_body_size`` line, whatever a person made of it (another value, a
-    comment, another place), becomes the fix's line. The old patch when the line is gone."""
+    """The fix's patch made again on the config's bytes as re-read (``reread``: the read_file result).
+
+    Its ``client_max_body_size`` line, whatever a person made of it, becomes the fix's line; the old
+    patch when the line is gone.
+    """
     lines = reread.splitlines()
     at = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("client_max_body_size")), None)
     if at is None:
@@ -242,12 +257,12 @@ def _remade_patch(reread: str) -> str:
 
 
 def _executor(messages: list[Any], meta: dict[str, Any]) -> Any:
-    """The executor's next answer, from the current step (``meta['step_id']``) and the latest
-    call in the transcript (its id and result), so a resumed or re-approved run picks the same
-    answer in any process. The fix's patch refused because ``proxy/nginx.conf`` changed while it
-    waited for approval: re-read the file (``d-reread-2``, ``-3``, ...) and make the patch again
-    (``d-fix1-2``, ...; put up for approval again). Any other refusal of it (reject, respond,
-    ``--deny-all``) ends the step blocked (:func:`_unless_refused`)."""
+    """The executor's next answer, from the current step and the latest call in the transcript.
+
+    So a resumed or re-approved run picks the same answer in any process. The fix's patch refused
+    because ``proxy/nginx.conf`` changed while it waited for approval: re-read the file and make the
+    patch again (put up for approval again). Any other refusal ends the step blocked.
+    """
     answers = _STEPS.get(str(meta.get("step_id") or ""), [])
     tools = [m for m in messages if getattr(m, "type", "") == "tool"]
     last_id = str(getattr(tools[-1], "tool_call_id", "")) if tools else ""
@@ -281,7 +296,7 @@ def _executor(messages: list[Any], meta: dict[str, Any]) -> Any:
 
 
 def demo_model() -> ScriptedChatModel:
-    """The scripted policy of the demo (answers per role, in call order; resume-safe)."""
+    """The scripted policy of the demo: answers per role, in call order, resume-safe."""
     return ScriptedChatModel(
         script={
             "planner": [

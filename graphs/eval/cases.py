@@ -1,11 +1,4 @@
-"""The case file schema of ``taskctx eval`` (one JSON file per case) and its loaders.
-
-A case (:class:`Case`) says what to ask (request, constraints, criteria, permissions), what the
-scripted model answers per role (:class:`Turn`, with ``repeat`` for long runs), what the tools
-return (:class:`ToolResult`), where the process crashes (:class:`Crash`), which events another
-actor records (:class:`Inject`) and what to check (:data:`graphs.eval.checks.Check`, one model
-per check kind). :func:`load_case` names the file and the field of any error.
-"""
+"""The case file schema of ``taskctx eval`` (one JSON file per case) and its loaders."""
 
 from __future__ import annotations
 
@@ -18,7 +11,8 @@ from langchain_core.messages import AIMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from context import InvalidInputError, Permissions
-from nodes import ToolOutcome, complete, plan, recover, review, tool_call
+from nodes import ToolOutcome
+from nodes.testing import complete, plan, recover, review, tool_call
 
 from .checks import Check
 
@@ -71,10 +65,12 @@ class _M(BaseModel):
 
 
 class Generated(_M):
-    """A generated output: ``line`` (``{n}`` = its 1-based number, ``{call}`` = the call id)
-    repeated ``count`` times, or repeated until the output is exactly ``bytes`` bytes long (ASCII
+    """A generated output: ``line`` repeated ``count`` times, or until it is ``bytes`` bytes long.
+
+    In ``line``, ``{n}`` is the line's 1-based number and ``{call}`` the call id (``bytes``: ASCII
     ``line`` only). ``{call}`` makes each call's output distinct, so the executor does not render
-    it as a pointer to an identical earlier output."""
+    it as a pointer to an identical earlier output.
+    """
 
     line: str
     count: int | None = Field(default=None, ge=1)
@@ -87,6 +83,7 @@ class Generated(_M):
         return self
 
     def text(self) -> str:
+        """The generated output."""
         if self.count is not None:
             return "".join(self.line.replace("{n}", str(k)) + "\n" for k in range(1, self.count + 1))
         assert self.bytes is not None
@@ -110,11 +107,21 @@ class ToolResult(_M):
     modified: str | None = None
 
     def outcome(self, call_id: str = "") -> ToolOutcome:
+        """The result as the tool returns it.
+
+        Args:
+            call_id: The call's id (``{call}`` in a generated output).
+
+        Returns:
+            The outcome (see :class:`nodes.ToolOutcome`).
+        """
         out = self.output if isinstance(self.output, str) else self.output.text().replace("{call}", call_id)
         return ToolOutcome(self.status, out, self.kind, self.path, self.modified)
 
 
 class FindingSpec(_M):
+    """A finding of a scripted ``complete``: its statement, evidence refs and the findings it replaces."""
+
     statement: str
     evidence_refs: list[str] = Field(default_factory=list)
     #: Ids of earlier findings (``<step>.f<k>``) this one replaces.
@@ -122,6 +129,8 @@ class FindingSpec(_M):
 
 
 class PlanStepSpec(_M):
+    """A step of a scripted ``plan`` (as the planner's ``submit_plan`` gives it)."""
+
     id: str | None = None
     title: str
     description: str = ""
@@ -181,6 +190,7 @@ class Turn(_M):
         return self
 
     def message(self) -> AIMessage:
+        """The turn as the model's AI message (one tool call, or text for ``say``)."""
         if self.plan is not None:
             steps = [{"title": s} if isinstance(s, str) else s.model_dump(exclude_none=True) for s in self.plan]
             return plan(
@@ -209,7 +219,14 @@ def _subst(value: Any, i: int, var: str = "i") -> Any:
 
 
 def expand(turns: Iterable[Turn]) -> list[Turn]:
-    """The turns with every ``repeat`` unrolled (``{i}`` substituted)."""
+    """The turns with every ``repeat`` unrolled and ``{i}`` substituted.
+
+    Args:
+        turns: Scripted turns.
+
+    Returns:
+        The flat list.
+    """
     out: list[Turn] = []
     for t in turns:
         if t.repeat is None:
@@ -222,12 +239,16 @@ def expand(turns: Iterable[Turn]) -> list[Turn]:
 
 
 class ToolSpec(_M):
+    """A tool the case offers: its name, description and whether it has side effects."""
+
     name: str
     description: str = ""
     side_effects: bool = False
 
 
 class ModelPoint(_M):
+    """A model call of a role: ``role`` and its 1-based call number."""
+
     role: str
     #: The role's call number (1-based).
     call: int = Field(ge=1)
@@ -268,14 +289,18 @@ class Crash(_M):
 
 
 class InjectEvent(_M):
+    """An event another actor records: its kind, actor and payload."""
+
     kind: str
     actor: Literal["user", "agent", "system", "tool"] = "user"
     payload: dict[str, Any] = Field(default_factory=dict)
 
 
 class Inject(_M):
-    """Events another actor records (e.g. an approval request from the UI) while the run is
-    paused after ``after_executor_steps``; the run then continues (no resume event)."""
+    """Events another actor records while the run is paused after ``after_executor_steps``.
+
+    For example an approval request from a UI; the run then continues (no resume event).
+    """
 
     after_executor_steps: int = Field(ge=1)
     events: list[InjectEvent] = Field(default_factory=list)
@@ -291,8 +316,9 @@ class Inject(_M):
 
 
 class MemoryOp(_M):
-    """One change to the durable memory before the case's task starts (what earlier tasks and
-    the user did), applied in order through :mod:`graphs.memory_store`; exactly one action:
+    """One change to the durable memory before the case's task starts, through :mod:`graphs.memory_store`.
+
+    What earlier tasks and the user did, applied in order; exactly one action:
 
     * ``confirm`` (the text, with ``kind``, ``namespace``, ``subject``, ``files`` it rests on and
       ``task_id``: the earlier task it was confirmed in, recorded as a task of its own);
@@ -302,7 +328,8 @@ class MemoryOp(_M):
     * ``rebuild``: clear the store, then rebuild it from the confirmation events.
 
     ``files_now``: workspace files (path: text) written before the action (the world as it was
-    then); after the last op the case's own ``workspace`` is written again."""
+    then); after the last op the case's own ``workspace`` is written again.
+    """
 
     confirm: str | None = None
     forget: str | None = None
@@ -374,7 +401,18 @@ def _field_path(loc: tuple[Any, ...]) -> str:
 
 
 def load_case(path: str | Path) -> Case:
-    """Read and validate one case; raises :class:`CaseError` naming the file and the field."""
+    """Read and validate one case file.
+
+    Args:
+        path: The JSON file.
+
+    Returns:
+        The case.
+
+    Raises:
+        CaseError: The file cannot be read or does not match the schema (the file and the field
+            are named).
+    """
     p = Path(path)
     try:
         raw = json.loads(p.read_text(encoding="utf-8"))
@@ -393,7 +431,17 @@ def load_case(path: str | Path) -> Case:
 
 
 def load_cases(folder: str | Path) -> list[tuple[Path, Case]]:
-    """Every ``*.json`` case in ``folder`` (sorted by file name); ids must be unique."""
+    """Every ``*.json`` case in ``folder``, sorted by file name.
+
+    Args:
+        folder: The folder of cases.
+
+    Returns:
+        ``(path, case)`` pairs.
+
+    Raises:
+        CaseError: A case does not load, or two share an id.
+    """
     d = Path(folder)
     if not d.is_dir():
         raise CaseError(f"{d}: no such folder of eval cases; pass --cases DIR")

@@ -1,11 +1,7 @@
-"""The check kinds of ``taskctx eval``: for each, the model of what a case file says
-(``{"check": "<kind>", ...}``) and the handler that verifies it on a finished run.
+"""The check kinds of ``taskctx eval``: each one's case-file model and the handler that verifies it.
 
-:data:`CHECKS` is the one table from check model to handler, and so the list of check kinds eval
-knows; :data:`Check` (the discriminated union a case's ``checks`` are parsed with) is built from
-it. A handler gets the run, its check and, for a check with selection fields (:class:`_Sel`:
-role, calls, min_steps, after_inject, before_event), the model calls it selected (never empty:
-:func:`run_check` reports an empty selection itself); it returns one line per failure.
+:data:`CHECKS` is the one table from model to handler; :data:`Check`, the union a case's
+``checks`` are parsed with, is built from it.
 """
 
 from __future__ import annotations
@@ -14,16 +10,14 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field
 
 from context import Event, masked_bytes
 
-from .selection import _Call, _calls, _CheckModel, _prompt, _Sel, _select, _where
-
-if TYPE_CHECKING:
-    from .harness import _Run
+from .finished import FinishedRun
+from .selection import CheckModel, ModelCall, SelectingCheck, model_calls, prompt_of, select_calls, where
 
 __all__ = ["CHECKS", "Check", "run_check"]
 
@@ -66,68 +60,70 @@ def _short(v: Any) -> str:
     return s if len(s) <= 200 else s[:197] + "..."
 
 
-class PromptContains(_Sel):
+class PromptContains(SelectingCheck):
     """Each selected prompt holds every text (verbatim)."""
 
     check: Literal["prompt_contains"]
     text: list[str]
 
 
-def _check_prompt_contains(run: _Run, chk: PromptContains, calls: list[_Call]) -> list[str]:
+def _check_prompt_contains(run: FinishedRun, chk: PromptContains, calls: list[ModelCall]) -> list[str]:
     f: list[str] = []
     for c in calls:
-        p = _prompt(run, c)
+        p = prompt_of(run, c)
         for t in chk.text:
             if t not in p:
-                f.append(f"prompt_contains: {t!r} is not in the prompt of {_where(c)}")
+                f.append(f"prompt_contains: {t!r} is not in the prompt of {where(c)}")
                 break
     return f
 
 
-class PromptExcludes(_Sel):
+class PromptExcludes(SelectingCheck):
     """No selected prompt holds any of the texts."""
 
     check: Literal["prompt_excludes"]
     text: list[str]
 
 
-def _check_prompt_excludes(run: _Run, chk: PromptExcludes, calls: list[_Call]) -> list[str]:
+def _check_prompt_excludes(run: FinishedRun, chk: PromptExcludes, calls: list[ModelCall]) -> list[str]:
     f: list[str] = []
     for c in calls:
-        p = _prompt(run, c)
+        p = prompt_of(run, c)
         for t in chk.text:
             if t in p:
-                f.append(f"prompt_excludes: {t!r} is in the prompt of {_where(c)}")
+                f.append(f"prompt_excludes: {t!r} is in the prompt of {where(c)}")
                 break
     return f
 
 
-class ExternalOnly(_Sel):
+class ExternalOnly(SelectingCheck):
     """Every occurrence of each text is inside an ``<external_content>`` block (and it occurs)."""
 
     check: Literal["external_only"]
     text: list[str]
 
 
-def _check_external_only(run: _Run, chk: ExternalOnly, calls: list[_Call]) -> list[str]:
+def _check_external_only(run: FinishedRun, chk: ExternalOnly, calls: list[ModelCall]) -> list[str]:
     f: list[str] = []
     seen = {t: 0 for t in chk.text}
     for c in calls:
-        p = _prompt(run, c)
+        p = prompt_of(run, c)
         spans = [(m.start(), m.end()) for m in _EXT.finditer(p)]
         for t in chk.text:
             for m in re.finditer(re.escape(t), p):
                 seen[t] += 1
                 if not any(a <= m.start() and m.end() <= b for a, b in spans):
-                    f.append(f"external_only: {t!r} appears outside <external_content> in {_where(c)}")
+                    f.append(f"external_only: {t!r} appears outside <external_content> in {where(c)}")
                     break
     f += [f"external_only: {t!r} never appears in the selected prompts" for t, n in seen.items() if n == 0]
     return f
 
 
-class ManifestCheck(_Sel):
-    """The block (an id, or ``$latest_tool``: the newest tool call's block) in each selected
-    call's manifest has these properties."""
+class ManifestCheck(SelectingCheck):
+    """The block of each selected call's manifest has these properties.
+
+    ``block``: an id, or ``$latest_tool`` (the newest tool call's block).
+    """
 
     check: Literal["manifest"]
     block: str
@@ -142,7 +138,7 @@ class ManifestCheck(_Sel):
     optional: bool = False
 
 
-def _check_manifest(run: _Run, chk: ManifestCheck, calls: list[_Call]) -> list[str]:
+def _check_manifest(run: FinishedRun, chk: ManifestCheck, calls: list[ModelCall]) -> list[str]:
     f: list[str] = []
     for c in calls:
         blocks = c.event.payload["blocks"]
@@ -154,40 +150,40 @@ def _check_manifest(run: _Run, chk: ManifestCheck, calls: list[_Call]) -> list[s
             b = next((x for x in blocks if x["id"] == bid), None)
         if b is None:
             if not chk.optional:
-                f.append(f"manifest: no block {bid} in {_where(c)}")
+                f.append(f"manifest: no block {bid} in {where(c)}")
             continue
         for key in ("included", "trust", "priority", "layer", "compressed", "superseded_by"):
             want = getattr(chk, key)
             if want is not None and b.get(key) != want:
                 f.append(
-                    f"manifest: block {b['id']} has {key}={b.get(key)!r}, want {want!r} in {_where(c)}"
+                    f"manifest: block {b['id']} has {key}={b.get(key)!r}, want {want!r} in {where(c)}"
                     f" (reason: {b['reason']})"
                 )
         if chk.reason_contains and chk.reason_contains not in b["reason"]:
-            f.append(f"manifest: block {b['id']} reason {b['reason']!r} lacks {chk.reason_contains!r} in {_where(c)}")
+            f.append(f"manifest: block {b['id']} reason {b['reason']!r} lacks {chk.reason_contains!r} in {where(c)}")
     return f
 
 
-class BudgetCheck(_Sel):
+class BudgetCheck(SelectingCheck):
     """Every selected prompt fits ``budget - reserve_for_output`` and its manifest fits too."""
 
     check: Literal["within_budget"]
 
 
-def _check_within_budget(run: _Run, chk: BudgetCheck, calls: list[_Call]) -> list[str]:
+def _check_within_budget(run: FinishedRun, chk: BudgetCheck, calls: list[ModelCall]) -> list[str]:
     f: list[str] = []
     for c in calls:
         p = c.event.payload
-        limit = p["budget"] - run.case.reserve_for_output
+        limit = p["budget"] - run.reserve_for_output
         if p["prompt_tokens"] > limit:
-            f.append(f"within_budget: {_where(c)} has {p['prompt_tokens']} prompt tokens, over {limit}")
+            f.append(f"within_budget: {where(c)} has {p['prompt_tokens']} prompt tokens, over {limit}")
         used = sum(b["tokens"] for b in p["blocks"] if b["included"])
         if used > limit:
-            f.append(f"within_budget: {_where(c)} includes {used} block tokens, over {limit}")
+            f.append(f"within_budget: {where(c)} includes {used} block tokens, over {limit}")
     return f
 
 
-class ResetsCheck(_CheckModel):
+class ResetsCheck(CheckModel):
     """The executor's transcript restarted between ``min`` and ``max`` times."""
 
     check: Literal["resets"]
@@ -195,15 +191,15 @@ class ResetsCheck(_CheckModel):
     max: int | None = None
 
 
-def _check_resets(run: _Run, chk: ResetsCheck, calls: list[_Call]) -> list[str]:
+def _check_resets(run: FinishedRun, chk: ResetsCheck, calls: list[ModelCall]) -> list[str]:
     f: list[str] = []
-    n = sum(1 for c in _calls(run) if c.role == "executor" and c.reset)
+    n = sum(1 for c in model_calls(run) if c.role == "executor" and c.reset)
     if n < chk.min or (chk.max is not None and n > chk.max):
         f.append(f"resets: {n} transcript restarts, want {chk.min}..{chk.max if chk.max is not None else 'any'}")
     return f
 
 
-class RefetchCheck(_CheckModel):
+class RefetchCheck(CheckModel):
     """Every compressed tool result is re-fetchable byte-exact; at least ``min_compressed``."""
 
     check: Literal["refetch"]
@@ -212,7 +208,7 @@ class RefetchCheck(_CheckModel):
     slice: list[int] | None = None
 
 
-def _check_refetch(run: _Run, chk: RefetchCheck, calls: list[_Call]) -> list[str]:
+def _check_refetch(run: FinishedRun, chk: RefetchCheck, calls: list[ModelCall]) -> list[str]:
     f: list[str] = []
     comp = [e for e in run.events if e.kind == "tool.result.received" and e.payload.get("compressed")]
     if len(comp) < chk.min_compressed:
@@ -232,7 +228,7 @@ def _check_refetch(run: _Run, chk: RefetchCheck, calls: list[_Call]) -> list[str
     return f
 
 
-class StateCheck(_CheckModel):
+class StateCheck(CheckModel):
     """A field of the final TaskContext at a dotted path (list indices allowed, ``-1`` = last)."""
 
     check: Literal["state"]
@@ -245,7 +241,7 @@ class StateCheck(_CheckModel):
     is_null: bool | None = None
 
 
-def _check_state(run: _Run, chk: StateCheck, calls: list[_Call]) -> list[str]:
+def _check_state(run: FinishedRun, chk: StateCheck, calls: list[ModelCall]) -> list[str]:
     f: list[str] = []
     try:
         v = _dig(run.state, chk.path)
@@ -266,9 +262,11 @@ def _check_state(run: _Run, chk: StateCheck, calls: list[_Call]) -> list[str]:
     return f
 
 
-class EventsCheck(_CheckModel):
-    """The event log: kinds present/absent, counts, an ordered subsequence, or the exact kind
-    sequence of the events whose kind is in ``only``."""
+class EventsCheck(CheckModel):
+    """The event log: kinds present or absent, counts, an ordered subsequence, or an exact sequence.
+
+    ``exact``: the kind sequence of the events whose kind is in ``only``.
+    """
 
     check: Literal["events"]
     contains: list[str] = Field(default_factory=list)
@@ -279,7 +277,7 @@ class EventsCheck(_CheckModel):
     only: list[str] | None = None
 
 
-def _check_events(run: _Run, chk: EventsCheck, calls: list[_Call]) -> list[str]:
+def _check_events(run: FinishedRun, chk: EventsCheck, calls: list[ModelCall]) -> list[str]:
     f: list[str] = []
     kinds = [e.kind for e in run.events]
     cnt = Counter(kinds)
@@ -304,7 +302,7 @@ def _check_events(run: _Run, chk: EventsCheck, calls: list[_Call]) -> list[str]:
     return f
 
 
-class EventCheck(_CheckModel):
+class EventCheck(CheckModel):
     """Events of ``kind`` whose payload has these values: ``count`` of them (default: at least one)."""
 
     check: Literal["event"]
@@ -313,7 +311,7 @@ class EventCheck(_CheckModel):
     count: int | None = None
 
 
-def _check_event(run: _Run, chk: EventCheck, calls: list[_Call]) -> list[str]:
+def _check_event(run: FinishedRun, chk: EventCheck, calls: list[ModelCall]) -> list[str]:
     f: list[str] = []
     hits = [e for e in run.events if e.kind == chk.kind and _payload_matches(e, chk.payload)]
     if chk.count is None and not hits:
@@ -323,7 +321,7 @@ def _check_event(run: _Run, chk: EventCheck, calls: list[_Call]) -> list[str]:
     return f
 
 
-class ToolsRunCheck(_CheckModel):
+class ToolsRunCheck(CheckModel):
     """Which scripted tool calls really ran (in this process, over every segment)."""
 
     check: Literal["tools_run"]
@@ -331,7 +329,7 @@ class ToolsRunCheck(_CheckModel):
     once: list[str] = Field(default_factory=list)
 
 
-def _check_tools_run(run: _Run, chk: ToolsRunCheck, calls: list[_Call]) -> list[str]:
+def _check_tools_run(run: FinishedRun, chk: ToolsRunCheck, calls: list[ModelCall]) -> list[str]:
     f: list[str] = []
     cnt = Counter(run.executed)
     f += [f"tools_run: {cid} ran {cnt[cid]} times, want never" for cid in chk.not_run if cnt[cid]]
@@ -341,7 +339,7 @@ def _check_tools_run(run: _Run, chk: ToolsRunCheck, calls: list[_Call]) -> list[
 
 #: Check model -> handler; the check kinds eval knows (a case's ``checks`` are parsed with
 #: :data:`Check`, the union of these models, by their ``check`` field).
-CHECKS: dict[type[_CheckModel], Callable[[_Run, Any, list[_Call]], list[str]]] = {
+CHECKS: dict[type[CheckModel], Callable[[FinishedRun, Any, list[ModelCall]], list[str]]] = {
     PromptContains: _check_prompt_contains,
     PromptExcludes: _check_prompt_excludes,
     ExternalOnly: _check_external_only,
@@ -358,12 +356,20 @@ CHECKS: dict[type[_CheckModel], Callable[[_Run, Any, list[_Call]], list[str]]] =
 Check = Annotated[Union[tuple(CHECKS)], Field(discriminator="check")]  # noqa: UP007 - built from the table
 
 
-def run_check(run: _Run, chk: Any) -> list[str]:
-    """The failures of one check (a model of :data:`CHECKS`) on a finished run; empty when it
-    holds. A selecting check whose selection matches no model call fails with one line."""
-    calls: list[_Call] = []
-    if isinstance(chk, _Sel):
-        calls = _select(run, chk)
+def run_check(run: FinishedRun, chk: Any) -> list[str]:
+    """The failures of one check on a finished run; empty when it holds.
+
+    Args:
+        run: The finished run.
+        chk: A check (a model of :data:`CHECKS`).
+
+    Returns:
+        One line per failure; a selecting check whose selection matches no model call fails
+        with one line.
+    """
+    calls: list[ModelCall] = []
+    if isinstance(chk, SelectingCheck):
+        calls = select_calls(run, chk)
         if not calls:
             return [f"{chk.check}: no {chk.role} model call matches the selection"]
     return CHECKS[type(chk)](run, chk, calls)

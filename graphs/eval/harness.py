@@ -1,7 +1,8 @@
-"""Run one case: the real default graph (``build_orchestrator``) with the case's scripted model
-and tools on throwaway SQLite stores, through its crash points (each followed by a resume with a
-new graph object), injected events and approval answers; then the invariants, the case's checks
-(:func:`graphs.eval.checks.run_check`) and the context statistics (:data:`STAT_KEYS`)."""
+"""Run one case (:func:`run_case`): the real default graph with the case's scripted model and tools.
+
+Through its crash points (each followed by a resume with a new graph object), injected events
+and approval answers; then the invariants, the case's checks and the context statistics.
+"""
 
 from __future__ import annotations
 
@@ -17,15 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from context import Event, TaskContext, masked_bytes, replay
+from langgraph.types import Command
 
+from context import TaskContext, masked_bytes, new_event, replay
+from context.events import MemoryNoted, TaskCreated
+
+from ..memory_store import confirm_memory, forget_memory, list_memories, rebuild_memory
 from ..orchestrator import build_orchestrator, new_task
 from ..project import Project, open_project
 from ..runner import run_graph, thread_config
 from .cases import Case, CaseError, Crash, Inject, load_case
 from .checks import run_check
+from .finished import FinishedRun
 from .mechanisms import MECHANISMS
-from .scripted import CaseModel, CaseTools, SimulatedKill, WorkspaceCaseTools, _compile, _Plan
+from .scripted import CaseModel, CaseTools, CompiledCase, SimulatedKill, WorkspaceCaseTools, compile_case
 
 __all__ = ["FEATURES", "MECHANISMS", "STAT_KEYS", "CaseResult", "probe", "run_case"]
 
@@ -38,15 +44,27 @@ STAT_KEYS = (
     "tasks_with_compression",
     "tasks_with_resume",
 )
-#: Features a case may require, each waiting for issue 3 until its probe passes.
+#: Features a case may require; a case waits (pending) until its feature's probe passes.
 FEATURES = {
-    "approvals": "requires_approval enforced with an approval interrupt (issue 3)",
-    "path_scopes": "file_scopes enforced on path arguments in the tool node (issue 3)",
+    "approvals": "requires_approval enforced with an approval interrupt",
+    "path_scopes": "file_scopes enforced on path arguments in the tool node",
 }
 
 
 @dataclass
 class CaseResult:
+    """The result of one case: its status, failures, context statistics and time.
+
+    Attributes:
+        case: The case.
+        path: Its file, or None.
+        status: ``passed``, ``failed`` or ``pending`` (a feature it requires is missing).
+        failures: One line per failure.
+        stats: The context statistics (:data:`STAT_KEYS`).
+        seconds: Wall time of the run.
+        note: Why it is pending.
+    """
+
     case: Case
     path: Path | None
     status: Literal["passed", "failed", "pending"]
@@ -57,31 +75,25 @@ class CaseResult:
 
     @property
     def passed(self) -> bool:
+        """Whether the case passed."""
         return self.status == "passed"
-
-
-@dataclass
-class _Run:
-    case: Case
-    events: list[Event]
-    state: TaskContext
-    prompts: dict[str, str]
-    executed: list[str]
-    raw: dict[str, str]
-    stores: Any
-    checkpoints: int
-    inject_seq: int | None
-    run_error: str | None
-    project: Any = None
-    tmp: Any = None
 
 
 _PROBES: dict[str, bool] = {}
 
 
 def check_off(off: Iterable[str]) -> frozenset[str]:
-    """``off`` as a set of :data:`MECHANISMS` names; ``CaseError`` naming the first unknown one
-    and the names there are."""
+    """``off`` as a set of mechanism names.
+
+    Args:
+        off: Names of :data:`MECHANISMS`.
+
+    Returns:
+        The set.
+
+    Raises:
+        CaseError: A name is unknown (it and the known names are named).
+    """
     bad = sorted(set(off) - set(MECHANISMS))
     if bad:
         raise CaseError(f"--off {bad[0]}: no such mechanism; use one of {', '.join(MECHANISMS)}")
@@ -92,7 +104,7 @@ def _new_project(path: str) -> Project:
     return open_project(path)
 
 
-def _tools(case: Case, compiled: _Plan, root: str | Path, **kw: Any) -> CaseTools:
+def _tools(case: Case, compiled: CompiledCase, root: str | Path, **kw: Any) -> CaseTools:
     if case.workspace is None:
         return CaseTools(case, compiled, **kw)
     ws = Path(root) / "workspace"
@@ -133,12 +145,10 @@ def _workspace(case: Case, root: str | Path) -> Path | None:
 
 
 def _memory_ops(case: Case, project: Project, ws: Path | None) -> None:
-    """Apply the case's :class:`MemoryOp` list (earlier tasks and the user) through
-    :mod:`graphs.memory_store`; then write the case's workspace again."""
-    from context import new_event
-    from context.events import MemoryNoted, TaskCreated
+    """Apply the case's :class:`MemoryOp` list (earlier tasks and the user) through :mod:`graphs.memory_store`.
 
-    from ..memory_store import confirm_memory, forget_memory, list_memories, rebuild_memory
+    Then the case's workspace is written again.
+    """
 
     def earlier_task(tid: str) -> None:
         if not project.stores.events.last_seq(tid):
@@ -194,12 +204,14 @@ def _task(case: Case) -> TaskContext:
     )
 
 
-def _child_main() -> None:  # pragma: no cover - runs in a subprocess that SIGKILLs itself
-    """``python -c 'from graphs.eval.harness import _child_main; _child_main()' CASE DB [BUDGET]``: run a
-    case's first segment until its sigkill crash point."""
+def child_main() -> None:  # pragma: no cover - runs in a subprocess that SIGKILLs itself
+    """Run a case's first segment until its sigkill crash point: the subprocess of a sigkill crash.
+
+    Run as ``python -c 'from graphs.eval.harness import child_main; child_main()' CASE DB [BUDGET]``.
+    """
     case = load_case(sys.argv[1])
     budget = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] else None
-    compiled = _compile(case)
+    compiled = compile_case(case)
     crash = case.crashes[0]
     tools = _tools(case, compiled, Path(sys.argv[2]).parent, kill_call=crash.in_tool_call, sigkill=True)
     model = CaseModel(
@@ -214,44 +226,141 @@ def _child_main() -> None:  # pragma: no cover - runs in a subprocess that SIGKI
     print("finished without being killed")
 
 
-def _execute(case: Case, path: Path | None, budget: int | None, off: frozenset[str] = frozenset()) -> _Run:
-    compiled = _compile(case)
+def _sigkill_child(case: Case, path: Path | None, budget: int | None, tmp: str) -> str:
+    """Run the case's first segment in a subprocess that SIGKILLs itself at the first crash point.
+
+    Returns:
+        The path of the SQLite database the child left behind (in ``tmp``).
+
+    Raises:
+        CaseError: The case has no file on disk (the child loads it from there).
+        RuntimeError: The child was not killed.
+    """
+    if path is None:
+        raise CaseError(f"case {case.id}: a sigkill crash needs the case file on disk")
+    db = str(Path(tmp) / "eval.sqlite")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")])
+        ),
+    }
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from graphs.eval.harness import child_main; child_main()",
+            str(path),
+            db,
+            str(budget or ""),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    if child.returncode != -signal.SIGKILL:
+        raise RuntimeError(
+            f"the child process was not killed (exit {child.returncode}): "
+            f"{(child.stdout + child.stderr).strip()[-500:]}"
+        )
+    return db
+
+
+@dataclass
+class _Segments:
+    """A case run from segment to segment: its crash points, injections and approval answers."""
+
+    case: Case
+    project: Project
+    model: CaseModel
+    tools: CaseTools
+    budget: int | None
+    off: frozenset[str]
+    root: Path | None
+    #: Crash points and injections by the executor steps after which they happen.
+    stops: dict[int, list[Crash | Inject]] = field(default_factory=dict)
+    #: Crash points inside a tool or model call, in order; the first is armed at a time.
+    kills: list[Crash] = field(default_factory=list)
+    approvals: list[Any] = field(default_factory=list)
+    inject_seq: int | None = None
+
+    def graph(self) -> Any:
+        """A new graph object on the run's stores."""
+        return _graph(self.case, self.project, self.model, self.tools, self.budget, self.off, self.root)
+
+    def arm_kill(self) -> None:
+        """Arm the next crash point inside a call, when none is armed."""
+        if self.kills and self.tools.kill_call is None and self.model.kill_at is None:
+            k = self.kills.pop(0)
+            self.tools.kill_call = k.in_tool_call
+            self.model.kill_at = (k.in_model_call.role, k.in_model_call.call) if k.in_model_call else None
+
+    def pause(self, graph: Any, at: int) -> bool:
+        """Apply the crash points and injections of executor step ``at``; whether to resume next."""
+        resume = False
+        for item in self.stops.pop(at):
+            _edit(self.tools, item)
+            if isinstance(item, Crash):
+                resume = True
+            elif item.events:
+                self.inject_seq = _inject(self.project, graph, self.case.id, item, self.inject_seq)
+        return resume
+
+    def run(self, input_state: TaskContext | Command | None, resume: bool) -> str | None:
+        """Run every segment (at most 200); the error that ended the run, or None."""
+        for _segment in range(200):
+            self.arm_kill()
+            g = self.graph()
+            done_steps = 0
+            if input_state is None:
+                vals = g.get_state(thread_config(self.case.id)).values
+                done_steps = TaskContext.model_validate(vals).progress.executor_steps if vals else 0
+            nxt = min((s for s in self.stops if s > done_steps), default=None)
+            try:
+                res = run_graph(g, self.project.stores, self.case.id, input_state, stop_after=nxt, resume=resume)
+            except SimulatedKill:
+                input_state, resume = None, True
+                continue
+            except Exception as exc:  # noqa: BLE001 - a case run that raises is a failed case
+                return f"{type(exc).__name__}: {exc}"
+            input_state = None
+            if res.stopped_early and nxt is not None:
+                resume = self.pause(g, nxt)
+                continue
+            snap = g.get_state(thread_config(self.case.id))
+            interrupts = [i for t in snap.tasks for i in getattr(t, "interrupts", ())]
+            if interrupts and self.approvals:
+                input_state, resume = Command(resume=self.approvals.pop(0)), False
+                continue
+            if interrupts:
+                left = interrupts[0].value
+                return f"the run is waiting on an interrupt and the case has no approval answer left: {left!r}"
+            return self.unreached()
+        return "the run did not finish in 200 segments"
+
+    def unreached(self) -> str | None:
+        """The crash or inject points the run finished before reaching, as an error, or None."""
+        if not (self.stops or self.kills or self.tools.kill_call or self.model.kill_at):
+            return None
+        left = (
+            sorted(self.stops)
+            or [k.in_tool_call or k.in_model_call for k in self.kills]
+            or [self.tools.kill_call or self.model.kill_at]
+        )
+        return f"the run finished before these crash or inject points were reached: {left}"
+
+
+def _execute(case: Case, path: Path | None, budget: int | None, off: frozenset[str] = frozenset()) -> FinishedRun:
+    compiled = compile_case(case)
     tmp = tempfile.TemporaryDirectory(prefix="taskctx-eval-")
-    sigkill = bool(case.crashes) and case.crashes[0].mode == "sigkill"
     crashes = list(case.crashes)
+    sigkill = bool(crashes) and crashes[0].mode == "sigkill"
     db = ":memory:"
-    run_error: str | None = None
     input_state: TaskContext | None = _task(case)
     resume = False
     if sigkill:
-        if path is None:
-            raise CaseError(f"case {case.id}: a sigkill crash needs the case file on disk")
-        db = str(Path(tmp.name) / "eval.sqlite")
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(
-                filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")])
-            ),
-        }
-        child = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "from graphs.eval.harness import _child_main; _child_main()",
-                str(path),
-                db,
-                str(budget or ""),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=env,
-        )
-        if child.returncode != -signal.SIGKILL:
-            raise RuntimeError(
-                f"the child process was not killed (exit {child.returncode}): "
-                f"{(child.stdout + child.stderr).strip()[-500:]}"
-            )
+        db = _sigkill_child(case, path, budget, tmp.name)
         crashes.pop(0)
         input_state, resume = None, True
     project = _new_project(db)
@@ -260,75 +369,23 @@ def _execute(case: Case, path: Path | None, budget: int | None, off: frozenset[s
     if not sigkill:  # (the child applied them to the same database)
         _memory_ops(case, project, root)
     model = CaseModel(script=compiled.script)
-    stops: dict[int, list[Any]] = {}
+    seg = _Segments(case, project, model, tools, budget, off, root, approvals=list(case.approvals))
     for c in crashes:
         if c.after_executor_steps is not None:
-            stops.setdefault(c.after_executor_steps, []).append(c)
+            seg.stops.setdefault(c.after_executor_steps, []).append(c)
     for inj in case.inject:
-        stops.setdefault(inj.after_executor_steps, []).append(inj)
-    pending_kills = [c for c in crashes if c.after_executor_steps is None]
-    approvals = list(case.approvals)
-    inject_seq: int | None = None
-    for _segment in range(200):
-        if pending_kills and tools.kill_call is None and model.kill_at is None:
-            k = pending_kills.pop(0)
-            tools.kill_call = k.in_tool_call
-            model.kill_at = (k.in_model_call.role, k.in_model_call.call) if k.in_model_call else None
-        g = _graph(case, project, model, tools, budget, off, root)
-        done_steps = 0
-        if input_state is None:
-            vals = g.get_state(thread_config(case.id)).values
-            done_steps = TaskContext.model_validate(vals).progress.executor_steps if vals else 0
-        nxt = min((s for s in stops if s > done_steps), default=None)
-        try:
-            res = run_graph(g, project.stores, case.id, input_state, stop_after=nxt, resume=resume)
-        except SimulatedKill:
-            input_state, resume = None, True
-            continue
-        except Exception as exc:  # noqa: BLE001 - a case run that raises is a failed case
-            run_error = f"{type(exc).__name__}: {exc}"
-            break
-        input_state = None
-        if res.stopped_early and nxt is not None:
-            resume = False
-            for item in stops.pop(nxt):
-                if isinstance(item, Crash):
-                    resume = True
-                    _edit(tools, item)
-                else:
-                    _edit(tools, item)
-                    if item.events:
-                        inject_seq = _inject(project, g, case.id, item, inject_seq)
-            continue
-        snap = g.get_state(thread_config(case.id))
-        interrupts = [i for t in snap.tasks for i in getattr(t, "interrupts", ())]
-        if interrupts and approvals:
-            from langgraph.types import Command
-
-            input_state, resume = Command(resume=approvals.pop(0)), False  # type: ignore[assignment]
-            continue
-        if interrupts:
-            run_error = (
-                f"the run is waiting on an interrupt and the case has no approval answer left: {interrupts[0].value!r}"
-            )
-        break
-    else:
-        run_error = "the run did not finish in 200 segments"
-    if run_error is None and (stops or pending_kills or tools.kill_call or model.kill_at):
-        left = (
-            sorted(stops)
-            or [k.in_tool_call or k.in_model_call for k in pending_kills]
-            or [tools.kill_call or model.kill_at]
-        )
-        run_error = f"the run finished before these crash or inject points were reached: {left}"
+        seg.stops.setdefault(inj.after_executor_steps, []).append(inj)
+    seg.kills = [c for c in crashes if c.after_executor_steps is None]
+    run_error = seg.run(input_state, resume)
     events = project.stores.events.read(case.id)
-    vals = _graph(case, project, model, tools, budget, off, root).get_state(thread_config(case.id)).values
+    vals = seg.graph().get_state(thread_config(case.id)).values
     state = TaskContext.model_validate(vals) if vals else replay(events)
     nck = project.conn.execute(
         "SELECT COUNT(*) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''", (case.id,)
     ).fetchone()[0]
-    run = _Run(
-        case=case,
+    return FinishedRun(
+        case_id=case.id,
+        reserve_for_output=case.reserve_for_output,
         events=events,
         state=state,
         prompts={},
@@ -336,17 +393,15 @@ def _execute(case: Case, path: Path | None, budget: int | None, off: frozenset[s
         raw=tools.raw,
         stores=project.stores,
         checkpoints=int(nck),
-        inject_seq=inject_seq,
+        inject_seq=seg.inject_seq,
         run_error=run_error,
         project=project,
         tmp=tmp,
     )
-    return run
 
 
 def _edit(tools: CaseTools, item: Crash | Inject) -> None:
-    """A person's edits of the workspace while the task is paused (``Crash.edits``,
-    ``Inject.edits``)."""
+    """A person's edits of the workspace while the task is paused (``Crash.edits``, ``Inject.edits``)."""
     if not item.edits:
         return
     if tools.workspace is None:
@@ -359,8 +414,6 @@ def _edit(tools: CaseTools, item: Crash | Inject) -> None:
 
 def _inject(project: Project, graph: Any, task_id: str, inj: Inject, first_seq: int | None) -> int:
     """Append the injected events and fold them into the checkpoint (as the tools node did)."""
-    from context import new_event
-
     cfg = thread_config(task_id)
     ctx = TaskContext.model_validate(graph.get_state(cfg).values)
     evs = [new_event(e.kind, e.payload, actor=e.actor, correlation_id=task_id) for e in inj.events]  # type: ignore[arg-type]
@@ -372,7 +425,7 @@ def _inject(project: Project, graph: Any, task_id: str, inj: Inject, first_seq: 
     return first_seq if first_seq is not None else appended[0].seq
 
 
-def _invariants(run: _Run) -> list[str]:
+def _invariants(run: FinishedRun) -> list[str]:
     f = []
     folded = replay(run.events)
     if folded != run.state:
@@ -387,7 +440,7 @@ def _invariants(run: _Run) -> list[str]:
     return f
 
 
-def _stats(run: _Run) -> dict[str, int]:
+def _stats(run: FinishedRun) -> dict[str, int]:
     cnt = Counter(e.kind for e in run.events)
     compressed = sum(1 for e in run.events if e.kind == "tool.result.received" and e.payload.get("compressed"))
     return {
@@ -401,13 +454,20 @@ def _stats(run: _Run) -> dict[str, int]:
     }
 
 
-def _close(run: _Run) -> None:
+def _close(run: FinishedRun) -> None:
     run.project.close()
     run.tmp.cleanup()
 
 
 def probe(feature: str) -> bool:
-    """Whether a feature a case may require is there (checked by behaviour, once per process)."""
+    """Whether a feature a case may require is there, checked by behaviour once per process.
+
+    Args:
+        feature: A name of :data:`FEATURES`.
+
+    Returns:
+        True when the feature works.
+    """
     if feature in _PROBES:
         return _PROBES[feature]
     ok = False
@@ -471,9 +531,23 @@ def probe(feature: str) -> bool:
 def run_case(
     case: Case, path: Path | None = None, *, budget: int | None = None, off: Iterable[str] = frozenset()
 ) -> CaseResult:
-    """Run one case and its checks (``budget`` overrides the case's). ``off``: mechanisms
-    switched off (:data:`MECHANISMS`), to show which cases fail without them; ``CaseError``
-    for an unknown one."""
+    """Run one case and its checks.
+
+    Besides its own checks, each case checks two invariants: the event log folds to the
+    checkpointed state, and every recorded tool result is re-fetchable byte-exact.
+
+    Args:
+        case: The case.
+        path: Its file (a sigkill crash runs it from there), or None.
+        budget: A token budget overriding the case's.
+        off: Mechanisms switched off (:data:`MECHANISMS`), to show which cases fail without them.
+
+    Returns:
+        The result (``pending`` when a feature it requires is missing).
+
+    Raises:
+        CaseError: An unknown mechanism in ``off``.
+    """
     off = check_off(off)
     missing = [f for f in case.requires if not probe(f)]
     if missing:

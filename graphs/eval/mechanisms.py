@@ -1,5 +1,4 @@
-"""The mechanisms ``taskctx eval --off`` can switch off (a leaf: the eval command's ``--help`` reads
-it without loading the harness and the graph runtime)."""
+"""The mechanisms ``taskctx eval --off`` can switch off (a leaf: ``--help`` reads it without the harness)."""
 
 from __future__ import annotations
 

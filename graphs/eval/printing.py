@@ -1,5 +1,4 @@
-"""What ``taskctx eval`` prints: the :class:`EvalReport` of a run of cases (pass rate per
-category, context statistics, pending and failed cases) as text or JSON."""
+"""What ``taskctx eval`` prints: the :class:`EvalReport` of a run of cases, as text or JSON."""
 
 from __future__ import annotations
 
@@ -15,14 +14,27 @@ __all__ = ["EvalReport", "format_report"]
 
 @dataclass
 class EvalReport:
+    """The results of a run of cases, from the folder ``folder``.
+
+    Attributes:
+        folder: The folder of cases.
+        results: One result per case run, in order.
+    """
+
     folder: Path
     results: list[CaseResult]
 
     @property
     def failed(self) -> list[CaseResult]:
+        """The results that failed."""
         return [r for r in self.results if r.status == "failed"]
 
     def by_category(self) -> dict[str, dict[str, int]]:
+        """Cases, passed, failed and pending per category, in :data:`CATEGORIES` order.
+
+        Returns:
+            Category -> counts.
+        """
         out: dict[str, dict[str, int]] = {}
         for cat in CATEGORIES:
             rs = [r for r in self.results if r.case.category == cat]
@@ -35,6 +47,11 @@ class EvalReport:
         return out
 
     def stats(self) -> dict[str, int]:
+        """The context statistics summed over every case.
+
+        Returns:
+            :data:`STAT_KEYS` -> total.
+        """
         tot = dict.fromkeys(STAT_KEYS, 0)
         for r in self.results:
             for k, v in r.stats.items():
@@ -42,6 +59,11 @@ class EvalReport:
         return tot
 
     def to_json(self) -> dict[str, Any]:
+        """The report as ``taskctx eval --json`` prints it.
+
+        Returns:
+            ``{cases_dir, total, categories (with pass_rate), stats, cases}``.
+        """
         cats = self.by_category()
         return {
             "cases_dir": str(self.folder),
@@ -75,6 +97,14 @@ def _rate(v: dict[str, int]) -> float | None:
 
 
 def format_report(rep: EvalReport) -> str:
+    """The report as ``taskctx eval`` prints it: pass rate per category, statistics, failures.
+
+    Args:
+        rep: The report.
+
+    Returns:
+        The text.
+    """
     folder = Path(rep.folder)
     try:
         folder = folder.resolve().relative_to(Path.cwd().resolve())  # as the user would type it

@@ -1,21 +1,21 @@
-"""Which model calls a check looks at: the ``context.built`` events of a run, numbered per role,
-filtered by a check's selection fields (:class:`_Sel`), and the prompt each one stored."""
+"""Which model calls a check looks at: a run's ``context.built`` events, numbered per role and filtered."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from context import Event
 
-if TYPE_CHECKING:
-    from .harness import _Run
+from .finished import FinishedRun
+
+__all__ = ["CallsSel", "CheckModel", "ModelCall", "SelectingCheck", "model_calls", "prompt_of", "select_calls", "where"]
 
 
-class _CheckModel(BaseModel):
+class CheckModel(BaseModel):
     """The base of every check kind's model (unknown fields are an error)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -24,7 +24,7 @@ class _CheckModel(BaseModel):
 CallsSel = Literal["all", "first", "last", "after_first_reset"] | list[int]
 
 
-class _Sel(_CheckModel):
+class SelectingCheck(CheckModel):
     """The model calls a check looks at (the fields every selecting check kind shares)."""
 
     #: Whose model calls: a role, or ``*`` for every role.
@@ -40,7 +40,17 @@ class _Sel(_CheckModel):
 
 
 @dataclass
-class _Call:
+class ModelCall:
+    """One model call of a run: its ``context.built`` event and where it was.
+
+    Attributes:
+        event: The ``context.built`` event.
+        role: The role that called.
+        role_call: Its call number for that role (1-based).
+        steps_before: Tool results before it.
+        reset: Whether it restarted the executor's transcript.
+    """
+
     event: Event
     role: str
     role_call: int
@@ -48,8 +58,16 @@ class _Call:
     reset: bool
 
 
-def _calls(run: _Run) -> list[_Call]:
-    out: list[_Call] = []
+def model_calls(run: FinishedRun) -> list[ModelCall]:
+    """Every model call of a run, numbered per role.
+
+    Args:
+        run: The finished run.
+
+    Returns:
+        The calls, in order.
+    """
+    out: list[ModelCall] = []
     steps = 0
     per_role: Counter[str] = Counter()
     for e in run.events:
@@ -58,12 +76,21 @@ def _calls(run: _Run) -> list[_Call]:
         elif e.kind == "context.built":
             role = e.payload["role"]
             per_role[role] += 1
-            out.append(_Call(e, role, per_role[role], steps, bool(e.payload.get("transcript_reset"))))
+            out.append(ModelCall(e, role, per_role[role], steps, bool(e.payload.get("transcript_reset"))))
     return out
 
 
-def _select(run: _Run, sel: _Sel) -> list[_Call]:
-    calls = [c for c in _calls(run) if sel.role == "*" or c.role == sel.role]
+def select_calls(run: FinishedRun, sel: SelectingCheck) -> list[ModelCall]:
+    """The model calls a selecting check looks at.
+
+    Args:
+        run: The finished run.
+        sel: The check's selection fields.
+
+    Returns:
+        The calls selected, in order.
+    """
+    calls = [c for c in model_calls(run) if sel.role == "*" or c.role == sel.role]
     if sel.min_steps:
         calls = [c for c in calls if c.steps_before >= sel.min_steps]
     if sel.after_inject:
@@ -91,7 +118,16 @@ def _select(run: _Run, sel: _Sel) -> list[_Call]:
     return out
 
 
-def _prompt(run: _Run, c: _Call) -> str:
+def prompt_of(run: FinishedRun, c: ModelCall) -> str:
+    """The prompt a model call stored (read once per run).
+
+    Args:
+        run: The finished run.
+        c: The call.
+
+    Returns:
+        The prompt text, ``""`` when the call stored none.
+    """
     ref = c.event.payload.get("prompt_ref")
     if not ref:
         return ""
@@ -100,5 +136,13 @@ def _prompt(run: _Run, c: _Call) -> str:
     return run.prompts[ref]
 
 
-def _where(c: _Call) -> str:
+def where(c: ModelCall) -> str:
+    """Where a call was, for a failure line: ``<role> call <n> (after <k> tool results)``.
+
+    Args:
+        c: The call.
+
+    Returns:
+        The text.
+    """
     return f"{c.role} call {c.role_call} (after {c.steps_before} tool results)"

@@ -1,4 +1,4 @@
-"""Run a folder of eval cases (:func:`run_eval`); ``taskctx eval`` (:mod:`graphs.cli.eval`) prints its report."""
+"""Run a folder of eval cases (:func:`run_eval`)."""
 
 from __future__ import annotations
 
@@ -22,10 +22,24 @@ def run_eval(
     on_result: Callable[[CaseResult], None] | None = None,
     off: Iterable[str] = (),
 ) -> EvalReport:
-    """Load and run every case of ``folder`` (default :func:`default_cases_dir`); ``only`` picks
-    case ids (``CaseError`` names any that does not exist); ``off`` switches mechanisms off
-    (names of :data:`~graphs.eval.harness.MECHANISMS`: their category's cases then fail;
-    ``CaseError`` for an unknown one)."""
+    """Load and run every case of a folder.
+
+    Args:
+        folder: The folder of cases; default :func:`default_cases_dir`.
+        only: Run only the cases with these ids.
+        categories: Run only the cases of these categories.
+        budget: A token budget overriding each case's.
+        on_result: Called with each result as it comes.
+        off: Mechanisms switched off (:data:`~graphs.eval.harness.MECHANISMS`): their category's
+            cases then fail.
+
+    Returns:
+        The report.
+
+    Raises:
+        CaseError: A case does not load, an id of ``only`` does not exist, or a mechanism is unknown.
+    """
+    # (imported here: the harness loads the graph runtime; the eval command loads this module at start-up)
     from ..project import DEFAULT_DB
     from ..report.hints import command_hint
     from .cases import CaseError, default_cases_dir, load_cases

@@ -22,16 +22,17 @@ from typing import TYPE_CHECKING
 from context.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from .chart import ROLE_COLORS, token_chart_svg
     from .inspect_text import render_view
-    from .page import ROLE_COLORS, build_report, token_chart_svg, write_report
+    from .page import build_report, write_report
 
 # imported on first use (PEP 562): ``import graphs.report`` alone loads none of the modules below
 __getattr__ = lazy_exports(
     __name__,
     {
-        "ROLE_COLORS": ".page",
+        "ROLE_COLORS": ".chart",
         "build_report": ".page",
-        "token_chart_svg": ".page",
+        "token_chart_svg": ".chart",
         "write_report": ".page",
         "render_view": ".inspect_text",
     },

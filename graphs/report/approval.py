@@ -1,26 +1,7 @@
 """What an approval asks for, shown in full: one view, drawn on a terminal (rich) and in HTML.
 
-``approval_view(tool, arguments)`` turns a call's arguments (a dict, or the JSON text stored in
-the event log) into an :class:`ApprovalView`:
-
-- ``write_file``: the file's content (header: path, size in UTF-8 bytes, lines), with line
-  numbers, highlighted by the lexer rich guesses from the path;
-- ``apply_patch``: the patch as a diff (header: the files it writes, lines);
-- ``run_command``: the argv joined with :func:`shlex.join` (and the timeout, if given);
-- anything else: the arguments as pretty JSON (sorted keys, indent 2).
-
-Nothing is cut up to :data:`MAX_LINES` lines and :data:`MAX_CHARS` chars; beyond either, the
-first lines (at most :data:`HEAD_LINES` lines / :data:`HEAD_CHARS` chars) and the last ones (at
-most :data:`TAIL_LINES` / :data:`TAIL_CHARS`) are shown with a note between them that counts what
-is not shown and names a command that prints the full arguments. Control characters (C0 except
-tab and newline, DEL, C1), bidirectional controls (U+200E, U+200F, U+202A-U+202E, U+2066-U+2069,
-U+061C), zero-width characters (U+200B-U+200D, U+FEFF) and U+2028, U+2029 are shown escaped
-(``\\x1b``, ``\\u202e``) and lone surrogates as U+FFFD (:func:`context.text.escape_controls`), so
-nothing in the arguments reaches the terminal raw; a CRLF line end is shown as a line end.
-
-``approval_renderable`` is the terminal view (``taskctx demo``/``run``/``resume`` prompts and
-``taskctx approve``); ``approval_html`` the report's (``<pre>`` blocks, HTML-escaped, diff lines
-coloured by their first character).
+Long arguments are cut to a head and a tail with a note naming the command that prints them
+whole; control and bidi characters are shown escaped, so nothing reaches the terminal raw.
 """
 
 from __future__ import annotations
@@ -55,6 +36,7 @@ __all__ = [
     "approval_renderable",
     "approval_view",
     "escape_controls",
+    "html_text",
     "inspect_hint",
 ]
 
@@ -67,19 +49,47 @@ TAIL_LINES, TAIL_CHARS = 40, 4_000
 
 
 def escape_controls(text: str) -> str:
-    """``text`` with a CRLF line end shown as a line end, then :func:`context.text.escape_controls`:
-    lone surrogates as U+FFFD, control and bidirectional-control characters (tab and newline
-    kept) written as escapes (``"\\x1b"``, ``"\\u202e"``)."""
+    r"""``text`` as a terminal or page may show it: nothing in it acts on the display.
+
+    A CRLF line end is shown as a line end, then :func:`context.text.escape_controls`: lone
+    surrogates as U+FFFD, control and bidirectional-control characters (tab and newline kept)
+    written as escapes (``"\x1b"``, ``"\u202e"``).
+
+    Args:
+        text: Any text.
+
+    Returns:
+        The escaped text.
+    """
     return _escape(text.replace("\r\n", "\n"))
+
+
+def html_text(x: Any) -> str:
+    """``x`` as HTML text: the one text sink of the report page.
+
+    Args:
+        x: Any value (None is the empty text).
+
+    Returns:
+        ``str(x)`` with control and bidi characters written as escapes (:func:`escape_controls`),
+        then HTML-escaped (quotes too).
+    """
+    return _html.escape(escape_controls("" if x is None else str(x)), quote=True)
 
 
 @dataclass(frozen=True)
 class ApprovalView:
-    """An approval's arguments as shown. ``title``: one line (tool and what it acts on);
-    ``lexer``: a pygments lexer name (``"diff"``, ``"json"``, ``"text"``, ...); ``line_numbers``:
-    whether lines are numbered; ``head``: the text shown first (all of it when nothing is cut);
-    ``tail``: the text shown after the note (empty when nothing is cut), its first line being line
-    ``tail_start``; ``note``: the cut note, or empty."""
+    """An approval's arguments as shown.
+
+    Attributes:
+        title: One line: the tool and what it acts on.
+        lexer: A pygments lexer name (``diff``, ``json``, ``text``...).
+        line_numbers: Whether lines are numbered.
+        head: The text shown first (all of it when nothing is cut).
+        tail: The text shown after the note (empty when nothing is cut).
+        tail_start: The line number of the tail's first line.
+        note: The cut note, or empty.
+    """
 
     tool: str
     title: str
@@ -96,7 +106,12 @@ def _lines_word(n: int) -> str:
 
 
 def _cut(text: str, full_hint: str) -> tuple[str, str, int, str]:
-    """``(head, tail, tail_start, note)`` of ``text`` (already escaped), per the module doc."""
+    """``(head, tail, tail_start, note)`` of ``text``, already escaped.
+
+    Nothing is cut up to :data:`MAX_LINES` lines and :data:`MAX_CHARS` chars; beyond either, the
+    first :data:`HEAD_LINES` lines / :data:`HEAD_CHARS` chars and the last :data:`TAIL_LINES` /
+    :data:`TAIL_CHARS`, with a note counting what is not shown and naming ``full_hint``.
+    """
     lines = text.split("\n")
     if len(lines) <= MAX_LINES and len(text) <= MAX_CHARS:
         return text, "", 1, ""
@@ -143,11 +158,21 @@ def _cut(text: str, full_hint: str) -> tuple[str, str, int, str]:
 def approval_view(
     tool: str, arguments: dict[str, Any] | str, *, full_hint: str = "`taskctx inspect TASK --json`"
 ) -> ApprovalView:
-    """The view of a call of ``tool`` with ``arguments`` (a dict, or its JSON text as stored in
-    the log; text that is not a JSON object is shown as it is). ``full_hint`` names where the full
-    arguments can be read; it ends the note of a cut view. Never raises on odd arguments: a
-    ``write_file`` without string ``path``/``content``, a patch that is not a string or a
-    command whose argv is not a list of strings falls back to pretty JSON."""
+    """The view of a call of ``tool`` with ``arguments``.
+
+    ``write_file``: the file's content (path, size in UTF-8 bytes, lines), numbered; ``apply_patch``:
+    the diff; ``run_command``: the argv joined with :func:`shlex.join`; anything else pretty JSON.
+    Never raises on odd arguments: they fall back to pretty JSON.
+
+    Args:
+        tool: The tool's name.
+        arguments: The arguments, a dict or its JSON text as stored in the log (text that is not a
+            JSON object is shown as it is).
+        full_hint: Where the full arguments can be read; it ends the note of a cut view.
+
+    Returns:
+        The view.
+    """
     args: Any = arguments
     if isinstance(arguments, str):
         try:
@@ -197,9 +222,10 @@ def approval_view(
 
 
 class _Indented:
-    """``renderable`` indented by ``indent`` columns, wrapped to the width left, with no
-    trailing spaces on any line (rich pads lines to the full width; in a pipe or a file that
-    is 80 columns of spaces)."""
+    """``renderable`` indented by ``indent`` columns, wrapped to the width left, no trailing spaces.
+
+    Rich pads lines to the full width; in a pipe or a file that is 80 columns of spaces.
+    """
 
     def __init__(self, renderable: RenderableType, indent: int = 4) -> None:
         self.renderable, self.indent = renderable, indent
@@ -234,20 +260,36 @@ def _syntax(view: ApprovalView, code: str, start: int) -> _Indented:
 
 
 def inspect_hint(task_id: str, db: str | Path = DEFAULT_DB) -> str:
-    r"""Where a cut approval view sends the reader for the full arguments:
-    ``\`taskctx inspect TASK_ID --json [--db DB]\` (control.pending_approval.arguments)``, the
-    command built by :func:`graphs.report.hints.command_hint` (``--db`` only for a database that
-    is not the default, quoted, without its password)."""
+    r"""Where a cut approval view sends the reader for the full arguments.
+
+    The command is :func:`graphs.report.hints.command_hint`'s.
+
+    Args:
+        task_id: The task.
+        db: Its database (named with ``--db`` only when not the default, quoted, without its
+            password).
+
+    Returns:
+        ``\`taskctx inspect TASK_ID --json [--db DB]\` (control.pending_approval.arguments)``.
+    """
     return f"`{command_hint('inspect', task_id, db, None, '--json')}` (control.pending_approval.arguments)"
 
 
 def approval_renderable(req: dict[str, Any], *, full_hint: str | None = None) -> RenderableType:
-    """The terminal view of the approval request ``req`` (the ``interrupt()`` value: ``tool``,
-    ``arguments``, ``call_id``, ``risk``, ``reason``, ``task_id``): a header line, the risk and
-    reason, then the arguments (:func:`approval_view`), indented by 4, wrapped at the console's
-    width (never cropped) and without trailing spaces. ``full_hint`` names where the full
-    arguments are (build it with :func:`inspect_hint` for the task's database); default:
-    ``inspect_hint(TASK_ID)`` for the default database."""
+    """The terminal view of an approval request: a header, the risk and reason, the arguments.
+
+    The arguments (:func:`approval_view`) are indented by 4, wrapped at the console's width (never
+    cropped) and without trailing spaces.
+
+    Args:
+        req: The ``interrupt()`` value: ``tool``, ``arguments``, ``call_id``, ``risk``, ``reason``,
+            ``task_id``.
+        full_hint: Where the full arguments are (:func:`inspect_hint` for the task's database);
+            default: ``inspect_hint(task_id)`` for the default database.
+
+    Returns:
+        A rich renderable.
+    """
     task = str(req.get("task_id") or "TASK_ID")
     hint = full_hint or inspect_hint(task)
     v = approval_view(str(req.get("tool")), req.get("arguments") or {}, full_hint=hint)
@@ -281,10 +323,20 @@ def _html_lines(view: ApprovalView, code: str, start: int) -> str:
 
 
 def approval_html(tool: str, arguments: dict[str, Any] | str, *, full_hint: str) -> str:
-    """The report's view of a call of ``tool`` with ``arguments``: a title ``<div>`` and ``<pre
-    class="approval">`` (two, with the note between them, when cut); HTML-escaped; a diff's lines
-    wrapped in ``span.dadd`` / ``span.ddel`` / ``span.dhunk`` / ``span.dfile``; numbered lines
-    start with ``span.ln``."""
+    """The report's view of a call of ``tool``: a title ``<div>`` and ``<pre class="approval">``.
+
+    Two ``<pre>``, with the note between them, when cut; HTML-escaped; a diff's lines wrapped in
+    ``span.dadd`` / ``span.ddel`` / ``span.dhunk`` / ``span.dfile``; numbered lines start with
+    ``span.ln``.
+
+    Args:
+        tool: The tool's name.
+        arguments: The arguments, as for :func:`approval_view`.
+        full_hint: Where the full arguments can be read.
+
+    Returns:
+        The HTML.
+    """
     v = approval_view(tool, arguments, full_hint=full_hint)
     parts = [
         f'<div class="approval-title"><code>{_html.escape(v.title)}</code></div>',

@@ -14,7 +14,8 @@ from rich.text import Text
 from context import Event, TaskContext, all_errors, all_plan_steps
 from context.freshness import short_sha, stale_line
 from context.text import escape_controls
-from nodes.render.base import quote_agent, stale_text
+from nodes.render.base import stale_text
+from nodes.render.quoting import quote_agent
 
 from ..inspection import TaskView
 from ..project import DEFAULT_DB

@@ -1,24 +1,8 @@
-"""The HTML report of a run (``taskctx report TASK_ID --html FILE``): one static page.
-
-The page is built from the task's event log only (never from the artifact store, so raw tool
-output and the prompts' text stay out of it; refs are shown as text): the goal and the request,
-a prompt-token chart (inline SVG: prompt tokens per model call, the cached prefix shaded, the
-budget as a line), the plan, pending approvals, errors (open and resolved), each model call's
-manifest (every block in or out, why, its tokens), the tool calls with their recorded (compressed)
-results and the event timeline. One self-contained
-file: no external script, style sheet or font. Its inline script adds a filter to the timeline
-and sets ``document.body.dataset.ready = "1"``; a script error is caught and listed in the page
-(``#js-errors``, ``data-js-errors`` on ``<body>``), so a headless browser can check both.
-
-``build_report(events)`` returns the HTML; ``write_report(stores, task_id, path)`` writes it
-(:mod:`graphs.cli.report` is the typer command, registered by the CLI as ``report``).
-"""
+"""The HTML report of a run (``taskctx report``): one static, self-contained page built from the event log."""
 
 from __future__ import annotations
 
-import html as _html
 import json
-import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -41,39 +25,22 @@ from context.trajectory import request_goal
 from context.verify import check_events
 
 from ..project import DEFAULT_DB
-from .approval import approval_html, escape_controls, inspect_hint
+from .approval import approval_html, html_text, inspect_hint
+from .chart import token_chart_svg
 from .hints import command_hint
 
-__all__ = ["CUSTOM_ROLE_COLORS", "ROLE_COLORS", "build_report", "role_colors", "token_chart_svg", "write_report"]
-
-ROLE_COLORS = {"planner": "#6f42c1", "executor": "#1f77b4", "reviewer": "#2ca02c", "recovery": "#d62728"}
-#: Colours of custom roles, in the order they first call a model (then grey).
-CUSTOM_ROLE_COLORS = ("#ff7f0e", "#17becf", "#bcbd22", "#e377c2", "#8c564b")
-_OTHER_COLOR = "#7f7f7f"
+__all__ = ["PAGE_HEAD", "PAGE_TAIL", "build_report", "write_report"]
 
 
-def role_colors(calls: Sequence[dict[str, Any]]) -> dict[str, str]:
-    """Role -> bar colour for the roles of ``calls``: the built-in roles' :data:`ROLE_COLORS`
-    first, then each custom role (any other role name) in the order of its first call, from
-    :data:`CUSTOM_ROLE_COLORS` (grey once they run out)."""
-    seen = list(dict.fromkeys(str(c["role"]) for c in calls))
-    out = {r: col for r, col in ROLE_COLORS.items() if r in seen}
-    custom = [r for r in seen if r not in ROLE_COLORS]
-    for i, r in enumerate(custom):
-        out[r] = CUSTOM_ROLE_COLORS[i] if i < len(CUSTOM_ROLE_COLORS) else _OTHER_COLOR
-    return out
-
-
-def _e(x: Any) -> str:
-    """The one text sink of the page: ``x`` as text, control and bidi characters written as
-    escapes (:func:`.approval.escape_controls`), then HTML-escaped (quotes too)."""
-    return _html.escape(escape_controls("" if x is None else str(x)), quote=True)
+_e = html_text
 
 
 def _wrappable(x: Any) -> str:
-    """``x`` HTML-escaped, with a line-break opportunity (``<wbr>``) after each "/" and "|", so
-    paths and patterns wrap between their parts rather than inside a name; a short part with a
-    hyphen (``-l``, ``--db``, ``x-y``) is kept whole (``span.nw``: browsers break after a hyphen)."""
+    """``x`` HTML-escaped, with a line-break opportunity (``<wbr>``) after each "/" and "|".
+
+    Paths and patterns wrap between their parts rather than inside a name; a short part with a
+    hyphen (``-l``, ``--db``) is kept whole (``span.nw``: browsers break after a hyphen).
+    """
     out = []
     for word in re.split(r"( +)", "" if x is None else str(x)):
         parts = [p for p in re.split(r"(?<=[/|])", word) if p]
@@ -90,8 +57,10 @@ PAGE_TAIL = 400
 
 
 def _paged(rows: list[str], what: str, cols: int, full: bool, hint: str) -> list[str]:
-    """``rows`` cut to the first ``PAGE_HEAD`` and last ``PAGE_TAIL`` (unless ``full``), with one
-    row saying how many of ``what`` are left out and where they are."""
+    """``rows`` cut to the first ``PAGE_HEAD`` and last ``PAGE_TAIL`` (unless ``full``).
+
+    With one row saying how many of ``what`` are left out and where they are.
+    """
     if full or len(rows) <= PAGE_HEAD + PAGE_TAIL:
         return rows
     left = len(rows) - PAGE_HEAD - PAGE_TAIL
@@ -106,128 +75,6 @@ def _calls(events: Sequence[Event]) -> list[dict[str, Any]]:
     return [dict(e.payload, seq=e.seq, timestamp=e.timestamp) for e in events if e.kind == "context.built"]
 
 
-def _tick_step(n: int, most: int = 15) -> int:
-    """The smallest of 1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, ... with at most ``most``
-    multiples in 1..``n`` (the x labels of ``n`` calls)."""
-    k = 0
-    while True:
-        for m in (1, 2, 5, 10, 20, 25, 50):
-            step = m * 10**k
-            if n // step <= most:
-                return step
-        k += 2
-
-
-def _y_ticks(top: float, most: int = 5) -> list[int]:
-    """Round y tick values from 0 up to ``top``: multiples of the smallest step 1, 2, 2.5 or 5
-    times a power of ten that gives at most ``most`` ticks above 0 (``top`` 4,138: 0, 1,000, ...,
-    4,000; ``top`` 8,000: 0, 2,000, ..., 8,000)."""
-    k = 10 ** max(0, math.floor(math.log10(max(top, 1))) - 1)
-    while True:
-        for m in (1, 2, 2.5, 5):
-            step = m * k
-            if step >= 1 and top // step <= most and float(step).is_integer():
-                return [int(i * step) for i in range(int(top // step) + 1)]
-        k *= 10
-
-
-def token_chart_svg(calls: Sequence[dict[str, Any]], *, height: int = 240) -> str:
-    """An inline SVG bar chart: one bar per model call (prompt tokens; the cached prefix is the
-    darker lower part), coloured by role (:func:`role_colors`: custom roles get colours of their
-    own and a legend entry); the budget as one dashed line across the whole plot (a step where a
-    call's budget changed); x ticks at the call numbers that are multiples of 1, 2, 5, 10, 20, 25,
-    50, ... (the smallest giving at most 15 labels), y grid at round values (:func:`_y_ticks`). The SVG scales
-    down to the page width (``viewBox``). A note instead if there are no calls."""
-    if not calls:
-        return '<p class="muted">No model call recorded yet.</p>'
-    n = len(calls)
-    left, top, bottom = 56, 12, 44
-    plot_w = max(480, min(900, n * 28), n * 4)  # wider than 900 px (it scrolls) only past 225 calls
-    bw = plot_w / n  # the bars fill the plot, left..right
-    gap = min(2.0, bw / 5)
-    right = left + plot_w
-    width = right + 16
-    top_val = max(max(c["budget"] for c in calls), max(c["prompt_tokens"] for c in calls), 1)
-    plot_h = height - top - bottom
-    colors = role_colors(calls)
-
-    def y(v: float) -> float:
-        return top + plot_h * (1 - v / top_val)
-
-    parts = [
-        f'<svg id="token-chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="prompt tokens per model call">'
-    ]
-    for v in _y_ticks(top_val):
-        parts.append(
-            f'<line x1="{left}" x2="{right}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e5e5e5"/>'
-            f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="10">{int(v):,}</text>'
-        )
-    for i, c in enumerate(calls):
-        x = left + i * bw
-        color = colors[str(c["role"])]
-        pt, cp = c["prompt_tokens"], min(c["cached_prefix_tokens"], c["prompt_tokens"])
-        tip = (
-            f"call {c['call']} {c['role']} step {c.get('step_id') or '-'}: {pt} prompt tokens, "
-            f"{cp} cached prefix, budget {c['budget']}"
-            + (" (transcript restarted)" if c.get("transcript_reset") else "")
-            + (
-                f"; provider: {u['input_tokens']} input tokens ({u['input_tokens'] - pt:+d} vs counted), "
-                f"{u['cache_read']} cache read"
-                if (u := c.get("usage"))
-                else ""
-            )
-        )
-        parts.append(
-            f'<g class="bar" data-call="{c["call"]}" data-role="{_e(c["role"])}"><title>{_e(tip)}</title>'
-            f'<rect x="{x + gap / 2:.1f}" y="{y(pt):.1f}" width="{bw - gap:.1f}" height="{y(0) - y(pt):.1f}" fill="{color}" '
-            f'fill-opacity="0.45"/>'
-            f'<rect x="{x + gap / 2:.1f}" y="{y(cp):.1f}" width="{bw - gap:.1f}" height="{y(0) - y(cp):.1f}" fill="{color}"/>'
-            + (
-                # the provider's cache_read beside the predicted cached prefix: a black tick
-                f'<line class="provider-cache" x1="{x + gap / 2:.1f}" x2="{x + bw - gap / 2:.1f}" '
-                f'y1="{y(u["cache_read"]):.1f}" y2="{y(u["cache_read"]):.1f}" stroke="#000" stroke-width="2"/>'
-                if u
-                else ""
-            )
-            + "</g>"
-        )
-    # the budget: one path from the plot's left edge to its right edge, stepping where it changed
-    path = []
-    for i, c in enumerate(calls):
-        yy = f"{y(c['budget']):.1f}"
-        x0 = left + i * bw
-        path.append(f"M{x0:.1f},{yy}" if i == 0 else f"L{x0:.1f},{yy}")
-        if i + 1 < n and calls[i + 1]["budget"] != c["budget"]:
-            path.append(f"L{x0 + bw:.1f},{yy}")
-    path.append(f"L{right},{y(calls[-1]['budget']):.1f}")
-    parts.append(f'<path class="budget" d="{" ".join(path)}" fill="none" stroke="#333" stroke-dasharray="4,3"/>')
-    base = y(0)
-    parts.append(f'<line class="x-axis" x1="{left}" x2="{right}" y1="{base:.1f}" y2="{base:.1f}" stroke="#333"/>')
-    step = _tick_step(n)
-    ticks = [i for i, c in enumerate(calls) if c["call"] % step == 0]  # indexes of labelled calls
-    for i in ticks:
-        cx = left + i * bw + bw / 2
-        parts.append(
-            f'<g class="xtick"><line x1="{cx:.1f}" x2="{cx:.1f}" y1="{base:.1f}" y2="{base + 4:.1f}" stroke="#333"/>'
-            f'<text x="{cx:.1f}" y="{base + 15:.1f}" text-anchor="middle" font-size="10">{calls[i]["call"]}</text></g>'
-        )
-    parts.append(
-        f'<text x="{(left + right) / 2:.0f}" y="{height - 6}" text-anchor="middle" font-size="11">model call</text>'
-        f'<text x="12" y="{top + plot_h / 2:.0f}" text-anchor="middle" font-size="11" '
-        f'transform="rotate(-90 12 {top + plot_h / 2:.0f})">prompt tokens</text></svg>'
-    )
-    legend = " ".join(
-        f'<span class="swatch" style="background:{col}"></span>{_e(role)}' for role, col in colors.items()
-    )
-    provider = " · black tick: the provider's cache read" if any(c.get("usage") for c in calls) else ""
-    return (
-        '<div class="chart">'
-        + "".join(parts)
-        + f'</div><p class="legend">{legend} · darker: cached prefix{provider} · dashed: budget</p>'
-    )
-
-
 def _list(items: Sequence[str], empty: str = "(none)") -> str:
     if not items:
         return f'<p class="muted">{_e(empty)}</p>'
@@ -235,9 +82,11 @@ def _list(items: Sequence[str], empty: str = "(none)") -> str:
 
 
 def _approvals(ctx: TaskContext, events: Sequence[Event], db: str | Path = DEFAULT_DB) -> str:
-    """The pending approval and the approval history; arguments shown in full
-    (:func:`.approval.approval_html`) on each request and where an answer changed them; a cut
-    view names ``inspect --json`` with ``db`` (:func:`.approval.inspect_hint`)."""
+    """The pending approval and the approval history, arguments shown in full.
+
+    On each request and where an answer changed them; a cut view names ``inspect --json`` with
+    ``db`` (:func:`.approval.inspect_hint`).
+    """
     a = ctx.control.pending_approval
     task = ctx.identity.task_id
     out = []
@@ -347,9 +196,10 @@ def _manifests(calls: Sequence[dict[str, Any]], full: bool = False, hint: str = 
 
 
 def _tool_args(tool: str, arguments: str, seq: int) -> str:
-    """A tool call's arguments in the tool-call table: inline JSON when short (120 chars or
-    less), else a ``<details>`` whose summary is the approval view's title and whose body is the
-    view (:func:`.approval.approval_html`: a write as the file, a patch as a diff, ...)."""
+    """A tool call's arguments in the tool-call table: inline JSON when short (120 chars or less).
+
+    Else a ``<details>`` whose summary is the approval view's title and whose body is the view.
+    """
     if len(arguments) <= 120:  # may wrap after a "/" or "|" (paths, patterns), not inside a name
         return f"<code>{_e(tool)}</code> <code>{_wrappable(arguments)}</code>"
     view = approval_html(tool, arguments, full_hint=f"event #{seq} in the run's trace.jsonl")
@@ -359,8 +209,10 @@ def _tool_args(tool: str, arguments: str, seq: int) -> str:
 
 
 def _tool_calls(events: Sequence[Event], limit: int = 2000, full: bool = False, hint: str = "") -> str:
-    """Each tool call with its result summary as recorded (compressed; the raw output stays in
-    the artifact store, named by its ref)."""
+    """Each tool call with its result summary as recorded.
+
+    Compressed; the raw output stays in the artifact store, named by its ref.
+    """
     results = {e.payload["call_id"]: e.payload for e in events if e.kind == "tool.result.received"}
     rows = []
     for e in events:
@@ -391,18 +243,21 @@ def _tool_calls(events: Sequence[Event], limit: int = 2000, full: bool = False, 
 
 
 def _summary(e: Event) -> str:
-    """The timeline's summary of ``e``: :func:`context.summarize_event`, except that
-    ``task.created`` shows the request's goal (:func:`context.trajectory.request_goal`: its first
-    meaningful line, not a ``<uploaded_files>`` preamble)."""
+    """The timeline's summary of ``e``: :func:`context.summarize_event`.
+
+    Except that ``task.created`` shows the request's goal (its first meaningful line).
+    """
     if e.kind == "task.created":
         return request_goal(str(e.payload.get("original_request") or ""))
     return summarize_event(e)
 
 
 def _timeline(events: Sequence[Event], full: bool = False, hint: str = "") -> str:
-    """The event table: seq, time (the time of day; the full timestamp when the date is not the
-    first event's, and as the cell's title), actor, kind, summary; plus the filter box. Paged
-    like the other long sections (``full``: every event)."""
+    """The event table: seq, time, actor, kind, summary; plus the filter box.
+
+    Time of day, the full timestamp when the date is not the first event's. Paged like the other
+    long sections (``full``: every event).
+    """
     day = events[0].timestamp[:10] if events else ""
 
     def when(ts: str) -> str:
@@ -477,12 +332,57 @@ document.body.dataset.ready="1";
 })();"""
 
 
+def _plan(ctx: TaskContext, events: Sequence[Event]) -> str:
+    """The plan table: every plan step of the log, the current one marked."""
+    plan_rows = "".join(
+        f'<tr><td class="kind">{_e(s.id)}{" ←" if s.id == ctx.plan.current_step_id else ""}</td>'
+        f'<td class="kind">{_e(s.status)}</td>'
+        f"<td>{_e(s.title)}</td><td>{_e(', '.join(s.depends_on))}</td><td>{_e(s.expected_output)}</td></tr>"
+        for s in all_plan_steps(ctx, events)
+    )
+    if not plan_rows:
+        return '<p class="muted">(no plan yet)</p>'
+    head = "<tr><th>step</th><th>status</th><th>title</th><th>after</th><th>expected</th></tr>"
+    return '<div class="scroll"><table>' + head + plan_rows + "</table></div>"
+
+
+def _data_json(ctx: TaskContext, events: Sequence[Event], calls: list[dict[str, Any]], full: bool) -> str:
+    """The page's ``#report-data`` JSON: counts, tokens, status and calls per role."""
+    data = {
+        "task_id": ctx.identity.task_id,
+        "events": len(events),
+        "calls": len(calls),
+        "events_shown": len(events) if full else min(len(events), PAGE_HEAD + PAGE_TAIL),
+        "calls_shown": len(calls) if full else min(len(calls), PAGE_HEAD + PAGE_TAIL),
+        "prompt_tokens": sum(c["prompt_tokens"] for c in calls),
+        "cached_prefix_tokens": sum(c["cached_prefix_tokens"] for c in calls),
+        "status": ctx.control.status,
+        "roles": dict(Counter(c["role"] for c in calls)),
+    }
+    return json.dumps(data, sort_keys=True).replace("</", "<\\/")
+
+
 def build_report(
     events: Sequence[Event], *, title: str | None = None, full: bool = False, db: str | Path = DEFAULT_DB
 ) -> str:
-    """The HTML page of a task's run from its event log (see module doc). The long sections
-    (tool calls, manifests, timeline) show their first ``PAGE_HEAD`` and last ``PAGE_TAIL``
-    rows and say how many are left out; ``full`` shows every row."""
+    """The HTML page of a task's run, from its event log only.
+
+    Never from the artifact store: raw tool output and the prompts' text stay out of it. The page:
+    goal and request, the token chart, the plan, approvals, errors, each model call's manifest, the
+    tool calls and the event timeline; one self-contained file (no external script, style sheet or
+    font). Its inline script sets ``document.body.dataset.ready = "1"`` and lists a script error in
+    ``#js-errors`` (``data-js-errors`` on ``<body>``), so a headless browser can check both.
+
+    Args:
+        events: The task's event log, in order.
+        title: The page's title; default from the task.
+        full: Show every row of the long sections (default: the first ``PAGE_HEAD`` and last
+            ``PAGE_TAIL``, and how many are left out).
+        db: The database the commands the page names need (``--db`` when not the default).
+
+    Returns:
+        The HTML.
+    """
     if not events:
         raise UnknownTaskError("no events for this task; nothing to report")
     ctx = replay(events)
@@ -493,12 +393,6 @@ def build_report(
     total_prompt = sum(c["prompt_tokens"] for c in calls)
     total_cached = sum(c["cached_prefix_tokens"] for c in calls)
     goal = ident.interpreted_goal or request_goal(ident.original_request)
-    plan_rows = "".join(
-        f'<tr><td class="kind">{_e(s.id)}{" ←" if s.id == ctx.plan.current_step_id else ""}</td>'
-        f'<td class="kind">{_e(s.status)}</td>'
-        f"<td>{_e(s.title)}</td><td>{_e(', '.join(s.depends_on))}</td><td>{_e(s.expected_output)}</td></tr>"
-        for s in all_plan_steps(ctx, events)
-    )
     findings = [
         f"{f.id}: {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]"
         + (f" [{stale_line(ctx, f.id)}]" if ctx.stale(f.id) else "")
@@ -509,18 +403,7 @@ def build_report(
         f"`{command_hint('inspect', ident.task_id, db, None, '--all')}` lists plan and errors"
     )
     timeline = _timeline(events, full, hint)
-    data = {
-        "task_id": ident.task_id,
-        "events": len(events),
-        "calls": len(calls),
-        "events_shown": len(events) if full else min(len(events), PAGE_HEAD + PAGE_TAIL),
-        "calls_shown": len(calls) if full else min(len(calls), PAGE_HEAD + PAGE_TAIL),
-        "prompt_tokens": total_prompt,
-        "cached_prefix_tokens": total_cached,
-        "status": ctx.control.status,
-        "roles": dict(roles),
-    }
-    data_json = json.dumps(data, sort_keys=True).replace("</", "<\\/")
+    data_json = _data_json(ctx, events, calls, full)
     page_title = title or f"taskctx report: {ident.task_id}"
     first, last = events[0].timestamp, events[-1].timestamp
     return f"""<!DOCTYPE html>
@@ -540,7 +423,7 @@ def build_report(
 <p>{len(calls)} calls ({", ".join(f"{r} {n}" for r, n in sorted(roles.items())) or "none"}); {total_prompt:,} prompt tokens,
  {total_cached:,} of them in a cached prefix ({(total_cached / total_prompt if total_prompt else 0):.1%}).</p>
 {token_chart_svg(calls)}
-<h2>Plan</h2>{'<div class="scroll"><table><tr><th>step</th><th>status</th><th>title</th><th>after</th><th>expected</th></tr>' + plan_rows + "</table></div>" if plan_rows else '<p class="muted">(no plan yet)</p>'}
+<h2>Plan</h2>{_plan(ctx, events)}
 <h2>Approvals</h2>{_approvals(ctx, events, db)}
 <h2>Errors</h2>{_errors(ctx, events)}
 <h2>Findings</h2>{_list(findings)}
@@ -558,9 +441,22 @@ def build_report(
 def write_report(
     stores: Any, task_id: str, path: str | Path, *, full: bool = False, db: str | Path = DEFAULT_DB
 ) -> Path:
-    """Write the report of ``task_id`` (from ``stores.events``) to ``path``; returns the path.
-    A damaged log (:func:`context.verify.check_events`) raises ``DamagedStoreError`` instead.
-    ``db``: the database the commands the page names need (``--db`` when not the default)."""
+    """Write the report of ``task_id`` to ``path``.
+
+    Args:
+        stores: The stores (``stores.events``).
+        task_id: The task.
+        path: The HTML file.
+        full: Show every row (see :func:`build_report`).
+        db: The database the commands the page names need.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        DamagedStoreError: The log is damaged (:func:`context.verify.check_events`).
+        UnknownTaskError: No such task.
+    """
     events = stores.events.read(task_id)
     if not events:
         known = ", ".join(stores.events.task_ids()) or "none"

@@ -1,38 +1,7 @@
-"""The executor's renderer: core + step + recent + fetched refs, cache-aware.
+"""The executor's renderer: core + checkpoint + the append-only transcript of calls + the state delta.
 
-Layout (stable parts first, so call k+1 starts with call k's prompt):
-
-1. system: the executor's instructions (fixed text);
-2. core: original request verbatim, success criteria, hard constraints, permissions;
-3. checkpoint: the working state materialised at the last transcript restart
-   (``evidence.transcript_checkpoint``; identical on every call until the next restart);
-4. transcript: one AI tool-call message + one tool message per call since the restart,
-   append-only, tool output compressed and quoted as external content; an output (or a run of
-   its lines) already shown by an earlier entry is sent as a pointer to it (:mod:`.reuse`);
-5. delta: the current step, plan progress, last step, pending approval ("## Now"). It goes into
-   the transcript as a note, and only when it changed since the last note shown
-   (``evidence.transcript_notes``), so an unchanged delta is not sent again; an unresolved
-   error follows the transcript while it is open.
-
-When the prompt would pass ``budget - reserve_for_output``, or earlier when it is expected to
-pay, the transcript restarts: a ``context.built`` event with ``transcript_reset`` (the decision's
-numbers, :class:`context.events.TranscriptReset`) and ``keep_last = KEEP_LAST`` is folded by the
-reducer, which materialises the checkpoint from the state (never a summary of a summary).
-
-The decision is a cost model priced with ``env.cache_rule`` (:mod:`nodes.pricing`: read and
-write multipliers, minimum cached prefix), from what the two renderings show, no constant fitted
-to data (:func:`restart_decision`): a transcript costs, per call, a read of the prompt so far
-plus the tokens the call appends (the mean entry of the transcript: the current output sizes);
-a restart costs one call that sends the new checkpoint and the kept calls again uncached. It is
-taken when this call's cost without it is above the least mean cost per call of the transcript
-it starts (the renewal rule: replace when the running cost passes the best average cost of a
-new cycle), and never when it sends again more than it removes (no thrash), unless the budget
-forces it. When the prompt does not fit, every restart that fits (with 0, 1 or 2 of the older
-kept calls as their one-line digest + ref) is priced the same way and the cheapest taken, so a
-restart that would be forced again at the next call loses to one that leaves room. Last the
-builder drops ``normal`` blocks. The latest tool result is ``required``.
-
-Source: docs/design.md "Cache-aware rendering"; prompt-caching practice of stable prefixes.
+Stable parts come first, so a call's prompt starts with the previous call's; the transcript
+restarts when the budget forces it or the cost model expects it to pay (:mod:`.restart`).
 """
 
 from __future__ import annotations
@@ -41,53 +10,34 @@ import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
-from context import BudgetError, TaskContext, apply_event, new_event
-from context.blocks import Trust
-from context.compression import compress_arguments
+from context import BudgetError, ContextBlock, TaskContext, apply_event, new_event
+from context.blocks import Priority, Trust
 from context.events import ContextBuilt, TranscriptReset
-from context.freshness import stale_line
-from context.models import ToolCallRecord, TranscriptNote, arguments_dict
+from context.models import ToolCallRecord, TranscriptNote
 
-from ..pricing import PricingRule
 from ..runtime import NodeEnv, Rendered
-from .base import (
-    EXTERNAL_RULE,
-    assemble,
-    block,
-    core_blocks,
-    error_block,
-    memory_block,
-    quote_agent,
-    quote_external,
-    quote_plan,
-    tool_label,
-)
+from .base import assemble, block, core_blocks, error_block, memory_block
 from .policy_blocks import PolicyBlocks
-from .reuse import reuse_spans
+from .quoting import EXTERNAL_RULE
+from .restart import KEEP_LAST, restart_decision
+from .transcript import DIGEST_LINE_CHARS, checkpoint_text, delta_text, entry_messages, shown_output
 
-__all__ = [
-    "ExecutorRenderer",
-    "EXECUTOR_SYSTEM",
-    "KEEP_LAST",
-    "REUSE_MIN_CHARS",
-    "checkpoint_text",
-    "cycle_cost",
-    "restart_decision",
-]
+__all__ = ["ENTRY_CACHE", "EXECUTOR_SYSTEM", "MAX_NOTES", "REUSE_MIN_CHARS", "ExecutorRenderer"]
 
-KEEP_LAST = 3
-#: A digest entry shows at most this many chars of its output's last line (:func:`shown_output`).
-DIGEST_LINE_CHARS = 300
+
 #: A transcript holding this many state-delta notes restarts: steps that end without tool calls
 #: add notes but no calls, and the notes live in the checkpointed state until a restart.
 MAX_NOTES = 12
+
+
 #: Rendered transcript entries the renderer keeps (LRU).
 ENTRY_CACHE = 1024
+
 
 EXECUTOR_SYSTEM = (
     "You are the executor of a taskctx task. Work on the current step only, one tool call at a time. "
@@ -97,151 +47,82 @@ EXECUTOR_SYSTEM = (
 )
 
 
-def checkpoint_text(ctx: TaskContext) -> str | None:
-    cp = ctx.evidence.transcript_checkpoint
-    if cp is None:
-        return None
-    lines = [
-        f"## Working state at the last checkpoint (materialised from the event log; plan v{cp.plan_version}), "
-        "the steps as the planner wrote them:",
-        quote_plan(cp.plan_lines, cp.plan_version),
-    ]
-    if cp.step_summary or cp.completed_summaries:
-        lines.append("Done before this transcript:")
-        if cp.step_summary:  # the executor's summary: its claim, quoted
-            lines.append("- last step:\n" + quote_agent(cp.step_summary, source="complete_step"))
-        if cp.completed_summaries:  # the calls that left the transcript: their arguments are the executor's
-            calls = "\n".join(cp.completed_summaries)
-            lines.append("- calls:\n" + quote_agent(calls, source="executor"))
-    if cp.findings:
-        lines.append("Findings (the executor's claims):")
-        lines += [
-            f"- {f.id} [{', '.join(f.evidence_refs) or 'no refs'}]"
-            + (f" [{stale}]" if (stale := stale_line(ctx, f.id)) else "")
-            + ":\n"
-            + quote_agent(f.statement, source=f"complete_step {f.id}")
-            for f in cp.findings
-        ]
-    lines.append(cp.omitted_summary)
-    return "\n".join(lines)
-
-
 #: An output at least this long (chars of its prompt form) that is byte-identical to an earlier
 #: output in the same transcript is rendered as a pointer to that call (same artifact ref).
 REUSE_MIN_CHARS = 300
 
 
-def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
-    """One call as its AI tool-call message and its tool message showing ``body`` as external
-    content (never one without the other). A call that has run shows its arguments through
-    :func:`context.compression.compress_arguments` (over ``COMMAND_LIMIT`` chars: each long
-    string as head + tail + size + the ``artifact://`` ref of the full arguments)."""
-    # once the call has run, long arguments are compressed like outputs (head, tail, size, ref)
-    args = rec.arguments if rec.status == "pending" else compress_arguments(rec.arguments)[0]
-    ai = AIMessage(
-        # the executor's own earlier words, written after reading tool output: its claim, quoted (the
-        # message's tool call names the call: no id in the source, fewer tokens)
-        content=quote_agent(rec.thought, source="executor") if rec.thought else "",
-        tool_calls=[{"name": rec.tool, "args": arguments_dict(args), "id": rec.id, "type": "tool_call"}],
-    )
-    # the tool message answers its call (tool_call_id, and the tool is named there); the ref is
-    # given once (a compressed body already ends with it), and only where the output is not
-    # shown whole (compressed, a digest, a pointer): a whole output's ref earns nothing here
-    # (about 45 tokens a call; the checkpoint names it once the call leaves the transcript)
-    whole = not rec.compressed and body == rec.result_summary and rec.status != "pending"
-    ref = None if whole or (rec.raw_ref and rec.raw_ref in body) else rec.raw_ref
-    content = quote_external(body, source=None, ref=ref)
-    return [
-        ai,
-        ToolMessage(content=content, tool_call_id=rec.id, status="error" if rec.status == "error" else "success"),
-    ]
+@dataclass
+class _TranscriptBlocks:
+    """The transcript's blocks of one rendering pass: the calls, and the notes between them."""
 
+    env: NodeEnv
+    #: Calls in the transcript.
+    n: int
+    #: Notes not added yet, oldest first (the current delta last, when it changed).
+    notes: list[TranscriptNote]
+    #: The pass's candidate blocks, appended to.
+    cands: list[ContextBlock]
+    #: Block id -> the chat messages it stands for.
+    extra: dict[str, list[BaseMessage]] = field(default_factory=dict)
 
-def shown_output(
-    rec: ToolCallRecord, *, digest: bool = False, same_as: str | None = None, earlier: Sequence[tuple[str, str]] = ()
-) -> str:
-    """The output of one call as its tool message shows it (inside the external-content tags).
+    def add_notes(self, upto: int) -> None:
+        """Add the notes made at or before call ``upto``; the last note is the required delta."""
+        env, n = self.env, self.n
+        while self.notes and self.notes[0].at <= upto:
+            note = self.notes.pop(0)
+            latest = not self.notes
+            bid = "step.delta" if latest else f"note.{note.at}.{len(self.extra)}"
+            self.extra[bid] = [HumanMessage(content=note.text)]
+            self.cands.append(
+                block(
+                    env,
+                    bid,
+                    note.text,
+                    kind="state",
+                    layer="step",
+                    source="TaskContext",
+                    priority="required" if latest else "normal",
+                    trust=_trust_of(note.text),
+                    slot="seq:transcript",
+                    relevance=1.0 - (n - note.at) / max(n, 1),
+                    tokens=env.count_messages(self.extra[bid]),
+                )
+            )
 
-    ``same_as``: the id of an earlier call in the transcript with the same artifact ref, shown in
-    full; the output is then a pointer to it (identical-artifact reuse). ``earlier``: ``(call id,
-    output as shown)`` of the entries before it; runs of lines shown there become pointers
-    (:func:`~nodes.render.reuse.reuse_spans`). Either way an entry depends only on earlier ones,
-    so the transcript stays append-only."""
-    if rec.status == "pending":
-        body = "(no result recorded yet)"
-    elif same_as is not None:
-        body = (
-            f"[identical to the output of call {same_as} above ({len(rec.result_summary)} chars); "
-            f"full output: {rec.raw_ref}]"
-        )
-    elif digest:
-        first = rec.result_summary.strip().splitlines()
-        body = f"[digest] {rec.status}; {(first[-1] if first else '')[:DIGEST_LINE_CHARS]}"
-    else:
-        body = reuse_spans(rec.result_summary, earlier)
-    if rec.status == "denied":
-        body = f"[denied by the tool node] {body}"
-    return body
-
-
-def delta_text(ctx: TaskContext) -> str:
-    lines = ["## Now"]
-    step = ctx.step(ctx.plan.current_step_id)
-    cs = ctx.current_step
-    if step is not None and cs is not None:
-        said = cs.objective or step.title
-        if cs.expected_output:
-            said += f"\nExpected output: {cs.expected_output}"
-        # the planner's words (a re-plan is written after reading findings): its claim, quoted
-        lines.append(
-            f"Current step {step.id}, as the planner wrote it:\n" + quote_agent(said, source=f"planner {step.id}")
-        )
-        if cs.allowed_tools:
-            lines.append(f"Tools for this step: {', '.join(cs.allowed_tools)}")
-        for c in cs.constraints:
-            lines.append(f"Step constraint: {c}")
-        lines.append(f"Risk: {cs.risk_level}")
-    else:
-        lines.append("No step is running.")
-    if ctx.plan.steps:
-        groups = ctx.plan.runs(statuses=("done", "skipped", "pending"))
-        folded = []
-        if ctx.plan.done_folded:
-            ids, _, groups = ctx.plan.folded_head(groups)
-            folded = [f"{ids} done"]
-        lines.append(
-            "Plan: "
-            + " · ".join(
-                folded
-                + [f"{g[0].id} {g[0].status}" if len(g) == 1 else f"{g[0].id}-{g[-1].id} {g[0].status}" for g in groups]
+    def add_call(self, rec: ToolCallRecord, msgs: list[BaseMessage], tokens: int, prio: Priority, age: int) -> None:
+        """Add one call's entry (``msgs``: its AI and tool message, ``tokens`` of them), ``age`` calls old."""
+        bid = f"tool.{rec.id}"
+        self.extra[bid] = msgs
+        self.cands.append(
+            block(
+                self.env,
+                bid,
+                msgs[1].content if isinstance(msgs[1].content, str) else "",
+                kind="tool_result",
+                layer="recent",
+                source=f"tool:{rec.tool}",
+                priority=prio,
+                trust="external_content",
+                observed_at=rec.timestamp,
+                relevance=1.0 - age / max(self.n, 1),
+                slot="seq:transcript",
+                compressed=rec.compressed,
+                tokens=tokens,
             )
         )
-    if ctx.progress.last_step is not None:
-        ls = ctx.progress.last_step
-        stale = stale_line(ctx, f"step:{ls.id}")
-        lines.append(
-            f"Last step {ls.id} ({ls.result}){f' [{stale}]' if stale else ''}:\n"
-            + quote_agent(ls.summary, source=f"complete_step {ls.id}")
-        )
-    again = ctx.to_reread()
-    if again:
-        lines.append(f"Re-read before acting (facts resting on them are stale): {', '.join(again)}")
-    pc = ctx.control.pending_completion
-    if pc is not None and pc.not_applied and pc.step_id == ctx.plan.current_step_id:
-        lines.append(
-            f"Your complete_step sent with {', '.join(pc.after_calls)} was not applied: {pc.not_applied}. "
-            "Call complete_step again when the step is done."
-        )
-    if ctx.control.pending_approval is not None:
-        a = ctx.control.pending_approval
-        lines.append(
-            f"Waiting for approval of {tool_label(a.tool)} ({a.risk} risk): {a.reason}; the call's arguments:\n"
-            + quote_agent(a.arguments, source=f"executor {a.call_id}")
-        )
-    return "\n".join(lines)
 
 
 class ExecutorRenderer:
+    """The executor's renderer: core + checkpoint + the append-only transcript + the state delta.
+
+    Transcript entries are rendered once and cached (an entry depends only on the entries before
+    it), in a bounded LRU shared by the threads of a graph.
+
+    Args:
+        keep_last: Calls a transcript restart keeps.
+    """
+
     role = "executor"
 
     def __init__(self, keep_last: int = KEEP_LAST):
@@ -265,8 +146,10 @@ class ExecutorRenderer:
         env: NodeEnv,
         degrade: bool = False,
     ) -> tuple[int, str, list[BaseMessage], int]:
-        """``(entry id, shown output, messages, tokens)`` of one transcript entry (cached);
-        ``reuse=False``: no span pointers (``shown`` is ignored)."""
+        """``(entry id, shown output, messages, tokens)`` of one transcript entry, cached.
+
+        ``reuse=False``: no span pointers (``shown`` is ignored).
+        """
         key = (
             prev,
             rec.id,
@@ -310,8 +193,41 @@ class ExecutorRenderer:
         digest_latest: bool = False,
         policy: PolicyBlocks | None = None,
     ) -> Rendered:
-        """One rendering pass (see :meth:`render`); ``policy``: the policy blocks this render's
-        passes share (default: built for this pass alone)."""
+        """One rendering pass (see :meth:`render`).
+
+        ``policy``: the policy blocks this render's passes share (default: built for this pass alone).
+        """
+        cands = self._state_blocks(ctx, env)
+        n = len(ctx.evidence.recent_tool_calls)
+        # the state delta: appended to the transcript only when it changed since the last one shown
+        notes = list(ctx.evidence.transcript_notes)
+        now = delta_text(ctx)
+        delta_note = None if notes and notes[-1].text == now else now
+        if delta_note is not None:
+            notes.append(TranscriptNote(at=n, text=now))
+        transcript = _TranscriptBlocks(env, n, notes, cands)
+        self._add_calls(ctx, env, transcript, digest=digest, reuse=reuse, digest_latest=digest_latest)
+        transcript.add_notes(n)
+        err = error_block(ctx, env, slot="msg:delta")
+        if err is not None:
+            cands.append(err)
+        policy = policy if policy is not None else self._policy(ctx, env)
+        cands += policy(ctx, env)
+        r = assemble(
+            role=self.role,
+            env=env,
+            system=EXECUTOR_SYSTEM,
+            candidates=cands,
+            layout=["msg:core", "msg:checkpoint", "seq:transcript", "msg:delta"],
+            tools=tools,
+            extra_messages=transcript.extra,
+            transcript_reset=reset,
+            keep_last=self.keep_last if reset else 0,
+        )
+        return replace(r, delta_note=delta_note)
+
+    def _state_blocks(self, ctx: TaskContext, env: NodeEnv) -> list[ContextBlock]:
+        """The blocks before the transcript: the core layer, loaded memories, the checkpoint."""
         cands = core_blocks(ctx, env)
         mem = memory_block(ctx, env, slot="msg:core")
         if mem is not None:
@@ -331,45 +247,28 @@ class ExecutorRenderer:
                     slot="msg:checkpoint",
                 )
             )
-        extra: dict[str, list[BaseMessage]] = {}
+        return cands
+
+    def _add_calls(
+        self,
+        ctx: TaskContext,
+        env: NodeEnv,
+        transcript: _TranscriptBlocks,
+        *,
+        digest: int,
+        reuse: bool,
+        digest_latest: bool,
+    ) -> None:
+        """Add each call of the transcript to ``transcript``, after the notes that come before it."""
         calls = ctx.evidence.recent_tool_calls
         n = len(calls)
-        # the state delta: appended to the transcript only when it changed since the last one shown
-        notes = list(ctx.evidence.transcript_notes)
-        now = delta_text(ctx)
-        delta_note = None if notes and notes[-1].text == now else now
-        if delta_note is not None:
-            notes.append(TranscriptNote(at=n, text=now))
-
-        def add_notes(upto: int) -> None:
-            while notes and notes[0].at <= upto:
-                note = notes.pop(0)
-                latest = not notes
-                bid = "step.delta" if latest else f"note.{note.at}.{len(extra)}"
-                extra[bid] = [HumanMessage(content=note.text)]
-                cands.append(
-                    block(
-                        env,
-                        bid,
-                        note.text,
-                        kind="state",
-                        layer="step",
-                        source="TaskContext",
-                        priority="required" if latest else "normal",
-                        trust=_trust_of(note.text),
-                        slot="seq:transcript",
-                        relevance=1.0 - (n - note.at) / max(n, 1),
-                        tokens=env.count_messages(extra[bid]),
-                    )
-                )
-
         # calls a forced restart showed as digests stay so until they leave (a stable prefix)
         pinned = ctx.evidence.transcript_checkpoint.digests if ctx.evidence.transcript_checkpoint else 0
         first_by_ref: dict[str, str] = {}
         shown: list[tuple[str, str]] = []
         prev = 0
         for i, rec in enumerate(calls):
-            add_notes(i)
+            transcript.add_notes(i)
             age = n - 1 - i
             dig = (
                 i < pinned
@@ -377,52 +276,17 @@ class ExecutorRenderer:
                 or (digest_latest and age == 0)
             )
             # point only to an earlier output shown in full in this prompt (never to a digest)
-            reusable = reuse and rec.raw_ref and rec.status == "ok" and len(rec.result_summary) >= REUSE_MIN_CHARS
-            same_as = first_by_ref.get(rec.raw_ref) if reusable and not dig else None
-            if reusable and same_as is None and not dig:
-                first_by_ref[rec.raw_ref] = rec.id
+            ok = reuse and rec.status == "ok" and len(rec.result_summary) >= REUSE_MIN_CHARS
+            ref = rec.raw_ref if ok else None
+            same_as = first_by_ref.get(ref) if ref and not dig else None
+            if ref and same_as is None and not dig:
+                first_by_ref[ref] = rec.id
             prev, body, msgs, tokens = self._entry(
                 prev, rec, digest=dig, same_as=same_as, shown=shown, reuse=reuse, env=env, degrade=digest_latest
             )
             shown.append((rec.id, body))
-            bid = f"tool.{rec.id}"
-            extra[bid] = msgs
-            prio = "required" if age == 0 else ("high" if age < self.keep_last else "normal")
-            cands.append(
-                block(
-                    env,
-                    bid,
-                    msgs[1].content if isinstance(msgs[1].content, str) else "",
-                    kind="tool_result",
-                    layer="recent",
-                    source=f"tool:{rec.tool}",
-                    priority=prio,
-                    trust="external_content",
-                    observed_at=rec.timestamp,
-                    relevance=1.0 - age / max(n, 1),
-                    slot="seq:transcript",
-                    compressed=rec.compressed,
-                    tokens=tokens,
-                )
-            )
-        add_notes(n)
-        err = error_block(ctx, env, slot="msg:delta")
-        if err is not None:
-            cands.append(err)
-        policy = policy if policy is not None else self._policy(ctx, env)
-        cands += policy(ctx, env)
-        r = assemble(
-            role=self.role,
-            env=env,
-            system=EXECUTOR_SYSTEM,
-            candidates=cands,
-            layout=["msg:core", "msg:checkpoint", "seq:transcript", "msg:delta"],
-            tools=tools,
-            extra_messages=extra,
-            transcript_reset=reset,
-            keep_last=self.keep_last if reset else 0,
-        )
-        return replace(r, delta_note=delta_note)
+            prio: Priority = "required" if age == 0 else ("high" if age < self.keep_last else "normal")
+            transcript.add_call(rec, msgs, tokens, prio, age)
 
     def _policy(self, ctx: TaskContext, env: NodeEnv) -> PolicyBlocks:
         """The policy blocks of one render from ``ctx`` (the task's calls read once for all its passes)."""
@@ -441,11 +305,24 @@ class ExecutorRenderer:
         return apply_event(ctx, prelim)
 
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
-        """Render; restart the transcript when the budget forces it or the cost model expects it
-        to pay (see module doc). When the required blocks do not fit even then, the latest call
-        (a required block) and the kept ones are degraded to their digest + ref
-        (:func:`shown_output`: at most ``DIGEST_LINE_CHARS`` chars of the output's last line),
-        without their thoughts, before ``BudgetError`` is raised."""
+        """Render the executor's prompt, restarting the transcript when it must or when it pays.
+
+        A restart is taken when the budget forces it or the cost model expects it to pay
+        (:func:`~nodes.render.restart.restart_decision`). When the required blocks do not fit even
+        then, the latest call and the kept ones are degraded to their digest and ref (at most
+        ``DIGEST_LINE_CHARS`` chars of the output's last line), without their thoughts.
+
+        Args:
+            ctx: The state.
+            env: The node environment (budget, reserve, counter, stores).
+            tools: The tool schemas the call offers.
+
+        Returns:
+            The prompt (``transcript_reset`` set when it restarts the transcript).
+
+        Raises:
+            BudgetError: The required blocks do not fit even degraded.
+        """
         policy = self._policy(ctx, env)
         try:
             return self._fit(ctx, env, tools, policy)
@@ -461,12 +338,21 @@ class ExecutorRenderer:
         )
 
     def minimum_budget(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> int:
-        """The smallest budget (tokens) under which a call can follow this prompt: the required
-        blocks of ``ctx`` plus one finished call in its degraded form (a digest line of
-        ``DIGEST_LINE_CHARS`` chars, no thought, small arguments), the overhead and
-        ``env.reserve_for_output``. The executor node checks it on a task's first executor call,
-        before any tool runs. (Large arguments can still need more: they are compressed, never
-        dropped.)"""
+        """The smallest budget under which a call can follow this prompt, in tokens.
+
+        The required blocks of ``ctx`` plus one finished call in its degraded form (a digest line, no
+        thought, small arguments), the overhead and ``env.reserve_for_output``. The executor node
+        checks it on a task's first executor call, before any tool runs; large arguments can still
+        need more (they are compressed, never dropped).
+
+        Args:
+            ctx: The state.
+            env: The node environment (budget, reserve, counter, stores).
+            tools: The tool schemas the call offers.
+
+        Returns:
+            The budget, in tokens.
+        """
         probe = ToolCallRecord(
             id="call_probe_000000",
             step_id=ctx.plan.current_step_id,
@@ -530,9 +416,11 @@ class ExecutorRenderer:
     def _digests(
         self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]], limit: int, policy: PolicyBlocks
     ) -> Rendered:
-        """No restart possible (few calls): the prompt with 1, 2... of the older calls as
-        digests, the first that fits; else the builder drops calls, with no pointers at all
-        (none may point to a dropped call)."""
+        """The prompt with 1, 2... of the older calls as digests: the first that fits.
+
+        When no restart is possible (few calls). Else the builder drops calls, with no pointers at
+        all (none may point to a dropped call).
+        """
         for d in range(1, self.keep_last):
             r = self._render(ctx, env, tools, reset=False, digest=d, policy=policy)
             if r.prompt_tokens <= limit and not r.manifest.dropped:
@@ -540,72 +428,10 @@ class ExecutorRenderer:
         return self._render(ctx, env, tools, reset=False, digest=self.keep_last - 1, reuse=False, policy=policy)
 
 
-def cycle_cost(rule: PricingRule, *, start: int, shared: int, growth: int, limit: int) -> tuple[float, int]:
-    """``(mean cost per call, calls)`` of the cheapest transcript cycle: a first call of ``start``
-    prompt tokens of which ``shared`` are a cached prefix, then calls that each append ``growth``
-    tokens and read the previous prompt from the cache, while the prompt stays within ``limit``
-    tokens; the cycle length is the one whose mean cost per call (``rule.cost`` units) is least.
-    The calls get dearer as the prompt grows, so the mean falls until a call costs more than it."""
-    total = rule.cost(start, shared)
-    best = (total, 1)
-    p, n, g = start, 1, max(growth, 1)
-    while p + g <= limit:
-        c = rule.cost(p + g, p)
-        if c > total / n:  # from here on every call raises the mean
-            break
-        total += c
-        p, n = p + g, n + 1
-        best = (total / n, n)
-    return best
-
-
-def restart_decision(
-    r: Rendered, restarted: Rendered | None, rule: PricingRule, limit: int, keep_last: int = KEEP_LAST
-) -> TranscriptReset:
-    """The numbers of restarting now (:class:`~context.events.TranscriptReset`, ``reason="cost"``)
-    from ``r``, the prompt without the restart, and ``restarted``, the prompt with it (``None``:
-    estimated from ``r``, the old checkpoint block standing for the new one). Tokens are the
-    blocks' token estimates; this call without the restart appends its latest call and, when it
-    changed, the state note; a call appends the mean entry of ``r``'s transcript (calls and
-    notes over calls). ``limit``: the prompt's budget (``budget - reserve_for_output``)."""
-    # every candidate block, also those the builder dropped (a prompt over the budget)
-    tok = {e.id: e.tokens for e in r.manifest.entries}
-    full = r.prompt_tokens + sum(e.tokens for e in r.manifest.entries if not e.included)
-    calls = [e.id for e in r.manifest.entries if e.id.startswith("tool.")]
-    notes = [e.id for e in r.manifest.entries if e.id.startswith("note.")]
-    cp = tok.get("state.checkpoint", 0)
-    removed = cp + sum(tok[c] for c in calls[:-keep_last]) + sum(tok[n] for n in notes)
-    latest = tok[calls[-1]] if calls else 0
-    appended = latest + (tok.get("step.delta", 0) if r.delta_note is not None else 0)
-    growth = round((sum(tok[c] for c in calls) + sum(tok[n] for n in notes)) / max(len(calls), 1))
-    # both sides priced with the same call: one that appends the mean entry
-    before = full - appended
-    now = rule.cost(before + growth, before)
-    if restarted is None:
-        resent = cp + sum(tok[c] for c in calls[-keep_last:-1])
-        start = full - removed + cp
-        stable = sum(b.token_estimate for b in r.blocks if b.slot == "msg:core")
-        stable += full - sum(tok.values())  # system, tool schemas, framing
-    else:
-        t2 = {b.id: b.token_estimate for b in restarted.blocks}
-        kept = [b.id for b in restarted.blocks if b.id.startswith("tool.")]
-        resent = t2.get("state.checkpoint", 0) + sum(t2[c] for c in kept[:-1])
-        start = restarted.prompt_tokens
-        stable = sum(b.token_estimate for b in restarted.blocks if b.slot == "msg:core")
-        stable += restarted.prompt_tokens - sum(t2.values())
-    start += growth - latest
-    mean, horizon = cycle_cost(rule, start=start, shared=stable, growth=growth, limit=limit)
-    return TranscriptReset(
-        reason="cost",
-        removed=removed,
-        resent=resent,
-        expected_saving=round(now - mean, 1),
-        horizon=horizon,
-        rule=rule.name,
-    )
-
-
 def _trust_of(text: str) -> Trust:
-    """``agent_claim`` for a block that quotes an agent's claim (:func:`quote_agent`), else
-    ``trusted_app``: a block's trust is that of its least trusted part."""
+    """A block's trust: that of its least trusted part.
+
+    ``agent_claim`` for a block that quotes an agent's claim (:func:`quote_agent`), else
+    ``trusted_app``.
+    """
     return "agent_claim" if '<external_content source="agent:' in text else "trusted_app"

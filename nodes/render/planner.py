@@ -1,6 +1,4 @@
-"""The planner's renderer: core + plan + progress + findings (no raw tool output). Findings, the
-last step's summary and the review and recovery summaries are the agents' claims: quoted as data
-(:func:`~nodes.render.base.quote_agent`), in ``agent_claim`` blocks."""
+"""The planner's renderer: core + plan + progress + findings (no raw tool output)."""
 
 from __future__ import annotations
 
@@ -11,19 +9,9 @@ from context import TaskContext
 from context.freshness import stale_line
 
 from ..runtime import NodeEnv, Rendered
-from .base import (
-    EXTERNAL_RULE,
-    assemble,
-    block,
-    core_blocks,
-    error_block,
-    finding_blocks,
-    memory_block,
-    plan_text,
-    plan_trust,
-    quote_agent,
-)
+from .base import assemble, block, core_blocks, error_block, finding_blocks, memory_block, plan_text, plan_trust
 from .policy_blocks import policy_blocks
+from .quoting import EXTERNAL_RULE, quote_agent
 
 __all__ = ["PlannerRenderer", "PLANNER_SYSTEM"]
 
@@ -39,7 +27,14 @@ _AGENT_SUMMARIES = {"review.completed": "review", "recovery.decided": "recovery"
 
 
 def progress_text(ctx: TaskContext) -> tuple[str, bool]:
-    """The progress block's text and whether it quotes an agent's claim."""
+    """The progress block: completed steps, the last step, review and recovery summaries.
+
+    Args:
+        ctx: The state.
+
+    Returns:
+        ``(text, whether it quotes an agent's claim)``.
+    """
     lines = ["## Progress"]
     lines.append(f"completed steps: {ctx.progress.completed_text()}; tool calls so far: {ctx.progress.executor_steps}")
     agent = False
@@ -63,9 +58,21 @@ def progress_text(ctx: TaskContext) -> tuple[str, bool]:
 
 
 class PlannerRenderer:
+    """The planner's renderer: core + plan + progress + findings (no raw tool output)."""
+
     role = "planner"
 
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
+        """Render the planner's prompt.
+
+        Args:
+            ctx: The state.
+            env: The node environment.
+            tools: The tool schemas the call offers.
+
+        Returns:
+            The prompt.
+        """
         cands = core_blocks(ctx, env)
         mem = memory_block(ctx, env, slot="msg:core")
         if mem is not None:

@@ -1,9 +1,4 @@
-"""The recovery renderer: core + the recovery layer (failure, error history) + last good checkpoint.
-
-The last good checkpoint is shown once: the renderer's own block (``recovery.checkpoint``), or,
-when a context policy adds ``last_checkpoint`` (the default ``recovery_adds_error_and_checkpoint``),
-the policy's block, which supersedes it (manifest: ``recovery.checkpoint`` "superseded by
-policy.last_checkpoint"; if the policy's block is dropped for the budget, the renderer's stays)."""
+"""The recovery renderer: core + the failure and error history + the last good checkpoint."""
 
 from __future__ import annotations
 
@@ -13,8 +8,9 @@ from typing import Any
 from context import TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .base import EXTERNAL_RULE, assemble, block, core_blocks, quote_agent, quote_external, tool_label
+from .base import assemble, block, core_blocks
 from .policy_blocks import policy_blocks
+from .quoting import EXTERNAL_RULE, quote_agent, quote_external, tool_label
 
 __all__ = ["RecoveryRenderer", "RECOVERY_SYSTEM", "ERROR_HISTORY_SHOWN"]
 
@@ -32,9 +28,25 @@ RECOVERY_SYSTEM = (
 
 
 class RecoveryRenderer:
+    """The recovery renderer: core + the failure and error history + the last good checkpoint.
+
+    The checkpoint is shown once: the renderer's own block (``recovery.checkpoint``), or the
+    policy's ``last_checkpoint`` block when a context policy adds it, which supersedes it.
+    """
+
     role = "recovery"
 
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
+        """Render the recovery prompt.
+
+        Args:
+            ctx: The state.
+            env: The node environment.
+            tools: The tool schemas the call offers.
+
+        Returns:
+            The prompt.
+        """
         cands = core_blocks(ctx, env)
         failing = [r for r in ctx.evidence.recent_tool_calls if r.status == "error"][-1:]
         for r in failing:

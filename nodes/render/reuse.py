@@ -1,24 +1,4 @@
-"""Identical-span reuse: a run of lines already shown in an earlier transcript entry is sent as a
-pointer to it instead of again.
-
-Agents re-read what they have already seen: the same file region opened twice, a search whose
-hits overlap an earlier view, a test run whose long preamble repeats. Inside one executor
-transcript those lines are already in the prompt (in an earlier tool message), so sending them
-again only costs tokens. :func:`reuse_spans` replaces each run of at least
-:data:`SPAN_MIN_LINES` consecutive lines that equals a run of lines of one earlier entry, as
-shown there, and is at least :data:`SPAN_MIN_RATIO` times as long as its marker (chars), by the
-marker, such as::
-
-    [23 lines identical to lines 14-36 of the output of call rec-3 above]
-
-The output still holds every byte: the earlier entry is in the same prompt, and the artifact
-ref returns the exact raw output. An entry's form depends only on the entries before it in the
-same transcript, so the transcript stays append-only (cache-friendly); after a restart the
-kept entries are rendered again against what is still shown.
-
-Source: the "reuse of identical artifacts" idea in docs/design.md's cache-aware rendering; line
-matching by exact equality (a hash index of earlier lines), not fuzzy diffs.
-"""
+"""Identical-span reuse: a run of lines an earlier transcript entry already showed is sent as a pointer to it."""
 
 from __future__ import annotations
 
@@ -34,18 +14,34 @@ SPAN_MIN_RATIO = 2
 
 
 def span_marker(n_lines: int, first: int, last: int, call_id: str) -> str:
-    """The pointer that stands for ``n_lines`` lines equal to lines ``first``-``last``
-    (1-based, as shown) of call ``call_id``'s tool message."""
+    """The pointer that stands for lines an earlier entry showed.
+
+    Args:
+        n_lines: The lines it stands for.
+        first: The first of them in call ``call_id``'s tool message (1-based, as shown).
+        last: The last of them.
+        call_id: The earlier call.
+
+    Returns:
+        ``[<n> lines identical to lines <first>-<last> of the output of call <call_id> above]``.
+    """
     return f"[{n_lines} lines identical to lines {first}-{last} of the output of call {call_id} above]"
 
 
 def reuse_spans(text: str, earlier: Sequence[tuple[str, str]]) -> str:
-    """``text`` with every long run of lines shown in an earlier entry replaced by a marker.
+    """``text`` with every long run of lines an earlier entry showed replaced by a marker.
 
-    ``earlier``: ``(call_id, shown text)`` of the entries before this one in the transcript,
-    oldest first. A run matches lines of one earlier entry, consecutive and byte-equal; the
-    longest match wins, the oldest entry on a tie. Returns ``text`` unchanged when nothing
-    qualifies. Cost: O(lines of ``earlier`` + lines of ``text`` x matches per line).
+    A run matches lines of one earlier entry, consecutive and byte-equal, of at least
+    ``SPAN_MIN_LINES`` lines and ``SPAN_MIN_RATIO`` times as long as its marker (chars); the
+    longest match wins, the oldest entry on a tie. Cost: O(lines of ``earlier`` + lines of
+    ``text`` x matches per line).
+
+    Args:
+        text: The output as it would be shown.
+        earlier: ``(call_id, shown text)`` of the entries before it in the transcript, oldest first.
+
+    Returns:
+        The text with markers, or ``text`` unchanged when nothing qualifies.
     """
     if not earlier:
         return text

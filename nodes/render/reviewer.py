@@ -1,6 +1,4 @@
-"""The reviewer's renderer: core (success criteria) + plan + changed artifacts + findings with refs
-(all of the task's findings, read from the event log; the builder drops the oldest first when
-they do not fit)."""
+"""The reviewer's renderer: core (success criteria) + plan + changed artifacts + findings with refs."""
 
 from __future__ import annotations
 
@@ -10,17 +8,9 @@ from typing import Any
 from context import Finding, TaskContext
 
 from ..runtime import NodeEnv, Rendered
-from .base import (
-    EXTERNAL_RULE,
-    assemble,
-    block,
-    core_blocks,
-    finding_blocks,
-    memory_block,
-    plan_text,
-    plan_trust,
-)
+from .base import assemble, block, core_blocks, finding_blocks, memory_block, plan_text, plan_trust
 from .policy_blocks import policy_blocks
+from .quoting import EXTERNAL_RULE
 
 __all__ = ["ReviewerRenderer", "REVIEWER_SYSTEM", "all_findings"]
 
@@ -32,10 +22,18 @@ REVIEWER_SYSTEM = (
 
 
 def all_findings(ctx: TaskContext, env: NodeEnv) -> list[Finding]:
-    """Every finding of the task up to ``ctx``'s cursor, oldest first: from the event log's
-    ``step.completed`` events (the state keeps only the last ``FINDINGS_WINDOW``), plus any in
-    the state's window that the log does not hold (a TaskContext folded from events that were
-    never appended)."""
+    """Every finding of the task up to ``ctx``'s cursor, oldest first.
+
+    From the event log's ``step.completed`` events (the state keeps only the last
+    ``FINDINGS_WINDOW``), plus any in the state's window the log does not hold.
+
+    Args:
+        ctx: The state.
+        env: The node environment (its event log).
+
+    Returns:
+        The findings.
+    """
     out: list[Finding] = []
     if ctx.identity.task_id:
         for e in env.events.iter(ctx.identity.task_id, kinds=["step.completed"]):
@@ -47,9 +45,25 @@ def all_findings(ctx: TaskContext, env: NodeEnv) -> list[Finding]:
 
 
 class ReviewerRenderer:
+    """The reviewer's renderer: core (success criteria) + plan + changed artifacts + findings with refs.
+
+    Every finding of the task is a candidate (read from the event log); the builder drops the
+    oldest first when they do not fit.
+    """
+
     role = "reviewer"
 
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
+        """Render the reviewer's prompt.
+
+        Args:
+            ctx: The state.
+            env: The node environment.
+            tools: The tool schemas the call offers.
+
+        Returns:
+            The prompt.
+        """
         cands = core_blocks(ctx, env)
         mem = memory_block(ctx, env, slot="msg:core")
         if mem is not None:

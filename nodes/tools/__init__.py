@@ -1,34 +1,8 @@
-"""The tool node and what it runs.
+"""The tool node (:class:`TaskToolNode`) and what it runs: :class:`ToolExecutor`, built-in and replay tools."""
 
-::
-
-    executor node ── tool.called (pending calls) ──▶ TaskToolNode (node.py)
-        per call: permissions.assess ─ refused ─▶ permission.denied + denied result
-                  needs approval ─▶ permission.requested + interrupt() ─▶ answer
-                  side effects ─▶ permission.granted (the "may have started" marker)
-                  run: read_artifact / search_history (builtin.py) or the ToolExecutor
-                  ─▶ tool.result.received (+ file.modified, error.resolved)
-
-Modules (leaves first):
-
-* ``protocol.py``: :class:`ToolExecutor` (what the node calls), :class:`ToolOutcome` (what a
-  tool returns), :func:`function_schema` (OpenAI tool dicts), :data:`CONTROL_TOOLS`.
-* ``builtin.py``: ``read_artifact`` and ``search_history``, answered from the task's own stores.
-* ``replay.py``: :class:`ReplayTools`, the tools of a recorded trajectory.
-* ``node.py``: :class:`TaskToolNode` (and :func:`make_tool_node`), the graph's ``tools`` node:
-  permissions, approvals, side-effect markers and recovery, results (its module doc has the
-  rules). The workspace executor lives in :mod:`nodes.workspace`.
-"""
-
+from .approvals import APPROVAL_ACTIONS, REJECTED_AGAIN, ApprovalQuestions, normalize_answer
 from .builtin import BUILTIN_TOOLS, READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
-from .node import (
-    APPROVAL_ACTIONS,
-    REJECTED_AGAIN,
-    ApprovalQuestions,
-    TaskToolNode,
-    make_tool_node,
-    normalize_answer,
-)
+from .node import TaskToolNode, make_tool_node
 from .protocol import (
     CONTROL_TOOLS,
     ToolExecutor,

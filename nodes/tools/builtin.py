@@ -1,6 +1,4 @@
-"""The tools the tool node answers itself from the task's own stores: ``read_artifact`` (the
-executor node offers it) and ``search_history`` (offered by executors that want it, e.g.
-:class:`~nodes.workspace.WorkspaceTools`). Neither has side effects; both are ``low`` risk."""
+"""The tools the tool node answers from the task's own stores: ``read_artifact`` and ``search_history``."""
 
 from __future__ import annotations
 
@@ -49,16 +47,20 @@ _SEARCHED_KINDS = tuple(k for k in get_args(EventKind) if k != "context.built")
 
 
 def read_artifact(env: NodeEnv, arguments: dict[str, Any]) -> ToolOutcome:
-    """The artifact ``arguments["ref"]`` names (or its ``#L`` slice) as stored: the store masked
-    its secrets when it was written (:mod:`context.secrets`; masking keeps line numbers, so a
-    slice inside a key block is masked too).
+    """Answer ``read_artifact``: the artifact a ref names, as stored (its secrets masked).
 
-    A ref ending in ``#C<start>-<end>`` (after any ``#L`` slice) gives only those characters
-    (Unicode code points of the text or slice, 1-based, inclusive, as the compression
-    notes count them: ``chars 1-1200``), after one header line ``[chars <start>-<end> of
-    <total>]`` (``end`` clipped to the total), so any part of any artifact is reachable, the
-    middle of a 1 MB line too. A bad or unknown ref, a range that is not ``1 <= start <= end``
-    or that starts past the end is an ``error`` outcome naming it."""
+    The ref may end in ``#L<a>-<b>`` (lines) and then ``#C<start>-<end>`` (characters of the text
+    or slice, 1-based, inclusive, as the compression notes count them); a ``#C`` part comes after
+    one header line ``[chars <start>-<end> of <total>]``, so any part of any artifact is reachable.
+
+    Args:
+        env: The node environment (its artifact store).
+        arguments: The call's arguments: ``{"ref": "artifact://sha256:...[#L..][#C..]"}``.
+
+    Returns:
+        The text; an ``error`` outcome for a bad or unknown ref or a range that is not
+        ``1 <= start <= end`` or starts past the end.
+    """
     ref = str(arguments.get("ref", "")).strip()
     m = _CHARS.fullmatch(ref)
     if m is not None:
@@ -84,9 +86,17 @@ def read_artifact(env: NodeEnv, arguments: dict[str, Any]) -> ToolOutcome:
 
 
 def search_history(env: NodeEnv, task_id: str, arguments: dict[str, Any], limit: int = 30) -> ToolOutcome:
-    """Events of ``task_id`` whose one-line summary or payload holds ``arguments["query"]``
-    (case-insensitive), one ``#seq kind [actor] summary`` line each, the newest ``limit``; an
-    empty query is an ``error`` outcome."""
+    """Answer ``search_history``: the task's events whose summary or payload holds the query.
+
+    Args:
+        env: The node environment (its event log).
+        task_id: The task.
+        arguments: The call's arguments: ``{"query": "..."}`` (case-insensitive).
+        limit: At most this many events, the newest.
+
+    Returns:
+        One ``#seq kind [actor] summary`` line per event; an ``error`` outcome for an empty query.
+    """
     query = str(arguments.get("query", "")).strip().lower()
     if not query:
         return ToolOutcome("error", "search_history needs a non-empty query")

@@ -1,163 +1,60 @@
-"""The tool node, :class:`TaskToolNode`: runs the calls the executor recorded, with
-permissions, approvals and side-effect-safe resume.
+"""The tool node, :class:`TaskToolNode`: runs the calls the executor recorded, with permissions and approvals.
 
-The executor appends ``tool.called`` for each call the model issues; the tool node then runs
-every call still pending, one at a time: raw output → artifact store (which masks secrets as it
-writes: :mod:`context.secrets`) → the stored bytes compressed → ``tool.result.received`` (its own transaction, so a crash mid-batch keeps
-the results already recorded). A successful call resolves the open errors of its own plan step
-(``error.resolved`` for each error whose ``step_id`` is the call's; with ``strict_resolution``
-on the executor, instead only errors of an earlier call of the same tool with the same
-arguments). Tool output is external content: it never reaches a system message.
-
-**Permissions** are checked here, in code, for every call (:func:`nodes.permissions.assess`):
-a refused call gets ``permission.denied`` and a ``denied`` result and never runs.
-
-**Approvals.** A call that needs approval (``requires_approval`` or high risk) records
-``permission.requested`` and calls LangGraph ``interrupt()`` with ``{type: "approval", call_id,
-tool, arguments, risk, reason}``. The answer (``Command(resume=...)``) is ``{"action":
-"approve"}``, ``{"action": "edit", "arguments": {...}}`` (checked against the tool's schema and by the
-policy again, not asked again: arguments that do not fit are denied), ``{"action": "reject", "reason": "..."}`` or ``{"action": "respond", "message":
-"..."}``. Every payload also carries ``request_id`` (the id of its ``permission.requested``
-event); an answer that names another ``request_id`` is not an answer to this question, which is
-asked again. One question per node run: a second call that needs approval waits for the next run
-of the node (the router sends the graph back here while calls are pending); the one exception is
-a call approved in this run whose process died before its result was recorded, which may be put
-up again ("run it again?").
-
-A node re-runs from its first line on resume, and LangGraph matches resume values to
-``interrupt()`` calls by their order within the node run. The ``permission.requested`` events
-the node's earlier attempts appended (:class:`~nodes.runtime.NodeRun` ``own``) are the questions
-of this node run in that order: each re-run calls ``interrupt()`` for them again, in the same
-order, before it asks anything new (each returns its stored answer; an answer already acted on,
-i.e. followed by ``permission.granted``/``denied``, is not acted on again). So a stored answer
-never answers a new question, and ``permission.requested`` is appended once per question. A
-``taskctx resume`` (a ``resume_token`` not yet recorded) is recorded first, ``resume.started``
-in a batch of its own, so a resume that stops at an approval here is on the record too.
-
-**A wait is a pause.** Before an answer is acted on, the workspace is fingerprinted like on a
-resume (:meth:`TaskToolNode.waited`): a hand edit made while the task waited for the answer is
-``fact.stale`` with cause ``approval``, recorded before the call acts (not blamed on the task's
-own write afterwards). An approved write or patch of a file that changed while waiting is not
-run: its arguments were made against bytes the file no longer has (a write would overwrite the
-person's edit); it gets ``permission.denied`` (system) and a ``denied`` result that names the
-change and asks for a re-read, and the executor makes the change again, put up again. Edited
-arguments are the person's own, given after the change: they run.
-
-A rejection is ``permission.denied`` by the user (the planner sees it); the same tool with the
-same arguments is never put up again in this task: it is refused with an ``error`` result
-(:data:`REJECTED_AGAIN`), which sends the run to recovery, which re-plans or stops. Earlier
-rejections are looked up with the log's ``kinds`` filter (only ``permission.denied`` is read).
-
-**Side effects.** Before a call with side effects runs, ``permission.granted`` is committed (by
-the user after an approval, else by the system with the policy's risk): the marker that it may
-have started. A call that has the marker but no result (the process died in between) is never
-re-run blindly: the executor's ``recover()`` checks the workspace and the call is recorded as
-done, run again, or put up for approval. Read-only calls simply run again.
+Every step is recorded in the event log as it happens (each in its own transaction), so a crash
+keeps what was recorded and a call with side effects is never re-run blindly.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 
-from context import COMMAND_LIMIT, TaskContext, compress_tool_result
-from context.events import ErrorResolved, Event, FactStale, FileModified, PermissionEvent, ToolResultReceived
-from context.freshness import change_text, find_stale
+from context import TaskContext
+from context.events import Event, PermissionEvent
+from context.freshness import change_text
+from context.literals import RiskLevel
 from context.models import ToolCallRecord, arguments_dict
-from context.text import clean, from_bytes
 
 from ..permissions import Decision, assess
 from ..runtime import NodeEnv, NodeRun
-from .builtin import READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
-from .protocol import ToolExecutor, ToolOutcome, check_arguments, parameters_of, scoped_execute
+from .approvals import REJECTED_AGAIN, ApprovalQuestions, normalize_answer
+from .protocol import ToolExecutor, check_arguments
+from .recording import CallRecorder, canonical_arguments
 
-__all__ = [
-    "APPROVAL_ACTIONS",
-    "ApprovalQuestions",
-    "REJECTED_AGAIN",
-    "TaskToolNode",
-    "make_tool_node",
-    "normalize_answer",
-]
-
-#: Start of the result of a call the user already rejected (same tool, same arguments).
-REJECTED_AGAIN = "refused: the user already rejected this exact call"
-APPROVAL_ACTIONS = ("approve", "edit", "reject", "respond")
+__all__ = ["TaskToolNode", "make_tool_node"]
 
 
-def _canon(args: dict[str, Any]) -> str:
-    return json.dumps(args, sort_keys=True, ensure_ascii=False)
+class TaskToolNode(CallRecorder):
+    """The graph's ``tools`` node: runs every pending call of the state through ``tools``.
 
+    Like LangGraph's prebuilt ``ToolNode`` it runs the calls the model issued, but it reads them
+    from the event log and records every step there: permission checks, approvals
+    (``interrupt()``), side-effect markers, results. Each ``record``/``deny``/``grant``/``ask``
+    commits its events at once, in its own transaction, so a crash keeps what was recorded. One
+    instance serves every run: per-run state lives in a :class:`~nodes.runtime.NodeRun` and an
+    :class:`~nodes.tools.ApprovalQuestions`.
 
-def normalize_answer(answer: Any) -> dict[str, Any]:
-    """An approval answer as ``{"action": ..., ...}``; anything unreadable is a rejection."""
-    if isinstance(answer, str) and answer in APPROVAL_ACTIONS:
-        answer = {"action": answer}
-    if not isinstance(answer, dict) or answer.get("action") not in APPROVAL_ACTIONS:
-        return {"action": "reject", "reason": f"unreadable approval answer {str(answer)[:100]!r}"}
-    out = dict(answer)
-    if out["action"] == "edit" and not isinstance(out.get("arguments"), dict):
-        return {"action": "reject", "reason": "edit without an arguments object"}
-    return out
-
-
-class ApprovalQuestions:
-    """The approval questions of one node run, in ``interrupt()`` order: the
-    ``permission.requested`` events its earlier attempts appended (``own``), then the ones this
-    attempt appends (``asked``). ``pos``: how many of them this attempt has put so far.
-    ``put_before``: the calls whose question an earlier attempt put and acted on; ``put_now``:
-    whether this attempt has put a question (one question per node run)."""
-
-    def __init__(self, own: Sequence[Event]):
-        self.own = list(own)
-        self.asked: list[Event] = [e for e in own if e.kind == "permission.requested"]
-        self.pos = 0
-        self.put_before = {e.payload["call_id"] for e in self.asked if self.acted_on(e)}
-        self.put_now = False
-
-    def acted_on(self, req: Event) -> bool:
-        """An earlier attempt acted on the answer to ``req`` (granted or denied the call after it)."""
-        return any(
-            e.kind in ("permission.granted", "permission.denied")
-            and e.seq > req.seq
-            and e.payload["call_id"] == req.payload["call_id"]
-            for e in self.own
-        )
-
-    def may_ask(self, again: str | None = None) -> bool:
-        """Whether this attempt may put a new question: none put yet, in this attempt or (acted
-        on) in an earlier one. ``again``: the call id being put up again after an interruption;
-        its own earlier question does not count."""
-        return not self.put_now and not (self.put_before - {again})
-
-
-class TaskToolNode:
-    """The graph's ``tools`` node: ``node(state, config) -> state update`` runs every pending
-    call of ``state`` (a :class:`~context.TaskContext`) through ``tools`` (see module doc).
-
-    ``env``: the node environment (event log, artifact store); ``tools``: the task's
-    :class:`ToolExecutor`. Like LangGraph's prebuilt ``ToolNode`` it runs the calls the model
-    issued, but it reads them from the event log and records every step there: permission
-    checks, approvals (``interrupt()``), side-effect markers, results. Each ``record``/``deny``/
-    ``grant``/``ask`` commits its events at once (its own transaction), so a crash keeps what
-    was recorded; one instance serves every run (per-run state lives in a
-    :class:`~nodes.runtime.NodeRun` and an :class:`ApprovalQuestions`).
+    Args:
+        env: The node environment (event log, artifact store).
+        tools: The task's :class:`~nodes.tools.ToolExecutor`.
     """
 
-    def __init__(self, env: NodeEnv, tools: ToolExecutor):
-        self.env = env
-        self.tools = tools
-        #: the executor's ``strict_resolution`` (see :meth:`resolutions`)
-        self.strict = bool(getattr(tools, "strict_resolution", False))
-
     def __call__(self, state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
-        """One node run: a ``taskctx resume`` not yet recorded is recorded first
-        (``resume.started``, a batch of its own); then each pending call in order
-        (:meth:`handle`) until one has to wait for the next run. Returns the state update."""
+        """One node run: records a resume not yet recorded, then handles each pending call in order.
+
+        A ``taskctx resume`` (a ``resume_token`` not yet recorded) is recorded first, ``resume.started``
+        in a batch of its own; then each pending call (:meth:`handle`) until one waits for the next run.
+
+        Args:
+            state: The graph state (a TaskContext).
+            config: The LangGraph run config.
+
+        Returns:
+            The state update.
+        """
         run = NodeRun(self.env, state, "tools", config)
         resumed = run.resume_events()
         if resumed:  # a `taskctx resume` (token not yet recorded): its own batch, before anything else
@@ -169,12 +66,21 @@ class TaskToolNode:
         return run.update()
 
     def handle(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord) -> bool:
-        """Run, refuse, recover or ask about one pending call. A call with a
-        ``permission.granted`` marker from an earlier attempt uses the marker's arguments.
-        Refused by the policy: ``permission.denied`` + a ``denied`` result. A side-effecting call
-        with a marker: :meth:`resume_interrupted`. Needs approval: :meth:`seek_approval`. Else a
-        side-effecting call gets ``permission.granted`` (system, the policy's risk) and then runs
-        (:meth:`execute`). Returns False when the call waits for the next node run."""
+        """Run, refuse, recover or ask about one pending call.
+
+        A call with a ``permission.granted`` marker from an earlier attempt uses the marker's
+        arguments. Refused by the policy: ``permission.denied`` and a ``denied`` result. A call with
+        side effects and a marker: :meth:`resume_interrupted`. Needs approval: :meth:`seek_approval`.
+        Else a call with side effects gets ``permission.granted`` (system) and runs (:meth:`execute`).
+
+        Args:
+            run: This node run.
+            q: The approval questions of this node run.
+            rec: The pending call.
+
+        Returns:
+            False when the call waits for the next node run, else True.
+        """
         marker = next(
             (e for e in reversed(run.own) if e.kind == "permission.granted" and e.payload["call_id"] == rec.id), None
         )
@@ -201,11 +107,21 @@ class TaskToolNode:
         return True
 
     def resume_interrupted(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord, args: dict[str, Any]) -> bool:
-        """A side-effecting call that may have started (it has its ``permission.granted``) but
-        has no result: the executor's ``recover()`` checks the workspace. ``done``: its outcome is
-        recorded (:meth:`record`); ``retry``: it runs again (:meth:`execute`); ``ask`` (or no
-        ``recover``): put up as a ``high`` risk question "run it again?" (:meth:`ask`,
-        :meth:`answered`). Returns False when that question has to wait for the next node run."""
+        """Recover a call with side effects that may have started (it has its marker) but has no result.
+
+        The executor's ``recover()`` checks the workspace: ``done`` records the outcome found,
+        ``retry`` runs it again, ``ask`` (or no ``recover``) puts up a ``high`` risk question "run it
+        again?".
+
+        Args:
+            run: This node run.
+            q: The approval questions of this node run.
+            rec: The interrupted call.
+            args: The arguments its marker granted.
+
+        Returns:
+            False when the question has to wait for the next node run, else True.
+        """
         recover = getattr(self.tools, "recover", None)
         r = recover(rec.id, rec.tool, args, list(run.ctx.permissions.file_scopes)) if recover else None
         state = r.state if r is not None else "ask"
@@ -226,10 +142,21 @@ class TaskToolNode:
     def seek_approval(
         self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord, args: dict[str, Any], d: Decision
     ) -> bool:
-        """A call the policy ``d`` says needs approval. Rejected by the user before (same tool,
-        same arguments): ``permission.denied`` + an ``error`` result starting
-        :data:`REJECTED_AGAIN`, not asked again. Else asked (:meth:`ask`) and the answer acted on
-        (:meth:`answered`). Returns False when the question has to wait for the next node run."""
+        """Ask about a call the policy says needs approval, and act on the answer.
+
+        A call the user rejected before (same tool, same arguments) is not asked again: it gets
+        ``permission.denied`` and an ``error`` result starting :data:`~nodes.tools.REJECTED_AGAIN`.
+
+        Args:
+            run: This node run.
+            q: The approval questions of this node run.
+            rec: The pending call.
+            args: The call's arguments.
+            d: The policy's decision (risk, reason, the paths it writes).
+
+        Returns:
+            False when the question has to wait for the next node run, else True.
+        """
         prior = self.rejected_before(run, rec.tool, args)
         if prior is not None:
             self.deny(
@@ -249,195 +176,20 @@ class TaskToolNode:
         self.answered(run, rec, args, d.risk, ans, targets=d.paths)
         return True
 
-    def execute(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], note: str = "") -> None:
-        """Run the call now and :meth:`record` its outcome: ``read_artifact`` and
-        ``search_history`` are answered from the task's own stores, every other tool by the
-        executor (with the task's file scopes when it takes them). ``note`` heads the summary."""
-        if rec.tool == "read_artifact":
-            out = read_artifact(self.env, args)
-        elif rec.tool == "search_history":
-            out = search_history(self.env, run.task_id, args)
-        else:
-            out = scoped_execute(self.tools, rec.id, rec.tool, args, list(run.ctx.permissions.file_scopes))
-        self.record(run, rec, args, out, note)
-
-    def record(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], out: ToolOutcome, note: str = "") -> None:
-        """Commit one batch: ``tool.result.received`` (raw output in the artifact store, exact
-        bytes but for secrets, which the store masks, any ``str``; the summary: the stored bytes
-        with lone surrogates replaced, compressed (so a cut never splits a secret the store would
-        have masked), headed ``[note]``; an output that cannot be stored or compressed is an
-        ``error`` result naming the exception, so the call is never run again on resume), one
-        ``file.modified`` per file the call changed, and on success the ``error.resolved`` events
-        of :meth:`resolutions`."""
-        try:
-            ref = self.env.artifacts.put(out.output)  # any str (context.text.to_bytes), secrets masked
-            stored = clean(from_bytes(self.env.artifacts.get(ref)))  # prompts get U+FFFD for a lone surrogate
-            comp = compress_tool_result(stored, out.kind, ref, path=out.path)
-        except Exception as exc:  # recorded as an error result: never re-run on each resume
-            text = clean(f"error: the output of {rec.tool} could not be recorded ({type(exc).__name__}: {exc})")
-            out = ToolOutcome("error", text, modified=out.modified, modified_all=out.modified_all)
-            ref, comp = None, compress_tool_result(text, "command", "")
-        summary = f"[{note}]\n{comp.text}" if note else comp.text
-        self.store_arguments(rec)
-        reads, written = dict(out.reads), dict(out.written)
-        before = run.ctx
-        batch = [
-            run.make(
-                "tool.result.received",
-                ToolResultReceived(
-                    call_id=rec.id,
-                    status="ok" if out.status == "ok" else "error",
-                    result_summary=summary,
-                    raw_ref=ref,
-                    raw_chars=len(out.output),
-                    compressed=comp.compressed,
-                    reads=reads,
-                    head=out.head,
-                ),
-                actor="tool",
-            )
-        ]
-        modified = list(out.modified_all or ((out.modified,) if out.modified else ()))
-        if self.env.freshness and self.tools.has_side_effects(rec.tool):
-            written.update(self.changed_by_command(before, modified, written))
-        for path in [*modified, *(p for p in written if p not in modified)]:
-            batch.append(
-                run.make(
-                    "file.modified",
-                    FileModified(path=path, call_id=rec.id, raw_ref=ref, sha256=written.get(path, "")),
-                    actor="tool",
-                )
-            )
-        if out.status == "ok":
-            batch += self.resolutions(run, rec, args)
-        if self.env.freshness:
-            batch += self.stale_events(run, before, reads, written, out.head)
-        run.commit(batch)
-
-    def changed_by_command(self, ctx: TaskContext, modified: list[str], written: dict[str, str]) -> dict[str, str]:
-        """Files of the task's world that a side-effecting call changed without saying so (a
-        command rewrote them): ``{path: sha now}``, from the executor's ``fingerprint``. Bytes
-        already noticed as someone else's before the call (a ``fact.stale`` mark with that new
-        sha: a hand edit found on resume or after an approval) are not the call's doing."""
-        fp = getattr(self.tools, "fingerprint", None)
-        paths = [p for p in ctx.evidence.world if p not in written and p not in modified]
-        if fp is None or not paths:
-            return {}
-        now, _ = fp(paths)
-        noticed = {(s.path, s.new_sha) for s in ctx.evidence.stale_facts}
-        return {p: sha for p, sha in now.items() if sha != ctx.evidence.world.get(p) and (p, sha) not in noticed}
-
-    def stale_events(
-        self, run: NodeRun, ctx: TaskContext, reads: dict[str, str], written: dict[str, str], head: str | None
-    ) -> list[Event]:
-        """``fact.stale`` for the facts of ``ctx`` (the state before this call) that the call's
-        writes (``cause="write"``), reads of other bytes (``"reread"``) or HEAD make stale."""
-        out = find_stale(ctx, written, "write", head=head)
-        out += find_stale(ctx, {p: s for p, s in reads.items() if p not in written}, "reread")
-        return [run.make("fact.stale", FactStale.model_validate(p), actor="system") for p in out]
-
-    def store_arguments(self, rec: ToolCallRecord) -> None:
-        """Put arguments over ``COMMAND_LIMIT`` chars in the artifact store: once the call has
-        run, transcripts show them compressed with this ref (:func:`context.compression.compress_arguments`)."""
-        if len(rec.arguments) > COMMAND_LIMIT:
-            self.env.artifacts.put(rec.arguments)
-
-    def resolutions(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any]) -> list[Event]:
-        """The ``error.resolved`` events (not yet committed) a success of ``rec`` earns: every
-        open error of its plan step; with ``strict`` resolution instead every open error of an
-        earlier call of the same tool with the same arguments (or of no known call)."""
-        done = {e.id for e in run.ctx.errors.resolved_errors}
-        calls = {r.id: r for r in run.ctx.evidence.recent_tool_calls}
-        out = []
-        for err in run.ctx.errors.error_history:
-            if err.id in done:
-                continue
-            if self.strict:
-                if err.source != f"tool:{rec.tool}":
-                    continue
-                prev = calls.get(err.call_id or "")
-                if prev is not None and _canon(arguments_dict(prev.arguments)) != _canon(args):
-                    continue
-            elif err.step_id != rec.step_id:
-                continue
-            out.append(
-                run.make(
-                    "error.resolved",
-                    ErrorResolved(error_id=err.id, resolution=f"later call {rec.id} ({rec.tool}) succeeded"),
-                    actor="system",
-                )
-            )
-        return out
-
-    def waited(self, run: NodeRun) -> dict[str, str]:
-        """After a wait for an answer: the workspace fingerprinted against the task's world
-        (:meth:`~nodes.runtime.NodeRun.fingerprint_events`, cause ``approval``); the
-        ``fact.stale`` events are committed before the answer is acted on (idempotent: a re-run
-        of the node records nothing twice). Returns the changed files (path -> sha now)."""
-        stale, changed = run.fingerprint_events("approval")
-        if stale:
-            run.commit(stale)
-        return changed
-
-    def deny(
-        self,
-        run: NodeRun,
-        rec: ToolCallRecord,
-        args: dict[str, Any],
-        reason: str,
-        summary: str,
-        *,
-        actor: str = "system",
-        status: str = "denied",
-        risk: str = "high",
-    ) -> None:
-        """Commit ``permission.denied`` (by ``actor``: the system's policy or the user) and the
-        call's result (``status`` denied, or error for a call rejected before) in one batch: the
-        call is never run."""
-        self.store_arguments(rec)
-        run.commit(
-            [
-                run.make(
-                    "permission.denied",
-                    PermissionEvent(call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason),
-                    actor=actor,
-                ),
-                run.make(
-                    "tool.result.received",
-                    ToolResultReceived(call_id=rec.id, status=status, result_summary=summary),
-                    actor="system",
-                ),
-            ]
-        )
-
-    def grant(
-        self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: str, reason: str, actor: str
-    ) -> None:
-        """Commit ``permission.granted`` (by the user after an approval, else by the system):
-        for a side-effecting call, the marker that it may have started."""
-        run.commit(
-            [
-                run.make(
-                    "permission.granted",
-                    PermissionEvent(call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason),
-                    actor=actor,
-                )
-            ]
-        )
-
-    def parameters(self, tool: str) -> dict[str, Any] | None:
-        """The JSON-schema ``parameters`` of ``tool`` (the executor's ``schemas()`` and the
-        built-in tools'), or None: no schema, or an executor whose ``schemas()`` raises."""
-        try:
-            schemas = [*self.tools.schemas(), READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA]
-        except Exception:  # noqa: BLE001 - an odd executor: the edit is then checked by the policy only
-            return None
-        return parameters_of(schemas, tool)
-
     def rejected_before(self, run: NodeRun, tool: str, args: dict[str, Any]) -> str | None:
-        """The reason of the user's earlier rejection of ``tool`` with these exact arguments in
-        this task (read from ``permission.denied`` events only), or None."""
-        canon = _canon(args)
+        """The reason of the user's earlier rejection of ``tool`` with these exact arguments, or None.
+
+        Only ``permission.denied`` events of the task are read.
+
+        Args:
+            run: This node run.
+            tool: The tool's name.
+            args: The call's arguments.
+
+        Returns:
+            The rejection's reason, or None.
+        """
+        canon = canonical_arguments(args)
         for e in self.env.events.read(run.task_id, kinds=("permission.denied",)):
             if (
                 e.actor == "user"
@@ -445,12 +197,19 @@ class TaskToolNode:
                 and e.payload["arguments"] == canon
                 and e.payload["reason"].startswith("rejected by the user")
             ):
-                return e.payload["reason"]
+                return str(e.payload["reason"])
         return None
 
     def payload(self, run: NodeRun, req: Event) -> dict[str, Any]:
-        """The ``interrupt()`` value of the question ``req`` (a ``permission.requested`` event):
-        ``{type: "approval", task_id, call_id, step_id, tool, arguments, risk, reason, request_id}``."""
+        """The ``interrupt()`` value of the question ``req``.
+
+        Args:
+            run: This node run.
+            req: The question's ``permission.requested`` event.
+
+        Returns:
+            ``{type: "approval", task_id, call_id, step_id, tool, arguments, risk, reason, request_id}``.
+        """
         p = req.payload
         rec = next((r for r in run.ctx.evidence.recent_tool_calls if r.id == p["call_id"]), None)
         return {
@@ -466,9 +225,18 @@ class TaskToolNode:
         }
 
     def put(self, run: NodeRun, req: Event) -> Any:
-        """``interrupt()`` for ``req`` until the answer is one to ``req``: an answer naming
-        another ``request_id`` is not an answer to this question (it is asked again). Re-runs
-        make the same calls in the same order, so LangGraph hands back the same answers."""
+        """Call ``interrupt()`` for ``req`` until the answer is one to ``req``.
+
+        An answer naming another ``request_id`` is not an answer to this question: it is asked
+        again. Re-runs make the same calls in the same order, so LangGraph hands back the same answers.
+
+        Args:
+            run: This node run.
+            req: The question's ``permission.requested`` event.
+
+        Returns:
+            The answer, as given.
+        """
         while True:
             answer = interrupt(self.payload(run, req))
             rid = answer.get("request_id") if isinstance(answer, dict) else None
@@ -476,14 +244,32 @@ class TaskToolNode:
                 return answer
 
     def ask(
-        self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord, args: dict[str, Any], risk: str, reason: str
+        self,
+        run: NodeRun,
+        q: ApprovalQuestions,
+        rec: ToolCallRecord,
+        args: dict[str, Any],
+        risk: RiskLevel,
+        reason: str,
     ) -> dict[str, Any]:
-        """The user's answer about ``rec`` (:func:`normalize_answer`). First the questions
-        earlier attempts of this node run put are put again, in order (LangGraph returns their
-        stored answers: resume values match ``interrupt()`` calls by order); the last one, when it
-        is about this call and its answer was not acted on yet, is the question asked now. Else
-        ``permission.requested`` is committed and put (raises LangGraph's interrupt until
-        answered)."""
+        """The user's answer about ``rec``, asked with ``interrupt()``.
+
+        The questions earlier attempts of this node run put are put again first, in order (LangGraph
+        returns their stored answers: resume values match ``interrupt()`` calls by order); the last
+        one, when it is about this call and not acted on yet, is the question asked now. Else
+        ``permission.requested`` is committed and put.
+
+        Args:
+            run: This node run.
+            q: The approval questions of this node run.
+            rec: The call.
+            args: Its arguments.
+            risk: Its risk level.
+            reason: Why it needs approval.
+
+        Returns:
+            The answer (:func:`~nodes.tools.normalize_answer`).
+        """
         q.put_now = True
         while q.pos < len(q.asked):
             req = q.asked[q.pos]
@@ -495,7 +281,9 @@ class TaskToolNode:
             [
                 run.make(
                     "permission.requested",
-                    PermissionEvent(call_id=rec.id, tool=rec.tool, arguments=_canon(args), risk=risk, reason=reason),
+                    PermissionEvent(
+                        call_id=rec.id, tool=rec.tool, arguments=canonical_arguments(args), risk=risk, reason=reason
+                    ),
                     actor="system",
                 )
             ]
@@ -509,66 +297,32 @@ class TaskToolNode:
         run: NodeRun,
         rec: ToolCallRecord,
         args: dict[str, Any],
-        risk: str,
+        risk: RiskLevel,
         ans: dict[str, Any],
         note: str = "",
         targets: Sequence[str] = (),
     ) -> None:
-        """Act on the answer ``ans``. First the workspace is checked like on a resume
-        (:meth:`waited`: a hand edit made while the task waited is ``fact.stale``, cause
-        ``approval``). approve: ``permission.granted`` (user), then run; but when a file the call
-        writes (``targets``, the policy's paths) changed while waiting, the approved arguments were
-        made against bytes the file no longer has: ``permission.denied`` (system) and a
-        ``denied`` result naming the change and asking for a re-read (the call is not run; made
-        again, it is put up again). edit: the edited arguments (given after the change) are
-        checked against the tool's schema (:func:`.protocol.check_arguments`) and by the policy
-        again (refused: ``permission.denied``, not run), then granted and run. reject / respond:
-        ``permission.denied`` by the user and a ``denied`` result carrying the user's reason or
-        message."""
+        """Act on the answer ``ans`` about ``rec``.
+
+        First the workspace is checked like on a resume (:meth:`waited`). ``approve``: :meth:`approved`;
+        ``edit``: :meth:`edited`; ``reject`` / ``respond``: ``permission.denied`` by the user and a
+        ``denied`` result carrying the user's reason or message.
+
+        Args:
+            run: This node run.
+            rec: The call.
+            args: Its arguments.
+            risk: Its risk level.
+            ans: The answer (:func:`~nodes.tools.normalize_answer`).
+            note: A note for the result's summary.
+            targets: The files the call writes (the policy's paths).
+        """
         changed = self.waited(run)
         action = ans["action"]
-        moved = [p for p in targets if p in changed]
-        if action == "approve" and moved:
-            what = "; ".join(change_text(p, "approval", run.ctx.evidence.world.get(p, ""), changed[p]) for p in moved)
-            self.deny(
-                run,
-                rec,
-                args,
-                f"approved by the user, but {what}; not run",
-                f"not run: {what}, after these arguments were made. Re-read {', '.join(moved)} and make the "
-                "change again on its current bytes (it will be put up for approval again).",
-                risk=risk,
-            )
-            return
         if action == "approve":
-            self.grant(run, rec, args, risk, "approved by the user", "user")
-            self.execute(run, rec, args, note)
+            self.approved(run, rec, args, risk, note, [(p, changed[p]) for p in targets if p in changed])
         elif action == "edit":
-            new = dict(ans["arguments"])
-            problem = check_arguments(rec.tool, self.parameters(rec.tool), new)
-            if problem is not None:  # whoever answered (CLI, Python API, LangGraph Server)
-                self.deny(
-                    run,
-                    rec,
-                    new,
-                    f"edited arguments refused: {problem}",
-                    f"refused by the tool node: the edited arguments do not fit the tool ({problem}); not run",
-                )
-                return
-            d = assess(rec.tool, new, run.ctx.permissions, self.tools)
-            if not d.allowed:
-                self.deny(
-                    run,
-                    rec,
-                    new,
-                    f"edited arguments refused: {d.reason}",
-                    f"refused by the tool node: the edited arguments break the policy ({d.reason}); not run",
-                )
-                return
-            self.grant(run, rec, new, d.risk, "approved with arguments edited by the user", "user")
-            self.execute(
-                run, rec, new, "the user edited the arguments before approving" + (f"; {note}" if note else "")
-            )
+            self.edited(run, rec, dict(ans["arguments"]), note)
         elif action == "reject":
             why = " ".join(str(ans.get("reason") or "no reason given").split())[:500]
             self.deny(
@@ -593,8 +347,89 @@ class TaskToolNode:
                 risk=risk,
             )
 
+    def approved(
+        self,
+        run: NodeRun,
+        rec: ToolCallRecord,
+        args: dict[str, Any],
+        risk: RiskLevel,
+        note: str,
+        moved: Sequence[tuple[str, str]],
+    ) -> None:
+        """Grant and run an approved call, unless a file it writes changed while it waited.
+
+        Then the approved arguments were made against bytes the file no longer has: ``permission.denied``
+        (system) and a ``denied`` result naming the change and asking for a re-read; made again, the
+        call is put up again.
+
+        Args:
+            run: This node run.
+            rec: The call.
+            args: Its arguments.
+            risk: Its risk level.
+            note: A note for the result's summary.
+            moved: ``(path, sha256 now)`` of each file it writes that changed while waiting.
+        """
+        if moved:
+            what = "; ".join(change_text(p, "approval", run.ctx.evidence.world.get(p, ""), sha) for p, sha in moved)
+            self.deny(
+                run,
+                rec,
+                args,
+                f"approved by the user, but {what}; not run",
+                f"not run: {what}, after these arguments were made. Re-read {', '.join(p for p, _ in moved)} and make "
+                "the change again on its current bytes (it will be put up for approval again).",
+                risk=risk,
+            )
+            return
+        self.grant(run, rec, args, risk, "approved by the user", "user")
+        self.execute(run, rec, args, note)
+
+    def edited(self, run: NodeRun, rec: ToolCallRecord, new: dict[str, Any], note: str) -> None:
+        """Grant and run a call approved with edited arguments, once they pass the checks again.
+
+        The edited arguments (the person's own, given after any change) are checked against the tool's
+        schema (:func:`~nodes.tools.check_arguments`) and by the policy; refused, they get
+        ``permission.denied`` and are not run.
+
+        Args:
+            run: This node run.
+            rec: The call.
+            new: The edited arguments.
+            note: A note for the result's summary.
+        """
+        problem = check_arguments(rec.tool, self.parameters(rec.tool), new)
+        if problem is not None:  # whoever answered (CLI, Python API, LangGraph Server)
+            self.deny(
+                run,
+                rec,
+                new,
+                f"edited arguments refused: {problem}",
+                f"refused by the tool node: the edited arguments do not fit the tool ({problem}); not run",
+            )
+            return
+        d = assess(rec.tool, new, run.ctx.permissions, self.tools)
+        if not d.allowed:
+            self.deny(
+                run,
+                rec,
+                new,
+                f"edited arguments refused: {d.reason}",
+                f"refused by the tool node: the edited arguments break the policy ({d.reason}); not run",
+            )
+            return
+        self.grant(run, rec, new, d.risk, "approved with arguments edited by the user", "user")
+        self.execute(run, rec, new, "the user edited the arguments before approving" + (f"; {note}" if note else ""))
+
 
 def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> TaskToolNode:
-    """The graph's ``tools`` node over ``env`` and ``tools``: a :class:`TaskToolNode`, callable
-    as ``node(state, config) -> state update`` (see module doc)."""
+    """The graph's ``tools`` node over ``env`` and ``tools``.
+
+    Args:
+        env: The node environment.
+        tools: The task's tool executor.
+
+    Returns:
+        A :class:`TaskToolNode`, callable as ``node(state, config) -> state update``.
+    """
     return TaskToolNode(env, tools)

@@ -1,6 +1,4 @@
-"""What a tool executor is to the tool node: the :class:`ToolExecutor` protocol, the
-:class:`ToolOutcome` it returns, OpenAI-format tool schemas (:func:`function_schema`), and how
-the node calls ``execute`` (:func:`accepts_scopes`, :func:`scoped_execute`)."""
+"""What a tool executor is to the tool node: :class:`ToolExecutor`, its :class:`ToolOutcome`, tool schemas."""
 
 from __future__ import annotations
 
@@ -29,14 +27,19 @@ CONTROL_TOOLS = {"complete_step", "submit_plan", "submit_review", "decide_recove
 
 @dataclass(frozen=True)
 class ToolOutcome:
-    """What a tool returned: ``status`` ok|error, the raw ``output`` text, its compression
-    ``kind``, and for file reads/writes the ``path``; ``modified`` (and ``modified_all`` for
-    several files) the files the call changed.
+    """What a tool returned.
 
-    Freshness (optional; :mod:`context.freshness`): ``reads``, ``(path, sha256 hex)`` of each
-    file whose bytes the output was drawn from; ``written``, ``(path, sha256 hex)`` of each file
-    the call wrote, after the write; ``head``, the git HEAD commit when it ran (None: not a git
-    repository)."""
+    Attributes:
+        status: ``ok`` or ``error``.
+        output: The raw output text.
+        kind: How it is compressed: ``command``, ``file_read``, ``search`` or ``other``.
+        path: For a file read or write, the file.
+        modified: The file the call changed, if any.
+        modified_all: Every file the call changed, when several.
+        reads: ``(path, sha256 hex)`` of each file the output was drawn from (freshness).
+        written: ``(path, sha256 hex)`` of each file the call wrote, after the write (freshness).
+        head: The git HEAD commit when it ran (None: not a git repository).
+    """
 
     status: str
     output: str
@@ -50,41 +53,63 @@ class ToolOutcome:
 
 
 class ToolExecutor(Protocol):
-    """Runs the task's tools. ``schemas()`` are OpenAI-format tool dicts offered to the executor.
+    """Runs the task's tools: what the tool node calls.
 
     Optional class attributes and methods the tool node looks for:
 
     * ``accepts_scopes = True``: ``execute`` takes a fourth argument, the task's ``file_scopes``
-      (``execute(call_id, tool, arguments, scopes)``); without it ``execute`` is called with three
       (:class:`~nodes.workspace.WorkspaceTools` sets it). When the attribute is missing, an
       ``execute`` with a parameter named ``scopes`` gets them too.
     * ``strict_resolution = True``: a success resolves only errors of an earlier call of the same
       tool with the same arguments (default: the open errors of the call's plan step).
     * ``check(tool, arguments, scopes) -> (risk, reason, paths)``: the executor's own policy
       (:func:`nodes.permissions.assess`; raise ``PolicyError`` to refuse).
-    * ``recover(call_id, tool, arguments, scopes) -> Recovery``: checks a side-effecting call
+    * ``recover(call_id, tool, arguments, scopes) -> Recovery``: checks a call with side effects
       interrupted before its result was recorded (``done``, ``retry`` or ``ask``).
-    * ``fingerprint(paths) -> (dict path -> sha256 hex or "" when gone, HEAD commit or None)``:
-      what the workspace holds now; the first node after a resume compares it with what the
-      task's facts rest on (``fact.stale``, :mod:`context.freshness`).
+    * ``fingerprint(paths) -> ({path: sha256 hex, "" when gone}, HEAD or None)``: what the
+      workspace holds now; the first node after a resume compares it with what the facts rest on.
 
-    ``execute`` returns a :class:`ToolOutcome`, or a plain ``str``: the tool's output, an ``ok``
-    result (``ToolOutcome("ok", text)``). Anything else (``bytes``, ``None``, a dict, a
-    ToolOutcome whose ``output`` is not a ``str``) is recorded as that call's ``error`` result
-    naming the executor class, the tool and what to return; the task goes on (the tool is not run
-    again on resume). An exception raised by ``execute`` is the call's ``error`` result too.
+    ``execute`` returns a :class:`ToolOutcome` or a ``str`` (an ``ok`` result). Anything else, or
+    an exception, is recorded as the call's ``error`` result; the task goes on.
     """
 
-    def schemas(self) -> list[dict[str, Any]]: ...
-    def has_side_effects(self, tool: str) -> bool: ...
-    def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolOutcome | str: ...
+    def schemas(self) -> list[dict[str, Any]]:
+        """The tools offered to the executor, as OpenAI-format tool dicts (:func:`function_schema`)."""
+        ...
+
+    def has_side_effects(self, tool: str) -> bool:
+        """Whether a call of ``tool`` may change anything (it gets a ``permission.granted`` marker first)."""
+        ...
+
+    def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolOutcome | str:
+        """Run one call.
+
+        Args:
+            call_id: The call's id (stable across resumes: a key for receipts).
+            tool: The tool's name.
+            arguments: The call's arguments.
+
+        Returns:
+            The outcome, or the output text (an ``ok`` result).
+        """
+        ...
 
 
 def function_schema(
     name: str, description: str, properties: dict[str, Any] | None = None, required: Sequence[str] = ()
 ) -> dict[str, Any]:
-    """An OpenAI-format tool dict ``{"type": "function", "function": {name, description,
-    parameters}}``; ``properties`` None: any arguments (``additionalProperties: true``)."""
+    """An OpenAI-format tool dict: ``{"type": "function", "function": {name, description, parameters}}``.
+
+    Args:
+        name: The tool's name.
+        description: What it does, for the model.
+        properties: JSON-schema properties of its arguments; None: any arguments
+            (``additionalProperties: true``).
+        required: The required argument names.
+
+    Returns:
+        The tool dict.
+    """
     params: dict[str, Any] = {"type": "object", "properties": properties or {}}
     if required:
         params["required"] = list(required)
@@ -118,10 +143,19 @@ def _type_ok(value: Any, types: Any) -> bool:
 
 
 def check_arguments(tool: str, parameters: dict[str, Any] | None, arguments: dict[str, Any]) -> str | None:
-    """Why ``arguments`` do not fit ``tool``'s JSON-schema ``parameters`` (one line naming the
-    argument and what the tool takes), or None when they fit (or there is no schema). Checks the
-    required keys, the property names (unless ``additionalProperties`` is true) and, where a
-    property gives one, its JSON type; nested schemas are not checked."""
+    """Why ``arguments`` do not fit ``tool``'s JSON-schema ``parameters``, or None when they fit.
+
+    Checks the required keys, the property names (unless ``additionalProperties`` is true) and,
+    where a property gives one, its JSON type; nested schemas are not checked.
+
+    Args:
+        tool: The tool's name (named in the message).
+        parameters: Its JSON-schema ``parameters``; None: no schema, anything fits.
+        arguments: The arguments to check.
+
+    Returns:
+        One line naming the argument and what the tool takes, or None.
+    """
     if not parameters:
         return None
     props: dict[str, Any] = parameters.get("properties") or {}
@@ -142,18 +176,32 @@ def check_arguments(tool: str, parameters: dict[str, Any] | None, arguments: dic
 
 
 def parameters_of(schemas: Sequence[dict[str, Any]], tool: str) -> dict[str, Any] | None:
-    """The JSON-schema ``parameters`` of ``tool`` among ``schemas`` (OpenAI-format tool dicts,
-    or bare ``{name, parameters}`` ones), or None when no schema names it or gives none."""
+    """The JSON-schema ``parameters`` of ``tool`` among ``schemas``.
+
+    Args:
+        schemas: OpenAI-format tool dicts, or bare ``{name, parameters}`` ones.
+        tool: The tool's name.
+
+    Returns:
+        The parameters, or None when no schema names the tool or gives none.
+    """
     for s in schemas:
         fn = s.get("function", s) if isinstance(s, dict) else None
-        if isinstance(fn, dict) and fn.get("name") == tool and isinstance(fn.get("parameters"), dict):
-            return fn["parameters"]
+        params = fn.get("parameters") if isinstance(fn, dict) and fn.get("name") == tool else None
+        if isinstance(params, dict):
+            return params
     return None
 
 
 def accepts_scopes(tools: Any) -> bool:
-    """Whether ``tools.execute`` takes the file scopes as a fourth argument: the executor's
-    ``accepts_scopes`` attribute, else whether ``execute`` has a parameter named ``scopes``."""
+    """Whether ``tools.execute`` takes the file scopes as a fourth argument.
+
+    Args:
+        tools: A tool executor.
+
+    Returns:
+        Its ``accepts_scopes`` attribute, else whether ``execute`` has a parameter named ``scopes``.
+    """
     flag = getattr(tools, "accepts_scopes", None)
     if flag is not None:
         return bool(flag)
@@ -164,9 +212,20 @@ def accepts_scopes(tools: Any) -> bool:
 
 
 def scoped_execute(tools: Any, call_id: str, tool: str, args: dict[str, Any], scopes: list[str]) -> ToolOutcome:
-    """``tools.execute`` with the scopes when it takes them (:func:`accepts_scopes`), as a
-    :class:`ToolOutcome` (:func:`as_outcome`). A tool that raises is an ``error`` outcome naming
-    the exception, never a crashed graph."""
+    """Run ``tools.execute``, with the scopes when it takes them, as a :class:`ToolOutcome`.
+
+    A tool that raises is an ``error`` outcome naming the exception, never a crashed graph.
+
+    Args:
+        tools: A tool executor.
+        call_id: The call's id.
+        tool: The tool's name.
+        args: The call's arguments.
+        scopes: The task's file scopes.
+
+    Returns:
+        The outcome (:func:`as_outcome`).
+    """
     try:
         if accepts_scopes(tools):
             out = tools.execute(call_id, tool, args, scopes)
@@ -178,10 +237,17 @@ def scoped_execute(tools: Any, call_id: str, tool: str, args: dict[str, Any], sc
 
 
 def as_outcome(out: Any, tools: Any, tool: str) -> ToolOutcome:
-    """What ``execute`` returned, as a :class:`ToolOutcome`: a ToolOutcome as it is, a ``str`` as
-    ``ToolOutcome("ok", out)``; any other value (or a ToolOutcome whose ``output`` is not a
-    ``str``) as an ``error`` outcome whose one line names the executor class of ``tools``, the
-    ``tool``, the type returned and what to return instead."""
+    """What ``execute`` returned, as a :class:`ToolOutcome`.
+
+    Args:
+        out: The value returned: a ToolOutcome as it is, a ``str`` as ``ToolOutcome("ok", out)``.
+        tools: The executor (its class is named in an error).
+        tool: The tool's name.
+
+    Returns:
+        The outcome; any other value (or a ToolOutcome whose ``output`` is not a ``str``) is an
+        ``error`` outcome naming the executor class, the tool, the type returned and what to return.
+    """
     if isinstance(out, str):
         return ToolOutcome("ok", out)
     if isinstance(out, ToolOutcome) and isinstance(out.output, str):

@@ -1,5 +1,4 @@
-"""The tools of a recorded trajectory (:class:`ReplayTools`): each call returns the recorded
-observation of its step, so a recorded run can be replayed through the real graph offline."""
+"""The tools of a recorded trajectory (:class:`ReplayTools`): each call returns its step's recorded observation."""
 
 from __future__ import annotations
 
@@ -21,10 +20,13 @@ RECORDED_ERROR = re.compile(
 
 
 class ReplayTools:
-    """Tools of a recorded trajectory: call ``rec-<i>`` returns step i's recorded observation.
+    """The tools of a recorded trajectory: call ``rec-<i>`` returns step i's recorded observation.
 
-    A call id that is not in the recording is an error outcome (never a crash). An observation
+    A call id that is not in the recording is an ``error`` outcome (never a crash). An observation
     matching :data:`RECORDED_ERROR` is returned with status ``error``.
+
+    Args:
+        trajectory: The recorded run.
     """
 
     def __init__(self, trajectory: Trajectory):
@@ -37,12 +39,27 @@ class ReplayTools:
         return [function_schema(n, f"Recorded tool {n} (replayed from {self.trajectory.id}).") for n in names]
 
     def has_side_effects(self, tool: str) -> bool:
-        """Always False: a replay changes nothing."""
+        """Always False: a replay changes nothing.
+
+        Args:
+            tool: The tool's name.
+
+        Returns:
+            False.
+        """
         return False
 
     def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
-        """Step i's recorded observation for ``rec-<i>`` (``tool`` and ``arguments`` are not
-        used: the recording's own are), with its compression kind and the file it read or changed."""
+        """Step i's recorded observation for call ``rec-<i>``, with its compression kind and file.
+
+        Args:
+            call_id: ``rec-<i>``.
+            tool: Not used: the recording's own tool is.
+            arguments: Not used: the recording's own arguments are.
+
+        Returns:
+            The recorded outcome, or an ``error`` outcome for a call id not in the recording.
+        """
         step = self.by_id.get(call_id)
         if step is None:
             return ToolOutcome("error", f"replay: no recorded step for call id {call_id!r}")

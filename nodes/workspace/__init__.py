@@ -1,35 +1,8 @@
-"""Workspace tools: a ToolExecutor over one folder (``taskctx run --workspace DIR``, the demo).
+"""Workspace tools: a :class:`~nodes.tools.ToolExecutor` over one folder (``taskctx run --workspace DIR``, the demo).
 
-::
-
-    tool node ── check(tool, args, scopes) ──▶ risk, reason, paths   (or PolicyError: refused)
-              ── execute(call_id, tool, args, scopes) ──▶ ToolOutcome
-              ── recover(call_id, tool, args, scopes) ──▶ Recovery  (after an interruption)
-
-    WorkspaceTools (tools.py)
-      ├─ every path ──────▶ paths.py     resolve: refusals, symlinks, scopes, write risk
-      ├─ run_command ─────▶ commands.py  the command table: program, effect, risk, argument rule
-      ├─ apply_patch ─────▶ patch.py     unified diff parse / apply / un-apply
-      └─ recover ─────────▶ recovery.py  write_file / apply_patch / run_command (receipts)
-
-Modules:
-
-* ``paths.py``: scopes and ``**`` globs, :func:`~nodes.workspace.paths.resolve` (symlinks
-  followed; absolute, ``~``, ``..``, control characters, backslashes, percent-encoding and
-  look-alike Unicode refused; ``.taskctx/`` never touched, ``.git/`` never written), the write
-  risk of a path (:data:`HIGH_RISK_FILES`), atomic writes.
-* ``commands.py``: :data:`COMMANDS`, the one table of programs ``run_command`` knows (what each
-  may do, its risk, the rule for its arguments; shells, launchers, interpreters and network
-  tools never run), :data:`OPTIONS`, the table of options that make a command read or run more
-  than its argv names (program, option, effect, action: refused, approval, path checked), and
-  :func:`command_policy`.
-* ``patch.py``: :func:`parse_unified_diff`, :func:`apply_unified_diff`, :class:`PatchError`.
-* ``tools.py``: :class:`WorkspaceTools` (``list_dir``, ``read_file``, ``grep``, ``write_file``,
-  ``apply_patch``, ``run_command``, and ``search_history`` answered by the tool node).
-* ``recovery.py``: :class:`Recovery` and the side-effect-safe resume checks, command receipts.
-
-The scopes limit what the tools read and which paths a command may name; they are not an OS
-sandbox for the code a command runs.
+Paths go through :mod:`.paths`, commands through :mod:`.commands`, patches through :mod:`.patch`;
+an interrupted call is checked by :mod:`.interrupted`. The file scopes limit what the tools read
+and which paths a command may name; they are not an OS sandbox for the code a command runs.
 """
 
 from .commands import (

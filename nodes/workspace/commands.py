@@ -1,24 +1,7 @@
-"""The command policy of ``run_command``: one table, :data:`COMMANDS`, says for every program
-it knows what it may do, its risk, and the rule that checks its arguments.
+"""The command policy of ``run_command``: :data:`COMMANDS` (programs) and :data:`OPTIONS` (their options).
 
-``run_command`` takes an argv list and runs it without a shell, in the workspace root, with a
-small environment (no API keys of the parent process). Only allowed programs run (the rows with
-a risk: :data:`DEFAULT_PROGRAMS`, or the ``programs`` a :class:`~nodes.workspace.WorkspaceTools`
-is given, less the never-run rows); a program is a bare name (no ``/``), never a shell or a
-launcher (``bash``, ``sh``, ``env``, ``xargs``, ``sudo``...), never ``NAME=value`` (env
-smuggling). Arguments may not hold shell syntax (``;``, ``&&``, ``||``, ``|``, backticks, ``$(``,
-``${``, ``$VAR``, ``<``, ``>``, newlines): without a shell it would be inert, but it signals an
-attempt and some programs hand arguments to a shell. ``python`` runs as ``python -m
-pytest|unittest|py_compile`` (risk medium) or ``python file.py`` in scope (high); never ``-c``.
-``git`` runs read-only subcommands only, with no options before the subcommand (``-c`` can run
-commands). Path-like arguments go through the path rules (:mod:`nodes.workspace.paths`).
-
-A second table, :data:`OPTIONS` (program, option, effect, action), judges what a command will read
-and run beyond its argv's literal paths: options that follow symlinks or recurse from the root,
-read other revisions of files, load plugins or import modules by name are refused or raise the
-call's risk to ``high`` (it needs approval); the path operands and path-valued options a command
-will touch are checked against the scopes after resolution, names that do not exist yet too.
-The scopes limit which paths a command may name; they are not an OS sandbox for the code it runs.
+Commands run from an argv list, without a shell, in the workspace root; only known programs run,
+and options that read or run more than the argv names are refused or need approval.
 """
 
 from __future__ import annotations
@@ -59,11 +42,17 @@ ArgRule = Callable[["Program", list[str], Sequence[str], Path], "tuple[str, str]
 
 @dataclass(frozen=True)
 class Program:
-    """One row of :data:`COMMANDS`. ``names``: the bare program names it covers; ``effect``:
-    what it may do; ``risk``: ``low`` | ``medium`` (a ``rule`` may raise it), ``None``: never
-    run; ``rule``: checks the arguments (:data:`ArgRule`); ``allows``: the subcommands or
-    modules the rule accepts; ``runs``: None to run the program found on ``PATH``, else
-    arguments after this interpreter (``sys.executable``)."""
+    """One row of :data:`COMMANDS`: a program ``run_command`` knows.
+
+    Attributes:
+        names: The bare program names it covers.
+        effect: What it may do.
+        risk: ``low`` or ``medium`` (a ``rule`` may raise it); None: never run.
+        rule: Checks the arguments (:data:`ArgRule`).
+        allows: The subcommands or modules the rule accepts.
+        runs: None to run the program found on ``PATH``, else the arguments after this
+            interpreter (``sys.executable``).
+    """
 
     names: tuple[str, ...]
     effect: str
@@ -97,8 +86,10 @@ def _git(row: Program, args: list[str], scopes: Sequence[str], root: Path) -> No
 
 
 def _python(row: Program, args: list[str], scopes: Sequence[str], root: Path) -> tuple[str, str]:
-    """``-m`` one of ``row.allows`` (medium) or a workspace script in scope (high); never
-    ``-c``, stdin, other options or an interactive interpreter."""
+    """``-m`` one of ``row.allows`` (medium) or a workspace script in scope (high).
+
+    Never ``-c``, stdin, other options or an interactive interpreter.
+    """
     i = 0
     while i < len(args) and args[i] in ("-B", "-u", "-q", "-I", "-s", "-E"):
         i += 1
@@ -208,21 +199,26 @@ _SHELL_SYNTAX = re.compile(r";|&&|\|\||\||`|\$\(|\$\{|\$[A-Za-z_]|[<>]|\n|\r|&\s
 
 @dataclass(frozen=True)
 class Option:
-    """One row of :data:`OPTIONS`. ``commands``: the commands it applies to (a program name;
-    ``git <sub>``; ``pytest`` is also ``python -m pytest``, ``unittest`` is ``python -m
-    unittest``); ``options``: its spellings (``""``: the command as such, whatever its options);
-    ``effect``: what it makes the command read or run; ``action``:
+    """One row of :data:`OPTIONS`: an option that makes a command read or run more than its argv names.
+
+    ``action`` is one of:
 
     * ``refuse``: the call is refused (``PolicyError``);
     * ``high``: the call's risk becomes ``high``, so it needs approval;
-    * ``root``: with no path operand the command works on the whole root, so ``.`` is checked
-      as a folder that must be wholly inside the scopes;
+    * ``root``: with no path operand the command works on the whole root, so ``.`` is checked as
+      a folder that must be wholly inside the scopes;
     * ``pathspec``: with no path operand the output covers every file of the repository, so the
       call is ``high`` unless every file is in scope (paths named are checked);
-    * ``path``: the option's value is a path, checked against the scopes after resolution (a
-      name that does not exist yet too);
-    * ``module``: each operand names a module to import (``a.b.C.test``): it must be a file of
-      the workspace in scope (``a/b.py`` or ``a/b/__init__.py``), never an installed module.
+    * ``path``: the option's value is a path, checked against the scopes after resolution;
+    * ``module``: each operand names a module to import: it must be a file of the workspace in
+      scope (``a/b.py`` or ``a/b/__init__.py``), never an installed module.
+
+    Attributes:
+        commands: The commands it applies to (a program; ``git <sub>``; ``pytest`` is also
+            ``python -m pytest``, ``unittest`` is ``python -m unittest``).
+        options: Its spellings (``""``: the command as such, whatever its options).
+        effect: What it makes the command read or run.
+        action: What the policy does (above).
     """
 
     commands: tuple[str, ...]
@@ -411,8 +407,10 @@ def _check_path(v: str, scopes: Sequence[str], root: Path, what: str) -> None:
 
 
 def _module_file(root: Path, name: str) -> str | None:
-    """The workspace file (relative) that ``python -m unittest`` imports for ``name``
-    (``a.b.TestCase.test`` → ``a/b.py`` or ``a/b/__init__.py``), or None."""
+    """The workspace file, relative, that ``python -m unittest`` imports for ``name``, or None.
+
+    ``a.b.TestCase.test`` is ``a/b.py`` or ``a/b/__init__.py``.
+    """
     parts = name.split(".")
     for n in range(len(parts), 0, -1):
         base = "/".join(parts[:n])
@@ -423,8 +421,10 @@ def _module_file(root: Path, name: str) -> str | None:
 
 
 def _option_policy(prog: str, args: list[str], scopes: Sequence[str], root: Path) -> tuple[str, str] | None:
-    """Apply :data:`OPTIONS` to a command: ``PolicyError`` to refuse, ``("high", reason)`` to
-    raise its risk, None when nothing in the table applies."""
+    """Apply :data:`OPTIONS` to a command: None when nothing in the table applies.
+
+    ``PolicyError`` to refuse, ``("high", reason)`` to raise its risk.
+    """
     key, rest = _command_key(prog, args)
     opts, operands, after = _parse(key, rest)
     names = {n for n, _ in opts} | {f"{n}={v}" for n, v in opts if v is not None}
@@ -463,9 +463,9 @@ def _option_policy(prog: str, args: list[str], scopes: Sequence[str], root: Path
         elif row.action == "pathspec" and not paths and not dir_fully_in_scope(".", scopes):
             raised = ("high", f"{shown} {row.effect} (name paths inside the file scopes, after --)")
         elif row.action == "path":
-            for n, v in opts:
-                if n in row.options and v:
-                    _check_path(v, scopes, root, f"{key} {n}")
+            for n, value in opts:
+                if n in row.options and value:
+                    _check_path(value, scopes, root, f"{key} {n}")
         elif row.action == "module":
             for o in operands:
                 if o == "discover" or "/" in o or o.endswith(".py"):
@@ -480,8 +480,25 @@ def _option_policy(prog: str, args: list[str], scopes: Sequence[str], root: Path
 def command_policy(
     argv: Any, scopes: Sequence[str], *, root: Path, programs: frozenset[str]
 ) -> tuple[list[str], str, str]:
-    """``(argv to exec, risk, reason)`` for a command run in the workspace ``root`` with the
-    allowed ``programs``, or ``PolicyError`` naming what is refused (see module doc)."""
+    """The argv to exec, risk and reason of a ``run_command`` call, or its refusal.
+
+    Only allowed programs run, as bare names (never a shell or launcher, never ``NAME=value``);
+    arguments may not hold shell syntax; ``python`` runs ``-m pytest|unittest|py_compile`` or a
+    script in scope, never ``-c``; ``git`` read-only subcommands only; path-like arguments go
+    through the path rules and :data:`OPTIONS` judges the options.
+
+    Args:
+        argv: The call's ``argv`` (a list of strings).
+        scopes: The task's file scopes.
+        root: The workspace.
+        programs: The program names allowed.
+
+    Returns:
+        ``(argv to exec, risk, reason)``.
+
+    Raises:
+        PolicyError: The command is refused (the message names what).
+    """
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
         raise PolicyError("argv must be a non-empty list of strings (commands run without a shell)")
     prog, args = argv[0], argv[1:]
@@ -534,11 +551,20 @@ GIT_SAFE_DIFF_FLAGS = ("--no-ext-diff", "--no-textconv")
 
 
 def git_argv(exe: str, args: list[str]) -> list[str]:
-    """The argv that runs ``git <args>`` (``exe``: the git program) without a program the
-    repository configures: ``-c`` for each of :data:`GIT_SAFE_CONFIG` before the subcommand and,
-    for ``diff``, ``show`` and ``log``, :data:`GIT_SAFE_DIFF_FLAGS` right after it. What remains
-    (a ``filter.<driver>.clean`` named in ``.gitattributes``, which ``git status`` and ``git diff``
-    may run on a changed file) is listed under "Not enforced" in docs/howto/security.md."""
+    """The argv that runs ``git <args>`` without a program the repository configures.
+
+    ``-c`` for each of :data:`GIT_SAFE_CONFIG` before the subcommand and, for ``diff``, ``show``
+    and ``log``, :data:`GIT_SAFE_DIFF_FLAGS` right after it. Not covered: a
+    ``filter.<driver>.clean`` named in ``.gitattributes``, which ``git status`` and ``git diff``
+    may run on a changed file (docs/howto/security.md, "Not enforced").
+
+    Args:
+        exe: The git program.
+        args: The subcommand and its arguments.
+
+    Returns:
+        The argv.
+    """
     sub, rest = (args[0], args[1:]) if args else ("", [])
     safe = [f for c in GIT_SAFE_CONFIG for f in ("-c", c)]
     flags = list(GIT_SAFE_DIFF_FLAGS) if sub in ("diff", "show", "log") else []
@@ -546,8 +572,10 @@ def git_argv(exe: str, args: list[str]) -> list[str]:
 
 
 def _check_path_args(args: list[str], scopes: Sequence[str], root: Path) -> None:
-    """Arguments that look like paths (or ``--opt=path`` values) stay inside the workspace and,
-    when they exist, inside the scopes (a folder wholly inside them)."""
+    """Arguments that look like paths (or ``--opt=path`` values) stay inside the workspace.
+
+    When they exist, also inside the scopes (a folder wholly inside them).
+    """
     for a in args:
         vals = [a.split("=", 1)[1]] if a.startswith("-") and "=" in a else ([] if a.startswith("-") else [a])
         for v in vals:

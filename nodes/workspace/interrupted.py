@@ -1,13 +1,4 @@
-"""Side-effect-safe resume: what became of a side-effecting call that was interrupted before its
-result was recorded, checked against the workspace (:func:`recover`), and the command receipts
-that make it possible for ``run_command``.
-
-A ``write_file`` whose file already holds the intended bytes (sha256) is done; a patch already
-applied is done, one that still applies is retried, anything else asks the user;
-``run_command`` writes a receipt (``started`` before it spawns, ``finished`` with its output
-after) keyed by the call id in ``receipts_dir``, so a finished command is never run again and a
-command cut off mid-run asks for approval.
-"""
+"""Side-effect-safe resume: what became of a call with side effects interrupted before its result was recorded."""
 
 from __future__ import annotations
 
@@ -15,54 +6,137 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..permissions import PolicyError
 from ..tools import ToolOutcome
-from .patch import PatchError, apply_unified_diff
+from .patch import FilePatch, PatchError, apply_unified_diff
 from .paths import atomic_write, sha256_hex
 
-if TYPE_CHECKING:
-    from .tools import WorkspaceTools
-
-__all__ = ["Recovery", "read_receipt", "receipt_path", "recover", "write_receipt"]
+__all__ = ["CheckedWorkspace", "Recovery", "read_receipt", "receipt_path", "recover", "write_receipt"]
 
 
 @dataclass(frozen=True)
 class Recovery:
-    """What :meth:`WorkspaceTools.recover` found: ``done`` (with the outcome to record),
-    ``retry`` (safe to run now) or ``ask`` (needs the user's approval; ``note`` says why)."""
+    """What :func:`recover` found of an interrupted call.
+
+    Attributes:
+        state: ``done`` (the outcome to record), ``retry`` (safe to run now) or ``ask`` (needs the
+            user's approval).
+        note: Why.
+        outcome: For ``done``, the outcome to record.
+    """
 
     state: str
     note: str = ""
     outcome: ToolOutcome | None = None
 
 
+class CheckedWorkspace(Protocol):
+    """What :func:`recover` reads of a workspace (:class:`~nodes.workspace.tools.WorkspaceTools` has it)."""
+
+    def resolve(
+        self, path: Any, scopes: Sequence[str] = (), *, write: bool = False, kind: str = "any"
+    ) -> tuple[Path, str]:
+        """The real and workspace-relative path of ``path``.
+
+        Args:
+            path: The path a call named.
+            scopes: The task's file scopes.
+            write: Whether the call writes it.
+            kind: ``file``, ``dir`` or ``any``.
+
+        Returns:
+            ``(real path, relative path)``.
+
+        Raises:
+            PolicyError: The path is refused.
+        """
+
+    def patch_plan(self, a: dict[str, Any], scopes: Sequence[str]) -> list[tuple[Path, str, FilePatch, str | None]]:
+        """``(real path, relative path, file patch, current text or None)`` per file of ``a["patch"]``.
+
+        Args:
+            a: The ``apply_patch`` call's arguments.
+            scopes: The task's file scopes.
+
+        Returns:
+            One tuple per file.
+        """
+
+    def receipt(self, call_id: str) -> Path:
+        """The receipt file of a ``run_command`` call.
+
+        Args:
+            call_id: The call's id.
+
+        Returns:
+            The receipt's path.
+        """
+
+
 def receipt_path(receipts_dir: Path, call_id: str) -> Path:
-    """The receipt file of ``call_id``: ``<receipts_dir>/<first 24 hex of sha256(call_id)>.json``."""
+    """The receipt file of ``call_id``.
+
+    Args:
+        receipts_dir: The folder of receipts.
+        call_id: The call's id.
+
+    Returns:
+        ``<receipts_dir>/<first 24 hex of sha256(call_id)>.json``.
+    """
     return receipts_dir / f"{sha256_hex(call_id.encode())[:24]}.json"
 
 
 def write_receipt(path: Path, receipt: dict[str, Any]) -> None:
-    """Write a receipt atomically: ``{"call_id", "argv", "status": "started"}`` before the
-    command spawns, ``{..., "status": "finished", "returncode", "output"}`` after it."""
+    """Write a receipt atomically.
+
+    Args:
+        path: The receipt's file (:func:`receipt_path`).
+        receipt: ``{"call_id", "argv", "status": "started"}`` before the command spawns,
+            ``{..., "status": "finished", "returncode", "output"}`` after it.
+    """
     atomic_write(path, json.dumps(receipt).encode())
 
 
 def read_receipt(path: Path) -> dict[str, Any] | None:
-    """The receipt at ``path``, or None when the command never started (no file).
-    ``ValueError`` when it is not JSON."""
+    """The receipt at ``path``.
+
+    Args:
+        path: The receipt's file.
+
+    Returns:
+        The receipt, or None when the command never started (no file).
+
+    Raises:
+        ValueError: The file is not JSON.
+    """
     if not path.exists():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    receipt: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return receipt
 
 
 def recover(
-    tools: WorkspaceTools, call_id: str, tool: str, arguments: dict[str, Any], scopes: Sequence[str] = ()
+    tools: CheckedWorkspace, call_id: str, tool: str, arguments: dict[str, Any], scopes: Sequence[str] = ()
 ) -> Recovery:
-    """Check the interrupted call ``call_id`` of ``tool`` against the workspace of ``tools``
-    (see module doc). A path the policy now refuses is ``retry`` (the tool node's policy check
-    refuses it again); a workspace that cannot be read is ``ask``."""
+    """Check an interrupted call with side effects against the workspace.
+
+    A ``write_file`` whose file already holds the intended bytes is done; a patch already applied
+    is done, one that still applies is retried, anything else asks; a ``run_command`` whose receipt
+    says finished is done (never run again), one cut off mid-run asks.
+
+    Args:
+        tools: The workspace.
+        call_id: The interrupted call's id.
+        tool: Its tool (``write_file``, ``apply_patch``, ``run_command``; others are ``retry``).
+        arguments: Its arguments.
+        scopes: The task's file scopes.
+
+    Returns:
+        The recovery; a path the policy now refuses is ``retry`` (the tool node refuses it again),
+        a workspace that cannot be read ``ask``.
+    """
     try:
         if tool == "write_file":
             return _write_file(tools, arguments, scopes)
@@ -77,7 +151,7 @@ def recover(
     return Recovery("retry", "no side effects to check")
 
 
-def _write_file(tools: WorkspaceTools, arguments: dict[str, Any], scopes: Sequence[str]) -> Recovery:
+def _write_file(tools: CheckedWorkspace, arguments: dict[str, Any], scopes: Sequence[str]) -> Recovery:
     real, rel = tools.resolve(arguments.get("path"), scopes, write=True, kind="file")
     want = str(arguments.get("content", "")).encode("utf-8")
     if real.is_file() and sha256_hex(real.read_bytes()) == sha256_hex(want):
@@ -96,7 +170,7 @@ def _write_file(tools: WorkspaceTools, arguments: dict[str, Any], scopes: Sequen
     return Recovery("retry", f"{rel} does not hold the intended content yet")
 
 
-def _apply_patch(tools: WorkspaceTools, arguments: dict[str, Any], scopes: Sequence[str]) -> Recovery:
+def _apply_patch(tools: CheckedWorkspace, arguments: dict[str, Any], scopes: Sequence[str]) -> Recovery:
     applied, pending = [], []
     for _, rel, fp, cur in tools.patch_plan(arguments, scopes):
         try:
@@ -129,7 +203,7 @@ def _apply_patch(tools: WorkspaceTools, arguments: dict[str, Any], scopes: Seque
     return Recovery("retry", "the patch is not applied yet")
 
 
-def _run_command(tools: WorkspaceTools, call_id: str) -> Recovery:
+def _run_command(tools: CheckedWorkspace, call_id: str) -> Recovery:
     data = read_receipt(tools.receipt(call_id))
     if data is None:
         return Recovery("retry", "the command never started (no receipt)")

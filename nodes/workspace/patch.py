@@ -1,7 +1,4 @@
-"""Unified diffs (``diff -u`` / ``git diff``): parse them into per-file hunks and apply them
-(or un-apply them, to see whether a patch is already applied). Hunks are placed at their line
-numbers or, when the file moved, at the nearest place their context matches; a hunk that
-matches nowhere is a :class:`PatchError`."""
+"""Unified diffs (``diff -u`` / ``git diff``): parse them into hunks, apply or un-apply them."""
 
 from __future__ import annotations
 
@@ -17,8 +14,12 @@ class PatchError(Exception):
 
 @dataclass
 class Hunk:
-    """One ``@@ -old_start,old_len +new_start,new_len @@`` hunk: ``lines`` as (tag, text), tag
-    ``' '`` (context), ``'-'`` or ``'+'``; ``no_eol_new``: the new side ends without a newline."""
+    """One ``@@ -old_start,old_len +new_start,new_len @@`` hunk.
+
+    Attributes:
+        lines: ``(tag, text)`` pairs; tag ``" "`` (context), ``"-"`` or ``"+"``.
+        no_eol_new: The new side ends without a newline.
+    """
 
     old_start: int
     old_len: int
@@ -30,8 +31,13 @@ class Hunk:
 
 @dataclass
 class FilePatch:
-    """The hunks of one file; ``old_path``/``new_path`` None for ``/dev/null`` (a created or
-    deleted file), ``a/``/``b/`` prefixes stripped."""
+    """The hunks of one file (``a/``/``b/`` prefixes stripped).
+
+    Attributes:
+        old_path: The file before, None for ``/dev/null`` (a created file).
+        new_path: The file after, None for ``/dev/null`` (a deleted file).
+        hunks: Its hunks, in order.
+    """
 
     old_path: str | None
     new_path: str | None
@@ -39,6 +45,7 @@ class FilePatch:
 
     @property
     def path(self) -> str:
+        """The file the patch is about: its new path, else its old one."""
         return self.new_path or self.old_path or ""
 
 
@@ -55,8 +62,17 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
 def parse_unified_diff(text: str) -> list[FilePatch]:
-    """Parse a unified diff (``diff -u`` / ``git diff``) into per-file hunks; ``PatchError`` on
-    a bad hunk header or line, or when there is no ``---``/``+++`` file header."""
+    """Parse a unified diff (``diff -u`` / ``git diff``) into per-file hunks.
+
+    Args:
+        text: The diff.
+
+    Returns:
+        One :class:`FilePatch` per file.
+
+    Raises:
+        PatchError: A bad hunk header or line, or no ``---``/``+++`` file header.
+    """
     lines = text.splitlines()
     files: list[FilePatch] = []
     i = 0
@@ -107,7 +123,22 @@ def _find(lines: list[str], block: list[str], guess: int) -> int | None:
 
 
 def apply_unified_diff(content: str | None, fp: FilePatch, reverse: bool = False) -> str:
-    """Apply ``fp`` to ``content`` (None: a new file); ``reverse`` un-applies. PatchError on mismatch."""
+    """Apply ``fp`` to ``content``, or un-apply it.
+
+    Hunks are placed at their line numbers or, when the file moved, at the nearest place their
+    context matches.
+
+    Args:
+        content: The file's text; None for a new file.
+        fp: The file's patch.
+        reverse: Un-apply (to see whether a patch is already applied).
+
+    Returns:
+        The new text.
+
+    Raises:
+        PatchError: A hunk matches nowhere.
+    """
     text = content or ""
     trailing = text.endswith("\n") or content is None
     lines = text.split("\n")

@@ -1,15 +1,4 @@
-"""The path policy of the workspace tools: scopes, glob matching, resolving a path (symlinks
-followed) or refusing it, write risk, and atomic writes.
-
-Every path is resolved before use, symlinks followed (``os.path.realpath``), and must land
-inside the workspace root and inside the task's ``file_scopes`` (globs relative to the root;
-``**`` spans folders). Refused before resolving: absolute paths, ``~``, any ``..`` segment, NUL
-and control characters, backslashes, percent-encoded dots/slashes, characters that Unicode NFKC
-folds (look-alike dots and slashes). Never readable or writable: ``.taskctx/``; never writable:
-``.git/``, files with more than one hard link, folders. Writes are atomic (temp file +
-``os.replace``), so a crash leaves the old or the new file, never half of one. Every refusal is
-a :class:`~nodes.permissions.PolicyError` whose message names the path and the rule.
-"""
+"""The path policy of the workspace tools: scopes, resolving or refusing a path, write risk, atomic writes."""
 
 from __future__ import annotations
 
@@ -80,17 +69,41 @@ def _glob_re(pattern: str) -> re.Pattern[str]:
 
 
 def glob_match(rel: str, pattern: str) -> bool:
-    """``rel`` (a workspace-relative posix path) matches ``pattern`` (``**`` spans folders)."""
+    """Whether ``rel`` matches ``pattern``.
+
+    Args:
+        rel: A workspace-relative posix path.
+        pattern: A glob; ``**`` spans folders.
+
+    Returns:
+        True when it matches.
+    """
     return bool(_glob_re(pattern.strip("/")).match(rel))
 
 
 def in_scope(rel: str, scopes: Sequence[str]) -> bool:
-    """``rel`` matches one of ``scopes`` (no scopes: everything is in scope)."""
+    """Whether ``rel`` matches one of ``scopes``.
+
+    Args:
+        rel: A workspace-relative posix path.
+        scopes: Globs (none: everything is in scope).
+
+    Returns:
+        True when it is in scope.
+    """
     return not scopes or any(glob_match(rel, s) for s in scopes)
 
 
 def dir_may_hold_scope(rel: str, scopes: Sequence[str]) -> bool:
-    """A folder is listable when some scope can match something inside it."""
+    """Whether some scope can match something inside the folder ``rel`` (it is then listable).
+
+    Args:
+        rel: A workspace-relative folder.
+        scopes: The task's file scopes.
+
+    Returns:
+        True when the folder may hold scoped files.
+    """
     if not scopes or rel == ".":
         return True
     parts = rel.split("/")
@@ -114,7 +127,15 @@ def dir_may_hold_scope(rel: str, scopes: Sequence[str]) -> bool:
 
 
 def dir_fully_in_scope(rel: str, scopes: Sequence[str]) -> bool:
-    """Everything inside the folder ``rel``, at any depth, is in scope."""
+    """Whether everything inside the folder ``rel``, at any depth, is in scope.
+
+    Args:
+        rel: A workspace-relative folder.
+        scopes: The task's file scopes.
+
+    Returns:
+        True when every path under it is in scope.
+    """
     if not scopes:
         return True
     base = "" if rel == "." else rel + "/"
@@ -125,10 +146,27 @@ def dir_fully_in_scope(rel: str, scopes: Sequence[str]) -> bool:
 def resolve(
     root: Path, path: Any, scopes: Sequence[str] = (), *, write: bool = False, kind: str = "any"
 ) -> tuple[Path, str]:
-    """The real path and workspace-relative posix path of ``path`` under the workspace ``root``
-    (itself a real path), or ``PolicyError`` naming the rule it breaks (see module doc).
-    ``kind``: ``file``, ``dir`` (scopes checked as a folder that may hold scoped files) or
-    ``any`` (a folder when it is one); ``write``: also refuse ``.git/``, folders, hard links."""
+    """The real path and workspace-relative posix path of ``path`` under ``root``, or a refusal.
+
+    Refused before resolving: absolute paths, ``~``, any ``..``, NUL and control characters,
+    backslashes, percent-encoded dots or slashes, characters NFKC folds (look-alikes). Then
+    symlinks are followed and the path must land inside ``root`` and the scopes; ``.taskctx/`` is
+    never touched.
+
+    Args:
+        root: The workspace (a real path).
+        path: The path a call named.
+        scopes: The task's file scopes.
+        write: Also refuse ``.git/``, folders and files with more than one hard link.
+        kind: ``file``, ``dir`` (scopes checked as a folder that may hold scoped files) or ``any``
+            (a folder when it is one).
+
+    Returns:
+        ``(real path, relative path)``.
+
+    Raises:
+        PolicyError: The path breaks a rule (named in the message).
+    """
     if not isinstance(path, str):
         raise PolicyError(f"path must be a string, got {type(path).__name__}")
     shown = repr(path[:120])
@@ -177,8 +215,15 @@ def _refuse_spelling(path: str, shown: str) -> None:
 
 
 def write_risk(rels: Sequence[str]) -> tuple[str, str]:
-    """``(risk, reason)`` of writing the files ``rels``: ``high`` when one matches
-    :data:`HIGH_RISK_FILES`, else ``medium``."""
+    """The risk of writing the files ``rels``.
+
+    Args:
+        rels: Workspace-relative paths.
+
+    Returns:
+        ``("high", reason)`` when one matches :data:`HIGH_RISK_FILES` (config, CI, build, secret or
+        executable files), else ``("medium", "")``.
+    """
     risky = [r for r in rels if any(glob_match(r, p) for p in HIGH_RISK_FILES)]
     if risky:
         return "high", f"writes {', '.join(risky)} (a config, CI, build, secret or executable file)"
@@ -187,13 +232,26 @@ def write_risk(rels: Sequence[str]) -> tuple[str, str]:
 
 # files ----------------------------------------------------------------------------------
 def sha256_hex(data: bytes) -> str:
-    """The sha256 of ``data``, 64 hex digits."""
+    """The sha256 of ``data``.
+
+    Args:
+        data: Bytes.
+
+    Returns:
+        64 hex digits.
+    """
     return hashlib.sha256(data).hexdigest()
 
 
 def file_sha256(path: Path) -> str:
-    """The sha256 (64 hex) of the file ``path``'s bytes, ``""`` when it is not a readable file
-    (the freshness marker of a file that is gone, :mod:`context.freshness`)."""
+    """The sha256 of a file's bytes: the freshness marker of a file.
+
+    Args:
+        path: The file.
+
+    Returns:
+        64 hex digits, or ``""`` when it is not a readable file (gone).
+    """
     try:
         return sha256_hex(path.read_bytes()) if path.is_file() else ""
     except OSError:
@@ -201,8 +259,18 @@ def file_sha256(path: Path) -> str:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` (folders created, mode kept) through a temp file and
-    ``os.replace``: a crash leaves the old or the new file. ``OSError`` on failure."""
+    """Write ``data`` to ``path`` through a temp file and ``os.replace``.
+
+    A crash leaves the old or the new file, never half of one; folders are created and the
+    file's mode is kept.
+
+    Args:
+        path: The file.
+        data: Its new bytes.
+
+    Raises:
+        OSError: The write failed.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".taskctx-", dir=path.parent)
     try:

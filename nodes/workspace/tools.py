@@ -1,16 +1,4 @@
-"""The workspace ToolExecutor, :class:`WorkspaceTools`, and its tools.
-
-Tools: ``list_dir``, ``read_file`` (line ranges), ``grep`` (regex, path glob), ``write_file``,
-``apply_patch`` (unified diff), ``run_command`` (argv list, no shell, timeout), and
-``search_history`` (offered here, answered by the tool node like ``read_artifact``, which the
-executor node offers: both read the task's own stores). Paths go through
-:mod:`~nodes.workspace.paths`, commands through :mod:`~nodes.workspace.commands`; an
-interrupted call is checked by :mod:`~nodes.workspace.interrupted`. Children get
-``PR_SET_PDEATHSIG`` (Linux) so they die with a killed parent.
-
-Risk: reads are ``low``; writes ``medium``, ``high`` for config, CI, build, secret or executable
-files (:data:`~nodes.workspace.paths.HIGH_RISK_FILES`); commands per program (the command table).
-"""
+"""The workspace tool executor, :class:`WorkspaceTools`: list, read, grep, write, patch and run in one folder."""
 
 from __future__ import annotations
 
@@ -40,7 +28,7 @@ MAX_TIMEOUT = 600
 
 def _pdeathsig() -> None:  # pragma: no cover - runs in the child
     try:
-        import ctypes
+        import ctypes  # (in the child, between fork and exec)
 
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:
@@ -52,15 +40,26 @@ _I = {"type": "integer"}
 
 
 class WorkspaceTools:
-    """The workspace ToolExecutor (see module doc).
+    """The workspace tool executor: reads, writes, patches and commands in one folder.
 
-    ``root``: the workspace folder; ``programs``: bare program names ``run_command`` may start;
-    ``timeout``: default seconds per command; ``receipts_dir``: where command receipts live
-    (default ``<root>/.taskctx/receipts``; the CLI uses a folder per task beside the database).
-    ``strict_resolution``: an error is resolved only by a later success of the same tool with
-    the same arguments (the failing test passing), not by any later success of its step.
-    ``accepts_scopes``: :meth:`execute` takes the task's ``file_scopes`` as a fourth argument
-    (the tool node passes them; see :class:`nodes.tools.ToolExecutor`).
+    The tools are ``list_dir``, ``read_file`` (line ranges), ``grep`` (regex, path glob),
+    ``write_file``, ``apply_patch`` (unified diff) and ``run_command`` (argv list, no shell).
+
+    It also offers ``search_history``, which the tool node answers. Reads are ``low`` risk; writes
+    ``medium``, ``high`` for config, CI, build, secret or executable files; commands per program.
+    Children get ``PR_SET_PDEATHSIG`` (Linux), so they die with a killed parent. An error is
+    resolved only by a later success of the same tool with the same arguments
+    (``strict_resolution``); :meth:`execute` takes the task's file scopes (``accepts_scopes``).
+
+    Args:
+        root: The workspace folder.
+        programs: The bare program names ``run_command`` may start.
+        timeout: Default seconds per command.
+        receipts_dir: Where command receipts live; default ``<root>/.taskctx/receipts`` (the CLI
+            uses a folder per task beside the database).
+
+    Raises:
+        FileNotFoundError: ``root`` is not a folder.
     """
 
     strict_resolution = True
@@ -117,24 +116,65 @@ class WorkspaceTools:
         ]
 
     def has_side_effects(self, tool: str) -> bool:
-        """``write_file``, ``apply_patch`` and ``run_command`` (:data:`SIDE_EFFECT_TOOLS`)."""
+        """Whether ``tool`` changes anything: ``write_file``, ``apply_patch`` and ``run_command``.
+
+        Args:
+            tool: The tool's name.
+
+        Returns:
+            True for the tools of :data:`SIDE_EFFECT_TOOLS`.
+        """
         return tool in SIDE_EFFECT_TOOLS
 
     # policy -----------------------------------------------------------------------------
     def resolve(
         self, path: Any, scopes: Sequence[str] = (), *, write: bool = False, kind: str = "any"
     ) -> tuple[Path, str]:
-        """The real path and workspace-relative path of ``path``, or ``PolicyError``
-        (:func:`nodes.workspace.paths.resolve`)."""
+        """The real path and workspace-relative path of ``path`` (:func:`nodes.workspace.paths.resolve`).
+
+        Args:
+            path: The path a call named.
+            scopes: The task's file scopes.
+            write: Whether the call writes it.
+            kind: ``file``, ``dir`` or ``any``.
+
+        Returns:
+            ``(real path, relative path)``.
+
+        Raises:
+            PolicyError: The path is refused.
+        """
         return resolve(self.root, path, scopes, write=write, kind=kind)
 
     def command_policy(self, argv: Any, scopes: Sequence[str] = ()) -> tuple[list[str], str, str]:
-        """``(argv to exec, risk, reason)`` for a command, or ``PolicyError``
-        (:func:`nodes.workspace.commands.command_policy` over :attr:`programs`)."""
+        """The argv to exec, risk and reason of a command (:func:`~nodes.workspace.commands.command_policy`).
+
+        Args:
+            argv: The call's ``argv``.
+            scopes: The task's file scopes.
+
+        Returns:
+            ``(argv to exec, risk, reason)``.
+
+        Raises:
+            PolicyError: The command is refused.
+        """
         return command_policy(argv, scopes, root=self.root, programs=self.programs)
 
     def check(self, tool: str, args: dict[str, Any], scopes: Sequence[str] = ()) -> tuple[str, str, tuple[str, ...]]:
-        """``(risk, reason, paths)`` for a call, or ``PolicyError`` (used by :func:`nodes.permissions.assess`)."""
+        """The risk, reason and written paths of a call (what :func:`nodes.permissions.assess` asks).
+
+        Args:
+            tool: The tool's name.
+            args: The call's arguments.
+            scopes: The task's file scopes.
+
+        Returns:
+            ``(risk, reason, paths the call writes)``.
+
+        Raises:
+            PolicyError: The call is refused.
+        """
         if tool in ("read_artifact", "search_history"):
             return "low", "", ()
         if tool == "list_dir":
@@ -169,8 +209,11 @@ class WorkspaceTools:
         raise PolicyError(f"{tool} is not a workspace tool")
 
     def _patch_paths(self, args: dict[str, Any], scopes: Sequence[str]) -> list[str]:
-        """The files a patch writes (relative paths, once each); ``PolicyError`` for a patch that
-        does not parse, deletes or renames a file, or names a path the path rules refuse."""
+        """The files a patch writes, relative, once each.
+
+        ``PolicyError`` for a patch that does not parse, deletes or renames a file, or names a path the
+        path rules refuse.
+        """
         try:
             files = parse_unified_diff(str(args.get("patch", "")))
         except PatchError as exc:
@@ -187,8 +230,12 @@ class WorkspaceTools:
 
     # freshness --------------------------------------------------------------------------
     def head(self) -> str | None:
-        """The git HEAD commit of the workspace (40 hex digits, read from ``.git/HEAD``, its ref
-        file or ``packed-refs``; no git process), or None when it is not a git repository."""
+        """The git HEAD commit of the workspace, read from ``.git`` without a git process.
+
+        Returns:
+            40 hex digits (from ``.git/HEAD``, its ref file or ``packed-refs``), or None when the
+            workspace is not a git repository.
+        """
         git = self.root / ".git"
         try:
             ref = (git / "HEAD").read_text(encoding="utf-8").strip()
@@ -210,15 +257,29 @@ class WorkspaceTools:
         return None
 
     def fingerprint(self, paths: Iterable[str]) -> tuple[dict[str, str], str | None]:
-        """``({path: sha256 hex of its bytes now, "" when gone}, HEAD commit)`` for workspace-
-        relative ``paths`` (what the first node after a resume compares with the task's facts)."""
+        """What the workspace holds now: what the first node after a resume compares with the facts.
+
+        Args:
+            paths: Workspace-relative paths.
+
+        Returns:
+            ``({path: sha256 hex of its bytes, "" when gone}, HEAD commit or None)``.
+        """
         return {rel: file_sha256(self.root / rel) for rel in paths}, self.head()
 
     # execution --------------------------------------------------------------------------
     def execute(self, call_id: str, tool: str, arguments: dict[str, Any], scopes: Sequence[str] = ()) -> ToolOutcome:
-        """Run one call. Policy is checked again here (defense in depth); a refusal is an error
-        outcome. The outcome carries the HEAD commit (``head``) and the shas of the files read or
-        written (``reads``, ``written``)."""
+        """Run one call; the policy is checked again here, and a refusal is an ``error`` outcome.
+
+        Args:
+            call_id: The call's id (its command receipt's key).
+            tool: The tool's name.
+            arguments: The call's arguments.
+            scopes: The task's file scopes.
+
+        Returns:
+            The outcome, with the HEAD commit (``head``) and the shas of the files read or written.
+        """
         try:
             self.check(tool, arguments, scopes)
             fn = getattr(self, f"_t_{tool}", None)
@@ -324,8 +385,19 @@ class WorkspaceTools:
         )
 
     def patch_plan(self, a: dict[str, Any], scopes: Sequence[str]) -> list[tuple[Path, str, FilePatch, str | None]]:
-        """``(real path, relative path, file patch, current text or None)`` per file of the
-        patch ``a["patch"]``; ``PatchError`` / ``PolicyError`` for a bad patch or path."""
+        """``(real path, relative path, file patch, current text or None)`` per file of ``a["patch"]``.
+
+        Args:
+            a: The ``apply_patch`` call's arguments.
+            scopes: The task's file scopes.
+
+        Returns:
+            One tuple per file.
+
+        Raises:
+            PatchError: The patch does not parse.
+            PolicyError: It names a refused path.
+        """
         out = []
         for fp in parse_unified_diff(str(a.get("patch", ""))):
             real, rel = self.resolve(fp.new_path, scopes, write=True, kind="file")
@@ -350,7 +422,14 @@ class WorkspaceTools:
         return ToolOutcome("ok", f"patched {desc}", "command", rels[0], rels[0], rels, written=written)
 
     def receipt(self, call_id: str) -> Path:
-        """The receipt file of a ``run_command`` call (:func:`nodes.workspace.interrupted.receipt_path`)."""
+        """The receipt file of a ``run_command`` call (:func:`~nodes.workspace.interrupted.receipt_path`).
+
+        Args:
+            call_id: The call's id.
+
+        Returns:
+            The receipt's path.
+        """
         return receipt_path(self.receipts_dir, call_id)
 
     def _t_run_command(self, call_id: str, a: dict[str, Any], scopes: Sequence[str]) -> ToolOutcome:
@@ -397,6 +476,17 @@ class WorkspaceTools:
 
     # recovery ---------------------------------------------------------------------------
     def recover(self, call_id: str, tool: str, arguments: dict[str, Any], scopes: Sequence[str] = ()) -> Recovery:
-        """Check an interrupted side-effecting call against the workspace
-        (:func:`nodes.workspace.interrupted.recover`)."""
+        """Check an interrupted call with side effects against the workspace.
+
+        See :func:`~nodes.workspace.interrupted.recover`.
+
+        Args:
+            call_id: The call's id.
+            tool: Its tool.
+            arguments: Its arguments.
+            scopes: The task's file scopes.
+
+        Returns:
+            What was found: ``done``, ``retry`` or ``ask``.
+        """
         return recover(self, call_id, tool, arguments, scopes)

@@ -13,8 +13,9 @@ from context import SqliteStores, extract_constraints, replay
 from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import run_graph
-from nodes import ScriptedChatModel, complete, plan, review
+from nodes import ScriptedChatModel
 from nodes.render.base import constraints_text
+from nodes.testing import complete, plan, review
 
 FIVE = (
     "Tidy up the release script.\n"

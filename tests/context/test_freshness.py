@@ -12,8 +12,9 @@ from context import Finding, TaskContext, new_event, replay
 from context.freshness import find_stale, world_version
 from graphs import build_orchestrator, new_task, open_project, thread_config
 from graphs.runner import run_graph
-from nodes import ScriptedChatModel, WorkspaceTools, complete, plan, review, tool_call
+from nodes import ScriptedChatModel, WorkspaceTools
 from nodes.runtime import NodeEnv
+from nodes.testing import complete, plan, review, tool_call
 
 CONF_1M = "[proxy]\nlimit = 1m\n"
 CONF_5M = "[proxy]\nlimit = 5m\n"
@@ -523,7 +524,7 @@ def test_named_paths_and_about():
 def test_a_finding_citing_evidence_that_left_the_transcript_rests_on_its_reads_from_the_log():
     """The read of a.txt left the transcript (a restart); a later finding cites its artifact: its
     reads are read back from the log, so the finding still rests on a.txt."""
-    from nodes.roles import _step_completed
+    from nodes.roles.completion import step_completed
     from nodes.runtime import NodeRun
 
     env = NodeEnv.sqlite()
@@ -555,6 +556,6 @@ def test_a_finding_citing_evidence_that_left_the_transcript_rests_on_its_reads_f
     assert ctx.evidence.recent_tool_calls == []  # c1 left the transcript
     run = NodeRun(env, ctx, "executor", None)
     finding = Finding(id="s2.f1", statement="a.txt sets 1m", evidence_refs=[ref])
-    out = _step_completed(run, ctx, "s2", "success", "concluded", [finding], [])
+    out = step_completed(run, ctx, "s2", "success", "concluded", [finding], [])
     done = next(e for e in out if e.kind == "step.completed").payload
     assert [(f["id"], f["rests_on"], f["head"]) for f in done["findings"]] == [("s2.f1", {"a.txt": "sha-a"}, HEAD_A)]

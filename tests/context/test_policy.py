@@ -13,7 +13,8 @@ from pydantic import ValidationError
 from context.policy import DEFAULT_POLICIES, ContextPolicy, Situation, fired, merge_policies
 from graphs import build_orchestrator, new_task, open_project
 from graphs.runner import run_graph
-from nodes import ScriptedChatModel, WorkspaceTools, complete, plan, recover, review, tool_call
+from nodes import ScriptedChatModel, WorkspaceTools
+from nodes.testing import complete, plan, recover, review, tool_call
 
 TEST_ARGV = ["python", "-m", "unittest", "-q", "test_limit.py"]
 TEST_PY = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_limit(self):\n        self.assertIn('10m', open('limit.txt').read())\n"

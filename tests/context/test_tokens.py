@@ -94,6 +94,26 @@ def test_message_tokens_use_the_given_counter() -> None:
     assert message_tokens(msgs, len) == 132  # any str -> int counter: here characters
 
 
+def test_openai_role_matches_langchain_core() -> None:
+    """``openai_role`` gives every message class the role langchain-core's own (private) helper gives."""
+    from langchain_core.messages import AIMessageChunk, ChatMessage, FunctionMessage
+    from langchain_core.messages.utils import _get_message_openai_role
+
+    from nodes.message_tokens import openai_role
+
+    msgs = [
+        AIMessage(content="a"),
+        AIMessageChunk(content="a"),
+        HumanMessage(content="h"),
+        ToolMessage(content="t", tool_call_id="c1"),
+        SystemMessage(content="s"),
+        SystemMessage(content="s", additional_kwargs={"__openai_role__": "developer"}),
+        FunctionMessage(content="f", name="fn"),
+        ChatMessage(content="c", role="critic"),
+    ]
+    assert [openai_role(m) for m in msgs] == [_get_message_openai_role(m) for m in msgs]
+
+
 def _zh(i: int, n: int) -> str:
     base = SAMPLES["sample:zh"]
     text = f"输出{i}：" + base * (n // len(base) + 1)

@@ -20,7 +20,8 @@ from context.text import clean, escape_controls, from_bytes, json_text, shown, t
 from graphs import build_orchestrator, new_task, open_project
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import export_run, run_graph
-from nodes import ScriptedChatModel, ToolOutcome, complete, plan, recover, review, tool_call
+from nodes import ScriptedChatModel, ToolOutcome
+from nodes.testing import complete, plan, recover, review, tool_call
 from nodes.tools import function_schema
 
 SCRAPED = "title: \ud835 bold"

@@ -411,7 +411,8 @@ def test_run_survives_pg_terminate_backend(pg_db: str, checked: bool) -> None:
     from graphs.orchestrator import build_orchestrator, new_task
     from graphs.postgres import CHECKPOINTER_APPLICATION_NAME, open_postgres_checkpointer
     from graphs.runner import run_graph, thread_config
-    from nodes import ScriptedChatModel, ToolOutcome, complete, function_schema, plan, review, tool_call
+    from nodes import ScriptedChatModel, ToolOutcome, function_schema
+    from nodes.testing import complete, plan, review, tool_call
 
     n = 12
     killed: list[int] = []

@@ -16,7 +16,8 @@ from context import Permissions, SqliteStores, replay
 from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import pending_approval, run_graph, run_with_approvals, thread_config
-from nodes import ScriptedChatModel, WorkspaceTools, complete, plan, recover, review, tool_call
+from nodes import ScriptedChatModel, WorkspaceTools
+from nodes.testing import complete, plan, recover, review, tool_call
 from nodes.tools import REJECTED_AGAIN
 
 CONF = {"path": "app/proxy.conf", "content": "client_max_body_size 10m;\n"}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from graphs.bench.scale import _first_new_event, _last_seq
+from graphs.bench.scale import first_new_event, last_seq
 
 
 def _db(tmp_path: Path) -> Path:
@@ -32,10 +32,10 @@ def _db(tmp_path: Path) -> Path:
 
 def test_first_new_event_is_the_kind_and_epoch_seconds_of_the_event_after_seq(tmp_path: Path) -> None:
     db = _db(tmp_path)
-    assert _last_seq(db, "t") == 4
-    assert _last_seq(db, "nobody") == 0
-    kind, at = _first_new_event(db, "t", 2)
+    assert last_seq(db, "t") == 4
+    assert last_seq(db, "nobody") == 0
+    kind, at = first_new_event(db, "t", 2)
     assert kind == "resume.started"
     assert at == datetime(2026, 12, 1, 7, 10, 5, 125000, tzinfo=UTC).timestamp() == 1796109005.125
     with pytest.raises(RuntimeError, match=r"resume of 't' appended no event after seq 4"):
-        _first_new_event(db, "t", 4)
+        first_new_event(db, "t", 4)

@@ -443,8 +443,10 @@ def test_unquoted_agent_claims_make_every_provenance_case_fail(monkeypatch: pyte
     import nodes.render.base
     import nodes.render.executor
     import nodes.render.planner
+    import nodes.render.quoting
     import nodes.render.recovery
     import nodes.render.reviewer
+    import nodes.render.transcript
     from graphs.eval import load_cases
     from graphs.eval.harness import run_case
 
@@ -455,7 +457,9 @@ def test_unquoted_agent_claims_make_every_provenance_case_fail(monkeypatch: pyte
         nodes.render.executor,
         nodes.render.planner,
         nodes.render.recovery,
+        nodes.render.quoting,
         nodes.render.reviewer,
+        nodes.render.transcript,
     ):
         if hasattr(m, "quote_agent"):  # a renderer may quote only through common's helpers
             monkeypatch.setattr(m, "quote_agent", lambda text, *, source: text)

@@ -188,7 +188,8 @@ class BuildTools:
 
 
 def _model() -> Any:
-    from nodes import ScriptedChatModel, complete, plan, review, tool_call
+    from nodes import ScriptedChatModel
+    from nodes.testing import complete, plan, review, tool_call
 
     return ScriptedChatModel(
         script={

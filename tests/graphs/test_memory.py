@@ -35,8 +35,9 @@ from graphs.memory_store import (
     show_memory,
 )
 from graphs.runner import run_graph
-from nodes import ScriptedChatModel, complete, plan, review
+from nodes import ScriptedChatModel
 from nodes.memory_source import MemorySource
+from nodes.testing import complete, plan, review
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = REPO / "graphs" / "eval" / "case_files"

@@ -12,7 +12,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from context import SqliteStores, TaskContext, replay
 from graphs import build_orchestrator, checkpoint_serde, new_task
 from graphs.runner import run_graph
-from nodes import ScriptedChatModel, ToolOutcome, complete, function_schema, plan, recover, review, tool_call
+from nodes import ScriptedChatModel, ToolOutcome, function_schema
+from nodes.testing import complete, plan, recover, review, tool_call
 
 
 class ReturnsAnything:

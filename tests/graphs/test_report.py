@@ -70,7 +70,8 @@ class Tools:
 
 
 def _model() -> Any:
-    from nodes import ScriptedChatModel, complete, plan, recover, review, tool_call
+    from nodes import ScriptedChatModel
+    from nodes.testing import complete, plan, recover, review, tool_call
 
     return ScriptedChatModel(
         script={

@@ -74,7 +74,8 @@ def test_failed_step_goes_to_recovery_and_retry_runs_it_again(tmp_path) -> None:
     from context import replay
     from graphs import build_orchestrator, new_task, open_project
     from graphs.runner import run_graph
-    from nodes import ScriptedChatModel, complete, plan, recover, review
+    from nodes import ScriptedChatModel
+    from nodes.testing import complete, plan, recover, review
 
     model = ScriptedChatModel(
         script={

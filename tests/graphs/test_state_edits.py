@@ -15,7 +15,8 @@ from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.diagnosis import diagnose
 from graphs.runner import export_run, run_graph, thread_config
-from nodes import ScriptedChatModel, ToolOutcome, complete, plan, review, tool_call
+from nodes import ScriptedChatModel, ToolOutcome
+from nodes.testing import complete, plan, review, tool_call
 from nodes.tools import function_schema
 
 REQUEST = "Tidy the scripts.\nDo not touch the migrations folder."

@@ -14,7 +14,8 @@ from context import BudgetError, SqliteStores
 from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import run_graph
-from nodes import ScriptedChatModel, ToolOutcome, complete, function_schema, plan, review, tool_call
+from nodes import ScriptedChatModel, ToolOutcome, function_schema
+from nodes.testing import complete, plan, review, tool_call
 
 #: 300 lines of a build log: compressed, its head + tail still take 1,020 tokens
 LOG = "".join(f"[{i:04d}] compiling module_{i:04d}.c with -O2 -Wall: ok, 0 warnings\n" for i in range(300))

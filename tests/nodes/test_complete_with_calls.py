@@ -12,7 +12,8 @@ from context import SqliteStores, new_event, replay
 from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import run_graph
-from nodes import ScriptedChatModel, ToolOutcome, and_complete, complete, plan, recover, review, tool_call
+from nodes import ScriptedChatModel, ToolOutcome
+from nodes.testing import and_complete, complete, plan, recover, review, tool_call
 from nodes.tools import function_schema
 
 

@@ -15,7 +15,8 @@ from context.compression import HEAD_CHARS, TAIL_CHARS, arguments_ref, compress_
 from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import run_graph
-from nodes import ScriptedChatModel, WorkspaceTools, complete, plan, review, tool_call
+from nodes import ScriptedChatModel, WorkspaceTools
+from nodes.testing import complete, plan, review, tool_call
 
 
 @pytest.mark.parametrize("size", [20_000, 60_000])

@@ -7,7 +7,7 @@ from context import Plan, PlanStep, new_event, replay
 from context.windows import PLAN_FULL_STEPS
 from nodes import NodeEnv
 from nodes.render import ReviewerRenderer
-from nodes.render.executor import delta_text
+from nodes.render.transcript import delta_text
 
 
 def _plan(statuses: str) -> Plan:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphs.bench.metrics import Stats, _count_call
+from graphs.bench.metrics import Stats, count_call
 from graphs.bench.strategies import Call
 from nodes.pricing import HEADLINE, RULES
 
@@ -34,7 +34,7 @@ def test_anthropic_breakpoints_write_and_read() -> None:
 def test_stats_sum_every_rule() -> None:
     s = Stats("t", "naive")
     for p, cached in ((2000, 0), (3000, 2000)):
-        _count_call(s, Call(index=0, prompt_tokens=p, fingerprints=[], text="", orphans=0), cached, 8000, "", [])
+        count_call(s, Call(index=0, prompt_tokens=p, fingerprints=[], text="", orphans=0), cached, 8000, "", [])
     assert s.costs == {
         "flat": 2000 + 1000 + 200.0,
         "openai-auto": 2000 + (3000 - 1920) + 192.0,

@@ -16,8 +16,9 @@ from context import Permissions, SqliteStores, TaskContext, new_event, replay
 from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import run_graph, run_with_approvals
-from nodes import ScriptedChatModel, ToolOutcome, WorkspaceTools, complete, plan, recover, review, tool_call
+from nodes import ScriptedChatModel, ToolOutcome, WorkspaceTools
 from nodes.runtime import NodeEnv
+from nodes.testing import complete, plan, recover, review, tool_call
 from nodes.tools import TaskToolNode, function_schema, make_tool_node
 
 CONF = {"path": "app/proxy.conf", "content": "client_max_body_size 10m;\n"}

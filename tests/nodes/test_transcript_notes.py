@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from context import new_event, replay
 from nodes import ExecutorRenderer, NodeEnv
-from nodes.render.executor import delta_text
+from nodes.render.transcript import delta_text
 
 TS = "2026-01-01T00:00:00.000Z"
 

@@ -9,7 +9,7 @@ from context import apply_event, approx_tokens, new_event, replay
 from context.events import ContextBuilt, TranscriptReset
 from nodes import ExecutorRenderer, NodeEnv
 from nodes.pricing import FLAT, RULES, rule_named
-from nodes.render.executor import cycle_cost, restart_decision
+from nodes.render.restart import cycle_cost, restart_decision
 
 TS = "2026-01-01T00:00:00.000Z"
 

@@ -13,7 +13,8 @@ from context import Permissions, SqliteStores, parse_ref
 from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import run_graph
-from nodes import PolicyError, ScriptedChatModel, WorkspaceTools, complete, mask_secrets, plan, review, tool_call
+from nodes import PolicyError, ScriptedChatModel, WorkspaceTools, mask_secrets
+from nodes.testing import complete, plan, review, tool_call
 from nodes.workspace import PatchError, apply_unified_diff, glob_match, parse_unified_diff
 
 

@@ -1,0 +1,26 @@
+"""Node factories for the four roles: planner, executor, reviewer, recovery.
+
+Each ``make_*_node(model, env, renderer=None)`` returns a LangGraph node
+``(state: TaskContext, config) -> dict`` of changed parts. Wire them into your own
+``StateGraph(TaskContext)``; ``graphs.build_orchestrator`` is one such wiring.
+"""
+
+from .base import Node, memory_loaded_events, reply_text, task_created_event
+from .executor import make_executor_node
+from .planner import make_planner_node
+from .recovery import MAX_REJECTED_REPEATS, MAX_STEP_ERRORS, make_recovery_node
+from .reviewer import MAX_REVIEW_ROUNDS, make_reviewer_node
+
+__all__ = [
+    "MAX_REJECTED_REPEATS",
+    "MAX_REVIEW_ROUNDS",
+    "MAX_STEP_ERRORS",
+    "Node",
+    "make_executor_node",
+    "make_planner_node",
+    "make_recovery_node",
+    "make_reviewer_node",
+    "memory_loaded_events",
+    "reply_text",
+    "task_created_event",
+]
