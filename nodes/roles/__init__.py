@@ -5,11 +5,11 @@ Each ``make_*_node(model, env, renderer=None)`` returns a LangGraph node
 ``StateGraph(TaskContext)``; ``graphs.build_orchestrator`` is one such wiring.
 """
 
-from .base import Node, memory_loaded_events, reply_text, task_created_event
-from .executor import make_executor_node
-from .planner import make_planner_node
-from .recovery import MAX_REJECTED_REPEATS, MAX_STEP_ERRORS, make_recovery_node
-from .reviewer import MAX_REVIEW_ROUNDS, make_reviewer_node
+from .executor_node import make_executor_node
+from .node_steps import Node, memory_loaded_events, reply_text, task_created_event
+from .planner_node import make_planner_node
+from .recovery_node import MAX_REJECTED_REPEATS, MAX_STEP_ERRORS, make_recovery_node
+from .reviewer_node import MAX_REVIEW_ROUNDS, make_reviewer_node
 
 __all__ = [
     "MAX_REJECTED_REPEATS",

@@ -17,7 +17,7 @@ from context.literals import FactKind, StepResult
 from context.models import ToolCallRecord, arguments_dict
 
 from ..runtime import NodeRun
-from .base import one_of
+from .node_steps import one_of
 
 __all__ = ["STEP_RESULTS", "completion_args", "step_completed"]
 

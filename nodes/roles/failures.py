@@ -16,7 +16,7 @@ from context.events import (
 )
 
 from ..runtime import NodeEnv, NodeRun
-from .base import ATTEMPT, Node, prologue, step_started
+from .node_steps import ATTEMPT, Node, prologue, step_started
 
 __all__ = ["guarded"]
 

@@ -16,8 +16,8 @@ from context.events import (
 from ..render import Renderer, ReviewerRenderer
 from ..runtime import NodeEnv, NodeRun
 from ..schemas import SUBMIT_REVIEW
-from .base import Node, model_call, prologue, reply_text, tool_args
 from .failures import guarded
+from .node_steps import Node, model_call, prologue, reply_text, tool_args
 
 __all__ = ["MAX_REVIEW_ROUNDS", "make_reviewer_node"]
 

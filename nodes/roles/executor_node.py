@@ -19,9 +19,9 @@ from ..render import ExecutorRenderer, Renderer
 from ..runtime import NodeEnv, NodeRun
 from ..schemas import COMPLETE_STEP
 from ..tools import CONTROL_TOOLS, READ_ARTIFACT_SCHEMA, ToolExecutor
-from .base import Node, model_call, prologue, reply_text, step_started, tool_args
 from .completion import completion_args, step_completed
 from .failures import guarded
+from .node_steps import Node, model_call, prologue, reply_text, step_started, tool_args
 
 __all__ = ["make_executor_node"]
 

@@ -16,8 +16,8 @@ from context.events import (
 from ..render import PlannerRenderer, Renderer
 from ..runtime import NodeEnv, NodeRun
 from ..schemas import SUBMIT_PLAN
-from .base import Node, model_call, prologue, reply_text, tool_args
 from .failures import guarded
+from .node_steps import Node, model_call, prologue, reply_text, tool_args
 
 __all__ = ["make_planner_node"]
 

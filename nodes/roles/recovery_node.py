@@ -18,8 +18,8 @@ from ..render import RecoveryRenderer, Renderer
 from ..runtime import NodeEnv, NodeRun
 from ..schemas import DECIDE_RECOVERY
 from ..tools import REJECTED_AGAIN
-from .base import Node, model_call, one_of, prologue, reply_text, tool_args
 from .failures import guarded
+from .node_steps import Node, model_call, one_of, prologue, reply_text, tool_args
 
 __all__ = ["DECISIONS", "MAX_REJECTED_REPEATS", "MAX_STEP_ERRORS", "make_recovery_node"]
 
