@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from context import Event, SqliteStores, TaskContext, TaskctxError, UnknownTaskError, apply_event
+from context import Event, InvalidInputError, SqliteStores, TaskContext, TaskctxError, UnknownTaskError, apply_event
 from context.pg_store import PgStores
 from context.text import shown
 
@@ -160,11 +160,19 @@ def run_graph(
 
     Raises:
         UnknownTaskError: ``resume`` of a thread that has no checkpoint.
+        InvalidInputError: ``input`` is a new task's state but ``task_id`` already has events.
         DamagedStoreError: Continuing a thread whose stored data fails
             :func:`graphs.diagnosis.ensure_sound` (``full=False``).
     """
     from langgraph.types import Command
 
+    if isinstance(input, TaskContext) and (seen := stores.events.last_seq(task_id)):
+        # a new task's state on a thread with a log would restart it: refused before any checkpoint is written
+        raise InvalidInputError(
+            f"task {task_id!r} already has {seen} events in this database: continue it with "
+            f"run_graph(graph, stores, {task_id!r}, None, resume=True) or Project.resume({task_id!r}), "
+            "or start the new task under another task id"
+        )
     if checked is None and (resume or input is None or isinstance(input, Command)):
         # what is read back is checked before it is trusted (a long log: the bounded check, quick_diagnose)
         checked = ensure_sound(stores, graph.checkpointer, task_id, full=False)

@@ -24,6 +24,7 @@ from context import (
     Event,
     InvalidInputError,
     ModelCallError,
+    StoreOpenError,
     TaskctxError,
     UnknownTaskError,
 )
@@ -406,9 +407,12 @@ def open_existing(db: str, *, readonly: bool = False) -> Project:
         The open project.
 
     Raises:
+        StoreOpenError: ``db`` is a directory.
         UnknownTaskError: There is no database at ``db``.
         NotTaskctxDatabaseError: It holds no taskctx tables.
     """
+    if not is_postgres_url(db) and Path(db).is_dir():
+        raise StoreOpenError(f"--db {db} is a directory; give a file path such as {Path(db) / 'taskctx.sqlite'}")
     if not db_exists(db):
         raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
     if readonly:

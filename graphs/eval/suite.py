@@ -37,7 +37,7 @@ def run_eval(
         The report.
 
     Raises:
-        CaseError: A case does not load, an id of ``only`` does not exist, or a mechanism is unknown.
+        CaseError: A case does not load, an id of ``only`` or a category does not exist, or a mechanism is unknown.
     """
     # (imported here: the harness loads the graph runtime; the eval command loads this module at start-up)
     from ..project import DEFAULT_DB
@@ -50,6 +50,10 @@ def run_eval(
     d = Path(folder) if folder is not None else default_cases_dir()
     cases = load_cases(d)
     ids, cats = set(only or ()), set(categories or ())
+    bad = sorted(cats - {c.category for _, c in cases})
+    if bad:
+        have = ", ".join(sorted({c.category for _, c in cases}))
+        raise CaseError(f"no case of category {', '.join(bad)} in {d}; use one of {have}")
     unknown = sorted(ids - {c.id for _, c in cases})
     if unknown:
         cases_opt = ("--cases", str(d)) if folder is not None else ()

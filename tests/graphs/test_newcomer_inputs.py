@@ -1,0 +1,74 @@
+"""Inputs a newcomer gives by mistake: a task started twice under one id, a folder as --db, an unknown
+eval category; each refused with its cause and the fix, nothing recorded changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from typer.testing import CliRunner
+
+from context import InvalidInputError, SqliteStores
+from graphs import build_orchestrator, checkpoint_serde, new_task, open_project
+from graphs.cli import app
+from graphs.eval.cases import CaseError
+from graphs.eval.suite import run_eval
+from graphs.runner import run_graph
+from nodes import ScriptedChatModel
+from nodes.testing import complete, plan, review
+
+
+def _model() -> ScriptedChatModel:
+    return ScriptedChatModel(
+        script={
+            "planner": [plan("Count the words")],
+            "executor": [complete("3 words")],
+            "reviewer": [review("approve")],
+        }
+    )
+
+
+def test_a_second_start_under_a_finished_tasks_id_is_refused_before_any_checkpoint(tmp_path: Path) -> None:
+    db = str(tmp_path / "words.sqlite")
+    with open_project(db) as project:
+        g = build_orchestrator(_model(), checkpointer=project.checkpointer, stores=project.stores)
+        first = run_graph(g, project.stores, "t2", new_task("Count the words.", "t2"))
+        assert first.state.control.status == "completed"
+        seq = project.stores.events.last_seq("t2")
+        history = len(list(g.get_state_history({"configurable": {"thread_id": "t2"}})))
+        g2 = build_orchestrator(_model(), checkpointer=project.checkpointer, stores=project.stores)
+        with pytest.raises(InvalidInputError) as err:
+            run_graph(g2, project.stores, "t2", new_task("Count the words.", "t2"))
+        assert str(err.value) == (
+            f"task 't2' already has {seq} events in this database: continue it with "
+            "run_graph(graph, stores, 't2', None, resume=True) or Project.resume('t2'), "
+            "or start the new task under another task id"
+        )
+        assert project.stores.events.last_seq("t2") == seq
+        assert len(list(g2.get_state_history({"configurable": {"thread_id": "t2"}}))) == history
+        snap = g2.get_state({"configurable": {"thread_id": "t2"}})
+        assert snap.next == () and snap.values["control"].status == "completed"
+
+
+def test_a_start_on_a_registered_task_without_events_still_runs(tmp_path: Path) -> None:
+    stores = SqliteStores(str(tmp_path / "s.sqlite"))
+    assert stores.events.last_seq("t3") == 0
+    g = build_orchestrator(_model(), checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores)
+    assert run_graph(g, stores, "t3", new_task("Count the words.", "t3")).state.control.status == "completed"
+
+
+@pytest.mark.parametrize("command", [["inspect", "t1"], ["list"], ["resume", "t1"], ["doctor"]])
+def test_a_folder_as_db_is_named_a_folder(tmp_path: Path, command: list[str]) -> None:
+    out = CliRunner().invoke(app, [*command, "--db", str(tmp_path)])
+    assert out.exit_code == 2
+    assert out.output.strip().splitlines()[-1] == (
+        f"error: --db {tmp_path} is a directory; give a file path such as {tmp_path / 'taskctx.sqlite'}"
+    )
+
+
+def test_an_unknown_eval_category_names_the_categories() -> None:
+    with pytest.raises(CaseError) as err:
+        run_eval(categories=["nope"])
+    msg = str(err.value)
+    assert msg.startswith("no case of category nope in ") and "; use one of conflict, distortion, " in msg
