@@ -112,6 +112,13 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 REQUIRE_CHROMIUM = os.environ.get("TASKCTX_REQUIRE_CHROMIUM", "") not in ("", "0", "false")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """``--collect-only`` runs no test, so syrupy would count every prompt snapshot as unused and
+    exit 1: there, unused snapshots are only a warning."""
+    if config.option.collectonly and hasattr(config.option, "warn_unused_snapshots"):
+        config.option.warn_unused_snapshots = True
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Refuse a test that reaches Postgres (the ``pg_url`` fixture, or a parameter ``"postgres"``)
     without the ``postgres`` marker: ``-m "not postgres"`` must leave out every one of them."""
