@@ -256,7 +256,8 @@ LOAD_CHILD = textwrap.dedent(
     from graphs.orchestrator import build_orchestrator, new_task
     from graphs.project import open_project
     from graphs.runner import run_graph
-    from nodes import ScriptedChatModel, ToolOutcome, complete, function_schema, plan, review, tool_call
+    from nodes import ScriptedChatModel, ToolOutcome, function_schema
+    from nodes.testing import complete, plan, review, tool_call
 
     url, proc, n_threads, n_steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -1362,7 +1363,13 @@ def test_git_runs_no_program_the_repository_configures(tmp_path: Path) -> None:
     signer.chmod(0o755)
     (root / "b.txt").write_text("b\n")
     sp.run([*git, "add", "b.txt"], cwd=root, check=True, env=env)
-    sp.run([*git, "-c", f"gpg.program={signer}", "commit", "-qS", "-m", "b"], cwd=root, check=True, env=env)
+    # a script just written can be "busy" for exec while a child forked elsewhere holds its fd: retried
+    for attempt in range(5):
+        signed = sp.run([*git, "-c", f"gpg.program={signer}", "commit", "-qS", "-m", "b"], cwd=root, env=env)
+        if signed.returncode == 0:
+            break
+        time.sleep(0.2 * (attempt + 1))
+    assert signed.returncode == 0
     marker.unlink()
     sp.run(["git", "config", "core.fsmonitor", str(hook)], cwd=root, check=True, env=env)
     sp.run(["git", "config", "diff.external", str(hook)], cwd=root, check=True, env=env)
