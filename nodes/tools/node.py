@@ -71,7 +71,8 @@ class TaskToolNode(CallRecorder):
 
         A ``taskctx resume`` (a ``resume_token`` not yet recorded) is recorded first, ``resume.started``
         in a batch of its own; then the pending calls in order until one waits for the next run:
-        a run of two or more read-only calls together (:meth:`run_read_only`), any other by :meth:`handle`.
+        a run of two or more read-only calls together (:meth:`run_read_only`; not with
+        ``max_parallel`` 1), any other by :meth:`handle`.
 
         Args:
             state: The graph state (a TaskContext).
@@ -88,7 +89,7 @@ class TaskToolNode(CallRecorder):
         pending = [r for r in run.ctx.evidence.recent_tool_calls if r.status == "pending"]
         i = 0
         while i < len(pending):
-            batch = self.at_once(run, pending[i:])
+            batch = self.at_once(run, pending[i:]) if self.max_parallel > 1 else []
             if len(batch) > 1:
                 self.run_read_only(run, batch)
                 i += len(batch)

@@ -196,7 +196,7 @@ def _log(events: list[Any]) -> list[str]:
 def test_the_event_log_is_byte_identical_to_a_one_by_one_run() -> None:
     calls = [("l1", "look"), ("l2", "look"), ("l3", "look"), ("w1", "write"), ("l4", "look"), ("l5", "look")]
     par_stores, par = _pending(Plain(), calls, max_parallel=4)
-    seq_stores, seq = _pending(Plain(), calls, max_parallel=1)
+    seq_stores, seq = _pending(Plain(), calls, max_parallel=1)  # one by one: each call through handle()
     assert _log(par) == _log(seq)
     assert [e.kind for e in par].count("tool.result.received") == 6
     # the stored outputs too
