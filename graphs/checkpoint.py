@@ -2,31 +2,113 @@
 
 from __future__ import annotations
 
+import enum
+import typing
 from collections.abc import Sequence
 from typing import Any
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from pydantic import BaseModel
 
-import context.models as _models
+from context import TaskContext
 
-__all__ = ["CHECKPOINT_TYPES", "PRUNE_EVERY", "PruningSqliteSaver", "checkpoint_serde", "prune_thread"]
-
-#: ``(module, class)`` of every model a TaskContext checkpoint holds.
-CHECKPOINT_TYPES: list[tuple[str, str]] = [
-    ("context.models", name) for name in _models.__all__ if isinstance(getattr(_models, name), type)
+__all__ = [
+    "CHECKPOINT_TYPES",
+    "PRUNE_EVERY",
+    "CheckpointSerializer",
+    "PruningSqliteSaver",
+    "adopt_checkpoint_serde",
+    "checkpoint_serde",
+    "checkpoint_types",
+    "prune_thread",
 ]
 
 
-def checkpoint_serde() -> JsonPlusSerializer:
+def checkpoint_types(root: type[BaseModel] = TaskContext) -> list[tuple[str, str]]:
+    """``(module, class)`` of ``root`` and of every pydantic model and enum its fields can hold, at any depth.
+
+    Args:
+        root: The state schema (default: the TaskContext).
+
+    Returns:
+        The pairs, sorted.
+    """
+    found: set[tuple[str, str]] = set()
+    seen: set[Any] = set()
+
+    def walk(tp: Any) -> None:
+        if tp in seen:
+            return
+        seen.add(tp)
+        for arg in typing.get_args(tp):  # list[X], dict[str, X], X | None, Annotated[X, ...], Literal[...]
+            walk(arg)
+        if isinstance(tp, type) and issubclass(tp, enum.Enum):
+            found.add((tp.__module__, tp.__qualname__))
+        elif isinstance(tp, type) and issubclass(tp, BaseModel):
+            found.add((tp.__module__, tp.__qualname__))
+            for f in tp.model_fields.values():
+                walk(f.annotation)
+
+    walk(root)
+    return sorted(found)
+
+
+#: ``(module, class)`` of every model a TaskContext checkpoint holds (:func:`checkpoint_types`).
+CHECKPOINT_TYPES: list[tuple[str, str]] = checkpoint_types()
+
+
+class CheckpointSerializer(JsonPlusSerializer):
+    """LangGraph's ``JsonPlusSerializer`` with the TaskContext's classes on its msgpack allowlist.
+
+    What :func:`checkpoint_serde` returns; a class of its own so :func:`adopt_checkpoint_serde`
+    can tell a saver that already has it.
+
+    Args:
+        pickle_fallback: Whether values msgpack cannot encode are pickled (and pickles loaded).
+    """
+
+    def __init__(self, *, pickle_fallback: bool = False):
+        super().__init__(pickle_fallback=pickle_fallback, allowed_msgpack_modules=CHECKPOINT_TYPES)
+
+
+def checkpoint_serde(pickle_fallback: bool = False) -> CheckpointSerializer:
     """A serializer for any LangGraph checkpointer that knows the TaskContext's classes.
 
     Loads TaskContext parts without the "unregistered type" warning, the same with
-    ``LANGGRAPH_STRICT_MSGPACK=true``: ``InMemorySaver(serde=checkpoint_serde())``.
+    ``LANGGRAPH_STRICT_MSGPACK=true``: ``InMemorySaver(serde=checkpoint_serde())``. Other types
+    than LangGraph's safe ones and :data:`CHECKPOINT_TYPES` are not rebuilt (their data is loaded).
+
+    Args:
+        pickle_fallback: Whether values msgpack cannot encode are pickled (and pickles loaded).
 
     Returns:
         The serializer.
     """
-    return JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)
+    return CheckpointSerializer(pickle_fallback=pickle_fallback)
+
+
+def adopt_checkpoint_serde(checkpointer: Any) -> bool:
+    """Give a checkpointer made elsewhere (LangGraph Server's) the serializer of :func:`checkpoint_serde`.
+
+    LangGraph Server builds its checkpointer's serializer from ``langgraph.json``'s
+    ``allowed_json_modules`` and ``pickle_fallback`` only: its ``allowed_msgpack_modules`` does not
+    reach it, so every TaskContext part it loads logs "Deserializing unregistered type" (with
+    ``LANGGRAPH_STRICT_MSGPACK=true``: "Blocked deserialization"). The graph factory calls this on
+    the checkpointer the server hands it. Its ``pickle_fallback`` is kept; the stored bytes are
+    the same (the serializer writes what LangGraph's writes).
+
+    Args:
+        checkpointer: A LangGraph checkpointer (anything with a ``serde`` attribute), or None.
+
+    Returns:
+        True when its serializer was replaced; False when it had it already or is not a
+        ``JsonPlusSerializer`` (an encrypting or custom one is left as it is).
+    """
+    serde = getattr(checkpointer, "serde", None)
+    if not isinstance(serde, JsonPlusSerializer) or isinstance(serde, CheckpointSerializer):
+        return False
+    checkpointer.serde = checkpoint_serde(pickle_fallback=bool(serde.pickle_fallback))
+    return True
 
 
 #: Supersteps between two prunes of a thread's checkpoints while :func:`graphs.runner.run_graph` runs

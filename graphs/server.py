@@ -42,11 +42,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from langchain_core.runnables import RunnableConfig
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.graph.state import CompiledStateGraph
 
 from context import InvalidInputError, Trajectory, load_trajectory
 from context.pg_store import PgStores
 from context.sqlite_store import SqliteStores
+from graphs.checkpoint import adopt_checkpoint_serde
 from graphs.orchestrator import build_orchestrator
 from graphs.project import Project, open_project
 from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
@@ -136,8 +138,10 @@ def _spec(conf: dict[str, Any], stores: SqliteStores | PgStores) -> dict[str, An
 
 def build_server_graph(config: RunnableConfig | None = None) -> CompiledStateGraph:
     """The orchestrator for one run or state read of the server (see module doc); compiled
-    without a checkpointer."""
+    without a checkpointer. The server's checkpointer, which the server passes in the config,
+    gets the serializer that knows the TaskContext's classes (:func:`~graphs.checkpoint.adopt_checkpoint_serde`)."""
     conf = dict((config or {}).get("configurable") or {})
+    adopt_checkpoint_serde(conf.get(CONFIG_KEY_CHECKPOINTER))
     project = server_project()
     stores = project.stores
     memory = project.memory()  # no workspace: nothing is checked for staleness

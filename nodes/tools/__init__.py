@@ -3,6 +3,7 @@
 from .approvals import APPROVAL_ACTIONS, REJECTED_AGAIN, ApprovalQuestions, normalize_answer
 from .builtin import BUILTIN_TOOLS, READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
 from .node import TaskToolNode, make_tool_node
+from .parallel import DEFAULT_MAX_PARALLEL, run_at_once
 from .protocol import (
     CONTROL_TOOLS,
     ToolExecutor,
@@ -20,6 +21,7 @@ __all__ = [
     "APPROVAL_ACTIONS",
     "BUILTIN_TOOLS",
     "CONTROL_TOOLS",
+    "DEFAULT_MAX_PARALLEL",
     "READ_ARTIFACT_SCHEMA",
     "RECORDED_ERROR",
     "REJECTED_AGAIN",
@@ -37,6 +39,7 @@ __all__ = [
     "normalize_answer",
     "parameters_of",
     "read_artifact",
+    "run_at_once",
     "scoped_execute",
     "search_history",
 ]

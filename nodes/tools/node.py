@@ -7,6 +7,7 @@ keeps what was recorded and a call with side effects is never re-run blindly.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -21,7 +22,9 @@ from context.models import ToolCallRecord, arguments_dict
 from ..permissions import Decision, assess
 from ..runtime import NodeEnv, NodeRun
 from .approvals import REJECTED_AGAIN, ApprovalQuestions, normalize_answer
-from .protocol import ToolExecutor, check_arguments
+from .builtin import BUILTIN_TOOLS
+from .parallel import DEFAULT_MAX_PARALLEL, run_at_once
+from .protocol import ToolExecutor, check_arguments, scoped_execute
 from .recording import CallRecorder, canonical_arguments
 
 __all__ = ["TaskToolNode", "make_tool_node"]
@@ -37,16 +40,39 @@ class TaskToolNode(CallRecorder):
     instance serves every run: per-run state lives in a :class:`~nodes.runtime.NodeRun` and an
     :class:`~nodes.tools.ApprovalQuestions`.
 
+    Consecutive read-only calls of the pending ones (:meth:`at_once`) run at the same time, up to
+    ``max_parallel`` (and the executor's own ``max_parallel``, when it has one), and are recorded in
+    call order once all have returned (:meth:`run_read_only`): the event log is the one a run of
+    them one by one records. Calls with side effects, calls that need approval and the built-in
+    tools run one by one.
+
     Args:
         env: The node environment (event log, artifact store).
         tools: The task's :class:`~nodes.tools.ToolExecutor`.
+        max_parallel: The most read-only calls of one answer running at the same time (1: one by one).
+
+    Raises:
+        ValueError: ``max_parallel``, or the executor's ``max_parallel``, is below 1.
     """
+
+    def __init__(self, env: NodeEnv, tools: ToolExecutor, max_parallel: int = DEFAULT_MAX_PARALLEL):
+        super().__init__(env, tools)
+        if max_parallel < 1:
+            raise ValueError(f"max_parallel must be at least 1 (got {max_parallel}); 1 runs the calls one by one")
+        own = getattr(tools, "max_parallel", None)  # an executor that is not thread-safe says 1
+        self.max_parallel = min(max_parallel, int(own)) if own is not None else max_parallel
+        if self.max_parallel < 1:
+            raise ValueError(
+                f"{type(tools).__name__}.max_parallel must be at least 1 (got {own}); 1 runs the calls one by one"
+            )
 
     def __call__(self, state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
         """One node run: records a resume not yet recorded, then handles each pending call in order.
 
         A ``taskctx resume`` (a ``resume_token`` not yet recorded) is recorded first, ``resume.started``
-        in a batch of its own; then each pending call (:meth:`handle`) until one waits for the next run.
+        in a batch of its own; then the pending calls in order until one waits for the next run:
+        a run of two or more read-only calls together (:meth:`run_read_only`; not with
+        ``max_parallel`` 1), any other by :meth:`handle`.
 
         Args:
             state: The graph state (a TaskContext).
@@ -60,10 +86,62 @@ class TaskToolNode(CallRecorder):
         if resumed:  # a `taskctx resume` (token not yet recorded): its own batch, before anything else
             run.commit(resumed)
         q = ApprovalQuestions(run.own)
-        for rec in [r for r in run.ctx.evidence.recent_tool_calls if r.status == "pending"]:
-            if not self.handle(run, q, rec):
+        pending = [r for r in run.ctx.evidence.recent_tool_calls if r.status == "pending"]
+        i = 0
+        while i < len(pending):
+            batch = self.at_once(run, pending[i:]) if self.max_parallel > 1 else []
+            if len(batch) > 1:
+                self.run_read_only(run, batch)
+                i += len(batch)
+                continue
+            if not self.handle(run, q, pending[i]):
                 break
+            i += 1
         return run.update()
+
+    def at_once(self, run: NodeRun, pending: Sequence[ToolCallRecord]) -> list[tuple[ToolCallRecord, dict[str, Any]]]:
+        """The leading calls of ``pending`` that may run at the same time, with their arguments.
+
+        A call may when the executor says it has no side effects, the policy allows it without
+        approval, it has no ``permission.granted`` marker and it is not a built-in tool (those read
+        the task's own stores, which the calls before them write). Such calls change nothing, so
+        the policy's decision about each is the one it makes when they run one by one.
+
+        Args:
+            run: This node run.
+            pending: The pending calls, in call order.
+
+        Returns:
+            ``(call, arguments)`` of the leading calls that may, in order (empty when the first may not).
+        """
+        out: list[tuple[ToolCallRecord, dict[str, Any]]] = []
+        granted = {e.payload["call_id"] for e in run.own if e.kind == "permission.granted"}
+        for rec in pending:
+            if rec.tool in BUILTIN_TOOLS or rec.id in granted or self.tools.has_side_effects(rec.tool):
+                break
+            args = arguments_dict(rec.arguments)
+            d = assess(rec.tool, args, run.ctx.permissions, self.tools)
+            if not d.allowed or d.needs_approval:
+                break
+            out.append((rec, args))
+        return out
+
+    def run_read_only(self, run: NodeRun, batch: Sequence[tuple[ToolCallRecord, dict[str, Any]]]) -> None:
+        """Run read-only calls at the same time (:func:`~nodes.tools.parallel.run_at_once`), then record each in order.
+
+        Only the executor's ``execute`` runs in the worker threads; every outcome is recorded
+        (:meth:`record`) on this thread, in call order, whatever order the calls finished in. A call
+        that raises is its own ``error`` result. A crash before a call's result is recorded runs it
+        again on the next attempt, as it does one by one (read-only calls have no marker).
+
+        Args:
+            run: This node run.
+            batch: ``(call, arguments)`` from :meth:`at_once`.
+        """
+        scopes = list(run.ctx.permissions.file_scopes)
+        jobs = [partial(scoped_execute, self.tools, rec.id, rec.tool, args, scopes) for rec, args in batch]
+        for (rec, args), out in zip(batch, run_at_once(jobs, self.max_parallel), strict=True):
+            self.record(run, rec, args, out)
 
     def handle(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord) -> bool:
         """Run, refuse, recover or ask about one pending call.
@@ -422,14 +500,19 @@ class TaskToolNode(CallRecorder):
         self.execute(run, rec, new, "the user edited the arguments before approving" + (f"; {note}" if note else ""))
 
 
-def make_tool_node(env: NodeEnv, tools: ToolExecutor) -> TaskToolNode:
+def make_tool_node(env: NodeEnv, tools: ToolExecutor, max_parallel: int = DEFAULT_MAX_PARALLEL) -> TaskToolNode:
     """The graph's ``tools`` node over ``env`` and ``tools``.
 
     Args:
         env: The node environment.
         tools: The task's tool executor.
+        max_parallel: The most read-only calls of one model answer running at the same time
+            (1: every call one by one; an executor's own ``max_parallel`` lowers it).
 
     Returns:
         A :class:`TaskToolNode`, callable as ``node(state, config) -> state update``.
+
+    Raises:
+        ValueError: ``max_parallel``, or the executor's ``max_parallel``, is below 1.
     """
-    return TaskToolNode(env, tools)
+    return TaskToolNode(env, tools, max_parallel)

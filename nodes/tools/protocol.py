@@ -62,6 +62,9 @@ class ToolExecutor(Protocol):
       ``execute`` with a parameter named ``scopes`` gets them too.
     * ``strict_resolution = True``: a success resolves only errors of an earlier call of the same
       tool with the same arguments (default: the open errors of the call's plan step).
+    * ``max_parallel = N``: the most read-only calls (``has_side_effects`` False) of one model
+      answer the tool node runs at the same time, in threads (``1``: one by one, for an executor
+      that is not thread-safe; default: the tool node's, :data:`~nodes.tools.DEFAULT_MAX_PARALLEL`).
     * ``check(tool, arguments, scopes) -> (risk, reason, paths)``: the executor's own policy
       (:func:`nodes.permissions.assess`; raise ``PolicyError`` to refuse).
     * ``recover(call_id, tool, arguments, scopes) -> Recovery``: checks a call with side effects

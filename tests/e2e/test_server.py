@@ -105,8 +105,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class DevServer:
-    def __init__(self, folder: Path, db: str):
+    def __init__(self, folder: Path, db: str, strict_msgpack: bool = True):
         self.folder, self.db = folder, db
+        self.strict_msgpack = strict_msgpack
         self.log = folder / "server.log"
         self.proc: subprocess.Popen | None = None
         self.url = ""
@@ -135,6 +136,7 @@ class DevServer:
             LANGSMITH_TRACING="false",
             LANGCHAIN_TRACING_V2="false",
             TASKCTX_DB=self.db,
+            LANGGRAPH_STRICT_MSGPACK="true" if self.strict_msgpack else "false",
         )
         last = ""
         for _ in range(3):  # a port taken between _free_port and bind: langgraph dev would pick another
@@ -167,6 +169,10 @@ class DevServer:
             last = f"asked for port {port}, server said {bound}"
             self.stop()
         pytest.fail(f"langgraph dev did not come up on its port ({last}); log:\n{self._log_tail()}")
+
+    def log_text(self) -> str:
+        """The whole server log, colours removed."""
+        return _ANSI.sub("", self.log.read_text(errors="replace"))
 
     def _log_tail(self) -> str:
         return _ANSI.sub("", self.log.read_text(errors="replace"))[-4000:] if self.log.exists() else ""
@@ -202,8 +208,10 @@ class DevServer:
             self.proc.wait(timeout=15)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=["sqlite", "sqlite-permissive", pytest.param("postgres", marks=pytest.mark.postgres)])
 def dev_server(request: pytest.FixtureRequest, tmp_path: Path, trajectories_dir: Path):
+    """``langgraph dev`` on a SQLite or Postgres event log; ``sqlite-permissive``: the server without
+    ``LANGGRAPH_STRICT_MSGPACK`` (LangGraph's default, which warns about each unregistered type)."""
     # find_spec, not import: importing langgraph_runtime_inmem creates .langgraph_api/ in the cwd
     for mod in ("langgraph_sdk", "langgraph_runtime_inmem", "langgraph_api"):
         if importlib.util.find_spec(mod) is None:
@@ -211,7 +219,7 @@ def dev_server(request: pytest.FixtureRequest, tmp_path: Path, trajectories_dir:
     if not LANGGRAPH.exists():
         pytest.skip(f"no langgraph CLI at {LANGGRAPH}: pip install 'langgraph-cli[inmem]'")
     db = request.getfixturevalue("pg_db") if request.param == "postgres" else str(tmp_path / "server.sqlite")
-    srv = DevServer(tmp_path, db)
+    srv = DevServer(tmp_path, db, strict_msgpack=request.param != "sqlite-permissive")
     srv.start()
     try:
         yield srv
@@ -286,6 +294,10 @@ def test_server_replay_reaches_an_approval_and_resumes(dev_server: DevServer, tr
         assert len(history) > 30
     finally:
         stores.close()
+    # the resume loaded the TaskContext from the server's checkpointer: every class of it is known
+    log = dev_server.log_text()
+    assert "Background run succeeded" in log
+    assert [ln for ln in log.splitlines() if "unregistered type" in ln or "Blocked deserialization" in ln] == []
     print(
         f"\nserver ({'postgres' if dev_server.db.startswith('postgres') else 'sqlite'}): "
         f"first run to the interrupt {first_run:.2f} s, resume to the end {resume_run:.2f} s, "
