@@ -12,6 +12,7 @@ from .protocol import (
     check_arguments,
     function_schema,
     parameters_of,
+    run_off_loop,
     scoped_execute,
 )
 from .replay import RECORDED_ERROR, ReplayTools
@@ -37,6 +38,7 @@ __all__ = [
     "normalize_answer",
     "parameters_of",
     "read_artifact",
+    "run_off_loop",
     "scoped_execute",
     "search_history",
 ]

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.types import interrupt
 
 from context import TaskContext
@@ -21,13 +22,13 @@ from context.models import ToolCallRecord, arguments_dict
 from ..permissions import Decision, assess
 from ..runtime import NodeEnv, NodeRun
 from .approvals import REJECTED_AGAIN, ApprovalQuestions, normalize_answer
-from .protocol import ToolExecutor, check_arguments
+from .protocol import ToolExecutor, check_arguments, run_off_loop
 from .recording import CallRecorder, canonical_arguments
 
 __all__ = ["TaskToolNode", "make_tool_node"]
 
 
-class TaskToolNode(CallRecorder):
+class TaskToolNode(CallRecorder, RunnableCallable):
     """The graph's ``tools`` node: runs every pending call of the state through ``tools``.
 
     Like LangGraph's prebuilt ``ToolNode`` it runs the calls the model issued, but it reads them
@@ -35,12 +36,32 @@ class TaskToolNode(CallRecorder):
     (``interrupt()``), side-effect markers, results. Each ``record``/``deny``/``grant``/``ask``
     commits its events at once, in its own transaction, so a crash keeps what was recorded. One
     instance serves every run: per-run state lives in a :class:`~nodes.runtime.NodeRun` and an
-    :class:`~nodes.tools.ApprovalQuestions`.
+    :class:`~nodes.tools.ApprovalQuestions`. LangGraph runs :meth:`__call__` under ``invoke`` and
+    :meth:`acall` under ``ainvoke``.
 
     Args:
         env: The node environment (event log, artifact store).
         tools: The task's :class:`~nodes.tools.ToolExecutor`.
     """
+
+    def __init__(self, env: NodeEnv, tools: ToolExecutor):
+        CallRecorder.__init__(self, env, tools)
+        RunnableCallable.__init__(self, self.__call__, self.acall, name="tools", trace=False)
+
+    async def acall(self, state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
+        """One node run, the async way: :meth:`__call__` in a worker thread, so the event loop never waits.
+
+        An executor's ``aexecute`` is awaited on the run's event loop meanwhile
+        (:func:`~nodes.tools.run_off_loop`); the event log is written from the worker thread.
+
+        Args:
+            state: The graph state (a TaskContext).
+            config: The LangGraph run config.
+
+        Returns:
+            The state update.
+        """
+        return await run_off_loop(self.__call__, state, config)
 
     def __call__(self, state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
         """One node run: records a resume not yet recorded, then handles each pending call in order.
