@@ -212,3 +212,30 @@ def test_langgraph_async_sqlite_saver_runs_a_custom_graph(tmp_path: Path) -> Non
             return _log(project, "t1")
 
     assert asyncio.run(run()) == sync_log
+
+
+def test_concurrent_async_tasks_on_one_sqlite_project(tmp_path: Path) -> None:
+    """Tasks gathered on one event loop share the project's file: each log is the sync run's."""
+    sync_log, _, _, _ = _sync_run(str(tmp_path / "sync.sqlite"), "default")
+
+    async def run() -> dict[str, list[tuple[str, str, str]]]:
+        with graphs.open_project(tmp_path / "shared.sqlite") as project:
+            # the stores and the checkpointer queue for one lock (no busy wait between the two)
+            assert project.checkpointer.lock is project.stores.lock  # type: ignore[attr-defined]
+
+            async def one(tid: str) -> None:
+                graph = project.graph(_model(), tools=Shout(), memory=False)
+                await graph.ainvoke(graphs.new_task(REQUEST, tid), graphs.thread_config(tid), durability="sync")
+
+            tids = [f"t{i}" for i in range(8)]
+            await asyncio.gather(*(one(t) for t in tids))
+            return {t: _log(project, t) for t in tids}
+
+    logs = asyncio.run(run())
+    # the sync run's events in its order (their payloads name their own task), each result once
+    shape = [(k, a) for k, a, _ in sync_log]
+    results = [p for k, _, p in sync_log if k == "tool.result.received"]
+    assert {t: [(k, a) for k, a, _ in log] for t, log in logs.items()} == {t: shape for t in logs}
+    assert {t: [p for k, _, p in log if k == "tool.result.received"] for t, log in logs.items()} == {
+        t: results for t in logs
+    }
