@@ -8,7 +8,6 @@ connection of their own, in WAL mode.
 from __future__ import annotations
 
 import threading
-
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
