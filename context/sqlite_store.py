@@ -7,6 +7,7 @@ connection of their own, in WAL mode.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -340,6 +341,11 @@ class SqliteStores:
         self.events = EventLog(self._db)
         self.artifacts = ArtifactStore(self._db)
         self.tasks = TaskRegistry(self._db)
+
+    @property
+    def lock(self) -> threading.Lock:
+        """The lock every access of the stores' connection holds (another connection to the file may share it)."""
+        return self._db.lock
 
     def close(self) -> None:
         """Close the connection."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import typing
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -17,6 +18,7 @@ __all__ = [
     "PRUNE_EVERY",
     "CheckpointSerializer",
     "PruningSqliteSaver",
+    "ThreadedAsyncSaver",
     "adopt_checkpoint_serde",
     "checkpoint_serde",
     "checkpoint_types",
@@ -137,17 +139,61 @@ def prune_thread(checkpointer: Any, thread_id: str) -> bool:
     return True
 
 
+class ThreadedAsyncSaver:
+    """The async methods of a LangGraph checkpointer, each running the saver's sync method in a worker thread.
+
+    Mixed in before a sync saver (``SqliteSaver``, ``PostgresSaver``), it makes one checkpointer
+    serve ``invoke``/``stream`` and ``ainvoke``/``astream`` alike: the sync method runs in
+    ``asyncio.to_thread``, so the event loop never waits on the database. The saver's own lock
+    (SQLite) or connection pool (Postgres) serialises or bounds the calls, as under ``invoke``.
+    """
+
+    async def aget_tuple(self, config: Any) -> Any:
+        """``get_tuple`` in a worker thread."""
+        return await asyncio.to_thread(self.get_tuple, config)  # type: ignore[attr-defined]
+
+    async def alist(
+        self, config: Any, *, filter: dict[str, Any] | None = None, before: Any = None, limit: int | None = None
+    ) -> AsyncIterator[Any]:
+        """``list`` in a worker thread, read whole, then yielded item by item."""
+        items = await asyncio.to_thread(
+            lambda: list(self.list(config, filter=filter, before=before, limit=limit))  # type: ignore[attr-defined]
+        )
+        for item in items:
+            yield item
+
+    async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        """``put`` in a worker thread."""
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)  # type: ignore[attr-defined]
+
+    async def aput_writes(
+        self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        """``put_writes`` in a worker thread."""
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)  # type: ignore[attr-defined]
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """``delete_thread`` in a worker thread."""
+        await asyncio.to_thread(self.delete_thread, thread_id)  # type: ignore[attr-defined]
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``prune`` in a worker thread."""
+        await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))  # type: ignore[attr-defined]
+
+
 try:
     from langgraph.checkpoint.sqlite import SqliteSaver
 except ImportError:  # pragma: no cover - a dependency of taskctx
     SqliteSaver = object  # type: ignore[assignment,misc]
 
 
-class PruningSqliteSaver(SqliteSaver):  # type: ignore[misc,valid-type]
-    """``SqliteSaver`` with ``prune(thread_ids, strategy=...)``, as ``PostgresSaver`` has it.
+class PruningSqliteSaver(ThreadedAsyncSaver, SqliteSaver):  # type: ignore[misc,valid-type]
+    """``SqliteSaver`` with ``prune(thread_ids, strategy=...)``, as ``PostgresSaver`` has it, and the async methods.
 
     The contract of ``BaseCheckpointSaver.prune``, which ``SqliteSaver`` does not implement.
-    taskctx uses no ``DeltaChannel``, so the latest checkpoint holds the whole state.
+    taskctx uses no ``DeltaChannel``, so the latest checkpoint holds the whole state. The async
+    methods (``aget_tuple``, ``aput``...) run the sync ones in a worker thread
+    (:class:`ThreadedAsyncSaver`), so ``ainvoke``/``astream`` work on the same saver.
     """
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:

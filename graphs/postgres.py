@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 from context import StoreOpenError
 from context.pg_store import SCHEMA_LOCK, redact_url
 
+from .checkpoint import ThreadedAsyncSaver
+
 __all__ = ["CHECKPOINTER_APPLICATION_NAME", "RetryingPostgresSaver", "open_postgres_checkpointer"]
 
 T = TypeVar("T")
@@ -26,8 +28,11 @@ except ImportError:  # pragma: no cover - depends on the install
     psycopg = None  # type: ignore[assignment]
 
 
-class RetryingPostgresSaver(PostgresSaver):  # type: ignore[misc,valid-type]
+class RetryingPostgresSaver(ThreadedAsyncSaver, PostgresSaver):  # type: ignore[misc,valid-type]
     """``PostgresSaver`` whose calls are retried on a fresh connection when the connection drops.
+
+    Its async methods run the (retried) sync ones in a worker thread on the same pool
+    (:class:`graphs.checkpoint.ThreadedAsyncSaver`), so ``ainvoke``/``astream`` work on it too.
 
     A connection that drops during a call raises ``psycopg.OperationalError``; every write of
     ``PostgresSaver`` is an upsert or ``ON CONFLICT DO NOTHING``, so a retried write cannot

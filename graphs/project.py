@@ -191,6 +191,9 @@ class Project:
             self.conn = sqlite3.connect(path, check_same_thread=False)
             self.checkpointer = PruningSqliteSaver(self.conn, serde=checkpoint_serde())
             self.checkpointer.setup()
+            # one lock for the file's two connections: the writers of one process (threads, async
+            # tasks) queue for it in turn instead of starving each other in SQLite's busy wait
+            self.checkpointer.lock = self.stores.lock
         except sqlite3.Error as exc:
             raise StoreOpenError(
                 f"cannot open the checkpointer at {path}: {exc}; pass --db with a writable file"

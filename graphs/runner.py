@@ -297,7 +297,8 @@ def tool_parameters(graph: CompiledStateGraph, tool: str) -> dict[str, Any] | No
     """
     try:
         node = graph.builder.nodes["tools"].runnable
-        executor = getattr(getattr(node, "func", node), "tools", None)
+        # the TaskToolNode itself (a runnable), or a function LangGraph wrapped
+        executor = getattr(node, "tools", None) or getattr(getattr(node, "func", None), "tools", None)
         from nodes.tools import parameters_of  # (nodes.tools loads langgraph.types: imported when used)
 
         return parameters_of(executor.schemas(), tool) if executor is not None else None

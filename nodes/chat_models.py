@@ -15,7 +15,7 @@ from context import ContextLengthError, ModelCallError, ModelConfigError
 if TYPE_CHECKING:  # (annotations only: the chat-model classes are slow to import)
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT", "model_error", "resolve_model"]
+__all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT", "model_error", "request_timeout", "resolve_model"]
 
 #: seconds a request to the provider may take (``taskctx run --timeout``)
 DEFAULT_TIMEOUT = 60.0
@@ -127,3 +127,20 @@ def resolve_model(spec: str | BaseChatModel, **kwargs: Any) -> BaseChatModel:
         raise ModelConfigError(f"model {spec!r}: {' '.join(text.split())}") from exc
     except Exception as exc:  # provider client errors (e.g. a missing API key)
         raise ModelConfigError(f"model {spec!r} could not be created: {exc}") from exc
+
+
+def request_timeout(model: Any) -> float | None:
+    """The seconds one request of ``model`` may take, as its client was configured.
+
+    Args:
+        model: A chat model (ChatOpenAI's ``request_timeout``, ChatAnthropic's
+            ``default_request_timeout``).
+
+    Returns:
+        The seconds, or None when the model has no number.
+    """
+    for name in ("request_timeout", "default_request_timeout"):
+        value = getattr(model, name, None)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None

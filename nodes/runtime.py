@@ -6,8 +6,6 @@ crashed attempt already recorded, so a finished step is never redone.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,13 +28,14 @@ from context.store import ArtifactStoreProtocol, EventLogProtocol
 from context.text import clean, has_surrogates
 from context.tokens import TokenCounter, counter_for_model, counter_name
 
-from .chat_models import model_error
+from .chat_models import model_error, request_timeout
 from .message_tokens import message_tokens
 from .pricing import FLAT, PricingRule
+from .prompt_parts import cached_prefix_tokens, fingerprints, prompt_text
 
 if TYPE_CHECKING:  # (annotations only: the chat-model classes are slow to import)
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.runnables import RunnableConfig
+    from langchain_core.runnables import Runnable, RunnableConfig
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -154,87 +153,6 @@ class Rendered:
     #: Indices of the messages that end a stable part of the layout (core layer, checkpoint):
     #: where a provider with explicit cache breakpoints (Anthropic) gets one.
     breakpoints: list[int] = field(default_factory=list)
-
-
-def fingerprints(
-    messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]], count: TokenCounter | None = None
-) -> list[str]:
-    """Fingerprint each part of a prompt: the tool schemas, then each message in order.
-
-    Args:
-        messages: The prompt's messages.
-        tools: Its tool schemas (empty: no schema part).
-        count: The token counter; default o200k_base.
-
-    Returns:
-        ``"<sha256[:16]>:<tokens>"`` per part.
-    """
-    count = count or counter_for_model(None)
-    out = []
-    if tools:
-        blob = json.dumps(list(tools), sort_keys=True)
-        out.append(f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}:{message_tokens([], count, tools)}")
-    for m in messages:
-        blob = json.dumps(
-            {
-                "type": m.type,
-                "content": m.content,
-                "tool_calls": getattr(m, "tool_calls", None),
-                "tool_call_id": getattr(m, "tool_call_id", None),
-            },
-            sort_keys=True,
-            default=str,
-        )
-        out.append(f"{hashlib.sha256(blob.encode()).hexdigest()[:16]}:{message_tokens([m], count)}")
-    return out
-
-
-def cached_prefix_tokens(previous: Sequence[str], current: Sequence[str]) -> int:
-    """Tokens of the longest common prefix, in whole parts, of two fingerprint lists.
-
-    Args:
-        previous: The fingerprints of the previous call (:func:`fingerprints`).
-        current: The fingerprints of this call.
-
-    Returns:
-        The tokens of the parts both lists start with.
-    """
-    total = 0
-    for a, b in zip(previous, current):
-        if a != b:
-            break
-        total += int(a.rsplit(":", 1)[1])
-    return total
-
-
-def prompt_text(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] = ()) -> str:
-    """The prompt as a person reads it: Markdown, one section per message.
-
-    Args:
-        messages: The prompt's messages.
-        tools: Its tool schemas (listed by name first).
-
-    Returns:
-        The text, ending with a newline.
-    """
-    parts = []
-    if tools:
-        names = ", ".join(t.get("function", t).get("name", "?") for t in tools)
-        parts.append(f"### tools\n{names}")
-    for m in messages:
-        head = f"### {m.type}"
-        call_id = getattr(m, "tool_call_id", None)
-        if call_id:
-            head += f" (tool_call_id={call_id})"
-        body = m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False)
-        calls = getattr(m, "tool_calls", None)
-        if calls:
-            body += "".join(
-                f"\n-> tool call {c['name']} {json.dumps(c['args'], sort_keys=True, ensure_ascii=False)} (id={c['id']})"
-                for c in calls
-            )
-        parts.append(f"{head}\n{body}")
-    return "\n\n".join(parts) + "\n"
 
 
 CACHE_CONTROL = {"type": "ephemeral"}
@@ -507,12 +425,13 @@ class NodeRun:
         )
         return self.make("context.built", payload, actor="system")
 
-    def call_model(
+    def model_request(
         self, model: BaseChatModel, role: str, rendered: Rendered, built: Event, ctx: TaskContext | None = None
-    ) -> AIMessage:
-        """Invoke ``model`` with the rendered tools bound, the role and manifest as run metadata.
+    ) -> tuple[Runnable[Any, Any], list[BaseMessage], RunnableConfig]:
+        """What a model call sends: the model with the rendered tools bound, the messages, the run config.
 
-        LangSmith shows the metadata on the model run. Nothing of a failed call is recorded.
+        The config carries the role and the manifest as run metadata (LangSmith shows it on the
+        model run), the tag ``role:<role>`` and the run name ``<role>.model``.
 
         Args:
             model: The chat model.
@@ -522,11 +441,7 @@ class NodeRun:
             ctx: The state; default ``self.ctx``.
 
         Returns:
-            The model's reply.
-
-        Raises:
-            ModelCallError: The provider failed after its client's retries, named in one line
-                (:func:`nodes.chat_models.model_error`); ``ContextLengthError`` for a prompt too long.
+            ``(bound model, messages, config)``.
         """
         ctx = ctx or self.ctx
         p = built.payload
@@ -549,22 +464,79 @@ class NodeRun:
                 ],
             },
         }
-        bound = model.bind_tools(rendered.tools) if rendered.tools else model
+        bound: Runnable[Any, Any] = model.bind_tools(rendered.tools) if rendered.tools else model
         messages, cache_kw = provider_caching(model, rendered, self.task_id)
         if cache_kw:
             bound = bound.bind(**cache_kw)
         cfg: RunnableConfig = {"metadata": meta, "tags": [f"role:{role}"], "run_name": f"{role}.model"}
-        messages = [_utf8_message(m) for m in messages]  # a prompt is UTF-8 text: a lone surrogate goes as U+FFFD
+        return bound, [_utf8_message(m) for m in messages], cfg  # a lone surrogate goes as U+FFFD
+
+    def call_model(
+        self, model: BaseChatModel, role: str, rendered: Rendered, built: Event, ctx: TaskContext | None = None
+    ) -> AIMessage:
+        """Invoke ``model`` with the rendered tools bound, the role and manifest as run metadata (:meth:`model_request`).
+
+        Nothing of a failed call is recorded.
+
+        Args:
+            model: The chat model.
+            role: The role calling it.
+            rendered: The prompt.
+            built: Its ``context.built`` event (the metadata's source).
+            ctx: The state; default ``self.ctx``.
+
+        Returns:
+            The model's reply.
+
+        Raises:
+            ModelCallError: The provider failed after its client's retries, named in one line
+                (:func:`nodes.chat_models.model_error`); ``ContextLengthError`` for a prompt too long.
+        """
+        bound, messages, cfg = self.model_request(model, role, rendered, built, ctx)
         try:
             out = bound.invoke(messages, config=cfg)
         except Exception as exc:
-            failure = model_error(exc, role=role, timeout=request_timeout(model))
-            if failure is None:
-                raise
-            raise failure from exc
-        if not isinstance(out, AIMessage):
-            out = AIMessage(content=str(getattr(out, "content", out)))
-        return out
+            _raise_named(exc, role, model)
+            raise
+        return _reply(out)
+
+    async def acall_model(
+        self, model: BaseChatModel, role: str, rendered: Rendered, built: Event, ctx: TaskContext | None = None
+    ) -> AIMessage:
+        """:meth:`call_model` awaited: ``ainvoke`` on the bound model (the graph runs async).
+
+        Args:
+            model: The chat model.
+            role: The role calling it.
+            rendered: The prompt.
+            built: Its ``context.built`` event (the metadata's source).
+            ctx: The state; default ``self.ctx``.
+
+        Returns:
+            The model's reply.
+
+        Raises:
+            ModelCallError: As :meth:`call_model`.
+        """
+        bound, messages, cfg = self.model_request(model, role, rendered, built, ctx)
+        try:
+            out = await bound.ainvoke(messages, config=cfg)
+        except Exception as exc:
+            _raise_named(exc, role, model)
+            raise
+        return _reply(out)
+
+
+def _reply(out: Any) -> AIMessage:
+    """The model's output as an ``AIMessage`` (a model returning something else: its text)."""
+    return out if isinstance(out, AIMessage) else AIMessage(content=str(getattr(out, "content", out)))
+
+
+def _raise_named(exc: Exception, role: str, model: Any) -> None:
+    """Raise the provider failure ``exc`` names (:func:`nodes.chat_models.model_error`), if it names one."""
+    failure = model_error(exc, role=role, timeout=request_timeout(model))
+    if failure is not None:
+        raise failure from exc
 
 
 def _utf8_message(m: BaseMessage) -> BaseMessage:
@@ -579,20 +551,3 @@ def _utf8_message(m: BaseMessage) -> BaseMessage:
         for b in m.content
     ]
     return m.model_copy(update={"content": blocks}) if blocks != m.content else m
-
-
-def request_timeout(model: Any) -> float | None:
-    """The seconds one request of ``model`` may take, as its client was configured.
-
-    Args:
-        model: A chat model (ChatOpenAI's ``request_timeout``, ChatAnthropic's
-            ``default_request_timeout``).
-
-    Returns:
-        The seconds, or None when the model has no number.
-    """
-    for name in ("request_timeout", "default_request_timeout"):
-        value = getattr(model, name, None)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    return None

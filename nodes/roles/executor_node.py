@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Generator
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import ToolCall
+from langchain_core.messages import AIMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 
 from context import BudgetError, Event, TaskContext, replay
@@ -21,7 +22,8 @@ from ..schemas import COMPLETE_STEP
 from ..tools import CONTROL_TOOLS, READ_ARTIFACT_SCHEMA, ToolExecutor
 from .completion import completion_args, step_completed
 from .failures import guarded
-from .node_steps import Node, model_call, prologue, reply_text, step_started, tool_args
+from .node_steps import model_call, prologue, reply_text, step_started, tool_args
+from .role_node import ModelRequest, RoleNode
 
 __all__ = ["make_executor_node"]
 
@@ -98,7 +100,7 @@ def _completion_requested(run: NodeRun, step_id: str, done: dict[str, Any], call
 
 def make_executor_node(
     model: BaseChatModel, env: NodeEnv, tools: ToolExecutor, renderer: Renderer | None = None
-) -> Node:
+) -> RoleNode:
     """The executor node: starts the next runnable step and asks the model for its tool calls.
 
     The model's tool calls become ``tool.called`` events (the tool node runs them); its
@@ -116,7 +118,7 @@ def make_executor_node(
     """
     rend = renderer or ExecutorRenderer()
 
-    def executor(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
+    def executor(state: TaskContext, config: RunnableConfig) -> Generator[ModelRequest, AIMessage, dict[str, Any]]:
         run = NodeRun(env, state, "executor", config)
         if run.replayed:
             return run.update()
@@ -140,7 +142,7 @@ def make_executor_node(
             return run.update()
         schemas = [*tools.schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
         _check_first_budget(rend, ctx, env, schemas)
-        built, ai = model_call(run, model, rend, ctx, schemas, step_id)
+        built, ai = yield from model_call(run, model, rend, ctx, schemas, step_id)
         thought = reply_text(ai)
         work = [tc for tc in ai.tool_calls if tc["name"] not in CONTROL_TOOLS]
         if work:

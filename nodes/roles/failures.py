@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from typing import Any
 
@@ -16,7 +17,8 @@ from context.events import (
 )
 
 from ..runtime import NodeEnv, NodeRun
-from .node_steps import ATTEMPT, Node, prologue, step_started
+from .node_steps import ATTEMPT, prologue, step_started
+from .role_node import Body, RoleNode, arun_body, run_body
 
 __all__ = ["guarded"]
 
@@ -31,8 +33,13 @@ def _is_store_error(exc: BaseException) -> bool:
     return type(exc).__module__.split(".")[0] == "psycopg"
 
 
-def guarded(role: str, env: NodeEnv, node: Node) -> Node:
-    """Wrap ``node`` so that its own failure is recorded once instead of raised on every resume.
+def _own_failure(exc: Exception) -> bool:
+    """Whether ``exc`` is the node's own failure (recorded), not one it lets through (``_PASS_THROUGH``)."""
+    return not isinstance(exc, _PASS_THROUGH) and not _is_store_error(exc)
+
+
+def guarded(role: str, env: NodeEnv, body: Body) -> RoleNode:
+    """The role's node over ``body``: its own failure is recorded once instead of raised on every resume.
 
     A failure that is not a provider failure, an interrupt or a store error (see
     ``_PASS_THROUGH``) is recorded with the node's prologue, in one transaction, as
@@ -44,29 +51,38 @@ def guarded(role: str, env: NodeEnv, node: Node) -> Node:
     Args:
         role: The role's name.
         env: The node environment.
-        node: The role's node.
+        body: The role's body (:data:`~nodes.roles.role_node.Body`).
 
     Returns:
-        The wrapped node, with ``node``'s name and docstring.
+        The node, sync and async (:class:`~nodes.roles.role_node.RoleNode`), named ``role``.
     """
 
-    def guarded(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
+    def node(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
         att: dict[str, Any] = {}
         token = ATTEMPT.set(att)
         try:
-            return node(state, config)
-        except _PASS_THROUGH:
-            raise
+            return run_body(body(state, config))
         except Exception as exc:
-            if _is_store_error(exc):
+            if not _own_failure(exc):
                 raise
             return _record_failure(role, env, state, config, exc, att)
         finally:
             ATTEMPT.reset(token)
 
-    guarded.__name__ = getattr(node, "__name__", role)
-    guarded.__doc__ = node.__doc__
-    return guarded
+    async def anode(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
+        att: dict[str, Any] = {}
+        token = ATTEMPT.set(att)
+        try:
+            return await arun_body(body(state, config))
+        except Exception as exc:
+            if not _own_failure(exc):
+                raise
+            return await asyncio.to_thread(_record_failure, role, env, state, config, exc, att)
+        finally:
+            ATTEMPT.reset(token)
+
+    node.__doc__ = anode.__doc__ = body.__doc__
+    return RoleNode(node, anode, name=getattr(body, "__name__", role))
 
 
 def _record_failure(

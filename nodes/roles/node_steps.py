@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -22,6 +22,7 @@ from context.models import SCHEMA_VERSION
 
 from ..render import Renderer
 from ..runtime import NodeRun, usage_of
+from .role_node import ModelRequest
 
 __all__ = [
     "ATTEMPT",
@@ -180,10 +181,12 @@ def model_call(
     ctx: TaskContext,
     tools: list[dict[str, Any]],
     step_id: str | None,
-) -> tuple[Event, AIMessage]:
+) -> Generator[ModelRequest, AIMessage, tuple[Event, AIMessage]]:
     """Render the role's prompt, record its ``context.built`` and call the model.
 
-    A prompt the provider refuses as too long is rebuilt once at a smaller budget (a quarter of
+    A generator (``built, ai = yield from model_call(...)`` in a role's body): it yields the call
+    as a :class:`~nodes.roles.role_node.ModelRequest` and is sent the reply, so the same body
+    runs sync and async (:mod:`nodes.roles.role_node`). A prompt the provider refuses as too long is rebuilt once at a smaller budget (a quarter of
     its droppable blocks' tokens less) and the rebuild is noted in the event.
 
     Args:
@@ -193,6 +196,9 @@ def model_call(
         ctx: The state to render.
         tools: The tool schemas offered.
         step_id: The current plan step, or None.
+
+    Yields:
+        The model call.
 
     Returns:
         ``(the context.built event, not yet committed, the model's reply)``.
@@ -207,7 +213,7 @@ def model_call(
         raise (exc if exc.task_id or not exc.minimum else exc.for_task(ctx.identity.task_id)) from None
     built = run.context_built(renderer.role, rendered, step_id, ctx)
     try:
-        ai = run.call_model(model, renderer.role, rendered, built, ctx)
+        ai = yield ModelRequest(run, model, renderer.role, rendered, built, ctx)
     except ContextLengthError as exc:
         # once: the prompt again with a quarter of its droppable blocks' tokens less, recorded
         optional = sum(b.token_estimate for b in rendered.blocks if b.priority != "required")
@@ -227,7 +233,7 @@ def model_call(
             f"{exc.cause}; the prompt of {refused:,} tokens rebuilt at budget {env.budget:,} (was {run.env.budget:,})"
         )
         built = built.model_copy(update={"payload": {**built.payload, "rebuilt": reason}})
-        ai = run.call_model(model, renderer.role, rendered, built, ctx)
+        ai = yield ModelRequest(run, model, renderer.role, rendered, built, ctx)
     usage = usage_of(ai)
     if usage is not None:
         built = built.model_copy(update={"payload": {**built.payload, "usage": usage}})

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
 from context import PlanStep, TaskContext
@@ -17,7 +19,8 @@ from ..render import PlannerRenderer, Renderer
 from ..runtime import NodeEnv, NodeRun
 from ..schemas import SUBMIT_PLAN
 from .failures import guarded
-from .node_steps import Node, model_call, prologue, reply_text, tool_args
+from .node_steps import model_call, prologue, reply_text, tool_args
+from .role_node import ModelRequest, RoleNode
 
 __all__ = ["make_planner_node"]
 
@@ -50,7 +53,7 @@ def _plan_steps(ctx: TaskContext, raw_steps: list[Any]) -> list[PlanStep]:
     return out
 
 
-def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> Node:
+def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> RoleNode:
     """The planner node: writes ``plan.created`` (first plan) or ``plan.updated`` (re-plan).
 
     A reply without a ``submit_plan`` call becomes a one-step plan of its text; a plan with no
@@ -66,12 +69,12 @@ def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | N
     """
     rend = renderer or PlannerRenderer()
 
-    def planner(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
+    def planner(state: TaskContext, config: RunnableConfig) -> Generator[ModelRequest, AIMessage, dict[str, Any]]:
         run = NodeRun(env, state, "planner", config)
         if run.replayed:
             return run.update()
         pre, ctx = prologue(run)
-        built, ai = model_call(run, model, rend, ctx, [SUBMIT_PLAN], None)
+        built, ai = yield from model_call(run, model, rend, ctx, [SUBMIT_PLAN], None)
         args = tool_args(ai, "submit_plan")
         if args is None:
             text = reply_text(ai)

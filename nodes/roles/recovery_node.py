@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
 from context import TaskContext, replay
@@ -19,7 +21,8 @@ from ..runtime import NodeEnv, NodeRun
 from ..schemas import DECIDE_RECOVERY
 from ..tools import REJECTED_AGAIN
 from .failures import guarded
-from .node_steps import Node, model_call, one_of, prologue, reply_text, tool_args
+from .node_steps import model_call, one_of, prologue, reply_text, tool_args
+from .role_node import ModelRequest, RoleNode
 
 __all__ = ["DECISIONS", "MAX_REJECTED_REPEATS", "MAX_STEP_ERRORS", "make_recovery_node"]
 
@@ -87,7 +90,7 @@ def _overruled(ctx: TaskContext, step_id: str | None, decision: Decision, reason
     return decision, reason
 
 
-def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> Node:
+def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> RoleNode:
     """The recovery node: records each new failure, then decides retry, replan or stop.
 
     Each failed call or step not yet recorded becomes ``error.occurred``; then
@@ -105,7 +108,7 @@ def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
     """
     rend = renderer or RecoveryRenderer()
 
-    def recovery(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
+    def recovery(state: TaskContext, config: RunnableConfig) -> Generator[ModelRequest, AIMessage, dict[str, Any]]:
         run = NodeRun(env, state, "recovery", config)
         if run.replayed:
             return run.update()
@@ -116,7 +119,7 @@ def make_recovery_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
             pre.append(ev)
             ctx = replay([ev], ctx)
         step_id = ctx.plan.current_step_id or (failed.id if failed is not None else None)
-        built, ai = model_call(run, model, rend, ctx, [DECIDE_RECOVERY], step_id)
+        built, ai = yield from model_call(run, model, rend, ctx, [DECIDE_RECOVERY], step_id)
         args = tool_args(ai, "decide_recovery") or {"decision": "retry", "reason": reply_text(ai)[:300]}
         decision, reason = _overruled(
             ctx, step_id, one_of(args.get("decision"), DECISIONS, "retry"), str(args.get("reason") or "")

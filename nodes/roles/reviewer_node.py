@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
 from context import TaskContext
@@ -17,7 +19,8 @@ from ..render import Renderer, ReviewerRenderer
 from ..runtime import NodeEnv, NodeRun
 from ..schemas import SUBMIT_REVIEW
 from .failures import guarded
-from .node_steps import Node, model_call, prologue, reply_text, tool_args
+from .node_steps import model_call, prologue, reply_text, tool_args
+from .role_node import ModelRequest, RoleNode
 
 __all__ = ["MAX_REVIEW_ROUNDS", "make_reviewer_node"]
 
@@ -25,7 +28,7 @@ __all__ = ["MAX_REVIEW_ROUNDS", "make_reviewer_node"]
 MAX_REVIEW_ROUNDS = 3
 
 
-def make_reviewer_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> Node:
+def make_reviewer_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> RoleNode:
     """The reviewer node: ``review.completed``; an approval ends the task, a revision re-plans.
 
     A reply without ``submit_review`` is a revision (no verdict is no approval). After
@@ -41,12 +44,12 @@ def make_reviewer_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | 
     """
     rend = renderer or ReviewerRenderer()
 
-    def reviewer(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
+    def reviewer(state: TaskContext, config: RunnableConfig) -> Generator[ModelRequest, AIMessage, dict[str, Any]]:
         run = NodeRun(env, state, "reviewer", config)
         if run.replayed:
             return run.update()
         pre, ctx = prologue(run)
-        built, ai = model_call(run, model, rend, ctx, [SUBMIT_REVIEW], None)
+        built, ai = yield from model_call(run, model, rend, ctx, [SUBMIT_REVIEW], None)
         # no verdict is no approval: a reviewer that answers in prose sends the work back
         args = tool_args(ai, "submit_review") or {
             "verdict": "revise",

@@ -13,6 +13,7 @@ from .protocol import (
     check_arguments,
     function_schema,
     parameters_of,
+    run_off_loop,
     scoped_execute,
 )
 from .replay import RECORDED_ERROR, ReplayTools
@@ -40,6 +41,7 @@ __all__ = [
     "parameters_of",
     "read_artifact",
     "run_at_once",
+    "run_off_loop",
     "scoped_execute",
     "search_history",
 ]

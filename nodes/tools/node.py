@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.types import interrupt
 
 from context import TaskContext
@@ -24,13 +25,13 @@ from ..runtime import NodeEnv, NodeRun
 from .approvals import REJECTED_AGAIN, ApprovalQuestions, normalize_answer
 from .builtin import BUILTIN_TOOLS
 from .parallel import DEFAULT_MAX_PARALLEL, run_at_once
-from .protocol import ToolExecutor, check_arguments, scoped_execute
+from .protocol import ToolExecutor, check_arguments, run_off_loop, scoped_execute
 from .recording import CallRecorder, canonical_arguments
 
 __all__ = ["TaskToolNode", "make_tool_node"]
 
 
-class TaskToolNode(CallRecorder):
+class TaskToolNode(CallRecorder, RunnableCallable):
     """The graph's ``tools`` node: runs every pending call of the state through ``tools``.
 
     Like LangGraph's prebuilt ``ToolNode`` it runs the calls the model issued, but it reads them
@@ -38,7 +39,8 @@ class TaskToolNode(CallRecorder):
     (``interrupt()``), side-effect markers, results. Each ``record``/``deny``/``grant``/``ask``
     commits its events at once, in its own transaction, so a crash keeps what was recorded. One
     instance serves every run: per-run state lives in a :class:`~nodes.runtime.NodeRun` and an
-    :class:`~nodes.tools.ApprovalQuestions`.
+    :class:`~nodes.tools.ApprovalQuestions`. LangGraph runs :meth:`__call__` under ``invoke`` and
+    :meth:`acall` under ``ainvoke``.
 
     Consecutive read-only calls of the pending ones (:meth:`at_once`) run at the same time, up to
     ``max_parallel`` (and the executor's own ``max_parallel``, when it has one), and are recorded in
@@ -56,7 +58,8 @@ class TaskToolNode(CallRecorder):
     """
 
     def __init__(self, env: NodeEnv, tools: ToolExecutor, max_parallel: int = DEFAULT_MAX_PARALLEL):
-        super().__init__(env, tools)
+        CallRecorder.__init__(self, env, tools)
+        RunnableCallable.__init__(self, self.__call__, self.acall, name="tools", trace=False)
         if max_parallel < 1:
             raise ValueError(f"max_parallel must be at least 1 (got {max_parallel}); 1 runs the calls one by one")
         own = getattr(tools, "max_parallel", None)  # an executor that is not thread-safe says 1
@@ -65,6 +68,21 @@ class TaskToolNode(CallRecorder):
             raise ValueError(
                 f"{type(tools).__name__}.max_parallel must be at least 1 (got {own}); 1 runs the calls one by one"
             )
+
+    async def acall(self, state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
+        """One node run, the async way: :meth:`__call__` in a worker thread, so the event loop never waits.
+
+        An executor's ``aexecute`` is awaited on the run's event loop meanwhile
+        (:func:`~nodes.tools.run_off_loop`); the event log is written from the worker thread.
+
+        Args:
+            state: The graph state (a TaskContext).
+            config: The LangGraph run config.
+
+        Returns:
+            The state update.
+        """
+        return await run_off_loop(self.__call__, state, config)
 
     def __call__(self, state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
         """One node run: records a resume not yet recorded, then handles each pending call in order.

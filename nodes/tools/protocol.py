@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from context.compression import ResultKind
 
@@ -18,8 +20,11 @@ __all__ = [
     "check_arguments",
     "function_schema",
     "parameters_of",
+    "run_off_loop",
     "scoped_execute",
 ]
+
+T = TypeVar("T")
 
 #: Tools the nodes handle themselves (not run by a ToolExecutor).
 CONTROL_TOOLS = {"complete_step", "submit_plan", "submit_review", "decide_recovery"}
@@ -71,6 +76,9 @@ class ToolExecutor(Protocol):
       interrupted before its result was recorded (``done``, ``retry`` or ``ask``).
     * ``fingerprint(paths) -> ({path: sha256 hex, "" when gone}, HEAD or None)``: what the
       workspace holds now; the first node after a resume compares it with what the facts rest on.
+    * ``async aexecute(call_id, tool, arguments[, scopes])``: ``execute``'s async twin, awaited on
+      the graph's event loop when the graph runs async (``ainvoke``, ``astream``); without it,
+      ``execute`` runs in the tool node's worker thread there too.
 
     ``execute`` returns a :class:`ToolOutcome` or a ``str`` (an ``ok`` result). Anything else, or
     an exception, is recorded as the call's ``error`` result; the task goes on.
@@ -214,10 +222,33 @@ def accepts_scopes(tools: Any) -> bool:
         return False
 
 
+#: The event loop of an async run while the tool node runs in its worker thread (:func:`run_off_loop`).
+_LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar("taskctx_loop", default=None)
+
+
+async def run_off_loop(fn: Callable[..., T], *args: Any) -> T:
+    """Run ``fn(*args)`` in a worker thread, an executor's ``aexecute`` awaited on this event loop meanwhile.
+
+    Args:
+        fn: A sync node body (the tool node's ``__call__``).
+        *args: Its arguments.
+
+    Returns:
+        What ``fn`` returned.
+    """
+    token = _LOOP.set(asyncio.get_running_loop())
+    try:  # (asyncio.to_thread runs fn in a copy of this context: it sees the loop)
+        return await asyncio.to_thread(fn, *args)
+    finally:
+        _LOOP.reset(token)
+
+
 def scoped_execute(tools: Any, call_id: str, tool: str, args: dict[str, Any], scopes: list[str]) -> ToolOutcome:
     """Run ``tools.execute``, with the scopes when it takes them, as a :class:`ToolOutcome`.
 
-    A tool that raises is an ``error`` outcome naming the exception, never a crashed graph.
+    In an async run (:func:`run_off_loop`) an executor's ``aexecute`` is awaited on the run's
+    event loop instead, this thread waiting for it. A tool that raises is an ``error`` outcome
+    naming the exception, never a crashed graph.
 
     Args:
         tools: A tool executor.
@@ -229,11 +260,12 @@ def scoped_execute(tools: Any, call_id: str, tool: str, args: dict[str, Any], sc
     Returns:
         The outcome (:func:`as_outcome`).
     """
+    loop, aexecute = _LOOP.get(), getattr(tools, "aexecute", None)
+    run = tools.execute if loop is None or aexecute is None else aexecute
     try:
-        if accepts_scopes(tools):
-            out = tools.execute(call_id, tool, args, scopes)
-        else:
-            out = tools.execute(call_id, tool, args)
+        out = run(call_id, tool, args, scopes) if accepts_scopes(tools) else run(call_id, tool, args)
+        if run is aexecute and loop is not None:
+            out = asyncio.run_coroutine_threadsafe(out, loop).result()
     except Exception as exc:  # a crashing tool is an error result, not a crashed graph
         return ToolOutcome("error", f"error: tool {tool} raised {type(exc).__name__}: {exc}")
     return as_outcome(out, tools, tool)

@@ -139,3 +139,35 @@ def test_a_run_stopped_by_an_error_is_pruned_too(trajectories_dir: Path, tmp_pat
     with pytest.raises(BudgetError):  # without prune the run's checkpoints stay
         run_graph(g, project.stores, "b2", new_task(traj.request, "b2"))
     assert _rows(db, "b2")[0] > 10
+
+
+@pytest.mark.parametrize("db", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_the_project_checkpointer_answers_the_async_calls(
+    tmp_path: Path, request: pytest.FixtureRequest, db: str
+) -> None:
+    """aput, aput_writes, aget_tuple, alist, aprune and adelete_thread: the sync methods, in a worker thread."""
+    import asyncio
+
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    url = str(tmp_path / "a.sqlite") if db == "sqlite" else request.getfixturevalue("pg_db")
+
+    async def run(saver) -> None:
+        cfg = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+        ids = []
+        for i in range(3):
+            cp = empty_checkpoint()
+            cfg = await saver.aput(cfg, cp, {"step": i}, {})
+            await saver.aput_writes(cfg, [("ch", f"v{i}")], task_id=f"task{i}")
+            ids.append(cp["id"])
+        assert [t.checkpoint["id"] async for t in saver.alist({"configurable": {"thread_id": "t"}})] == ids[::-1]
+        assert [t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": "t"}})] == ids[::-1]
+        await saver.aprune(["t"])
+        tup = await saver.aget_tuple({"configurable": {"thread_id": "t"}})
+        assert tup is not None and tup.checkpoint["id"] == ids[-1] and tup.parent_config is None
+        assert [w[1:] for w in tup.pending_writes] == [("ch", "v2")]
+        await saver.adelete_thread("t")
+        assert await saver.aget_tuple({"configurable": {"thread_id": "t"}}) is None
+
+    with open_project(url) as project:
+        asyncio.run(run(project.checkpointer))

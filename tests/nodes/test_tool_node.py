@@ -109,10 +109,12 @@ class NoResolutions(TaskToolNode):
 def test_the_tool_node_is_a_class_whose_steps_are_methods() -> None:
     _, new = _resolution_run(FlakyTools(), [("ok3", "s1", {"n": 9})], NoResolutions)
     assert [(e.kind, e.payload["call_id"], e.payload["status"]) for e in new] == [("tool.result.received", "ok3", "ok")]
-    # the graph's "tools" node is the instance itself; LangGraph infers its input schema from __call__
+    # the graph's "tools" node is the instance itself (sync __call__, async acall); LangGraph infers
+    # its input schema from __call__
     g = build_orchestrator(ScriptedChatModel(script=[]), tools=FlakyTools())
     spec = g.builder.nodes["tools"]
-    assert isinstance(spec.runnable.func, TaskToolNode) and spec.input_schema is TaskContext
+    assert isinstance(spec.runnable, TaskToolNode) and spec.input_schema is TaskContext
+    assert (spec.runnable.func, spec.runnable.afunc) == (spec.runnable.__call__, spec.runnable.acall)
 
 
 def _approval_graph(tmp_path: Path, stores: Any, executor: list[Any]):
