@@ -3,6 +3,7 @@
 from .approvals import APPROVAL_ACTIONS, REJECTED_AGAIN, ApprovalQuestions, normalize_answer
 from .builtin import BUILTIN_TOOLS, READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
 from .node import TaskToolNode, make_tool_node
+from .progress import PROGRESS_KINDS, ProgressKind, report_progress
 from .protocol import (
     CONTROL_TOOLS,
     ToolExecutor,
@@ -20,11 +21,13 @@ __all__ = [
     "APPROVAL_ACTIONS",
     "BUILTIN_TOOLS",
     "CONTROL_TOOLS",
+    "PROGRESS_KINDS",
     "READ_ARTIFACT_SCHEMA",
     "RECORDED_ERROR",
     "REJECTED_AGAIN",
     "SEARCH_HISTORY_SCHEMA",
     "ApprovalQuestions",
+    "ProgressKind",
     "ReplayTools",
     "TaskToolNode",
     "ToolExecutor",
@@ -37,6 +40,7 @@ __all__ = [
     "normalize_answer",
     "parameters_of",
     "read_artifact",
+    "report_progress",
     "scoped_execute",
     "search_history",
 ]
