@@ -83,7 +83,15 @@ def own_graph(project: Any, checkpointer: Any) -> Any:
     return graphs.compile_graph(g, checkpointer=checkpointer)
 
 
-GRAPHS = {"default": default_graph, "own": own_graph}
+def nested_graph(project: Any, checkpointer: Any) -> Any:
+    """A graph whose one node, ``work``, is the own workflow: a subgraph."""
+    outer = StateGraph(graphs.TaskContext)
+    outer.add_node("work", own_graph(project, None))  # (the subgraph uses its parent's checkpointer)
+    outer.add_edge(START, "work")
+    return graphs.compile_graph(outer, checkpointer=checkpointer)
+
+
+GRAPHS = {"default": default_graph, "own": own_graph, "nested": nested_graph}
 
 # -- stores: SQLite (the project's) or Postgres, with a sync or async LangGraph saver -----------
 
@@ -223,6 +231,22 @@ def test_stream_mode_records_what_invoke_records(
     check_chunks(mode, chunks, got[0])
 
 
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_subgraph_streams_in_its_namespace(database: tuple[str, str, str], tmp_path: Path, flavour: str) -> None:
+    """The own workflow as a node of another graph: ``subgraphs=True`` streams the inner nodes'
+    updates and progress under the subgraph's namespace; the log is invoke's."""
+    backend, invoked_db, streamed_db = database
+    expected = baseline(backend, invoked_db, tmp_path, "nested")
+    chunks, got = stream_chunks(backend, streamed_db, tmp_path, "nested", "subgraphs", flavour)
+    assert got == expected and got[1]["control"]["status"] == "completed"
+    spaces = {ns for ns, _, _ in chunks}
+    (inner,) = spaces - {()}
+    assert spaces == {(), inner} and len(inner) == 1 and inner[0].startswith("work:")
+    assert [n for ns, kind, d in chunks if kind == "updates" and ns == inner for n in d] == NODE_ORDER
+    assert [n for ns, kind, d in chunks if kind == "updates" and ns == () for n in d] == ["work"]
+    assert [d for ns, kind, d in chunks if kind == "custom" and ns == inner] == PROGRESS
+
+
 # -- what each mode carries --------------------------------------------------------------------
 
 PROGRESS = [
@@ -298,3 +322,34 @@ def check_chunks(mode: str, chunks: list[Any], log: list[dict[str, Any]]) -> Non
         streamed = [e for e in chunks if e["event"] == "on_chat_model_stream"]
         check_messages([(e["data"]["chunk"], e["metadata"]) for e in streamed], log)
         assert [e["name"] for e in chunks if e["event"] == "on_chain_start" and e["name"] in NODE_ORDER] == NODE_ORDER
+
+
+def test_run_command_streams_its_output_lines_as_they_come(tmp_path: Path) -> None:
+    """The workspace's ``run_command`` sends each output line as a ``tool.output`` record while
+    the command runs; the call's output is the same streamed or not, and outside a graph the
+    records go nowhere."""
+    from typing_extensions import TypedDict
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "count.py").write_text("import sys\nfor i in range(3):\n    print('line', i, flush=True)\nsys.exit(2)\n")
+    tools = nodes.WorkspaceTools(ws)
+    argv = {"argv": ["python", "count.py"]}
+
+    class State(TypedDict):
+        output: str
+
+    def run(state: State) -> State:
+        return {"output": tools.execute("c9", "run_command", argv).output}
+
+    g = StateGraph(State)
+    g.add_node("run", run)
+    g.add_edge(START, "run")
+    chunks = list(g.compile().stream({"output": ""}, stream_mode=["custom", "values"]))
+    custom = [d for kind, d in chunks if kind == "custom"]
+    assert custom == [
+        {"kind": "tool.output", "call_id": "c9", "tool": "run_command", "line": f"line {i}\n"} for i in range(3)
+    ]
+    streamed = chunks[-1][1]["output"]
+    assert streamed == "$ python count.py\nline 0\nline 1\nline 2\n[exit code 2]\n"
+    assert tools.execute("c10", "run_command", argv).output == streamed  # not in a graph: no records, same output
