@@ -87,7 +87,9 @@ def resolve_model(spec: str | BaseChatModel, **kwargs: Any) -> BaseChatModel:
 
     Args:
         spec: ``"provider:model"`` (e.g. ``openai:gpt-4o``), or a chat model, returned as it is.
-        **kwargs: Passed to ``init_chat_model`` (``temperature``, ``max_retries``, ``timeout``...).
+        **kwargs: Passed to ``init_chat_model`` (``temperature``, ``max_retries``, ``timeout``...);
+            an ``openai:`` model gets ``stream_usage=True`` unless given, so that a streamed call
+            reports its usage as a non-streamed one does.
 
     Returns:
         The chat model.
@@ -109,6 +111,8 @@ def resolve_model(spec: str | BaseChatModel, **kwargs: Any) -> BaseChatModel:
     except ImportError as exc:  # pragma: no cover - langchain is a dependency
         raise ModelConfigError("init_chat_model needs the 'langchain' package; pip install langchain") from exc
     provider = spec.split(":", 1)[0]
+    if provider == "openai":  # a streamed call reports its usage too (langchain-openai leaves it off
+        kwargs.setdefault("stream_usage", True)  # when OPENAI_BASE_URL is set); taskctx records it per call
     try:
         model: BaseChatModel = init_chat_model(spec, **kwargs)  # (a spec with no configurable fields)
         return model

@@ -7,15 +7,19 @@ recorded trajectory. :func:`plan`, :func:`tool_call`, :func:`complete`, :func:`a
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 import json
-from collections.abc import Callable, Iterator, Sequence
+import re
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import RunnableConfig, ensure_config
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
@@ -23,6 +27,7 @@ from context import Trajectory
 from context.text import cut
 
 __all__ = [
+    "ARGS_CHUNK",
     "RECORDED_THOUGHT",
     "REPLAY_CHUNK",
     "ReplayChatModel",
@@ -31,7 +36,9 @@ __all__ = [
     "complete",
     "plan",
     "recover",
+    "reply_chunks",
     "review",
+    "text_pieces",
     "tool_call",
 ]
 
@@ -157,6 +164,65 @@ def recover(decision: str = "retry", reason: str = "") -> AIMessage:
 Answer = AIMessage | Callable[[list[BaseMessage], dict[str, Any]], AIMessage]
 
 
+#: The metadata of the offline model call in flight (``role``, ``role_call``...). langchain-core
+#: hands ``_generate`` a run manager carrying it, but calls ``_stream`` without one (it runs the
+#: callbacks itself), so the public entry points put it here for both.
+_CALL_META: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("taskctx_call_meta", default=None)
+#: Characters of a tool call's JSON arguments per streamed chunk.
+ARGS_CHUNK = 16
+
+
+def text_pieces(text: str) -> list[str]:
+    """``text`` as a model streams it: one piece per word, each with the whitespace before it.
+
+    Args:
+        text: The reply's text.
+
+    Returns:
+        The pieces; joined, they are ``text`` (empty text: no piece).
+    """
+    return re.findall(r"\s*\S+|\s+$", text)
+
+
+def reply_chunks(msg: AIMessage) -> list[AIMessageChunk]:
+    """``msg`` as a streaming provider sends it: its text word by word, then each tool call.
+
+    A tool call's first chunk carries its name, id and index; its JSON arguments follow in
+    pieces of :data:`ARGS_CHUNK` characters (the index joins them), as OpenAI and Anthropic
+    stream them. The chunks added up (``+``) give ``msg``'s content and tool calls.
+
+    Args:
+        msg: The whole reply.
+
+    Returns:
+        The chunks, at least one.
+    """
+    content = msg.content if isinstance(msg.content, str) else ""
+    out = [AIMessageChunk(content=piece) for piece in text_pieces(content)]
+    if not isinstance(msg.content, str):  # a content list is sent whole
+        out.append(AIMessageChunk(content=msg.content))
+    for i, tc in enumerate(msg.tool_calls):
+        args = json.dumps(tc["args"])
+        pieces = [args[k : k + ARGS_CHUNK] for k in range(0, len(args), ARGS_CHUNK)] or [""]
+        for k, piece in enumerate(pieces):
+            first = k == 0
+            out.append(
+                AIMessageChunk(
+                    content="",
+                    tool_call_chunks=[
+                        {
+                            "name": tc["name"] if first else None,
+                            "args": piece,
+                            "id": tc["id"] if first else None,
+                            "index": i,
+                            "type": "tool_call_chunk",
+                        }
+                    ],
+                )
+            )
+    return out or [AIMessageChunk(content="")]
+
+
 class _OfflineModel(BaseChatModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -175,6 +241,48 @@ class _OfflineModel(BaseChatModel):
     def _answer(self, messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
         raise NotImplementedError
 
+    def _meta(self, metadata: dict[str, Any] | None) -> dict[str, Any]:
+        return {**(self.metadata or {}), **(metadata or {})}
+
+    def generate(self, messages: Any, stop: Any = None, callbacks: Any = None, **kwargs: Any) -> Any:
+        """``BaseChatModel.generate`` (``invoke``, ``batch``), the call's metadata kept for ``_stream``."""
+        token = _CALL_META.set(self._meta(kwargs.get("metadata")))
+        try:
+            return super().generate(messages, stop, callbacks, **kwargs)
+        finally:
+            _CALL_META.reset(token)
+
+    async def agenerate(self, messages: Any, stop: Any = None, callbacks: Any = None, **kwargs: Any) -> Any:
+        """``BaseChatModel.agenerate`` (``ainvoke``, ``abatch``), the call's metadata kept for ``_stream``."""
+        token = _CALL_META.set(self._meta(kwargs.get("metadata")))
+        try:
+            return await super().agenerate(messages, stop, callbacks, **kwargs)
+        finally:
+            _CALL_META.reset(token)
+
+    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[AIMessageChunk]:
+        """``BaseChatModel.stream``, the call's metadata (``config["metadata"]``) kept for ``_stream``."""
+        ctx = contextvars.copy_context()  # each step runs in it: the caller's context is left as it was
+        ctx.run(_CALL_META.set, self._meta(ensure_config(config).get("metadata")))
+        chunks = ctx.run(super().stream, input, config, **kwargs)
+        while True:
+            try:
+                yield ctx.run(next, chunks)
+            except StopIteration:
+                return
+
+    async def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[AIMessageChunk]:
+        """``BaseChatModel.astream``, the call's metadata (``config["metadata"]``) kept for ``_stream``."""
+        token = _CALL_META.set(self._meta(ensure_config(config).get("metadata")))
+        try:
+            async for chunk in super().astream(input, config, **kwargs):
+                yield chunk
+        finally:
+            with contextlib.suppress(ValueError):  # closed from another context (garbage collection)
+                _CALL_META.reset(token)
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -182,7 +290,7 @@ class _OfflineModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        meta = dict(run_manager.metadata) if run_manager and run_manager.metadata else {}
+        meta = dict(run_manager.metadata) if run_manager and run_manager.metadata else dict(_CALL_META.get() or {})
         msg = self._answer(messages, meta)
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
@@ -193,22 +301,9 @@ class _OfflineModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        msg = self._generate(messages, stop, run_manager, **kwargs).generations[0].message
-        calls = msg.tool_calls if isinstance(msg, AIMessage) else []
-        chunk = AIMessageChunk(
-            content=msg.content,
-            tool_call_chunks=[
-                {
-                    "name": tc["name"],
-                    "args": json.dumps(tc["args"]),
-                    "id": tc["id"],
-                    "index": i,
-                    "type": "tool_call_chunk",
-                }
-                for i, tc in enumerate(calls)
-            ],
-        )
-        yield ChatGenerationChunk(message=chunk)
+        msg = self._answer(messages, dict(_CALL_META.get() or {}))
+        for chunk in reply_chunks(msg):
+            yield ChatGenerationChunk(message=chunk)
 
 
 class ScriptedChatModel(_OfflineModel):
@@ -219,7 +314,7 @@ class ScriptedChatModel(_OfflineModel):
     taskctx node), so a script picks up at the right place after a resume in a new process;
     outside taskctx nodes it counts calls itself. When a role's script runs out,
     ``fallback[role]`` answers, if given; otherwise ``IndexError`` names the role and the call.
-    Tool calls are kept when streamed (one chunk).
+    Streamed, the answer comes word by word, its tool calls in pieces (:func:`reply_chunks`).
     """
 
     script: dict[str, list[Any]] | list[Any] = Field(default_factory=list)

@@ -1,6 +1,13 @@
 """Loopback servers that speak the OpenAI Chat Completions and Anthropic Messages wire formats,
 for the real provider clients (langchain-openai, langchain-anthropic) without a network
-(used by ``tests/e2e/test_providers.py``).
+(used by ``tests/e2e/test_providers.py`` and ``tests/e2e/test_streaming_providers.py``).
+
+A request with ``"stream": true`` is answered in the format's server-sent events (:meth:`Stub.sse`):
+OpenAI's ``chat.completion.chunk`` lines (text word by word, tool-call arguments in pieces, the
+usage chunk when ``stream_options.include_usage`` asks for it, then ``[DONE]``); Anthropic's
+``message_start`` (input and cache usage), ``content_block_start/delta/stop`` per block,
+``message_delta`` (the stop reason and the whole usage, as the API now sends it: langchain-anthropic
+reads the usage from there) and ``message_stop``.
 
 Each stub is a stdlib ``ThreadingHTTPServer`` on 127.0.0.1, answering per role from a script of
 ``AIMessage``s (the role is read from the system prompt), or with a queued fault (an HTTP error,
@@ -23,7 +30,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from graphs.demo.scenario import DEMO_TEST_ARGV
-from nodes.testing import complete, plan, review, tool_call
+from nodes.testing import ARGS_CHUNK, complete, plan, review, text_pieces, tool_call
 
 ROLES = ("planner", "executor", "reviewer", "recovery")
 
@@ -88,7 +95,21 @@ class Stub:
                 if fault is not None:
                     status, payload, *headers = fault
                     return self._send(status, payload, headers[0] if headers else {})
-                self._send(200, stub.answer(body))
+                answer = stub.answer(body)
+                if body.get("stream"):
+                    return self._send_sse(stub.sse(body, answer))
+                self._send(200, answer)
+
+            def _send_sse(self, events: list[tuple[str | None, Any]]) -> None:
+                self.send_response(200)  # HTTP/1.0: the body ends when the connection closes
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("cache-control", "no-cache")
+                self.end_headers()
+                for name, data in events:
+                    head = f"event: {name}\n" if name else ""
+                    body = data if isinstance(data, str) else json.dumps(data)
+                    self.wfile.write(f"{head}data: {body}\n\n".encode())
+                    self.wfile.flush()
 
             def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
@@ -183,6 +204,78 @@ class Stub:
                 "cache_creation_input_tokens": 0,
             },
         }
+
+    # -- streaming ---------------------------------------------------------------------------
+    def sse(self, body: dict[str, Any], answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
+        """``answer`` (a whole response) as the format's server-sent events: ``(event name, data)``."""
+        return self._openai_sse(body, answer) if self.wire == "openai" else self._anthropic_sse(answer)
+
+    @staticmethod
+    def _openai_sse(body: dict[str, Any], answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
+        head = {k: answer[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+        (choice,) = answer["choices"]
+        msg = choice["message"]
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[None, dict[str, Any]]:
+            return None, {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        out = [chunk({"role": "assistant", "content": ""})]
+        out += [chunk({"content": piece}) for piece in text_pieces(msg["content"] or "")]
+        for i, c in enumerate(msg.get("tool_calls", [])):
+            fn = c["function"]
+            out.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": i,
+                                "id": c["id"],
+                                "type": "function",
+                                "function": {"name": fn["name"], "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            )
+            args = fn["arguments"]
+            out += [
+                chunk({"tool_calls": [{"index": i, "function": {"arguments": args[k : k + ARGS_CHUNK]}}]})
+                for k in range(0, len(args), ARGS_CHUNK)
+            ]
+        out.append(chunk({}, choice["finish_reason"]))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            out.append((None, {**head, "choices": [], "usage": answer["usage"]}))
+        return [*out, (None, "[DONE]")]
+
+    @staticmethod
+    def _anthropic_sse(answer: dict[str, Any]) -> list[tuple[str | None, Any]]:
+        usage = answer["usage"]
+        start = {**answer, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+        out: list[tuple[str | None, Any]] = [("message_start", {"type": "message_start", "message": start})]
+        for i, block in enumerate(answer["content"]):
+            if block["type"] == "text":
+                first, deltas = (
+                    {"type": "text", "text": ""},
+                    [{"type": "text_delta", "text": piece} for piece in text_pieces(block["text"])],
+                )
+            else:
+                args = json.dumps(block["input"])
+                first = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+                deltas = [
+                    {"type": "input_json_delta", "partial_json": args[k : k + ARGS_CHUNK]}
+                    for k in range(0, len(args), ARGS_CHUNK)
+                ]
+            out.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": first}))
+            out += [("content_block_delta", {"type": "content_block_delta", "index": i, "delta": d}) for d in deltas]
+            out.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+        delta = {"stop_reason": answer["stop_reason"], "stop_sequence": None}
+        out.append(
+            (
+                "message_delta",
+                {"type": "message_delta", "delta": delta, "usage": usage},
+            )
+        )
+        return [*out, ("message_stop", {"type": "message_stop"})]
 
 
 OPENAI_401 = (401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})

@@ -4,6 +4,7 @@ from .approvals import APPROVAL_ACTIONS, REJECTED_AGAIN, ApprovalQuestions, norm
 from .builtin import BUILTIN_TOOLS, READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
 from .node import TaskToolNode, make_tool_node
 from .parallel import DEFAULT_MAX_PARALLEL, run_at_once
+from .progress import PROGRESS_KINDS, ProgressKind, report_progress
 from .protocol import (
     CONTROL_TOOLS,
     ToolExecutor,
@@ -23,11 +24,13 @@ __all__ = [
     "BUILTIN_TOOLS",
     "CONTROL_TOOLS",
     "DEFAULT_MAX_PARALLEL",
+    "PROGRESS_KINDS",
     "READ_ARTIFACT_SCHEMA",
     "RECORDED_ERROR",
     "REJECTED_AGAIN",
     "SEARCH_HISTORY_SCHEMA",
     "ApprovalQuestions",
+    "ProgressKind",
     "ReplayTools",
     "TaskToolNode",
     "ToolExecutor",
@@ -40,6 +43,7 @@ __all__ = [
     "normalize_answer",
     "parameters_of",
     "read_artifact",
+    "report_progress",
     "run_at_once",
     "run_off_loop",
     "scoped_execute",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from fnmatch import fnmatchcase
@@ -13,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from ..permissions import PolicyError
-from ..tools import SEARCH_HISTORY_SCHEMA, ToolOutcome, function_schema
+from ..tools import SEARCH_HISTORY_SCHEMA, ToolOutcome, function_schema, report_progress
 from .commands import DEFAULT_PROGRAMS, FORBIDDEN_PROGRAMS, command_policy
 from .interrupted import Recovery, receipt_path, recover, write_receipt
 from .patch import FilePatch, PatchError, apply_unified_diff, parse_unified_diff
 from .paths import atomic_write, dir_may_hold_scope, file_sha256, glob_match, in_scope, resolve, sha256_hex, write_risk
 
-__all__ = ["MAX_READ_BYTES", "MAX_TIMEOUT", "SIDE_EFFECT_TOOLS", "WorkspaceTools"]
+__all__ = ["MAX_READ_BYTES", "MAX_TIMEOUT", "SIDE_EFFECT_TOOLS", "WorkspaceTools", "run_streamed"]
 
 SIDE_EFFECT_TOOLS = frozenset({"write_file", "apply_patch", "run_command"})
 MAX_READ_BYTES = 2_000_000
@@ -33,6 +35,56 @@ def _pdeathsig() -> None:  # pragma: no cover - runs in the child
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:
         pass
+
+
+def run_streamed(
+    argv: list[str], cwd: Path, env: dict[str, str], timeout: int, call_id: str
+) -> tuple[bytes, int | None]:
+    """Run a command, stdout and stderr merged, each output line sent as a ``tool.output`` progress record.
+
+    The command runs in a session of its own, killed with its whole process group when it
+    outlives ``timeout``.
+
+    Args:
+        argv: The program and its arguments.
+        cwd: The folder it runs in.
+        env: Its whole environment.
+        timeout: Seconds it may run.
+        call_id: The tool call's id (named in the progress records).
+
+    Returns:
+        ``(its output bytes, its exit code)``; the code is None when it timed out.
+    """
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=_pdeathsig,
+        start_new_session=True,
+    )
+    timed_out = threading.Event()
+
+    def kill() -> None:
+        timed_out.set()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    chunks: list[bytes] = []
+    try:
+        assert proc.stdout is not None
+        for line in iter(proc.stdout.readline, b""):
+            chunks.append(line)
+            report_progress("tool.output", call_id, "run_command", line=line.decode("utf-8", errors="replace"))
+        rc = proc.wait()
+    finally:
+        timer.cancel()
+        proc.stdout.close()  # type: ignore[union-attr]
+    return b"".join(chunks), None if timed_out.is_set() else rc
 
 
 _S = {"type": "string"}
@@ -452,21 +504,10 @@ class WorkspaceTools:
             "PAGER": "cat",
             "TERM": "dumb",
         }
-        try:
-            proc = subprocess.run(
-                argv,
-                cwd=self.root,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                timeout=timeout,
-                preexec_fn=_pdeathsig,
-                start_new_session=True,
-            )
-            out, rc = proc.stdout.decode("utf-8", errors="replace"), proc.returncode
-        except subprocess.TimeoutExpired as exc:
-            out = (exc.stdout or b"").decode("utf-8", errors="replace") + f"\nerror: timed out after {timeout}s\n"
+        raw, rc = run_streamed(argv, self.root, env, timeout, call_id)
+        out = raw.decode("utf-8", errors="replace")
+        if rc is None:
+            out += f"\nerror: timed out after {timeout}s\n"
             rc = -9
         text = f"$ {shown}\n{out}" + ("" if out.endswith("\n") or not out else "\n") + f"[exit code {rc}]\n"
         write_receipt(

@@ -327,3 +327,49 @@ def test_a_server_thread_loads_the_memories_of_its_database(
     events = server.server_stores().events.read("th1")
     assert [e.kind for e in events[:2]] == ["task.created", "memory.loaded"]
     assert [m["key"] for m in events[1].payload["memories"]] == [rec.key]
+
+
+def test_server_streams_messages_tuple_as_runs_wait_runs(dev_server: DevServer, trajectories_dir: Path) -> None:
+    """What LangGraph Studio does: ``stream_mode=["messages-tuple", "updates"]``. The run completes
+    as ``runs.wait`` does (the same log and state, ids and timestamps aside), and the replay
+    model's tokens arrive as they come, tagged with the node, role and call."""
+    from langgraph_sdk import get_sync_client
+    from run_compare import comparable
+
+    from context import load_trajectory
+    from graphs import new_task
+
+    client = get_sync_client(url=dev_server.url)
+    config = {"configurable": {"trajectory": str(trajectories_dir / TRAJECTORY)}}
+    request = "Make Pixel Representation optional for the pixel data handler"
+    waited, streamed = client.threads.create()["thread_id"], client.threads.create()["thread_id"]
+    client.runs.wait(waited, "taskctx", input=new_task(request, waited).model_dump(mode="json"), config=config)
+    parts = list(
+        client.runs.stream(
+            streamed,
+            "taskctx",
+            input=new_task(request, streamed).model_dump(mode="json"),
+            config=config,
+            stream_mode=["messages-tuple", "updates"],
+        )
+    )
+    assert client.threads.get(streamed)["status"] == "idle"
+    stores = open_stores(dev_server.db)
+    try:
+        runs = [comparable(stores.events.read(t), client.threads.get_state(t)["values"]) for t in (waited, streamed)]
+    finally:
+        stores.close()
+    assert runs[1][1]["control"]["status"] == "completed"
+    assert runs[1] == runs[0]
+    messages = [p.data for p in parts if p.event == "messages"]
+    calls: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for chunk, meta in messages:
+        assert meta["langgraph_node"] == meta["role"]
+        calls.setdefault((meta["role"], meta["role_call"]), []).append(chunk)
+    n_calls = sum(1 for e in runs[1][0] if e["kind"] == "context.built")
+    assert len(calls) == n_calls and len(messages) > 2 * n_calls
+    thought = load_trajectory(trajectories_dir / TRAJECTORY).steps[0].thought
+    first = [c["content"] for c in calls[("executor", 0)] if c["content"]]
+    assert len(first) > 1 and "".join(first) == thought
+    nodes = [n for p in parts if p.event == "updates" for n in p.data]
+    assert nodes[0] == "planner" and nodes[-1] == "reviewer" and nodes.count("tools") == 12

@@ -1,0 +1,38 @@
+"""Progress of tool calls as LangGraph ``custom`` stream events (``get_stream_writer``).
+
+A run streamed with ``stream_mode="custom"`` (or a list that holds it) receives, per call the
+tool node runs, a ``tool.started`` record, the ``tool.output`` lines a long tool reports as they
+come (the workspace's ``run_command``), and a ``tool.finished`` record. Outside a graph, or when
+the run does not stream ``custom``, :func:`report_progress` does nothing. The records are not
+part of the event log: the log records the call's result, whatever was streamed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+__all__ = ["PROGRESS_KINDS", "ProgressKind", "report_progress"]
+
+ProgressKind = Literal["tool.started", "tool.output", "tool.finished"]
+#: The kinds of progress record, in the order a call sends them (``tool.output``: zero or more).
+PROGRESS_KINDS: tuple[ProgressKind, ...] = ("tool.started", "tool.output", "tool.finished")
+
+
+def report_progress(kind: ProgressKind, call_id: str, tool: str, **fields: Any) -> None:
+    """Send one progress record of a tool call to the run's ``custom`` stream, if there is one.
+
+    Args:
+        kind: ``tool.started``, ``tool.output`` (``line=``: one line of output, its newline
+            kept) or ``tool.finished`` (``status=``: ``ok`` or ``error``; ``output_chars=``:
+            the characters of the output).
+        call_id: The tool call's id.
+        tool: The tool's name.
+        **fields: The record's other fields (JSON values).
+    """
+    from langgraph.config import get_stream_writer
+
+    try:
+        write = get_stream_writer()
+    except RuntimeError:  # not inside a graph run: nobody to tell
+        return
+    write({"kind": kind, "call_id": call_id, "tool": tool, **fields})
