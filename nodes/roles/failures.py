@@ -47,7 +47,7 @@ def guarded(role: str, env: NodeEnv, node: Node) -> Node:
         node: The role's node.
 
     Returns:
-        The wrapped node, with ``node``'s name and docstring.
+        The wrapped node, with ``node``'s name and docstring, and ``env`` as ``taskctx_env``.
     """
 
     def guarded(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
@@ -66,6 +66,7 @@ def guarded(role: str, env: NodeEnv, node: Node) -> Node:
 
     guarded.__name__ = getattr(node, "__name__", role)
     guarded.__doc__ = node.__doc__
+    guarded.taskctx_env = env  # type: ignore[attr-defined]  # (graphs.compile_graph finds the event log here)
     return guarded
 
 
