@@ -201,6 +201,8 @@ def _run_config(
             raise UnknownTaskError(f"no task {task_id!r} in this database; check the task id and --db")
         extra["resume_token"] = uuid.uuid4().hex
         extra["resumed_from_checkpoint"] = snap.config.get("configurable", {}).get("checkpoint_id")
+    if checked is not None:  # the graph's own resume check (graphs.edits) is not run again
+        extra["__taskctx_checked"] = True
     config = thread_config(task_id, **extra)
     registered = checked.spec is not None if checked is not None else _registered(stores, task_id)
     if registered:  # its checkpoints say so: doctor then misses a lost registry row
