@@ -160,8 +160,12 @@ class TaskGraph(CompiledStateGraph):
         tid = conf.get("thread_id")
         if tid is None or self.checkpointer is None or self.taskctx_events is None or conf.get("checkpoint_ns"):
             return config, None  # no thread, no checkpoints, or a subgraph's run inside a parent's
-        if "resume_token" in conf or not (input is None or isinstance(input, Command)):
-            return config, str(tid)  # resumed by the caller (taskctx resume), or a new input
+        if (
+            "resume_token" in conf
+            or conf.get("__taskctx_not_resume")
+            or not (input is None or isinstance(input, Command))
+        ):
+            return config, str(tid)  # the caller decided (taskctx resume; run_graph(resume=False)), or a new input
         tup = self.checkpointer.get_tuple(
             {"configurable": {k: conf[k] for k in ("thread_id", "checkpoint_id") if k in conf}}
         )

@@ -215,3 +215,16 @@ def test_ainvoke_none_from_a_new_graph_records_the_resume(tmp_path: Path) -> Non
     events = stores.events.read("p6")
     assert [e.payload["node"] for e in events if e.kind == "resume.started"] == ["reviewer"]
     assert events[-1].kind == "task.completed" and events[-1].payload["status"] == "completed"
+
+
+@pytest.mark.parametrize(("resume", "starts"), [(None, ["reviewer"]), (False, [])])
+def test_run_graph_lets_the_graph_decide_unless_told(tmp_path: Path, resume: bool | None, starts: list[str]) -> None:
+    from graphs.runner import run_graph
+
+    ws, db, cfg, a, pa = _paused(tmp_path, "p7", "reviewer")
+    pa.close()
+    b, pb = _graph(db, ws)
+    done = run_graph(b, pb.stores, "p7", None, resume=resume)
+    assert done.state.control.status == "completed"
+    assert [e.payload["node"] for e in pb.stores.events.read("p7") if e.kind == "resume.started"] == starts
+    pb.close()
