@@ -19,12 +19,14 @@ the task is failed, every router then ends the run and no further node runs.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections import defaultdict
 from collections.abc import Hashable
 from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import run_in_executor
 
 # (LangGraph's own node runnable: a function called with the config, not traced; langgraph.prebuilt uses it so)
 from langgraph._internal._runnable import RunnableCallable
@@ -192,18 +194,22 @@ class _NodeGuard:
         return self.settle(ctx, out, config, runs)
 
     async def arun(self, state: Any, config: RunnableConfig) -> Any:
+        inner = self.inner
+        if inner.func is not None and getattr(inner.afunc, "__wrapped__", None) is inner.func:  # type: ignore[attr-defined]
+            # a sync node: run it, and the check's store reads, in the executor as LangGraph runs it
+            return await run_in_executor(config, self.run, state, config)
         ctx = _ctx(state)
         if ctx is None or not ctx.identity.task_id:
-            return await self.inner.ainvoke(state, config)
+            return await inner.ainvoke(state, config)
         if refused(ctx):
             return {}
         runs: list[Any] = []
         token = NODE_RUNS.set(runs)
         try:
-            out = await self.inner.ainvoke(state, config)
+            out = await inner.ainvoke(state, config)
         finally:
             NODE_RUNS.reset(token)
-        return self.settle(ctx, out, config, runs)
+        return await asyncio.to_thread(self.settle, ctx, out, config, runs)  # (the stores' reads are sync)
 
     def settle(self, ctx: TaskContext, out: Any, config: RunnableConfig, runs: list[Any]) -> Any:
         """``out`` when it is the log's fold and routes to a node the graph has; else the refusal.
