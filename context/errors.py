@@ -63,9 +63,12 @@ class SequenceConflictError(StoreError):
 
 
 class LogAheadError(StoreError):
-    """A node started from a checkpoint older than the task's event log (time travel, a fork).
+    """A node started from a checkpoint the task's event log has moved past.
 
-    The log is append-only per task, so only the latest checkpoint can be continued.
+    Either a node before it appended events without returning them as its state update (the
+    message names that node and the fix), or the graph was started from an older checkpoint
+    (time travel, a fork): the log is append-only per task, so only the latest checkpoint can be
+    continued.
     """
 
 

@@ -13,16 +13,27 @@ recorded in the event log or refused, so the log and the checkpoint always agree
   fold is what the checkpoint gets;
 * anything else (the progress, evidence, errors, plan, control, events parts: all derived from the
   log) raises ``InvalidInputError`` naming the field and what may be edited.
+
+Every graph :func:`graphs.compile_graph` compiles is a :class:`TaskGraph`. Its ``stream`` and
+``astream`` (and so ``invoke``, ``ainvoke``, ``astream_events``) also record a resume the LangGraph
+way: a run that continues a thread (input ``None`` or a ``Command(resume=...)``) from a checkpoint
+this graph object did not leave there itself (a new process, another graph, an edit, a crash) is
+a resume, as ``taskctx resume`` is: the stored data is checked first
+(:func:`graphs.diagnosis.ensure_sound`), and the run gets a ``resume_token`` its first node
+records as ``resume.started`` with the freshness check (``fact.stale``) of what changed while the
+task was paused, once per resume.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import StateUpdate
+from langgraph.types import Command, StateUpdate
 from pydantic import BaseModel
 
 from context import InvalidInputError, TaskContext, new_event, replay
@@ -102,11 +113,110 @@ def record_edit(
     return {p: getattr(folded, p) for p in TaskContext.model_fields if getattr(folded, p) != getattr(state, p)}
 
 
+class _NoRegistry:
+    """The task registry of stores that have none (a graph on an event log only): knows no task."""
+
+    def get(self, task_id: str) -> None:
+        return None
+
+
+class _LogOnly:
+    """The stores :func:`graphs.diagnosis.ensure_sound` reads, when the graph knows its event log only."""
+
+    def __init__(self, events: Any):
+        self.events, self.artifacts, self.tasks = events, None, _NoRegistry()
+
+
 class TaskGraph(CompiledStateGraph):
     """The compiled taskctx graph: every state update from outside a node is recorded in the
-    event log or refused (see module doc). ``taskctx_events`` is the task's event log."""
+    event log or refused, a run that continues a thread is recorded as a resume (see module
+    doc). ``taskctx_events`` is the task's event log, ``taskctx_stores`` its stores (None: the
+    event log only)."""
 
     taskctx_events: Any = None
+    taskctx_stores: Any = None
+
+    def copy(self, update: dict[str, Any] | None = None) -> TaskGraph:
+        """LangGraph's ``copy`` (``with_config``, the LangGraph Server's checkpointer), keeping the event log.
+
+        Args:
+            update: Attributes to replace.
+
+        Returns:
+            The copy, with this graph's ``taskctx_events`` and ``taskctx_stores``.
+        """
+        out = super().copy(update)
+        out.taskctx_events, out.taskctx_stores = self.taskctx_events, self.taskctx_stores
+        return out
+
+    def _left(self) -> dict[str, str]:
+        """Thread id -> the checkpoint id this graph object's last run of it ended at."""
+        left: dict[str, str] = self.__dict__.setdefault("_taskctx_left", {})
+        return left
+
+    def _resume_config(self, input: Any, config: RunnableConfig | None) -> tuple[RunnableConfig | None, str | None]:
+        """``config`` with a ``resume_token`` when this run is a resume (see module doc), and the thread id."""
+        conf = dict((config or {}).get("configurable") or {})
+        tid = conf.get("thread_id")
+        if tid is None or self.checkpointer is None or self.taskctx_events is None or conf.get("checkpoint_ns"):
+            return config, None  # no thread, no checkpoints, or a subgraph's run inside a parent's
+        if (
+            "resume_token" in conf
+            or conf.get("__taskctx_not_resume")
+            or not (input is None or isinstance(input, Command))
+        ):
+            return config, str(tid)  # the caller decided (taskctx resume; run_graph(resume=False)), or a new input
+        tup = self.checkpointer.get_tuple(
+            {"configurable": {k: conf[k] for k in ("thread_id", "checkpoint_id") if k in conf}}
+        )
+        if tup is None:
+            return config, str(tid)
+        cp = tup.config["configurable"].get("checkpoint_id")
+        if cp == self._left().get(str(tid)):
+            return config, str(tid)  # this graph stopped the thread there itself: the same caller goes on
+        if not conf.pop("__taskctx_checked", False):
+            from .diagnosis import ensure_sound
+
+            ensure_sound(self.taskctx_stores or _LogOnly(self.taskctx_events), self.checkpointer, str(tid), full=False)
+        conf.update(resume_token=uuid.uuid4().hex, resumed_from_checkpoint=cp)
+        return {**(config or {}), "configurable": conf}, str(tid)
+
+    def _ended(self, tid: str | None, left: bool) -> None:
+        """Remember where the run left thread ``tid`` (``left``), or forget it (the run failed)."""
+        if tid is None or self.checkpointer is None:
+            return
+        tup = self.checkpointer.get_tuple({"configurable": {"thread_id": tid}}) if left else None
+        if tup is None:
+            self._left().pop(tid, None)
+        else:
+            self._left()[tid] = tup.config["configurable"]["checkpoint_id"]
+
+    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:  # type: ignore[override]
+        """LangGraph's ``stream``, a continued thread recorded as a resume (see module doc)."""
+        config, tid = self._resume_config(input, config)
+        left = False
+        try:
+            yield from super().stream(input, config, **kwargs)
+            left = True
+        except GeneratorExit:  # the caller stopped reading (a stop after N steps): the thread is left there
+            left = True
+            raise
+        finally:
+            self._ended(tid, left)
+
+    async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:  # type: ignore[override]
+        """LangGraph's ``astream``, a continued thread recorded as a resume (see module doc)."""
+        config, tid = await asyncio.to_thread(self._resume_config, input, config)  # (the stores' reads are sync)
+        left = False
+        try:
+            async for chunk in super().astream(input, config, **kwargs):
+                yield chunk
+            left = True
+        except GeneratorExit:
+            left = True
+            raise
+        finally:
+            await asyncio.to_thread(self._ended, tid, left)
 
     def _recorded(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> list[list[StateUpdate]]:
         if self.taskctx_events is None:

@@ -188,20 +188,42 @@ def check_graph(builder: StateGraph) -> StateGraph:
     return builder
 
 
-def compile_graph(builder: StateGraph, **compile_kwargs: Any) -> CompiledStateGraph:
-    """Check a graph (:func:`check_graph`), then compile it.
+def compile_graph(builder: StateGraph, *, env: NodeEnv | None = None, **compile_kwargs: Any) -> CompiledStateGraph:
+    """Check a graph (:func:`check_graph`), then compile it as a taskctx graph.
+
+    A graph with taskctx nodes (or an ``env``) is compiled as a :class:`~graphs.edits.TaskGraph`
+    on their event log: ``update_state`` is recorded as ``state.edited`` or refused, a run that
+    continues a thread is recorded as a resume (``resume.started``, the freshness check), and
+    each node's update and route is checked against the log (:mod:`graphs.divergence`: a key
+    the TaskContext lacks, a field changed without an event, events not returned, a router
+    returning a node the graph lacks fail the task with an error naming the node and the fix).
 
     Args:
         builder: The graph.
+        env: The nodes' environment (None: the one its ``nodes.make_*_node`` nodes share; a
+            graph with neither is compiled by LangGraph as it is).
         **compile_kwargs: Arguments of ``StateGraph.compile`` (``checkpointer``, ``name``, ...).
 
     Returns:
-        The compiled graph.
+        The compiled graph (a ``TaskGraph`` when it has an event log).
 
     Raises:
         GraphWiringError: Naming the router, the missing node and the fix.
     """
-    return check_graph(builder).compile(**compile_kwargs)
+    from .divergence import graph_env, guard_nodes, guard_routers
+    from .edits import TaskGraph
+
+    check_graph(builder)
+    env = env if env is not None else graph_env(builder)
+    if env is None:
+        return builder.compile(**compile_kwargs)
+    guarded = guard_routers(builder)
+    compiled = guarded.compile(**compile_kwargs)
+    guard_nodes(compiled, guarded, env.events)
+    compiled.__class__ = TaskGraph  # update_state from outside a node: recorded or refused (graphs.edits)
+    compiled.taskctx_events = env.events  # type: ignore[attr-defined]
+    compiled.taskctx_stores = getattr(env, "stores", None)  # type: ignore[attr-defined]
+    return compiled
 
 
 def build_orchestrator(
@@ -256,7 +278,6 @@ def build_orchestrator(
     )
 
     from . import routing
-    from .edits import TaskGraph
 
     chat = resolve_model(model)
     if env is None:
@@ -280,9 +301,10 @@ def build_orchestrator(
     g.add_conditional_edges("recovery", routing.after_recovery)
     g.add_conditional_edges("reviewer", routing.after_reviewer)
     store = getattr(env.memory, "store", None)
-    compiled = compile_graph(g, checkpointer=checkpointer, store=store, name="taskctx")  # the root run of each trace
-    compiled.__class__ = TaskGraph  # update_state from outside a node: recorded or refused (graphs.edits)
-    compiled.taskctx_events = env.events  # type: ignore[attr-defined]
+    # the root run of each trace is named taskctx
+    compiled = compile_graph(g, env=env, checkpointer=checkpointer, store=store, name="taskctx")
+    if stores is not None:  # (the stores a resume checks: graphs.edits)
+        compiled.taskctx_stores = stores  # type: ignore[attr-defined]
     return compiled  # type: ignore[return-value]
 
 

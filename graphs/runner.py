@@ -130,7 +130,7 @@ def run_graph(
     input: TaskContext | Command | None,
     *,
     stop_after: int | None = None,
-    resume: bool = False,
+    resume: bool | None = None,
     on_event: Callable[[Event], None] | None = None,
     prune: bool = False,
     checked: Checked | None = None,
@@ -147,7 +147,9 @@ def run_graph(
         input: The new task's state (:func:`graphs.new_task`); None to continue the thread; or a
             ``Command(resume=answer)`` that answers a pending approval.
         stop_after: Stop once ``progress.executor_steps`` reaches this absolute count.
-        resume: Record the run as a resume (``resume.started``; ``input`` is then None).
+        resume: True: record the run as a resume (``resume.started``; ``input`` is then None);
+            False: not a resume; None: as the graph decides (a run that continues the thread
+            from a checkpoint this graph object did not leave there: :mod:`graphs.edits`).
         on_event: Called with every event appended during the run (progress display).
         prune: Keep only the thread's latest checkpoint (pruned every ``PRUNE_EVERY`` supersteps
             and when the run ends: :func:`graphs.checkpoint.prune_thread`); off, every
@@ -191,7 +193,7 @@ def run_graph(
 
 
 def _run_config(
-    graph: CompiledStateGraph, stores: Stores, task_id: str, resume: bool, checked: Checked | None
+    graph: CompiledStateGraph, stores: Stores, task_id: str, resume: bool | None, checked: Checked | None
 ) -> dict[str, Any]:
     """The run's config: the thread, a resume's token and checkpoint, the registered mark."""
     extra: dict[str, Any] = {}
@@ -201,6 +203,10 @@ def _run_config(
             raise UnknownTaskError(f"no task {task_id!r} in this database; check the task id and --db")
         extra["resume_token"] = uuid.uuid4().hex
         extra["resumed_from_checkpoint"] = snap.config.get("configurable", {}).get("checkpoint_id")
+    if checked is not None:  # the graph's own resume check (graphs.edits) is not run again
+        extra["__taskctx_checked"] = True
+    if resume is False:  # the caller says: not a resume (graphs.edits does not decide)
+        extra["__taskctx_not_resume"] = True
     config = thread_config(task_id, **extra)
     registered = checked.spec is not None if checked is not None else _registered(stores, task_id)
     if registered:  # its checkpoints say so: doctor then misses a lost registry row
@@ -314,7 +320,7 @@ def run_with_approvals(
     *,
     answer: Callable[[dict[str, Any]], dict[str, Any] | None],
     stop_after: int | None = None,
-    resume: bool = False,
+    resume: bool | None = None,
     on_event: Callable[[Event], None] | None = None,
     on_request: Callable[[dict[str, Any]], None] | None = None,
     prune: bool = False,

@@ -15,7 +15,6 @@ from langchain_core.messages import AIMessage, BaseMessage
 from context import (
     ContextBlock,
     Event,
-    LogAheadError,
     Manifest,
     SqliteStores,
     TaskContext,
@@ -28,6 +27,7 @@ from context.store import ArtifactStoreProtocol, EventLogProtocol
 from context.text import clean, has_surrogates
 from context.tokens import TokenCounter, counter_for_model, counter_name
 
+from .attempts import NODE_RUNS, attempt_key, log_ahead_error
 from .chat_models import model_error, request_timeout
 from .message_tokens import message_tokens
 from .pricing import FLAT, PricingRule
@@ -242,8 +242,9 @@ class NodeRun:
 
     Raises:
         ValueError: The state has no task id.
-        LogAheadError: The log holds other events past the checkpoint's cursor (the graph was
-            started from an older checkpoint: the log is append-only per task and cannot branch).
+        LogAheadError: The log holds other events past the checkpoint's cursor: a node appended
+            events without returning them (named), or the graph was started from an older
+            checkpoint (the log is append-only per task and cannot branch).
     """
 
     def __init__(self, env: NodeEnv, state: TaskContext | dict[str, Any], node: str, config: RunnableConfig | None):
@@ -256,20 +257,18 @@ class NodeRun:
             raise ValueError("TaskContext.identity.task_id is empty; start a task with graphs.new_task(...)")
         self.task_id = task_id
         cursor = self.input.events.cursor
-        self.attempt = f"{task_id}#{cursor}:{node}"
+        self.attempt = attempt_key(task_id, cursor, node)
         past = env.events.read(task_id, after=cursor)
         foreign = [e for e in past if e.causation_id != self.attempt]
-        if foreign:
-            raise LogAheadError(
-                f"task {task_id!r}: the event log is at seq {past[-1].seq} but this checkpoint knows seq {cursor} "
-                f"(event {foreign[0].seq} {foreign[0].kind} came from another node run): continuing from an older "
-                "checkpoint (time travel, a fork) is not supported; resume from the latest checkpoint"
-            )
+        if foreign:  # a node that did not return its events, or time travel (nodes.attempts)
+            raise log_ahead_error(task_id, cursor, node, foreign)
         self.own: list[Event] = past
         self.ctx = replay(self.own, self.input)
         self._new: list[Event] = []
         if env.memory is not None and past:  # a crashed attempt may have died before its store write
             env.memory.apply(past, task_id)
+        if (watching := NODE_RUNS.get()) is not None:  # a checked node (graphs.divergence)
+            watching.append(self)
 
     @property
     def replayed(self) -> bool:
@@ -343,12 +342,12 @@ class NodeRun:
         """The ``fact.stale`` events of what changed while the task was paused.
 
         A fact resting on a file that changed, or on a HEAD that moved, gets ``fact.stale`` (cause
-        ``resume`` or ``head``).
+        ``resume``, ``approval`` when the pause was a wait for an approval, or ``head``).
 
         Returns:
             The events, not yet committed.
         """
-        return self.fingerprint_events("resume")[0]
+        return self.fingerprint_events("approval" if self.ctx.control.pending_approval is not None else "resume")[0]
 
     def fingerprint_events(self, cause: Cause) -> tuple[list[Event], dict[str, str]]:
         """Fingerprint the workspace against the task's world (:meth:`world_changes`).

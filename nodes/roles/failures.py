@@ -54,7 +54,8 @@ def guarded(role: str, env: NodeEnv, body: Body) -> RoleNode:
         body: The role's body (:data:`~nodes.roles.role_node.Body`).
 
     Returns:
-        The node, sync and async (:class:`~nodes.roles.role_node.RoleNode`), named ``role``.
+        The node, sync and async (:class:`~nodes.roles.role_node.RoleNode`), named ``role``, with
+        ``env`` as ``taskctx_env``.
     """
 
     def node(state: TaskContext, config: RunnableConfig) -> dict[str, Any]:
@@ -82,7 +83,9 @@ def guarded(role: str, env: NodeEnv, body: Body) -> RoleNode:
             ATTEMPT.reset(token)
 
     node.__doc__ = anode.__doc__ = body.__doc__
-    return RoleNode(node, anode, name=getattr(body, "__name__", role))
+    role_node = RoleNode(node, anode, name=getattr(body, "__name__", role))
+    role_node.taskctx_env = env  # type: ignore[attr-defined]  # (graphs.compile_graph finds the event log here)
+    return role_node
 
 
 def _record_failure(

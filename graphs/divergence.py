@@ -1,0 +1,344 @@
+"""What a node returns, and where its router sends the task, checked against the event log.
+
+The event log is the task's truth and the checkpoint its fold. LangGraph applies whatever a node
+returns to the state channels, drops keys the state does not have without a word, and ends a
+run whose router named a node the graph lacks (``wrote to unknown channel branch:to:...,
+ignoring it``) with the task still running. :func:`guard_nodes` wraps every node of a graph
+compiled with :func:`graphs.compile_graph` so that, after the node returns:
+
+* a key that is not a part of the TaskContext is refused (naming the node, the keys, the fix);
+* the state the update makes must be the fold of the event log: a part that differs from it
+  (a field changed without an event, e.g. a new goal) is refused naming the fields, and events
+  the node appended but did not return are refused naming them;
+* each router after the node (:func:`guard_routers`) must send the state to a node the graph has.
+
+A refusal is recorded as ``error.occurred`` (source ``graph:<node>``, the message) and
+``task.completed`` (failed), and the node's update is that fold: the checkpoint and the log agree,
+the task is failed, every router then ends the run and no further node runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections import defaultdict
+from collections.abc import Hashable
+from typing import Any
+
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import run_in_executor
+
+# (LangGraph's own node runnable: a function called with the config, not traced; langgraph.prebuilt uses it so)
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.graph import END, StateGraph
+from langgraph.graph.state import CompiledStateGraph, get_update_as_tuples
+from langgraph.types import Command, Send
+from pydantic import BaseModel, ValidationError
+
+from context import Event, TaskContext, new_event, replay
+from context.events import ErrorOccurred, TaskCompleted
+from nodes.attempts import NODE_RUNS, attempt_key, attempt_of, log_ahead_error
+
+__all__ = ["REFUSED_SOURCE", "graph_env", "guard_nodes", "guard_routers", "refused"]
+
+#: The ``source`` prefix of the errors this module records (``graph:<node>``).
+REFUSED_SOURCE = "graph:"
+
+#: How a node changes a task: the fix every refusal names.
+_FIX = "record it as events with nodes.NodeRun (run.commit([...])) and return run.update()"
+
+
+def _ctx(state: Any) -> TaskContext | None:
+    if isinstance(state, TaskContext):
+        return state
+    if isinstance(state, dict) and "identity" in state:
+        try:
+            return TaskContext.model_validate(state)
+        except ValidationError:
+            return None
+    return None
+
+
+def refused(state: Any) -> bool:
+    """Whether the task failed on a refusal of this module (its last error's source ``graph:``).
+
+    Args:
+        state: A TaskContext, its dict, or any other graph state.
+
+    Returns:
+        True when the task is failed by a refused update or route.
+    """
+    ctx = _ctx(state)
+    if ctx is None or ctx.control.status != "failed":
+        return False
+    last = ctx.errors.last_error
+    return last is not None and last.source.startswith(REFUSED_SOURCE)
+
+
+def graph_env(builder: StateGraph) -> Any:
+    """The :class:`nodes.NodeEnv` the graph's taskctx nodes share (the first one found).
+
+    Args:
+        builder: The graph, not compiled yet.
+
+    Returns:
+        The env of a node made by a ``nodes.make_*_node`` factory, or None when it has none.
+    """
+    for spec in builder.nodes.values():
+        for holder in (spec.runnable, getattr(spec.runnable, "func", None)):  # a RoleNode, or a plain function
+            env = getattr(holder, "taskctx_env", None) or getattr(holder, "env", None)
+            if env is not None and hasattr(env, "events"):
+                return env
+    return None
+
+
+def guard_routers(builder: StateGraph) -> StateGraph:
+    """A shallow copy of ``builder`` whose routers end the run once the task is refused.
+
+    Args:
+        builder: The graph, not compiled yet (left as it is).
+
+    Returns:
+        The copy to compile: each conditional edge's router returns no destination for a task
+        :func:`refused` (LangGraph then ends the run), else what the router returns.
+    """
+    out = copy.copy(builder)
+    out.branches = defaultdict(dict)
+    for source, branches in builder.branches.items():
+        for name, branch in branches.items():
+            out.branches[source][name] = branch._replace(path=_stopping(branch.path))
+    return out
+
+
+def _stopping(path: Runnable[Any, Any]) -> Runnable[Any, Any]:
+    def route(state: Any, config: RunnableConfig) -> Any:
+        return [] if refused(state) else path.invoke(state, config)
+
+    async def aroute(state: Any, config: RunnableConfig) -> Any:
+        return [] if refused(state) else await path.ainvoke(state, config)
+
+    return RunnableCallable(route, aroute, name=path.name, trace=False)
+
+
+def guard_nodes(compiled: CompiledStateGraph, builder: StateGraph, events: Any) -> None:
+    """Wrap each function node of ``compiled`` in the check of this module (see module doc).
+
+    Args:
+        compiled: The compiled graph (its nodes are replaced in place).
+        builder: The graph it was compiled from (its nodes, routers and path maps).
+        events: The task's event log.
+    """
+    known = {*builder.nodes, END}
+    for name in builder.nodes:
+        pn = compiled.nodes[name]
+        if isinstance(pn.bound, RunnableCallable):  # (a subgraph node is left as it is)
+            guard = _NodeGuard(name, pn.bound, events, builder.branches.get(name, {}), known)
+            bound = RunnableCallable(guard.run, guard.arun, name=pn.bound.name, trace=False)
+            compiled.nodes[name] = pn.copy({"bound": bound, "subgraphs": pn.subgraphs})
+
+
+def _updates(out: Any) -> dict[str, Any] | None:
+    """The state keys a node's return value writes (None: not one this check reads)."""
+    if out is None:
+        return {}
+    if isinstance(out, dict):
+        return dict(out)
+    if isinstance(out, Command):
+        if out.graph == Command.PARENT:
+            return None
+        return _updates(out.update)
+    if isinstance(out, BaseModel):
+        return dict(get_update_as_tuples(out, list(type(out).model_fields)))
+    return None
+
+
+def _merged(ctx: TaskContext, updates: dict[str, Any]) -> TaskContext | None:
+    """The state ``updates`` make of ``ctx`` (None: one the TaskContext refuses)."""
+    try:
+        return TaskContext.model_validate({**dict(ctx), **updates})
+    except ValidationError:
+        return None
+
+
+def _fields(expected: TaskContext, got: TaskContext, parts: list[str]) -> list[str]:
+    """``part.field`` for each field of ``parts`` where ``got`` differs from ``expected``."""
+    out = []
+    for p in parts:
+        a, b = getattr(expected, p), getattr(got, p)
+        if not isinstance(a, BaseModel) or not isinstance(b, BaseModel):
+            out.append(p)
+            continue
+        da, db = a.model_dump(mode="json"), b.model_dump(mode="json")
+        out += [f"{p}.{f}" for f in db if db[f] != da.get(f)]
+    return out
+
+
+class _NodeGuard:
+    """One node, wrapped: run it, then check what it returned (see module doc)."""
+
+    def __init__(self, name: str, inner: Runnable[Any, Any], events: Any, branches: dict[str, Any], known: set[str]):
+        self.name, self.inner, self.events, self.branches, self.known = name, inner, events, branches, known
+
+    def run(self, state: Any, config: RunnableConfig) -> Any:
+        ctx = _ctx(state)
+        if ctx is None or not ctx.identity.task_id:
+            return self.inner.invoke(state, config)
+        if refused(ctx):  # reached by a plain edge after a refusal: the task is over
+            return {}
+        runs: list[Any] = []
+        token = NODE_RUNS.set(runs)
+        try:
+            out = self.inner.invoke(state, config)
+        finally:
+            NODE_RUNS.reset(token)
+        return self.settle(ctx, out, config, runs)
+
+    async def arun(self, state: Any, config: RunnableConfig) -> Any:
+        inner = self.inner
+        if inner.func is not None and getattr(inner.afunc, "__wrapped__", None) is inner.func:  # type: ignore[attr-defined]
+            # a sync node: run it, and the check's store reads, in the executor as LangGraph runs it
+            return await run_in_executor(config, self.run, state, config)
+        ctx = _ctx(state)
+        if ctx is None or not ctx.identity.task_id:
+            return await inner.ainvoke(state, config)
+        if refused(ctx):
+            return {}
+        runs: list[Any] = []
+        token = NODE_RUNS.set(runs)
+        try:
+            out = await inner.ainvoke(state, config)
+        finally:
+            NODE_RUNS.reset(token)
+        return await asyncio.to_thread(self.settle, ctx, out, config, runs)  # (the stores' reads are sync)
+
+    def settle(self, ctx: TaskContext, out: Any, config: RunnableConfig, runs: list[Any]) -> Any:
+        """``out`` when it is the log's fold and routes to a node the graph has; else the refusal.
+
+        The fold is known without reading the log back when the node appended nothing (the log
+        ends at the input's cursor) or its last :class:`nodes.NodeRun` holds it (the log ends at
+        that run's cursor); else (and to name what is wrong) the events past the cursor are read.
+        """
+        updates = _updates(out)
+        if updates is None:
+            return out
+        task_id, cursor = ctx.identity.task_id, ctx.events.cursor
+        last = self.events.last_seq(task_id)
+        mine = [r for r in runs if r.task_id == task_id and r.input.events.cursor == cursor]
+        known = ctx if last == cursor else mine[-1].ctx if mine and mine[-1].ctx.events.cursor == last else None
+        if known is not None and not any(k not in TaskContext.model_fields for k in updates):
+            got = _merged(ctx, updates)
+            if got == known:
+                problem = self.bad_route(known, config)
+                return out if problem is None else self.refuse(ctx, known, problem)
+        past = self.events.read(task_id, after=cursor)
+        foreign = [e for e in past if (a := attempt_of(e.causation_id)) is None or a[0] != cursor]
+        if foreign:  # events of a later checkpoint: the graph runs from an older one
+            raise log_ahead_error(task_id, cursor, self.name, foreign)
+        expected = replay(past, ctx)
+        if refused(expected):  # a refusal recorded by an attempt that died before its checkpoint
+            return self.fold(ctx, expected)
+        problem = self.problem(ctx, expected, updates, past) or self.bad_route(expected, config)
+        return out if problem is None else self.refuse(ctx, expected, problem)
+
+    def problem(
+        self, ctx: TaskContext, expected: TaskContext, updates: dict[str, Any], past: list[Event]
+    ) -> str | None:
+        """Why the update is not the log's fold, or None when it is."""
+        unknown = sorted(str(k) for k in updates if k not in TaskContext.model_fields)
+        if unknown:
+            return (
+                f"node {self.name!r} returned {', '.join(map(repr, unknown))}, which the TaskContext has no part "
+                f"for (LangGraph would drop it without a word): a node's result belongs in the event log; {_FIX}"
+            )
+        try:
+            got = TaskContext.model_validate({**dict(ctx), **updates})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(x) for x in err["loc"])
+            return f"node {self.name!r} returned a state update the TaskContext refuses ({where}: {err['msg']}); {_FIX}"
+        if got == expected:
+            return None
+        parts = [p for p in TaskContext.model_fields if getattr(got, p) != getattr(expected, p)]
+        returned = [p for p in parts if p in updates]
+        if returned:
+            return (
+                f"node {self.name!r} returned {', '.join(_fields(expected, got, returned))} without an event "
+                "recording it (the checkpoint would no longer be the event log's fold): a node changes the task only "
+                f"through the event log; {_FIX}; to edit a task from outside a node, use graph.update_state "
+                "(recorded as state.edited)"
+            )
+        kinds = ", ".join(dict.fromkeys(e.kind for e in past))
+        span = f"seq {past[0].seq}" if len(past) == 1 else f"seq {past[0].seq}-{past[-1].seq}"
+        return (
+            f"node {self.name!r} appended events to the event log ({span}: {kinds}) but did not return the "
+            f"state they make ({', '.join(parts)}): return the update the events make (with nodes.NodeRun: "
+            "return run.update())"
+        )
+
+    def bad_route(self, state: TaskContext, config: RunnableConfig) -> str | None:
+        """Why a router after this node sends ``state`` to no node of the graph, or None."""
+        quiet: RunnableConfig = {**config, "callbacks": None}  # the real routing is traced, not this look-ahead
+        for name, branch in self.branches.items():
+            try:
+                result = branch.path.invoke(state, quiet)
+            except Exception:  # noqa: BLE001 - the router's own call, right after, raises it where it belongs
+                return None
+            for r in result if isinstance(result, list | tuple) else [result]:
+                problem = self.unknown(name, branch.ends, r)
+                if problem is not None:
+                    return problem
+        return None
+
+    def unknown(self, router: str, ends: dict[Hashable, str] | None, r: Any) -> str | None:
+        if isinstance(r, Send):
+            target = r.node
+        elif ends:
+            if r not in ends:
+                return (
+                    f"router {router} (after node {self.name!r}) returned {r!r}, which its path map has no key for "
+                    f"(keys: {', '.join(map(repr, ends))}); add {r!r}: <a node of the graph> to the path map of "
+                    f"add_conditional_edges({self.name!r}, {router}, ...)"
+                )
+            target = ends[r]
+        else:
+            target = r
+        if target in self.known:
+            return None
+        nodes = ", ".join(repr(n) for n in sorted(self.known - {END}))
+        return (
+            f"router {router} (after node {self.name!r}) returned {target!r}, but the graph has no node {target!r} "
+            f"(LangGraph would drop the route and end the run with the task running); its nodes: {nodes}; return one "
+            "of them or END, and type the router -> Literal[...] so that compile_graph checks its targets"
+        )
+
+    def refuse(self, ctx: TaskContext, expected: TaskContext, problem: str) -> dict[str, Any]:
+        """Record ``problem`` (``error.occurred``, ``task.completed`` failed); the update is the log's fold."""
+        task_id = ctx.identity.task_id
+        cause = attempt_key(task_id, ctx.events.cursor, self.name)
+        made = [
+            new_event(
+                "error.occurred",
+                ErrorOccurred(
+                    error_id=f"err-{expected.errors.occurred_count + 1}",
+                    source=f"{REFUSED_SOURCE}{self.name}",
+                    message=problem,
+                    step_id=expected.plan.current_step_id,
+                ),
+                actor="system",
+                correlation_id=task_id,
+                causation_id=cause,
+            ),
+            new_event(
+                "task.completed",
+                TaskCompleted(status="failed", summary=problem),
+                actor="system",
+                correlation_id=task_id,
+                causation_id=cause,
+            ),
+        ]
+        numbered = [e.model_copy(update={"seq": expected.events.cursor + 1 + i}) for i, e in enumerate(made)]
+        return self.fold(ctx, replay(self.events.append(task_id, numbered), expected))
+
+    @staticmethod
+    def fold(ctx: TaskContext, folded: TaskContext) -> dict[str, Any]:
+        return {p: getattr(folded, p) for p in TaskContext.model_fields if getattr(folded, p) != getattr(ctx, p)}
