@@ -23,6 +23,7 @@ from context import (
     DamagedStoreError,
     Event,
     InvalidInputError,
+    LeaseHeldError,
     ModelCallError,
     StoreOpenError,
     TaskctxError,
@@ -90,6 +91,8 @@ OutOpt = Annotated[Path, typer.Option("--out", help="Folder the run is exported 
 #: task is saved and resumable)
 EXIT_BAD_INPUT = 2
 EXIT_MODEL_FAILED = 3
+#: exit status of a run refused because another live process runs the task (it holds the lease)
+EXIT_TASK_BUSY = 4
 
 
 def fail(msg: str) -> None:
@@ -163,6 +166,12 @@ def describe(exc: BaseException, db: str, task_id: str | None = None, out: Path 
             "emptied or restored from an older backup), so it cannot be resumed; "
             f"`{command_hint('inspect', str(exc.task_id), db)}` still works; restore the database from a backup, "
             "or start the task again under a new --task-id"
+        )
+    if isinstance(exc, LeaseHeldError):
+        return (
+            f"task {exc.task_id!r} is being run by another process, {exc.holder}; nothing was run or recorded; "
+            f"wait for it to end (or stop it), then `{command_hint('resume', exc.task_id, db, out)}` "
+            "(a holder that ended is taken over at once)"
         )
     if isinstance(exc, UnshowableTaskError):
         return f"{exc.what}; run `{command_hint('doctor', exc.task_id, db)}` for every finding"
@@ -383,8 +392,12 @@ def fail_run(exc: BaseException, db: str, task_id: str | None, out: Path | None 
         out: The ``--out``.
 
     Raises:
-        typer.Exit: Always, with :data:`EXIT_BAD_INPUT`.
+        typer.Exit: Always, with :data:`EXIT_BAD_INPUT` (:data:`EXIT_TASK_BUSY` when another
+            process runs the task).
     """
+    if isinstance(exc, LeaseHeldError):
+        err.print("error: " + " ".join(describe(exc, db, task_id, out).split()), markup=False)
+        raise typer.Exit(EXIT_TASK_BUSY)
     if isinstance(exc, BudgetError) and task_id:
         if exc.minimum and not exc.task_id:
             exc = exc.for_task(task_id)
