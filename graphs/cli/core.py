@@ -335,7 +335,7 @@ def finish(project: Project, result: RunResult, out: Path, db: str) -> None:
     if req is not None:
         console.print(
             f"waiting for approval of {req.get('tool')} (call {req.get('call_id')}, {req.get('risk')} risk). "
-            f"Approve with: {command_hint('approve', result.task_id, db, out)} "
+            f"Approve with: {command_hint('approve', result.task_id, db, out, *_request_words(req))} "
             "(or add --edit JSON, --reject REASON or --respond TEXT to that command)",
             markup=False,
         )
@@ -354,6 +354,11 @@ def finish(project: Project, result: RunResult, out: Path, db: str) -> None:
     console.print(f"exported {folder}/ (trace.jsonl, state.json, context_pack.md, manifests.jsonl)", markup=False)
     if req is None and not result.stopped_early and s.control.status == "failed":
         raise typer.Exit(1)
+
+
+def _request_words(req: dict[str, Any]) -> tuple[str, ...]:
+    """``("--request", id)`` of a request that has an id (the answer is then bound to it), else ``()``."""
+    return ("--request", str(req["request_id"])) if req.get("request_id") else ()
 
 
 def record_stop(db: str, task_id: str, stop: dict[str, Any]) -> None:
