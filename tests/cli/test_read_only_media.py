@@ -20,7 +20,7 @@ import pytest
 
 import graphs
 import nodes
-from nodes.testing import complete, plan, review, tool_call
+from nodes.testing import complete, plan, review
 
 
 def _can_mount_read_only(tmp_path: Path) -> bool:
@@ -45,31 +45,16 @@ def ro_dir(tmp_path: Path) -> Path:
 
 
 def _task(db: Path) -> int:
-    """A finished task and a paused one in ``db``; the number of events of the finished one."""
-
-    class Shout:
-        def schemas(self):
-            return [nodes.function_schema("shout", "Shout a text.", {"text": {"type": "string"}}, ["text"])]
-
-        def has_side_effects(self, tool):
-            return False
-
-        def execute(self, call_id, tool, arguments):
-            return arguments["text"].upper()
+    """A finished task ``t1`` in ``db``; the number of its events."""
 
     script = {
-        "planner": [plan("Shout hello", "Shout bye")],
-        "executor": [
-            *(tool_call("shout", {"text": "hello"}, id="c1"), complete("shouted hello")),
-            *(tool_call("shout", {"text": "bye"}, id="c2"), complete("shouted bye")),
-        ],
-        "reviewer": [review("approve", "both were shouted")],
+        "planner": [plan("Look", "Look again")],
+        "executor": [complete("looked"), complete("looked again")],
+        "reviewer": [review("approve", "both looked")],
     }
     with graphs.open_project(db) as project:
-        done = project.run(project.graph(nodes.ScriptedChatModel(script=script), tools=Shout()), "Shout.", task_id="t1")
+        done = project.run(project.graph(nodes.ScriptedChatModel(script=script)), "Shout.", task_id="t1")
         assert done.state.control.status == "completed"
-        paused = project.graph(nodes.ScriptedChatModel(script=script), tools=Shout())
-        assert project.run(paused, "Shout.", task_id="t2", max_steps=1).stopped_early
         return project.stores.events.last_seq("t1")
 
 
@@ -103,18 +88,15 @@ def test_read_commands_work_on_a_read_only_mount_and_resume_says_it_cannot_write
             ["list", "--db", str(db)],
             ["doctor", "--db", str(db)],
             ["report", "t1", "--db", str(db), "--html", str(html)],
-            ["resume", "t2", "--db", str(db), "--out", str(tmp_path / "runs")],
+            ["resume", "t1", "--db", str(db), "--out", str(tmp_path / "runs")],
         ],
         tmp_path,
     )
     assert inspect[0] == 0 and inspect[1].startswith("task t1  status: completed"), inspect
     rows = {ln.split("│")[1].strip(): ln.split("│")[2].strip() for ln in listing[1].splitlines() if ln.startswith("│")}
-    assert listing[0] == 0 and rows["t1"] == "completed (Python API)" and "t2" in rows, listing
+    assert listing[0] == 0 and rows["t1"] == "completed (Python API)", listing
     assert doctor[0] == 0, doctor
-    assert doctor[1].splitlines()[:2] == [
-        f"task t1: ok ({n} events; started through the Python API)",
-        doctor[1].splitlines()[1],
-    ] and doctor[1].splitlines()[1].startswith("task t2: ok (")
+    assert doctor[1].splitlines() == [f"task t1: ok ({n} events; started through the Python API)"]
     assert report[0] == 0 and html.stat().st_size > 0, report
     assert resume[0] == 2 and resume[2].splitlines() == [
         f"error: cannot write the taskctx database at {db}: it is on read-only media (or its folder is not "
