@@ -221,3 +221,29 @@ def test_the_heartbeat_renews_and_a_lost_lease_is_noticed(tmp_path: Path) -> Non
         assert held.lost
     assert leases.holder("hb") is not None  # the thief's row stays
     stores.close()
+
+
+@pytest.mark.parametrize("stores", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
+def test_a_second_holder_of_one_database_is_refused_and_appends_are_fenced(stores) -> None:
+    """SQLite and Postgres alike: a second process's leases (another TaskLeases of the same
+    database, as another process has) are refused while the first holds; released, it may take it."""
+    from context import new_event
+    from context.events import TaskCreated
+
+    other = TaskLeases(stores.leases._connect, stores.leases._dialect)
+    with stores.leases.hold("p1"):
+        held = stores.leases.holder("p1")
+        assert held is not None and held.pid == os.getpid() and held.token == stores.leases.token("p1")
+        assert held.expires == pytest.approx(held.heartbeat + 60.0)
+        with pytest.raises(LeaseHeldError, match=rf"^task 'p1' is being run by another process, pid {os.getpid()} "):
+            with other.hold("p1"):
+                pass
+        e = new_event("task.created", TaskCreated(task_id="p1", original_request="x"), actor="user")
+        assert [x.seq for x in stores.events.append("p1", [e])] == [1]  # the holder writes
+    assert stores.leases.holder("p1") is None
+    with other.hold("p1"):
+        assert stores.leases.holder("p1") is not None
+        e2 = new_event("task.created", TaskCreated(task_id="p2", original_request="y"), actor="user")
+        with pytest.raises(LeaseHeldError):  # a writer without the lease is fenced off
+            stores.events.append("p1", [e2.model_copy(update={"seq": 2})])
+    assert stores.events.last_seq("p1") == 1
