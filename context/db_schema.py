@@ -1,4 +1,4 @@
-"""taskctx's three tables (events, tasks, artifacts), shared by SQLite and Postgres."""
+"""taskctx's tables (events, tasks, artifacts; the task leases), shared by SQLite and Postgres."""
 
 from __future__ import annotations
 
@@ -8,15 +8,17 @@ __all__ = ["TASKCTX_TABLES", "not_taskctx_message", "schema_sql"]
 TASKCTX_TABLES = ("taskctx_events", "taskctx_tasks", "taskctx_artifacts")
 
 
-def schema_sql(*, bigint: str, blob: str) -> str:
+def schema_sql(*, bigint: str, blob: str, real: str = "REAL") -> str:
     """The DDL of taskctx's tables.
 
     Args:
         bigint: The backend's name for a 64-bit integer (SQLite ``INTEGER``, Postgres ``BIGINT``).
         blob: Its name for a byte string (SQLite ``BLOB``, Postgres ``BYTEA``).
+        real: Its name for a double (SQLite ``REAL``, Postgres ``DOUBLE PRECISION``).
 
     Returns:
-        ``CREATE TABLE IF NOT EXISTS`` statements for the three tables.
+        ``CREATE TABLE IF NOT EXISTS`` statements for the three tables and the task leases
+        (:mod:`context.lease`), which a database made before them gains when opened read-write.
     """
     return f"""
 CREATE TABLE IF NOT EXISTS taskctx_events (
@@ -39,6 +41,15 @@ CREATE TABLE IF NOT EXISTS taskctx_artifacts (
     digest TEXT PRIMARY KEY,
     size {bigint} NOT NULL,
     data {blob} NOT NULL
+);
+CREATE TABLE IF NOT EXISTS taskctx_leases (
+    task_id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pid {bigint} NOT NULL,
+    started TEXT NOT NULL,
+    token TEXT NOT NULL,
+    heartbeat {real} NOT NULL,
+    expires {real} NOT NULL
 );
 """
 

@@ -13,6 +13,7 @@ __all__ = [
     "DamagedStoreError",
     "InvalidInputError",
     "InvalidRefError",
+    "LeaseHeldError",
     "LogAheadError",
     "ModelCallError",
     "ModelConfigError",
@@ -60,6 +61,31 @@ class NotTaskctxDatabaseError(StoreOpenError):
 
 class SequenceConflictError(StoreError):
     """An append whose first sequence number does not follow the log's last one."""
+
+
+class LeaseHeldError(StoreError):
+    """Another live process runs the task: it holds the task's lease (:mod:`context.lease`).
+
+    Args:
+        task_id: The task.
+        holder: The holder in words (``pid 41 on host h (last heartbeat 3 s ago)``).
+        pid: The holder's process id.
+        host: The holder's host name.
+    """
+
+    def __init__(self, task_id: str, holder: str, *, pid: int = 0, host: str = "") -> None:
+        super().__init__(
+            f"task {task_id!r} is being run by another process, {holder}; wait for it to end or stop it, "
+            "then run the command again (a holder that ended is taken over at once)"
+        )
+        self.task_id, self.holder, self.pid, self.host = task_id, holder, pid, host
+
+    def __reduce__(self) -> tuple[object, ...]:  # keyword-only fields survive pickling
+        return (_lease_held_error, (self.task_id, self.holder, self.pid, self.host))
+
+
+def _lease_held_error(task_id: str, holder: str, pid: int, host: str) -> LeaseHeldError:
+    return LeaseHeldError(task_id, holder, pid=pid, host=host)
 
 
 class LogAheadError(StoreError):

@@ -24,6 +24,7 @@ from .errors import (
     StoreOpenError,
 )
 from .events import Event
+from .lease import TaskLeases, fence
 from .secrets import masked_bytes, masked_events
 from .sqlite_store import SqliteStores
 from .store import (
@@ -64,7 +65,7 @@ _LOCK_CLASS = 0x7A5C
 #: checkpointer and long-term store setup (``graphs``) take ``SCHEMA_LOCK + 1`` and ``+ 2``.
 SCHEMA_LOCK = 0x7A5C0001
 
-_SCHEMA = schema_sql(bigint="BIGINT", blob="BYTEA")
+_SCHEMA = schema_sql(bigint="BIGINT", blob="BYTEA", real="DOUBLE PRECISION")
 
 
 def is_postgres_url(db: object) -> bool:
@@ -204,8 +205,9 @@ class PgEventLog:
     twice.
     """
 
-    def __init__(self, db: _Pg):
+    def __init__(self, db: _Pg, leases: TaskLeases | None = None):
         self._db = db
+        self._leases = leases
 
     def last_seq(self, task_id: str) -> int:
         """The last ``seq`` of a task's log.
@@ -261,6 +263,8 @@ class PgEventLog:
         def tx(conn: Any, attempt: int) -> list[Event]:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_CLASS, _lock_key(task_id)))
+                if self._leases is not None:
+                    fence(conn, "postgres", task_id, self._leases.token(task_id))
                 found = conn.execute(
                     "SELECT id, task_id, seq FROM taskctx_events WHERE id = ANY(%s)", (ids,)
                 ).fetchall()
@@ -537,9 +541,17 @@ class PgStores:
         self._db = _Pg(url, max_size=max_size, check=check, retries=retries, readonly=readonly)
         self.path = self._db.path
         self.url = self._db.url
-        self.events = PgEventLog(self._db)
+        #: the task leases (:mod:`context.lease`): one writer per task
+        self.leases = TaskLeases(None if readonly else self._connect, "postgres")
+        self.events = PgEventLog(self._db, self.leases)
         self.artifacts = PgArtifactStore(self._db)
         self.tasks = PgTaskRegistry(self._db)
+
+    def _connect(self) -> Any:
+        """A new connection of the leases' own (a context manager that closes it)."""
+        return self._db._psycopg.connect(
+            self.url, autocommit=True, application_name=APPLICATION_NAME, connect_timeout=10
+        )
 
     @property
     def retried(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 from .db_schema import TASKCTX_TABLES, not_taskctx_message, schema_sql
 from .errors import NotTaskctxDatabaseError, StoreOpenError
 
-__all__ = ["SqliteDb", "connect_readonly", "sqlite_tables"]
+__all__ = ["SqliteDb", "connect_readonly", "read_only_media", "sqlite_tables"]
 
 _SCHEMA = schema_sql(bigint="INTEGER", blob="BLOB")
 
@@ -50,21 +51,8 @@ class SqliteDb:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            if "malformed" not in str(exc) and "not a database" not in str(exc):
-                raise StoreOpenError(
-                    f"cannot open the taskctx database at {self.path}: {exc}; "
-                    "pass --db with a writable file path (its folder is created)"
-                ) from exc
-            raise StoreOpenError(
-                f"the taskctx database at {self.path} is damaged ({exc}): restore it from a backup, "
-                "or pass another --db"
-            ) from exc
         except (sqlite3.Error, OSError) as exc:
-            raise StoreOpenError(
-                f"cannot open the taskctx database at {self.path}: {exc}; "
-                "pass --db with a writable file path (its folder is created)"
-            ) from exc
+            raise _write_open_error(self.path, exc) from exc
         self.lock = threading.Lock()
 
     def close(self) -> None:
@@ -72,10 +60,30 @@ class SqliteDb:
         self.conn.close()
 
 
+def _write_open_error(path: str, exc: BaseException) -> StoreOpenError:
+    """The error of a read-write open that failed, naming its cause: damage, read-only media, other."""
+    if isinstance(exc, sqlite3.DatabaseError) and ("malformed" in str(exc) or "not a database" in str(exc)):
+        return StoreOpenError(
+            f"the taskctx database at {path} is damaged ({exc}): restore it from a backup, or pass another --db"
+        )
+    if path != ":memory:" and read_only_media(path):
+        return StoreOpenError(
+            f"cannot write the taskctx database at {path}: it is on read-only media (or its folder is not writable "
+            f"by this user: {exc}); inspect, list, doctor and report still read it; to run the task, copy the file "
+            "(with any -wal beside it) to a writable folder and pass that --db"
+        )
+    return StoreOpenError(
+        f"cannot open the taskctx database at {path}: {exc}; "
+        "pass --db with a writable file path (its folder is created)"
+    )
+
+
 def connect_readonly(path: str) -> sqlite3.Connection:
     """Open an existing SQLite file read-only (``file:...?mode=ro`` URI).
 
-    It never creates the file, a table or a journal mode.
+    It never creates the file, a table or a journal mode. On read-only media, where ``mode=ro``
+    cannot make the ``-shm`` a WAL file needs, a file with no pending write-ahead log (no
+    ``-wal``, or an empty one) is opened ``immutable=1``.
 
     Args:
         path: The SQLite file.
@@ -84,29 +92,91 @@ def connect_readonly(path: str) -> sqlite3.Connection:
         The connection (autocommit, usable from any thread).
 
     Raises:
-        StoreOpenError: The file does not exist, or is a damaged SQLite file ("malformed":
-            truncated, pages overwritten).
+        StoreOpenError: The file does not exist, is a damaged SQLite file ("malformed":
+            truncated, pages overwritten), or cannot be read (a read-only folder with a pending
+            write-ahead log; the cause named).
         NotTaskctxDatabaseError: The file is not a SQLite database.
     """
     p = Path(path)
     if not p.is_file():
         raise StoreOpenError(f"no database at {path}; pass the --db the task was started with")
     try:
-        conn = sqlite3.connect(
-            p.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False, isolation_level=None, timeout=30
-        )
-    except sqlite3.Error as exc:
-        raise StoreOpenError(f"cannot open the taskctx database at {path} read-only: {exc}; check --db") from exc
+        return _checked(path, _connect_uri(p, "?mode=ro"))
+    except sqlite3.OperationalError as exc:  # mode=ro still needs the -shm beside a WAL file: a read-only folder
+        if _wal_pending(p):
+            raise StoreOpenError(
+                f"cannot read the taskctx database at {path}: {exc}, and its write-ahead log ({p.name}-wal, "
+                f"{Path(str(p) + '-wal').stat().st_size} bytes) holds changes not yet in the file, which only a "
+                "writable folder can replay; copy the file with its -wal to a writable folder and pass that --db"
+            ) from exc
+    try:  # nothing pending: the file is the whole database, and immutable=1 reads it without -shm or locks
+        return _checked(path, _connect_uri(p, "?mode=ro&immutable=1"))
+    except sqlite3.OperationalError as exc:
+        raise StoreOpenError(
+            f"cannot read the taskctx database at {path}: {exc}; check --db and its permissions"
+        ) from exc
+
+
+def _connect_uri(p: Path, query: str) -> sqlite3.Connection:
+    return sqlite3.connect(
+        p.resolve().as_uri() + query, uri=True, check_same_thread=False, isolation_level=None, timeout=30
+    )
+
+
+def _wal_pending(p: Path) -> bool:
+    """Whether the file's write-ahead log holds frames (a ``-wal`` file of nonzero size)."""
+    try:
+        return Path(str(p) + "-wal").stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _checked(path: str, conn: sqlite3.Connection) -> sqlite3.Connection:
+    """``conn`` once its tables can be listed; a file that is not SQLite, or a damaged one, is named so.
+
+    Raises:
+        sqlite3.OperationalError: The file cannot be read (e.g. its ``-shm`` cannot be made).
+    """
     try:
         sqlite_tables(conn)
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if "not a database" not in str(exc) and "malformed" not in str(exc):
+            raise
+        return _not_sqlite(path, exc)
     except sqlite3.DatabaseError as exc:  # "file is not a database", or a damaged one
         conn.close()
-        if "malformed" in str(exc):  # a SQLite file that lost pages (truncated, overwritten)
-            raise StoreOpenError(
-                f"the taskctx database at {path} is damaged ({exc}): restore it from a backup, or pass another --db"
-            ) from exc
-        raise NotTaskctxDatabaseError(not_taskctx_message(path)) from exc
+        return _not_sqlite(path, exc)
     return conn
+
+
+def _not_sqlite(path: str, exc: sqlite3.DatabaseError) -> sqlite3.Connection:
+    if "malformed" in str(exc):  # a SQLite file that lost pages (truncated, overwritten)
+        raise StoreOpenError(
+            f"the taskctx database at {path} is damaged ({exc}): restore it from a backup, or pass another --db"
+        ) from exc
+    raise NotTaskctxDatabaseError(not_taskctx_message(path)) from exc
+
+
+def read_only_media(path: str) -> bool:
+    """Whether a SQLite file cannot be written where it is (read-only media, or no write permission).
+
+    A read-only mount, or a folder or file this process may not write.
+
+    Args:
+        path: The file.
+
+    Returns:
+        True when the file or its folder is not writable.
+    """
+    p = Path(path).resolve()
+    folder = p.parent
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return True
+    except OSError:
+        pass
+    return not os.access(folder, os.W_OK) or (p.exists() and not os.access(p, os.W_OK))
 
 
 def sqlite_tables(conn: sqlite3.Connection) -> set[str]:

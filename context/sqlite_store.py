@@ -7,6 +7,8 @@ connection of their own, in WAL mode.
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -14,6 +16,7 @@ from pathlib import Path
 from .artifact_refs import make_ref, parse_ref, slice_lines
 from .errors import ArtifactNotFoundError, SequenceConflictError
 from .events import Event
+from .lease import TaskLeases, fence
 from .secrets import masked_bytes, masked_events
 from .sqlite_db import SqliteDb
 from .store import (
@@ -40,11 +43,17 @@ class EventLog:
     """Append-only event log per task (``task_id`` = LangGraph ``thread_id``), ``seq`` = 1, 2, ...
 
     ``append`` is one transaction and checks that its first ``seq`` follows the log's last one,
-    so two writers can never interleave a task's events.
+    so two writers can never interleave a task's events; while another live process holds the
+    task's lease (:mod:`context.lease`) it is refused.
+
+    Args:
+        db: The open file.
+        leases: The file's task leases (None: no fence).
     """
 
-    def __init__(self, db: SqliteDb):
+    def __init__(self, db: SqliteDb, leases: TaskLeases | None = None):
         self._db = db
+        self._leases = leases
 
     def last_seq(self, task_id: str) -> int:
         """The last ``seq`` of a task's log.
@@ -83,6 +92,7 @@ class EventLog:
         Raises:
             SequenceConflictError: A ``seq`` does not continue the log, or an event is already in it.
             DamagedStoreError: The events continue past the log's end (it lost its last events).
+            LeaseHeldError: Another live process holds the task's lease.
         """
         if not events:
             return []
@@ -91,6 +101,8 @@ class EventLog:
             conn = self._db.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
+                if self._leases is not None:
+                    fence(conn, "sqlite", task_id, self._leases.token(task_id))
                 out = number_events(task_id, events, self.last_seq(task_id))
                 for e in out:
                     dup = conn.execute("SELECT task_id, seq FROM taskctx_events WHERE id = ?", (e.id,)).fetchone()
@@ -338,7 +350,9 @@ class SqliteStores:
     def __init__(self, path: str | Path, *, readonly: bool = False):
         self._db = SqliteDb(path, readonly=readonly)
         self.path = self._db.path
-        self.events = EventLog(self._db)
+        #: the task leases (:mod:`context.lease`): one writer per task
+        self.leases = TaskLeases(None if readonly or self.path == ":memory:" else self._connect, "sqlite")
+        self.events = EventLog(self._db, self.leases)
         self.artifacts = ArtifactStore(self._db)
         self.tasks = TaskRegistry(self._db)
 
@@ -346,6 +360,15 @@ class SqliteStores:
     def lock(self) -> threading.Lock:
         """The lock every access of the stores' connection holds (another connection to the file may share it)."""
         return self._db.lock
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """A new connection to the file, closed at the end (the leases' own, one per use)."""
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        try:
+            yield conn
+        finally:
+            conn.close()
 
     def close(self) -> None:
         """Close the connection."""

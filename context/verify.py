@@ -8,7 +8,8 @@ empty means sound.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -18,7 +19,7 @@ from .errors import ArtifactNotFoundError, DamagedStoreError, InvalidRefError
 from .events import PAYLOAD_MODELS, Event
 from .store import gap_finding
 
-__all__ = ["check_artifacts", "check_events", "event_refs"]
+__all__ = ["CLOCK_STEP", "check_artifacts", "check_events", "clock_steps", "event_refs"]
 
 _ATTEMPT = re.compile(r"#(\d+):[A-Za-z_]+$")
 
@@ -29,8 +30,9 @@ def check_events(events: Sequence[Event], after: int = 0, skip: Collection[int] 
     The checks: seqs ``1..n`` without a gap (a gap is a finding and the check goes on after it);
     ``task.created`` first and only there; unique event ids; every payload valid for its kind;
     each event after the node run that wrote it (its ``causation_id`` ``<task>#<cursor>:<node>``
-    names a cursor below its seq); timestamps in order; each call id called once, answered once,
-    and answered after it was called.
+    names a cursor below its seq); each call id called once, answered once, and answered after
+    it was called. Timestamps are not checked: they are what the clock said, and a clock steps
+    (:func:`clock_steps` notes it); the log's order is its seq.
 
     Args:
         events: Every event of the log, in seq order (or, with ``after``, those of its tail).
@@ -46,7 +48,6 @@ def check_events(events: Sequence[Event], after: int = 0, skip: Collection[int] 
     ids: dict[str, int] = {}
     called: dict[str, int] = {}
     answered: dict[str, int] = {}
-    last_ts = ""
     want = after + 1
     for e in events:
         if e.seq < want:
@@ -83,9 +84,6 @@ def check_events(events: Sequence[Event], after: int = 0, skip: Collection[int] 
                 f"event log: seq {e.seq} ({e.kind}) was written by a node run that started after seq "
                 f"{m.group(1)}: rows are out of order"
             )
-        if e.timestamp < last_ts:
-            out.append(f"event log: seq {e.seq} ({e.kind}) is dated {e.timestamp}, before the event it follows")
-        last_ts = max(last_ts, e.timestamp)
         p = e.payload
         if e.kind == "tool.called":
             if p["call_id"] in called:
@@ -100,6 +98,51 @@ def check_events(events: Sequence[Event], after: int = 0, skip: Collection[int] 
             if cid in answered:
                 out.append(f"event log: seq {e.seq} answers call {cid} again (first answered at seq {answered[cid]})")
             answered.setdefault(cid, e.seq)
+    return out
+
+
+#: The prefix of a note about a step back of the clock that dated a log's events.
+CLOCK_STEP = "clock_step"
+
+
+def _seconds(ts: str) -> float | None:
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def clock_steps(events: Iterable[Event], limit: int = 5) -> list[str]:
+    """Notes of each event dated before the event it follows: the clock that dated it stepped back.
+
+    Not damage: timestamps are recorded as the clock says (an NTP step, a laptop waking, workers
+    with skew), and the log's order is its seq. Streams: memory does not grow with the log.
+
+    Args:
+        events: A task's events in seq order (an iterator is fine).
+        limit: Notes given at most (the rest are counted in the last note).
+
+    Returns:
+        ``"clock_step: seq 14 (resume.started) is dated 2026-...Z, 5.0 s before seq 13; ..."``
+        lines; empty when every timestamp is at or after the one before it.
+    """
+    out: list[str] = []
+    more = 0
+    prev: Event | None = None
+    for e in events:
+        if prev is not None and e.timestamp < prev.timestamp:
+            a, b = _seconds(e.timestamp), _seconds(prev.timestamp)
+            back = f"{b - a:.3f} s " if a is not None and b is not None else ""
+            if len(out) < limit:
+                out.append(
+                    f"{CLOCK_STEP}: seq {e.seq} ({e.kind}) is dated {e.timestamp}, {back}before seq {prev.seq} "
+                    "(the clock that recorded it stepped back; the log's order is its seq, not damage)"
+                )
+            else:
+                more += 1
+        prev = e
+    if more:
+        out.append(f"{CLOCK_STEP}: and {more} more step{'s' if more > 1 else ''} back")
     return out
 
 

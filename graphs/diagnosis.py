@@ -18,16 +18,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, replay
+from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, TaskctxError, replay
 from context.models import SCHEMA_VERSION
 from context.store import REPAIR_TEXT
-from context.verify import check_artifacts, check_events
+from context.verify import check_artifacts, check_events, clock_steps
 from nodes.runtime import PARTS
 
 __all__ = [
     "FULL_CHECK_EVENTS",
     "Checked",
     "REGISTERED_MARK",
+    "clock_notes",
     "diagnose",
     "ensure_sound",
     "judged",
@@ -335,6 +336,24 @@ def ensure_sound(stores: Any, checkpointer: Any, task_id: str, *, full: bool = T
             what += f", among them {block.removeprefix('event log: ')}"
         raise DamagedStoreError(f"{what}; {REPAIR_TEXT}", found, task_id=task_id, what=what, inspectable=shown)
     return checked
+
+
+def clock_notes(stores: Any, task_id: str) -> list[str]:
+    """The steps back of the clock that dated a task's events (:func:`context.verify.clock_steps`).
+
+    Notes, never findings: doctor and inspect print them, resume accepts them.
+
+    Args:
+        stores: The task's stores.
+        task_id: The task.
+
+    Returns:
+        The notes; empty when the log cannot be read (its damage is a finding of :func:`diagnose`).
+    """
+    try:
+        return clock_steps(stores.events.iter(task_id))
+    except (TaskctxError, ValueError):
+        return []
 
 
 def unshowable(stores: Any, task_id: str) -> str | None:

@@ -342,6 +342,7 @@ class Project:
 
         Raises:
             InvalidInputError: The task already exists, or ``task_id`` contradicts the state's.
+            LeaseHeldError: Another live process runs a task of this id (:mod:`context.lease`).
         """
         if isinstance(request_or_task, TaskContext):
             task = request_or_task
@@ -403,7 +404,27 @@ class Project:
             DamagedStoreError: The stored data fails its checks (:class:`NoCheckpointError`:
                 events but no checkpoint).
             UnknownTaskError: The task is unknown, or registered but never started.
+            LeaseHeldError: Another live process runs the task (:mod:`context.lease`); nothing ran.
         """
+        with self.stores.leases.hold(task_id):  # before the checks: a live writer's log is not read as a crash
+            return self._resume(
+                task_id, graph, max_steps, approvals, budget, timeout, on_resume, on_event, on_request, prune
+            )
+
+    def _resume(
+        self,
+        task_id: str,
+        graph: Any,
+        max_steps: int | None,
+        approvals: Answer | None,
+        budget: int | None,
+        timeout: float | None,
+        on_resume: Callable[[ResumePoint], None] | None,
+        on_event: Callable[[Any], None] | None,
+        on_request: Callable[[dict[str, Any]], None] | None,
+        prune: bool,
+    ) -> RunResult:
+        """:meth:`resume` with the task's lease held."""
         checked = ensure_sound(self.stores, self.checkpointer, task_id, full=False)
         has_events = bool(self.stores.events.last_seq(task_id))
         spec = checked.spec if has_events else find_task(self.stores, task_id).spec

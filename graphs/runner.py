@@ -165,7 +165,25 @@ def run_graph(
         InvalidInputError: ``input`` is a new task's state but ``task_id`` already has events.
         DamagedStoreError: Continuing a thread whose stored data fails
             :func:`graphs.diagnosis.ensure_sound` (``full=False``).
+        LeaseHeldError: Another live process runs the task (holds its lease,
+            :mod:`context.lease`); nothing was run.
     """
+    with stores.leases.hold(task_id):  # one writer per task: a second is refused here, at once
+        return _run_held(graph, stores, task_id, input, stop_after, resume, on_event, prune, checked)
+
+
+def _run_held(
+    graph: CompiledStateGraph,
+    stores: Stores,
+    task_id: str,
+    input: TaskContext | Command | None,
+    stop_after: int | None,
+    resume: bool,
+    on_event: Callable[[Event], None] | None,
+    prune: bool,
+    checked: Checked | None,
+) -> RunResult:
+    """:func:`run_graph` with the task's lease held."""
     from langgraph.types import Command
 
     if isinstance(input, TaskContext) and (seen := stores.events.last_seq(task_id)):
@@ -328,6 +346,8 @@ def run_with_approvals(
 ) -> RunResult:
     """:func:`run_graph`, answering each approval request the run stops at.
 
+    The task's lease is held from the first run to the last, answers included.
+
     Args:
         graph: As in :func:`run_graph`.
         stores: As in :func:`run_graph`.
@@ -346,19 +366,36 @@ def run_with_approvals(
     Returns:
         How the last run ended.
     """
+
+    with stores.leases.hold(task_id):
+        result = run_graph(
+            graph,
+            stores,
+            task_id,
+            input,
+            stop_after=stop_after,
+            resume=resume,
+            on_event=on_event,
+            prune=prune,
+            checked=checked,
+        )
+        return _answered(graph, stores, task_id, result, answer, stop_after, on_event, on_request, prune)
+
+
+def _answered(
+    graph: CompiledStateGraph,
+    stores: Stores,
+    task_id: str,
+    result: RunResult,
+    answer: Callable[[dict[str, Any]], dict[str, Any] | None],
+    stop_after: int | None,
+    on_event: Callable[[Event], None] | None,
+    on_request: Callable[[dict[str, Any]], None] | None,
+    prune: bool,
+) -> RunResult:
+    """Answer the requests :func:`run_with_approvals`'s runs stop at, until one is left pending."""
     from langgraph.types import Command
 
-    result = run_graph(
-        graph,
-        stores,
-        task_id,
-        input,
-        stop_after=stop_after,
-        resume=resume,
-        on_event=on_event,
-        prune=prune,
-        checked=checked,
-    )
     while result.waiting is not None:
         if on_request:
             on_request(result.waiting)

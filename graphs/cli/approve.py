@@ -140,6 +140,10 @@ def answerer(approve_all: bool, deny_all: bool) -> Callable[[dict[str, Any]], di
 
 def approve(
     task_id: Annotated[str, typer.Argument(help="The task waiting for an approval.")],
+    request: Annotated[
+        str | None,
+        typer.Option("--request", help="The request answered (its id, shown with it); any other is left pending."),
+    ] = None,
     edit: Annotated[
         str | None, typer.Option("--edit", help="Approve with these arguments instead (JSON object).")
     ] = None,
@@ -150,50 +154,95 @@ def approve(
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
-    """Answer a task's pending approval (approve by default) and continue the run."""
-    import json as _json
+    """Answer a task's pending approval (approve by default) and continue the run.
 
+    The answer is bound to one request: the one ``--request`` names, or, without it, the one
+    shown (a terminal asks first; a script may answer only the task's first request, since a
+    later one may have been put up after what the script saw).
+    """
     from langgraph.types import Command
 
     try:
-        if sum(x is not None for x in (edit, reject, respond)) > 1:
-            raise InvalidInputError("pass at most one of --edit, --reject, --respond")
-        answer: dict[str, Any] = {"action": "approve"}
-        if edit is not None:
-            try:
-                val = _json.loads(edit)
-            except ValueError as exc:
-                raise InvalidInputError(
-                    f'--edit is not valid JSON ({exc}); pass an object such as \'{{"path": "a.txt"}}\''
-                ) from exc
-            if not isinstance(val, dict):
-                raise InvalidInputError("--edit must be a JSON object of the tool's arguments")
-            answer = {"action": "edit", "arguments": val}
-        elif reject is not None:
-            answer = {"action": "reject", "reason": reject}
-        elif respond is not None:
-            answer = {"action": "respond", "message": respond}
+        answer = _answer_of(edit, reject, respond)
         project = open_existing(db)
         g = project.task_graph(task_id)
-        req = pending_approval(g, task_id)
-        if req is None:
-            raise InvalidInputError(
-                f"task {task_id!r} has no pending approval; nothing to answer "
-                f"(see `{command_hint('inspect', task_id, db)}`)"
-            )
-        if answer["action"] == "edit":
-            problem = check_edited_arguments(
-                str(req.get("tool")), tool_parameters(g, str(req.get("tool"))), answer["arguments"]
-            )
-            if problem is not None:
-                raise InvalidInputError(f"--edit: {problem}; nothing was recorded")
-        show_request(req, db)
-        if "request_id" in req:
-            answer = {**answer, "request_id": req["request_id"]}  # answers exactly this question
-        console.print(f"    -> {answer['action']}", markup=False)
-        result = run_graph(g, project.stores, task_id, Command(resume=answer), on_event=event_printer(), prune=True)
+        with project.stores.leases.hold(task_id):  # read and answer under the lease: no other answer in between
+            req = _bound_request(project, g, task_id, request, db)
+            if answer["action"] == "edit":
+                problem = check_edited_arguments(
+                    str(req.get("tool")), tool_parameters(g, str(req.get("tool"))), answer["arguments"]
+                )
+                if problem is not None:
+                    raise InvalidInputError(f"--edit: {problem}; nothing was recorded")
+            show_request(req, db)
+            if request is None and _interactive() and not typer.confirm(f"  {answer['action']} this request?"):
+                console.print("    -> nothing answered; the request stays pending", markup=False)
+                project.close()
+                return
+            if "request_id" in req:
+                answer = {**answer, "request_id": req["request_id"]}  # answers exactly this question
+            rid = f" (request {req['request_id']})" if req.get("request_id") else ""
+            console.print(f"    -> {answer['action']}{rid}", markup=False)
+            result = run_graph(g, project.stores, task_id, Command(resume=answer), on_event=event_printer(), prune=True)
         if result.waiting is not None:
             show_request(result.waiting, db)
         finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         fail_run(exc, db, task_id, out)
+
+
+def _answer_of(edit: str | None, reject: str | None, respond: str | None) -> dict[str, Any]:
+    """The answer ``approve``'s options give (approve by default)."""
+    import json as _json
+
+    if sum(x is not None for x in (edit, reject, respond)) > 1:
+        raise InvalidInputError("pass at most one of --edit, --reject, --respond")
+    if edit is not None:
+        try:
+            val = _json.loads(edit)
+        except ValueError as exc:
+            raise InvalidInputError(
+                f'--edit is not valid JSON ({exc}); pass an object such as \'{{"path": "a.txt"}}\''
+            ) from exc
+        if not isinstance(val, dict):
+            raise InvalidInputError("--edit must be a JSON object of the tool's arguments")
+        return {"action": "edit", "arguments": val}
+    if reject is not None:
+        return {"action": "reject", "reason": reject}
+    if respond is not None:
+        return {"action": "respond", "message": respond}
+    return {"action": "approve"}
+
+
+def _bound_request(project: Any, g: Any, task_id: str, request: str | None, db: str) -> dict[str, Any]:
+    """The pending request ``approve`` may answer: the one ``--request`` names, or the one shown.
+
+    Without ``--request`` and without a terminal only the task's first request is answered:
+    a later one may have been put up after what the script saw (another ``approve`` answered the
+    one before it).
+
+    Raises:
+        InvalidInputError: Nothing is pending, the request named is not the one pending, or a
+            script names none and the pending request is not the task's first.
+    """
+    req = pending_approval(g, task_id)
+    if req is None:
+        raise InvalidInputError(
+            f"task {task_id!r} has no pending approval; nothing to answer (see `{command_hint('inspect', task_id, db)}`)"
+        )
+    rid = str(req.get("request_id") or "")
+    named = f"request {rid} ({req.get('tool')}, call {req.get('call_id')}, {req.get('risk')} risk)"
+    again = command_hint("approve", task_id, db, None, "--request", rid)
+    if request is not None and request != rid:
+        raise InvalidInputError(
+            f"request {request} of task {task_id!r} is not pending (answered, or not this task's); pending now is "
+            f"{named}: nothing was answered; to answer that one after reading it: `{again}`"
+        )
+    if request is None and not _interactive() and rid:
+        asked = project.stores.events.read(task_id, kinds=["permission.requested"])
+        if asked and asked[0].id != rid:
+            raise InvalidInputError(
+                f"task {task_id!r} waits on {named}, put up after {len(asked) - 1} earlier request(s) were answered, "
+                f"so it may not be the one this script saw: nothing was answered; name it: `{again}`"
+            )
+    return req

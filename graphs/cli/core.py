@@ -23,6 +23,7 @@ from context import (
     DamagedStoreError,
     Event,
     InvalidInputError,
+    LeaseHeldError,
     ModelCallError,
     StoreOpenError,
     TaskctxError,
@@ -90,6 +91,8 @@ OutOpt = Annotated[Path, typer.Option("--out", help="Folder the run is exported 
 #: task is saved and resumable)
 EXIT_BAD_INPUT = 2
 EXIT_MODEL_FAILED = 3
+#: exit status of a run refused because another live process runs the task (it holds the lease)
+EXIT_TASK_BUSY = 4
 
 
 def fail(msg: str) -> None:
@@ -163,6 +166,12 @@ def describe(exc: BaseException, db: str, task_id: str | None = None, out: Path 
             "emptied or restored from an older backup), so it cannot be resumed; "
             f"`{command_hint('inspect', str(exc.task_id), db)}` still works; restore the database from a backup, "
             "or start the task again under a new --task-id"
+        )
+    if isinstance(exc, LeaseHeldError):
+        return (
+            f"task {exc.task_id!r} is being run by another process, {exc.holder}; nothing was run or recorded; "
+            f"wait for it to end (or stop it), then `{command_hint('resume', exc.task_id, db, out)}` "
+            "(a holder that ended is taken over at once)"
         )
     if isinstance(exc, UnshowableTaskError):
         return f"{exc.what}; run `{command_hint('doctor', exc.task_id, db)}` for every finding"
@@ -326,7 +335,7 @@ def finish(project: Project, result: RunResult, out: Path, db: str) -> None:
     if req is not None:
         console.print(
             f"waiting for approval of {req.get('tool')} (call {req.get('call_id')}, {req.get('risk')} risk). "
-            f"Approve with: {command_hint('approve', result.task_id, db, out)} "
+            f"Approve with: {command_hint('approve', result.task_id, db, out, *_request_words(req))} "
             "(or add --edit JSON, --reject REASON or --respond TEXT to that command)",
             markup=False,
         )
@@ -345,6 +354,11 @@ def finish(project: Project, result: RunResult, out: Path, db: str) -> None:
     console.print(f"exported {folder}/ (trace.jsonl, state.json, context_pack.md, manifests.jsonl)", markup=False)
     if req is None and not result.stopped_early and s.control.status == "failed":
         raise typer.Exit(1)
+
+
+def _request_words(req: dict[str, Any]) -> tuple[str, ...]:
+    """``("--request", id)`` of a request that has an id (the answer is then bound to it), else ``()``."""
+    return ("--request", str(req["request_id"])) if req.get("request_id") else ()
 
 
 def record_stop(db: str, task_id: str, stop: dict[str, Any]) -> None:
@@ -383,8 +397,12 @@ def fail_run(exc: BaseException, db: str, task_id: str | None, out: Path | None 
         out: The ``--out``.
 
     Raises:
-        typer.Exit: Always, with :data:`EXIT_BAD_INPUT`.
+        typer.Exit: Always, with :data:`EXIT_BAD_INPUT` (:data:`EXIT_TASK_BUSY` when another
+            process runs the task).
     """
+    if isinstance(exc, LeaseHeldError):
+        err.print("error: " + " ".join(describe(exc, db, task_id, out).split()), markup=False)
+        raise typer.Exit(EXIT_TASK_BUSY)
     if isinstance(exc, BudgetError) and task_id:
         if exc.minimum and not exc.task_id:
             exc = exc.for_task(task_id)

@@ -15,7 +15,7 @@ import typer
 from context import TaskctxError, UnknownTaskError
 from context.catalog import unknown_task_message
 
-from ..diagnosis import diagnose
+from ..diagnosis import clock_notes, diagnose
 from ..project import DEFAULT_DB
 from .core import DbOpt, console, describe, fail, open_existing
 
@@ -33,7 +33,8 @@ def doctor(
 
     Prints ``task <id>: ok (<n> events)`` (``; started through the Python API`` for a task with
     no registry row that no taskctx command ran: not damaged) or one line per finding (what is
-    damaged and where; every finding, the first 20 listed and the rest counted).
+    damaged and where; every finding, the first 20 listed and the rest counted). A step back of
+    the clock that dated the events is a ``note: clock_step: ...`` line, not damage.
     """
     try:
         project = open_existing(db, readonly=True)
@@ -64,6 +65,8 @@ def doctor(
                 n = project.stores.events.last_seq(tid)
                 api = "" if project.stores.tasks.get(tid) is not None or not n else "; started through the Python API"
                 console.print(f"task {tid}: ok ({n} events{api})", markup=False)
+            for note in clock_notes(project.stores, tid):  # noted, never damage
+                console.print(f"  note: {note}", markup=False)
         if damaged or found_db:
             console.print(
                 f"{damaged} of {len(ids)} task{'s' if len(ids) > 1 else ''} damaged: restore the database from a "

@@ -15,6 +15,7 @@ import typer
 
 from context import TaskctxError
 
+from ..diagnosis import clock_notes
 from ..inspection import TaskView, UnshowableTaskError
 from ..project import DEFAULT_DB
 from ..report.hints import command_hint
@@ -50,6 +51,8 @@ def inspect(
                 _not_started(view, db, as_json)
                 return
             _warn(task_id, view.findings)
+            for note in clock_notes(project.stores, task_id):  # noted, never damage
+                err.print(f"note: task {task_id}: {note}", markup=False)
             if as_json:
                 assert view.state is not None
                 sys.stdout.write(view.state.model_dump_json(indent=2) + "\n")

@@ -271,12 +271,6 @@ CASES: list[tuple[str, Callable[[str], None], str, bool]] = [
         "unknown kind 'tool.exploded'",
         True,
     ),
-    (
-        "timestamp-before-previous",
-        _sql("UPDATE taskctx_events SET timestamp = '2000-01-01T00:00:00.000Z' WHERE seq = 8"),
-        "is dated 2000-01-01",
-        True,
-    ),
     ("artifact-bytes-altered", _artifact("alter"), "holds bytes that do not match its hash", False),
     ("artifact-deleted", _artifact("delete"), "is missing", False),
     ("artifact-size-altered", _artifact("size"), "records a size of", False),

@@ -5,6 +5,9 @@ process, denied, a hand edit while it waits) and a replay stopped with --max-ste
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,11 @@ runner = CliRunner()
 
 def invoke(*args: str):
     return runner.invoke(app, list(args))
+
+
+def _last_request(db: str, task_id: str) -> str:
+    """The id of the task's last approval request (what ``approve --request`` names)."""
+    return SqliteStores(db).events.read(task_id, kinds=["permission.requested"])[-1].id
 
 
 def _error_line(result) -> str:
@@ -193,11 +201,26 @@ def test_demo_without_an_answer_waits_then_approve_from_another_process(tmp_path
     assert "waiting for approval of apply_patch (call d-fix2, high risk)" in r2.stdout
     # ``taskctx approve`` shows what it approves (the first patch, in full) and then the next request
     shown = "\n".join(line.rstrip() for line in r2.stdout.split("\n"))
+    first = SqliteStores(db).events.read("w1", kinds=["permission.requested"])
     assert "  approval requested: apply_patch proxy/nginx.conf (11 lines of diff)  [call d-fix1]" in shown
+    assert f"    -> approve (request {first[0].id})" in shown
     assert "    -        client_max_body_size 1m;\n    +        client_max_body_size 10mb;\n" in shown
     assert "            proxy_pass http://app:8000;" in shown  # the patch's last line
     assert "    +        client_max_body_size 10m;" in shown
-    r3 = invoke("approve", "w1", "--db", db, "--out", out)
+    # the second request came after an answer: a script must name it (it may not be what the script saw)
+    second = SqliteStores(db).events.read("w1", kinds=["permission.requested"])[1]
+    hint = f"Approve with: taskctx approve w1 --request {second.id} --db {db} --out {out}"
+    assert hint in r2.stdout
+    unseen = invoke("approve", "w1", "--db", db, "--out", out)
+    assert unseen.exit_code == 2 and _error_line(unseen) == (
+        f"error: task 'w1' waits on request {second.id} (apply_patch, call d-fix2, high risk), put up after 1 "
+        "earlier request(s) were answered, so it may not be the one this script saw: nothing was answered; "
+        f"name it: `taskctx approve w1 --request {second.id} --db {db}`"
+    )
+    stale = invoke("approve", "w1", "--request", first[0].id, "--db", db, "--out", out)
+    assert stale.exit_code == 2 and f"request {first[0].id} of task 'w1' is not pending" in _error_line(stale)
+    assert replay(SqliteStores(db).events.read("w1")).control.pending_approval is not None  # still pending
+    r3 = invoke("approve", "w1", "--request", second.id, "--db", db, "--out", out)
     assert r3.exit_code == 0, r3.output
     assert "task w1: completed; 10 executor steps" in r3.stdout
     n = SqliteStores(db).events.last_seq("w1")
@@ -277,7 +300,10 @@ def test_taskctx_approve_checks_the_workspace_before_the_approved_patch_acts(tmp
     r = invoke("demo", "--db", db, "--out", out, "--task-id", "d1")
     assert "waiting for approval of apply_patch (call d-fix1, high risk)" in r.stdout, r.output
     # the command it names can be pasted as it is (no usage brackets in it)
-    assert f"Approve with: taskctx approve d1 --db {db} --out {out} (or add --edit JSON," in " ".join(r.stdout.split())
+    rid = _last_request(db, "d1")
+    assert f"Approve with: taskctx approve d1 --request {rid} --db {db} --out {out} (or add --edit JSON," in " ".join(
+        r.stdout.split()
+    )
     conf = tmp_path / "workspaces" / "d1" / "proxy" / "nginx.conf"
     edited = _HAND_EDITS[edit](conf.read_text())
     assert edited != conf.read_text()
@@ -302,9 +328,9 @@ def test_taskctx_approve_checks_the_workspace_before_the_approved_patch_acts(tmp
     calls = [e.payload["call_id"] for e in evs if e.kind == "tool.called"]
     assert calls[-3:] == ["d-fix1", "d-reread-2", "d-fix1-2"]
     assert "step.completed" not in kinds[first:]
-    r = invoke("approve", "d1", "--db", db, "--out", out)
+    r = invoke("approve", "d1", "--request", _last_request(db, "d1"), "--db", db, "--out", out)
     assert "waiting for approval of apply_patch (call d-fix2, high risk)" in r.stdout, r.output
-    r = invoke("approve", "d1", "--db", db, "--out", out)
+    r = invoke("approve", "d1", "--request", _last_request(db, "d1"), "--db", db, "--out", out)
     assert r.exit_code == 0, r.output
     evs = SqliteStores(db).events.read("d1")
     granted = [e.payload["call_id"] for e in evs if e.kind == "permission.granted" and e.actor == "user"]
@@ -315,3 +341,35 @@ def test_taskctx_approve_checks_the_workspace_before_the_approved_patch_acts(tmp
     assert [e.payload["status"] for e in evs if e.kind == "task.completed"] == ["completed"]
     r = invoke("inspect", "d1", "--db", db)
     assert "permission.denied (system): apply_patch [d-fix1] approved by the user, but proxy/nginx.conf" in r.stdout
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["no-request", "same-request"])
+def test_two_approves_at_once_approve_nothing_unseen(tmp_path: Path, named: bool) -> None:
+    """Two shells answer the demo's first request at once (two processes, no terminal): one
+    approves it; the other is refused (the lease, or the request it meant is answered); the next
+    request (the high-risk d-fix2) stays pending, approved by nobody."""
+    db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
+    assert invoke("demo", "--db", db, "--out", out, "--task-id", "w2").exit_code == 0
+    first = SqliteStores(db).events.read("w2", kinds=["permission.requested"])[0]
+    args = [sys.executable, "-m", "graphs.cli", "approve", "w2", "--db", db, "--out", out]
+    if named:
+        args += ["--request", first.id]
+    env = {**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true"}
+    procs = [
+        subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=300) for p in procs]
+    done = [(p.returncode, o, e) for p, (o, e) in zip(procs, outs)]
+    codes = sorted(c for c, _, _ in done)
+    assert codes[0] == 0 and codes[1] in (2, 4), done
+    loser = next(e for c, _, e in done if c != 0)
+    assert len(loser.strip().splitlines()) == 1, loser  # one line
+    assert "nothing was" in loser
+    events = SqliteStores(db).events.read("w2")
+    granted = [e.payload["call_id"] for e in events if e.kind == "permission.granted" and e.actor == "user"]
+    assert granted == ["d-fix1"]  # d-fix2 approved by nobody
+    ctx = replay(events)
+    assert ctx.control.pending_approval is not None and ctx.control.pending_approval.call_id == "d-fix2"

@@ -190,7 +190,7 @@ def test_command_cut_off_mid_run_asks_before_running_again(tmp_path: Path) -> No
     req = [e for e in stores.events.read("k2") if e.kind == "permission.requested"][-1]
     assert "cut off while running" in req.payload["reason"]
     stores.close()
-    ok = _taskctx("approve", "k2", "--db", str(db), "--out", str(tmp_path / "runs"), cwd=tmp_path)
+    ok = _taskctx("approve", "k2", "--request", req.id, "--db", str(db), "--out", str(tmp_path / "runs"), cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
     assert "task k2: completed; 10 executor steps" in ok.stdout
     assert (ws / "runs.log").read_text().count("run\n") == 3  # run again, once, after the approval
@@ -233,10 +233,13 @@ def test_a_call_approved_then_cut_off_is_put_up_again_not_approved_by_the_old_an
     assert [e.kind for e in new] == ["resume.started", "permission.requested"], [e.kind for e in new]
     assert "interrupted before its result was recorded" in new[1].payload["reason"]
     assert grants(events) == ["user"]
+    request_id = new[1].id
     stores.close()
 
     flags = ["--reject", "ran already"] if answer == "reject" else []
-    done = _taskctx("approve", "k3", *flags, "--db", str(db), "--out", str(tmp_path / "runs"), cwd=tmp_path)
+    done = _taskctx(
+        "approve", "k3", "--request", request_id, *flags, "--db", str(db), "--out", str(tmp_path / "runs"), cwd=tmp_path
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     stores = SqliteStores(db)
     events = stores.events.read("k3")

@@ -1,0 +1,329 @@
+"""One writer per task: a lease row per task, taken by whatever runs the task, renewed while it runs.
+
+The row (``taskctx_leases``) names its holder (host, pid, the process's start time and a random
+token) with a heartbeat and an expiry. It is taken in one transaction (SQLite ``BEGIN
+IMMEDIATE``, Postgres a transaction-scoped advisory lock), so two takers cannot both win. A row
+whose holder is gone is taken over: on this host, its process is no longer running (its pid is
+free, or another process has it since); on another host, its lease expired. A live holder's row
+is never taken over: the second taker gets :class:`~context.errors.LeaseHeldError` at once.
+While the lease is held a thread renews it every :data:`HEARTBEAT` seconds. The event log's
+append refuses a batch while another live holder has the task's lease (a fence for writers that
+took no lease, or lost theirs).
+
+Postgres dates the lease by the server's clock (one clock for every worker); SQLite by the
+taker's (one machine).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import LeaseHeldError
+
+__all__ = ["HEARTBEAT", "LEASE_TTL", "LeaseHolder", "TaskLeases", "fence", "process_started"]
+
+#: Seconds a lease stays valid without a heartbeat.
+LEASE_TTL = 60.0
+#: Seconds between two heartbeats of a held lease.
+HEARTBEAT = 10.0
+
+#: classid of the advisory lock a Postgres lease take holds (objid: a hash of the task id).
+_PG_LEASE_CLASS = 0x7A5D
+
+
+def process_started(pid: int) -> str:
+    """An identity of a process's start: its start time in clock ticks since boot (Linux ``/proc``).
+
+    A pid can be reused; the pair (pid, start) cannot.
+
+    Args:
+        pid: The process id.
+
+    Returns:
+        The start time as text; ``""`` when the process does not exist or ``/proc`` is not there.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+    except OSError:
+        return ""
+    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state is field 3, starttime field 22
+    return fields[19] if len(fields) > 19 else ""
+
+
+def _alive(pid: int, started: str) -> bool:
+    """Whether the process ``pid`` that started at ``started`` still runs on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        pass
+    now = process_started(pid)
+    return not (started and now and now != started)
+
+
+@dataclass(frozen=True)
+class LeaseHolder:
+    """Who holds a task's lease.
+
+    Attributes:
+        task_id: The task.
+        host: The holder's host name.
+        pid: Its process id.
+        started: Its process's start (:func:`process_started`; ``""``: unknown).
+        token: A random token of this hold.
+        heartbeat: When it last renewed the lease (seconds since the epoch, by the store's clock).
+        expires: When the lease lapses without another heartbeat (seconds since the epoch).
+    """
+
+    task_id: str
+    host: str
+    pid: int
+    started: str
+    token: str
+    heartbeat: float
+    expires: float
+
+    def gone(self, now: float) -> bool:
+        """Whether this holder can be taken over: its process ended (this host) or its lease expired.
+
+        Args:
+            now: The store's clock (seconds since the epoch).
+
+        Returns:
+            True when the holder is gone.
+        """
+        if self.expires < now:
+            return True
+        return self.host == socket.gethostname() and not _alive(self.pid, self.started)
+
+    def describe(self, now: float) -> str:
+        """The holder in words: ``pid 41 on host h (last heartbeat 3 s ago)``.
+
+        Args:
+            now: The store's clock (seconds since the epoch).
+
+        Returns:
+            The words.
+        """
+        ago = max(0, round(now - self.heartbeat))
+        return f"pid {self.pid} on host {self.host} (last heartbeat {ago} s ago)"
+
+
+_COLUMNS = "task_id, host, pid, started, token, heartbeat, expires"
+
+
+def _holder(row: Any) -> LeaseHolder | None:
+    if row is None:
+        return None
+    return LeaseHolder(str(row[0]), str(row[1]), int(row[2]), str(row[3]), str(row[4]), float(row[5]), float(row[6]))
+
+
+class _Held:
+    """One lease this process holds: how often it was entered, its heartbeat thread."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.depth = 0
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        #: another taker took the lease over (this process was thought gone)
+        self.lost = False
+
+
+class TaskLeases:
+    """The task leases of one database.
+
+    Args:
+        connect: Opens a new connection to the database (a context manager); None for a
+            database no other process can see (SQLite ``:memory:``): every lease is then granted.
+        dialect: ``"sqlite"`` or ``"postgres"``.
+        ttl: Seconds a lease stays valid without a heartbeat.
+        heartbeat: Seconds between two heartbeats.
+    """
+
+    def __init__(
+        self,
+        connect: Callable[[], contextlib.AbstractContextManager[Any]] | None,
+        dialect: str,
+        *,
+        ttl: float = LEASE_TTL,
+        heartbeat: float = HEARTBEAT,
+    ) -> None:
+        self._connect = connect
+        self._dialect = dialect
+        self.ttl = ttl
+        self.interval = heartbeat
+        self._held: dict[str, _Held] = {}
+        self._mutex = threading.Lock()
+
+    def token(self, task_id: str) -> str | None:
+        """The token of this process's lease on a task.
+
+        Args:
+            task_id: The task.
+
+        Returns:
+            The token, or None when this process does not hold the task's lease.
+        """
+        held = self._held.get(task_id)
+        return held.token if held is not None else None
+
+    @contextlib.contextmanager
+    def hold(self, task_id: str) -> Iterator[None]:
+        """Hold the task's lease while the block runs (re-entrant within one process).
+
+        Args:
+            task_id: The task.
+
+        Yields:
+            Nothing; the lease is renewed every :attr:`interval` seconds and released at the end.
+
+        Raises:
+            LeaseHeldError: Another live process holds the task's lease.
+        """
+        if self._connect is None:
+            yield
+            return
+        with self._mutex:
+            held = self._held.get(task_id)
+            if held is None:
+                held = _Held(secrets.token_hex(8))
+                self._take(task_id, held.token)
+                self._held[task_id] = held
+                held.thread = threading.Thread(
+                    target=self._beat, args=(task_id, held), name=f"taskctx-lease-{task_id}", daemon=True
+                )
+                held.thread.start()
+            held.depth += 1
+        try:
+            yield
+        finally:
+            with self._mutex:
+                held.depth -= 1
+                if held.depth == 0:
+                    del self._held[task_id]
+                    held.stop.set()
+                    with contextlib.suppress(Exception):  # an unreachable store: the lease expires by itself
+                        self._release(task_id, held.token)
+
+    def holder(self, task_id: str) -> LeaseHolder | None:
+        """Who holds the task's lease now, gone or not.
+
+        Args:
+            task_id: The task.
+
+        Returns:
+            The holder, or None when no lease row exists.
+        """
+        if self._connect is None:
+            return None
+        with self._connect() as conn:
+            return _holder(
+                conn.execute(
+                    self._sql(f"SELECT {_COLUMNS} FROM taskctx_leases WHERE task_id = ?"), (task_id,)
+                ).fetchone()
+            )
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self._dialect == "postgres" else sql
+
+    def _now(self, conn: Any) -> float:
+        if self._dialect == "postgres":  # the server's clock: one clock for every worker
+            return float(conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
+        return time.time()
+
+    @contextlib.contextmanager
+    def _transaction(self, conn: Any, task_id: str) -> Iterator[None]:
+        if self._dialect == "postgres":
+            key = int.from_bytes(hashlib.sha256(task_id.encode("utf-8")).digest()[:4], "big", signed=True)
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_PG_LEASE_CLASS, key))
+                yield
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _take(self, task_id: str, token: str) -> None:
+        assert self._connect is not None
+        me = (socket.gethostname(), os.getpid(), process_started(os.getpid()), token)
+        with self._connect() as conn, self._transaction(conn, task_id):
+            now = self._now(conn)
+            row = _holder(
+                conn.execute(
+                    self._sql(f"SELECT {_COLUMNS} FROM taskctx_leases WHERE task_id = ?"), (task_id,)
+                ).fetchone()
+            )
+            if row is not None and row.token != token and not row.gone(now):
+                raise LeaseHeldError(task_id, row.describe(now), pid=row.pid, host=row.host)
+            conn.execute(self._sql("DELETE FROM taskctx_leases WHERE task_id = ?"), (task_id,))
+            conn.execute(
+                self._sql(f"INSERT INTO taskctx_leases ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+                (task_id, *me, now, now + self.ttl),
+            )
+
+    def _renew(self, task_id: str, token: str) -> bool:
+        assert self._connect is not None
+        with self._connect() as conn:
+            now = self._now(conn)
+            cur = conn.execute(
+                self._sql("UPDATE taskctx_leases SET heartbeat = ?, expires = ? WHERE task_id = ? AND token = ?"),
+                (now, now + self.ttl, task_id, token),
+            )
+            return bool(cur.rowcount)
+
+    def _release(self, task_id: str, token: str) -> None:
+        assert self._connect is not None
+        with self._connect() as conn:
+            conn.execute(self._sql("DELETE FROM taskctx_leases WHERE task_id = ? AND token = ?"), (task_id, token))
+
+    def _beat(self, task_id: str, held: _Held) -> None:
+        while not held.stop.wait(self.interval):
+            try:
+                if not self._renew(task_id, held.token):
+                    held.lost = True
+                    return
+            except Exception:  # noqa: BLE001 - a busy or unreachable store: the next beat tries again
+                continue
+
+
+def fence(conn: Any, dialect: str, task_id: str, token: str | None) -> None:
+    """Refuse an append while another live holder has the task's lease (inside the append's transaction).
+
+    Args:
+        conn: The append's connection, in its transaction.
+        dialect: ``"sqlite"`` or ``"postgres"``.
+        task_id: The task.
+        token: This process's lease token on the task (None: it holds none).
+
+    Raises:
+        LeaseHeldError: Another live process holds the task's lease.
+    """
+    sql = f"SELECT {_COLUMNS} FROM taskctx_leases WHERE task_id = ?"
+    try:
+        row = _holder(conn.execute(sql.replace("?", "%s") if dialect == "postgres" else sql, (task_id,)).fetchone())
+    except sqlite3.OperationalError:  # a database made before leases (opened read-write, it has the table)
+        return
+    if row is None or row.token == token:
+        return
+    now = time.time()
+    if dialect == "postgres":
+        now = float(conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
+    if not row.gone(now):
+        raise LeaseHeldError(task_id, row.describe(now), pid=row.pid, host=row.host)
