@@ -1,4 +1,4 @@
-"""Node factories for the four roles: planner, executor, reviewer, recovery.
+"""Node factories for the four roles (planner, executor, reviewer, recovery) and for a custom role's report.
 
 Each ``make_*_node(model, env, renderer=None)`` returns a LangGraph node
 ``(state: TaskContext, config) -> dict`` of changed parts. Wire them into your own
@@ -10,6 +10,7 @@ from .node_steps import Node, memory_loaded_events, reply_text, task_created_eve
 from .planner_node import make_planner_node
 from .recovery_node import MAX_REJECTED_REPEATS, MAX_STEP_ERRORS, make_recovery_node
 from .reviewer_node import MAX_REVIEW_ROUNDS, make_reviewer_node
+from .role_node import make_role_node, report
 
 __all__ = [
     "MAX_REJECTED_REPEATS",
@@ -20,7 +21,9 @@ __all__ = [
     "make_planner_node",
     "make_recovery_node",
     "make_reviewer_node",
+    "make_role_node",
     "memory_loaded_events",
     "reply_text",
+    "report",
     "task_created_event",
 ]
