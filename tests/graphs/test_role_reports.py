@@ -224,3 +224,27 @@ def test_a_verdict_of_two_lines_or_too_long_is_refused_naming_the_field(verdict:
     with pytest.raises(Exception) as got:
         nodes.report(run, verdict)
     assert "verdict" in str(got.value)
+
+
+def _view(state: TaskContext, events: list[Any], full: bool) -> list[str]:
+    buf = io.StringIO()
+    console = Console(file=buf, width=200, force_jupyter=False, force_terminal=False, color_system=None)
+    render_view(console, graphs.TaskView("many", state, events), full=full, db="x.sqlite")
+    return [ln for ln in buf.getvalue().splitlines() if ln.startswith(("- tester #", "(5 reports"))]
+
+
+def test_inspect_shows_the_window_and_all_lists_every_report() -> None:
+    from context import new_event
+
+    evs = [new_event("task.created", {"task_id": "many", "original_request": "x", "schema_version": 3}, actor="user")]
+    evs += [new_event("role.reported", {"role": "tester", "verdict": f"v{i}"}, actor="agent") for i in range(5)]
+    events = [e.model_copy(update={"seq": i}) for i, e in enumerate(evs, start=1)]
+    state = replay(events)
+    assert _view(state, events, full=False) == [
+        "(5 reports, the last of each role here; `taskctx inspect many --all --db x.sqlite` lists every one)",
+        "- tester #4 (role.reported, plan v0), its claim (agent_claim):",
+        "- tester #5 (role.reported, plan v0), its claim (agent_claim):",
+        "- tester #6 (role.reported, plan v0), its claim (agent_claim):",
+    ]
+    assert _view(state, events, full=True)[0] == "- tester #2 (role.reported, plan v0), its claim (agent_claim):"
+    assert len(_view(state, events, full=True)) == 5
