@@ -35,10 +35,10 @@ def test_policy_cases_pass_and_every_firing_case_fails_without_policies():
     assert len(off["failed"]) == 6
 
 
-#: The cases of role reports (the reviewer's issues in the re-plan, a custom role's report), one per category.
+#: The cases of role reports (the reviewer's issues in the re-plan, a custom role's report), sorted by id.
 REPORT_CASES = [
-    "missing-reviewer-issues-in-replan",
     "pollution-instruction-in-role-report-stays-quoted",
+    "provenance-reviewer-issues-quoted-in-replan",
     "provenance-role-report-quoted-for-planner",
 ]
 
@@ -50,7 +50,7 @@ def test_report_cases_pass_and_each_fails_without_reports():
     assert _by_status(off) == {"failed": REPORT_CASES}
     failures = {r.case.id: r.failures for r in off.results}
     # without the projection the re-plan sees the review's summary only, not its issues
-    assert failures["missing-reviewer-issues-in-replan"][0] == (
+    assert failures["provenance-reviewer-issues-quoted-in-replan"][0] == (
         "prompt_contains: '## Report of reviewer (review.completed #' is not in the prompt of planner call 2 "
         "(after 1 tool results)"
     )
