@@ -9,8 +9,8 @@ from .executor_node import make_executor_node
 from .node_steps import Node, memory_loaded_events, reply_text, task_created_event
 from .planner_node import make_planner_node
 from .recovery_node import MAX_REJECTED_REPEATS, MAX_STEP_ERRORS, make_recovery_node
+from .report_node import make_role_node, report
 from .reviewer_node import MAX_REVIEW_ROUNDS, make_reviewer_node
-from .role_node import make_role_node, report
 
 __all__ = [
     "MAX_REJECTED_REPEATS",
