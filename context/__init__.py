@@ -38,7 +38,7 @@ from .errors import (
 )
 from .event_summary import summarize_event
 from .events import PAYLOAD_MODELS, Event, EventKind, new_event, utc_now
-from .history import all_errors, all_plan_steps
+from .history import all_errors, all_plan_steps, all_reports
 from .literals import AGENT_CLAIM
 from .models import (
     ApprovalRequest,
@@ -64,6 +64,7 @@ from .models import (
     TranscriptNote,
 )
 from .reducer import apply_event, replay
+from .reports import RoleReport
 from .secrets import mask_secrets, masked_bytes, masked_events
 from .sqlite_store import ArtifactStore, EventLog, SqliteStores
 from .trajectory import (
@@ -124,6 +125,7 @@ __all__ = [
     "Progress",
     "ProviderUsage",
     "RecordedStep",
+    "RoleReport",
     "SequenceConflictError",
     "SqliteStores",
     "StoreError",
@@ -140,6 +142,7 @@ __all__ = [
     "agent_request",
     "all_errors",
     "all_plan_steps",
+    "all_reports",
     "apply_event",
     "approx_tokens",
     "build_context",

@@ -47,6 +47,10 @@ def summarize_event(e: Event) -> str:
         )
     elif k == "review.completed":
         text = f"{p['verdict']}: {p['summary']}"
+    elif k == "role.reported":
+        n = len(p["items"])
+        items = f" ({n} item{'s' if n != 1 else ''})" if n else ""
+        text = f"{p['role']} {p['verdict'] or '(no verdict)'}: {p['summary']}{items}"
     elif k == "recovery.decided":
         text = f"{p['decision']}: {p['reason']}"
     elif k == "task.completed":

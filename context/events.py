@@ -40,6 +40,7 @@ __all__ = [
     "RecoveryDecided",
     "ResumeStarted",
     "ReviewCompleted",
+    "RoleReported",
     "StateEdited",
     "StepCompleted",
     "StepCompletionRequested",
@@ -84,6 +85,7 @@ EventKind = Literal[
     "memory.loaded",
     "state.edited",
     "fact.stale",
+    "role.reported",
 ]
 
 
@@ -316,6 +318,28 @@ class ReviewCompleted(_Payload):
     issues: list[str] = Field(default_factory=list)
 
 
+#: A role's name as a report records it: the node's name (letters, digits, ``_.:-``, 1-64 chars).
+ROLE_NAME = r"^[A-Za-z0-9_.:\-]{1,64}$"
+
+
+class RoleReported(_Payload):
+    """Payload of ``role.reported``: what a role (a custom one, say a tester) found.
+
+    ``role`` is the node that reports (``nodes.report`` fills it in); ``verdict`` a short word of
+    the role's own vocabulary (``pass``, ``fail``, ``revise``...: one line, at most 40 chars);
+    ``summary`` and ``items`` (issues, failing checks...) what it found; ``refs`` what it rests
+    on (artifact refs, finding ids). Everything but ``role`` is the role's claim: prompts quote
+    it. The report changes no control flow: a router reads ``progress.reports`` to act on it.
+    """
+
+    role: str = Field(pattern=ROLE_NAME)
+    verdict: str = Field(default="", max_length=40, pattern=r"^[^\r\n]*$")
+    summary: str = ""
+    items: list[str] = Field(default_factory=list)
+    refs: list[str] = Field(default_factory=list)
+    step_id: str | None = None
+
+
 class RecoveryDecided(_Payload):
     """Payload of ``recovery.decided``: retry the step, replan, or stop."""
 
@@ -452,6 +476,7 @@ PAYLOAD_MODELS: dict[str, type[_Payload]] = {
     "memory.loaded": MemoryLoaded,
     "state.edited": StateEdited,
     "fact.stale": FactStale,
+    "role.reported": RoleReported,
 }
 
 

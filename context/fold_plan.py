@@ -1,6 +1,7 @@
-"""Folds of the plan's events: a plan made or revised, steps started and completed, reviews, recovery.
+"""Folds of the plan's events: a plan made or revised, steps started and completed, reviews, reports, recovery.
 
-They move ``plan``, ``current_step``, ``progress`` and the findings a step completes with.
+They move ``plan``, ``current_step``, ``progress`` (its role reports too) and the findings a step
+completes with.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from .events import (
     StepStarted,
 )
 from .fold import Fold
+from .history import report_of
 from .models import CurrentStep, LastStep, PendingCompletion, PlanStep, TaskContext
+from .reports import keep_report
 from .windows import COMPLETED_WINDOW, FINDINGS_WINDOW
 
 __all__ = ["PLAN_FOLDS"]
@@ -157,10 +160,26 @@ def _on_step_completed(ctx: TaskContext, e: Event) -> TaskContext:
     )
 
 
+def _with_report(ctx: TaskContext, e: Event) -> TaskContext:
+    """``ctx`` with the report ``e`` records (if any) in ``progress.reports``."""
+    report = report_of(
+        e, plan_version=ctx.plan.version, step_id=ctx.plan.current_step_id, schema_version=ctx.events.schema_version
+    )
+    if report is None:
+        return ctx
+    reports = keep_report(list(ctx.progress.reports), report)
+    return ctx.model_copy(update={"progress": ctx.progress.model_copy(update={"reports": reports})})
+
+
 def _on_review_completed(ctx: TaskContext, e: Event) -> TaskContext:
     rv: ReviewCompleted = e.typed()
     status = "completed" if rv.verdict == "approve" else "revising"
+    ctx = _with_report(ctx, e)  # the reviewer's report, from schema 3 on
     return ctx.model_copy(update={"plan": ctx.plan.model_copy(update={"status": status})})
+
+
+def _on_role_reported(ctx: TaskContext, e: Event) -> TaskContext:
+    return _with_report(ctx, e)
 
 
 def _on_recovery_decided(ctx: TaskContext, e: Event) -> TaskContext:
@@ -189,6 +208,7 @@ PLAN_FOLDS: Mapping[EventKind, Fold] = MappingProxyType(
         "step.completed": _on_step_completed,
         "step.completion.requested": _on_step_completion_requested,
         "review.completed": _on_review_completed,
+        "role.reported": _on_role_reported,
         "recovery.decided": _on_recovery_decided,
     }
 )

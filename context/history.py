@@ -6,12 +6,83 @@ folded state).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from .events import Event
 from .models import ErrorRecord, PlanStep, TaskContext
+from .reports import RoleReport
+from .windows import REPORT_ITEMS_KEPT
 
-__all__ = ["all_errors", "all_plan_steps"]
+__all__ = ["REVIEW_REPORTS_SINCE", "all_errors", "all_plan_steps", "all_reports", "report_of"]
+
+#: The first data schema whose ``review.completed`` is also the reviewer's report (older tasks'
+#: checkpoints were written without it, and must stay their log's fold).
+REVIEW_REPORTS_SINCE = 3
+
+#: A node run's ``causation_id``: ``<task_id>#<input cursor>:<node>``.
+_ATTEMPT = re.compile(r"^.*#\d+:(?P<node>.+)$")
+
+
+def report_of(e: Event, *, plan_version: int, step_id: str | None, schema_version: int) -> RoleReport | None:
+    """The report an event records, as the state keeps it (items cut to the window).
+
+    Args:
+        e: The event: ``role.reported``, or ``review.completed`` (the reviewing node's report,
+            named from its ``causation_id``, from schema :data:`REVIEW_REPORTS_SINCE` on).
+        plan_version: The plan version it was made against.
+        step_id: The running step then (a ``review.completed`` names none of its own).
+        schema_version: The task's data schema (``events.schema_version``).
+
+    Returns:
+        The report, or None for any other event.
+    """
+    p = e.payload
+    if e.kind == "role.reported":
+        role, items, refs, step_id = p["role"], list(p["items"]), list(p["refs"]), p.get("step_id")
+    elif e.kind == "review.completed" and schema_version >= REVIEW_REPORTS_SINCE:
+        m = _ATTEMPT.match(e.causation_id or "")
+        role, items, refs = (m["node"] if m else "reviewer"), list(p["issues"]), []
+    else:
+        return None
+    return RoleReport(
+        role=role,
+        seq=e.seq,
+        kind=e.kind,
+        verdict=p["verdict"],
+        summary=p["summary"],
+        items=items[:REPORT_ITEMS_KEPT],
+        items_total=len(items),
+        refs=refs,
+        step_id=step_id,
+        plan_version=plan_version,
+    )
+
+
+def all_reports(events: Iterable[Event]) -> list[RoleReport]:
+    """Every role report of a task (``progress.reports`` keeps the last of each role), in log order.
+
+    Args:
+        events: The task's events, in seq order.
+
+    Returns:
+        The reports (items cut to :data:`~context.windows.REPORT_ITEMS_KEPT`; the events have all).
+    """
+    out: list[RoleReport] = []
+    version, step, schema = 0, None, 0
+    for e in events:
+        if e.kind == "task.created":
+            schema = e.payload.get("schema_version", 0)
+        elif e.kind in ("plan.created", "plan.updated"):
+            version, step = version + 1, None
+        elif e.kind == "step.started":
+            step = e.payload["step_id"]
+        elif e.kind == "step.completed":
+            step = None
+        r = report_of(e, plan_version=version, step_id=step, schema_version=schema)
+        if r is not None:
+            out.append(r)
+    return out
 
 
 def all_errors(events: Iterable[Event]) -> list[ErrorRecord]:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .literals import ControlStatus, FactKind, PlanStatus, Provenance, RiskLevel, StaleCause, StepResult, StepStatus
 from .memory import LoadedMemory
 from .plan_digest import extend_digest, group_line, group_runs, in_digest, join_head
+from .reports import RoleReport
 from .usage import ProviderUsage
 from .windows import PLAN_DIGEST_MAX, PLAN_DONE_WINDOW, PLAN_FULL_STEPS, PLAN_RUN_MIN
 from .world import world_version
@@ -49,8 +50,8 @@ __all__ = [
 #: The version of taskctx's stored data (event payloads and the checkpointed TaskContext),
 #: recorded in ``task.created`` and folded into ``events.schema_version``; ``taskctx resume``
 #: refuses data of a newer version. Every field added since version 0 has a default that means
-#: what older data meant, so data of 0 and 1 reads back (the docs list each migration).
-SCHEMA_VERSION = 2
+#: what older data meant, so data of 0, 1 and 2 reads back (the docs list each migration).
+SCHEMA_VERSION = 3
 
 
 class _Part(BaseModel):
@@ -217,7 +218,7 @@ class LastStep(_Part):
 
 
 class Progress(_Part):
-    """What the task has done: completed steps, executor steps, changed files, usage."""
+    """What the task has done: completed steps, executor steps, changed files, usage, role reports."""
 
     #: The ids of the last :data:`~context.windows.COMPLETED_WINDOW` steps completed done,
     #: oldest first.
@@ -231,6 +232,9 @@ class Progress(_Part):
     changed_artifacts: list[str] = Field(default_factory=list)
     #: Addition: the provider's reported usage, summed (``None`` until a call reports one).
     usage: ProviderUsage | None = None
+    #: Addition (schema 3): the last reports of each role (``role.reported``, the reviewer's
+    #: ``review.completed``), in log order; see :mod:`context.reports`.
+    reports: list[RoleReport] = Field(default_factory=list)
 
     def completed_text(self) -> str:
         """``s1, s2`` (``(none)`` when empty); ``120 in all, the last 20: s101, ...`` past the window."""

@@ -15,6 +15,8 @@ __all__ = [
     "PLAN_FULL_STEPS",
     "PLAN_RUN_MIN",
     "RECENT_EVENTS_WINDOW",
+    "REPORTS_PER_ROLE",
+    "REPORT_ITEMS_KEPT",
     "STALE_WINDOW",
 ]
 
@@ -37,6 +39,10 @@ PLAN_DIGEST_MAX = 50
 COMPLETED_WINDOW = 20
 #: How many ``fact.stale`` marks ``TaskContext.evidence.stale_facts`` keeps (the log has them all).
 STALE_WINDOW = 50
+#: How many reports of each role ``progress.reports`` keeps (the most recent; the log has all).
+REPORTS_PER_ROLE = 3
+#: How many items of one report ``progress.reports`` keeps (the first; ``items_total`` counts all).
+REPORT_ITEMS_KEPT = 20
 #: Prompts collapse a run of at least this many consecutive done (or skipped) plan steps ...
 PLAN_RUN_MIN = 3
 #: ... in plans of more than this many steps (the executor's one-line plan status: always).

@@ -238,6 +238,7 @@ def build_orchestrator(
     memory: Any = None,
     policies: Sequence[ContextPolicy] | None = None,
     freshness: bool = True,
+    reports: bool = True,
 ) -> TaskGraph:
     """The default graph, compiled: planner, executor, tools, reviewer and recovery.
 
@@ -251,13 +252,12 @@ def build_orchestrator(
         stores: The event log and artifacts (None: in memory).
         budget: The prompt budget in tokens.
         reserve_for_output: Tokens of the budget kept for the model's answer.
-        env: The nodes' environment (None: made from ``stores``, ``budget``, ``policies``,
-            ``freshness``; those are ignored when it is given).
-        memory: A :class:`nodes.memory_source.MemorySource` (e.g. ``project.memory(workspace)``):
-            a new task loads the durable memories relevant to its request, and the graph is
-            compiled with its store; None: no durable memory.
+        env: The nodes' environment (None: made from the arguments; given, it overrides them but ``memory``).
+        memory: A :class:`nodes.memory_source.MemorySource` (``project.memory(workspace)``): a new task
+            loads the durable memories relevant to its request, the graph gets its store; None: none.
         policies: The context policies (:mod:`context.policy`; None: the defaults, ``[]``: none).
         freshness: Record ``fact.stale`` when a file a fact rests on changed (False: off).
+        reports: Show role reports (``progress.reports``) in the prompts that take them (False: off).
 
     Returns:
         A :class:`~graphs.edits.TaskGraph`: ``update_state`` from outside a node is recorded in
@@ -281,7 +281,7 @@ def build_orchestrator(
 
     chat = resolve_model(model)
     if env is None:
-        env = _default_env(chat, stores, budget, reserve_for_output, policies, freshness)
+        env = _default_env(chat, stores, budget, reserve_for_output, policies, freshness, reports)
     if memory is not None:
         env.memory = memory
     tx = tools or NoTools()
@@ -315,6 +315,7 @@ def _default_env(
     reserve_for_output: int,
     policies: Sequence[ContextPolicy] | None,
     freshness: bool,
+    reports: bool = True,
 ) -> NodeEnv:
     """The nodes' environment of :func:`build_orchestrator` when none is given."""
     from nodes import NodeEnv
@@ -332,4 +333,5 @@ def _default_env(
         cache_rule=rule_for_provider(provider_of(chat)),
         policies=policies,
         freshness=freshness,
+        reports=reports,
     )

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from .chat_models import resolve_model
     from .permissions import Decision, PolicyError, assess
     from .render import (
+        ALL_ROLES,
         EXTERNAL_RULE,
         ExecutorRenderer,
         PlannerRenderer,
@@ -23,12 +24,15 @@ if TYPE_CHECKING:
         assemble,
         core_blocks,
         quote_external,
+        report_blocks,
     )
     from .roles import (
         make_executor_node,
         make_planner_node,
         make_recovery_node,
         make_reviewer_node,
+        make_role_node,
+        report,
         task_created_event,
     )
     from .runtime import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, NodeRun, Rendered, cached_prefix_tokens, fingerprints
@@ -52,6 +56,7 @@ __getattr__ = lazy_exports(
         "Decision": ".permissions",
         "PolicyError": ".permissions",
         "assess": ".permissions",
+        "ALL_ROLES": ".render",
         "EXTERNAL_RULE": ".render",
         "ExecutorRenderer": ".render",
         "PlannerRenderer": ".render",
@@ -61,10 +66,13 @@ __getattr__ = lazy_exports(
         "assemble": ".render",
         "core_blocks": ".render",
         "quote_external": ".render",
+        "report_blocks": ".render",
         "make_executor_node": ".roles",
         "make_planner_node": ".roles",
         "make_recovery_node": ".roles",
         "make_reviewer_node": ".roles",
+        "make_role_node": ".roles",
+        "report": ".roles",
         "task_created_event": ".roles",
         "DEFAULT_BUDGET": ".runtime",
         "DEFAULT_RESERVE": ".runtime",
@@ -90,6 +98,7 @@ __getattr__ = lazy_exports(
 )
 
 __all__ = [
+    "ALL_ROLES",
     "DEFAULT_BUDGET",
     "DEFAULT_RESERVE",
     "EXTERNAL_RULE",
@@ -122,10 +131,13 @@ __all__ = [
     "make_planner_node",
     "make_recovery_node",
     "make_reviewer_node",
+    "make_role_node",
     "make_tool_node",
     "mask_secrets",
     "normalize_answer",
     "quote_external",
+    "report",
+    "report_blocks",
     "resolve_model",
     "task_created_event",
 ]

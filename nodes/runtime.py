@@ -102,6 +102,8 @@ class NodeEnv:
     #: The context policies (:mod:`context.policy`): None, the defaults
     #: (:func:`~context.policy.default_policies`); a list replaces them (``[]``: none).
     policies: Any = None
+    #: Role reports in the prompts of the roles that take them (:mod:`nodes.render.role_reports`); False: none.
+    reports: bool = True
 
     @classmethod
     def sqlite(cls, path: str = ":memory:", **kw: Any) -> NodeEnv:

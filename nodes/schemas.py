@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .tools import function_schema
 
-__all__ = ["SUBMIT_PLAN", "COMPLETE_STEP", "SUBMIT_REVIEW", "DECIDE_RECOVERY"]
+__all__ = ["SUBMIT_PLAN", "COMPLETE_STEP", "SUBMIT_REVIEW", "SUBMIT_REPORT", "DECIDE_RECOVERY"]
 
 _STR = {"type": "string"}
 _STRS = {"type": "array", "items": _STR}
@@ -61,6 +61,14 @@ SUBMIT_REVIEW = function_schema(
     "submit_review",
     "Approve the work, or send it back with the issues to fix.",
     {"verdict": {"type": "string", "enum": ["approve", "revise"]}, "summary": _STR, "issues": _STRS},
+    ["verdict"],
+)
+
+SUBMIT_REPORT = function_schema(
+    "submit_report",
+    "Report what you found: a short verdict (e.g. pass or fail), a summary, the items found "
+    "(issues, failing checks) and the refs they rest on.",
+    {"verdict": _STR, "summary": _STR, "items": _STRS, "refs": _STRS},
     ["verdict"],
 )
 

@@ -137,6 +137,7 @@ def _graph(
         memory=None if "memory" in off else project.memory(root),
         policies=[] if "policy" in off else None,
         freshness="freshness" not in off,
+        reports="reports" not in off,
     )
 
 

@@ -9,4 +9,5 @@ MECHANISMS = {
     "freshness": "no fact.stale: facts are never marked stale (context.freshness)",
     "policy": "no context policies: the builder adds nothing the model did not ask for (context.policy)",
     "memory": "durable memory: no memory is loaded from the long-term store (graphs.memory_store)",
+    "reports": "no role reports in prompts: the reviewer's issues reach no re-plan (nodes.render.role_reports)",
 }

@@ -11,11 +11,13 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from context import Event, TaskContext, all_errors, all_plan_steps
+from context import Event, TaskContext, all_errors, all_plan_steps, all_reports
 from context.freshness import short_sha, stale_line
+from context.history import REVIEW_REPORTS_SINCE
 from context.text import escape_controls
 from nodes.render.base import stale_text
 from nodes.render.quoting import quote_agent
+from nodes.render.role_reports import report_quote, role_label
 
 from ..inspection import TaskView
 from ..project import DEFAULT_DB
@@ -76,14 +78,14 @@ def render_view(
     """Print a task's view on ``console``, one titled section each (recorded text shown escaped).
 
     The sections: goal, request, criteria, constraints, the memories it loaded (when any), plan,
-    current step, progress, evidence, model calls by role (with the executor's transcript
+    current step, progress, role reports (when any), evidence, model calls by role (with the executor's transcript
     restarts), permissions, approvals (the pending one in full), errors, omitted history,
     provider usage (when the model reports it), checkpoints.
 
     Args:
         console: Where to print.
         view: The task's view (:meth:`graphs.Project.inspect`); it must have a state.
-        full: List every plan step, error and transcript restart from the log (``--all``; the
+        full: List every plan step, error, role report and transcript restart from the log (``--all``; the
             view's events must then be the whole log); otherwise the state's windows, with the
             command that lists the rest.
         full_hint: Where a cut view of the pending approval sends the reader
@@ -91,7 +93,7 @@ def render_view(
         db: The database the commands it names need (``--db`` when not the default).
     """
     v = _View(console, view, full, full_hint, db)
-    for section in (_identity, _memories, _plan, _progress, _evidence, _calls, _permissions, _errors, _usage):
+    for section in (_identity, _memories, _plan, _progress, _reports, _evidence, _calls, _permissions, _errors, _usage):
         section(v)
     v.h("Checkpoints")
     resumes = [e for e in v.events if e.kind == "resume.started"]
@@ -185,6 +187,25 @@ def _progress(v: _View) -> None:
         )
     if ctx.progress.changed_artifacts:
         v.p(f"changed: {', '.join(ctx.progress.changed_artifacts)}")
+
+
+def _reports(v: _View) -> None:
+    """The role reports (the state's last of each role, or every one with ``full``), quoted."""
+    ctx = v.ctx
+    counts = ctx.events.counts
+    total = counts.get("role.reported", 0) + (
+        counts.get("review.completed", 0) if ctx.events.schema_version >= REVIEW_REPORTS_SINCE else 0
+    )
+    if not total:
+        return
+    reports = all_reports(v.events) if v.full else list(ctx.progress.reports)
+    v.h("Role reports")
+    if len(reports) < total:
+        v.p(f"({total} reports, the last of each role here; `{v.all_cmd()}` lists every one)")
+    for r in reports:
+        step = f", step {r.step_id}" if r.step_id else ""
+        v.p(f"- {role_label(r.role)} #{r.seq} ({r.kind}, plan v{r.plan_version}{step}), its claim (agent_claim):")
+        v.p(report_quote(r))
 
 
 def _evidence(v: _View) -> None:

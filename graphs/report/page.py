@@ -16,6 +16,7 @@ from context import (
     UnknownTaskError,
     all_errors,
     all_plan_steps,
+    all_reports,
     replay,
     summarize_event,
 )
@@ -149,6 +150,26 @@ def _errors(ctx: TaskContext, events: Sequence[Event]) -> str:
     for e in failed:
         out.append(f'<p class="open">task failed: {_e(e.payload.get("summary"))}</p>')
     return "".join(out)
+
+
+def _reports(events: Sequence[Event]) -> str:
+    """Every role report of the log (``role.reported``, the reviewer's ``review.completed``): the role's claim."""
+    rows = [
+        f'<tr><td class="num">{r.seq}</td><td class="kind">{_e(r.role)}</td><td class="kind">{_e(r.kind)}</td>'
+        f'<td class="kind">v{r.plan_version}{_e(" " + r.step_id) if r.step_id else ""}</td>'
+        f'<td class="kind">{_e(r.verdict)}</td><td class="text">{_wrappable(r.summary)}'
+        + "".join(f"<br>- {_wrappable(i)}" for i in r.items)
+        + (f"<br>(and {r.items_total - len(r.items)} more items in the event)" if r.items_total > len(r.items) else "")
+        + f'</td><td class="text">{_wrappable(", ".join(r.refs))}</td></tr>'
+        for r in all_reports(events)
+    ]
+    if not rows:
+        return '<p class="muted">No role reported.</p>'
+    return (
+        '<p class="muted">What each role reported: its claim (agent_claim), as the prompts quote it.</p>'
+        '<div class="scroll"><table id="reports-table"><tr><th>seq</th><th>role</th><th>event</th><th>plan</th>'
+        "<th>verdict</th><th>summary and items</th><th>refs</th></tr>" + "".join(rows) + "</table></div>"
+    )
 
 
 def _manifests(calls: Sequence[dict[str, Any]], full: bool = False, hint: str = "") -> str:
@@ -368,9 +389,9 @@ def build_report(
     """The HTML page of a task's run, from its event log only.
 
     Never from the artifact store: raw tool output and the prompts' text stay out of it. The page:
-    goal and request, the token chart, the plan, approvals, errors, each model call's manifest, the
-    tool calls and the event timeline; one self-contained file (no external script, style sheet or
-    font). Its inline script sets ``document.body.dataset.ready = "1"`` and lists a script error in
+    goal and request, the token chart, the plan, approvals, errors, findings, role reports, each
+    model call's manifest, the tool calls and the event timeline; one self-contained file (no
+    external script, style sheet or font). Its inline script sets ``document.body.dataset.ready = "1"`` and lists a script error in
     ``#js-errors`` (``data-js-errors`` on ``<body>``), so a headless browser can check both.
 
     Args:
@@ -427,6 +448,7 @@ def build_report(
 <h2>Approvals</h2>{_approvals(ctx, events, db)}
 <h2>Errors</h2>{_errors(ctx, events)}
 <h2>Findings</h2>{_list(findings)}
+<h2>Role reports</h2>{_reports(events)}
 <h2>Tool calls</h2>{_tool_calls(events, full=full, hint=hint)}
 <h2>Manifests (one per model call)</h2>{_manifests(calls, full, hint)}
 <h2>Event timeline</h2>

@@ -10,8 +10,10 @@ from .planner import PlannerRenderer
 from .quoting import EXTERNAL_RULE, quote_external
 from .recovery import RecoveryRenderer
 from .reviewer import ReviewerRenderer
+from .role_reports import ALL_ROLES, report_blocks
 
 __all__ = [
+    "ALL_ROLES",
     "EXTERNAL_RULE",
     "ExecutorRenderer",
     "PlannerRenderer",
@@ -21,4 +23,5 @@ __all__ = [
     "assemble",
     "core_blocks",
     "quote_external",
+    "report_blocks",
 ]

@@ -25,6 +25,7 @@ from .base import assemble, block, core_blocks, error_block, memory_block
 from .policy_blocks import PolicyBlocks
 from .quoting import EXTERNAL_RULE
 from .restart import KEEP_LAST, restart_decision
+from .role_reports import report_blocks
 from .transcript import DIGEST_LINE_CHARS, checkpoint_text, delta_text, entry_messages, shown_output
 
 __all__ = ["ENTRY_CACHE", "EXECUTOR_SYSTEM", "MAX_NOTES", "REUSE_MIN_CHARS", "ExecutorRenderer"]
@@ -121,12 +122,15 @@ class ExecutorRenderer:
 
     Args:
         keep_last: Calls a transcript restart keeps.
+        reports: The roles whose reports (``progress.reports``) the prompt shows, in the state
+            delta at its tail: role names, or ``"*"`` for every other role; default none.
     """
 
     role = "executor"
 
-    def __init__(self, keep_last: int = KEEP_LAST):
+    def __init__(self, keep_last: int = KEEP_LAST, *, reports: Sequence[str] = ()):
         self.keep_last = keep_last
+        self.reports = tuple(reports)
         # transcript entries as rendered, keyed by the entry and everything before it in the
         # transcript (an entry's form depends only on earlier entries): append-only, so each
         # call renders only its new entries. Bounded (LRU), shared by the threads of a graph.
@@ -211,6 +215,7 @@ class ExecutorRenderer:
         err = error_block(ctx, env, slot="msg:delta")
         if err is not None:
             cands.append(err)
+        cands += report_blocks(ctx, env, self.role, self.reports, slot="msg:delta")
         policy = policy if policy is not None else self._policy(ctx, env)
         cands += policy(ctx, env)
         r = assemble(

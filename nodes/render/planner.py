@@ -12,6 +12,7 @@ from ..runtime import NodeEnv, Rendered
 from .base import assemble, block, core_blocks, error_block, finding_blocks, memory_block, plan_text, plan_trust
 from .policy_blocks import policy_blocks
 from .quoting import EXTERNAL_RULE, quote_agent
+from .role_reports import ALL_ROLES, report_blocks
 
 __all__ = ["PlannerRenderer", "PLANNER_SYSTEM"]
 
@@ -62,6 +63,15 @@ class PlannerRenderer:
 
     role = "planner"
 
+    def __init__(self, *, reports: Sequence[str] = (ALL_ROLES,)):
+        """A planner renderer.
+
+        Args:
+            reports: The roles whose reports (``progress.reports``) the prompt shows: role names,
+                or ``"*"`` for every other role (the default: the reviewer's and every custom role's, for the re-plan); ``()``: none.
+        """
+        self.reports = tuple(reports)
+
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
         """Render the planner's prompt.
 
@@ -104,6 +114,7 @@ class PlannerRenderer:
                 slot="msg:state",
             )
         )
+        cands += report_blocks(ctx, env, self.role, self.reports)
         err = error_block(ctx, env, slot="msg:state")
         if err is not None:
             cands.append(err)

@@ -11,6 +11,7 @@ from ..runtime import NodeEnv, Rendered
 from .base import assemble, block, core_blocks
 from .policy_blocks import policy_blocks
 from .quoting import EXTERNAL_RULE, quote_agent, quote_external, tool_label
+from .role_reports import report_blocks
 
 __all__ = ["RecoveryRenderer", "RECOVERY_SYSTEM", "ERROR_HISTORY_SHOWN"]
 
@@ -35,6 +36,15 @@ class RecoveryRenderer:
     """
 
     role = "recovery"
+
+    def __init__(self, *, reports: Sequence[str] = ()):
+        """A recovery renderer.
+
+        Args:
+            reports: The roles whose reports (``progress.reports``) the prompt shows: role names,
+                or ``"*"`` for every other role (shown with the failure); ``()``: none.
+        """
+        self.reports = tuple(reports)
 
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
         """Render the recovery prompt.
@@ -105,6 +115,7 @@ class RecoveryRenderer:
                 slot="msg:recovery",
             )
         )
+        cands += report_blocks(ctx, env, self.role, self.reports, slot="msg:recovery")
         return assemble(
             role=self.role,
             env=env,

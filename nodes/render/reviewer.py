@@ -11,6 +11,7 @@ from ..runtime import NodeEnv, Rendered
 from .base import assemble, block, core_blocks, finding_blocks, memory_block, plan_text, plan_trust
 from .policy_blocks import policy_blocks
 from .quoting import EXTERNAL_RULE
+from .role_reports import ALL_ROLES, report_blocks
 
 __all__ = ["ReviewerRenderer", "REVIEWER_SYSTEM", "all_findings"]
 
@@ -52,6 +53,15 @@ class ReviewerRenderer:
     """
 
     role = "reviewer"
+
+    def __init__(self, *, reports: Sequence[str] = (ALL_ROLES,)):
+        """A reviewer renderer.
+
+        Args:
+            reports: The roles whose reports (``progress.reports``) the prompt shows: role names,
+                or ``"*"`` for every other role (the default: every custom role's, a tester's say); ``()``: none.
+        """
+        self.reports = tuple(reports)
 
     def render(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> Rendered:
         """Render the reviewer's prompt.
@@ -95,6 +105,7 @@ class ReviewerRenderer:
                 slot="msg:state",
             )
         )
+        cands += report_blocks(ctx, env, self.role, self.reports)
         cands += policy_blocks(ctx, env, self.role, slot="msg:state")
         cands += finding_blocks(
             env, all_findings(ctx, env), lambda f: f"(evidence: {', '.join(f.evidence_refs) or '(none)'})", ctx

@@ -393,8 +393,12 @@ def test_a_hand_edit_while_waiting_for_approval_is_stale_before_the_approved_cal
     ]
     kinds = [e.kind for e in events]
     req = kinds.index("permission.requested")
-    # recorded when the answer arrived, before the approved call was granted and ran
-    assert kinds[req + 1 : req + 6] == ["fact.stale"] * 3 + ["permission.granted", "tool.result.received"]
+    # recorded when the answer arrived (a new graph object: a resume), before the approved call was
+    # granted and ran
+    assert kinds[req + 1 : req + 7] == ["resume.started"] + ["fact.stale"] * 3 + [
+        "permission.granted",
+        "tool.result.received",
+    ]
     # the task's write is app.py only; limit.txt is not blamed on it
     assert [(e.payload["path"], e.payload["call_id"]) for e in events if e.kind == "file.modified"] == [
         ("app.py", "w1")

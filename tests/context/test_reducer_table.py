@@ -42,6 +42,7 @@ PAYLOADS: dict[str, dict[str, object]] = {
     "memory.loaded": {"memories": [{"key": "m_0123456789ab", "text": "ports are fixed", "confirmed_at": TS}]},
     "state.edited": {"changes": {"identity": {"constraints": ["keep tags"]}}},
     "fact.stale": {"fact_id": "s0.f1", "path": "a.py", "old_sha": "aa", "new_sha": "bb", "cause": "resume"},
+    "role.reported": {"role": "tester", "verdict": "fail", "items": ["get() after put() is stale"]},
 }
 
 
@@ -67,7 +68,7 @@ def _start() -> TaskContext:
 
 def test_the_table_and_the_unfolded_list_are_exactly_the_event_kinds():
     kinds = list(get_args(EventKind))
-    assert len(kinds) == 27
+    assert len(kinds) == 28
     assert not set(FOLDS) & UNFOLDED_KINDS
     assert sorted([*FOLDS, *UNFOLDED_KINDS]) == sorted(kinds)
     assert UNFOLDED_KINDS == frozenset()
@@ -103,6 +104,7 @@ def test_each_kind_has_its_own_named_handler():
         "memory.loaded": "_on_memory_loaded",
         "state.edited": "_on_state_edited",
         "fact.stale": "_on_fact_stale",
+        "role.reported": "_on_role_reported",
     }
 
 

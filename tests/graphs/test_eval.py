@@ -446,6 +446,7 @@ def test_unquoted_agent_claims_make_every_provenance_case_fail(monkeypatch: pyte
     import nodes.render.quoting
     import nodes.render.recovery
     import nodes.render.reviewer
+    import nodes.render.role_reports
     import nodes.render.transcript
     from graphs.eval import load_cases
     from graphs.eval.harness import run_case
@@ -459,6 +460,7 @@ def test_unquoted_agent_claims_make_every_provenance_case_fail(monkeypatch: pyte
         nodes.render.recovery,
         nodes.render.quoting,
         nodes.render.reviewer,
+        nodes.render.role_reports,
         nodes.render.transcript,
     ):
         if hasattr(m, "quote_agent"):  # a renderer may quote only through common's helpers

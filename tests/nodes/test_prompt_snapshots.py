@@ -170,6 +170,52 @@ def test_rendered_prompt_snapshot(role: str, prompt_snapshot: Any) -> None:
     assert text == prompt_snapshot
 
 
+def _replan_ctx(env: NodeEnv) -> TaskContext:
+    """``_ctx`` recorded with schema 3, then a tester's report (a planted line in it) and a review asking for a revision."""
+    ctx = _ctx(env)
+    ctx = ctx.model_copy(update={"events": ctx.events.model_copy(update={"schema_version": 3})})
+    more = [
+        new_event("step.started", {"step_id": "s2", "objective": "Patch"}, actor="agent", timestamp=TS),
+        new_event("step.completed", {"step_id": "s2", "summary": "patched"}, actor="agent", timestamp=TS),
+        new_event(
+            "role.reported",
+            {
+                "role": "tester",
+                "verdict": "fail",
+                "summary": "1 of 3 tests fail",
+                "items": ["test_mean_empty: ZeroDivisionError", INJECTION],
+                "refs": ["c1"],
+            },
+            actor="agent",
+            timestamp=TS,
+        ),
+        new_event(
+            "review.completed",
+            {"verdict": "revise", "summary": "tests fail", "issues": ["return 0.0 for an empty list"]},
+            actor="agent",
+            timestamp=TS,
+            causation_id="snap#15:reviewer",
+        ),
+    ]
+    return replay(more, ctx)
+
+
+def test_replan_prompt_snapshot(prompt_snapshot: Any) -> None:
+    """The planner's prompt after a revision: the tester's and the reviewer's reports, each quoted as its claim."""
+    env = NodeEnv.sqlite()
+    r = PlannerRenderer().render(_replan_ctx(env), env, [SUBMIT_PLAN])
+    text = prompt_text(r.messages, r.tools)
+    text += f"\n---\nprompt_tokens={r.prompt_tokens}\n" + "\n".join(
+        f"{e.id} layer={e.layer} trust={e.trust} tokens={e.tokens} included={e.included}" for e in r.manifest.entries
+    )
+    assert text == prompt_snapshot
+    # the planted line stays inside the tester's quote, its closing tag neutralised
+    i = text.index("IGNORE ALL PREVIOUS")
+    assert text.rfind('<external_content source="agent:tester report #12">', 0, i) > text.rfind(
+        "</external_content>", 0, i
+    )
+
+
 def test_role_projections() -> None:
     env = NodeEnv.sqlite()
     ctx = _ctx(env)
