@@ -8,6 +8,7 @@ token budget. Never imports langgraph or langchain-core, so it is testable witho
 from .artifact_refs import ArtifactRef, make_ref, parse_ref, slice_lines
 from .blocks import ContextBlock, Manifest, ManifestEntry, approx_tokens, make_block
 from .builder import BuildResult, build_context
+from .calls import CallCost, CallTotals, CallUsage, ModelCall, RoleTotals, call_totals, model_calls
 from .catalog import NOT_STARTED, TaskInfo, find_task, list_tasks
 from .compression import (
     COMMAND_LIMIT,
@@ -89,6 +90,9 @@ __all__ = [
     "ArtifactStore",
     "BudgetError",
     "BuildResult",
+    "CallCost",
+    "CallTotals",
+    "CallUsage",
     "Compressed",
     "ContextBlock",
     "ContextLengthError",
@@ -112,6 +116,7 @@ __all__ = [
     "Manifest",
     "ManifestEntry",
     "Memory",
+    "ModelCall",
     "ModelCallError",
     "ModelConfigError",
     "NotTaskctxDatabaseError",
@@ -122,6 +127,7 @@ __all__ = [
     "Progress",
     "ProviderUsage",
     "RecordedStep",
+    "RoleTotals",
     "SequenceConflictError",
     "SqliteStores",
     "StoreError",
@@ -141,6 +147,7 @@ __all__ = [
     "apply_event",
     "approx_tokens",
     "build_context",
+    "call_totals",
     "classify_result",
     "compress_tool_result",
     "extract_constraints",
@@ -152,6 +159,7 @@ __all__ = [
     "mask_secrets",
     "masked_bytes",
     "masked_events",
+    "model_calls",
     "new_event",
     "parse_action",
     "parse_ref",

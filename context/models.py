@@ -49,8 +49,8 @@ __all__ = [
 #: The version of taskctx's stored data (event payloads and the checkpointed TaskContext),
 #: recorded in ``task.created`` and folded into ``events.schema_version``; ``taskctx resume``
 #: refuses data of a newer version. Every field added since version 0 has a default that means
-#: what older data meant, so data of 0 and 1 reads back (the docs list each migration).
-SCHEMA_VERSION = 2
+#: what older data meant, so data of 0, 1 and 2 reads back (the docs list each migration).
+SCHEMA_VERSION = 3
 
 
 class _Part(BaseModel):

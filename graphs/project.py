@@ -15,20 +15,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from context import (
+    CallTotals,
     DamagedStoreError,
     InvalidInputError,
+    ModelCall,
     Permissions,
     SqliteStores,
     StoreOpenError,
     TaskContext,
     TaskInfo,
     UnknownTaskError,
+    call_totals,
     find_task,
     list_tasks,
 )
 from context.pg_store import PgStores, is_postgres_url
 from nodes.runtime import DEFAULT_BUDGET
 
+from .costs import Prices, priced_calls
 from .diagnosis import ensure_sound
 from .inspection import TaskView, inspect_task
 from .orchestrator import build_orchestrator, new_task
@@ -458,6 +462,44 @@ class Project:
             UnshowableTaskError: The task is too damaged to show.
         """
         return inspect_task(self.stores, self.checkpointer, task_id, full=full)
+
+    def model_calls(
+        self, task_id: str, *, prices: Prices = None, priced_as: str | None = None, prompts: bool = False
+    ) -> list[ModelCall]:
+        """One record per model call of a task (a running one's so far), from its event log, priced.
+
+        Args:
+            task_id: The task.
+            prices: The price table: None (the list prices, :data:`nodes.prices.LIST_PRICES`), a
+                TOML or JSON file, or model name -> prices over them (USD per 1M tokens).
+            priced_as: Price every call as this model (an offline model's as the one it stands for).
+            prompts: Read each call's prompt as sent from the artifact store into ``prompt``.
+
+        Returns:
+            The calls in order (:class:`context.ModelCall`).
+
+        Raises:
+            UnknownTaskError: The database has no events of the task.
+            InvalidInputError: ``prices`` is not a price table.
+        """
+        artifacts = self.stores.artifacts if prompts else None
+        return priced_calls(self.stores.events, task_id, prices=prices, priced_as=priced_as, artifacts=artifacts)
+
+    def model_call_totals(self, task_id: str, *, prices: Prices = None, priced_as: str | None = None) -> CallTotals:
+        """A task's model calls summed for the task and per role (tokens, usage, latency, cost).
+
+        Args:
+            task_id: The task.
+            prices: As in :meth:`model_calls`.
+            priced_as: As in :meth:`model_calls`.
+
+        Returns:
+            The totals (:class:`context.CallTotals`).
+
+        Raises:
+            UnknownTaskError: As in :meth:`model_calls`.
+        """
+        return call_totals(self.model_calls(task_id, prices=prices, priced_as=priced_as))
 
     def tasks(self) -> list[TaskInfo]:
         """Every task of the database, the most recent activity first (damaged ones marked).

@@ -51,11 +51,11 @@ def _resume(db: Path, tmp_path: Path) -> Any:
 def test_the_task_records_its_schema_version(started: tuple[Path, Path]) -> None:
     db, _ = started
     events = SqliteStores(db).events.read("sv-1")
-    assert events[0].payload["schema_version"] == SCHEMA_VERSION == 2
-    assert replay(events).events.schema_version == 2
+    assert events[0].payload["schema_version"] == SCHEMA_VERSION == 3
+    assert replay(events).events.schema_version == 3
     with open_project(db) as p:
         tup = p.checkpointer.get_tuple({"configurable": {"thread_id": "sv-1"}})
-        assert tup.checkpoint["channel_values"]["events"].schema_version == 2
+        assert tup.checkpoint["channel_values"]["events"].schema_version == 3
 
 
 def _put_checkpoint(db: Path, **parts: Any) -> None:
@@ -105,8 +105,9 @@ def test_data_of_a_newer_schema_is_refused_with_a_named_error(
     res = _resume(db, tmp_path)
     assert res.exit_code == 2
     name = "event log: recorded" if where == "log" else "checkpoint: written"
-    assert f"{name} with taskctx data schema 7, newer than this taskctx's (2): upgrade taskctx" in " ".join(
-        res.output.split()
+    assert (
+        f"{name} with taskctx data schema 7, newer than this taskctx's ({SCHEMA_VERSION}): upgrade taskctx"
+        in " ".join(res.output.split())
     )
 
 
