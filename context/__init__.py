@@ -8,7 +8,7 @@ token budget. Never imports langgraph or langchain-core, so it is testable witho
 from .artifact_refs import ArtifactRef, make_ref, parse_ref, slice_lines
 from .blocks import ContextBlock, Manifest, ManifestEntry, approx_tokens, make_block
 from .builder import BuildResult, build_context
-from .calls import CallCost, CallTotals, CallUsage, ModelCall, RoleTotals, call_totals, model_calls
+from .calls import CallCost, CallTotals, CallUsage, ModelCall, RoleTotals, call_totals, model_call, model_calls
 from .catalog import NOT_STARTED, TaskInfo, find_task, list_tasks
 from .compression import (
     COMMAND_LIMIT,
@@ -159,6 +159,7 @@ __all__ = [
     "mask_secrets",
     "masked_bytes",
     "masked_events",
+    "model_call",
     "model_calls",
     "new_event",
     "parse_action",

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .blocks import ManifestEntry
 from .events import Event
 
-__all__ = ["CallCost", "CallTotals", "CallUsage", "ModelCall", "RoleTotals", "call_totals", "model_calls"]
+__all__ = ["CallCost", "CallTotals", "CallUsage", "ModelCall", "RoleTotals", "call_totals", "model_call", "model_calls"]
 
 
 class _Record(BaseModel):
@@ -49,6 +49,10 @@ class CallCost(_Record):
         cache_read: Input tokens priced at the cache-read price.
         cache_write: Input tokens priced at the cache-write price.
         output_tokens: Output tokens priced at the output price.
+        usd_uncached: Of ``usd``: the uncached input and the cache writes.
+        usd_cached: Of ``usd``: the cache reads.
+        usd_output: Of ``usd``: the output.
+        units_cached: Of ``units``: the cached input's.
     """
 
     usd: float | None
@@ -60,6 +64,10 @@ class CallCost(_Record):
     cache_read: int = 0
     cache_write: int = 0
     output_tokens: int = 0
+    usd_uncached: float | None = None
+    usd_cached: float | None = None
+    usd_output: float | None = None
+    units_cached: float = 0.0
 
 
 class ModelCall(_Record):
@@ -158,39 +166,49 @@ def model_calls(events: Iterable[Event]) -> list[ModelCall]:
     out: list[ModelCall] = []
     per_role: dict[str, int] = {}
     for e in events:
-        if e.kind != "context.built":
-            continue
-        p = e.payload
-        role = p["role"]
-        per_role[role] = per_role.get(role, 0) + 1
-        node = (e.causation_id or "").rpartition(":")[2] or role
-        usage = p.get("usage")
-        out.append(
-            ModelCall(
-                call=p["call"],
-                role=role,
-                node=node,
-                role_call=per_role[role],
-                step_id=p.get("step_id"),
-                seq=e.seq,
-                timestamp=e.timestamp,
-                model=p.get("model"),
-                provider=p.get("provider"),
-                budget=p["budget"],
-                prompt_tokens=p["prompt_tokens"],
-                cached_prefix_tokens=p.get("cached_prefix_tokens", 0),
-                reply_tokens=p.get("reply_tokens"),
-                usage=CallUsage(**usage) if usage else None,
-                latency_ms=p.get("latency_ms"),
-                blocks_in=p.get("blocks_in", 0),
-                blocks_out=p.get("blocks_out", 0),
-                blocks=[ManifestEntry.model_validate(b) for b in p.get("blocks", [])],
-                prompt_ref=p.get("prompt_ref"),
-                transcript_reset=bool(p.get("transcript_reset")),
-                rebuilt=p.get("rebuilt"),
-            )
-        )
+        if e.kind == "context.built":
+            role = e.payload["role"]
+            per_role[role] = per_role.get(role, 0) + 1
+            out.append(model_call(e, per_role[role]))
     return out
+
+
+def model_call(e: Event, role_call: int) -> ModelCall:
+    """The record of one ``context.built`` event (``cost`` unset).
+
+    Args:
+        e: A ``context.built`` event.
+        role_call: Its role's call number (1: the role's first call).
+
+    Returns:
+        The record.
+    """
+    p = e.payload
+    role = p["role"]
+    usage = p.get("usage")
+    return ModelCall(
+        call=p["call"],
+        role=role,
+        node=(e.causation_id or "").rpartition(":")[2] or role,
+        role_call=role_call,
+        step_id=p.get("step_id"),
+        seq=e.seq,
+        timestamp=e.timestamp,
+        model=p.get("model"),
+        provider=p.get("provider"),
+        budget=p["budget"],
+        prompt_tokens=p["prompt_tokens"],
+        cached_prefix_tokens=p.get("cached_prefix_tokens", 0),
+        reply_tokens=p.get("reply_tokens"),
+        usage=CallUsage(**usage) if usage else None,
+        latency_ms=p.get("latency_ms"),
+        blocks_in=p.get("blocks_in", 0),
+        blocks_out=p.get("blocks_out", 0),
+        blocks=[ManifestEntry.model_validate(b) for b in p.get("blocks", [])],
+        prompt_ref=p.get("prompt_ref"),
+        transcript_reset=bool(p.get("transcript_reset")),
+        rebuilt=p.get("rebuilt"),
+    )
 
 
 def _sum(calls: Sequence[ModelCall]) -> RoleTotals:

@@ -16,7 +16,22 @@ from context.store import ArtifactStoreProtocol, EventLogProtocol
 from context.text import shown
 from nodes.prices import ModelPrice, load_prices, price_call, price_table
 
-__all__ = ["Prices", "priced_calls", "resolve_prices", "totals_line"]
+__all__ = [
+    "CALL_FIELDS",
+    "Prices",
+    "call_row",
+    "from_row",
+    "price_calls",
+    "priced_calls",
+    "resolve_prices",
+    "totals_line",
+]
+
+#: What a call's totals read of a ``context.built`` payload (not the manifest's blocks, most of it).
+CALL_FIELDS = [
+    *("call", "role", "step_id", "budget", "prompt_tokens", "cached_prefix_tokens", "blocks_in", "blocks_out"),
+    *("usage", "model", "provider", "latency_ms", "reply_tokens", "prompt_ref", "transcript_reset", "rebuilt"),
+]
 
 #: A price table as the API takes it: None (the list prices), a file (TOML or JSON), or model
 #: name -> :class:`nodes.prices.ModelPrice` or a mapping of its fields (over the list prices).
@@ -47,6 +62,7 @@ def priced_calls(
     prices: Prices = None,
     priced_as: str | None = None,
     artifacts: ArtifactStoreProtocol | None = None,
+    manifests: bool = True,
 ) -> list[ModelCall]:
     """The model calls of ``task_id``'s event log, each with its cost.
 
@@ -56,6 +72,8 @@ def priced_calls(
         prices: The price table (:data:`Prices`).
         priced_as: Price every call as this model (:func:`nodes.prices.price_call`).
         artifacts: Given: each call's ``prompt`` is the prompt as sent, read back from this store.
+        manifests: Read each call's manifest (``blocks``); off, only :data:`CALL_FIELDS` are
+            read (totals of a long log).
 
     Returns:
         The calls in call order.
@@ -65,18 +83,33 @@ def priced_calls(
     """
     if not events.last_seq(task_id):
         raise UnknownTaskError(f"no events for task {task_id!r} in this database; check the task id and --db")
+    fields = None if manifests else CALL_FIELDS
+    calls = price_calls(model_calls(events.iter(task_id, kinds=["context.built"], fields=fields)), prices, priced_as)
+    if artifacts is None:
+        return calls
+    return [c.model_copy(update={"prompt": shown(artifacts.get(c.prompt_ref))}) if c.prompt_ref else c for c in calls]
+
+
+def price_calls(calls: list[ModelCall], prices: Prices = None, priced_as: str | None = None) -> list[ModelCall]:
+    """``calls``, each with its cost (:func:`nodes.prices.price_call`).
+
+    Args:
+        calls: Model calls (:func:`context.calls.model_calls`).
+        prices: The price table (:data:`Prices`).
+        priced_as: Price every call as this model.
+
+    Returns:
+        The calls, ``cost`` set.
+
+    Raises:
+        InvalidInputError: ``prices`` is not a price table.
+    """
     table = resolve_prices(prices)
-    out = []
-    for c in model_calls(events.iter(task_id)):
-        update: dict[str, Any] = {"cost": price_call(c, table, priced_as=priced_as)}
-        if artifacts is not None and c.prompt_ref:
-            update["prompt"] = shown(artifacts.get(c.prompt_ref))
-        out.append(c.model_copy(update=update))
-    return out
+    return [c.model_copy(update={"cost": price_call(c, table, priced_as=priced_as)}) for c in calls]
 
 
 def _usd(usd: float | None) -> str:
-    return "n/a" if usd is None else f"${usd:,.4f}"
+    return "n/a" if usd is None else f"${usd:,.6f}"
 
 
 def totals_line(name: str, t: Any) -> str:
@@ -87,11 +120,10 @@ def totals_line(name: str, t: Any) -> str:
         t: A :class:`context.calls.RoleTotals`.
 
     Returns:
-        ``<name>: N calls, P prompt tokens (C cached), provider in/out/cache read/write, cost``.
+        ``<name>: N calls, P prompt tokens (C cached), provider in/out/cache read/write, cost``
+        (US dollars, ``n/a`` without a price), and the input-token units.
     """
-    line = (
-        f"{name}: {t.calls} calls, {t.prompt_tokens:,} prompt tokens counted ({t.cached_prefix_tokens:,} cached prefix)"
-    )
+    line = f"{name}: {t.calls} call{'s' if t.calls != 1 else ''}, {t.prompt_tokens:,} prompt tokens counted ({t.cached_prefix_tokens:,} cached prefix)"
     if t.usage_calls:
         line += (
             f"; provider: {t.input_tokens:,} in, {t.output_tokens:,} out, {t.cache_read:,} cache read, "
@@ -103,3 +135,29 @@ def totals_line(name: str, t: Any) -> str:
     if t.estimated:
         cost += f", {t.estimated} estimated"
     return f"{line}; cost {cost}; {t.units:,.1f} input-token units"
+
+
+def call_row(c: ModelCall) -> dict[str, Any]:
+    """One call as a JSON object, as ``calls.jsonl`` of an export and ``inspect --calls --json`` hold it.
+
+    Args:
+        c: A priced call (:func:`priced_calls`).
+
+    Returns:
+        The call's fields without the manifest's blocks and the prompt (``manifests.jsonl``
+        and the ``prompt_ref`` artifact hold them), with ``dropped``: the ids of the blocks
+        left out.
+    """
+    return {**c.model_dump(mode="json", exclude={"blocks", "prompt"}), "dropped": c.dropped}
+
+
+def from_row(row: dict[str, Any]) -> ModelCall:
+    """The call a :func:`call_row` object holds (its ``blocks`` empty).
+
+    Args:
+        row: A ``calls.jsonl`` line, parsed.
+
+    Returns:
+        The call.
+    """
+    return ModelCall.model_validate({k: v for k, v in row.items() if k != "dropped"})

@@ -499,7 +499,8 @@ class Project:
         Raises:
             UnknownTaskError: As in :meth:`model_calls`.
         """
-        return call_totals(self.model_calls(task_id, prices=prices, priced_as=priced_as))
+        calls = priced_calls(self.stores.events, task_id, prices=prices, priced_as=priced_as, manifests=False)
+        return call_totals(calls)
 
     def tasks(self) -> list[TaskInfo]:
         """Every task of the database, the most recent activity first (damaged ones marked).

@@ -209,13 +209,16 @@ def price_call(
         write, uncached = (rest, 0) if rule.write != 1.0 else (0, rest)
         output = call.reply_tokens or 0
         units = rule.cost(call.prompt_tokens, call.cached_prefix_tokens)
-    usd = None
+    usd: dict[str, float | None] = {"usd": None, "usd_uncached": None, "usd_cached": None, "usd_output": None}
     if found is not None:
         p = found[1]
-        usd = round((uncached * p.input + read * p.cache_read + write * p.cache_write + output * p.output) / 1e6, 12)
+        parts = ((uncached * p.input + write * p.cache_write) / 1e6, read * p.cache_read / 1e6, output * p.output / 1e6)
+        usd.update(usd=round(sum(parts), 12), usd_uncached=round(parts[0], 12), usd_cached=round(parts[1], 12))
+        usd["usd_output"] = round(parts[2], 12)
     return CallCost(
-        usd=usd,
+        **usd,
         units=units,
+        units_cached=rule.read * read,
         estimated=u is None,
         rule=rule.name,
         price=found[0] if found is not None else None,

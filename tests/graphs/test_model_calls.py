@@ -180,3 +180,114 @@ def test_the_price_table_finds_dated_names_and_takes_overrides(tmp_path: Path) -
         price_table({"gpt-4o": {"inputs": 1}})
     with pytest.raises(InvalidInputError, match="price file .*nothere.toml"):
         load_prices(tmp_path / "nothere.toml")
+
+
+# ---- the views: inspect, list --json, the export, the report ------------------------------------
+@pytest.fixture
+def done_db(tmp_path: Path) -> Path:
+    db = tmp_path / "v.sqlite"
+    with graphs.open_project(db) as project:
+        project.run(project.graph(_model(), tools=Shout()), "Shout hello, then bye.", task_id="mc3")
+    return db
+
+
+def _invoke(*args: str) -> Any:
+    from typer.testing import CliRunner
+
+    from graphs.cli import app
+
+    res = CliRunner().invoke(app, list(args))
+    assert res.exit_code == 0, res.output
+    return res
+
+
+def test_inspect_shows_the_totals_and_each_call(done_db: Path) -> None:
+    import json
+
+    out = _invoke("inspect", "mc3", "--db", str(done_db), "--priced-as", "gpt-4o").stdout
+    # the executor's 4 estimated calls at gpt-4o's prices: (593+639+717+763) in at $2.50, (29+43+29+43) out at $10
+    ex = (2712 * 2.5 + 144 * 10) / 1e6
+    assert (
+        f"- executor: 4 calls, 2,712 prompt tokens counted (1,949 cached prefix); cost ${ex:,.6f}, 4 estimated" in out
+    )
+    assert (
+        "- reviewer: 1 call, 373 prompt tokens counted (0 cached prefix); provider: 1,234 in, 21 out, "
+        "1,024 cache read, 0 cache write; cost $0.002015;"
+    ) in out
+    assert "task: 6 calls, 3,572 prompt tokens counted (1,949 cached prefix); provider: 1,234 in" in out
+    calls = _invoke("inspect", "mc3", "--db", str(done_db), "--calls").stdout.splitlines()
+    lines = [ln for ln in calls if ln.startswith("- call ")]
+    assert len(lines) == 6
+    assert lines[2].startswith(
+        "- call 3 executor (step s1, taskctx-scripted): 639 prompt tokens (593 cached prefix); 43 reply tokens counted; "
+    )
+    assert lines[2].endswith(" ms; n/a; dropped: -")  # no price for the scripted model
+    assert lines[5].startswith(
+        "- call 6 reviewer (step -, taskctx-scripted): 373 prompt tokens (0 cached prefix); provider 1,234 in, 21 out, "
+        "1,024 cache read, 0 cache write; "
+    )
+    data = json.loads(_invoke("inspect", "mc3", "--db", str(done_db), "--calls", "--json").stdout)
+    assert [c["prompt_tokens"] for c in data["calls"]] == [x[4] for x in CALLS]
+    assert data["totals"]["task"]["units"] == pytest.approx(1757.3)
+    assert "blocks" not in data["calls"][0] and data["calls"][0]["dropped"] == []
+
+
+def test_list_json_and_the_export_carry_the_totals(done_db: Path, tmp_path: Path) -> None:
+    import json
+
+    (row,) = json.loads(_invoke("list", "--db", str(done_db), "--json").stdout)
+    t = row["calls"]
+    assert (t["calls"], t["prompt_tokens"], t["input_tokens"], t["cache_read"], t["usd"]) == (6, 3572, 1234, 1024, None)
+    with graphs.open_project(done_db) as project:
+        folder = project.export("mc3", tmp_path / "runs")
+        calls = project.model_calls("mc3")
+        totals = project.model_call_totals("mc3")
+    lines = [json.loads(x) for x in (folder / "calls.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [x["call"] for x in lines] == [1, 2, 3, 4, 5, 6]
+    assert lines == [{**c.model_dump(mode="json", exclude={"blocks", "prompt"}), "dropped": []} for c in calls]
+    assert json.loads((folder / "costs.json").read_text(encoding="utf-8")) == totals.model_dump(mode="json")
+    assert totals.task.estimated == 5 and totals.roles["reviewer"].estimated == 0
+
+
+#: Appended to a copy of the page: each cost bar's drawn height (its rects', px) into <pre id="bars">.
+_BARS_JS = r"""<script>window.addEventListener("load",function(){
+var out=Array.prototype.map.call(document.querySelectorAll("#cost-chart g.cost-bar"),function(g){
+ var h={call:+g.dataset.call,role:g.dataset.role};
+ g.querySelectorAll("rect").forEach(function(r){h[r.getAttribute("class")]=r.getBBox().height;});return h;});
+var pre=document.createElement("pre");pre.id="bars";pre.textContent=JSON.stringify(out);document.body.appendChild(pre);});
+</script>"""
+
+
+@pytest.mark.browser  # skips without Chromium (tests/conftest.py)
+def test_the_cost_chart_in_headless_chromium(done_db: Path, tmp_path: Path) -> None:
+    """The report's cost chart, laid out by Chromium: one bar per call in its role, each part's height
+    in proportion to its dollars (gpt-4o's prices: the reviewer's cached input at $1.25 per 1M)."""
+    import html
+    import json
+    import shutil
+    import subprocess
+
+    page = tmp_path / "r.html"
+    _invoke("report", "mc3", "--db", str(done_db), "--html", str(page), "--priced-as", "gpt-4o")
+    text = page.read_text(encoding="utf-8")
+    assert "<h2>Cost per model call</h2>" in text and 'id="cost-totals"' in text
+    probe = tmp_path / "probe.html"
+    probe.write_text(text.replace("</body>", _BARS_JS + "</body>"), encoding="utf-8")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium
+    proc = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", probe.resolve().as_uri()],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    bars = json.loads(html.unescape(proc.stdout.split('<pre id="bars">')[1].split("</pre>")[0]))
+    assert [(b["call"], b["role"]) for b in bars] == [(i + 1, r[0]) for i, r in enumerate(CALLS)]
+    assert [sorted(k for k in b if k not in ("call", "role")) for b in bars] == [["output", "uncached"]] * 5 + [
+        ["cached", "output", "uncached"]
+    ]
+    px = bars[5]["cached"] / (1024 * 1.25)  # pixels per millionth of a dollar
+    for b, (_, _, _, _, p, _, r) in zip(bars[:5], CALLS[:5], strict=True):
+        assert b["uncached"] == pytest.approx(p * 2.5 * px, abs=0.15)
+        assert b["output"] == pytest.approx(r * 10 * px, abs=0.15)
+    assert bars[5]["uncached"] == pytest.approx(210 * 2.5 * px, abs=0.15)
