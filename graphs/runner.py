@@ -232,8 +232,12 @@ def _stream(
 ) -> tuple[bool, list[Event], int]:
     """Stream the graph until it ends or ``stop_after`` executor steps are done: ``(stopped early,
     the last KEEP_CALLS context.built events, how many there were)``."""
-    from .tracing import paused_runs_traced
+    from .tracing import paused_runs_traced, root_run_config
 
+    roles = [n for n in graph.nodes if n not in ("__start__", "tools")]
+    answering = input is not None and not isinstance(input, TaskContext)  # a Command answering an approval
+    root = root_run_config(task_id, "resume_token" in config["configurable"], answering, roles)
+    config = {**config, **root, "metadata": {**root["metadata"], **config.get("metadata", {})}}
     seen = stores.events.last_seq(task_id)
     calls: collections.deque[Event] = collections.deque(maxlen=KEEP_CALLS)
     n_calls = 0
