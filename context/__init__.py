@@ -8,6 +8,7 @@ token budget. Never imports langgraph or langchain-core, so it is testable witho
 from .artifact_refs import ArtifactRef, make_ref, parse_ref, slice_lines
 from .blocks import ContextBlock, Manifest, ManifestEntry, approx_tokens, make_block
 from .builder import BuildResult, build_context
+from .calls import CallCost, CallTotals, CallUsage, ModelCall, RoleTotals, call_totals, model_call, model_calls
 from .catalog import NOT_STARTED, TaskInfo, find_task, list_tasks
 from .compression import (
     COMMAND_LIMIT,
@@ -91,6 +92,9 @@ __all__ = [
     "ArtifactStore",
     "BudgetError",
     "BuildResult",
+    "CallCost",
+    "CallTotals",
+    "CallUsage",
     "Compressed",
     "ContextBlock",
     "ContextLengthError",
@@ -115,6 +119,7 @@ __all__ = [
     "Manifest",
     "ManifestEntry",
     "Memory",
+    "ModelCall",
     "ModelCallError",
     "ModelConfigError",
     "NotTaskctxDatabaseError",
@@ -126,6 +131,7 @@ __all__ = [
     "ProviderUsage",
     "RecordedStep",
     "RoleReport",
+    "RoleTotals",
     "SequenceConflictError",
     "SqliteStores",
     "StoreError",
@@ -146,6 +152,7 @@ __all__ = [
     "apply_event",
     "approx_tokens",
     "build_context",
+    "call_totals",
     "classify_result",
     "compress_tool_result",
     "extract_constraints",
@@ -157,6 +164,8 @@ __all__ = [
     "mask_secrets",
     "masked_bytes",
     "masked_events",
+    "model_call",
+    "model_calls",
     "new_event",
     "parse_action",
     "parse_ref",

@@ -308,6 +308,16 @@ class ContextBuilt(_Payload):
     #: ``{input_tokens, output_tokens, cache_read, cache_creation}``, ``None`` when the model
     #: reports none (scripted and replay models).
     usage: dict[str, int] | None = None
+    #: Addition (schema 3): the model that answered, as LangChain names it (``ls_model_name``,
+    #: else the model class's type), and its provider (``ls_provider``); ``None`` in older logs.
+    model: str | None = None
+    provider: str | None = None
+    #: Addition (schema 3): wall-clock milliseconds the model call took (the answered request;
+    #: ``None`` in older logs).
+    latency_ms: int | None = None
+    #: Addition (schema 3): the reply's tokens by the graph's counter (text and tool calls;
+    #: ``None`` in older logs).
+    reply_tokens: int | None = None
 
 
 class ReviewCompleted(_Payload):

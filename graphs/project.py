@@ -15,23 +15,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from context import (
-    DamagedStoreError,
+    CallTotals,
     InvalidInputError,
+    ModelCall,
     Permissions,
     SqliteStores,
     StoreOpenError,
     TaskContext,
     TaskInfo,
     UnknownTaskError,
+    call_totals,
     find_task,
     list_tasks,
 )
 from context.pg_store import PgStores, is_postgres_url
 from nodes.runtime import DEFAULT_BUDGET
 
+from .costs import Prices, priced_calls
 from .diagnosis import ensure_sound
 from .inspection import TaskView, inspect_task
 from .orchestrator import build_orchestrator, new_task
+from .project_errors import NoCheckpointError, UnregisteredTaskError
 from .runner import ResumePoint, RunResult, Stores, export_run, run_with_approvals, thread_config
 from .task_kinds import replay_task_graph, run_task_graph
 
@@ -88,44 +92,6 @@ def _builder(kind: str) -> KindBuilder | None:
         module, name = builder.split(":")
         builder = getattr(importlib.import_module(module), name)
     return builder
-
-
-class UnregisteredTaskError(UnknownTaskError):
-    """A task with events but no registry row: its graph cannot be rebuilt from the database.
-
-    Attributes:
-        task_id: The task.
-        path: The database (a URL without its password).
-        events: How many events its log holds.
-    """
-
-    def __init__(self, task_id: str, path: str, events: int):
-        """Say what the database holds of ``task_id``."""
-        super().__init__(
-            f"task {task_id!r} in {path} has {events} events but no task registry row: it was run through the "
-            "Python API, not a taskctx command (or its registry row was lost), so its graph cannot be rebuilt; "
-            "continue it with Project.resume(task_id, graph=...), or inspect it"
-        )
-        self.task_id, self.path, self.events = task_id, path, events
-
-
-class NoCheckpointError(DamagedStoreError):
-    """A registered task with events but no checkpoint: it can be inspected, not resumed.
-
-    Attributes:
-        events: How many events its log holds.
-        path: The database (a URL without its password).
-    """
-
-    def __init__(self, task_id: str, path: str, events: int):
-        """Say what the database holds of ``task_id``."""
-        message = (
-            f"task {task_id!r} has {events} events in {path} but no checkpoint (the checkpoint tables were emptied "
-            "or restored from an older backup), so it cannot be resumed; its log can still be inspected; restore "
-            "the database from a backup, or start the task again under a new task id"
-        )
-        super().__init__(message, task_id=task_id, inspectable=True)
-        self.events, self.path = events, path
 
 
 def _pending(request: dict[str, Any]) -> None:
@@ -482,6 +448,45 @@ class Project:
             UnshowableTaskError: The task is too damaged to show.
         """
         return inspect_task(self.stores, self.checkpointer, task_id, full=full)
+
+    def model_calls(
+        self, task_id: str, *, prices: Prices = None, priced_as: str | None = None, prompts: bool = False
+    ) -> list[ModelCall]:
+        """One record per model call of a task (a running one's so far), from its event log, priced.
+
+        Args:
+            task_id: The task.
+            prices: The price table: None (the list prices, :data:`nodes.prices.LIST_PRICES`), a
+                TOML or JSON file, or model name -> prices over them (USD per 1M tokens).
+            priced_as: Price every call as this model (an offline model's as the one it stands for).
+            prompts: Read each call's prompt as sent from the artifact store into ``prompt``.
+
+        Returns:
+            The calls in order (:class:`context.ModelCall`).
+
+        Raises:
+            UnknownTaskError: The database has no events of the task.
+            InvalidInputError: ``prices`` is not a price table.
+        """
+        artifacts = self.stores.artifacts if prompts else None
+        return priced_calls(self.stores.events, task_id, prices=prices, priced_as=priced_as, artifacts=artifacts)
+
+    def model_call_totals(self, task_id: str, *, prices: Prices = None, priced_as: str | None = None) -> CallTotals:
+        """A task's model calls summed for the task and per role (tokens, usage, latency, cost).
+
+        Args:
+            task_id: The task.
+            prices: As in :meth:`model_calls`.
+            priced_as: As in :meth:`model_calls`.
+
+        Returns:
+            The totals (:class:`context.CallTotals`).
+
+        Raises:
+            UnknownTaskError: As in :meth:`model_calls`.
+        """
+        calls = priced_calls(self.stores.events, task_id, prices=prices, priced_as=priced_as, manifests=False)
+        return call_totals(calls)
 
     def tasks(self) -> list[TaskInfo]:
         """Every task of the database, the most recent activity first (damaged ones marked).

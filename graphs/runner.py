@@ -16,11 +16,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from context import Event, InvalidInputError, SqliteStores, TaskContext, TaskctxError, UnknownTaskError, apply_event
+from context import (
+    Event,
+    InvalidInputError,
+    SqliteStores,
+    TaskContext,
+    TaskctxError,
+    UnknownTaskError,
+    apply_event,
+    call_totals,
+    model_call,
+)
 from context.pg_store import PgStores
 from context.text import shown
+from nodes.prices import price_call, price_table
 
 from .checkpoint import PRUNE_EVERY, prune_thread
+from .costs import call_row, from_row
 from .diagnosis import REGISTERED_MARK, Checked, ensure_sound
 
 if TYPE_CHECKING:  # (the graph runtime: imported when a graph runs, not by `taskctx inspect` or an export)
@@ -244,8 +256,12 @@ def _stream(
 ) -> tuple[bool, list[Event], int]:
     """Stream the graph until it ends or ``stop_after`` executor steps are done: ``(stopped early,
     the last KEEP_CALLS context.built events, how many there were)``."""
-    from .tracing import paused_runs_traced
+    from .tracing import paused_runs_traced, root_run_config
 
+    roles = [n for n in graph.nodes if n not in ("__start__", "tools")]
+    answering = input is not None and not isinstance(input, TaskContext)  # a Command answering an approval
+    root = root_run_config(task_id, "resume_token" in config["configurable"], answering, roles)
+    config = {**config, **root, "metadata": {**root["metadata"], **config.get("metadata", {})}}
     seen = stores.events.last_seq(task_id)
     calls: collections.deque[Event] = collections.deque(maxlen=KEEP_CALLS)
     n_calls = 0
@@ -439,6 +455,8 @@ def manifest_line(e: Event) -> dict[str, Any]:
 
 #: The export's own record in ``<out>/<task_id>/``: the seq it has written up to, and what it wrote.
 EXPORT_MARK = ".export.json"
+#: The files an export appends to (their sizes are in its record).
+_EXPORTED = ("trace.jsonl", "manifests.jsonl", "calls.jsonl")
 
 
 def _state_sha256(out: Path) -> str:
@@ -459,10 +477,13 @@ def _current_export(stores: Stores, task_id: str, out: Path) -> tuple[dict[str, 
         mark = json.loads((out / EXPORT_MARK).read_text(encoding="utf-8"))
         if mark.get("task_id") != task_id or int(mark["cursor"]) < 1:
             return None
-        for name in ("trace.jsonl", "manifests.jsonl"):
+        for name in _EXPORTED:
             if (out / name).stat().st_size != int(mark["bytes"][name]):
                 return None
-        if not (out / "context_pack.md").is_file() or _state_sha256(out) != mark["state_sha256"]:
+        if (
+            not all((out / n).is_file() for n in ("context_pack.md", "costs.json"))
+            or _state_sha256(out) != mark["state_sha256"]
+        ):
             return None
         at = {int(mark["cursor"]): mark["last_id"], 1: mark["first_id"]}
         for seq, want in at.items():
@@ -480,7 +501,8 @@ def export_run(stores: Stores, task_id: str, out_root: str | Path) -> Path:
 
     ``trace.jsonl`` (every event), ``state.json`` (the state replayed from the log),
     ``context_pack.md`` (the latest executor prompt as sent), ``manifests.jsonl`` (one line per
-    model call); ``.export.json`` records the last seq written. A current export is left as it
+    model call), ``calls.jsonl`` and ``costs.json`` (each call priced at the list prices, and
+    the totals per role and task); ``.export.json`` records the last seq written. A current export is left as it
     is; one that is behind gets only the new events: the files are the same bytes a whole
     export writes.
 
@@ -511,9 +533,12 @@ def export_run(stores: Stores, task_id: str, out_root: str | Path) -> Path:
     new_prompt = False
     last = first
     mode = "a" if current is not None else "w"
+    role_calls: dict[str, int] = mark.get("role_calls", {})  # each role's calls so far (ModelCall.role_call)
+    table = price_table()
     with (
         open(out / "trace.jsonl", mode, encoding="utf-8") as trace,
         open(out / "manifests.jsonl", mode, encoding="utf-8") as manifests,
+        open(out / "calls.jsonl", mode, encoding="utf-8") as calls,
     ):
         for e in itertools.chain([first], events):
             trace.write(e.to_json() + "\n")
@@ -521,10 +546,12 @@ def export_run(stores: Stores, task_id: str, out_root: str | Path) -> Path:
             last = e
             if e.kind == "context.built":
                 manifests.write(json.dumps(manifest_line(e), sort_keys=True) + "\n")
+                calls.write(_call_line(e, role_calls, table))
                 if e.payload["role"] == "executor" and e.payload.get("prompt_ref"):
                     prompt = {k: e.payload[k] for k in _PACK_FIELDS}
                     new_prompt = True
     (out / "state.json").write_text(state.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    _write_costs(out)
     if new_prompt or current is None:
         pack = "# context pack\n\n(no executor call yet)\n"
         if prompt is not None:
@@ -539,11 +566,27 @@ def export_run(stores: Stores, task_id: str, out_root: str | Path) -> Path:
         cursor=last.seq,
         last_id=last.id,
         prompt=prompt,
-        bytes={n: (out / n).stat().st_size for n in ("trace.jsonl", "manifests.jsonl")},
+        role_calls=role_calls,
+        bytes={n: (out / n).stat().st_size for n in _EXPORTED},
         state_sha256=_state_sha256(out),
     )
     (out / EXPORT_MARK).write_text(json.dumps(mark, sort_keys=True) + "\n", encoding="utf-8")
     return out
+
+
+def _call_line(e: Event, role_calls: dict[str, int], table: Any) -> str:
+    """The ``calls.jsonl`` line of the ``context.built`` event ``e``, priced (``role_calls`` counts its role's call)."""
+    role = e.payload["role"]
+    role_calls[role] = role_calls.get(role, 0) + 1
+    call = model_call(e, role_calls[role])
+    return json.dumps(call_row(call.model_copy(update={"cost": price_call(call, table)})), sort_keys=True) + "\n"
+
+
+def _write_costs(out: Path) -> None:
+    """``costs.json``: the totals of the calls in ``calls.jsonl`` (per role and task)."""
+    rows = (out / "calls.jsonl").read_text(encoding="utf-8").splitlines()
+    totals = call_totals([from_row(json.loads(line)) for line in rows]).model_dump(mode="json")
+    (out / "costs.json").write_text(json.dumps(totals, indent=2) + "\n", encoding="utf-8")
 
 
 #: What ``context_pack.md`` shows of the last executor call's ``context.built`` payload.

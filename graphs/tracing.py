@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 from uuid import UUID
 
@@ -25,15 +26,45 @@ from langsmith import utils as ls_utils
 from context.secrets import mask_secrets
 
 __all__ = [
+    "TRACE_COMMAND",
     "TRACE_KEYS",
     "TRACING_NOTICE",
     "PausedRunTracer",
     "paused_runs_traced",
+    "root_run_config",
     "run_tree_lines",
     "trace_anonymizer",
     "tracing_session",
     "walk_runs",
 ]
+
+#: The ``taskctx`` command running (the CLI sets it; None: the Python API), for the root run's name.
+TRACE_COMMAND: ContextVar[str | None] = ContextVar("taskctx_trace_command", default=None)
+
+
+def root_run_config(task_id: str, resume: bool, answering: bool, roles: Iterable[str]) -> dict[str, Any]:
+    """The root run's name, tags and metadata of one graph invocation of a task.
+
+    Args:
+        task_id: The task (its thread id: LangSmith groups the task's traces as one thread).
+        resume: The invocation resumes the task from its checkpoint.
+        answering: The invocation answers a pending approval.
+        roles: The graph's role nodes.
+
+    Returns:
+        ``{"run_name": "taskctx <command> <task>", "tags": [...], "metadata": {...}}``: the command
+        is :data:`TRACE_COMMAND` (else ``resume`` or ``run``); tags ``command:<command>``,
+        ``resume`` or ``start`` (``approval`` for an answer); metadata ``thread_id``,
+        ``session_id`` (both the task id), ``command`` and ``roles``.
+    """
+    command = TRACE_COMMAND.get() or ("resume" if resume else "run")
+    how = "approval" if answering else ("resume" if resume else "start")
+    return {
+        "run_name": f"taskctx {command} {task_id}",
+        "tags": [f"command:{command}", how],
+        "metadata": {"thread_id": task_id, "session_id": task_id, "command": command, "roles": sorted(roles)},
+    }
+
 
 #: The metadata keys every model run of a taskctx node carries.
 TRACE_KEYS = ("task_id", "step_id", "role", "budget", "prompt_tokens", "cached_prefix_tokens", "manifest")
@@ -279,6 +310,11 @@ class PausedRunTracer(LangChainTracer):
         Returns:
             The ended run.
         """
+        if isinstance(error, GeneratorExit):  # the caller stopped streaming: a planned stop (--max-steps)
+            run = self._get_run(run_id)
+            run.tags = [*(run.tags or []), "stopped"]
+            run.extra.setdefault("metadata", {})["status"] = "stopped"
+            return self.on_chain_end({"stopped": "the caller stopped the run (--max-steps)"}, run_id=run_id, **kwargs)
         if not isinstance(error, GraphInterrupt):
             return super().on_chain_error(error, inputs=inputs, run_id=run_id, **kwargs)
         values = [getattr(i, "value", i) for i in (error.args[0] if error.args else ())]
@@ -286,14 +322,34 @@ class PausedRunTracer(LangChainTracer):
         requests = [{k: v.get(k) for k in ("request_id", "call_id", "tool", "risk")} for v in approvals]
         run = self._get_run(run_id)
         run.tags = [*(run.tags or []), "paused:approval" if approvals else "paused:interrupt"]
+        run.extra.setdefault("metadata", {})["status"] = "paused"
         if approvals:
             run.extra.setdefault("metadata", {})["approval_request_ids"] = [r["request_id"] for r in requests]
         outputs = {"paused": "waiting for approval" if approvals else "waiting for input", "requests": requests}
         return self.on_chain_end(outputs, inputs=inputs, run_id=run_id, **kwargs)
 
+    def on_chain_end(self, outputs: dict[str, Any], *, run_id: UUID, **kwargs: Any):  # type: ignore[override]
+        """End the run ``run_id``; a root run's metadata gets ``status`` (the task's, when it ended).
+
+        Args:
+            outputs: The run's outputs.
+            run_id: The run.
+            **kwargs: As LangChain passes them.
+
+        Returns:
+            The ended run.
+        """
+        run = self._get_run(run_id)
+        if run.parent_run_id is None:
+            meta = run.extra.setdefault("metadata", {})
+            control = outputs.get("control") if isinstance(outputs, dict) else None
+            status = control.get("status") if isinstance(control, dict) else getattr(control, "status", None)
+            meta.setdefault("status", status or "ended")
+        return super().on_chain_end(outputs, run_id=run_id, **kwargs)
+
 
 @contextmanager
-def paused_runs_traced() -> Iterator[None]:
+def paused_runs_traced() -> Iterator[PausedRunTracer | None]:
     """Trace the graph invocations inside with :class:`PausedRunTracer`.
 
     While LangSmith tracing is on and no tracer is set already (LangChain's
@@ -301,13 +357,14 @@ def paused_runs_traced() -> Iterator[None]:
     is off.
 
     Yields:
-        None.
+        The tracer, or None when tracing is off or another tracer is set.
     """
     if tracing_v2_callback_var.get() is not None or not ls_utils.tracing_is_enabled():
-        yield
+        yield None
         return
-    token = tracing_v2_callback_var.set(PausedRunTracer())
+    tracer = PausedRunTracer()
+    token = tracing_v2_callback_var.set(tracer)
     try:
-        yield
+        yield tracer
     finally:
         tracing_v2_callback_var.reset(token)

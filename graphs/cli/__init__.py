@@ -19,6 +19,7 @@ from .core import app, main
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option(
@@ -31,6 +32,10 @@ def _root(
     ] = False,
 ) -> None:
     """taskctx: structured task context for LangGraph agents."""
+    if ctx.invoked_subcommand:  # the root run of a trace is named after it (graphs.tracing.TRACE_COMMAND)
+        from ..tracing import TRACE_COMMAND
+
+        TRACE_COMMAND.set(ctx.invoked_subcommand)
 
 
 app.command("bench")(bench.bench)

@@ -1,4 +1,4 @@
-"""``taskctx inspect TASK_ID [--json] [--all]``: a task's state as a person reads it.
+"""``taskctx inspect TASK_ID [--json] [--all] [--calls]``: a task's state as a person reads it.
 
 The data is :meth:`graphs.Project.inspect` (a :class:`graphs.TaskView`), the text view
 :func:`graphs.report.render_view`. Read-only: the database is opened with ``mode=ro`` (SQLite)
@@ -7,17 +7,20 @@ or read-only sessions (Postgres) and nothing is created or changed.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import sys
 from typing import Annotated, Any
 
 import typer
 
-from context import TaskctxError
+from context import TaskctxError, call_totals
 
+from ..costs import call_row
 from ..diagnosis import clock_notes
 from ..inspection import TaskView, UnshowableTaskError
 from ..project import DEFAULT_DB
+from ..report.calls_text import render_calls, render_totals
 from ..report.hints import command_hint
 from .core import DbOpt, console, describe, err, fail, open_existing
 
@@ -36,6 +39,23 @@ def inspect(
             help="List every plan step and every error, from the event log (not only the state's window).",
         ),
     ] = False,
+    calls: Annotated[
+        bool,
+        typer.Option(
+            "--calls",
+            metavar="",
+            help="Show one row per model call (tokens, provider usage, latency, cost, dropped blocks); "
+            "with --json, print them as JSON.",
+        ),
+    ] = False,
+    prices: Annotated[
+        str | None,
+        typer.Option("--prices", metavar="FILE", help="Prices (USD per 1M tokens) over the list prices: TOML or JSON."),
+    ] = None,
+    priced_as: Annotated[
+        str | None,
+        typer.Option("--priced-as", metavar="MODEL", help="Price every call as this model (e.g. an offline run)."),
+    ] = None,
 ) -> None:
     """Print a task's state as a person reads it (read-only; a damaged log: a warning per finding first)."""
     try:
@@ -53,15 +73,31 @@ def inspect(
             _warn(task_id, view.findings)
             for note in clock_notes(project.stores, task_id):  # noted, never damage
                 err.print(f"note: task {task_id}: {note}", markup=False)
+            if calls:
+                _calls(project, task_id, as_json, prices, priced_as)
+                return
             if as_json:
                 assert view.state is not None
                 sys.stdout.write(view.state.model_dump_json(indent=2) + "\n")
                 return
             _render(view, db, show_all)
+            render_totals(console, project.model_call_totals(task_id, prices=prices, priced_as=priced_as))
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         fail(describe(exc, db))
+
+
+def _calls(project: Any, task_id: str, as_json: bool, prices: str | None, priced_as: str | None) -> None:
+    """``--calls``: the table of the task's model calls and its totals, or (``--json``) the calls and totals as JSON."""
+    found = project.model_calls(task_id, prices=prices, priced_as=priced_as)
+    totals = call_totals(found)
+    if as_json:
+        out = {"calls": [call_row(c) for c in found], "totals": totals.model_dump(mode="json")}
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return
+    render_calls(console, found)
+    render_totals(console, totals)
 
 
 def _warn(task_id: str, findings: list[str]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -36,6 +36,16 @@ def _stopped(t: TaskInfo) -> str | None:
     return None
 
 
+def _cost(project: Any, t: TaskInfo) -> dict[str, Any]:
+    """``{"calls": totals}`` of a task's model calls (list prices), or nothing for a damaged or unstarted one."""
+    if t.damage or not t.events:
+        return {}
+    try:
+        return {"calls": project.model_call_totals(t.task_id).task.model_dump(mode="json")}
+    except TaskctxError:
+        return {}
+
+
 def list_command(
     db: DbOpt = DEFAULT_DB,
     as_json: Annotated[
@@ -43,9 +53,9 @@ def list_command(
         typer.Option(
             "--json",
             metavar="",
-            help="Print a JSON list of {task_id, status, executor_steps, last_activity, events, registered}"
-            " (and stopped: the reason, for a task a run command stopped; damaged: the findings, for a damaged"
-            " task).",
+            help="Print a JSON list of {task_id, status, executor_steps, last_activity, events, registered, calls}"
+            " (calls: the model calls' totals and cost at list prices; and stopped: the reason, for a task a run"
+            " command stopped; damaged: the findings, for a damaged task).",
         ),
     ] = False,
 ) -> None:
@@ -55,17 +65,20 @@ def list_command(
     event); tasks not started yet come last. A damaged task is listed as ``damaged`` with a line
     under the table naming its first finding (``--json``: ``damaged``, every finding).
     """
+    costs: dict[str, dict[str, Any]] = {}
     try:
         project = open_existing(db, readonly=True)
         try:
             tasks = project.tasks()
+            if as_json:
+                costs = {t.task_id: _cost(project, t) for t in tasks}
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         fail(describe(exc, db))
         return
     if as_json:
-        rows = [{**t.as_json(), **({"stopped": _stopped(t)} if _stopped(t) else {})} for t in tasks]
+        rows = [{**t.as_json(), **({"stopped": _stopped(t)} if _stopped(t) else {}), **costs[t.task_id]} for t in tasks]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
     if not tasks:

@@ -31,8 +31,16 @@ def report_command(
             help="Every tool call, manifest and event (a long run's page shows the first 100 and last 400).",
         ),
     ] = False,
+    prices: Annotated[
+        str | None,
+        typer.Option("--prices", metavar="FILE", help="Prices (USD per 1M tokens) over the list prices: TOML or JSON."),
+    ] = None,
+    priced_as: Annotated[
+        str | None,
+        typer.Option("--priced-as", metavar="MODEL", help="Price every call as this model (e.g. an offline run)."),
+    ] = None,
 ) -> None:
-    """Write one static HTML page for a run: timeline, manifests, token chart, approvals, errors.
+    """Write one static HTML page for a run: timeline, manifests, token and cost charts, approvals, errors.
 
     Reads the database read-only (nothing in it is created or changed); writes only the HTML file.
     """
@@ -49,7 +57,9 @@ def report_command(
                         f"report yet; continue it with `{command_hint('resume', task_id, db)}`"
                     )
                 target = html or Path(".taskctx/runs") / task_id / "report.html"
-                out = write_report(project.stores, task_id, target, full=full, db=db)
+                out = write_report(
+                    project.stores, task_id, target, full=full, db=db, prices=prices, priced_as=priced_as
+                )
             except DamagedStoreError as exc:  # one judgement with inspect and resume (graphs.diagnosis)
                 from ..diagnosis import judged
 

@@ -17,6 +17,8 @@ from context import (
     all_errors,
     all_plan_steps,
     all_reports,
+    call_totals,
+    model_calls,
     replay,
     summarize_event,
 )
@@ -25,9 +27,11 @@ from context.store import REPAIR_TEXT
 from context.trajectory import request_goal
 from context.verify import check_events
 
+from ..costs import Prices, price_calls
 from ..project import DEFAULT_DB
 from .approval import approval_html, html_text, inspect_hint
 from .chart import token_chart_svg
+from .cost_chart import cost_chart_html
 from .hints import command_hint
 
 __all__ = ["PAGE_HEAD", "PAGE_TAIL", "build_report", "write_report"]
@@ -383,15 +387,37 @@ def _data_json(ctx: TaskContext, events: Sequence[Event], calls: list[dict[str, 
     return json.dumps(data, sort_keys=True).replace("</", "<\\/")
 
 
+def _cost_section(events: Sequence[Event], prices: Prices, priced_as: str | None) -> str:
+    """The "Cost per model call" section: the calls priced, their chart and totals."""
+    priced = price_calls(model_calls(events), prices, priced_as)
+    return f"<h2>Cost per model call</h2>\n{cost_chart_html(priced, call_totals(priced))}"
+
+
+def _findings(ctx: TaskContext) -> list[str]:
+    """One line per finding: its statement, its refs, and its stale mark when it has one."""
+    return [
+        f"{f.id}: {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]"
+        + (f" [{stale_line(ctx, f.id)}]" if ctx.stale(f.id) else "")
+        for f in ctx.evidence.findings
+    ]
+
+
 def build_report(
-    events: Sequence[Event], *, title: str | None = None, full: bool = False, db: str | Path = DEFAULT_DB
+    events: Sequence[Event],
+    *,
+    title: str | None = None,
+    full: bool = False,
+    db: str | Path = DEFAULT_DB,
+    prices: Prices = None,
+    priced_as: str | None = None,
 ) -> str:
     """The HTML page of a task's run, from its event log only.
 
     Never from the artifact store: raw tool output and the prompts' text stay out of it. The page:
-    goal and request, the token chart, the plan, approvals, errors, findings, role reports, each
-    model call's manifest, the tool calls and the event timeline; one self-contained file (no
-    external script, style sheet or font). Its inline script sets ``document.body.dataset.ready = "1"`` and lists a script error in
+    goal and request, the token chart, the cost chart (:func:`.cost_chart.cost_chart_html`), the
+    plan, approvals, errors, findings, role reports, each model call's manifest, the tool calls and
+    the event timeline; one self-contained file (no external script, style sheet or font). Its
+    inline script sets ``document.body.dataset.ready = "1"`` and lists a script error in
     ``#js-errors`` (``data-js-errors`` on ``<body>``), so a headless browser can check both.
 
     Args:
@@ -400,6 +426,8 @@ def build_report(
         full: Show every row of the long sections (default: the first ``PAGE_HEAD`` and last
             ``PAGE_TAIL``, and how many are left out).
         db: The database the commands the page names need (``--db`` when not the default).
+        prices: The price table of the cost chart (:data:`graphs.costs.Prices`; default the list prices).
+        priced_as: Price every call as this model (:func:`nodes.prices.price_call`).
 
     Returns:
         The HTML.
@@ -414,19 +442,11 @@ def build_report(
     total_prompt = sum(c["prompt_tokens"] for c in calls)
     total_cached = sum(c["cached_prefix_tokens"] for c in calls)
     goal = ident.interpreted_goal or request_goal(ident.original_request)
-    findings = [
-        f"{f.id}: {f.statement} [{', '.join(f.evidence_refs) or 'no refs'}]"
-        + (f" [{stale_line(ctx, f.id)}]" if ctx.stale(f.id) else "")
-        for f in ctx.evidence.findings
-    ]
     hint = (
         f"`{command_hint('report', ident.task_id, db, None, '--full')}` shows them all; "
         f"`{command_hint('inspect', ident.task_id, db, None, '--all')}` lists plan and errors"
     )
-    timeline = _timeline(events, full, hint)
-    data_json = _data_json(ctx, events, calls, full)
     page_title = title or f"taskctx report: {ident.task_id}"
-    first, last = events[0].timestamp, events[-1].timestamp
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
@@ -434,7 +454,7 @@ def build_report(
 <body data-task-id="{_e(ident.task_id)}" data-status="{_e(ctx.control.status)}" data-ready="0">
 <h1>{_e(page_title)}</h1>
 <p>status <span class="status" id="status">{_e(ctx.control.status)}</span> · plan v{ctx.plan.version} ({_e(ctx.plan.status)})
- · {len(events)} events from <span class="nowrap">{_e(first)}</span> to <span class="nowrap">{_e(last)}</span> · <span id="js-summary">(script not run)</span></p>
+ · {len(events)} events from <span class="nowrap">{_e(events[0].timestamp)}</span> to <span class="nowrap">{_e(events[-1].timestamp)}</span> · <span id="js-summary">(script not run)</span></p>
 <ul id="js-errors" hidden></ul>
 <h2>Goal</h2><p id="goal">{_e(goal or "(not interpreted yet)")}</p>
 <h2>Original request (verbatim)</h2><pre id="request">{_e(ident.original_request)}</pre>
@@ -444,24 +464,32 @@ def build_report(
 <p>{len(calls)} calls ({", ".join(f"{r} {n}" for r, n in sorted(roles.items())) or "none"}); {total_prompt:,} prompt tokens,
  {total_cached:,} of them in a cached prefix ({(total_cached / total_prompt if total_prompt else 0):.1%}).</p>
 {token_chart_svg(calls)}
+{_cost_section(events, prices, priced_as)}
 <h2>Plan</h2>{_plan(ctx, events)}
 <h2>Approvals</h2>{_approvals(ctx, events, db)}
 <h2>Errors</h2>{_errors(ctx, events)}
-<h2>Findings</h2>{_list(findings)}
+<h2>Findings</h2>{_list(_findings(ctx))}
 <h2>Role reports</h2>{_reports(events)}
 <h2>Tool calls</h2>{_tool_calls(events, full=full, hint=hint)}
 <h2>Manifests (one per model call)</h2>{_manifests(calls, full, hint)}
 <h2>Event timeline</h2>
 <p class="muted">{", ".join(f'<span class="nowrap">{_e(k)} {n}</span>' for k, n in sorted(kinds.items()))}</p>
-{timeline}
-<script type="application/json" id="report-data">{data_json}</script>
+{_timeline(events, full, hint)}
+<script type="application/json" id="report-data">{_data_json(ctx, events, calls, full)}</script>
 <script>{_BODY_JS}</script>
 </body></html>
 """
 
 
 def write_report(
-    stores: Any, task_id: str, path: str | Path, *, full: bool = False, db: str | Path = DEFAULT_DB
+    stores: Any,
+    task_id: str,
+    path: str | Path,
+    *,
+    full: bool = False,
+    db: str | Path = DEFAULT_DB,
+    prices: Prices = None,
+    priced_as: str | None = None,
 ) -> Path:
     """Write the report of ``task_id`` to ``path``.
 
@@ -471,6 +499,8 @@ def write_report(
         path: The HTML file.
         full: Show every row (see :func:`build_report`).
         db: The database the commands the page names need.
+        prices: As in :func:`build_report`.
+        priced_as: As in :func:`build_report`.
 
     Returns:
         ``path``.
@@ -490,5 +520,5 @@ def write_report(
         raise DamagedStoreError(f"{what}; {REPAIR_TEXT}", found, task_id=task_id, what=what)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(build_report(events, full=full, db=db), encoding="utf-8")
+    out.write_text(build_report(events, full=full, db=db, prices=prices, priced_as=priced_as), encoding="utf-8")
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import math
+import time
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
@@ -19,7 +20,9 @@ from context.events import (
     TaskCreated,
 )
 from context.models import SCHEMA_VERSION
+from context.tokens import TokenCounter
 
+from ..message_tokens import message_tokens
 from ..render import Renderer
 from ..runtime import NodeRun, usage_of
 from .role_node import ModelRequest
@@ -29,6 +32,7 @@ __all__ = [
     "Node",
     "OneOf",
     "REBUILD_CUT",
+    "call_facts",
     "memory_loaded_events",
     "model_call",
     "one_of",
@@ -174,6 +178,34 @@ def prologue(run: NodeRun) -> tuple[list[Event], TaskContext]:
     return pre, replay(pre, run.ctx)
 
 
+def call_facts(model: Any, ai: AIMessage, latency_ms: int, count: TokenCounter) -> dict[str, Any]:
+    """What ``context.built`` records of an answered model call, beside its prompt.
+
+    Args:
+        model: The chat model that answered (its ``ls_model_name`` and ``ls_provider``).
+        ai: Its reply.
+        latency_ms: Milliseconds the answered request took (wall clock).
+        count: The graph's text counter (``str -> tokens``).
+
+    Returns:
+        ``{model, provider, latency_ms, reply_tokens, usage}``: the model's name (else its
+        ``_llm_type``), its provider (``""`` when it reports none), the reply's tokens by
+        ``count`` and :func:`usage_of` the reply.
+    """
+    try:
+        ls = model._get_ls_params()
+    except Exception:
+        ls = {}
+    name = ls.get("ls_model_name") or getattr(model, "_llm_type", None) or type(model).__name__
+    return {
+        "model": str(name),
+        "provider": str(ls.get("ls_provider") or ""),
+        "latency_ms": int(latency_ms),
+        "reply_tokens": message_tokens([ai], count),
+        "usage": usage_of(ai),
+    }
+
+
 def model_call(
     run: NodeRun,
     model: BaseChatModel,
@@ -212,6 +244,7 @@ def model_call(
     except BudgetError as exc:  # name the task, so the message says which one to rerun
         raise (exc if exc.task_id or not exc.minimum else exc.for_task(ctx.identity.task_id)) from None
     built = run.context_built(renderer.role, rendered, step_id, ctx)
+    started = time.monotonic()
     try:
         ai = yield ModelRequest(run, model, renderer.role, rendered, built, ctx)
     except ContextLengthError as exc:
@@ -233,10 +266,11 @@ def model_call(
             f"{exc.cause}; the prompt of {refused:,} tokens rebuilt at budget {env.budget:,} (was {run.env.budget:,})"
         )
         built = built.model_copy(update={"payload": {**built.payload, "rebuilt": reason}})
+        started = time.monotonic()
         ai = yield ModelRequest(run, model, renderer.role, rendered, built, ctx)
-    usage = usage_of(ai)
-    if usage is not None:
-        built = built.model_copy(update={"payload": {**built.payload, "usage": usage}})
+    ms = round((time.monotonic() - started) * 1000)
+    facts = call_facts(model, ai, ms, run.env.count_tokens)  # model, provider, latency, reply tokens, usage
+    built = built.model_copy(update={"payload": {**built.payload, **facts}})
     att = ATTEMPT.get()
     if att is not None:
         att["built"] = built

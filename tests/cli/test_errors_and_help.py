@@ -185,6 +185,7 @@ def test_flags_show_no_type_in_help() -> None:
         ("demo", "--deny-all"),
         ("eval", "--json"),
         ("inspect", "--all"),
+        ("inspect", "--calls"),
         ("inspect", "--json"),
         ("list", "--json"),
         ("memory list", "--json"),

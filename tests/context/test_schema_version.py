@@ -105,8 +105,9 @@ def test_data_of_a_newer_schema_is_refused_with_a_named_error(
     res = _resume(db, tmp_path)
     assert res.exit_code == 2
     name = "event log: recorded" if where == "log" else "checkpoint: written"
-    assert f"{name} with taskctx data schema 7, newer than this taskctx's (3): upgrade taskctx" in " ".join(
-        res.output.split()
+    assert (
+        f"{name} with taskctx data schema 7, newer than this taskctx's ({SCHEMA_VERSION}): upgrade taskctx"
+        in " ".join(res.output.split())
     )
 
 

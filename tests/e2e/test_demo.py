@@ -128,7 +128,9 @@ def test_demo_plans_fails_recovers_resumes_and_completes(tmp_path: Path) -> None
     run_dir = out / "d1"
     assert sorted(p.name for p in run_dir.iterdir()) == [
         ".export.json",
+        "calls.jsonl",
         "context_pack.md",
+        "costs.json",
         "manifests.jsonl",
         "state.json",
         "trace.jsonl",

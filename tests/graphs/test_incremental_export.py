@@ -25,7 +25,7 @@ from graphs.project import open_project
 from graphs.runner import EXPORT_MARK, export_run, run_graph
 from nodes import ReplayChatModel, ReplayTools
 
-FILES = ["context_pack.md", "manifests.jsonl", "state.json", "trace.jsonl"]
+FILES = ["calls.jsonl", "context_pack.md", "costs.json", "manifests.jsonl", "state.json", "trace.jsonl"]
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:

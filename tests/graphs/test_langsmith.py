@@ -12,151 +12,20 @@ secret-looking text in the trace exactly as the event log has it (masking cannot
 
 from __future__ import annotations
 
-import email
-import email.policy
 import json
 import socket
 import subprocess
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langsmith_loopback import API_KEY, Ingest, clear_langsmith_caches
 
-API_KEY = "lsv2_pt_00000000000000000000000000000000_testkey0"
-LOOPBACK = {"127.0.0.1", "localhost", "::1"}
-
-
-# ---- loopback LangSmith -------------------------------------------------------------------
-@dataclass
-class Ingest:
-    requests: list[tuple[str, str, dict[str, str], bytes]] = field(default_factory=list)
-
-    def bodies(self) -> bytes:
-        return b"".join(b for (_m, _p, _h, b) in self.requests)
-
-    def runs(self) -> dict[str, dict[str, Any]]:
-        """run id -> {"post": {...}, "post.inputs": {...}, "patch": {...}, ...} from every multipart body."""
-        runs: dict[str, dict[str, Any]] = {}
-        for method, path, headers, body in self.requests:
-            if method != "POST" or not path.startswith("/runs/multipart"):
-                continue
-            msg = email.message_from_bytes(
-                b"Content-Type: " + headers["Content-Type"].encode() + b"\r\n\r\n" + body, policy=email.policy.HTTP
-            )
-            for part in msg.iter_parts():
-                name = part.get_param("name", header="content-disposition")
-                op, rid, *rest = name.split(".")
-                key = op + ("." + rest[0] if rest else "")
-                data = json.loads(part.get_payload(decode=True))
-                slot = runs.setdefault(rid, {})
-                if key in slot and isinstance(slot[key], dict):
-                    slot[key].update(data)
-                else:
-                    slot[key] = data
-        # Merge patches over posts so callers see the final run.
-        for r in runs.values():
-            for k in list(r):
-                if k.startswith("patch"):
-                    target = "post" + k[5:]
-                    if isinstance(r[k], dict) and isinstance(r.get(target), dict):
-                        r[target].update(r[k])
-                    else:
-                        r[target] = r[k]
-        return runs
-
-
-def _handler(ingest: Ingest) -> type[BaseHTTPRequestHandler]:
-    class H(BaseHTTPRequestHandler):
-        def log_message(self, *a: Any) -> None:
-            pass
-
-        def _reply(self, code: int, body: bytes) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_GET(self) -> None:  # /info: no batch_ingest_config (a partial one makes the flush hang)
-            ingest.requests.append(("GET", self.path, dict(self.headers), b""))
-            self._reply(200, json.dumps({"version": "x"}).encode() if self.path.startswith("/info") else b"{}")
-
-        def do_POST(self) -> None:
-            n = int(self.headers.get("Content-Length") or 0)
-            ingest.requests.append(("POST", self.path, dict(self.headers), self.rfile.read(n)))
-            self._reply(202, b"{}")
-
-        do_PATCH = do_POST
-
-    return H
-
-
-@pytest.fixture
-def no_remote_network(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Refuse (and record) any connection or name lookup that is not loopback."""
-    refused: list[Any] = []
-    real_connect, real_gai = socket.socket.connect, socket.getaddrinfo
-
-    def connect(self: socket.socket, address: Any) -> Any:
-        host = address[0] if isinstance(address, tuple) else address
-        if self.family in (socket.AF_INET, socket.AF_INET6) and host not in LOOPBACK:
-            refused.append(address)
-            raise OSError(f"test: network beyond loopback refused: {address}")
-        return real_connect(self, address)
-
-    def getaddrinfo(host: Any, *a: Any, **kw: Any) -> Any:
-        if host not in LOOPBACK and host is not None:
-            refused.append(host)
-            raise socket.gaierror(f"test: name lookup refused: {host}")
-        return real_gai(host, *a, **kw)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-    return refused
-
-
-def _clear_langsmith_caches() -> None:
-    import langsmith.env._runtime_env as rtenv
-    import langsmith.utils as lsu
-
-    lsu.get_env_var.cache_clear()
-    lsu.get_tracer_project.cache_clear()
-    rtenv.get_langchain_env_var_metadata.cache_clear()
-
-
-@pytest.fixture
-def langsmith_loopback(monkeypatch: pytest.MonkeyPatch, no_remote_network: list[Any]) -> Iterator[Ingest]:
-    import langsmith.run_trees as rt
-
-    ingest = Ingest()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(ingest))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    for k in ("LANGCHAIN_TRACING_V2", "LANGCHAIN_API_KEY", "LANGCHAIN_ENDPOINT", "LANGCHAIN_PROJECT"):
-        monkeypatch.delenv(k, raising=False)
-    # The variables the docs tell users to set:
-    monkeypatch.setenv("LANGSMITH_TRACING", "true")
-    monkeypatch.setenv("LANGSMITH_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
-    monkeypatch.setenv("LANGSMITH_API_KEY", API_KEY)
-    monkeypatch.setenv("LANGSMITH_PROJECT", "taskctx-test")
-    monkeypatch.setenv("LANGSMITH_DISABLE_RUN_COMPRESSION", "true")
-    monkeypatch.setattr(rt, "_CLIENT", None)  # a fresh client that reads the variables above
-    _clear_langsmith_caches()
-    try:
-        yield ingest
-    finally:
-        client = rt._CLIENT
-        if client is not None:
-            client.flush()
-        monkeypatch.undo()  # env back before the caches are cleared again
-        _clear_langsmith_caches()
-        server.shutdown()
-        server.server_close()
-
+#: The loopback LangSmith's fixtures (langsmith_loopback, no_remote_network).
+pytest_plugins = ["langsmith_loopback"]
 
 # ---- the task -----------------------------------------------------------------------------
 SECRET_HEAD = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub-token-shaped value early in the output
@@ -260,7 +129,19 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
 
     # One trace per invocation (the run and its resume), both rooted at the graph, linked by thread_id.
     roots = children[None]
-    assert [post[r]["name"] for r in roots] == ["taskctx", "taskctx"]
+    assert [post[r]["name"] for r in roots] == ["taskctx run ls-1", "taskctx resume ls-1"]
+    assert [sorted(post[r]["tags"]) for r in roots] == [
+        ["command:run", "start", "stopped"],
+        ["command:resume", "resume"],
+    ]
+    assert [(meta[r]["session_id"], meta[r]["command"]) for r in roots] == [("ls-1", "run"), ("ls-1", "resume")]
+    assert meta[roots[0]]["roles"] == ["executor", "planner", "recovery", "reviewer"]
+    # the stop after one executor step ends without an error (no GeneratorExit), its status in the metadata
+    assert [p["name"] for p in post.values() if p.get("error")] == []
+    assert [meta[r]["status"] for r in roots] == ["stopped", "completed"]
+    assert (runs[roots[0]].get("post.outputs") or runs[roots[0]].get("patch.outputs")) == {
+        "stopped": "the caller stopped the run (--max-steps)"
+    }
     assert len({post[r]["trace_id"] for r in roots}) == 2
     assert all(post[rid]["trace_id"] == post[rid]["id"] or post[rid].get("parent_run_id") for rid in post)
     assert [meta[r].get("thread_id") for r in roots] == ["ls-1", "ls-1"]
@@ -377,7 +258,7 @@ def test_tracing_off_posts_nothing(monkeypatch: pytest.MonkeyPatch, no_remote_ne
 
     for k in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING"):
         monkeypatch.delenv(k, raising=False)
-    _clear_langsmith_caches()
+    clear_langsmith_caches()
     stores = SqliteStores(":memory:")
     graph = build_orchestrator(
         _model(), tools=BuildTools(), checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores
@@ -473,7 +354,8 @@ def test_cli_replay_and_resume_are_two_linked_traces(langsmith_loopback: Ingest,
         (r["post"] for r in runs.values() if not r["post"].get("parent_run_id")), key=lambda p: p["dotted_order"]
     )
     metas = [runs[p["id"]]["post.extra"]["metadata"] for p in roots]
-    assert [p["name"] for p in roots] == ["taskctx", "taskctx"]
+    assert [p["name"] for p in roots] == ["taskctx replay cli-1", "taskctx resume cli-1"]
+    assert [sorted(p["tags"])[0] for p in roots] == ["command:replay", "command:resume"]
     assert [m["thread_id"] for m in metas] == ["cli-1", "cli-1"]
     assert roots[0]["trace_id"] != roots[1]["trace_id"]
     assert "resume_token" not in metas[0] and metas[1]["resume_token"]
@@ -491,10 +373,10 @@ def fresh_langsmith(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPa
     import langsmith.run_trees as rt
 
     monkeypatch.setattr(rt, "_CLIENT", None)
-    _clear_langsmith_caches()
+    clear_langsmith_caches()
     yield monkeypatch
     monkeypatch.undo()
-    _clear_langsmith_caches()
+    clear_langsmith_caches()
 
 
 @pytest.fixture
@@ -558,13 +440,15 @@ def _replay_mini(cwd: Path, tracing_endpoint: str | None) -> subprocess.Complete
 
 
 def _events(folder: Path) -> list[dict[str, Any]]:
-    """The exported event log without the fields that differ between any two runs: event id, time
-    and LangGraph's (time-based) checkpoint id."""
+    """The exported event log without the fields that differ between any two runs: event id, time,
+    a model call's latency and LangGraph's (time-based) checkpoint id."""
     out = []
     for line in (folder / "runs" / "off-1" / "trace.jsonl").read_text(encoding="utf-8").splitlines():
         e = {k: v for k, v in json.loads(line).items() if k not in ("id", "timestamp")}
         if e["kind"] == "checkpoint.created":
             e["payload"] = {k: v for k, v in e["payload"].items() if k != "checkpoint_id"}
+        if e["kind"] == "context.built":  # a model call's wall-clock time differs
+            e["payload"] = {k: v for k, v in e["payload"].items() if k != "latency_ms"}
         out.append(e)
     return out
 
@@ -612,7 +496,7 @@ def test_tracing_session_sets_only_what_the_user_left_unset(
     monkeypatch = fresh_langsmith
     for k in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING_V2", "LANGSMITH_USE_DAEMON"):
         monkeypatch.delenv(k, raising=False)
-    _clear_langsmith_caches()
+    clear_langsmith_caches()
     said: list[str] = []
     with tracing_session(notify=said.append) as client:
         assert client is None and "LANGSMITH_USE_DAEMON" not in os.environ and rt._CLIENT is None
@@ -621,7 +505,7 @@ def test_tracing_session_sets_only_what_the_user_left_unset(
     monkeypatch.setenv("LANGSMITH_ENDPOINT", refused_endpoint)
     monkeypatch.setenv("LANGSMITH_API_KEY", API_KEY)
     monkeypatch.setenv("LANGSMITH_DISABLE_RUN_COMPRESSION", "true")
-    _clear_langsmith_caches()
+    clear_langsmith_caches()
     told = threading.Event()
     with tracing_session(notify=lambda line: (said.append(line), told.set())) as client:
         assert client is rt._CLIENT and client.api_url == refused_endpoint
@@ -637,7 +521,7 @@ def test_tracing_session_sets_only_what_the_user_left_unset(
     monkeypatch.setenv("LANGSMITH_USE_DAEMON", "false")
     mine = langsmith.Client(auto_batch_tracing=False)  # the user's own client (no upload thread)
     langsmith.configure(client=mine)
-    _clear_langsmith_caches()
+    clear_langsmith_caches()
     with tracing_session(notify=said.append) as client:
         assert client is mine and os.environ["LANGSMITH_USE_DAEMON"] == "false"
     assert os.environ["LANGSMITH_USE_DAEMON"] == "false" and rt._CLIENT is mine
@@ -680,7 +564,7 @@ def test_tracing_session_names_a_refused_key(
         "LANGSMITH_DISABLE_RUN_COMPRESSION": "true",
     }.items():
         fresh_langsmith.setenv(k, v)
-    _clear_langsmith_caches()
+    clear_langsmith_caches()
     said: list[str] = []
     told = threading.Event()
     try:
@@ -734,8 +618,11 @@ def test_an_approval_pause_is_traced_as_a_pause_not_an_error(
     roots = sorted(
         (rid for rid, p in post.items() if not p.get("parent_run_id")), key=lambda r: post[r]["dotted_order"]
     )
-    assert [post[r]["name"] for r in roots] == ["taskctx", "taskctx"]
+    assert [post[r]["name"] for r in roots] == ["taskctx run ls-ap", "taskctx run ls-ap"]
+    assert [sorted(post[r]["tags"]) for r in roots] == [["command:run", "start"], ["approval", "command:run"]]
     meta = {rid: (r.get("post.extra") or {}).get("metadata", {}) for rid, r in runs.items()}
+    # the roots carry the task's status (the paused tools run carries "paused")
+    assert [meta[r]["status"] for r in roots] == ["running", "completed"]
     assert [meta[r].get("thread_id") for r in roots] == ["ls-ap", "ls-ap"]
     # no run of either trace is an error
     assert [p["name"] for p in post.values() if p.get("error")] == []
