@@ -253,7 +253,10 @@ def file_sha256(path: Path) -> str:
         64 hex digits, or ``""`` when it is not a readable file (gone).
     """
     try:
-        return sha256_hex(path.read_bytes()) if path.is_file() else ""
+        if not path.is_file():
+            return ""
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()  # read in chunks, not whole
     except OSError:
         return ""
 

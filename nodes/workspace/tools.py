@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
+
+from context.store import ArtifactStoreProtocol
 
 from ..permissions import PolicyError
 from ..tools import SEARCH_HISTORY_SCHEMA, ToolOutcome, function_schema
@@ -18,21 +18,15 @@ from .commands import DEFAULT_PROGRAMS, FORBIDDEN_PROGRAMS, command_policy
 from .interrupted import Recovery, receipt_path, recover, write_receipt
 from .patch import FilePatch, PatchError, apply_unified_diff, parse_unified_diff
 from .paths import atomic_write, dir_may_hold_scope, file_sha256, glob_match, in_scope, resolve, sha256_hex, write_risk
+from .process import OUTPUT_LIMIT, grep_file, run_bounded
 
-__all__ = ["MAX_READ_BYTES", "MAX_TIMEOUT", "SIDE_EFFECT_TOOLS", "WorkspaceTools"]
+__all__ = ["MAX_GREP_HITS", "MAX_READ_BYTES", "MAX_TIMEOUT", "SIDE_EFFECT_TOOLS", "WorkspaceTools"]
 
 SIDE_EFFECT_TOOLS = frozenset({"write_file", "apply_patch", "run_command"})
 MAX_READ_BYTES = 2_000_000
 MAX_TIMEOUT = 600
-
-
-def _pdeathsig() -> None:  # pragma: no cover - runs in the child
-    try:
-        import ctypes  # (in the child, between fork and exec)
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
+#: Matching lines a ``grep`` call shows at most.
+MAX_GREP_HITS = 500
 
 
 _S = {"type": "string"}
@@ -47,7 +41,9 @@ class WorkspaceTools:
 
     It also offers ``search_history``, which the tool node answers. Reads are ``low`` risk; writes
     ``medium``, ``high`` for config, CI, build, secret or executable files; commands per program.
-    Children get ``PR_SET_PDEATHSIG`` (Linux), so they die with a killed parent. An error is
+    A command runs in a session of its own, its output kept up to ``output_limit`` bytes; its
+    process group is killed when it returns or times out, and children get ``PR_SET_PDEATHSIG``
+    (Linux), so they die with a killed parent. An error is
     resolved only by a later success of the same tool with the same arguments
     (``strict_resolution``); :meth:`execute` takes the task's file scopes (``accepts_scopes``).
 
@@ -57,6 +53,10 @@ class WorkspaceTools:
         timeout: Default seconds per command.
         receipts_dir: Where command receipts live; default ``<root>/.taskctx/receipts`` (the CLI
             uses a folder per task beside the database).
+        output_limit: Bytes of a command's output kept (the first and last halves; of the rest
+            only its size and the whole output's sha256, :class:`~nodes.workspace.process.BoundedOutput`).
+        artifacts: Where a finished command's receipt stores its output (the receipt then holds
+            the ref); None: the receipt holds the output itself.
 
     Raises:
         FileNotFoundError: ``root`` is not a folder.
@@ -72,6 +72,8 @@ class WorkspaceTools:
         programs: Sequence[str] = DEFAULT_PROGRAMS,
         timeout: int = 120,
         receipts_dir: str | Path | None = None,
+        output_limit: int = OUTPUT_LIMIT,
+        artifacts: ArtifactStoreProtocol | None = None,
     ):
         real = Path(os.path.realpath(root))
         if not real.is_dir():
@@ -80,6 +82,8 @@ class WorkspaceTools:
         self.programs = frozenset(p for p in programs if p not in FORBIDDEN_PROGRAMS)
         self.timeout = timeout
         self.receipts_dir = Path(receipts_dir) if receipts_dir else real / ".taskctx" / "receipts"
+        self.output_limit = output_limit
+        self.artifacts = artifacts
 
     # protocol ---------------------------------------------------------------------------
     def schemas(self) -> list[dict[str, Any]]:
@@ -361,17 +365,14 @@ class WorkspaceTools:
             if glob and not (glob_match(r, glob) if "/" in glob else fnmatchcase(f.name, glob)):
                 continue
             try:
-                data = f.read_bytes()[:MAX_READ_BYTES]
+                found = grep_file(f, rx, MAX_GREP_HITS - len(hits))
             except OSError:
                 continue
-            if b"\x00" in data[:8192]:
-                continue
-            for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-                if rx.search(line[:2000]):
-                    hits.append(f"{r}:{n}: {line[:300]}")
-                    reads.setdefault(r, sha256_hex(data))
-                    if len(hits) >= 500:
-                        break
+            if found:
+                hits += [f"{r}:{n}: {line}" for n, line in found]
+                reads[r] = file_sha256(f)
+            if len(hits) >= MAX_GREP_HITS:
+                break
         out = "\n".join(hits) + "\n" if hits else "(no matches)\n"
         return ToolOutcome("ok", out, "search", rel, reads=tuple(reads.items()))
 
@@ -452,26 +453,17 @@ class WorkspaceTools:
             "PAGER": "cat",
             "TERM": "dumb",
         }
-        try:
-            proc = subprocess.run(
-                argv,
-                cwd=self.root,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                timeout=timeout,
-                preexec_fn=_pdeathsig,
-                start_new_session=True,
-            )
-            out, rc = proc.stdout.decode("utf-8", errors="replace"), proc.returncode
-        except subprocess.TimeoutExpired as exc:
-            out = (exc.stdout or b"").decode("utf-8", errors="replace") + f"\nerror: timed out after {timeout}s\n"
-            rc = -9
+        done = run_bounded(argv, cwd=self.root, env=env, timeout=timeout, limit=self.output_limit)
+        out, rc = done.output, done.returncode
+        if rc is None:
+            out, rc = out + f"\nerror: timed out after {timeout}s\n", -9
         text = f"$ {shown}\n{out}" + ("" if out.endswith("\n") or not out else "\n") + f"[exit code {rc}]\n"
-        write_receipt(
-            receipt, {"call_id": call_id, "argv": a["argv"], "status": "finished", "returncode": rc, "output": text}
-        )
+        finished: dict[str, Any] = {"call_id": call_id, "argv": a["argv"], "status": "finished", "returncode": rc}
+        if self.artifacts is not None:
+            finished["output_ref"] = self.artifacts.put(text)
+        else:
+            finished["output"] = text
+        write_receipt(receipt, finished)
         return ToolOutcome("ok" if rc == 0 else "error", text, "command")
 
     # recovery ---------------------------------------------------------------------------
