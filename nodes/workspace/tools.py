@@ -17,7 +17,17 @@ from ..tools import SEARCH_HISTORY_SCHEMA, ToolOutcome, function_schema
 from .commands import DEFAULT_PROGRAMS, FORBIDDEN_PROGRAMS, command_policy
 from .interrupted import Recovery, receipt_path, recover, write_receipt
 from .patch import FilePatch, PatchError, apply_unified_diff, parse_unified_diff
-from .paths import atomic_write, dir_may_hold_scope, file_sha256, glob_match, in_scope, resolve, sha256_hex, write_risk
+from .paths import (
+    atomic_write,
+    clear_staging,
+    dir_may_hold_scope,
+    file_sha256,
+    glob_match,
+    in_scope,
+    resolve,
+    sha256_hex,
+    write_risk,
+)
 from .process import OUTPUT_LIMIT, grep_file, run_bounded
 
 __all__ = ["MAX_GREP_HITS", "MAX_READ_BYTES", "MAX_TIMEOUT", "SIDE_EFFECT_TOOLS", "WorkspaceTools"]
@@ -83,6 +93,8 @@ class WorkspaceTools:
         self.timeout = timeout
         self.receipts_dir = Path(receipts_dir) if receipts_dir else real / ".taskctx" / "receipts"
         self.output_limit = output_limit
+        #: Where writes make their temp files (the same file system as the workspace).
+        self.staging = real / ".taskctx" / "staging"
         self.artifacts = artifacts
 
     # protocol ---------------------------------------------------------------------------
@@ -379,7 +391,7 @@ class WorkspaceTools:
     def _t_write_file(self, call_id: str, a: dict[str, Any], scopes: Sequence[str]) -> ToolOutcome:
         real, rel = self.resolve(a.get("path"), scopes, write=True, kind="file")
         data = str(a["content"]).encode("utf-8")
-        atomic_write(real, data)
+        atomic_write(real, data, self.staging)
         sha = sha256_hex(data)
         return ToolOutcome(
             "ok", f"wrote {rel}: {len(data)} bytes, sha256 {sha[:12]}", "command", rel, rel, written=((rel, sha),)
@@ -416,7 +428,7 @@ class WorkspaceTools:
                 raise PatchError(f"{rel} already exists (the patch creates it)")
             results.append((real, rel, apply_unified_diff(cur, fp), len(fp.hunks)))
         for real, _, text, _ in results:  # all hunks checked before anything is written
-            atomic_write(real, text.encode("utf-8"))
+            atomic_write(real, text.encode("utf-8"), self.staging)
         desc = ", ".join(f"{rel} ({n} hunk{'s' if n != 1 else ''})" for _, rel, _, n in results)
         rels = tuple(rel for _, rel, _, _ in results)
         written = tuple((rel, sha256_hex(text.encode("utf-8"))) for _, rel, text, _ in results)
@@ -470,7 +482,8 @@ class WorkspaceTools:
     def recover(self, call_id: str, tool: str, arguments: dict[str, Any], scopes: Sequence[str] = ()) -> Recovery:
         """Check an interrupted call with side effects against the workspace.
 
-        See :func:`~nodes.workspace.interrupted.recover`.
+        See :func:`~nodes.workspace.interrupted.recover`. Temp files an interrupted write left in
+        :attr:`staging` are removed first.
 
         Args:
             call_id: The call's id.
@@ -481,4 +494,5 @@ class WorkspaceTools:
         Returns:
             What was found: ``done``, ``retry`` or ``ask``.
         """
+        clear_staging(self.staging)
         return recover(self, call_id, tool, arguments, scopes)
