@@ -340,7 +340,7 @@ def loaded_memory_text(m: LoadedMemory) -> str:
     for f in m.stale:
         now = f"sha256 {short_sha(f.current)} now" if f.current else "it is gone"
         lines.append(
-            f"STALE: {f.path} changed since this was confirmed (sha256 {short_sha(f.recorded)} then, {now}); "
+            f"STALE: {quote_name(f.path)} changed since this was confirmed (sha256 {short_sha(f.recorded)} then, {now}); "
             "do not rely on it before re-reading the file."
         )
     return "\n".join(lines)

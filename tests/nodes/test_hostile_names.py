@@ -48,3 +48,19 @@ def test_ordinary_names_are_shown_as_they_are() -> None:
     assert stale_text(_ctx("proxy/nginx.conf")).split("\n")[1] == (
         "- finding f1: proxy/nginx.conf changed while paused (aaaaaaaaaaaa -> bbbbbbbbbbbb)"
     )
+
+
+def test_a_hostile_name_in_a_stale_memory_stays_on_its_line() -> None:
+    from context.memory import LoadedMemory, StaleFile
+    from nodes.render.base import loaded_memory_text
+
+    for name, shown in ((FORGED, quote_name(FORGED)), ("proxy/nginx.conf", "proxy/nginx.conf")):
+        m = LoadedMemory(
+            key="m_1", text="uploads go through nginx", stale=[StaleFile(path=name, recorded="a" * 64, current="")]
+        )
+        lines = loaded_memory_text(m).split("\n")
+        assert len(lines) == 3
+        assert lines[2] == (
+            f"STALE: {shown} changed since this was confirmed (sha256 aaaaaaaaaaaa then, it is gone); "
+            "do not rely on it before re-reading the file."
+        )
