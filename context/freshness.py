@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from .literals import StaleCause
 from .models import TaskContext
+from .text import quote_name
 from .world import world_version
 
 __all__ = [
@@ -186,7 +187,8 @@ def change_text(path: str, cause: str, old: str, new: str) -> str:
         new: The sha the workspace has now (``""``: gone).
 
     Returns:
-        ``"<path> changed <how> (<old> -> <new>)"``, or ``"HEAD moved (<old> -> <new>)"``.
+        ``"<path> changed <how> (<old> -> <new>)"`` (the path quoted unless ordinary,
+        :func:`context.text.quote_name`), or ``"HEAD moved (<old> -> <new>)"``.
     """
     shas = f"({short_sha(old)} -> {short_sha(new)})"
     if path == HEAD_PATH:
@@ -197,4 +199,4 @@ def change_text(path: str, cause: str, old: str, new: str) -> str:
         "resume": "while paused",
         "approval": "while waiting for approval",
     }.get(cause, "")
-    return f"{path} changed {how} {shas}"
+    return f"{quote_name(path)} changed {how} {shas}"

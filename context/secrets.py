@@ -9,7 +9,7 @@ and :data:`SECRET_PATTERNS`); masking keeps the number of lines and never masks 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,17 +40,27 @@ from .text import to_bytes
 
 __all__ = [
     "DETECT_SECRETS_PLUGINS",
+    "MASK_CHUNK",
     "MASK_FORMAT",
+    "MASK_OVERLAP",
     "SECRET_PATTERNS",
     "Masked",
     "looks_secret",
     "mask_secrets",
+    "mask_stream",
     "masked_bytes",
     "masked_events",
     "masked_tree",
+    "safe_cut",
+    "secret_spans",
 ]
 
 MASK_FORMAT = "[REDACTED:{kind}]"
+#: Characters of context a chunk boundary keeps on each side (:func:`mask_stream`): longer than
+#: any secret shape with its name (a private key block of a 4096-bit RSA key is about 3,300).
+MASK_OVERLAP = 16_384
+#: Characters masked at a time by :func:`masked_bytes` and :func:`mask_stream`'s callers.
+MASK_CHUNK = 1_048_576
 
 _PEM = re.compile(
     r"-----BEGIN ([A-Z0-9 ]*PRIVATE KEY|OPENSSH PRIVATE KEY|PGP PRIVATE KEY BLOCK)-----"
@@ -174,6 +184,9 @@ def _hint(pat: re.Pattern[str], kind: str) -> re.Pattern[str] | None:
 #: plugins; the AWS secret's). A pattern without its prefix matches wherever the whole pattern
 #: does, and starts with a literal or a class the ``re`` engine can search for quickly.
 _BOUNDS = (_S, r"(?:(?<=\W)|(?<=^))", r"(?:(?<![a-z])|(?<=\\[ntr]))")
+#: A URL scheme: a screen starting so would try every letter of a long word (quadratic); ``://``
+#: is the literal every match holds.
+_SCHEME = r"[a-z][a-z0-9+.\-]*://"
 
 
 def _screen(pat: re.Pattern[str]) -> re.Pattern[str] | None:
@@ -187,7 +200,10 @@ def _screen(pat: re.Pattern[str]) -> re.Pattern[str] | None:
         src, flags = src[4:], "(?i)"
     for b in _BOUNDS:
         if src.startswith(b):
-            return re.compile(flags + src[len(b) :], pat.flags)
+            rest = src[len(b) :]
+            if rest.startswith(_SCHEME):  # a class, not a literal: scanned from every letter
+                return re.compile("://")
+            return re.compile(flags + rest, pat.flags)
     return None
 
 
@@ -310,6 +326,84 @@ def mask_secrets(text: str) -> Masked:
     return Masked(out, count, tuple(dict.fromkeys(kinds)))
 
 
+def secret_spans(text: str) -> list[tuple[int, int]]:
+    """Where secret shapes match in a text, with what names them: a cut inside one splits a secret.
+
+    Args:
+        text: Any text.
+
+    Returns:
+        ``(start, end)`` character offsets of every whole match of :func:`mask_secrets`'s patterns
+        (a name and its value together), sorted; they may overlap.
+    """
+    spans = [m.span() for m in _PEM.finditer(text)]
+    hinted: dict[re.Pattern[str], list[tuple[int, int]]] = {}
+    for _, pat, _, hint, screen in _ALL:
+        if hint is not None:
+            if hint not in hinted:
+                hinted[hint] = _hint_lines(text, hint)
+            for start, end in hinted[hint]:
+                spans += [m.span() for m in pat.finditer(text, start, end)]  # offsets in the whole text
+        elif screen is None or screen.search(text) is not None:
+            spans += [m.span() for m in pat.finditer(text)]
+    return sorted(spans)
+
+
+def safe_cut(text: str, at: int) -> int:
+    """The offset nearest ``at`` where cutting ``text`` splits no secret (:func:`secret_spans`).
+
+    Args:
+        text: The text to cut.
+        at: The wanted offset (characters).
+
+    Returns:
+        ``at``, or the start of the secrets it falls in (those within twice :data:`MASK_OVERLAP`
+        of it); 0 when they reach that far.
+    """
+    cut = max(0, min(at, len(text)))
+    lo = max(0, cut - 2 * MASK_OVERLAP)  # a secret the cut splits lies near it: look only there
+    near = text[lo : cut + 2 * MASK_OVERLAP]
+    spans = [(lo + a, lo + b) for a, b in secret_spans(near)] if 0 < cut < len(text) else []
+    moved = True
+    while moved:
+        moved = False
+        for start, end in spans:
+            if start < cut < end:
+                cut, moved = start, True
+                break
+    return cut
+
+
+def mask_stream(chunks: Iterable[str], *, overlap: int = MASK_OVERLAP) -> Iterator[str]:
+    """Mask a text that arrives in chunks, holding about one chunk and ``overlap`` characters at a time.
+
+    Each step masks the chunk with the text held back from the one before, and gives out what
+    lies before a cut ``overlap`` characters from its end (moved back so that it splits no secret):
+    a secret that spans a chunk boundary is masked as in the whole text. A run of secret-shaped
+    text longer than a chunk is masked as it stands and given out.
+
+    Args:
+        chunks: The text, in pieces of any size.
+        overlap: Characters held back at each cut (longer than any secret).
+
+    Yields:
+        Masked pieces; joined, they are the masked text.
+    """
+    carry = ""
+    for chunk in chunks:
+        window = carry + chunk
+        if len(window) <= 2 * overlap:
+            carry = window
+            continue
+        cut = safe_cut(window, len(window) - overlap)
+        if cut == 0:  # one secret-shaped run from the start past the cut: mask it as it stands
+            cut = len(window)
+        yield mask_secrets(window[:cut]).text
+        carry = window[cut:]
+    if carry:
+        yield mask_secrets(carry).text
+
+
 def looks_secret(text: str) -> bool:
     """Whether a text holds a secret-looking value.
 
@@ -375,7 +469,7 @@ def masked_events(events: Sequence[Event]) -> list[Event]:
 
 
 def masked_bytes(data: bytes | str) -> bytes:
-    """Bytes as the artifact store writes them: every secret masked.
+    """Bytes as the artifact store writes them: every secret masked (a long text by :func:`mask_stream`).
 
     Args:
         data: Bytes, or a ``str`` (encoded losslessly: a lone surrogate as its ``surrogatepass``
@@ -386,10 +480,15 @@ def masked_bytes(data: bytes | str) -> bytes:
         The UTF-8 bytes with every secret masked (``data`` itself when none).
     """
     if isinstance(data, str):
-        return to_bytes(mask_secrets(data).text)
+        if len(data) <= MASK_CHUNK:
+            return to_bytes(mask_secrets(data).text)
+        return to_bytes("".join(mask_stream(data[i : i + MASK_CHUNK] for i in range(0, len(data), MASK_CHUNK))))
     try:
         text, errors = data.decode("utf-8", "surrogatepass"), "surrogatepass"
     except UnicodeDecodeError:
         text, errors = data.decode("utf-8", "surrogateescape"), "surrogateescape"
-    m = mask_secrets(text)
-    return data if not m.count else m.text.encode("utf-8", errors)
+    if len(text) <= MASK_CHUNK:
+        m = mask_secrets(text)
+        return data if not m.count else m.text.encode("utf-8", errors)
+    pieces = (text[i : i + MASK_CHUNK] for i in range(0, len(text), MASK_CHUNK))
+    return "".join(mask_stream(pieces)).encode("utf-8", errors)

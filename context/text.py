@@ -20,6 +20,7 @@ __all__ = [
     "from_bytes",
     "has_surrogates",
     "json_text",
+    "quote_name",
     "shown",
     "to_bytes",
 ]
@@ -168,3 +169,27 @@ def escape_controls(text: str) -> str:
         return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
     return _CONTROL.sub(esc, clean(text))
+
+
+#: A name shown as it is in a prompt: ASCII letters, digits and ``_./@+~=,:%-``, nothing that
+#: starts a line, a heading, a list item or a tag.
+_ORDINARY_NAME = re.compile(r"[A-Za-z0-9_./@+~=,:%-]+")
+
+
+def quote_name(name: str) -> str:
+    r"""A name from the workspace (a file name, path, branch, id) as a prompt shows it: never as text.
+
+    An ordinary name (:data:`_ORDINARY_NAME`) is shown as it is, so prompts with ordinary names
+    do not change; any other is a JSON string on one line: newlines, control and bidi characters
+    and every non-ASCII character escaped (``\n``, ``\u202e``), ``<`` and ``>`` as ``\u003c`` and
+    ``\u003e`` (no tag can close a quote), in double quotes.
+
+    Args:
+        name: The name.
+
+    Returns:
+        The name, or its quoted, escaped form.
+    """
+    if _ORDINARY_NAME.fullmatch(name):
+        return name
+    return json.dumps(clean(name), ensure_ascii=True).replace("<", "\\u003c").replace(">", "\\u003e")

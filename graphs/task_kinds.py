@@ -73,7 +73,9 @@ def run_task_graph(project: Any, task_id: str, spec: dict[str, Any]) -> Any:
 
     tools = None
     if spec.get("workspace"):
-        tools = WorkspaceTools(str(spec["workspace"]), receipts_dir=spec.get("receipts"))
+        tools = WorkspaceTools(
+            str(spec["workspace"]), receipts_dir=spec.get("receipts"), artifacts=project.stores.artifacts
+        )
         tools.strict_resolution = True
     chat = resolve_model(
         str(spec["model"]),

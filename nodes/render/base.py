@@ -12,6 +12,7 @@ from context.blocks import BlockKind, Layer, Priority, Trust
 from context.events import TranscriptReset
 from context.freshness import change_text, short_sha, stale_line
 from context.memory import LoadedMemory
+from context.text import quote_name
 
 from ..runtime import NodeEnv, Rendered
 from .quoting import quote_agent, quote_external, quote_plan, tool_label
@@ -339,7 +340,7 @@ def loaded_memory_text(m: LoadedMemory) -> str:
     for f in m.stale:
         now = f"sha256 {short_sha(f.current)} now" if f.current else "it is gone"
         lines.append(
-            f"STALE: {f.path} changed since this was confirmed (sha256 {short_sha(f.recorded)} then, {now}); "
+            f"STALE: {quote_name(f.path)} changed since this was confirmed (sha256 {short_sha(f.recorded)} then, {now}); "
             "do not rely on it before re-reading the file."
         )
     return "\n".join(lines)
@@ -462,7 +463,7 @@ def stale_text(ctx: TaskContext) -> str | None:
         lines.append(f"- {kinds[m.fact_kind]} {fid}: {change_text(m.path, m.cause, m.old_sha, m.new_sha)}")
     again = ctx.to_reread()
     if again:
-        lines.append("Re-read before relying on them: " + ", ".join(again))
+        lines.append("Re-read before relying on them: " + ", ".join(map(quote_name, again)))
     return "\n".join(lines)
 
 

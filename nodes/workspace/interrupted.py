@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from context.store import ArtifactStoreProtocol
+
 from ..permissions import PolicyError
 from ..tools import ToolOutcome
 from .patch import FilePatch, PatchError, apply_unified_diff
@@ -33,7 +35,13 @@ class Recovery:
 
 
 class CheckedWorkspace(Protocol):
-    """What :func:`recover` reads of a workspace (:class:`~nodes.workspace.tools.WorkspaceTools` has it)."""
+    """What :func:`recover` reads of a workspace (:class:`~nodes.workspace.tools.WorkspaceTools` has it).
+
+    Attributes:
+        artifacts: The store a finished command's receipt refers to (None: receipts hold the output).
+    """
+
+    artifacts: ArtifactStoreProtocol | None
 
     def resolve(
         self, path: Any, scopes: Sequence[str] = (), *, write: bool = False, kind: str = "any"
@@ -94,7 +102,8 @@ def write_receipt(path: Path, receipt: dict[str, Any]) -> None:
     Args:
         path: The receipt's file (:func:`receipt_path`).
         receipt: ``{"call_id", "argv", "status": "started"}`` before the command spawns,
-            ``{..., "status": "finished", "returncode", "output"}`` after it.
+            ``{..., "status": "finished", "returncode", "output_ref"}`` after it (the ref of its
+            output in the artifact store; ``"output"``, the output itself, without a store).
     """
     atomic_write(path, json.dumps(receipt).encode())
 
@@ -209,9 +218,14 @@ def _run_command(tools: CheckedWorkspace, call_id: str) -> Recovery:
         return Recovery("retry", "the command never started (no receipt)")
     if data.get("status") == "finished":
         rc = int(data.get("returncode", 1))
+        ref = data.get("output_ref")
+        if ref and tools.artifacts is not None:
+            output = tools.artifacts.get(str(ref)).decode("utf-8", errors="replace")
+        else:
+            output = str(data.get("output", ""))
         return Recovery(
             "done",
             f"the command had finished (exit code {rc}) before the interruption",
-            ToolOutcome("ok" if rc == 0 else "error", str(data.get("output", "")), "command"),
+            ToolOutcome("ok" if rc == 0 else "error", output, "command"),
         )
     return Recovery("ask", "the command was cut off while running; it may have had effects")

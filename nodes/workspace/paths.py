@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -17,6 +18,7 @@ from ..permissions import PolicyError
 __all__ = [
     "HIGH_RISK_FILES",
     "atomic_write",
+    "clear_staging",
     "dir_fully_in_scope",
     "dir_may_hold_scope",
     "glob_match",
@@ -253,26 +255,45 @@ def file_sha256(path: Path) -> str:
         64 hex digits, or ``""`` when it is not a readable file (gone).
     """
     try:
-        return sha256_hex(path.read_bytes()) if path.is_file() else ""
+        if not path.is_file():
+            return ""
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()  # read in chunks, not whole
     except OSError:
         return ""
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, staging: Path | None = None) -> None:
     """Write ``data`` to ``path`` through a temp file and ``os.replace``.
 
     A crash leaves the old or the new file, never half of one; folders are created and the
-    file's mode is kept.
+    file's mode is kept. With ``staging``, the temp file is made there (a folder of the same
+    file system, e.g. ``<workspace>/.taskctx/staging``), so a kill before the rename leaves
+    nothing beside the file (:func:`clear_staging` removes what it left); when the rename cannot
+    cross to ``path``'s file system, the temp file is made beside ``path`` instead.
 
     Args:
         path: The file.
         data: Its new bytes.
+        staging: Where the temp file is made; None: beside ``path``.
 
     Raises:
         OSError: The write failed.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".taskctx-", dir=path.parent)
+    if staging is not None:
+        staging.mkdir(parents=True, exist_ok=True)
+        try:
+            return _write_via(path, data, staging)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+    _write_via(path, data, path.parent)
+
+
+def _write_via(path: Path, data: bytes, folder: Path) -> None:
+    """Write ``data`` to a temp file in ``folder``, then rename it to ``path``."""
+    fd, tmp = tempfile.mkstemp(prefix=".taskctx-", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -285,3 +306,24 @@ def atomic_write(path: Path, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def clear_staging(staging: Path) -> list[str]:
+    """Remove the temp files an interrupted :func:`atomic_write` left in ``staging``.
+
+    Call it only while no write is under way (on recovery: one writer per task).
+
+    Args:
+        staging: The staging folder.
+
+    Returns:
+        The names removed, sorted.
+    """
+    removed = []
+    for f in sorted(staging.glob(".taskctx-*")) if staging.is_dir() else ():
+        try:
+            f.unlink()
+            removed.append(f.name)
+        except FileNotFoundError:
+            pass
+    return removed

@@ -2,89 +2,78 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import signal
-import subprocess
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from context.store import ArtifactStoreProtocol
+
 from ..permissions import PolicyError
 from ..tools import SEARCH_HISTORY_SCHEMA, ToolOutcome, function_schema, report_progress
 from .commands import DEFAULT_PROGRAMS, FORBIDDEN_PROGRAMS, command_policy
 from .interrupted import Recovery, receipt_path, recover, write_receipt
 from .patch import FilePatch, PatchError, apply_unified_diff, parse_unified_diff
-from .paths import atomic_write, dir_may_hold_scope, file_sha256, glob_match, in_scope, resolve, sha256_hex, write_risk
+from .paths import (
+    atomic_write,
+    clear_staging,
+    dir_may_hold_scope,
+    file_sha256,
+    glob_match,
+    in_scope,
+    resolve,
+    sha256_hex,
+    write_risk,
+)
+from .process import OUTPUT_LIMIT, grep_file, run_bounded
 
-__all__ = ["MAX_READ_BYTES", "MAX_TIMEOUT", "SIDE_EFFECT_TOOLS", "WorkspaceTools", "run_streamed"]
+__all__ = ["MAX_GREP_HITS", "MAX_READ_BYTES", "MAX_TIMEOUT", "SIDE_EFFECT_TOOLS", "OutputLines", "WorkspaceTools"]
 
 SIDE_EFFECT_TOOLS = frozenset({"write_file", "apply_patch", "run_command"})
 MAX_READ_BYTES = 2_000_000
 MAX_TIMEOUT = 600
+#: Matching lines a ``grep`` call shows at most.
+MAX_GREP_HITS = 500
 
 
-def _pdeathsig() -> None:  # pragma: no cover - runs in the child
-    try:
-        import ctypes  # (in the child, between fork and exec)
+class OutputLines:
+    """A command's output as ``tool.output`` progress records, one per line, as it is read.
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
-def run_streamed(
-    argv: list[str], cwd: Path, env: dict[str, str], timeout: int, call_id: str
-) -> tuple[bytes, int | None]:
-    """Run a command, stdout and stderr merged, each output line sent as a ``tool.output`` progress record.
-
-    The command runs in a session of its own, killed with its whole process group when it
-    outlives ``timeout``.
+    Only the first ``limit`` bytes are reported (the rest of a long output goes unreported: a
+    record per line of an endless output would cost more than the command); a line longer than
+    ``limit`` is reported in pieces.
 
     Args:
-        argv: The program and its arguments.
-        cwd: The folder it runs in.
-        env: Its whole environment.
-        timeout: Seconds it may run.
-        call_id: The tool call's id (named in the progress records).
-
-    Returns:
-        ``(its output bytes, its exit code)``; the code is None when it timed out.
+        call_id: The tool call's id (named in the records).
+        limit: Bytes of output reported at most.
     """
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        preexec_fn=_pdeathsig,
-        start_new_session=True,
-    )
-    timed_out = threading.Event()
 
-    def kill() -> None:
-        timed_out.set()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+    def __init__(self, call_id: str, limit: int):
+        self.call_id, self.left, self.partial = call_id, limit, b""
 
-    timer = threading.Timer(timeout, kill)
-    timer.start()
-    chunks: list[bytes] = []
-    try:
-        assert proc.stdout is not None
-        for line in iter(proc.stdout.readline, b""):
-            chunks.append(line)
-            report_progress("tool.output", call_id, "run_command", line=line.decode("utf-8", errors="replace"))
-        rc = proc.wait()
-    finally:
-        timer.cancel()
-        proc.stdout.close()  # type: ignore[union-attr]
-    return b"".join(chunks), None if timed_out.is_set() else rc
+    def __call__(self, chunk: bytes) -> None:
+        """Report the whole lines ``chunk`` completes (within the limit)."""
+        if self.left <= 0:
+            return
+        chunk = chunk[: self.left]
+        self.left -= len(chunk)
+        *lines, self.partial = (self.partial + chunk).split(b"\n")
+        for line in lines:
+            self._send(line + b"\n")
+        if self.left <= 0 or len(self.partial) >= 65536:
+            self.flush()
+
+    def flush(self) -> None:
+        """Report the line not yet ended, if any."""
+        if self.partial:
+            self._send(self.partial)
+            self.partial = b""
+
+    def _send(self, line: bytes) -> None:
+        report_progress("tool.output", self.call_id, "run_command", line=line.decode("utf-8", errors="replace"))
 
 
 _S = {"type": "string"}
@@ -99,7 +88,9 @@ class WorkspaceTools:
 
     It also offers ``search_history``, which the tool node answers. Reads are ``low`` risk; writes
     ``medium``, ``high`` for config, CI, build, secret or executable files; commands per program.
-    Children get ``PR_SET_PDEATHSIG`` (Linux), so they die with a killed parent. An error is
+    A command runs in a session of its own, its output kept up to ``output_limit`` bytes; its
+    process group is killed when it returns or times out, and children get ``PR_SET_PDEATHSIG``
+    (Linux), so they die with a killed parent. An error is
     resolved only by a later success of the same tool with the same arguments
     (``strict_resolution``); :meth:`execute` takes the task's file scopes (``accepts_scopes``).
 
@@ -109,6 +100,10 @@ class WorkspaceTools:
         timeout: Default seconds per command.
         receipts_dir: Where command receipts live; default ``<root>/.taskctx/receipts`` (the CLI
             uses a folder per task beside the database).
+        output_limit: Bytes of a command's output kept (the first and last halves; of the rest
+            only its size and the whole output's sha256, :class:`~nodes.workspace.process.BoundedOutput`).
+        artifacts: Where a finished command's receipt stores its output (the receipt then holds
+            the ref); None: the receipt holds the output itself.
 
     Raises:
         FileNotFoundError: ``root`` is not a folder.
@@ -124,6 +119,8 @@ class WorkspaceTools:
         programs: Sequence[str] = DEFAULT_PROGRAMS,
         timeout: int = 120,
         receipts_dir: str | Path | None = None,
+        output_limit: int = OUTPUT_LIMIT,
+        artifacts: ArtifactStoreProtocol | None = None,
     ):
         real = Path(os.path.realpath(root))
         if not real.is_dir():
@@ -132,6 +129,10 @@ class WorkspaceTools:
         self.programs = frozenset(p for p in programs if p not in FORBIDDEN_PROGRAMS)
         self.timeout = timeout
         self.receipts_dir = Path(receipts_dir) if receipts_dir else real / ".taskctx" / "receipts"
+        self.output_limit = output_limit
+        #: Where writes make their temp files (the same file system as the workspace).
+        self.staging = real / ".taskctx" / "staging"
+        self.artifacts = artifacts
 
     # protocol ---------------------------------------------------------------------------
     def schemas(self) -> list[dict[str, Any]]:
@@ -413,24 +414,21 @@ class WorkspaceTools:
             if glob and not (glob_match(r, glob) if "/" in glob else fnmatchcase(f.name, glob)):
                 continue
             try:
-                data = f.read_bytes()[:MAX_READ_BYTES]
+                found = grep_file(f, rx, MAX_GREP_HITS - len(hits))
             except OSError:
                 continue
-            if b"\x00" in data[:8192]:
-                continue
-            for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-                if rx.search(line[:2000]):
-                    hits.append(f"{r}:{n}: {line[:300]}")
-                    reads.setdefault(r, sha256_hex(data))
-                    if len(hits) >= 500:
-                        break
+            if found:
+                hits += [f"{r}:{n}: {line}" for n, line in found]
+                reads[r] = file_sha256(f)
+            if len(hits) >= MAX_GREP_HITS:
+                break
         out = "\n".join(hits) + "\n" if hits else "(no matches)\n"
         return ToolOutcome("ok", out, "search", rel, reads=tuple(reads.items()))
 
     def _t_write_file(self, call_id: str, a: dict[str, Any], scopes: Sequence[str]) -> ToolOutcome:
         real, rel = self.resolve(a.get("path"), scopes, write=True, kind="file")
         data = str(a["content"]).encode("utf-8")
-        atomic_write(real, data)
+        atomic_write(real, data, self.staging)
         sha = sha256_hex(data)
         return ToolOutcome(
             "ok", f"wrote {rel}: {len(data)} bytes, sha256 {sha[:12]}", "command", rel, rel, written=((rel, sha),)
@@ -467,7 +465,7 @@ class WorkspaceTools:
                 raise PatchError(f"{rel} already exists (the patch creates it)")
             results.append((real, rel, apply_unified_diff(cur, fp), len(fp.hunks)))
         for real, _, text, _ in results:  # all hunks checked before anything is written
-            atomic_write(real, text.encode("utf-8"))
+            atomic_write(real, text.encode("utf-8"), self.staging)
         desc = ", ".join(f"{rel} ({n} hunk{'s' if n != 1 else ''})" for _, rel, _, n in results)
         rels = tuple(rel for _, rel, _, _ in results)
         written = tuple((rel, sha256_hex(text.encode("utf-8"))) for _, rel, text, _ in results)
@@ -504,22 +502,27 @@ class WorkspaceTools:
             "PAGER": "cat",
             "TERM": "dumb",
         }
-        raw, rc = run_streamed(argv, self.root, env, timeout, call_id)
-        out = raw.decode("utf-8", errors="replace")
+        lines = OutputLines(call_id, self.output_limit)
+        done = run_bounded(argv, cwd=self.root, env=env, timeout=timeout, limit=self.output_limit, on_output=lines)
+        lines.flush()
+        out, rc = done.output, done.returncode
         if rc is None:
-            out += f"\nerror: timed out after {timeout}s\n"
-            rc = -9
+            out, rc = out + f"\nerror: timed out after {timeout}s\n", -9
         text = f"$ {shown}\n{out}" + ("" if out.endswith("\n") or not out else "\n") + f"[exit code {rc}]\n"
-        write_receipt(
-            receipt, {"call_id": call_id, "argv": a["argv"], "status": "finished", "returncode": rc, "output": text}
-        )
+        finished: dict[str, Any] = {"call_id": call_id, "argv": a["argv"], "status": "finished", "returncode": rc}
+        if self.artifacts is not None:
+            finished["output_ref"] = self.artifacts.put(text)
+        else:
+            finished["output"] = text
+        write_receipt(receipt, finished)
         return ToolOutcome("ok" if rc == 0 else "error", text, "command")
 
     # recovery ---------------------------------------------------------------------------
     def recover(self, call_id: str, tool: str, arguments: dict[str, Any], scopes: Sequence[str] = ()) -> Recovery:
         """Check an interrupted call with side effects against the workspace.
 
-        See :func:`~nodes.workspace.interrupted.recover`.
+        See :func:`~nodes.workspace.interrupted.recover`. Temp files an interrupted write left in
+        :attr:`staging` are removed first.
 
         Args:
             call_id: The call's id.
@@ -530,4 +533,5 @@ class WorkspaceTools:
         Returns:
             What was found: ``done``, ``retry`` or ``ask``.
         """
+        clear_staging(self.staging)
         return recover(self, call_id, tool, arguments, scopes)

@@ -104,9 +104,9 @@ def _graph(kind: str, project: graphs.Project, model: Any, tools: Any) -> Any:
 
 
 def _strip(x: Any) -> Any:
-    """``x`` without ids and timestamps (a checkpoint's id, a resume's token)."""
+    """``x`` without ids, timestamps and latencies (a checkpoint's id, a resume's token, a model call's ms)."""
     if isinstance(x, dict):
-        return {k: _strip(v) for k, v in x.items() if k not in ("timestamp", "token", "checkpoint_id")}
+        return {k: _strip(v) for k, v in x.items() if k not in ("timestamp", "token", "checkpoint_id", "latency_ms")}
     if isinstance(x, list):
         return [_strip(v) for v in x]
     return x
