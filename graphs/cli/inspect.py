@@ -80,8 +80,7 @@ def inspect(
                 assert view.state is not None
                 sys.stdout.write(view.state.model_dump_json(indent=2) + "\n")
                 return
-            _render(view, db, show_all)
-            render_totals(console, project.model_call_totals(task_id, prices=prices, priced_as=priced_as))
+            _render(view, db, show_all, project.model_call_totals(task_id, prices=prices, priced_as=priced_as))
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
@@ -128,12 +127,13 @@ def _not_started(view: TaskView, db: str, as_json: bool) -> None:
         fail(line)
 
 
-def _render(view: TaskView, db: str, show_all: bool) -> None:
-    """The text view, then why a run command stopped the task (while it is not finished)."""
+def _render(view: TaskView, db: str, show_all: bool, totals: Any) -> None:
+    """The text view, the calls' totals, then why a run command stopped the task (while it is not finished)."""
     from ..report import render_view
     from ..report.approval import inspect_hint
 
     render_view(console, view, full=show_all, full_hint=inspect_hint(view.task_id, db), db=db)
+    render_totals(console, totals)
     stopped = stop_line(view.spec or {}, view.task_id, db)
     assert view.state is not None
     if stopped and view.state.control.status not in ("completed", "failed"):

@@ -190,7 +190,8 @@ def call_facts(model: Any, ai: AIMessage, latency_ms: int, count: TokenCounter) 
     Returns:
         ``{model, provider, latency_ms, reply_tokens, usage}``: the model's name (else its
         ``_llm_type``), its provider (``""`` when it reports none), the reply's tokens by
-        ``count`` and :func:`usage_of` the reply.
+        ``count`` (its text and tool calls, whatever blocks the provider's client wrapped them in,
+        so a streamed reply counts as the same reply not streamed) and :func:`usage_of` the reply.
     """
     try:
         ls = model._get_ls_params()
@@ -201,7 +202,7 @@ def call_facts(model: Any, ai: AIMessage, latency_ms: int, count: TokenCounter) 
         "model": str(name),
         "provider": str(ls.get("ls_provider") or ""),
         "latency_ms": int(latency_ms),
-        "reply_tokens": message_tokens([ai], count),
+        "reply_tokens": message_tokens([AIMessage(content=reply_text(ai), tool_calls=ai.tool_calls)], count),
         "usage": usage_of(ai),
     }
 

@@ -66,11 +66,12 @@ CHILD = textwrap.dedent(
 
 def _normal(ctx: TaskContext) -> dict:
     """The state without what a resume legitimately changes: the event window and cursor,
-    timestamps, the sequence number a checkpoint was taken at, and checkpoint ids (per thread)."""
+    timestamps, the sequence numbers a checkpoint was taken at and a role report was recorded at
+    (a resume adds ``resume.started``), and checkpoint ids (per thread)."""
 
     def strip(x):
         if isinstance(x, dict):
-            return {k: strip(v) for k, v in x.items() if k not in ("timestamp", "at_seq", "checkpoint_id")}
+            return {k: strip(v) for k, v in x.items() if k not in ("timestamp", "at_seq", "seq", "checkpoint_id")}
         if isinstance(x, list):
             return [strip(v) for v in x]
         return x

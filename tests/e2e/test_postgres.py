@@ -180,7 +180,8 @@ def test_demo_waits_for_approval_then_other_processes_approve_on_postgres(tmp_pa
         first = ctx.control.pending_approval.call_id
         answers = 0
         while ctx.control.pending_approval is not None and answers < 5:
-            a = _taskctx("approve", "w1", "--db", pg_db, "--out", out, cwd=tmp_path)
+            rid = [e for e in s.events.read("w1") if e.kind == "permission.requested"][-1].id  # the one shown
+            a = _taskctx("approve", "w1", "--request", rid, "--db", pg_db, "--out", out, cwd=tmp_path)
             assert a.returncode == 0, a.stderr
             answers += 1
             ctx = replay(s.events.read("w1"))
