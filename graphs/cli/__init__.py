@@ -35,7 +35,8 @@ def _root(
     if ctx.invoked_subcommand:  # the root run of a trace is named after it (graphs.tracing.TRACE_COMMAND)
         from ..tracing import TRACE_COMMAND
 
-        TRACE_COMMAND.set(ctx.invoked_subcommand)
+        token = TRACE_COMMAND.set(ctx.invoked_subcommand)
+        ctx.call_on_close(lambda: TRACE_COMMAND.reset(token))  # (a command run in-process leaves no trace name)
 
 
 app.command("bench")(bench.bench)

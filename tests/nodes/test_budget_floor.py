@@ -88,6 +88,6 @@ def test_a_budget_too_small_fails_before_any_tool_runs(tmp_path: Path) -> None:
     assert err.value.minimum == BUDGET_FLOOR
     assert [e.kind for e in stores.events.read("small")] == ["task.created", "context.built", "plan.created"]
     # the budget it names works: resumed with it, the task finishes
-    g2, _, tools2 = _run(tmp_path, BUDGET_FLOOR)
-    r = run_graph(g2, stores, "small2", new_task("Build the project.", "small2"))
+    g2, stores2, tools2 = _run(tmp_path, BUDGET_FLOOR)  # (the run takes its lease on the graph's own stores)
+    r = run_graph(g2, stores2, "small2", new_task("Build the project.", "small2"))
     assert r.state.control.status == "completed" and tools2.runs == 1
