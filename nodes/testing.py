@@ -60,7 +60,8 @@ def tool_call(name: str, args: dict[str, Any] | None = None, id: str | None = No
     Args:
         name: The tool's name.
         args: Its arguments (None: none).
-        id: The call's id; default ``call_<n>``.
+        id: The call's id; default ``call_<n>``, ``n`` a process-wide counter written with six
+            digits at least, so a call's token count never depends on how many came before.
         content: The message's text (the model's thought).
 
     Returns:
@@ -68,7 +69,7 @@ def tool_call(name: str, args: dict[str, Any] | None = None, id: str | None = No
     """
     return AIMessage(
         content=content,
-        tool_calls=[{"name": name, "args": args or {}, "id": id or f"call_{next(_ids)}", "type": "tool_call"}],
+        tool_calls=[{"name": name, "args": args or {}, "id": id or f"call_{next(_ids):06d}", "type": "tool_call"}],
     )
 
 
