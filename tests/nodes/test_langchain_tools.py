@@ -123,7 +123,7 @@ def test_default_graph_runs_tools_with_an_approval_and_a_receipt(tmp_path: Path)
     }
 
 
-def test_errors_are_error_results_and_long_output_is_compressed() -> None:
+def test_exceptions_and_tool_errors_are_error_results() -> None:
     @tool
     def explode(what: str) -> str:
         """Fail."""
@@ -283,3 +283,24 @@ def test_read_only_calls_of_one_answer_run_at_once(tmp_path: Path) -> None:
         if e.kind == "tool.result.received"
     ]
     assert sorted(seen) == ["a", "b"] and res == [("p1", "a up"), ("p2", "b up")]  # recorded in call order
+
+
+def test_a_mixed_list_in_an_async_run_keys_the_receipt_by_task(tmp_path: Path) -> None:
+    @tool
+    async def post(body: str) -> str:
+        """Post a body."""
+        await asyncio.sleep(0)
+        return f"posted {body}"
+
+    (tmp_path / "ws").mkdir()
+    script = {
+        "planner": [plan("Post")],
+        "executor": [tool_call("post", {"body": "x"}, id="p1"), complete("posted")],
+        "reviewer": [review("approve")],
+    }
+    g, stores = _graph(tmp_path, script, [WorkspaceTools(tmp_path / "ws"), post], side_effects={"post"})
+    asyncio.run(g.ainvoke(new_task("Post x.", "mx"), thread_config("mx"), durability="sync"))
+    (receipt,) = (tmp_path / "receipts").iterdir()  # through ToolSet.aexecute, on the run's loop
+    data = json.loads(receipt.read_text())
+    assert (data["task_id"], data["call_id"], data["status"]) == ("mx", "p1", "finished")
+    assert stores.artifacts.get(data["output_ref"]) == b"posted x"
