@@ -6,7 +6,8 @@ the planner; a failed tool call goes to recovery, which retries, re-plans or sto
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
 
 from context import (
@@ -41,6 +42,7 @@ __all__ = [
     "check_graph",
     "compile_graph",
     "new_task",
+    "receipts_beside",
     "router_targets",
 ]
 
@@ -229,7 +231,8 @@ def compile_graph(builder: StateGraph, *, env: NodeEnv | None = None, **compile_
 def build_orchestrator(
     model: BaseChatModel | str,
     *,
-    tools: ToolExecutor | None = None,
+    tools: ToolExecutor | Sequence[Any] | None = None,
+    side_effects: Iterable[str] = (),
     checkpointer: BaseCheckpointSaver | None = None,
     stores: SqliteStores | PgStores | None = None,
     budget: int = DEFAULT_BUDGET,
@@ -247,7 +250,13 @@ def build_orchestrator(
 
     Args:
         model: A chat model or ``"provider:model"``.
-        tools: The task's tool executor (None: no tools but ``read_artifact``).
+        tools: The task's tool executor, or a list of LangChain tools (``@tool``, ``StructuredTool``,
+            MCP tools) and executors (:func:`nodes.from_langchain_tools`; the receipts of the
+            tools with side effects go in ``receipts/`` beside a SQLite file's ``stores``); None:
+            no tools but ``read_artifact``.
+        side_effects: Names of the LangChain tools of a ``tools`` list that have side effects
+            (besides those whose metadata says ``{"taskctx": {"side_effects": True}}``, or MCP's
+            ``readOnlyHint: False``); the others are read-only.
         checkpointer: LangGraph's checkpointer (None: the graph keeps no checkpoints).
         stores: The event log and artifacts (None: in memory).
         budget: The prompt budget in tokens.
@@ -265,28 +274,39 @@ def build_orchestrator(
 
     Raises:
         ModelConfigError: ``model`` names no chat model that can be made.
+        TypeError: A ``tools`` list item is neither a LangChain tool nor a ToolExecutor.
+        ValueError: Two of the ``tools`` share a name; ``side_effects`` names a tool not in the
+            list, or comes with a ToolExecutor (say it in its ``has_side_effects``).
     """
-    from langgraph.graph import START, StateGraph
-
-    from nodes import (
-        make_executor_node,
-        make_planner_node,
-        make_recovery_node,
-        make_reviewer_node,
-        make_tool_node,
-        resolve_model,
-    )
-
-    from . import routing
+    from nodes import resolve_model
+    from nodes.tools import executor_of
 
     chat = resolve_model(model)
     if env is None:
         env = _default_env(chat, stores, budget, reserve_for_output, policies, freshness, reports)
     if memory is not None:
         env.memory = memory
-    tx = tools or NoTools()
+    tx = executor_of(tools, side_effects=side_effects, receipts_dir=receipts_beside(stores), artifacts=env.artifacts)
+    tx = NoTools() if tx is None else tx
     if env.workspace is None and hasattr(tx, "fingerprint"):
         env.workspace = tx  # fingerprinted by the first node after a resume (context.freshness)
+    g = _default_graph(chat, env, tx)
+    store = getattr(env.memory, "store", None)
+    # the root run of each trace is named taskctx
+    compiled = compile_graph(g, env=env, checkpointer=checkpointer, store=store, name="taskctx")
+    if stores is not None:  # (the stores a resume checks: graphs.edits)
+        compiled.taskctx_stores = stores  # type: ignore[attr-defined]
+    return compiled  # type: ignore[return-value]
+
+
+def _default_graph(chat: BaseChatModel, env: NodeEnv, tx: Any) -> StateGraph:
+    """The default graph's nodes and edges, not compiled."""
+    from langgraph.graph import START, StateGraph
+
+    from nodes import make_executor_node, make_planner_node, make_recovery_node, make_reviewer_node, make_tool_node
+
+    from . import routing
+
     g = StateGraph(TaskContext)
     g.add_node("planner", make_planner_node(chat, env), metadata={"role": "planner"})
     g.add_node("executor", make_executor_node(chat, env, tx), metadata={"role": "executor"})
@@ -300,12 +320,22 @@ def build_orchestrator(
     g.add_conditional_edges("tools", routing.after_tools)
     g.add_conditional_edges("recovery", routing.after_recovery)
     g.add_conditional_edges("reviewer", routing.after_reviewer)
-    store = getattr(env.memory, "store", None)
-    # the root run of each trace is named taskctx
-    compiled = compile_graph(g, env=env, checkpointer=checkpointer, store=store, name="taskctx")
-    if stores is not None:  # (the stores a resume checks: graphs.edits)
-        compiled.taskctx_stores = stores  # type: ignore[attr-defined]
-    return compiled  # type: ignore[return-value]
+    return g
+
+
+def receipts_beside(stores: SqliteStores | PgStores | None) -> Path | None:
+    """Where the LangChain tools of a ``tools`` list keep their receipts: ``receipts/`` beside a SQLite file.
+
+    Args:
+        stores: The graph's stores.
+
+    Returns:
+        The folder, or None for stores in memory or in Postgres (no receipts: an interrupted call
+        with side effects is put to the user before it runs again).
+    """
+    if not isinstance(stores, SqliteStores) or str(stores.path) == ":memory:":
+        return None
+    return Path(stores.path).resolve().parent / "receipts"
 
 
 def _default_env(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import sqlite3
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -219,7 +219,7 @@ class Project:
         self,
         model: BaseChatModel | str,
         *,
-        tools: ToolExecutor | None = None,
+        tools: ToolExecutor | Sequence[Any] | None = None,
         budget: int = DEFAULT_BUDGET,
         workspace: str | Path | None = None,
         memory: bool = True,
@@ -229,7 +229,9 @@ class Project:
 
         Args:
             model: A chat model or ``"provider:model"``.
-            tools: The task's tool executor (None: no tools but ``read_artifact``).
+            tools: The task's tool executor, or a list of LangChain tools and executors (as
+                :func:`graphs.build_orchestrator` takes; receipts in ``receipts/`` beside the SQLite
+                file); None: no tools but ``read_artifact``.
             budget: The prompt budget in tokens.
             workspace: The folder durable memories' files are checked against (None: no check).
             memory: Load durable memories from the project's long-term store (False: none).

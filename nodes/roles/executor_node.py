@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -19,7 +19,7 @@ from context.text import cut
 from ..render import ExecutorRenderer, Renderer
 from ..runtime import NodeEnv, NodeRun
 from ..schemas import COMPLETE_STEP
-from ..tools import CONTROL_TOOLS, READ_ARTIFACT_SCHEMA, ToolExecutor
+from ..tools import CONTROL_TOOLS, READ_ARTIFACT_SCHEMA, ToolExecutor, executor_of
 from .completion import completion_args, step_completed
 from .failures import guarded
 from .node_steps import model_call, prologue, reply_text, step_started, tool_args
@@ -99,7 +99,7 @@ def _completion_requested(run: NodeRun, step_id: str, done: dict[str, Any], call
 
 
 def make_executor_node(
-    model: BaseChatModel, env: NodeEnv, tools: ToolExecutor, renderer: Renderer | None = None
+    model: BaseChatModel, env: NodeEnv, tools: ToolExecutor | Sequence[Any], renderer: Renderer | None = None
 ) -> RoleNode:
     """The executor node: starts the next runnable step and asks the model for its tool calls.
 
@@ -110,13 +110,20 @@ def make_executor_node(
     Args:
         model: The chat model the executor calls.
         env: The node environment (stores, budget, counter).
-        tools: The task's tool executor (its schemas are offered, its side effects recorded).
+        tools: The task's tool executor (its schemas are offered, its side effects recorded), or a
+            list of LangChain tools and executors (:func:`~nodes.tools.from_langchain_tools`; give the
+            tool node the same list).
         renderer: The executor's renderer; default :class:`~nodes.render.ExecutorRenderer`.
 
     Returns:
         The node ``(state, config) -> dict`` of changed state parts.
+
+    Raises:
+        TypeError: A list item is neither a LangChain tool nor a ToolExecutor.
+        ValueError: A list's tools share a name.
     """
     rend = renderer or ExecutorRenderer()
+    tx: ToolExecutor = executor_of(tools)
 
     def executor(state: TaskContext, config: RunnableConfig) -> Generator[ModelRequest, AIMessage, dict[str, Any]]:
         run = NodeRun(env, state, "executor", config)
@@ -140,13 +147,13 @@ def make_executor_node(
             )
             run.commit([*pre, *done])
             return run.update()
-        schemas = [*tools.schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
+        schemas = [*tx.schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
         _check_first_budget(rend, ctx, env, schemas)
         built, ai = yield from model_call(run, model, rend, ctx, schemas, step_id)
         thought = reply_text(ai)
         work = [tc for tc in ai.tool_calls if tc["name"] not in CONTROL_TOOLS]
         if work:
-            events = _tool_called(run, ctx, tools, work, step_id, thought)
+            events = _tool_called(run, ctx, tx, work, step_id, thought)
             done_args = tool_args(ai, "complete_step")
             if done_args is not None and step_id is not None:  # finish the step once these calls succeed
                 events.append(_completion_requested(run, step_id, done_args, events))

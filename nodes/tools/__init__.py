@@ -1,12 +1,14 @@
-"""The tool node (:class:`TaskToolNode`) and what it runs: :class:`ToolExecutor`, built-in and replay tools."""
+"""The tool node (:class:`TaskToolNode`) and what it runs: :class:`ToolExecutor`, LangChain, built-in and replay tools."""
 
 from .approvals import APPROVAL_ACTIONS, REJECTED_AGAIN, ApprovalQuestions, normalize_answer
 from .builtin import BUILTIN_TOOLS, READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
+from .langchain_tools import SIDE_EFFECTS_KEY, LangChainTools, message_text, side_effect_names
 from .node import TaskToolNode, make_tool_node
 from .parallel import DEFAULT_MAX_PARALLEL, run_at_once
 from .progress import PROGRESS_KINDS, ProgressKind, report_progress
 from .protocol import (
     CONTROL_TOOLS,
+    Recovery,
     ToolExecutor,
     ToolOutcome,
     accepts_scopes,
@@ -18,6 +20,7 @@ from .protocol import (
     scoped_execute,
 )
 from .replay import RECORDED_ERROR, ReplayTools
+from .toolset import ToolSet, executor_of, from_langchain_tools
 
 __all__ = [
     "APPROVAL_ACTIONS",
@@ -29,17 +32,24 @@ __all__ = [
     "RECORDED_ERROR",
     "REJECTED_AGAIN",
     "SEARCH_HISTORY_SCHEMA",
+    "SIDE_EFFECTS_KEY",
     "ApprovalQuestions",
+    "LangChainTools",
     "ProgressKind",
+    "Recovery",
     "ReplayTools",
     "TaskToolNode",
     "ToolExecutor",
     "ToolOutcome",
+    "ToolSet",
     "accepts_scopes",
     "as_outcome",
     "check_arguments",
+    "executor_of",
+    "from_langchain_tools",
     "function_schema",
     "make_tool_node",
+    "message_text",
     "normalize_answer",
     "parameters_of",
     "read_artifact",
@@ -48,4 +58,5 @@ __all__ = [
     "run_off_loop",
     "scoped_execute",
     "search_history",
+    "side_effect_names",
 ]

@@ -27,6 +27,7 @@ from .builtin import BUILTIN_TOOLS
 from .parallel import DEFAULT_MAX_PARALLEL, run_at_once
 from .protocol import ToolExecutor, check_arguments, run_off_loop, scoped_execute
 from .recording import CallRecorder, canonical_arguments
+from .toolset import executor_of
 
 __all__ = ["TaskToolNode", "make_tool_node"]
 
@@ -518,12 +519,17 @@ class TaskToolNode(CallRecorder, RunnableCallable):
         self.execute(run, rec, new, "the user edited the arguments before approving" + (f"; {note}" if note else ""))
 
 
-def make_tool_node(env: NodeEnv, tools: ToolExecutor, max_parallel: int = DEFAULT_MAX_PARALLEL) -> TaskToolNode:
+def make_tool_node(
+    env: NodeEnv, tools: ToolExecutor | Sequence[Any], max_parallel: int = DEFAULT_MAX_PARALLEL
+) -> TaskToolNode:
     """The graph's ``tools`` node over ``env`` and ``tools``.
 
     Args:
         env: The node environment.
-        tools: The task's tool executor.
+        tools: The task's tool executor, or a list of LangChain tools (``@tool``, MCP tools) and
+            executors (:func:`~nodes.tools.from_langchain_tools`; receipts' outputs in
+            ``env.artifacts``, no receipts folder: pass ``from_langchain_tools(...,
+            receipts_dir=...)`` for one).
         max_parallel: The most read-only calls of one model answer running at the same time
             (1: every call one by one; an executor's own ``max_parallel`` lowers it).
 
@@ -531,6 +537,8 @@ def make_tool_node(env: NodeEnv, tools: ToolExecutor, max_parallel: int = DEFAUL
         A :class:`TaskToolNode`, callable as ``node(state, config) -> state update``.
 
     Raises:
-        ValueError: ``max_parallel``, or the executor's ``max_parallel``, is below 1.
+        ValueError: ``max_parallel``, or the executor's ``max_parallel``, is below 1; a list's
+            tools share a name.
+        TypeError: A list item is neither a LangChain tool nor a ToolExecutor.
     """
-    return TaskToolNode(env, tools, max_parallel)
+    return TaskToolNode(env, executor_of(tools, artifacts=env.artifacts), max_parallel)

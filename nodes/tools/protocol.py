@@ -13,6 +13,7 @@ from context.compression import ResultKind
 
 __all__ = [
     "CONTROL_TOOLS",
+    "Recovery",
     "ToolExecutor",
     "ToolOutcome",
     "accepts_scopes",
@@ -55,6 +56,22 @@ class ToolOutcome:
     reads: tuple[tuple[str, str], ...] = ()
     written: tuple[tuple[str, str], ...] = ()
     head: str | None = None
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What an executor's ``recover()`` found of an interrupted call (:func:`nodes.workspace.recover`).
+
+    Attributes:
+        state: ``done`` (the outcome to record), ``retry`` (safe to run now) or ``ask`` (needs the
+            user's approval).
+        note: Why.
+        outcome: For ``done``, the outcome to record.
+    """
+
+    state: str
+    note: str = ""
+    outcome: ToolOutcome | None = None
 
 
 class ToolExecutor(Protocol):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -12,26 +11,11 @@ from context.store import ArtifactStoreProtocol
 
 from ..permissions import PolicyError
 from ..tools import ToolOutcome
+from ..tools.protocol import Recovery
 from .patch import FilePatch, PatchError, apply_unified_diff
 from .paths import atomic_write, sha256_hex
 
 __all__ = ["CheckedWorkspace", "Recovery", "read_receipt", "receipt_path", "recover", "write_receipt"]
-
-
-@dataclass(frozen=True)
-class Recovery:
-    """What :func:`recover` found of an interrupted call.
-
-    Attributes:
-        state: ``done`` (the outcome to record), ``retry`` (safe to run now) or ``ask`` (needs the
-            user's approval).
-        note: Why.
-        outcome: For ``done``, the outcome to record.
-    """
-
-    state: str
-    note: str = ""
-    outcome: ToolOutcome | None = None
 
 
 class CheckedWorkspace(Protocol):

@@ -1,0 +1,111 @@
+"""An MCP server's tools in taskctx's default graph, through ``langchain-mcp-adapters``.
+
+The server (``tests/mcp_kv_server.py``, FastMCP) runs over stdio, started and stopped by the
+adapter's stdio client: ``read_log`` is read-only, ``kv_set`` has side effects (its
+``readOnlyHint: False`` annotation says so) and appends a line to a file per run. Async: one
+session for the whole run (``load_mcp_tools(session)``, ``graph.ainvoke``). Sync: the tools of
+``MultiServerMCPClient.get_tools()`` (a session per call) under ``graph.invoke``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_mcp_adapters.client import MultiServerMCPClient
+from langchain_mcp_adapters.tools import load_mcp_tools
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from context import Permissions, SqliteStores
+from graphs import build_orchestrator, new_task
+from graphs.checkpoint import checkpoint_serde
+from graphs.runner import thread_config
+from nodes import from_langchain_tools
+from nodes.testing import ScriptedChatModel, complete, plan, review, tool_call
+
+SERVER = Path(__file__).resolve().parents[1] / "mcp_kv_server.py"
+
+
+def _client(store: Path) -> MultiServerMCPClient:
+    return MultiServerMCPClient(
+        {"kv": {"command": sys.executable, "args": [str(SERVER), str(store)], "transport": "stdio"}}
+    )
+
+
+def _graph(tmp_path: Path, tools: list[Any]) -> tuple[Any, SqliteStores]:
+    script = {
+        "planner": [plan("Read the log, then set the flag")],
+        "executor": [
+            tool_call("read_log", {"service": "api", "lines": 2}, id="r1"),
+            tool_call("kv_set", {"key": "maintenance", "value": "on"}, id="k1"),
+            complete("flag set"),
+        ],
+        "reviewer": [review("approve")],
+    }
+    stores = SqliteStores(tmp_path / "t.sqlite")
+    g = build_orchestrator(
+        ScriptedChatModel(script=script),
+        tools=tools,
+        checkpointer=InMemorySaver(serde=checkpoint_serde()),
+        stores=stores,
+    )
+    return g, stores
+
+
+def _task(tid: str) -> Any:
+    return new_task("Set maintenance on.", tid, permissions=Permissions(requires_approval=["kv_set"]))
+
+
+def _check(stores: SqliteStores, tid: str, store: Path) -> None:
+    events = stores.events.read(tid)
+    called = {e.payload["call_id"]: e.payload["has_side_effects"] for e in events if e.kind == "tool.called"}
+    assert called == {"r1": False, "k1": True}  # from the server's readOnlyHint annotations
+    assert [e.kind for e in events if e.kind.startswith("permission.")] == [
+        "permission.requested",
+        "permission.granted",
+    ]
+    results = {e.payload["call_id"]: e.payload for e in events if e.kind == "tool.result.received"}
+    assert results["r1"]["result_summary"] == "api line 1: upstream timed out\napi line 2: upstream timed out"
+    assert (results["k1"]["status"], results["k1"]["result_summary"]) == ("ok", "set maintenance=on")
+    assert store.read_text() == "maintenance=on\n"  # ran exactly once
+    assert events[-1].kind == "task.completed" and events[-1].payload["status"] == "completed"
+
+
+@pytest.mark.slow
+def test_mcp_tools_in_an_async_run_on_one_session(tmp_path: Path) -> None:
+    store = tmp_path / "store.txt"
+
+    async def main() -> tuple[Any, SqliteStores]:
+        async with _client(store).session("kv") as session:  # starts the server; stops it on exit
+            tools = await load_mcp_tools(session)
+            g, stores = _graph(tmp_path, tools)
+            cfg = thread_config("am")
+            first = await g.ainvoke(_task("am"), cfg, durability="sync")
+            (ask,) = first["__interrupt__"]
+            assert ask.value["tool"] == "kv_set" and not store.exists()  # asked before it ran
+            await g.ainvoke(Command(resume={"action": "approve"}), cfg, durability="sync")
+            return ask, stores
+
+    ask, stores = asyncio.run(main())
+    assert ask.value["arguments"] == {"key": "maintenance", "value": "on"}
+    _check(stores, "am", store)
+
+
+@pytest.mark.slow
+def test_mcp_tools_in_a_sync_run_and_their_errors(tmp_path: Path) -> None:
+    store = tmp_path / "store.txt"
+    tools = asyncio.run(_client(store).get_tools())  # each call then opens a session of its own
+    g, stores = _graph(tmp_path, tools)
+    cfg = thread_config("sm")
+    first = g.invoke(_task("sm"), cfg, durability="sync")
+    assert first["__interrupt__"][0].value["tool"] == "kv_set"
+    g.invoke(Command(resume={"action": "approve"}), cfg, durability="sync")
+    _check(stores, "sm", store)
+    # the server's error (the tool raised): an error result, the server's message kept
+    out = from_langchain_tools(tools).execute("k2", "kv_set", {"key": "", "value": "x"})
+    assert (out.status, out.output) == ("error", "Error executing tool kv_set: the key must not be empty")
+    assert store.read_text() == "maintenance=on\n"
