@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from context.compression import ResultKind
+from context.held_secrets import MissingSecretError, reveal_secrets
 
 __all__ = [
     "CONTROL_TOOLS",
@@ -248,7 +249,10 @@ def scoped_execute(tools: Any, call_id: str, tool: str, args: dict[str, Any], sc
 
     In an async run (:func:`run_off_loop`) an executor's ``aexecute`` is awaited on the run's
     event loop instead, this thread waiting for it. A tool that raises is an ``error`` outcome
-    naming the exception, never a crashed graph.
+    naming the exception, never a crashed graph. The placeholders of the task's secrets in
+    ``args`` are replaced by their values here, for the executor only
+    (:func:`context.held_secrets.reveal_secrets`); one the run does not hold is an ``error``
+    outcome naming it.
 
     Args:
         tools: A tool executor.
@@ -262,6 +266,10 @@ def scoped_execute(tools: Any, call_id: str, tool: str, args: dict[str, Any], sc
     """
     loop, aexecute = _LOOP.get(), getattr(tools, "aexecute", None)
     run = tools.execute if loop is None or aexecute is None else aexecute
+    try:  # the secrets' values go in here only: what the call returns is sealed again by the store
+        args = reveal_secrets(args)
+    except MissingSecretError as exc:
+        return ToolOutcome("error", f"error: {exc}")
     try:
         out = run(call_id, tool, args, scopes) if accepts_scopes(tools) else run(call_id, tool, args)
         if run is aexecute and loop is not None:
