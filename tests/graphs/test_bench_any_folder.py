@@ -7,6 +7,7 @@ does not, and the folder lacks ``openhands-ponyc-4588``, the run the scale legs 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,21 @@ def test_cli_bench_on_a_folder_of_own_runs(folder: Path, tmp_path: Path, needed:
     ]
     md = (out / "results.md").read_text(encoding="utf-8")
     assert f"| {FITS} | 11 |" in md and "## Runs that do not fit --budget 2,850" in md
+
+
+def test_a_request_with_a_password_is_retained_with_its_placeholder(folder: Path, tmp_path: Path) -> None:
+    """Retention counts the request verbatim with its secret as the placeholder; no prompt holds the value."""
+    lines = (folder / f"{FITS}.jsonl").read_text(encoding="utf-8").splitlines()
+    head = json.loads(lines[0])
+    head["task"] += "\nThe staging admin password: Tr0ub4dor&3-horse"
+    (tmp_path / f"{FITS}.jsonl").write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n", encoding="utf-8")
+    traj = load_trajectory(tmp_path / f"{FITS}.jsonl")
+    assert traj.request.endswith("password: Tr0ub4dor&3-horse")
+    r = run_bench(tmp_path, 8_000, synthetic_events=0, checkpoint_events=())
+    tc = r.stats(FITS, "taskctx")
+    assert tc.retention == 1.0 and tc.calls == 11
+    run = run_taskctx(traj, 8_000)
+    assert run.request == traj.request.replace("Tr0ub4dor&3-horse", "{{secret:CREDENTIAL}}")
+    prompts = [c.text for c in run.calls + run.other_calls]
+    assert all(run.request in p for p in prompts) and not any("Tr0ub4dor" in p for p in prompts)
+    run.stores.close()
