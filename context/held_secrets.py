@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,6 +34,7 @@ __all__ = [
     "reveal_secrets",
     "seal_secrets",
     "secret_note",
+    "task_secrets",
 ]
 
 #: How a secret is shown wherever it would be stored or shown.
@@ -219,26 +220,29 @@ def seal_secrets(text: str) -> tuple[str, int]:
     return pat.sub(repl, text), count
 
 
-def reveal_secrets(obj: Any) -> Any:
+def reveal_secrets(obj: Any, names: Collection[str] | None = None) -> Any:
     """A tool's arguments with every placeholder replaced by the held value: at execution time only.
 
     Args:
         obj: Dicts, lists, strings, numbers (dict keys are left as they are).
+        names: The secrets the task uses (:func:`task_secrets`): another run's held secret is
+            not this task's to use (None: every held one).
 
     Returns:
         ``obj`` with the values in place of their placeholders.
 
     Raises:
-        MissingSecretError: A placeholder names a secret this run does not hold.
+        MissingSecretError: A placeholder names a secret this run does not hold, or one not in
+            ``names``.
     """
     if isinstance(obj, str):
         if "{{secret:" not in obj:
             return obj
 
         def repl(m: re.Match[str]) -> str:
-            value = _held.get(m.group(1))
+            value = _held.get(m.group(1)) if names is None or m.group(1) in names else None
             if value is None:
-                known = ", ".join(sorted(_held)) or "none"
+                known = ", ".join(sorted(_held if names is None else set(names) & set(_held))) or "none"
                 raise MissingSecretError(
                     f"the arguments name the secret {m.group(1)}, which this task was not given (its secrets: "
                     f"{known}); use one of those placeholders, or give the task the secret (--secret {m.group(1)})"
@@ -247,10 +251,24 @@ def reveal_secrets(obj: Any) -> Any:
 
         return _PLACEHOLDER.sub(repl, obj)
     if isinstance(obj, dict):
-        return {k: reveal_secrets(v) for k, v in obj.items()}
+        return {k: reveal_secrets(v, names) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return type(obj)(reveal_secrets(v) for v in obj)
+        return type(obj)(reveal_secrets(v, names) for v in obj)
     return obj
+
+
+def task_secrets(request: str, constraints: Iterable[str] = (), criteria: Iterable[str] = ()) -> list[str]:
+    """The secrets a task uses: the placeholders of its request, constraints and criteria.
+
+    Args:
+        request: The task's request, as recorded.
+        constraints: Its hard constraints.
+        criteria: Its success criteria.
+
+    Returns:
+        The names, in first-seen order.
+    """
+    return placeholder_names("\n".join([request, *constraints, *criteria]))
 
 
 def secret_note(name: str) -> str:

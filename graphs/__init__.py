@@ -13,7 +13,6 @@ from context.lazy import lazy_exports
 if TYPE_CHECKING:
     # the project and its jobs
     from context import TaskContext
-    from context.held_secrets import MissingSecretError
 
     # wiring a graph of your own
     from nodes import (
@@ -45,7 +44,6 @@ __getattr__ = lazy_exports(
         "thread_config": ".runner",
         "TaskView": ".inspection",
         "TaskContext": "context",
-        "MissingSecretError": "context.held_secrets",
         "new_task": ".orchestrator",
         # the default graph, and checking a graph of your own
         "build_orchestrator": ".orchestrator",
@@ -73,7 +71,6 @@ __getattr__ = lazy_exports(
 
 __all__ = [
     "GraphWiringError",
-    "MissingSecretError",
     "NodeEnv",
     "Project",
     "RunResult",

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from context import InvalidInputError, TaskContext
-from context.held_secrets import MissingSecretError, placeholder_names
+from context.held_secrets import MissingSecretError, task_secrets
 
 __all__ = ["parse_secret_options", "read_secret_file", "secrets_to_resume", "task_secret_names"]
 
@@ -84,7 +84,7 @@ def task_secret_names(ctx: TaskContext) -> list[str]:
         The names, in first-seen order.
     """
     ident = ctx.identity
-    return placeholder_names("\n".join([ident.original_request, *ident.constraints, *ident.success_criteria]))
+    return task_secrets(ident.original_request, ident.constraints, ident.success_criteria)
 
 
 def secrets_to_resume(

@@ -12,6 +12,7 @@ from context.held_secrets import (
     reveal_secrets,
     seal_secrets,
     secret_note,
+    task_secrets,
 )
 from context.secrets import mask_secrets, mask_stream, masked_bytes, masked_events, safe_cut, take_secrets
 
@@ -88,6 +89,14 @@ def test_reveal_for_the_tool_only_and_a_missing_name_is_named() -> None:
     )
     with pytest.raises(MissingSecretError):
         reveal_secrets(args)  # not held any more
+    # another run's held secret is not this task's to use
+    with hold_secrets({"CREDENTIAL": PW, "OTHER_RUNS": "theirs-1234"}):
+        assert reveal_secrets(args, ["CREDENTIAL"])["argv"][2] == PW
+        with pytest.raises(
+            MissingSecretError, match=r"secret OTHER_RUNS, which this task was not given \(its secrets: CREDENTIAL\)"
+        ):
+            reveal_secrets("{{secret:OTHER_RUNS}}", ["CREDENTIAL"])
+    assert task_secrets("a {{secret:A}}", ["b {{secret:B}} {{secret:A}}"], ["{{secret:C}}"]) == ["A", "B", "C"]
 
 
 def test_holding_refuses_bad_names_short_values_and_a_clash() -> None:

@@ -37,7 +37,7 @@ REQUEST = f"Log in to the staging app as admin. Password: {PASSWORD} then unlock
 CHILD = textwrap.dedent(
     """
     import os, signal, sys
-    import graphs, nodes
+    import context, graphs, nodes
     from langchain_core.tracers.langchain import wait_for_all_tracers
     from nodes.testing import complete, plan, review, tool_call
 
@@ -81,7 +81,7 @@ CHILD = textwrap.dedent(
         else:
             result = project.run(graph, os.environ["REQUEST"], task_id=task_id)
         print(result.state.control.status)
-    except graphs.MissingSecretError as exc:
+    except context.MissingSecretError as exc:
         print(f"refused: {exc}")
         sys.exit(2)
     finally:

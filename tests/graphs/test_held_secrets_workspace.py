@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from context import InvalidInputError
-from graphs import MissingSecretError, open_project
+from context import InvalidInputError, MissingSecretError
+from graphs import open_project
 from graphs.task_secrets import parse_secret_options, read_secret_file
 from nodes import ScriptedChatModel, WorkspaceTools
 from nodes.testing import complete, plan, review, tool_call
