@@ -97,3 +97,29 @@ def test_secret_options_from_the_environment_or_a_file(tmp_path: Path) -> None:
         parse_secret_options(["API_KEY=k-123456"], {})
     with pytest.raises(InvalidInputError, match=f"secret file {tmp_path / 'none'} cannot be read"):
         parse_secret_options([f"PIN=@{tmp_path / 'none'}"], {})
+
+
+def test_the_live_stream_of_a_command_shows_the_placeholder(tmp_path: Path) -> None:
+    from context.held_secrets import hold_secrets
+    from graphs import new_task, thread_config
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    model = ScriptedChatModel(
+        script={
+            "planner": [plan("Echo it")],
+            "executor": [
+                tool_call("run_command", {"argv": ["echo", "{{secret:CREDENTIAL}}"]}, id="c1"),
+                complete("ok"),
+            ],
+            "reviewer": [review("approve", "echoed")],
+        }
+    )
+    with open_project(tmp_path / "db.sqlite") as project:
+        graph = project.graph(model, tools=WorkspaceTools(ws, receipts_dir=tmp_path / "r"), memory=False)
+        with hold_secrets({"CREDENTIAL": PW}):
+            task = new_task("Echo {{secret:CREDENTIAL}} once.", "s1")
+            chunks = list(graph.stream(task, thread_config("s1"), stream_mode="custom"))
+    lines = [c["line"] for c in chunks if c["kind"] == "tool.output"]
+    assert lines == ["{{secret:CREDENTIAL}}\n"]
+    assert PW not in repr(chunks)
