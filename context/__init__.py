@@ -39,6 +39,7 @@ from .errors import (
 )
 from .event_summary import summarize_event
 from .events import PAYLOAD_MODELS, Event, EventKind, new_event, utc_now
+from .held_secrets import MissingSecretError
 from .history import all_errors, all_plan_steps, all_reports
 from .literals import AGENT_CLAIM
 from .models import (
@@ -119,6 +120,7 @@ __all__ = [
     "Manifest",
     "ManifestEntry",
     "Memory",
+    "MissingSecretError",
     "ModelCall",
     "ModelCallError",
     "ModelConfigError",

@@ -9,7 +9,7 @@ and :data:`SECRET_PATTERNS`); masking keeps the number of lines and never masks 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,15 @@ from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from .events import Event
+from .held_secrets import (
+    MIN_SECRET_CHARS,
+    check_secret,
+    held_spans,
+    hold_secrets,
+    in_placeholder,
+    placeholder,
+    seal_secrets,
+)
 from .text import to_bytes
 
 __all__ = [
@@ -53,6 +62,8 @@ __all__ = [
     "masked_tree",
     "safe_cut",
     "secret_spans",
+    "secret_values",
+    "take_secrets",
 ]
 
 MASK_FORMAT = "[REDACTED:{kind}]"
@@ -276,8 +287,10 @@ def _pem_lines(m: re.Match[str]) -> str:
 def mask_secrets(text: str) -> Masked:
     """Replace every secret-looking value of a text by ``[REDACTED:<kind>]``.
 
-    Private key blocks first (each line of the block masked, so the line count is kept), then
-    :data:`SECRET_PATTERNS`, then the :data:`DETECT_SECRETS_PLUGINS` patterns.
+    The values of the secrets a run holds first (:mod:`context.held_secrets`: each by its
+    placeholder ``{{secret:NAME}}``, kind ``held``), then private key blocks (each line of the block
+    masked, so the line count is kept), then :data:`SECRET_PATTERNS`, then the
+    :data:`DETECT_SECRETS_PLUGINS` patterns; a placeholder is never masked.
 
     Args:
         text: Any text.
@@ -285,13 +298,40 @@ def mask_secrets(text: str) -> Masked:
     Returns:
         The masked text, the number of values masked and their kinds.
     """
+    return _mask(text, None, seal=True)
+
+
+def secret_values(text: str) -> list[tuple[str, str]]:
+    """The secret values the detector finds in a text (what :func:`mask_secrets` would mask).
+
+    The values of held secrets are not sealed first: this is how a request's own secrets are found
+    (:func:`context.held_secrets.take_secrets`).
+
+    Args:
+        text: Any text.
+
+    Returns:
+        ``(kind, value)`` of each value masked, in the order masked (a private key block whole).
+    """
+    found: list[tuple[str, str]] = []
+    _mask(text, found, seal=False)
+    return found
+
+
+def _mask(text: str, found: list[tuple[str, str]] | None, *, seal: bool) -> Masked:
+    """:func:`mask_secrets`, recording each value masked in ``found`` (when given)."""
     kinds: list[str] = []
     count = 0
+    if seal:
+        text, count = seal_secrets(text)
+        kinds += ["held"] if count else []
 
     def pem(m: re.Match[str]) -> str:
         nonlocal count
         count += 1
         kinds.append("private_key")
+        if found is not None:
+            found.append(("private_key", m.group(0)))
         return _pem_lines(m)
 
     out = _PEM.sub(pem, text)
@@ -310,8 +350,12 @@ def mask_secrets(text: str) -> Masked:
             value = m.group(group)
             if value.startswith("[REDACTED:") or (kind == "credential" and value.isdigit()):
                 return m.group(0)
+            if in_placeholder(m.string, m.start(group), m.end(group)):
+                return m.group(0)
             count += 1
             kinds.append(kind)
+            if found is not None:
+                found.append((kind, value))
             mask = MASK_FORMAT.format(kind=kind)
             if group == 0:
                 return mask
@@ -333,10 +377,10 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
         text: Any text.
 
     Returns:
-        ``(start, end)`` character offsets of every whole match of :func:`mask_secrets`'s patterns
-        (a name and its value together), sorted; they may overlap.
+        ``(start, end)`` character offsets of every held value and every whole match of
+        :func:`mask_secrets`'s patterns (a name and its value together), sorted; they may overlap.
     """
-    spans = [m.span() for m in _PEM.finditer(text)]
+    spans = [*held_spans(text), *(m.span() for m in _PEM.finditer(text))]
     hinted: dict[re.Pattern[str], list[tuple[int, int]]] = {}
     for _, pat, _, hint, screen in _ALL:
         if hint is not None:
@@ -492,3 +536,47 @@ def masked_bytes(data: bytes | str) -> bytes:
         return data if not m.count else m.text.encode("utf-8", errors)
     pieces = (text[i : i + MASK_CHUNK] for i in range(0, len(text), MASK_CHUNK))
     return "".join(mask_stream(pieces)).encode("utf-8", errors)
+
+
+def _generated_name(kind: str, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9_]", "_", kind).upper() or "SECRET"
+    name, i = base, 1
+    while name in taken:
+        i += 1
+        name = f"{base}_{i}"
+    return name
+
+
+def take_secrets(request: str, given: Mapping[str, str] | None = None) -> tuple[str, dict[str, str]]:
+    """The request with its secrets as placeholders, and every secret of the task by name.
+
+    The given secrets' values are sealed first; then each value the detector of
+    :mod:`context.secrets` finds in the request gets a name of its kind (``CREDENTIAL``, then
+    ``CREDENTIAL_2``...; the same value twice, one name), stable for the same request.
+
+    Args:
+        request: The user's request, verbatim.
+        given: Name -> value of the secrets given for the task.
+
+    Returns:
+        ``(sealed request, name -> value)``: the given secrets and those found in the request.
+
+    Raises:
+        InvalidInputError: A given name is not valid or a value is too short.
+    """
+    secrets = dict(given or {})
+    for name, value in secrets.items():
+        check_secret(name, value)
+    with hold_secrets(secrets):
+        text, _ = seal_secrets(request)
+    by_value = {v: k for k, v in secrets.items()}
+    found: dict[str, str] = {}
+    for kind, value in secret_values(text):
+        if value in by_value or in_placeholder(value, 0, len(value)) or len(value) < MIN_SECRET_CHARS:
+            continue
+        name = _generated_name(kind, set(secrets) | set(found))
+        found[name] = value
+        by_value[value] = name
+    for name, value in sorted(found.items(), key=lambda kv: -len(kv[1])):
+        text = text.replace(value, placeholder(name))
+    return text, {**secrets, **found}

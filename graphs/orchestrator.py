@@ -79,8 +79,9 @@ def new_task(
     Hard constraints: first the caller's, verbatim, then the prohibitions found in the request's
     wording (:func:`context.extract_constraints`) that the caller did not give. Secret-shaped
     values in the request, constraints and criteria are masked here, before the first
-    checkpoint, as the stores mask what they write (a secret the agent needs belongs in the
-    workspace's environment, not in the request).
+    checkpoint, as the stores mask what they write; the values of the secrets a run holds
+    (:mod:`context.held_secrets`) become their placeholders. A secret the agent needs is given
+    to :meth:`graphs.Project.run` (``secrets=``, or found in its request), which holds it.
 
     Args:
         request: What the agent should do, verbatim.

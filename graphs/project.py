@@ -7,7 +7,6 @@ shows it (:meth:`Project.inspect`). The ``taskctx`` commands are built on these.
 
 from __future__ import annotations
 
-import importlib
 import sqlite3
 import uuid
 from collections.abc import Callable, Sequence
@@ -28,7 +27,9 @@ from context import (
     find_task,
     list_tasks,
 )
+from context.held_secrets import hold_secrets, secret_note
 from context.pg_store import PgStores, is_postgres_url
+from context.secrets import take_secrets
 from nodes.runtime import DEFAULT_BUDGET
 
 from .costs import Prices, priced_calls
@@ -37,7 +38,8 @@ from .inspection import TaskView, inspect_task
 from .orchestrator import build_orchestrator, new_task
 from .project_errors import NoCheckpointError, UnregisteredTaskError
 from .runner import ResumePoint, RunResult, Stores, export_run, run_with_approvals, thread_config
-from .task_kinds import replay_task_graph, run_task_graph
+from .task_kinds import TASK_KINDS, builder_of, register_task_kind, replay_task_graph, run_task_graph
+from .task_secrets import secrets_to_resume
 
 if TYPE_CHECKING:  # (LangGraph's types: the graph runtime is imported when a graph is built, not by `inspect`)
     from langchain_core.language_models import BaseChatModel
@@ -67,31 +69,6 @@ DEFAULT_OUT = Path(".taskctx/runs")
 #: An approval answerer: the request in, ``{"action": "approve" | "edit" | "reject" | "respond",
 #: ...}`` out, or None to leave it pending.
 Answer = Callable[[dict[str, Any]], "dict[str, Any] | None"]
-#: Builds the graph of a registered task: ``(project, task_id, spec) -> graph``.
-KindBuilder = Callable[["Project", str, dict[str, Any]], Any]
-#: The task kinds :meth:`Project.task_graph` can rebuild, by the registry row's ``kind``: a
-#: builder, or the ``"module:name"`` of one (imported when a task of that kind is rebuilt).
-TASK_KINDS: dict[str, KindBuilder | str] = {}
-
-
-def register_task_kind(kind: str, builder: KindBuilder | str) -> None:
-    """Teach :meth:`Project.task_graph` to rebuild the graph of tasks whose registry row has ``kind``.
-
-    Args:
-        kind: The registry row's ``kind`` (built in: ``"replay"``, ``"run"``; ``graphs.demo``
-            registers ``"demo"`` when imported, the CLI names it on start-up).
-        builder: ``(project, task_id, spec) -> graph``, or its ``"module:name"``.
-    """
-    TASK_KINDS[kind] = builder
-
-
-def _builder(kind: str) -> KindBuilder | None:
-    """The builder registered for ``kind`` (a ``"module:name"`` is imported now), or None."""
-    builder = TASK_KINDS.get(kind)
-    if isinstance(builder, str):
-        module, name = builder.split(":")
-        builder = getattr(importlib.import_module(module), name)
-    return builder
 
 
 def _pending(request: dict[str, Any]) -> None:
@@ -122,6 +99,7 @@ class Project:
             NotTaskctxDatabaseError: ``readonly`` and the database holds no taskctx tables.
         """
         self.path = path
+        self.secrets: dict[str, str] = {}  # given to every task this project starts (open_project)
         self.url: str | None = None
         self.conn: sqlite3.Connection | None = None
         #: The Postgres connection pool the checkpointer and memory store share (None on SQLite).
@@ -270,7 +248,7 @@ class Project:
             spec = {k: v for k, v in spec.items() if k != "stopped"}
             self.stores.tasks.register(task_id, spec)
         kind = spec.get("kind")
-        builder = _builder(str(kind))
+        builder = builder_of(str(kind))
         if builder is None:
             known = "; a demo task needs graphs.demo imported" if kind == "demo" else ""
             raise InvalidInputError(f"task {task_id!r} has an unknown kind {kind!r} in {self.path}{known}")
@@ -289,8 +267,13 @@ class Project:
         on_event: Callable[[Any], None] | None = None,
         on_request: Callable[[dict[str, Any]], None] | None = None,
         prune: bool = False,
+        secrets: dict[str, str] | None = None,
     ) -> RunResult:
         """Start a new task on ``graph`` and run it until it ends, pauses or stops.
+
+        Secrets (given, and those the detector finds in a request) are held for the run only and
+        shown everywhere as ``{{secret:NAME}}`` (:mod:`context.held_secrets`); the tools get the
+        values.
 
         Args:
             graph: The task's graph (:meth:`graph`, or your own on this project's stores).
@@ -304,35 +287,44 @@ class Project:
             on_event: Called with every event recorded during the run.
             on_request: Called with each approval request before it is answered.
             prune: Keep only the thread's latest checkpoint.
+            secrets: Name -> value of secrets for the task (with the project's, :func:`open_project`).
 
         Returns:
             How the run ended.
 
         Raises:
-            InvalidInputError: The task already exists, or ``task_id`` contradicts the state's.
+            InvalidInputError: The task already exists, ``task_id`` contradicts the state's, or a
+                secret is not valid (:class:`MissingSecretError`: a state's placeholder has no value).
             LeaseHeldError: Another live process runs a task of this id (:mod:`context.lease`).
         """
+        given = {**self.secrets, **(secrets or {})}
         if isinstance(request_or_task, TaskContext):
-            task = request_or_task
+            task, held = request_or_task, secrets_to_resume(request_or_task, given, {})
             if task_id is not None and task_id != task.identity.task_id:
                 raise InvalidInputError(f"task_id {task_id!r} differs from the state's {task.identity.task_id!r}")
         else:
-            tid = task_id if task_id is not None else f"task-{uuid.uuid4().hex[:8]}"
-            task = new_task(request_or_task, tid, constraints=constraints, permissions=permissions)
-        tid = task.identity.task_id
-        if self.stores.events.last_seq(tid):
-            raise InvalidInputError(f"task {tid!r} already exists in {self.path}; resume it or pick another task id")
-        return run_with_approvals(
-            graph,
-            self.stores,
-            tid,
-            task,
-            answer=approvals or _pending,
-            stop_after=max_steps,
-            on_event=on_event,
-            on_request=on_request,
-            prune=prune,
-        )
+            request, held = take_secrets(request_or_task, given)
+        with hold_secrets(held):  # the values are sealed in everything stored, from the first event on
+            if not isinstance(request_or_task, TaskContext):
+                tid = task_id if task_id is not None else f"task-{uuid.uuid4().hex[:8]}"
+                notes = [secret_note(n) for n in held]
+                task = new_task(request, tid, constraints=[*(constraints or []), *notes], permissions=permissions)
+            tid = task.identity.task_id
+            if self.stores.events.last_seq(tid):
+                raise InvalidInputError(
+                    f"task {tid!r} already exists in {self.path}; resume it or pick another task id"
+                )
+            return run_with_approvals(
+                graph,
+                self.stores,
+                tid,
+                task,
+                answer=approvals or _pending,
+                stop_after=max_steps,
+                on_event=on_event,
+                on_request=on_request,
+                prune=prune,
+            )
 
     def resume(
         self,
@@ -347,6 +339,7 @@ class Project:
         on_event: Callable[[Any], None] | None = None,
         on_request: Callable[[dict[str, Any]], None] | None = None,
         prune: bool = False,
+        secrets: dict[str, str] | None = None,
     ) -> RunResult:
         """Continue a task from its latest checkpoint (never redoing a finished step).
 
@@ -364,11 +357,14 @@ class Project:
             on_event: Called with every event recorded during the run.
             on_request: Called with each approval request before it is answered.
             prune: Keep only the thread's latest checkpoint.
+            secrets: Name -> value of the task's secrets (with the project's); one not given is
+                taken from the environment variable of its name.
 
         Returns:
             How the run ended.
 
         Raises:
+            MissingSecretError: A secret the task uses has no value (nothing ran).
             DamagedStoreError: The stored data fails its checks (:class:`NoCheckpointError`:
                 events but no checkpoint).
             UnknownTaskError: The task is unknown, or registered but never started.
@@ -376,7 +372,7 @@ class Project:
         """
         with self.stores.leases.hold(task_id):  # before the checks: a live writer's log is not read as a crash
             return self._resume(
-                task_id, graph, max_steps, approvals, budget, timeout, on_resume, on_event, on_request, prune
+                task_id, graph, max_steps, approvals, budget, timeout, on_resume, on_event, on_request, prune, secrets
             )
 
     def _resume(
@@ -391,6 +387,7 @@ class Project:
         on_event: Callable[[Any], None] | None,
         on_request: Callable[[dict[str, Any]], None] | None,
         prune: bool,
+        secrets: dict[str, str] | None = None,
     ) -> RunResult:
         """:meth:`resume` with the task's lease held."""
         checked = ensure_sound(self.stores, self.checkpointer, task_id, full=False)
@@ -415,21 +412,23 @@ class Project:
         if not snap.next and not snap.tasks and state.control.status in ("completed", "failed"):
             return self._finished(task_id, checked.state)
         done = state.progress.executor_steps
+        held = secrets_to_resume(state, {**self.secrets, **(secrets or {})})  # before anything runs
         if on_resume is not None:
             on_resume(ResumePoint(snap.config["configurable"].get("checkpoint_id"), done, tuple(snap.next)))
-        return run_with_approvals(
-            g,
-            self.stores,
-            task_id,
-            None,
-            answer=approvals or _pending,
-            stop_after=done + max_steps if max_steps else None,
-            resume=True,
-            on_event=on_event,
-            on_request=on_request,
-            prune=prune,
-            checked=checked,
-        )
+        with hold_secrets(held):
+            return run_with_approvals(
+                g,
+                self.stores,
+                task_id,
+                None,
+                answer=approvals or _pending,
+                stop_after=done + max_steps if max_steps else None,
+                resume=True,
+                on_event=on_event,
+                on_request=on_request,
+                prune=prune,
+                checked=checked,
+            )
 
     def _finished(self, task_id: str, state: TaskContext | None) -> RunResult:
         """The result of a resume that found the task finished (nothing ran)."""
@@ -550,7 +549,11 @@ def db_exists(db: str | Path) -> bool:
 
 
 def open_project(
-    db: str | Path = DEFAULT_DB, *, readonly: bool = False, memory_index: dict[str, Any] | None = None
+    db: str | Path = DEFAULT_DB,
+    *,
+    readonly: bool = False,
+    memory_index: dict[str, Any] | None = None,
+    secrets: dict[str, str] | None = None,
 ) -> Project:
     """Open the project database at ``db``, creating it and its folder if needed.
 
@@ -561,6 +564,8 @@ def open_project(
         memory_index: LangGraph's index config for the long-term memory store (``{"dims": N,
             "embed": <embedding function or Embeddings>}``): memories are then found by semantic
             search; None: lexically (nothing downloaded).
+        secrets: Name -> value of secrets given to every task the project runs, and taken by its
+            resumes (held in memory only, :meth:`Project.run`).
 
     Returns:
         The open project (close it, or use it as a context manager).
@@ -569,7 +574,13 @@ def open_project(
         StoreOpenError: The database cannot be opened (named; a URL without its password).
         NotTaskctxDatabaseError: ``readonly`` and the database holds no taskctx tables.
     """
-    path = str(db)
+    project = _open(str(db), readonly, memory_index)
+    project.secrets = dict(secrets or {})
+    return project
+
+
+def _open(path: str, readonly: bool, memory_index: dict[str, Any] | None) -> Project:
+    """:func:`open_project` without its secrets."""
     if is_postgres_url(path) or readonly:
         return Project(path, readonly=readonly, memory_index=memory_index)
     if path != ":memory:":

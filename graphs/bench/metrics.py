@@ -174,8 +174,9 @@ def taskctx_stats(run: TaskctxRun, budget: int, constraints: list[str]) -> tuple
     """
     t = run.trajectory
     # cached prefix as the graph logged it (previous call of the same role)
-    ex = _logged_stats(t.id, "taskctx", run.calls, budget, t.request, constraints)
-    allr = _logged_stats(t.id, "taskctx (all roles)", run.calls + run.other_calls, budget, t.request, constraints)
+    request = run.request or t.request  # verbatim, its secrets as their placeholders
+    ex = _logged_stats(t.id, "taskctx", run.calls, budget, request, constraints)
+    allr = _logged_stats(t.id, "taskctx (all roles)", run.calls + run.other_calls, budget, request, constraints)
     # floor: core layer + working state + last 3 steps (thought, action, compressed obs + ref;
     # an observation shown whole needs no ref)
     results: dict[str, dict[str, Any]] = {}

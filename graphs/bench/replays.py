@@ -45,6 +45,11 @@ class BenchResult:
     bound: dict[str, Stats] = field(default_factory=dict)
     #: the stress set (:mod:`.stress`), when run (``stress=True``)
     stress: list[StressRow] = field(default_factory=list)
+    #: trajectory -> the smallest budget (tokens) its refused call needs: the runs that do not fit
+    #: ``budget`` (not measured; not in ``trajectories``)
+    too_large: dict[str, int] = field(default_factory=dict)
+    #: trajectory -> its executor steps, for the runs of ``too_large``
+    too_large_steps: dict[str, int] = field(default_factory=dict)
 
     @property
     def strategies(self) -> list[str]:
@@ -68,7 +73,13 @@ def _run_taskctx(t: Trajectory, budget: int) -> TaskctxRun:
     try:
         return run_taskctx(t, budget)
     except BudgetError as exc:
-        raise BudgetError(f"trajectory {t.id} ({len(t.steps)} steps) does not fit --budget {budget}: {exc}") from exc
+        raise BudgetError(
+            f"trajectory {t.id} ({len(t.steps)} steps) does not fit --budget {budget}: {exc}",
+            role=exc.role,
+            required=exc.required,
+            reserve=exc.reserve,
+            budget=budget,
+        ) from exc
 
 
 def _load(d: Path, only: list[str] | None, limit: int | None) -> list[Trajectory]:
@@ -112,9 +123,20 @@ class _Replays:
     times: list[float] = field(default_factory=list)
     same: int = 0
     events: int = 0
+    #: trajectory -> the budget it needs: the runs taskctx refused (measured by no strategy)
+    too_large: dict[str, int] = field(default_factory=dict)
 
-    def add(self, t: Trajectory) -> None:
-        """Run ``t`` through the baselines and taskctx and add what they measure."""
+    def add(self, t: Trajectory) -> bool:
+        """Run ``t`` through taskctx and the baselines and add what they measure.
+
+        Returns:
+            False when ``t`` does not fit the budget (recorded in :attr:`too_large`, nothing measured).
+        """
+        try:
+            run = _run_taskctx(t, self.budget)
+        except BudgetError as exc:
+            self.too_large[t.id] = exc.minimum
+            return False
         constraints = extract_constraints(t.request)
         tools = ReplayTools(t).schemas()
         self.series[t.id] = {}
@@ -124,7 +146,6 @@ class _Replays:
             self.rows.append(st)
             self.totals[s].add(st)
             self.series[t.id][s] = [c.prompt_tokens for c in calls]
-        run = _run_taskctx(t, self.budget)
         self.finished[t.id] = run.finished
         ex, allr = taskctx_stats(run, self.budget, constraints)
         self.rows.append(ex)
@@ -141,6 +162,7 @@ class _Replays:
         self.same += same
         self.events += len(run.events)
         run.stores.close()
+        return True
 
 
 def _synthetic(
@@ -199,13 +221,16 @@ def run_bench(
 
     Raises:
         FileNotFoundError: ``dir`` does not exist or holds no trajectory.
-        BudgetError: A trajectory does not fit ``budget``.
+        BudgetError: No trajectory fits ``budget`` (one that does not is a row of
+            :attr:`BenchResult.too_large`, with the budget it needs; the others are measured).
     """
     t_start = time.perf_counter()
-    trajs = _load(Path(dir), only, limit)
+    loaded = _load(Path(dir), only, limit)
     rep = _Replays(budget)
-    for t in trajs:
-        rep.add(t)
+    trajs = [t for t in loaded if rep.add(t)]
+    if not trajs:
+        need = ", ".join(f"{k} needs {v:,}" for k, v in rep.too_large.items())
+        raise BudgetError(f"no trajectory of {dir} fits --budget {budget} ({need}); rerun with a larger --budget")
     label = f"real runs ({len(trajs)} trajectories, {rep.events} events in all)"
     overhead = [timing(label, rep.times, rep.events, rep.same)]
     synthetic, cp, cp_parts = _synthetic(budget, synthetic_events, checkpoint_events)
@@ -225,4 +250,6 @@ def run_bench(
         seconds=round(time.perf_counter() - t_start, 1),
         bound=rep.bound,
         stress=stress_rows,
+        too_large=rep.too_large,
+        too_large_steps={t.id: len(t.steps) for t in loaded if t.id in rep.too_large},
     )

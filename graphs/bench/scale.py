@@ -15,7 +15,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Collection
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -33,6 +34,7 @@ __all__ = [
     "parse_scale",
     "repeat_trajectory",
     "run_scale",
+    "scale_run",
     "scale_markdown",
     "write_scale",
 ]
@@ -111,6 +113,8 @@ class ScaleRow:
     finished_cpu_s: float
     inspect_s: float
     inspect_cpu_s: float
+    #: The id of the recorded run the leg repeats.
+    trajectory: str = SCALE_TRAJECTORY
 
     @property
     def disk_per_step(self) -> float:
@@ -346,28 +350,55 @@ def run_leg(traj: Trajectory, n_steps: int, work: Path, budget: int = 8_000) -> 
     )
 
 
-def run_scale(trajectories: Path, legs: tuple[int, ...], budget: int = 8_000) -> list[ScaleRow]:
-    """Every leg of ``legs`` over ``SCALE_TRAJECTORY``, in a temporary folder removed afterwards.
+def scale_run(trajectories: Path, exclude: Collection[str] = ()) -> Path | None:
+    """The recorded run the scale legs repeat: ``SCALE_TRAJECTORY`` when the folder has it, else its longest.
+
+    Args:
+        trajectories: A folder of recorded runs (``*.jsonl``), or one such file (that file).
+        exclude: Ids of runs not to repeat (those that do not fit the budget).
+
+    Returns:
+        The run's file, or None when the folder holds no run to repeat.
+    """
+    if trajectories.is_file():
+        return trajectories
+    if not trajectories.is_dir():
+        return None
+    named = trajectories / f"{SCALE_TRAJECTORY}.jsonl"
+    if named.is_file() and SCALE_TRAJECTORY not in exclude:
+        return named
+    runs = [(p, load_trajectory(p)) for p in sorted(trajectories.glob("*.jsonl")) if p.is_file()]
+    runs = [(p, t) for p, t in runs if t.id not in exclude and t.steps]
+    return max(runs, key=lambda pt: len(pt[1].steps))[0] if runs else None
+
+
+def run_scale(
+    trajectories: Path, legs: tuple[int, ...], budget: int = 8_000, *, exclude: Collection[str] = ()
+) -> list[ScaleRow]:
+    """Every leg of ``legs`` over the run :func:`scale_run` picks, in a temporary folder removed afterwards.
 
     Args:
         trajectories: The folder of recorded runs, or the one ``.jsonl`` to repeat.
-        legs: Executor step counts.
+        legs: Executor step counts (empty: none run, no run is looked for).
         budget: The token budget.
+        exclude: Ids of runs not to repeat (those that do not fit the budget).
 
     Returns:
-        One row per leg.
+        One row per leg; none when ``legs`` is empty or there is no run to repeat.
 
     Raises:
         RuntimeError: A child process failed.
     """
-    path = trajectories if trajectories.is_file() else trajectories / f"{SCALE_TRAJECTORY}.jsonl"
+    path = scale_run(trajectories, exclude) if legs else None
+    if path is None:
+        return []
     traj = load_trajectory(path)
     rows = []
     with tempfile.TemporaryDirectory(prefix="taskctx-scale-") as tmp:
         for n in legs:
             work = Path(tmp) / str(n)
             work.mkdir()
-            rows.append(run_leg(traj, n, work, budget))
+            rows.append(replace(run_leg(traj, n, work, budget), trajectory=traj.id))
     return rows
 
 
@@ -387,7 +418,7 @@ def scale_markdown(rows: list[ScaleRow]) -> str:
     if not rows:
         return ""
     lines = [
-        f"## Scale: {SCALE_TRAJECTORY} repeated (with its errors), SQLite, checkpoints pruned",
+        f"## Scale: {rows[0].trajectory} repeated (with its errors), SQLite, checkpoints pruned",
         "",
         "| steps | events | disk KB/step | events | artifacts | checkpoints | writes | file MB | state KB "
         "| ms/step | CPU ms/step | overhead ms/step |",

@@ -21,6 +21,8 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 
 from context import Event, SqliteStores, Trajectory
+from context.held_secrets import hold_secrets, secret_note
+from context.secrets import take_secrets
 from context.tokens import counter_for_model
 from nodes import ReplayChatModel, ReplayTools
 from nodes.message_tokens import message_tokens
@@ -293,6 +295,8 @@ class TaskctxRun:
     calls: list[Call]  # executor calls
     other_calls: list[Call]  # planner / reviewer / recovery calls
     finished: bool
+    #: the request as the task holds it: verbatim, its secrets as placeholders (retention's measure)
+    request: str = ""
 
 
 def run_taskctx(t: Trajectory, budget: int) -> TaskctxRun:
@@ -302,9 +306,19 @@ def run_taskctx(t: Trajectory, budget: int) -> TaskctxRun:
         t: The recorded run (``ReplayChatModel`` and ``ReplayTools``).
         budget: The token budget.
 
+    The request's secrets are held for the run, as :meth:`graphs.Project.run` holds them
+    (:func:`context.secrets.take_secrets`).
+
     Returns:
         The run (its stores stay open: close them).
     """
+    request, held = take_secrets(t.request)
+    with hold_secrets(held):
+        return _run_taskctx(t, budget, request, held)
+
+
+def _run_taskctx(t: Trajectory, budget: int, request: str, held: dict[str, str]) -> TaskctxRun:
+    """:func:`run_taskctx` with the request's secrets held."""
     stores = SqliteStores(":memory:")
     g = build_orchestrator(
         ReplayChatModel(trajectory=t),
@@ -313,7 +327,8 @@ def run_taskctx(t: Trajectory, budget: int) -> TaskctxRun:
         budget=budget,
         checkpointer=InMemorySaver(serde=checkpoint_serde()),
     )
-    res = run_graph(g, stores, t.id, new_task(t.request, t.id))
+    task = new_task(request, t.id, constraints=[secret_note(n) for n in held])
+    res = run_graph(g, stores, t.id, task)
     events = stores.events.read(t.id)
     execs: list[Call] = []
     others: list[Call] = []
@@ -337,4 +352,4 @@ def run_taskctx(t: Trajectory, budget: int) -> TaskctxRun:
         else:
             c.index = len(others)
             others.append(c)
-    return TaskctxRun(t, stores, events, execs, others, res.finished)
+    return TaskctxRun(t, stores, events, execs, others, res.finished, task.identity.original_request)

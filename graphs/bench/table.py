@@ -10,7 +10,7 @@ from .split import LARGE_RUN, bound_markdown, short_runs_markdown, split_markdow
 from .strategies import CLEAR_KEEP, MASK_N, STRATEGIES, SUMMARY_CHARS
 from .stress import stress_markdown
 
-__all__ = ["markdown", "targets"]
+__all__ = ["markdown", "targets", "too_large_markdown"]
 
 
 def _pct(x: float | None) -> str:
@@ -170,6 +170,8 @@ def markdown(r: BenchResult) -> str:
     """
     T = r.totals
     lines = [f"# taskctx bench: {len(r.trajectories)} trajectories, budget {r.budget:,} tokens", ""]
+    if r.too_large:
+        lines += [f"{len(r.too_large)} more do not fit the budget and are not measured (see below).", ""]
     lines += [
         "Tokens: o200k_base (tiktoken, offline) over messages + tool schemas. Effective cost = "
         "uncached + 0.1 × cached prefix (prefix in whole messages vs the previous call of the same role). "
@@ -182,6 +184,7 @@ def markdown(r: BenchResult) -> str:
         "calls.",
         "",
     ]
+    lines += too_large_markdown(r)
     lines += ["## Totals", ""]
     lines += _table([T[s] for s in [*STRATEGIES, "taskctx (all roles)"]], T["naive"])
     lines += [
@@ -203,6 +206,30 @@ def markdown(r: BenchResult) -> str:
     return "\n".join(lines)
 
 
+def too_large_markdown(r: BenchResult) -> list[str]:
+    """The table of the runs that do not fit the budget, each with the budget it needs (none: empty).
+
+    Args:
+        r: The bench result.
+
+    Returns:
+        Markdown lines.
+    """
+    if not r.too_large:
+        return []
+    lines = [
+        f"## Runs that do not fit --budget {r.budget:,}",
+        "",
+        "Refused by taskctx (a `BudgetError`), so no strategy is measured on them.",
+        "",
+        "| trajectory | steps | measured | budget it needs (tokens) |",
+        "|---|---:|---|---:|",
+    ]
+    for tid, need in r.too_large.items():
+        lines.append(f"| {tid} | {r.too_large_steps.get(tid, 0)} | no: does not fit --budget {r.budget:,} | {need:,} |")
+    return [*lines, ""]
+
+
 def _per_trajectory(r: BenchResult) -> list[str]:
     """The per-trajectory tables: effective cost (x naive), peak prompt and calls over budget."""
     lines: list[str] = []
@@ -216,6 +243,12 @@ def _per_trajectory(r: BenchResult) -> list[str]:
         ]
         roles = ", ".join(f"{k} {v}" for k, v in sorted(r.other_roles[tid].items()))
         lines.append(f"| {tid} | {r.steps[tid]} | " + " | ".join(cells) + f" | {roles} |")
+    for tid, need in r.too_large.items():
+        lines.append(
+            f"| {tid} | {r.too_large_steps.get(tid, 0)} | "
+            + " | ".join(["-"] * len(STRATEGIES))
+            + f" | does not fit --budget {r.budget:,}: needs {need:,} |"
+        )
     lines += ["", "## Peak prompt / calls over budget per trajectory", ""]
     lines.append("| trajectory | " + " | ".join(STRATEGIES) + " |")
     lines.append("|---|" + "---:|" * len(STRATEGIES))

@@ -13,13 +13,15 @@ from typing import Annotated, Any
 
 import typer
 
-from context import InvalidInputError, TaskctxError
+from context import InvalidInputError, TaskContext, TaskctxError
+from context.held_secrets import hold_secrets
 
 from ..project import DEFAULT_DB
 from ..report.approval import approval_renderable, inspect_hint
 from ..report.hints import command_hint
-from ..runner import pending_approval, run_graph, tool_parameters
-from .core import DEFAULT_OUT, DbOpt, OutOpt, console, event_printer, fail_run, finish, open_existing
+from ..runner import pending_approval, run_graph, thread_config, tool_parameters
+from ..task_secrets import parse_secret_options, secrets_to_resume
+from .core import DEFAULT_OUT, DbOpt, OutOpt, SecretOpt, console, event_printer, fail_run, finish, open_existing
 
 __all__ = ["answerer", "approve", "check_edited_arguments", "show_request"]
 
@@ -151,6 +153,7 @@ def approve(
     respond: Annotated[
         str | None, typer.Option("--respond", help="Do not run the call; send the agent this message.")
     ] = None,
+    secret: SecretOpt = None,
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
@@ -183,12 +186,21 @@ def approve(
                 answer = {**answer, "request_id": req["request_id"]}  # answers exactly this question
             rid = f" (request {req['request_id']})" if req.get("request_id") else ""
             console.print(f"    -> {answer['action']}{rid}", markup=False)
-            result = run_graph(g, project.stores, task_id, Command(resume=answer), on_event=event_printer(), prune=True)
+            with hold_secrets(_secrets(g, task_id, secret)):  # the task's secrets, as a resume takes them
+                result = run_graph(
+                    g, project.stores, task_id, Command(resume=answer), on_event=event_printer(), prune=True
+                )
         if result.waiting is not None:
             show_request(result.waiting, db)
         finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         fail_run(exc, db, task_id, out)
+
+
+def _secrets(g: Any, task_id: str, options: list[str] | None) -> dict[str, str]:
+    """The values of the task's secrets: ``--secret``, else the environment (:func:`graphs.task_secrets.secrets_to_resume`)."""
+    state = TaskContext.model_validate(g.get_state(thread_config(task_id)).values)
+    return secrets_to_resume(state, parse_secret_options(options))
 
 
 def _answer_of(edit: str | None, reject: str | None, respond: str | None) -> dict[str, Any]:

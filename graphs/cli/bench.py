@@ -1,6 +1,6 @@
 """``taskctx bench`` and ``taskctx tokens``.
 
-``taskctx bench [DIR] [--budget N] [--out DIR] [--split] [--stress]``: run the bench
+``taskctx bench [DIR] [--budget N] [--out DIR] [--scale N,..] [--synthetic N] [--split] [--stress]``: run the bench
 (:mod:`graphs.bench.replays`), write ``results.md``, ``results.csv`` and the two plots, print the totals and
 targets; ``taskctx tokens [DIR]``: the token counters measured against o200k_base
 (:mod:`graphs.bench.token_counters`).
@@ -33,8 +33,8 @@ def bench(
         str,
         typer.Option(
             "--scale",
-            help="Executor steps of the scale legs, comma-separated (the shared ponyc run repeated with its "
-            "errors; e.g. 100,1000,10000); '' skips them.",
+            help="Executor steps of the scale legs, comma-separated (DIR's openhands-ponyc-4588 run, else its "
+            "longest run that fits, repeated with its errors; e.g. 100,1000,10000); '' skips them.",
         ),
     ] = ",".join(str(n) for n in DEFAULT_SCALE),
     split: Annotated[
@@ -43,6 +43,15 @@ def bench(
             "--split", metavar="", help="Also print the two-fold split: each half of the runs as unseen data."
         ),
     ] = False,
+    synthetic: Annotated[
+        int,
+        typer.Option(
+            "--synthetic",
+            min=0,
+            help="Events of the synthetic run the overhead is timed on (checkpoint bytes are measured on it "
+            "too, up to 5,000 events); 0 skips it.",
+        ),
+    ] = 1_000,
     stress: Annotated[
         bool,
         typer.Option("--stress", metavar="", help="Also run and print the synthetic stress set (about a minute more)."),
@@ -74,9 +83,10 @@ def bench(
         typer.echo(f"error: --out {out} cannot be created ({exc.strerror or exc}); pass a writable folder", err=True)
         raise typer.Exit(2) from exc
     try:
-        r = run_bench(d, budget, stress=stress)
+        cp = (100, 1_000, 5_000) if synthetic else ()
+        r = run_bench(d, budget, stress=stress, synthetic_events=synthetic, checkpoint_events=cp)
         files = write_outputs(r, out)
-        rows = run_scale(d, legs, budget)
+        rows = run_scale(d, legs, budget, exclude=r.too_large)
         files += write_scale(rows, out)
     except (FileNotFoundError, TaskctxError, OSError, RuntimeError) as exc:
         typer.echo("error: " + " ".join(str(exc).split()), err=True)
@@ -89,6 +99,8 @@ def bench(
     typer.echo("")
     if rows:
         typer.echo(scale_markdown(rows))
+    elif legs:
+        typer.echo(f"scale legs skipped: {d} holds no run that fits --budget {budget} to repeat")
     for f in files:
         typer.echo(f"wrote {f}")
 

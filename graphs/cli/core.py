@@ -54,6 +54,7 @@ __all__ = [
     "DbOpt",
     "DenyAllOpt",
     "OutOpt",
+    "SecretOpt",
     "app",
     "budget_floor",
     "check_task_id",
@@ -85,6 +86,14 @@ DbOpt = Annotated[
     str, typer.Option("--db", help="SQLite file, or postgresql:// URL, of checkpoints, event log and artifacts.")
 ]
 OutOpt = Annotated[Path, typer.Option("--out", help="Folder the run is exported to (<out>/<task_id>/).")]
+SecretOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--secret",
+        help="A secret for the task, never stored or shown: NAME (from the environment variable NAME) or "
+        "NAME=@FILE (repeatable); the agent writes {{secret:NAME}} and the tools get the value.",
+    ),
+]
 
 
 #: exit status of bad input (a usage error, nothing run) and of a model provider failure (the

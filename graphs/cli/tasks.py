@@ -22,6 +22,7 @@ from ..project import DEFAULT_DB, Project, open_project
 from ..report.hints import command_hint
 from ..runner import EXPORT_MARK, ResumePoint, RunResult
 from ..task_kinds import trajectory_sha256
+from ..task_secrets import parse_secret_options
 from .approve import answerer, show_request
 from .core import (
     DEFAULT_OUT,
@@ -30,6 +31,7 @@ from .core import (
     DbOpt,
     DenyAllOpt,
     OutOpt,
+    SecretOpt,
     budget_floor,
     check_task_id,
     console,
@@ -109,6 +111,7 @@ def resume(
     ] = None,
     approve_all: ApproveAllOpt = False,
     deny_all: DenyAllOpt = False,
+    secret: SecretOpt = None,
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
@@ -122,8 +125,10 @@ def resume(
         answer = answerer(approve_all, deny_all)
         project = open_existing(db)
         prepare_out(out)
+        secrets = parse_secret_options(secret)
         result = project.resume(
             task_id,
+            secrets=secrets,
             max_steps=max_steps,
             approvals=answer,
             budget=budget,
@@ -193,6 +198,7 @@ def run(
     ] = None,
     approve_all: ApproveAllOpt = False,
     deny_all: DenyAllOpt = False,
+    secret: SecretOpt = None,
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
@@ -214,9 +220,8 @@ def run(
         file_scopes=list(scope or []),
     )
     spec = {"kind": "run", "model": model, "budget": budget, "timeout": timeout}
-    _run_task(
-        request, spec, workspace, task_id, list(constraint or []), perms, max_steps, (approve_all, deny_all), db, out
-    )
+    how = (approve_all, deny_all, list(secret or []))
+    _run_task(request, spec, workspace, task_id, list(constraint or []), perms, max_steps, how, db, out)
 
 
 def _run_task(
@@ -227,17 +232,21 @@ def _run_task(
     constraints: list[str],
     permissions: Permissions,
     max_steps: int | None,
-    flags: tuple[bool, bool],
+    how: tuple[bool, bool, list[str]],
     db: str,
     out: Path,
 ) -> None:
-    """The body of ``taskctx run``: check, register the task, build its graph, run it, finish."""
+    """The body of ``taskctx run``: check, register the task, build its graph, run it, finish.
+
+    ``how``: ``--approve-all``, ``--deny-all`` and the ``--secret`` options.
+    """
     tid = task_id  # (named in a budget error's hint)
     project: Project | None = None
     try:
         from nodes import resolve_model
 
         resolve_model(str(spec["model"]))  # a bad spec fails here, before anything is recorded
+        secrets = parse_secret_options(how[2])
         tid = check_task_id(task_id) if task_id is not None else f"task-{uuid.uuid4().hex[:8]}"
         prepare_out(out)
         project = open_project(db)
@@ -245,7 +254,7 @@ def _run_task(
             fail(
                 f"task {tid!r} already exists in {db}; use `{command_hint('resume', tid, db, out)}` or another --task-id"
             )
-        answer = answerer(*flags)
+        answer = answerer(how[0], how[1])
         if workspace is not None and not workspace.is_dir():
             raise InvalidInputError(f"--workspace {workspace} is not a folder; pass the folder the agent works in")
         where = {"workspace": str(workspace.resolve()) if workspace else None}
@@ -253,7 +262,11 @@ def _run_task(
         graph = project.task_graph(tid)
         result = project.run(
             graph,
-            new_task(request, tid, constraints=constraints, permissions=permissions),
+            request,
+            task_id=tid,
+            constraints=constraints,
+            permissions=permissions,
+            secrets=secrets,
             max_steps=max_steps,
             approvals=answer,
             on_event=event_printer(),

@@ -25,7 +25,7 @@ from ..runtime import NodeEnv, NodeRun
 from .approvals import REJECTED_AGAIN, ApprovalQuestions, normalize_answer
 from .builtin import BUILTIN_TOOLS
 from .parallel import DEFAULT_MAX_PARALLEL, run_at_once
-from .protocol import ToolExecutor, check_arguments, run_off_loop, scoped_execute
+from .protocol import ToolExecutor, check_arguments, run_off_loop, scoped_execute, secrets_of
 from .recording import CallRecorder, canonical_arguments
 from .toolset import executor_of
 
@@ -158,7 +158,8 @@ class TaskToolNode(CallRecorder, RunnableCallable):
             batch: ``(call, arguments)`` from :meth:`at_once`.
         """
         scopes = list(run.ctx.permissions.file_scopes)
-        jobs = [partial(scoped_execute, self.tools, rec.id, rec.tool, args, scopes) for rec, args in batch]
+        names = secrets_of(run.ctx)
+        jobs = [partial(scoped_execute, self.tools, rec.id, rec.tool, args, scopes, names) for rec, args in batch]
         for (rec, args), out in zip(batch, run_at_once(jobs, self.max_parallel), strict=True):
             self.record(run, rec, args, out)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from context.secrets import masked_tree
+
 __all__ = ["PROGRESS_KINDS", "ProgressKind", "report_progress"]
 
 ProgressKind = Literal["tool.started", "tool.output", "tool.finished"]
@@ -27,7 +29,8 @@ def report_progress(kind: ProgressKind, call_id: str, tool: str, **fields: Any) 
             the characters of the output).
         call_id: The tool call's id.
         tool: The tool's name.
-        **fields: The record's other fields (JSON values).
+        **fields: The record's other fields (JSON values); their strings are masked as the stores
+            mask them (:func:`context.secrets.masked_tree`: a held secret's value is its placeholder).
     """
     from langgraph.config import get_stream_writer
 
@@ -35,4 +38,4 @@ def report_progress(kind: ProgressKind, call_id: str, tool: str, **fields: Any) 
         write = get_stream_writer()
     except RuntimeError:  # not inside a graph run: nobody to tell
         return
-    write({"kind": kind, "call_id": call_id, "tool": tool, **fields})
+    write({"kind": kind, "call_id": call_id, "tool": tool, **masked_tree(fields)})

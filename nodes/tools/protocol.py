@@ -9,7 +9,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from context import TaskContext
 from context.compression import ResultKind
+from context.held_secrets import MissingSecretError, reveal_secrets, task_secrets
 
 __all__ = [
     "CONTROL_TOOLS",
@@ -23,6 +25,7 @@ __all__ = [
     "parameters_of",
     "run_off_loop",
     "scoped_execute",
+    "secrets_of",
 ]
 
 T = TypeVar("T")
@@ -260,12 +263,30 @@ async def run_off_loop(fn: Callable[..., T], *args: Any) -> T:
         _LOOP.reset(token)
 
 
-def scoped_execute(tools: Any, call_id: str, tool: str, args: dict[str, Any], scopes: list[str]) -> ToolOutcome:
+def secrets_of(ctx: TaskContext) -> list[str]:
+    """The names of the secrets a task uses (its placeholders; :func:`context.held_secrets.task_secrets`).
+
+    Args:
+        ctx: The task's state.
+
+    Returns:
+        The names: only these are revealed to its tools.
+    """
+    ident = ctx.identity
+    return task_secrets(ident.original_request, ident.constraints, ident.success_criteria)
+
+
+def scoped_execute(
+    tools: Any, call_id: str, tool: str, args: dict[str, Any], scopes: list[str], secrets: list[str] | None = None
+) -> ToolOutcome:
     """Run ``tools.execute``, with the scopes when it takes them, as a :class:`ToolOutcome`.
 
     In an async run (:func:`run_off_loop`) an executor's ``aexecute`` is awaited on the run's
     event loop instead, this thread waiting for it. A tool that raises is an ``error`` outcome
-    naming the exception, never a crashed graph.
+    naming the exception, never a crashed graph. The placeholders of the task's secrets in
+    ``args`` are replaced by their values here, for the executor only
+    (:func:`context.held_secrets.reveal_secrets`); one the run does not hold is an ``error``
+    outcome naming it.
 
     Args:
         tools: A tool executor.
@@ -273,12 +294,17 @@ def scoped_execute(tools: Any, call_id: str, tool: str, args: dict[str, Any], sc
         tool: The tool's name.
         args: The call's arguments.
         scopes: The task's file scopes.
+        secrets: The names of the task's secrets (None: every secret the run holds).
 
     Returns:
         The outcome (:func:`as_outcome`).
     """
     loop, aexecute = _LOOP.get(), getattr(tools, "aexecute", None)
     run = tools.execute if loop is None or aexecute is None else aexecute
+    try:  # the secrets' values go in here only: what the call returns is sealed again by the store
+        args = reveal_secrets(args, secrets)
+    except MissingSecretError as exc:
+        return ToolOutcome("error", f"error: {exc}")
     try:
         out = run(call_id, tool, args, scopes) if accepts_scopes(tools) else run(call_id, tool, args)
         if run is aexecute and loop is not None:

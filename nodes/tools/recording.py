@@ -15,7 +15,7 @@ from context.text import clean, from_bytes
 from ..runtime import NodeEnv, NodeRun
 from .builtin import READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
 from .progress import report_progress
-from .protocol import ToolExecutor, ToolOutcome, parameters_of, scoped_execute
+from .protocol import ToolExecutor, ToolOutcome, parameters_of, scoped_execute, secrets_of
 
 __all__ = ["CallRecorder", "canonical_arguments"]
 
@@ -66,7 +66,8 @@ class CallRecorder:
             out = search_history(self.env, run.task_id, args)
         else:
             report_progress("tool.started", rec.id, rec.tool)
-            out = scoped_execute(self.tools, rec.id, rec.tool, args, list(run.ctx.permissions.file_scopes))
+            scopes, names = list(run.ctx.permissions.file_scopes), secrets_of(run.ctx)
+            out = scoped_execute(self.tools, rec.id, rec.tool, args, scopes, names)
             report_progress("tool.finished", rec.id, rec.tool, status=out.status, output_chars=len(out.output))
         self.record(run, rec, args, out, note)
 

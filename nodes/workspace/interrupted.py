@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from context.secrets import masked_tree
 from context.store import ArtifactStoreProtocol
 
 from ..permissions import PolicyError
@@ -88,8 +89,10 @@ def write_receipt(path: Path, receipt: dict[str, Any]) -> None:
         receipt: ``{"call_id", "argv", "status": "started"}`` before the command spawns,
             ``{..., "status": "finished", "returncode", "output_ref"}`` after it (the ref of its
             output in the artifact store; ``"output"``, the output itself, without a store).
+            Masked as the stores mask (:func:`context.secrets.masked_tree`): a held secret's
+            value is written as its placeholder, as the call's arguments were recorded.
     """
-    atomic_write(path, json.dumps(receipt).encode())
+    atomic_write(path, json.dumps(masked_tree(receipt)).encode())
 
 
 def read_receipt(path: Path) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from context.held_secrets import MissingSecretError, reveal_secrets
 from context.store import ArtifactStoreProtocol
 
 from ..permissions import PolicyError
@@ -37,6 +38,14 @@ MAX_READ_BYTES = 2_000_000
 MAX_TIMEOUT = 600
 #: Matching lines a ``grep`` call shows at most.
 MAX_GREP_HITS = 500
+
+
+def _on_disk(rel: str) -> str:
+    """A recorded path as it is on disk: the held secrets' values in place of their placeholders."""
+    try:
+        return str(reveal_secrets(rel))
+    except MissingSecretError:  # not held by this run: no such file can be checked
+        return rel
 
 
 class OutputLines:
@@ -313,12 +322,13 @@ class WorkspaceTools:
         """What the workspace holds now: what the first node after a resume compares with the facts.
 
         Args:
-            paths: Workspace-relative paths.
+            paths: Workspace-relative paths, as recorded (a held secret's placeholder in a name is
+                its value on disk: :func:`context.held_secrets.reveal_secrets`).
 
         Returns:
             ``({path: sha256 hex of its bytes, "" when gone}, HEAD commit or None)``.
         """
-        return {rel: file_sha256(self.root / rel) for rel in paths}, self.head()
+        return {rel: file_sha256(self.root / _on_disk(rel)) for rel in paths}, self.head()
 
     # execution --------------------------------------------------------------------------
     def execute(self, call_id: str, tool: str, arguments: dict[str, Any], scopes: Sequence[str] = ()) -> ToolOutcome:
