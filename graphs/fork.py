@@ -37,12 +37,10 @@ class ForkPoint:
         seq: The fork seq.
         node: The node whose run ended at ``seq`` (the child's checkpoint is as if it had just
             returned; None: no node wrote the events there, e.g. a log written by a harness).
-        executor_steps: The parent's executor steps done at ``seq``.
     """
 
     seq: int
     node: str | None
-    executor_steps: int = 0
 
 
 @dataclass
@@ -257,5 +255,5 @@ def fork_task(
     if copy is not None:
         out.workspace, out.restored, out.left = copy.root, list(copy.restored), dict(copy.left)
     else:
-        out.after_fork = side_effects_after(events, task_id, point.seq)
+        out.after_fork = side_effects_after(events, task_id, point.seq, state)
     return out
