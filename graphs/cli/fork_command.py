@@ -14,7 +14,7 @@ import typer
 from context import TaskctxError
 
 from ..fork import ForkResult
-from ..fork_workspace import NOT_UNDONE
+from ..fork_workspace import NOT_UNDONE, side_effects_after
 from ..project import DEFAULT_DB, Project
 from ..report.hints import command_hint
 from .core import DbOpt, check_task_id, console, fail, fail_run, open_existing
@@ -22,12 +22,13 @@ from .core import DbOpt, check_task_id, console, fail, fail_run, open_existing
 __all__ = ["fork", "fork_lines"]
 
 
-def fork_lines(r: ForkResult, db: str) -> list[str]:
+def fork_lines(r: ForkResult, db: str, after_fork: list[str]) -> list[str]:
     """What ``taskctx fork`` prints of a fork it made.
 
     Args:
         r: The fork.
         db: The ``--db``.
+        after_fork: The parent's side effects after the fork (:func:`graphs.fork_workspace.side_effects_after`).
 
     Returns:
         The lines: the child and its fork point, the next nodes, the workspace (restored files,
@@ -41,9 +42,9 @@ def fork_lines(r: ForkResult, db: str) -> list[str]:
         out.append(f"workspace: {r.workspace} (a copy; the parent's own changes after the fork undone)")
         out += [f"  restored {p}" for p in r.restored]
         out += [f"  left {p}: {why}" for p, why in sorted(r.left.items())]
-    elif r.after_fork:
+    elif after_fork:
         out.append(f"workspace: shared with {r.parent}; these {NOT_UNDONE}:")
-        out += [f"  {line}" for line in r.after_fork]
+        out += [f"  {line}" for line in after_fork]
     out.append(f"run it on: {command_hint('resume', r.task_id, db)}")
     return out
 
@@ -92,7 +93,10 @@ def fork(
             workspace_at_fork=workspace_at_fork,
             workspace=workspace,
         )
-        for line in fork_lines(r, db):
+        shared = (
+            [] if r.workspace is not None else side_effects_after(project.stores.events, r.parent, r.fork_seq, r.state)
+        )
+        for line in fork_lines(r, db, shared):
             console.print(line, markup=False)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         fail_run(exc, db, task_id, None)
