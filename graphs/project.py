@@ -1,8 +1,9 @@
 """A taskctx project: one database's stores, checkpointer and memory, and the jobs done on it.
 
 :func:`open_project` opens one; :class:`Project` builds a task's graph (:meth:`Project.graph`),
-runs it (:meth:`Project.run`), resumes it from its last checkpoint (:meth:`Project.resume`) and
-shows it (:meth:`Project.inspect`). The ``taskctx`` commands are built on these.
+runs it (:meth:`Project.run`), resumes it from its last checkpoint (:meth:`Project.resume`), forks
+it at an earlier seq (:meth:`Project.fork`) and shows it (:meth:`Project.inspect`). The ``taskctx``
+commands are built on these.
 """
 
 from __future__ import annotations
@@ -14,31 +15,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from context import (
-    CallTotals,
     InvalidInputError,
-    ModelCall,
     Permissions,
     SqliteStores,
     StoreOpenError,
     TaskContext,
-    TaskInfo,
     UnknownTaskError,
-    call_totals,
     find_task,
-    list_tasks,
 )
 from context.held_secrets import hold_secrets, secret_note
 from context.pg_store import PgStores, is_postgres_url
 from context.secrets import take_secrets
 from nodes.runtime import DEFAULT_BUDGET
 
-from .costs import Prices, priced_calls
 from .diagnosis import ensure_sound
-from .inspection import TaskView, inspect_task
 from .orchestrator import build_orchestrator, new_task
 from .project_errors import NoCheckpointError, UnregisteredTaskError
-from .runner import ResumePoint, RunResult, Stores, export_run, run_with_approvals, thread_config
-from .task_kinds import TASK_KINDS, builder_of, register_task_kind, replay_task_graph, run_task_graph
+from .project_views import DEFAULT_OUT, ProjectViews
+from .runner import ResumePoint, RunResult, Stores, run_with_approvals, thread_config
+from .task_kinds import TASK_KINDS, builder_of, register_task_kind
 from .task_secrets import secrets_to_resume
 
 if TYPE_CHECKING:  # (LangGraph's types: the graph runtime is imported when a graph is built, not by `inspect`)
@@ -48,6 +43,7 @@ if TYPE_CHECKING:  # (LangGraph's types: the graph runtime is imported when a gr
     from nodes import ToolExecutor
 
     from .edits import TaskGraph
+    from .fork import ForkResult
 
 __all__ = [
     "DEFAULT_DB",
@@ -63,8 +59,6 @@ __all__ = [
 
 #: The database a project opens when none is named.
 DEFAULT_DB = ".taskctx/taskctx.sqlite"
-#: Where a run command exports a task (``<out>/<task_id>/``) when no ``--out`` is given.
-DEFAULT_OUT = Path(".taskctx/runs")
 
 #: An approval answerer: the request in, ``{"action": "approve" | "edit" | "reject" | "respond",
 #: ...}`` out, or None to leave it pending.
@@ -76,7 +70,7 @@ def _pending(request: dict[str, Any]) -> None:
     return None
 
 
-class Project:
+class Project(ProjectViews):
     """One taskctx database: the LangGraph checkpointer, the event/artifact stores and memory.
 
     ``path`` is a SQLite file (or ``:memory:``): checkpointer and stores share the file on
@@ -127,7 +121,13 @@ class Project:
             return
         self.stores = SqliteStores(path, readonly=readonly)
         if readonly:
-            self._open_readonly_checkpointer(path, checkpoint_serde())
+            from .checkpoint import open_readonly_checkpointer
+
+            try:
+                self.conn, self.checkpointer = open_readonly_checkpointer(path, checkpoint_serde())
+            except BaseException:
+                self.stores.close()
+                raise
             return
         try:
             from .checkpoint import PruningSqliteSaver
@@ -142,25 +142,6 @@ class Project:
             raise StoreOpenError(
                 f"cannot open the checkpointer at {path}: {exc}; pass --db with a writable file"
             ) from exc
-
-    def _open_readonly_checkpointer(self, path: str, serde: Any) -> None:
-        """A checkpointer that reads the file's checkpoints and never writes."""
-        from langgraph.checkpoint.memory import InMemorySaver
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        from context.sqlite_db import connect_readonly, sqlite_tables
-
-        try:
-            self.conn = connect_readonly(path)
-            if {"checkpoints", "writes"} <= sqlite_tables(self.conn):
-                saver = SqliteSaver(self.conn, serde=serde)
-                saver.is_setup = True  # its setup() would create tables and set WAL mode: never here
-                self.checkpointer = saver
-            else:  # stores without checkpoints (written through the Python API): none to show
-                self.checkpointer = InMemorySaver(serde=serde)
-        except BaseException:
-            self.stores.close()
-            raise
 
     @property
     def is_postgres(self) -> bool:
@@ -430,87 +411,63 @@ class Project:
                 checked=checked,
             )
 
+    def fork(
+        self,
+        task_id: str,
+        *,
+        at: int | None = None,
+        at_step: int | None = None,
+        new_task_id: str | None = None,
+        why: str = "",
+        workspace_at_fork: bool = False,
+        workspace: str | Path | None = None,
+        spec_update: dict[str, Any] | None = None,
+        graph: Any = None,
+    ) -> ForkResult:
+        """Fork a task at an earlier seq into a new task that runs on from there (:mod:`graphs.fork`).
+
+        The child's log is the parent's up to the fork seq (referenced, not copied), then its
+        ``task.forked``; its checkpoint holds that prefix's fold. :meth:`resume` runs it on. The
+        parent is only read.
+
+        Args:
+            task_id: The parent.
+            at: The fork seq (``inspect --all`` shows the seqs); it must end a node run.
+            at_step: Or: the end of executor step N.
+            new_task_id: The child's id (default ``<parent>-fork-<seq>``).
+            why: Why, in words (recorded).
+            workspace_at_fork: Give the child a copy of the workspace with the parent's own changes
+                after the fork undone (else it shares the parent's).
+            workspace: Where that copy goes (default: beside the parent's, named by the child's id).
+            spec_update: Registry row keys to change for the child (``budget``, ``model``, ...).
+            graph: The child's graph (None: rebuilt from its registry row).
+
+        Returns:
+            The child (:class:`graphs.fork.ForkResult`).
+
+        Raises:
+            InvalidInputError: Not a fork point, the child's id is taken, or no workspace to copy.
+            UnknownTaskError: The parent has no events.
+            DamagedStoreError: The parent's stored data fails its checks.
+        """
+        from .fork import fork_task
+
+        return fork_task(
+            self,
+            task_id,
+            at=at,
+            at_step=at_step,
+            new_task_id=new_task_id,
+            why=why,
+            workspace_at_fork=workspace_at_fork,
+            workspace=workspace,
+            spec_update=spec_update,
+            graph=graph,
+        )
+
     def _finished(self, task_id: str, state: TaskContext | None) -> RunResult:
         """The result of a resume that found the task finished (nothing ran)."""
         return RunResult(task_id, state or TaskContext(), (), False, already_finished=True)
-
-    def inspect(self, task_id: str, *, full: bool = False) -> TaskView:
-        """What ``taskctx inspect`` shows of a task (read-only).
-
-        Args:
-            task_id: The task.
-            full: Read and fold the whole log (else a long sound log is read from its checkpoint).
-
-        Returns:
-            The view (:class:`graphs.TaskView`).
-
-        Raises:
-            UnknownTaskError: The database does not know the task.
-            UnshowableTaskError: The task is too damaged to show.
-        """
-        return inspect_task(self.stores, self.checkpointer, task_id, full=full)
-
-    def model_calls(
-        self, task_id: str, *, prices: Prices = None, priced_as: str | None = None, prompts: bool = False
-    ) -> list[ModelCall]:
-        """One record per model call of a task (a running one's so far), from its event log, priced.
-
-        Args:
-            task_id: The task.
-            prices: The price table: None (the list prices, :data:`nodes.prices.LIST_PRICES`), a
-                TOML or JSON file, or model name -> prices over them (USD per 1M tokens).
-            priced_as: Price every call as this model (an offline model's as the one it stands for).
-            prompts: Read each call's prompt as sent from the artifact store into ``prompt``.
-
-        Returns:
-            The calls in order (:class:`context.ModelCall`).
-
-        Raises:
-            UnknownTaskError: The database has no events of the task.
-            InvalidInputError: ``prices`` is not a price table.
-        """
-        artifacts = self.stores.artifacts if prompts else None
-        return priced_calls(self.stores.events, task_id, prices=prices, priced_as=priced_as, artifacts=artifacts)
-
-    def model_call_totals(self, task_id: str, *, prices: Prices = None, priced_as: str | None = None) -> CallTotals:
-        """A task's model calls summed for the task and per role (tokens, usage, latency, cost).
-
-        Args:
-            task_id: The task.
-            prices: As in :meth:`model_calls`.
-            priced_as: As in :meth:`model_calls`.
-
-        Returns:
-            The totals (:class:`context.CallTotals`).
-
-        Raises:
-            UnknownTaskError: As in :meth:`model_calls`.
-        """
-        calls = priced_calls(self.stores.events, task_id, prices=prices, priced_as=priced_as, manifests=False)
-        return call_totals(calls)
-
-    def tasks(self) -> list[TaskInfo]:
-        """Every task of the database, the most recent activity first (damaged ones marked).
-
-        Returns:
-            One :class:`context.TaskInfo` per task (:func:`context.list_tasks`).
-        """
-        return list_tasks(self.stores)
-
-    def export(self, task_id: str, out: str | Path = DEFAULT_OUT) -> Path:
-        """Write a task's run files to ``<out>/<task_id>/`` (:func:`graphs.runner.export_run`).
-
-        Args:
-            task_id: The task.
-            out: The export root.
-
-        Returns:
-            The task's folder (``trace.jsonl``, ``state.json``, ``context_pack.md``, ``manifests.jsonl``).
-
-        Raises:
-            UnknownTaskError: The task has no events.
-        """
-        return export_run(self.stores, task_id, out)
 
     def close(self) -> None:
         """Close the stores, the checkpointer's connection or pool and the memory store."""
@@ -530,10 +487,6 @@ class Project:
     def __exit__(self, *exc: object) -> None:
         """Close the project."""
         self.close()
-
-
-register_task_kind("replay", replay_task_graph)
-register_task_kind("run", run_task_graph)
 
 
 def db_exists(db: str | Path) -> bool:

@@ -13,7 +13,15 @@ from typing import Any
 from context import InvalidInputError, load_trajectory
 from nodes.runtime import DEFAULT_BUDGET
 
-__all__ = ["TASK_KINDS", "builder_of", "register_task_kind", "replay_task_graph", "run_task_graph", "trajectory_sha256"]
+__all__ = [
+    "TASK_KINDS",
+    "KindBuilder",
+    "builder_of",
+    "register_task_kind",
+    "replay_task_graph",
+    "run_task_graph",
+    "trajectory_sha256",
+]
 
 #: Builds the graph of a registered task: ``(project, task_id, spec) -> graph``.
 KindBuilder = Callable[[Any, str, dict[str, Any]], Any]
@@ -119,3 +127,7 @@ def run_task_graph(project: Any, task_id: str, spec: dict[str, Any]) -> Any:
     )
     budget = int(spec.get("budget", DEFAULT_BUDGET))
     return project.graph(chat, tools=tools, budget=budget, workspace=spec.get("workspace"))
+
+
+register_task_kind("replay", replay_task_graph)
+register_task_kind("run", run_task_graph)

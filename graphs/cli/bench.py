@@ -1,6 +1,6 @@
 """``taskctx bench`` and ``taskctx tokens``.
 
-``taskctx bench [DIR] [--budget N] [--out DIR] [--scale N,..] [--synthetic N] [--split] [--stress]``: run the bench
+``taskctx bench [DIR] [--budget N] [--out DIR] [--scale N,..] [--synthetic N] [--split] [--stress] [--fork STEPS]``: run the bench
 (:mod:`graphs.bench.replays`), write ``results.md``, ``results.csv`` and the two plots, print the totals and
 targets; ``taskctx tokens [DIR]``: the token counters measured against o200k_base
 (:mod:`graphs.bench.token_counters`).
@@ -9,18 +9,28 @@ targets; ``taskctx tokens [DIR]``: the token counters measured against o200k_bas
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from context import TaskctxError
 
 from ..bench.defaults import DEFAULT_DIR
+from ..bench.fork_bench import ForkRow, fork_markdown, parse_fork_legs, run_fork_bench
 from ..bench.outputs import DEFAULT_OUT, write_outputs
 from ..bench.scale import DEFAULT_SCALE, parse_scale, run_scale, scale_markdown, write_scale
 from ..bench.token_counters import SAMPLES, corpus, measure
 
 __all__ = ["bench", "tokens_command"]
+
+
+def _fork_legs(legs: tuple[int, ...], out: Path, files: list[Path]) -> list[ForkRow]:
+    """Run the fork legs (none: nothing), write ``fork.md`` to ``out`` and add it to ``files``."""
+    forks = run_fork_bench(legs) if legs else []
+    if forks:
+        (out / "fork.md").write_text(fork_markdown(forks) + "\n", encoding="utf-8")
+        files.append(out / "fork.md")
+    return forks
 
 
 def bench(
@@ -56,41 +66,67 @@ def bench(
         bool,
         typer.Option("--stress", metavar="", help="Also run and print the synthetic stress set (about a minute more)."),
     ] = False,
+    fork: Annotated[
+        str,
+        typer.Option(
+            "--fork",
+            help="Executor steps of the fork legs' synthetic parents, comma-separated (e.g. 100,1000,10000): "
+            "a fork's time and bytes against the parent's length, written to fork.md; '' (default) skips them.",
+        ),
+    ] = "",
 ) -> None:
     """Replay every trajectory in DIR through five context strategies and write the results; then
-    the scale legs (scale.md, scale.csv, scale.png). ``results.md`` always holds the two-fold
-    split; ``--split`` prints it too.
+    the scale legs (scale.md, scale.csv, scale.png) and, with --fork, the fork legs (fork.md).
+    ``results.md`` always holds the two-fold split; ``--split`` prints it too.
     """  # noqa: D205 - typer's --help lists this first paragraph as it stands
     from ..bench.replays import run_bench
-    from ..bench.split import split_markdown
-    from ..bench.stress import stress_markdown
-    from ..bench.table import markdown
 
     d = Path(dir)
     if not d.is_absolute():
         d = Path.cwd() / d
-    if out.exists() and not out.is_dir():
-        typer.echo(f"error: --out {out} is a file; pass a folder for results.md, results.csv and the plots", err=True)
-        raise typer.Exit(2)
     try:
         legs = parse_scale(scale)
+        fork_legs = parse_fork_legs(fork)
     except TaskctxError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    try:  # before the run, so a bad --out does not waste it
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        typer.echo(f"error: --out {out} cannot be created ({exc.strerror or exc}); pass a writable folder", err=True)
-        raise typer.Exit(2) from exc
+    _make_out(out)  # before the run, so a bad --out does not waste it
     try:
         cp = (100, 1_000, 5_000) if synthetic else ()
         r = run_bench(d, budget, stress=stress, synthetic_events=synthetic, checkpoint_events=cp)
         files = write_outputs(r, out)
         rows = run_scale(d, legs, budget, exclude=r.too_large)
         files += write_scale(rows, out)
+        forks = _fork_legs(fork_legs, out, files)
     except (FileNotFoundError, TaskctxError, OSError, RuntimeError) as exc:
         typer.echo("error: " + " ".join(str(exc).split()), err=True)
         raise typer.Exit(2) from exc
+    skipped = f"scale legs skipped: {d} holds no run that fits --budget {budget} to repeat" if legs else ""
+    _echo_results(r, split=split, rows=rows, skipped=skipped, forks=forks, files=files)
+
+
+def _make_out(out: Path) -> None:
+    """Create the results folder ``out``, or exit 2 naming why it cannot be one."""
+    if out.exists() and not out.is_dir():
+        typer.echo(f"error: --out {out} is a file; pass a folder for results.md, results.csv and the plots", err=True)
+        raise typer.Exit(2)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        typer.echo(f"error: --out {out} cannot be created ({exc.strerror or exc}); pass a writable folder", err=True)
+        raise typer.Exit(2) from exc
+
+
+def _echo_results(r: Any, *, split: bool, rows: list[Any], skipped: str, forks: Any, files: list[Path]) -> None:
+    """Print the bench's totals and the tables and files that go with them.
+
+    The split and stress tables when asked for, the scale legs (else why they were ``skipped``, if
+    they were asked for), the fork legs and the files written.
+    """
+    from ..bench.split import split_markdown
+    from ..bench.stress import stress_markdown
+    from ..bench.table import markdown
+
     typer.echo(markdown(r).split("## Effective cost per trajectory")[0].rstrip())
     extra = [*(split_markdown(r) if split else []), *stress_markdown(r.stress, r.budget)]
     if extra:
@@ -99,8 +135,10 @@ def bench(
     typer.echo("")
     if rows:
         typer.echo(scale_markdown(rows))
-    elif legs:
-        typer.echo(f"scale legs skipped: {d} holds no run that fits --budget {budget} to repeat")
+    elif skipped:
+        typer.echo(skipped)
+    if forks:
+        typer.echo(fork_markdown(forks))
     for f in files:
         typer.echo(f"wrote {f}")
 

@@ -184,6 +184,7 @@ def test_flags_show_no_type_in_help() -> None:
         ("demo", "--approve-all"),
         ("demo", "--deny-all"),
         ("eval", "--json"),
+        ("fork", "--workspace-at-fork"),
         ("inspect", "--all"),
         ("inspect", "--calls"),
         ("inspect", "--json"),
