@@ -3,6 +3,7 @@ is left as it was."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -27,15 +28,30 @@ def _replayed(trajectories_dir: Path, tmp_path: Path, task_id: str):
     return g, project
 
 
-def test_time_travel_is_refused_and_changes_nothing(trajectories_dir: Path, tmp_path: Path) -> None:
+def test_time_travel_refusals_name_their_cause_and_change_nothing(trajectories_dir: Path, tmp_path: Path) -> None:
+    from graphs.time_travel import ForeignStateError, PastCheckpointError
+
     g, project = _replayed(trajectories_dir, tmp_path, "f1")
     before = [e.id for e in project.stores.events.read("f1")]
     old = [s for s in g.get_state_history({"configurable": {"thread_id": "f1"}}) if s.next == ("executor",)][-1]
-    with pytest.raises(
-        LogAheadError, match=r"^task 'f1': the event log is at seq \d+ but this checkpoint knows seq \d+"
-    ):
+    cid = old.config["configurable"]["checkpoint_id"]
+    past = (
+        f"checkpoint {cid} of task 'f1' is its state at seq 3, an earlier step than its latest (seq 66); a task's "
+        "event log is append-only and cannot branch"
+    )
+    with pytest.raises(PastCheckpointError, match="^run: " + re.escape(past)):
         g.invoke(None, old.config, durability="sync")
+    with pytest.raises(PastCheckpointError, match="^update_state: " + re.escape(past)):  # no node run was in flight
+        g.update_state(old.config, {"identity": {"interpreted_goal": "another goal"}})
+    # the old state under a new thread: not damage, another task's state
+    foreign = "holds the state of task 'f1' at seq 3 (a task's state copied to another thread"
+    with pytest.raises(ForeignStateError, match="^thread 'f2': update_state's values " + re.escape(foreign)):
+        g.update_state({"configurable": {"thread_id": "f2"}}, old.values)
+    with pytest.raises(ForeignStateError, match="^thread 'f3': the run's input " + re.escape(foreign)):
+        g.invoke(old.values, {"configurable": {"thread_id": "f3"}}, durability="sync")
+    assert issubclass(PastCheckpointError, LogAheadError) and issubclass(PastCheckpointError, ValueError)
     assert [e.id for e in project.stores.events.read("f1")] == before
+    assert project.stores.events.last_seq("f2") == project.stores.events.last_seq("f3") == 0
 
 
 def test_completed_steps_name_their_last_good_checkpoint(trajectories_dir: Path, tmp_path: Path) -> None:
