@@ -22,6 +22,15 @@ a resume, as ``taskctx resume`` is: the stored data is checked first
 (:func:`graphs.diagnosis.ensure_sound`), and the run gets a ``resume_token`` its first node
 records as ``resume.started`` with the freshness check (``fact.stale``) of what changed while the
 task was paused, once per resume.
+
+Time travel the LangGraph way (:mod:`graphs.time_travel`): ``get_state_history`` lists every step
+of the task's event log (also after its checkpoints were pruned), ``get_state`` of a log point
+gives the fold up to it, and a run (input None) or ``update_state`` from an earlier step forks
+the task there (:func:`graphs.fork.fork_task`) into a child task, ``<parent>-fork-<seq>`` or
+``configurable.fork_task_id``: the run goes on as the child (its result is the child's state),
+the edit is recorded on the child and ``update_state`` returns the child's config. The parent is
+never changed. A thread whose checkpoint, or a run's input, is another task's state is refused
+(:class:`~graphs.time_travel.ForeignStateError`).
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ from nodes.attempts import attempt_of
 from .time_travel import (
     ForeignStateError,
     PastCheckpointError,
+    fork_at,
     merged_history,
     point_of,
     point_seq,
@@ -295,19 +305,26 @@ class TaskGraph(CompiledStateGraph):
         now = tuple_cursor(head)
         return tid, seq, last if now is None else now
 
-    def _refuse_past(self, what: str, config: RunnableConfig | None) -> None:
-        """Raise :class:`~graphs.time_travel.PastCheckpointError` when ``config`` names an earlier step."""
+    def _forked(self, what: str, input: Any, config: RunnableConfig | None) -> RunnableConfig | None:
+        """The child's config when ``config`` names an earlier step: the task forked there (see module doc).
+
+        None when it names no earlier step. A run from an earlier step must have input None (a new
+        input or a ``Command`` there is refused with :class:`~graphs.time_travel.PastCheckpointError`).
+        """
         past = self._past(config)
         if past is None:
-            return
+            return None
         tid, seq, now = past
-        cid = ((config or {}).get("configurable") or {}).get("checkpoint_id")
-        raise PastCheckpointError(
-            f"{what}: checkpoint {cid} of task {tid!r} is its state at seq {seq}, an earlier step than its latest "
-            f"(seq {now}); a task's event log is append-only and cannot branch, so the task cannot go on from "
-            f"there: continue its latest state (leave checkpoint_id out of the config), or fork it at seq {seq} "
-            f"(taskctx fork {tid} --at {seq})"
-        )
+        conf = dict((config or {}).get("configurable") or {})
+        cid = conf.pop("checkpoint_id")
+        if input is not None:
+            raise PastCheckpointError(
+                f"{what}: checkpoint {cid} of task {tid!r} is its state at seq {seq}, an earlier step than its latest "
+                f"(seq {now}); a run from there forks the task and takes input None (got {type(input).__name__}): "
+                "invoke(None, config) to fork and run the child, or update_state(config, values) to fork it with an edit"
+            )
+        child = fork_at(self, tid, seq, conf.pop("fork_task_id", None), why=f"LangGraph {what} from checkpoint {cid}")
+        return {**(config or {}), "configurable": {**conf, "thread_id": child}}
 
     def _left(self) -> dict[str, str]:
         """Thread id -> the checkpoint id this graph object's last run of it ended at."""
@@ -354,16 +371,18 @@ class TaskGraph(CompiledStateGraph):
         else:
             self._left()[tid] = tup.config["configurable"]["checkpoint_id"]
 
-    def _latest(self, config: RunnableConfig | None) -> RunnableConfig | None:
-        """``config`` refused when it names an earlier step; a log point at the latest step is the thread's latest."""
-        self._refuse_past("run", config)
+    def _latest(self, input: Any, config: RunnableConfig | None) -> RunnableConfig | None:
+        """The child's config when ``config`` names an earlier step (:meth:`_forked`); a log point at the latest step is the thread's latest."""
+        forked = self._forked("run", input, config)
+        if forked is not None:
+            return forked
         if config is not None and point_seq((config.get("configurable") or {}).get("checkpoint_id")) is not None:
             return _thread_only(config)
         return config
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:  # type: ignore[override]
         """LangGraph's ``stream``, a continued thread recorded as a resume (see module doc)."""
-        config, tid = self._resume_config(input, self._latest(config))
+        config, tid = self._resume_config(input, self._latest(input, config))
         left = False
         try:
             yield from super().stream(input, config, **kwargs)
@@ -376,7 +395,7 @@ class TaskGraph(CompiledStateGraph):
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:  # type: ignore[override]
         """LangGraph's ``astream``, a continued thread recorded as a resume (see module doc)."""
-        config = await asyncio.to_thread(self._latest, config)
+        config = await asyncio.to_thread(self._latest, input, config)
         config, tid = await asyncio.to_thread(self._resume_config, input, config)  # (the stores' reads are sync)
         left = False
         try:
@@ -409,12 +428,12 @@ class TaskGraph(CompiledStateGraph):
 
     def bulk_update_state(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> RunnableConfig:
         """LangGraph's ``bulk_update_state``, each update recorded or refused first."""
-        self._refuse_past("update_state", config)
+        config = self._forked("update_state", None, config) or config
         return super().bulk_update_state(config, self._recorded(config, supersteps))
 
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         """LangGraph's ``abulk_update_state``, each update recorded or refused first."""
-        await asyncio.to_thread(self._refuse_past, "update_state", config)
+        config = await asyncio.to_thread(self._forked, "update_state", None, config) or config
         return await super().abulk_update_state(config, await asyncio.to_thread(self._recorded, config, supersteps))

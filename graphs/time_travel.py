@@ -38,6 +38,8 @@ __all__ = [
     "ForeignStateError",
     "LogStep",
     "PastCheckpointError",
+    "child_id",
+    "fork_at",
     "log_steps",
     "merged_history",
     "point_checkpoint_id",
@@ -321,3 +323,68 @@ def point_snapshot(thread_id: str, events: Sequence[Event], seq: int) -> StateSn
     step = LogStep(seq, mine.node if mine else None, mine.source if mine else "input", mine.created_at if mine else "")
     ctx = replay([e for e in events if e.seq <= seq])
     return _point(thread_id, step, index, nxt, ctx)
+
+
+class _ForkHost:
+    """What :func:`graphs.fork.fork_task` reads of a project, for a graph that knows its stores and checkpointer."""
+
+    def __init__(self, stores: Any, checkpointer: Any):
+        self.stores, self.checkpointer = stores, checkpointer
+        self.path = getattr(stores, "path", "") or "this database"
+
+    def task_graph(self, task_id: str, *, spec: dict[str, Any] | None = None) -> Any:
+        raise InvalidInputError(f"the graph of task {task_id!r} is the graph that forks it")  # (graph= is given)
+
+
+def child_id(stores: Any, parent: str, seq: int, wanted: str | None) -> str:
+    """The id of the child a LangGraph run or edit from an earlier step forks into.
+
+    Args:
+        stores: The stores (an event log and a task registry).
+        parent: The parent task.
+        seq: The fork seq.
+        wanted: The id the config names (``configurable.fork_task_id``), or None.
+
+    Returns:
+        ``wanted``, else ``<parent>-fork-<seq>``, else the first free of ``<parent>-fork-<seq>-2``,
+        ``-3``...: the same database gives the same id, and each fork of one point a new one.
+    """
+    if wanted:
+        return str(wanted)
+    base = f"{parent}-fork-{seq}"
+    cid, n = base, 1
+    while stores.events.last_seq(cid) or stores.tasks.get(cid) is not None:
+        n += 1
+        cid = f"{base}-{n}"
+    return cid
+
+
+def fork_at(graph: Any, parent: str, seq: int, wanted: str | None, why: str) -> str:
+    """Fork ``parent`` at ``seq`` for a LangGraph run or edit of ``graph`` (:func:`graphs.fork.fork_task`).
+
+    Args:
+        graph: The task's :class:`graphs.edits.TaskGraph` (its stores, checkpointer, and the
+            child's graph).
+        parent: The parent task.
+        seq: The fork seq (it ends a node run).
+        wanted: The child's id, or None (:func:`child_id`).
+        why: Why, in words (recorded in ``task.forked``).
+
+    Returns:
+        The child's task id (its thread id).
+
+    Raises:
+        PastCheckpointError: The graph knows no task registry (a ``NodeEnv`` without ``stores``).
+    """
+    from .fork import fork_task
+
+    stores = graph.taskctx_stores
+    if stores is None or not hasattr(stores, "tasks"):
+        raise PastCheckpointError(
+            f"task {parent!r}: to go on from seq {seq} the task is forked, and this graph knows its event log only; "
+            "give its nodes' NodeEnv the project's stores (NodeEnv(..., stores=project.stores)), or fork with "
+            f"Project.fork({parent!r}, at={seq})"
+        )
+    child = child_id(stores, parent, seq, wanted)
+    fork_task(_ForkHost(stores, graph.checkpointer), parent, at=seq, new_task_id=child, why=why, graph=graph)
+    return child

@@ -1,9 +1,12 @@
-"""``get_state_history`` derived from the event log: every step of a task, also after its
-checkpoints were pruned, on the default graph and on a graph of one's own (sync and async)."""
+"""LangGraph's time travel on a taskctx graph. ``get_state_history`` is derived from the event log:
+every step of a task, also after its checkpoints were pruned. ``invoke(None, past_config)`` and
+``update_state(past_config, ...)`` fork the task: a child task from that step, the parent left as
+it was. On the default graph and on a graph of one's own, sync and async, SQLite and Postgres."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,10 +14,11 @@ from langgraph.graph import END, START, StateGraph
 
 import graphs
 from context import TaskContext, replay
-from graphs import new_task, open_project
+from graphs import new_task, open_project, thread_config
 from graphs.checkpoint import prune_thread
 from graphs.runner import run_graph
 from graphs.time_travel import (
+    PastCheckpointError,
     point_checkpoint_id,
     point_seq,
 )
@@ -52,7 +56,7 @@ def _model() -> ScriptedChatModel:
 
 def _custom(project: Any, model: ScriptedChatModel) -> Any:
     """The default roles wired by hand, the executor's review sent through a path map."""
-    env = graphs.NodeEnv(events=project.stores.events, artifacts=project.stores.artifacts)
+    env = graphs.NodeEnv(events=project.stores.events, artifacts=project.stores.artifacts, stores=project.stores)
     tools = Probe()
     g = StateGraph(TaskContext)
     g.add_node("planner", graphs.make_planner_node(model, env))
@@ -155,3 +159,118 @@ def _check_history(g: Any, project: Any) -> None:
 def test_a_checkpoint_id_names_its_seq() -> None:
     assert point_checkpoint_id(17) == "00000000-0000-4000-8000-000000000011"
     assert point_seq(point_checkpoint_id(17)) == 17 and point_seq("1f1ee1d3-4204-6284-8020-1502d796afe9") is None
+
+
+def _past(g: Any, project: Any, tid: str = "h1") -> Any:
+    """The state after the first probe's result (the executor runs next), from the log: the checkpoints were pruned."""
+    assert prune_thread(project.checkpointer, tid)
+    hist = list(g.get_state_history(thread_config(tid)))
+    (snap,) = [s for s in hist if s.metadata["taskctx_node"] == "tools"][-1:]
+    assert snap.next == ("executor",) and snap.metadata["taskctx_seq"] == 7
+    return snap
+
+
+def _parent(project: Any, tid: str = "h1") -> tuple[list[str], Any]:
+    return [e.id for e in project.stores.events.read(tid)], project.checkpointer.get_tuple(thread_config(tid)).config
+
+
+@pytest.mark.parametrize("kind", ["default", "custom"])
+def test_invoke_from_a_past_step_forks_and_the_child_completes(tmp_path: Path, kind: str) -> None:
+    g, project = _run(tmp_path, kind)
+    past = _past(g, project)
+    before = _parent(project)
+    out = g.invoke(None, past.config, durability="sync")
+    child = TaskContext.model_validate(out)
+    assert child.identity.task_id == "h1-fork-7" and child.control.status == "completed"
+    parent_events = project.stores.events.read("h1")
+    events = project.stores.events.read("h1-fork-7")
+    # the child's log: the parent's first 7 events (the same ones), its task.forked, then its own run
+    assert [e.id for e in events[:7]] == [e.id for e in parent_events[:7]]
+    assert events[7].seq == 8 and events[7].kind == "task.forked"
+    assert events[7].payload["parent"] == "h1" and events[7].payload["fork_seq"] == 7
+    assert [e.kind for e in events[8:]].count("tool.result.received") == 1  # c-2 only: c-1 ran in the prefix
+    assert replay(events) == child
+    assert _parent(project) == before  # the parent: its log and its checkpoint as they were
+    # again from the same step: another child
+    again = TaskContext.model_validate(g.invoke(None, past.config, durability="sync"))
+    assert again.identity.task_id == "h1-fork-7-2" and again.control.status == "completed"
+    # the child's history goes back through the parent's prefix
+    hist = list(g.get_state_history(thread_config("h1-fork-7")))
+    assert [s.metadata["taskctx_seq"] for s in hist][-3:] == [7, 6, 3]
+
+
+@pytest.mark.parametrize("kind", ["default", "custom"])
+def test_update_state_at_a_past_step_forks_with_the_edit(tmp_path: Path, kind: str) -> None:
+    g, project = _run(tmp_path, kind)
+    past = _past(g, project)
+    before = _parent(project)
+    cfg = g.update_state(past.config, {"identity": {"constraints": ["do not probe twice"]}})
+    assert cfg["configurable"]["thread_id"] == "h1-fork-7"
+    events = project.stores.events.read("h1-fork-7")
+    assert [e.kind for e in events[7:]] == ["task.forked", "state.edited"]
+    assert events[8].actor == "user" and events[8].payload["changes"] == {
+        "identity": {"constraints": ["do not probe twice"]}
+    }
+    snap = g.get_state(cfg)
+    assert snap.values["identity"].constraints == ["do not probe twice"] and snap.next == ("executor",)
+    out = TaskContext.model_validate(g.invoke(None, cfg, durability="sync"))
+    assert out.identity.task_id == "h1-fork-7" and out.control.status == "completed"
+    assert out.identity.constraints == ["do not probe twice"]
+    assert _parent(project) == before
+    # async: the same, into the next child
+    acfg = asyncio.run(g.aupdate_state(past.config, {"identity": {"non_goals": ["speed"]}}))
+    assert acfg["configurable"]["thread_id"] == "h1-fork-7-2"
+    aout = TaskContext.model_validate(asyncio.run(g.ainvoke(None, acfg, durability="sync")))
+    assert aout.identity.non_goals == ["speed"] and aout.control.status == "completed"
+
+
+def test_a_named_child_and_refusals(tmp_path: Path) -> None:
+    g, project = _run(tmp_path, "default")
+    past = _past(g, project)
+    named = {**past.config, "configurable": {**past.config["configurable"], "fork_task_id": "retry-1"}}
+    out = TaskContext.model_validate(asyncio.run(g.ainvoke(None, named, durability="sync")))
+    assert out.identity.task_id == "retry-1" and out.control.status == "completed"
+    from graphs import new_task
+
+    with pytest.raises(PastCheckpointError, match=r"a run from there forks the task and takes input None \(got"):
+        g.invoke(new_task("again", "h1"), past.config)
+    # the latest step named by its log point is the thread's latest: nothing forks
+    head = list(g.get_state_history(thread_config("h1"), limit=1))[0]
+    assert g.get_state(head.config).values["events"].cursor == head.metadata["taskctx_seq"]
+    assert project.stores.events.last_seq("h1-fork-7") == 0
+
+
+@pytest.mark.postgres
+def test_langgraph_fork_on_postgres(tmp_path: Path, pg_db: str) -> None:
+    g, project = _run(tmp_path, "default", db=pg_db)
+    try:
+        past = _past(g, project)
+        before = _parent(project)
+        cfg = g.update_state(past.config, {"identity": {"constraints": ["do not probe twice"]}})
+        out = TaskContext.model_validate(g.invoke(None, cfg, durability="sync"))
+        assert out.identity.task_id == "h1-fork-7" and out.control.status == "completed"
+        assert replay(project.stores.events.read("h1-fork-7")) == out
+        assert _parent(project) == before
+    finally:
+        project.close()
+
+
+def test_an_edit_says_why_the_log_is_past_its_checkpoint(tmp_path: Path) -> None:
+    from context import InvalidInputError, SqliteStores
+    from graphs.edits import record_edit
+
+    _, project = _run(tmp_path, "default")
+    events = project.stores.events.read("h1")
+    assert [e.causation_id for e in events[3:6]] == ["h1#3:executor"] * 3
+    inflight = SqliteStores(":memory:")
+    inflight.events.append("h1", events[:6])  # the executor's run on seq 3 has begun, not ended
+    edit = {"identity": {"interpreted_goal": "another goal"}}
+    with pytest.raises(InvalidInputError, match=r"^update_state: node 'executor' of task 'h1' has run on this "):
+        record_edit(inflight.events, replay(events[:3]), edit, None)
+    with pytest.raises(InvalidInputError) as moved:  # later node runs: the log has moved past the checkpoint
+        record_edit(project.stores.events, replay(events[:3]), edit, None)
+    assert str(moved.value) == (
+        f"update_state: the event log of task 'h1' is at seq {len(events)} but this checkpoint knows seq 3 (the log "
+        f"has moved past it: seq 4-{len(events)}); edit the task's latest state (a config without checkpoint_id)"
+    )
+    assert inflight.events.last_seq("h1") == 6 and project.stores.events.last_seq("h1") == len(events)
