@@ -57,6 +57,8 @@ def summarize_event(e: Event) -> str:
         text = f"{p['status']}: {p['summary']}"
     elif k == "fact.stale":
         text = f"{p['fact_id']}: {change_text(p['path'], p['cause'], p['old_sha'], p['new_sha'])}"
+    elif k == "task.forked":
+        text = f"forked from {p['parent_task_id']} at seq {p['fork_seq']}" + (f": {p['why']}" if p.get("why") else "")
     elif k == "state.edited":
         text = "edited " + ", ".join(sorted(f"{part}.{f}" for part, fs in p["changes"].items() for f in fs))
     elif k == "memory.confirmed":

@@ -47,6 +47,7 @@ __all__ = [
     "StepStarted",
     "TaskCompleted",
     "TaskCreated",
+    "TaskForked",
     "ToolCalled",
     "ToolResultReceived",
     "TranscriptReset",
@@ -86,6 +87,7 @@ EventKind = Literal[
     "state.edited",
     "fact.stale",
     "role.reported",
+    "task.forked",
 ]
 
 
@@ -109,6 +111,25 @@ class TaskCreated(_Payload):
     denied_tools: list[str] = Field(default_factory=list)
     requires_approval: list[str] = Field(default_factory=list)
     file_scopes: list[str] = Field(default_factory=list)
+
+
+class TaskForked(_Payload):
+    """Payload of ``task.forked``: a child task's first own event, right after its parent's prefix.
+
+    The child's log is the parent's events up to ``fork_seq`` (read from the parent, never copied),
+    then its own from ``fork_seq + 1`` (this one). ``workspace``: the child's copy of the workspace
+    ("": it shares the parent's); ``restored``: the files in it set back to their bytes at the fork;
+    ``left``: path -> why a file the parent changed after the fork was left as it is.
+    """
+
+    task_id: str
+    parent_task_id: str
+    fork_seq: int
+    why: str = ""
+    schema_version: int = 0
+    workspace: str = ""
+    restored: list[str] = Field(default_factory=list)
+    left: dict[str, str] = Field(default_factory=dict)
 
 
 class PlanCreated(_Payload):
@@ -487,6 +508,7 @@ PAYLOAD_MODELS: dict[str, type[_Payload]] = {
     "state.edited": StateEdited,
     "fact.stale": FactStale,
     "role.reported": RoleReported,
+    "task.forked": TaskForked,
 }
 
 

@@ -1,4 +1,4 @@
-"""Folds of the task's own events: created, checkpointed, interrupted, resumed, edited, completed.
+"""Folds of the task's own events: created, forked, checkpointed, interrupted, resumed, edited, completed.
 
 They set the identity and permissions a task starts with, and ``control.status``.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from .events import Event, EventKind, StateEdited, TaskCompleted, TaskCreated
+from .events import Event, EventKind, StateEdited, TaskCompleted, TaskCreated, TaskForked
 from .fold import Fold
 from .models import TaskContext
 
@@ -71,6 +71,17 @@ def _on_state_edited(ctx: TaskContext, e: Event) -> TaskContext:
     return ctx.model_copy(update=update)
 
 
+def _on_task_forked(ctx: TaskContext, e: Event) -> TaskContext:
+    """``task.forked``: the parent's fold becomes the child's (its id, the schema it is recorded with)."""
+    p: TaskForked = e.typed()
+    return ctx.model_copy(
+        update={
+            "identity": ctx.identity.model_copy(update={"task_id": p.task_id}),
+            "events": ctx.events.model_copy(update={"schema_version": p.schema_version}),
+        }
+    )
+
+
 def _on_task_completed(ctx: TaskContext, e: Event) -> TaskContext:
     tc: TaskCompleted = e.typed()
     return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": tc.status})})
@@ -85,5 +96,6 @@ TASK_FOLDS: Mapping[EventKind, Fold] = MappingProxyType(
         "resume.started": _on_resume_started,
         "state.edited": _on_state_edited,
         "task.completed": _on_task_completed,
+        "task.forked": _on_task_forked,
     }
 )

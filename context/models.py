@@ -50,8 +50,8 @@ __all__ = [
 #: The version of taskctx's stored data (event payloads and the checkpointed TaskContext),
 #: recorded in ``task.created`` and folded into ``events.schema_version``; ``taskctx resume``
 #: refuses data of a newer version. Every field added since version 0 has a default that means
-#: what older data meant, so data of 0, 1 and 2 reads back (the docs list each migration).
-SCHEMA_VERSION = 3
+#: what older data meant, so data of 0 to 3 reads back (the docs list each migration).
+SCHEMA_VERSION = 4
 
 
 class _Part(BaseModel):

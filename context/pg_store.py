@@ -25,6 +25,7 @@ from .errors import (
 )
 from .events import Event
 from .lease import TaskLeases, fence
+from .lineage import Lineage, chained, chained_count, lineage_of_row
 from .secrets import masked_bytes, masked_events
 from .sqlite_store import SqliteStores
 from .store import (
@@ -32,6 +33,7 @@ from .store import (
     contiguous,
     duplicate_message,
     event_row,
+    events_sql,
     lenient_events,
     number_events,
     packed,
@@ -208,6 +210,7 @@ class PgEventLog:
     def __init__(self, db: _Pg, leases: TaskLeases | None = None):
         self._db = db
         self._leases = leases
+        self._lineage: dict[str, Lineage | None] = {}
 
     def last_seq(self, task_id: str) -> int:
         """The last ``seq`` of a task's log.
@@ -234,10 +237,12 @@ class PgEventLog:
             task_id: The task.
         """
 
-        def q(conn: Any, _: int) -> int:
-            return int(conn.execute("SELECT COUNT(*) FROM taskctx_events WHERE task_id = %s", (task_id,)).fetchone()[0])
+        def own(tid: str, upto: int | None) -> int:
+            sql = "SELECT COUNT(*) FROM taskctx_events WHERE task_id = %s" + ("" if upto is None else " AND seq <= %s")
+            args = (tid,) if upto is None else (tid, upto)
+            return int(self._db.run(lambda conn, _: conn.execute(sql, args).fetchone()[0]))
 
-        return self._db.run(q)
+        return chained_count(self, own, task_id)
 
     def append(self, task_id: str, events: Sequence[Event]) -> list[Event]:
         """Append events atomically, secrets masked (:func:`context.secrets.masked_events`).
@@ -313,41 +318,39 @@ class PgEventLog:
             limit: At most this many events (with ``kinds``: of the matching ones).
             kinds: Only events of these kinds, filtered in SQL (the other payloads are never
                 read or parsed).
-            damaged_rows: For a check of the whole log: nothing raises; a row that does not
-                parse is skipped and its findings kept here under its seq
-                (:func:`~context.store.lenient_events`), and a gap is left to the caller (``check_events``
-                names it).
-            fields: With ``kinds``: each payload holds only these top-level keys, extracted in
-                SQL (a key the payload lacks is ``None``): a view that sums a few numbers of
-                many large events.
+            damaged_rows: As the SQLite log's (nothing raises; damaged rows kept here by seq).
+            fields: With ``kinds``: each payload holds only these top-level keys, extracted in SQL.
 
         Returns:
-            The events.
+            The events (a fork's: its parent's prefix, then its own).
 
         Raises:
             DamagedStoreError: Without ``damaged_rows``: an unfiltered read has a gap, or a kind
                 or payload does not parse.
         """
-        args: tuple[Any, ...] = ()
+        return list(self.iter(task_id, after, limit, kinds, damaged_rows=damaged_rows, fields=fields))
+
+    def _own(
+        self,
+        task_id: str,
+        after: int,
+        upto: int | None,
+        limit: int | None,
+        kinds: Sequence[str] | None,
+        damaged_rows: dict[int, list[str]] | None,
+        fields: Sequence[str] | None,
+    ) -> list[Event]:
+        """The task's own rows with ``after < seq <= upto`` (a fork's prefix is its parent's: :meth:`iter`)."""
+        pre: tuple[Any, ...] = ()
         payload = "payload"
         if fields is not None:
             payload = f"json_build_object({', '.join(['%s::text, payload::json -> %s::text'] * len(fields))})::text"
-            args = tuple(x for f in fields for x in (f, f))
-        sql = (
-            f"SELECT seq, id, kind, timestamp, actor, {payload}, causation_id, correlation_id "
-            "FROM taskctx_events WHERE task_id = %s AND seq > %s"
-        )
-        args += (task_id, after)
-        if kinds is not None:
-            kinds = [kinds] if isinstance(kinds, str) else list(kinds)
-            if not kinds:
-                return []
-            sql += f" AND kind IN ({', '.join(['%s'] * len(kinds))})"
-            args += tuple(kinds)
-        sql += " ORDER BY seq"
-        if limit is not None:
-            sql += " LIMIT %s"
-            args += (limit,)
+            pre = tuple(x for f in fields for x in (f, f))
+        kinds = None if kinds is None else [kinds] if isinstance(kinds, str) else list(kinds)
+        if kinds is not None and not kinds:
+            return []
+        sql, args = events_sql("%s", payload, task_id, after, upto, limit, kinds or ())
+        args = (*pre, *args)
 
         def q(conn: Any, _: int) -> list[Event]:
             if damaged_rows is not None:
@@ -356,6 +359,27 @@ class PgEventLog:
             return list(rows if kinds is not None else contiguous(task_id, rows, after))
 
         return self._db.run(q)
+
+    def lineage(self, task_id: str) -> Lineage | None:
+        """Where a forked task's log comes from (:mod:`context.lineage`), from its first own row.
+
+        Args:
+            task_id: The task.
+
+        Returns:
+            Its parent and fork seq; None when it is not a fork (or has no events).
+
+        Raises:
+            DamagedStoreError: Its ``task.forked`` row does not parse or is out of place.
+        """
+        if task_id in self._lineage:
+            return self._lineage[task_id]
+        sql = "SELECT seq, kind, payload FROM taskctx_events WHERE task_id = %s ORDER BY seq LIMIT 1"
+        row = self._db.run(lambda conn, _: conn.execute(sql, (task_id,)).fetchone())
+        out = lineage_of_row(task_id, row)
+        if row is not None:  # a task's first row never changes: known for good
+            self._lineage[task_id] = out
+        return out
 
     def iter(
         self,
@@ -367,26 +391,18 @@ class PgEventLog:
         damaged_rows: dict[int, list[str]] | None = None,
         fields: Sequence[str] | None = None,
     ) -> Iterator[Event]:
-        """As :meth:`read` (which reads them all first), one event at a time.
+        """As :meth:`read` (its arguments), one event at a time, each segment read whole.
 
-        Args:
-            task_id: The task.
-            after: Only events with ``seq > after``.
-            limit: At most this many events (with ``kinds``: of the matching ones).
-            kinds: Only events of these kinds, filtered in SQL (the other payloads are never
-                read or parsed).
-            damaged_rows: For a check of the whole log: nothing raises; a row that does not
-                parse is skipped and its findings kept here under its seq
-                (:func:`~context.store.lenient_events`), and a gap is left to the caller (``check_events``
-                names it).
-            fields: With ``kinds``: each payload holds only these top-level keys, extracted in
-                SQL (a key the payload lacks is ``None``): a view that sums a few numbers of
-                many large events.
+        A fork's prefix is its parent's rows (:func:`context.lineage.chained`).
 
         Yields:
             The events.
         """
-        yield from self.read(task_id, after, limit, kinds, damaged_rows=damaged_rows, fields=fields)
+
+        def own(tid: str, start: int, upto: int | None, lim: int | None) -> Iterator[Event]:
+            return iter(self._own(tid, start, upto, lim, kinds, damaged_rows, fields))
+
+        yield from chained(self, own, task_id, after, limit)
 
     def task_ids(self) -> list[str]:
         """The ids of the tasks with events, sorted."""

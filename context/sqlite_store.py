@@ -17,6 +17,7 @@ from .artifact_refs import make_ref, parse_ref, slice_lines
 from .errors import ArtifactNotFoundError, SequenceConflictError
 from .events import Event
 from .lease import TaskLeases, fence
+from .lineage import Lineage, chained, chained_count, lineage_of_row
 from .secrets import masked_bytes, masked_events
 from .sqlite_db import SqliteDb
 from .store import (
@@ -24,6 +25,7 @@ from .store import (
     contiguous,
     duplicate_message,
     event_row,
+    events_sql,
     lenient_events,
     number_events,
     packed,
@@ -44,7 +46,8 @@ class EventLog:
 
     ``append`` is one transaction and checks that its first ``seq`` follows the log's last one,
     so two writers can never interleave a task's events; while another live process holds the
-    task's lease (:mod:`context.lease`) it is refused.
+    task's lease (:mod:`context.lease`) it is refused. A forked task's reads include its parent's
+    prefix (:mod:`context.lineage`).
 
     Args:
         db: The open file.
@@ -54,6 +57,7 @@ class EventLog:
     def __init__(self, db: SqliteDb, leases: TaskLeases | None = None):
         self._db = db
         self._leases = leases
+        self._lineage: dict[str, Lineage | None] = {}
 
     def last_seq(self, task_id: str) -> int:
         """The last ``seq`` of a task's log.
@@ -72,11 +76,18 @@ class EventLog:
     def count(self, task_id: str) -> int:
         """How many rows a task's log holds (``last_seq`` when no row is missing or repeated).
 
+        A fork's count holds its parent's prefix rows (:mod:`context.lineage`).
+
         Args:
             task_id: The task.
         """
-        row = self._db.conn.execute("SELECT COUNT(*) FROM taskctx_events WHERE task_id = ?", (task_id,)).fetchone()
-        return int(row[0])
+
+        def own(tid: str, upto: int | None) -> int:
+            sql = "SELECT COUNT(*) FROM taskctx_events WHERE task_id = ?" + ("" if upto is None else " AND seq <= ?")
+            args = (tid,) if upto is None else (tid, upto)
+            return int(self._db.conn.execute(sql, args).fetchone()[0])
+
+        return chained_count(self, own, task_id)
 
     def append(self, task_id: str, events: Sequence[Event]) -> list[Event]:
         """Append events atomically, secrets masked (:func:`context.secrets.masked_events`).
@@ -162,6 +173,9 @@ class EventLog:
     ) -> Iterator[Event]:
         """As :meth:`read`, one event at a time, fetched in batches (the log is never held whole).
 
+        A forked task's log is its parent's rows up to the fork seq, read where they are, then its
+        own (:func:`context.lineage.chained`).
+
         Args:
             task_id: The task.
             after: Only events with ``seq > after``.
@@ -182,26 +196,33 @@ class EventLog:
         Raises:
             DamagedStoreError: As :meth:`read`.
         """
-        args: tuple[object, ...] = ()
+
+        def own(tid: str, start: int, upto: int | None, lim: int | None) -> Iterator[Event]:
+            return self._own(tid, start, upto, lim, kinds, damaged_rows, fields)
+
+        yield from chained(self, own, task_id, after, limit)
+
+    def _own(
+        self,
+        task_id: str,
+        after: int,
+        upto: int | None,
+        limit: int | None,
+        kinds: Sequence[str] | None,
+        damaged_rows: dict[int, list[str]] | None,
+        fields: Sequence[str] | None,
+    ) -> Iterator[Event]:
+        """The task's own rows with ``after < seq <= upto`` (a fork's prefix is its parent's: :meth:`iter`)."""
+        pre: tuple[object, ...] = ()
         payload = "payload"
         if fields is not None:
             payload = f"json_object({', '.join(['?, payload -> ?'] * len(fields))})"
-            args = tuple(x for f in fields for x in (f, f"$.{f}"))
-        sql = (
-            f"SELECT seq, id, kind, timestamp, actor, {payload}, causation_id, correlation_id "
-            "FROM taskctx_events WHERE task_id = ? AND seq > ?"
-        )
-        args += (task_id, after)
-        if kinds is not None:
-            kinds = [kinds] if isinstance(kinds, str) else list(kinds)
-            if not kinds:
-                return
-            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
-            args += tuple(kinds)
-        sql += " ORDER BY seq"
-        if limit is not None:
-            sql += " LIMIT ?"
-            args += (limit,)
+            pre = tuple(x for f in fields for x in (f, f"$.{f}"))
+        kinds = None if kinds is None else [kinds] if isinstance(kinds, str) else list(kinds)
+        if kinds is not None and not kinds:
+            return
+        sql, args = events_sql("?", payload, task_id, after, upto, limit, kinds or ())
+        args = (*pre, *args)
         cur = self._db.conn.execute(sql, args)
         raw = (row for batch in iter(lambda: cur.fetchmany(_BATCH), []) for row in batch)
         if damaged_rows is not None:
@@ -209,6 +230,28 @@ class EventLog:
             return
         rows = (row_event(task_id, row) for row in raw)
         yield from (rows if kinds is not None else contiguous(task_id, rows, after))
+
+    def lineage(self, task_id: str) -> Lineage | None:
+        """Where a forked task's log comes from (:mod:`context.lineage`), from its first own row.
+
+        Args:
+            task_id: The task.
+
+        Returns:
+            Its parent and fork seq; None when it is not a fork (or has no events).
+
+        Raises:
+            DamagedStoreError: Its ``task.forked`` row does not parse or is out of place.
+        """
+        if task_id in self._lineage:
+            return self._lineage[task_id]
+        row = self._db.conn.execute(
+            "SELECT seq, kind, payload FROM taskctx_events WHERE task_id = ? ORDER BY seq LIMIT 1", (task_id,)
+        ).fetchone()
+        out = lineage_of_row(task_id, row)
+        if row is not None:  # a task's first row never changes: known for good
+            self._lineage[task_id] = out
+        return out
 
     def task_ids(self) -> list[str]:
         """The ids of the tasks with events, sorted."""

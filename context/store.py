@@ -28,6 +28,7 @@ __all__ = [
     "damaged",
     "duplicate_message",
     "event_row",
+    "events_sql",
     "gap_finding",
     "lenient_events",
     "number_events",
@@ -102,7 +103,8 @@ def number_events(task_id: str, events: Sequence[Event], last: int) -> list[Even
     Args:
         task_id: The task whose log it is.
         events: The events to append (``seq`` 0, or the seq each must have).
-        last: The log's last ``seq``.
+        last: The log's last ``seq`` (0 for a new log; a new fork's starts after its ``task.forked``
+            event's ``fork_seq``).
 
     Returns:
         The events with ``seq`` ``last + 1, last + 2, ...``.
@@ -111,6 +113,8 @@ def number_events(task_id: str, events: Sequence[Event], last: int) -> list[Even
         SequenceConflictError: An event carries another ``seq`` (another writer got there first).
         DamagedStoreError: The first event is past ``last + 1`` (the log lost its last events).
     """
+    if not last and events and events[0].kind == "task.forked":  # a fork's first own row follows its prefix
+        last = int(events[0].payload["fork_seq"])
     out: list[Event] = []
     for i, e in enumerate(events):
         want = last + 1 + i
@@ -152,6 +156,45 @@ def event_row(task_id: str, e: Event) -> tuple[object, ...]:
         e.causation_id,
         e.correlation_id,
     )
+
+
+def events_sql(
+    mark: str,
+    payload: str,
+    task_id: str,
+    after: int,
+    upto: int | None,
+    limit: int | None,
+    kinds: Sequence[str],
+) -> tuple[str, tuple[object, ...]]:
+    """The query of one task's own ``taskctx_events`` rows (SQLite and Postgres alike).
+
+    Args:
+        mark: The backend's parameter mark (``?`` or ``%s``).
+        payload: The payload column's expression (``payload``, or one that extracts fields).
+        task_id: The task.
+        after: Only rows with ``seq > after``.
+        upto: Only rows with ``seq <= upto`` (None: to the end).
+        limit: At most this many rows (None: all).
+        kinds: Only rows of these kinds (empty: every kind).
+
+    Returns:
+        ``(sql, args)``: the columns :func:`row_event` reads, in seq order; ``args`` follow any
+        the payload expression takes.
+    """
+    sql = (
+        f"SELECT seq, id, kind, timestamp, actor, {payload}, causation_id, correlation_id "
+        f"FROM taskctx_events WHERE task_id = {mark} AND seq > {mark}"
+    )
+    args: tuple[object, ...] = (task_id, after)
+    if upto is not None:
+        sql, args = sql + f" AND seq <= {mark}", (*args, upto)
+    if kinds:
+        sql, args = sql + f" AND kind IN ({', '.join([mark] * len(kinds))})", (*args, *kinds)
+    sql += " ORDER BY seq"
+    if limit is not None:
+        sql, args = sql + f" LIMIT {mark}", (*args, limit)
+    return sql, args
 
 
 #: What to do about a damaged task, in words: the end of every ``DamagedStoreError`` message of a

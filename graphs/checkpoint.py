@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import sqlite3
 import typing
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -22,6 +23,7 @@ __all__ = [
     "adopt_checkpoint_serde",
     "checkpoint_serde",
     "checkpoint_types",
+    "open_readonly_checkpointer",
     "prune_thread",
 ]
 
@@ -238,3 +240,31 @@ class PruningSqliteSaver(ThreadedAsyncSaver, SqliteSaver):  # type: ignore[misc,
                         "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
                         (tid, ns, head),
                     )
+
+
+def open_readonly_checkpointer(path: str, serde: Any) -> tuple[sqlite3.Connection, Any]:
+    """A checkpointer that reads a SQLite file's checkpoints and never writes.
+
+    Args:
+        path: The SQLite file (opened ``mode=ro``: :func:`context.sqlite_db.connect_readonly`).
+        serde: The checkpoint serializer.
+
+    Returns:
+        ``(connection, checkpointer)``: LangGraph's ``SqliteSaver`` never set up (its setup would
+        create tables and set WAL mode), or an empty ``InMemorySaver`` when the file has no
+        checkpoint tables (stores written through the Python API).
+
+    Raises:
+        StoreOpenError: The file cannot be read.
+    """
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from context.sqlite_db import connect_readonly, sqlite_tables
+
+    conn = connect_readonly(path)
+    if {"checkpoints", "writes"} <= sqlite_tables(conn):
+        saver = SqliteSaver(conn, serde=serde)
+        saver.is_setup = True
+        return conn, saver
+    return conn, InMemorySaver(serde=serde)

@@ -1,13 +1,13 @@
 """A taskctx project: one database's stores, checkpointer and memory, and the jobs done on it.
 
 :func:`open_project` opens one; :class:`Project` builds a task's graph (:meth:`Project.graph`),
-runs it (:meth:`Project.run`), resumes it from its last checkpoint (:meth:`Project.resume`) and
-shows it (:meth:`Project.inspect`). The ``taskctx`` commands are built on these.
+runs it (:meth:`Project.run`), resumes it from its last checkpoint (:meth:`Project.resume`), forks
+it at an earlier seq (:meth:`Project.fork`) and shows it (:meth:`Project.inspect`). The ``taskctx``
+commands are built on these.
 """
 
 from __future__ import annotations
 
-import importlib
 import sqlite3
 import uuid
 from collections.abc import Callable
@@ -37,7 +37,7 @@ from .inspection import TaskView, inspect_task
 from .orchestrator import build_orchestrator, new_task
 from .project_errors import NoCheckpointError, UnregisteredTaskError
 from .runner import ResumePoint, RunResult, Stores, export_run, run_with_approvals, thread_config
-from .task_kinds import replay_task_graph, run_task_graph
+from .task_kinds import TASK_KINDS, builder_of, register_task_kind
 
 if TYPE_CHECKING:  # (LangGraph's types: the graph runtime is imported when a graph is built, not by `inspect`)
     from langchain_core.language_models import BaseChatModel
@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # (LangGraph's types: the graph runtime is imported when a gr
     from nodes import ToolExecutor
 
     from .edits import TaskGraph
+    from .fork import ForkResult
 
 __all__ = [
     "DEFAULT_DB",
@@ -67,31 +68,6 @@ DEFAULT_OUT = Path(".taskctx/runs")
 #: An approval answerer: the request in, ``{"action": "approve" | "edit" | "reject" | "respond",
 #: ...}`` out, or None to leave it pending.
 Answer = Callable[[dict[str, Any]], "dict[str, Any] | None"]
-#: Builds the graph of a registered task: ``(project, task_id, spec) -> graph``.
-KindBuilder = Callable[["Project", str, dict[str, Any]], Any]
-#: The task kinds :meth:`Project.task_graph` can rebuild, by the registry row's ``kind``: a
-#: builder, or the ``"module:name"`` of one (imported when a task of that kind is rebuilt).
-TASK_KINDS: dict[str, KindBuilder | str] = {}
-
-
-def register_task_kind(kind: str, builder: KindBuilder | str) -> None:
-    """Teach :meth:`Project.task_graph` to rebuild the graph of tasks whose registry row has ``kind``.
-
-    Args:
-        kind: The registry row's ``kind`` (built in: ``"replay"``, ``"run"``; ``graphs.demo``
-            registers ``"demo"`` when imported, the CLI names it on start-up).
-        builder: ``(project, task_id, spec) -> graph``, or its ``"module:name"``.
-    """
-    TASK_KINDS[kind] = builder
-
-
-def _builder(kind: str) -> KindBuilder | None:
-    """The builder registered for ``kind`` (a ``"module:name"`` is imported now), or None."""
-    builder = TASK_KINDS.get(kind)
-    if isinstance(builder, str):
-        module, name = builder.split(":")
-        builder = getattr(importlib.import_module(module), name)
-    return builder
 
 
 def _pending(request: dict[str, Any]) -> None:
@@ -149,7 +125,13 @@ class Project:
             return
         self.stores = SqliteStores(path, readonly=readonly)
         if readonly:
-            self._open_readonly_checkpointer(path, checkpoint_serde())
+            from .checkpoint import open_readonly_checkpointer
+
+            try:
+                self.conn, self.checkpointer = open_readonly_checkpointer(path, checkpoint_serde())
+            except BaseException:
+                self.stores.close()
+                raise
             return
         try:
             from .checkpoint import PruningSqliteSaver
@@ -164,25 +146,6 @@ class Project:
             raise StoreOpenError(
                 f"cannot open the checkpointer at {path}: {exc}; pass --db with a writable file"
             ) from exc
-
-    def _open_readonly_checkpointer(self, path: str, serde: Any) -> None:
-        """A checkpointer that reads the file's checkpoints and never writes."""
-        from langgraph.checkpoint.memory import InMemorySaver
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        from context.sqlite_db import connect_readonly, sqlite_tables
-
-        try:
-            self.conn = connect_readonly(path)
-            if {"checkpoints", "writes"} <= sqlite_tables(self.conn):
-                saver = SqliteSaver(self.conn, serde=serde)
-                saver.is_setup = True  # its setup() would create tables and set WAL mode: never here
-                self.checkpointer = saver
-            else:  # stores without checkpoints (written through the Python API): none to show
-                self.checkpointer = InMemorySaver(serde=serde)
-        except BaseException:
-            self.stores.close()
-            raise
 
     @property
     def is_postgres(self) -> bool:
@@ -268,7 +231,7 @@ class Project:
             spec = {k: v for k, v in spec.items() if k != "stopped"}
             self.stores.tasks.register(task_id, spec)
         kind = spec.get("kind")
-        builder = _builder(str(kind))
+        builder = builder_of(str(kind))
         if builder is None:
             known = "; a demo task needs graphs.demo imported" if kind == "demo" else ""
             raise InvalidInputError(f"task {task_id!r} has an unknown kind {kind!r} in {self.path}{known}")
@@ -429,6 +392,60 @@ class Project:
             checked=checked,
         )
 
+    def fork(
+        self,
+        task_id: str,
+        *,
+        at: int | None = None,
+        at_step: int | None = None,
+        new_task_id: str | None = None,
+        why: str = "",
+        workspace_at_fork: bool = False,
+        workspace: str | Path | None = None,
+        spec_update: dict[str, Any] | None = None,
+        graph: Any = None,
+    ) -> ForkResult:
+        """Fork a task at an earlier seq into a new task that runs on from there (:mod:`graphs.fork`).
+
+        The child's log is the parent's up to the fork seq (referenced, not copied), then its
+        ``task.forked``; its checkpoint holds that prefix's fold. :meth:`resume` runs it on. The
+        parent is only read.
+
+        Args:
+            task_id: The parent.
+            at: The fork seq (``inspect --all`` shows the seqs); it must end a node run.
+            at_step: Or: the end of executor step N.
+            new_task_id: The child's id (default ``<parent>-fork-<seq>``).
+            why: Why, in words (recorded).
+            workspace_at_fork: Give the child a copy of the workspace with the parent's own changes
+                after the fork undone (else it shares the parent's).
+            workspace: Where that copy goes (default: beside the parent's, named by the child's id).
+            spec_update: Registry row keys to change for the child (``budget``, ``model``, ...).
+            graph: The child's graph (None: rebuilt from its registry row).
+
+        Returns:
+            The child (:class:`graphs.fork.ForkResult`).
+
+        Raises:
+            InvalidInputError: Not a fork point, the child's id is taken, or no workspace to copy.
+            UnknownTaskError: The parent has no events.
+            DamagedStoreError: The parent's stored data fails its checks.
+        """
+        from .fork import fork_task
+
+        return fork_task(
+            self,
+            task_id,
+            at=at,
+            at_step=at_step,
+            new_task_id=new_task_id,
+            why=why,
+            workspace_at_fork=workspace_at_fork,
+            workspace=workspace,
+            spec_update=spec_update,
+            graph=graph,
+        )
+
     def _finished(self, task_id: str, state: TaskContext | None) -> RunResult:
         """The result of a resume that found the task finished (nothing ran)."""
         return RunResult(task_id, state or TaskContext(), (), False, already_finished=True)
@@ -529,10 +546,6 @@ class Project:
     def __exit__(self, *exc: object) -> None:
         """Close the project."""
         self.close()
-
-
-register_task_kind("replay", replay_task_graph)
-register_task_kind("run", run_task_graph)
 
 
 def db_exists(db: str | Path) -> bool:

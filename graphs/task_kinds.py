@@ -1,17 +1,60 @@
 """The built-in task kinds: how the graph of a ``replay`` or ``run`` task is rebuilt from its registry row.
 
-:meth:`graphs.Project.task_graph` looks a task's kind up (:func:`graphs.project.register_task_kind`).
+:meth:`graphs.Project.task_graph` looks a task's kind up in :data:`TASK_KINDS` (:func:`register_task_kind`).
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from context import InvalidInputError, load_trajectory
 from nodes.runtime import DEFAULT_BUDGET
 
-__all__ = ["replay_task_graph", "run_task_graph", "trajectory_sha256"]
+__all__ = [
+    "TASK_KINDS",
+    "KindBuilder",
+    "builder_of",
+    "register_task_kind",
+    "replay_task_graph",
+    "run_task_graph",
+    "trajectory_sha256",
+]
+
+#: Builds the graph of a registered task: ``(project, task_id, spec) -> graph``.
+KindBuilder = Callable[[Any, str, dict[str, Any]], Any]
+#: The task kinds :meth:`Project.task_graph` can rebuild, by the registry row's ``kind``: a
+#: builder, or the ``"module:name"`` of one (imported when a task of that kind is rebuilt).
+TASK_KINDS: dict[str, KindBuilder | str] = {}
+
+
+def register_task_kind(kind: str, builder: KindBuilder | str) -> None:
+    """Teach :meth:`Project.task_graph` to rebuild the graph of tasks whose registry row has ``kind``.
+
+    Args:
+        kind: The registry row's ``kind`` (built in: ``"replay"``, ``"run"``; ``graphs.demo``
+            registers ``"demo"`` when imported, the CLI names it on start-up).
+        builder: ``(project, task_id, spec) -> graph``, or its ``"module:name"``.
+    """
+    TASK_KINDS[kind] = builder
+
+
+def builder_of(kind: str) -> KindBuilder | None:
+    """The builder registered for a task kind.
+
+    Args:
+        kind: The registry row's ``kind``.
+
+    Returns:
+        Its builder (a ``"module:name"`` is imported now), or None.
+    """
+    builder = TASK_KINDS.get(kind)
+    if isinstance(builder, str):
+        module, name = builder.split(":")
+        builder = getattr(importlib.import_module(module), name)
+    return builder
 
 
 def trajectory_sha256(path: Path) -> str:
@@ -84,3 +127,7 @@ def run_task_graph(project: Any, task_id: str, spec: dict[str, Any]) -> Any:
     )
     budget = int(spec.get("budget", DEFAULT_BUDGET))
     return project.graph(chat, tools=tools, budget=budget, workspace=spec.get("workspace"))
+
+
+register_task_kind("replay", replay_task_graph)
+register_task_kind("run", run_task_graph)

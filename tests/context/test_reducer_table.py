@@ -43,6 +43,7 @@ PAYLOADS: dict[str, dict[str, object]] = {
     "state.edited": {"changes": {"identity": {"constraints": ["keep tags"]}}},
     "fact.stale": {"fact_id": "s0.f1", "path": "a.py", "old_sha": "aa", "new_sha": "bb", "cause": "resume"},
     "role.reported": {"role": "tester", "verdict": "fail", "items": ["get() after put() is stale"]},
+    "task.forked": {"task_id": "task-1b", "parent_task_id": "task-1", "fork_seq": 7, "schema_version": 4},
 }
 
 
@@ -68,7 +69,7 @@ def _start() -> TaskContext:
 
 def test_the_table_and_the_unfolded_list_are_exactly_the_event_kinds():
     kinds = list(get_args(EventKind))
-    assert len(kinds) == 28
+    assert len(kinds) == 29
     assert not set(FOLDS) & UNFOLDED_KINDS
     assert sorted([*FOLDS, *UNFOLDED_KINDS]) == sorted(kinds)
     assert UNFOLDED_KINDS == frozenset()
@@ -105,6 +106,7 @@ def test_each_kind_has_its_own_named_handler():
         "state.edited": "_on_state_edited",
         "fact.stale": "_on_fact_stale",
         "role.reported": "_on_role_reported",
+        "task.forked": "_on_task_forked",
     }
 
 

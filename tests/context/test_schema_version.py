@@ -51,11 +51,11 @@ def _resume(db: Path, tmp_path: Path) -> Any:
 def test_the_task_records_its_schema_version(started: tuple[Path, Path]) -> None:
     db, _ = started
     events = SqliteStores(db).events.read("sv-1")
-    assert events[0].payload["schema_version"] == SCHEMA_VERSION == 3
-    assert replay(events).events.schema_version == 3
+    assert events[0].payload["schema_version"] == SCHEMA_VERSION == 4
+    assert replay(events).events.schema_version == 4
     with open_project(db) as p:
         tup = p.checkpointer.get_tuple({"configurable": {"thread_id": "sv-1"}})
-        assert tup.checkpoint["channel_values"]["events"].schema_version == 3
+        assert tup.checkpoint["channel_values"]["events"].schema_version == 4
 
 
 def _put_checkpoint(db: Path, **parts: Any) -> None:

@@ -1,0 +1,261 @@
+"""Forking a task: a child task that starts from the parent's state at an earlier seq and runs on.
+
+:func:`fork_task` (``Project.fork``, ``taskctx fork``) finds the fork point (a seq, or the end of
+executor step N; it must end a node run), writes the child's one row (``task.forked``, after the
+parent's prefix, which is referenced, not copied: :mod:`context.lineage`), registers the child
+(the parent's registry row, its workspace and receipts its own when the workspace is forked:
+:mod:`graphs.fork_workspace`) and gives the child's thread a fresh LangGraph checkpoint holding
+the fold of that prefix, as if the node that ended there had just returned. The parent is only
+read. ``Project.resume`` then runs the child on, with the same or another model, budget or
+graph, or after a state edit (``state.edited``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from context import Event, InvalidInputError, TaskContext, UnknownTaskError, apply_event, replay
+from context.lineage import fork_log
+from nodes.attempts import attempt_of
+
+from .diagnosis import REGISTERED_MARK, ensure_sound
+from .runner import thread_config
+
+__all__ = ["ForkPoint", "ForkResult", "fork_point", "fork_task", "state_at"]
+
+#: How far a fork point's node run is looked for, before and after the seq (events).
+_NEAR = 400
+
+
+@dataclass(frozen=True)
+class ForkPoint:
+    """Where a fork starts: the last seq of the parent's log the child holds, and the node that ended there.
+
+    Attributes:
+        seq: The fork seq.
+        node: The node whose run ended at ``seq`` (the child's checkpoint is as if it had just
+            returned; None: no node wrote the events there, e.g. a log written by a harness).
+        executor_steps: The parent's executor steps done at ``seq``.
+    """
+
+    seq: int
+    node: str | None
+    executor_steps: int = 0
+
+
+@dataclass
+class ForkResult:
+    """What :func:`fork_task` made.
+
+    Attributes:
+        task_id: The child.
+        parent: The parent.
+        fork_seq: The last seq of the parent's log the child holds.
+        state: The child's state (the fold of the prefix and its ``task.forked``).
+        next_nodes: The nodes the child's checkpoint runs next.
+        event: The child's ``task.forked`` event.
+        workspace: The child's workspace copy (None: it shares the parent's, or the task has none).
+        restored: The files of the copy set back to their bytes at the fork.
+        left: Path -> why a file the parent changed after the fork was left as it is.
+        after_fork: The parent's side effects after the fork (one line each), not undone in a
+            shared workspace.
+    """
+
+    task_id: str
+    parent: str
+    fork_seq: int
+    state: TaskContext
+    next_nodes: tuple[str, ...]
+    event: Event
+    workspace: Path | None = None
+    restored: list[str] = field(default_factory=list)
+    left: dict[str, str] = field(default_factory=dict)
+    after_fork: list[str] = field(default_factory=list)
+
+
+def _node_at(events: Any, task_id: str, seq: int) -> tuple[str | None, int | None]:
+    """The node whose run wrote event ``seq``, and the seq where that run ends (None: no node run)."""
+    near = events.read(task_id, after=seq - 1, limit=_NEAR)
+    key = near[0].causation_id if near else None
+    if attempt_of(key) is None:
+        return None, None
+    end = seq
+    for e in near[1:]:
+        if e.causation_id != key:
+            break
+        end = e.seq
+    by = attempt_of(key)
+    return (by[1] if by else None), end
+
+
+def _last_node(events: Any, task_id: str, seq: int) -> str | None:
+    """The node of the last node-run event at or before ``seq`` (a few hundred events back at most)."""
+    for e in reversed(events.read(task_id, after=max(0, seq - _NEAR), limit=min(seq, _NEAR))):
+        by = attempt_of(e.causation_id)
+        if by is not None:
+            return by[1]
+    return None
+
+
+def _step_end(events: Any, task_id: str, step: int) -> int:
+    """The seq that ends the node run in which the parent's executor step ``step`` was recorded."""
+    results = events.read(task_id, kinds=["tool.result.received"], fields=["call_id"], limit=step)
+    if step < 1 or len(results) < step:
+        raise InvalidInputError(
+            f"task {task_id!r} has {len(results)} executor steps; --at-step takes 1 to {len(results)}"
+        )
+    _, end = _node_at(events, task_id, results[step - 1].seq)
+    return end if end is not None else results[step - 1].seq
+
+
+def fork_point(events: Any, task_id: str, *, at: int | None = None, at_step: int | None = None) -> ForkPoint:
+    """Check a fork point: a seq that ends a node run of the task (or the end of executor step N).
+
+    Args:
+        events: The event log.
+        task_id: The parent.
+        at: The fork seq (an event's seq, as ``inspect --all`` and the trace show it).
+        at_step: Or: the end of executor step N (where ``--max-steps N`` would have stopped).
+
+    Returns:
+        The fork point.
+
+    Raises:
+        InvalidInputError: Neither or both are given, the seq is past the log, or it falls inside
+            a node run (the message names the run's node and the seq that ends it).
+        UnknownTaskError: The task has no events.
+    """
+    last = events.last_seq(task_id)
+    if not last:
+        raise UnknownTaskError(f"task {task_id!r} has no events; check the task id (taskctx list)")
+    if (at is None) == (at_step is None):
+        raise InvalidInputError("fork at a seq (--at SEQ) or at the end of an executor step (--at-step N), one of them")
+    seq = at if at is not None else _step_end(events, task_id, int(at_step or 0))
+    if not 1 <= seq <= last:
+        raise InvalidInputError(f"task {task_id!r} has events 1 to {last}; --at takes a seq in that range")
+    node, end = _node_at(events, task_id, seq)
+    if end is not None and end != seq:
+        raise InvalidInputError(
+            f"task {task_id!r}: seq {seq} is inside a run of node {node!r} (its events go on to seq {end}); "
+            f"fork where a node run ends: --at {end}, or a seq before that run"
+        )
+    if node is None:
+        node = _last_node(events, task_id, seq)
+    return ForkPoint(seq, node)
+
+
+def state_at(stores: Any, checkpointer: Any, task_id: str, seq: int) -> TaskContext:
+    """The task's state at ``seq``: the fold of its log up to there, whether or not a checkpoint was kept.
+
+    From the latest checkpoint when its cursor is at or before ``seq`` (the events between folded
+    on), else from the start of the log.
+
+    Args:
+        stores: The project's stores.
+        checkpointer: Its checkpointer (None: fold from the start).
+        task_id: The task.
+        seq: The seq (1 to the log's last).
+
+    Returns:
+        The fold.
+
+    Raises:
+        DamagedStoreError: The task's stored data fails its checks (:func:`graphs.diagnosis.ensure_sound`).
+    """
+    checked = ensure_sound(stores, checkpointer, task_id, full=False)
+    base = checked.state
+    if base is None or base.events.cursor > seq:
+        base = TaskContext()
+    cursor = base.events.cursor
+    return replay(stores.events.iter(task_id, after=cursor, limit=seq - cursor), base) if seq > cursor else base
+
+
+def _checkpoint(task_id: str, state: TaskContext, node: str | None, graph: Any) -> tuple[str, ...]:
+    """Give the child's thread its first checkpoint: ``state``, as if ``node`` had just returned it."""
+    values = {p: getattr(state, p) for p in TaskContext.model_fields}
+    cfg = thread_config(task_id)
+    cfg["metadata"] = {REGISTERED_MARK: True}
+    graph.update_state(cfg, values, as_node=node)
+    snap = graph.get_state(thread_config(task_id))
+    return tuple(snap.next)
+
+
+def fork_task(
+    project: Any,
+    task_id: str,
+    *,
+    at: int | None = None,
+    at_step: int | None = None,
+    new_task_id: str | None = None,
+    why: str = "",
+    workspace_at_fork: bool = False,
+    workspace: str | Path | None = None,
+    spec_update: dict[str, Any] | None = None,
+    graph: Any = None,
+) -> ForkResult:
+    """Fork ``task_id`` at a seq (or the end of an executor step) into a new task (see module doc).
+
+    Args:
+        project: The project both tasks are in (a :class:`graphs.Project`).
+        task_id: The parent.
+        at: The fork seq.
+        at_step: Or: the end of executor step N.
+        new_task_id: The child's id (default ``<parent>-fork-<fork seq>``).
+        why: Why, in words (recorded in ``task.forked``).
+        workspace_at_fork: Give the child a copy of the workspace with the parent's own changes
+            after the fork undone (:func:`graphs.fork_workspace.workspace_at`).
+        workspace: Where that copy goes (default: beside the parent's, named by the child's id).
+        spec_update: Keys of the child's registry row to change (``budget``, ``model``, ...).
+        graph: The child's graph (None: rebuilt from its registry row).
+
+    Returns:
+        What was made.
+
+    Raises:
+        InvalidInputError: The fork point is not one, the child id is taken, or a workspace copy
+            is asked of a task without a workspace.
+        UnknownTaskError: The parent is unknown.
+        DamagedStoreError: The parent's stored data fails its checks.
+    """
+    from .fork_workspace import copy_at_fork, side_effects_after
+
+    events = project.stores.events
+    point = fork_point(events, task_id, at=at, at_step=at_step)
+    child = new_task_id or f"{task_id}-fork-{point.seq}"
+    if events.last_seq(child) or project.stores.tasks.get(child) is not None:
+        raise InvalidInputError(f"task {child!r} already exists in {project.path}; pick another --task-id")
+    state = state_at(project.stores, project.checkpointer, task_id, point.seq)
+    spec = project.stores.tasks.get(task_id)
+    if spec is None and graph is None:
+        raise InvalidInputError(
+            f"task {task_id!r} has no task registry row (it was run through the Python API), so the child's graph "
+            "cannot be rebuilt; pass graph= (Project.fork(..., graph=...))"
+        )
+    spec = {**(spec or {}), **(spec_update or {})}
+    with project.stores.leases.hold(child):
+        copy = copy_at_fork(project, task_id, child, spec, point.seq, state, workspace) if workspace_at_fork else None
+        if copy is not None:
+            spec = {**spec, **copy.spec}
+        e = fork_log(
+            events,
+            task_id,
+            child,
+            point.seq,
+            why=why,
+            workspace=str(copy.root) if copy is not None else "",
+            restored=copy.restored if copy is not None else (),
+            left=copy.left if copy is not None else None,
+        )
+        if spec:
+            project.stores.tasks.register(child, spec)
+        folded = apply_event(state, e)
+        g = graph if graph is not None else project.task_graph(child, spec=spec)
+        nxt = _checkpoint(child, folded, point.node, g)
+    out = ForkResult(child, task_id, point.seq, folded, nxt, e)
+    if copy is not None:
+        out.workspace, out.restored, out.left = copy.root, list(copy.restored), dict(copy.left)
+    else:
+        out.after_fork = side_effects_after(events, task_id, point.seq)
+    return out

@@ -1,0 +1,234 @@
+"""A fork's workspace: a copy of the parent's with the parent's own changes after the fork undone.
+
+:func:`copy_at_fork` copies the parent's workspace (its registry row's ``workspace``) and sets each
+file the parent changed after the fork (its ``file.modified`` events) back to its bytes at the
+fork, file by file, each checked against the recorded hashes:
+
+* the file must still hold the bytes of the parent's last change to it (the ``sha256`` that change
+  recorded); a file something else changed since is named in ``left`` and kept as it is;
+* the bytes it had before the parent's first change after the fork are the ones the task last
+  saw of it (``evidence.world`` at the fork, then the reads and noticed hand edits up to that
+  change); they come from the artifact store (content-addressed by that sha) or from un-applying
+  the parent's patches one by one, each result checked against the sha the change before it
+  recorded; bytes that cannot be had that way are never guessed: the file is named in ``left``.
+
+Changes that left no ``file.modified`` (what a command did to files the task never saw) are not
+known, so not undone; :func:`side_effects_after` lists the parent's side effects after the fork.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from context import ArtifactNotFoundError, Event, InvalidInputError, TaskContext
+
+__all__ = ["NOT_UNDONE", "WorkspaceCopy", "copy_at_fork", "side_effects_after"]
+
+#: How inspect heads the parent's side effects after the fork, for a child that shares the workspace.
+NOT_UNDONE = "happened in the parent after the fork; not undone"
+
+
+@dataclass
+class WorkspaceCopy:
+    """The child's workspace copy.
+
+    Attributes:
+        root: The copy.
+        spec: The registry row keys it changes (``workspace``, ``receipts``).
+        restored: The files set back to their bytes at the fork.
+        left: Path -> why it was left as it is.
+    """
+
+    root: Path
+    spec: dict[str, str]
+    restored: list[str] = field(default_factory=list)
+    left: dict[str, str] = field(default_factory=dict)
+
+
+def _sha(data: bytes | None) -> str:
+    return "" if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _calls(events: Any, task_id: str, after: int, state: TaskContext | None = None) -> dict[str, dict[str, Any]]:
+    """Call id -> ``{tool, arguments, has_side_effects, seq}`` of the calls made after ``after``
+    (and those of ``state``'s transcript, made before it: their results may come after)."""
+    out: dict[str, dict[str, Any]] = {}
+    if state is not None:
+        for r in state.evidence.recent_tool_calls:
+            out[r.id] = {"tool": r.tool, "arguments": r.arguments, "has_side_effects": False, "seq": 0}
+    for e in events.iter(task_id, after=after, kinds=["tool.called"]):
+        out[e.payload["call_id"]] = {**e.payload, "seq": e.seq}
+    return out
+
+
+def side_effects_after(events: Any, task_id: str, seq: int) -> list[str]:
+    """The parent's side effects after a fork point, one line each.
+
+    Args:
+        events: The event log.
+        task_id: The parent.
+        seq: The fork seq.
+
+    Returns:
+        ``seq <n>: <path> changed by <tool> (call <id>)`` per ``file.modified``, and ``seq <n>:
+        <tool> <arguments> (call <id>)`` per call with side effects that recorded no file.
+    """
+    calls = _calls(events, task_id, seq)
+    out: list[tuple[int, str]] = []
+    changed: set[str] = set()
+    for e in events.iter(task_id, after=seq, kinds=["file.modified"]):
+        cid = e.payload.get("call_id") or ""
+        tool = calls[cid]["tool"] if cid in calls else "a call"
+        out.append((e.seq, f"seq {e.seq}: {e.payload['path']} changed by {tool} (call {cid})"))
+        changed.add(cid)
+    for cid, c in calls.items():
+        if c.get("has_side_effects") and cid not in changed:
+            args = " ".join(str(c.get("arguments", "")).split())
+            args = args if len(args) <= 100 else args[:97] + "..."
+            out.append((c["seq"], f"seq {c['seq']}: {c['tool']} {args} (call {cid})"))
+    return [line for _, line in sorted(out)]
+
+
+def _known_before(events: Any, task_id: str, state: TaskContext, seq: int, first: int, path: str) -> str:
+    """The sha of ``path`` the task last saw before seq ``first`` (its world at ``seq``, then reads and hand edits)."""
+    sha = state.evidence.world.get(path, "")
+    span = first - seq - 1
+    if span <= 0:
+        return sha
+    seen: list[tuple[int, str]] = []
+    for e in events.iter(task_id, after=seq, limit=span, kinds=["tool.result.received"], fields=["reads"]):
+        if path in (e.payload.get("reads") or {}):
+            seen.append((e.seq, e.payload["reads"][path]))
+    for e in events.iter(task_id, after=seq, limit=span, kinds=["fact.stale"]):
+        if e.payload["path"] == path and e.payload.get("new_sha"):
+            seen.append((e.seq, e.payload["new_sha"]))
+    seen = [s for s in seen if s[0] < first]
+    return max(seen)[1] if seen else sha
+
+
+def _unpatched(now: bytes, changes: list[Event], calls: dict[str, dict[str, Any]], target: str) -> bytes | None:
+    """``now`` with the changes' patches un-applied, last first, each step checked against the shas; None: cannot."""
+    from nodes.workspace.patch import PatchError, apply_unified_diff, parse_unified_diff
+
+    data = now
+    for i in range(len(changes) - 1, -1, -1):
+        c = changes[i]
+        call = calls.get(c.payload.get("call_id") or "")
+        if call is None or call["tool"] != "apply_patch":
+            return None
+        try:
+            patch = json.loads(call["arguments"]).get("patch", "")
+            fps = [fp for fp in parse_unified_diff(str(patch)) if fp.path == c.payload["path"]]
+            if len(fps) != 1 or fps[0].old_path is None:
+                return None
+            data = apply_unified_diff(data.decode("utf-8"), fps[0], reverse=True).encode("utf-8")
+        except (PatchError, ValueError, UnicodeDecodeError):
+            return None
+        want = changes[i - 1].payload.get("sha256", "") if i else target
+        if _sha(data) != want:
+            return None
+    return data
+
+
+def _restore(
+    project: Any, root: Path, path: str, changes: list[Event], calls: dict[str, dict[str, Any]], target: str
+) -> str | None:
+    """Set ``root/path`` back to the bytes of sha ``target``; the reason it was left, or None when restored."""
+    last = changes[-1]
+    f = root / path
+    now = f.read_bytes() if f.is_file() else None
+    if not last.payload.get("sha256"):
+        return f"the parent's change to it at seq {last.seq} recorded no hash, so its bytes cannot be checked"
+    if _sha(now) != last.payload["sha256"]:
+        what = "it is missing" if now is None else f"it holds sha256 {_sha(now)[:12]}"
+        return (
+            f"something else changed it after the parent's last change to it (seq {last.seq}, sha256 "
+            f"{last.payload['sha256'][:12]}): {what}; left as it is"
+        )
+    if not target:
+        return f"the task never saw its bytes before the parent changed it at seq {changes[0].seq}; left as it is"
+    try:
+        data: bytes | None = project.stores.artifacts.get(f"artifact://sha256:{target}")
+    except ArtifactNotFoundError:
+        data = _unpatched(now or b"", changes, calls, target)
+    if data is None or _sha(data) != target:
+        return (
+            f"its bytes at the fork (sha256 {target[:12]}) are not in the artifact store and the parent's changes "
+            "cannot be un-applied to them; left as it is"
+        )
+    tmp = f.with_name(f".{f.name}.taskctx-fork")
+    tmp.write_bytes(data)
+    tmp.replace(f)
+    return None
+
+
+def _receipts(events: Any, task_id: str, seq: int, old: Path, new: Path) -> None:
+    """Copy the command receipts of the parent's calls up to ``seq`` (the prefix's) to the child's folder."""
+    from nodes.workspace.interrupted import receipt_path
+
+    new.mkdir(parents=True, exist_ok=True)
+    for e in events.iter(task_id, limit=seq, kinds=["tool.called"], fields=["call_id"]):
+        src = receipt_path(old, e.payload["call_id"])
+        if e.seq <= seq and src.is_file():
+            shutil.copy2(src, receipt_path(new, e.payload["call_id"]))
+
+
+def copy_at_fork(
+    project: Any,
+    parent: str,
+    child: str,
+    spec: dict[str, Any],
+    seq: int,
+    state: TaskContext,
+    dest: str | Path | None,
+) -> WorkspaceCopy:
+    """Copy the parent's workspace for the child, the parent's own changes after ``seq`` undone (see module doc).
+
+    Args:
+        project: The project.
+        parent: The parent task.
+        child: The child task.
+        spec: The parent's registry row (``workspace``; ``receipts`` when it has them).
+        seq: The fork seq.
+        state: The parent's state at ``seq``.
+        dest: Where the copy goes (None: beside the parent's workspace, named by the child's id).
+
+    Returns:
+        The copy.
+
+    Raises:
+        InvalidInputError: The task has no workspace, or ``dest`` exists and is not empty.
+    """
+    if not spec.get("workspace"):
+        raise InvalidInputError(
+            f"task {parent!r} has no workspace in its registry row, so there is none to copy; fork it without "
+            "--workspace-at-fork"
+        )
+    src = Path(str(spec["workspace"]))
+    root = Path(dest) if dest is not None else src.parent / child
+    if root.exists() and any(root.iterdir()):
+        raise InvalidInputError(f"{root} is not empty; pass an empty or new folder for the child's workspace")
+    shutil.copytree(src, root, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".taskctx"))
+    out = WorkspaceCopy(root.resolve(), {"workspace": str(root.resolve())})
+    if spec.get("receipts"):
+        receipts = Path(str(spec["receipts"])).parent / child
+        _receipts(project.stores.events, parent, seq, Path(str(spec["receipts"])), receipts)
+        out.spec["receipts"] = str(receipts.resolve())
+    events = project.stores.events
+    by_path: dict[str, list[Event]] = {}
+    for e in events.iter(parent, after=seq, kinds=["file.modified"]):
+        by_path.setdefault(e.payload["path"], []).append(e)
+    calls = _calls(events, parent, seq, state) if by_path else {}
+    for path, changes in sorted(by_path.items()):
+        target = _known_before(events, parent, state, seq, changes[0].seq, path)
+        why = _restore(project, out.root, path, changes, calls, target)
+        if why is None:
+            out.restored.append(path)
+        else:
+            out.left[path] = why
+    return out
