@@ -164,6 +164,20 @@ def _check_owner(thread_id: str, state: Any, what: str) -> None:
     )
 
 
+def _as_fork_node(
+    forked: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+) -> tuple[RunnableConfig, list[list[StateUpdate]]]:
+    """The child's config, and ``supersteps`` with each update of no ``as_node`` made as the fork point's node.
+
+    So the edit keeps what runs next at the fork point (LangGraph would infer another node from
+    the child's fresh checkpoint).
+    """
+    conf = dict(forked)
+    node = conf.pop("__taskctx_fork_node", None)
+    rows = [[StateUpdate(u.values, u.as_node or node, u.task_id) for u in step] for step in supersteps]
+    return conf, rows  # type: ignore[return-value]
+
+
 def _thread_only(config: RunnableConfig) -> RunnableConfig:
     """``config`` without its ``checkpoint_id``: the thread's latest checkpoint."""
     conf = {k: v for k, v in (config.get("configurable") or {}).items() if k != "checkpoint_id"}
@@ -323,8 +337,10 @@ class TaskGraph(CompiledStateGraph):
                 f"(seq {now}); a run from there forks the task and takes input None (got {type(input).__name__}): "
                 "invoke(None, config) to fork and run the child, or update_state(config, values) to fork it with an edit"
             )
-        child = fork_at(self, tid, seq, conf.pop("fork_task_id", None), why=f"LangGraph {what} from checkpoint {cid}")
-        return {**(config or {}), "configurable": {**conf, "thread_id": child}}
+        child, node = fork_at(
+            self, tid, seq, conf.pop("fork_task_id", None), why=f"LangGraph {what} from checkpoint {cid}"
+        )
+        return {**(config or {}), "configurable": {**conf, "thread_id": child}, "__taskctx_fork_node": node}  # type: ignore[typeddict-unknown-key]
 
     def _left(self) -> dict[str, str]:
         """Thread id -> the checkpoint id this graph object's last run of it ended at."""
@@ -375,6 +391,7 @@ class TaskGraph(CompiledStateGraph):
         """The child's config when ``config`` names an earlier step (:meth:`_forked`); a log point at the latest step is the thread's latest."""
         forked = self._forked("run", input, config)
         if forked is not None:
+            forked.pop("__taskctx_fork_node", None)  # type: ignore[typeddict-item]
             return forked
         if config is not None and point_seq((config.get("configurable") or {}).get("checkpoint_id")) is not None:
             return _thread_only(config)
@@ -428,12 +445,16 @@ class TaskGraph(CompiledStateGraph):
 
     def bulk_update_state(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> RunnableConfig:
         """LangGraph's ``bulk_update_state``, each update recorded or refused first."""
-        config = self._forked("update_state", None, config) or config
+        forked = self._forked("update_state", None, config)
+        if forked is not None:
+            config, supersteps = _as_fork_node(forked, supersteps)
         return super().bulk_update_state(config, self._recorded(config, supersteps))
 
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         """LangGraph's ``abulk_update_state``, each update recorded or refused first."""
-        config = await asyncio.to_thread(self._forked, "update_state", None, config) or config
+        forked = await asyncio.to_thread(self._forked, "update_state", None, config)
+        if forked is not None:
+            config, supersteps = _as_fork_node(forked, supersteps)
         return await super().abulk_update_state(config, await asyncio.to_thread(self._recorded, config, supersteps))

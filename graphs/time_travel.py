@@ -11,7 +11,7 @@ so the log splits into steps: the events of one node run, or of one edit from ou
   LangGraph kept has that state, which is then listed as it is;
 * ``values`` is the fold of the log up to the point's seq; ``next`` the node that ran after it;
   ``metadata`` LangGraph's (``source``, ``step``, ``parents``) with ``taskctx_seq`` (the seq;
-  a kept checkpoint's metadata gets it too) and ``taskctx_node`` (the node that ran up to it);
+  a kept checkpoint's metadata gets both) and ``taskctx_node`` (the node that ran up to it);
   ``created_at`` its last event's timestamp.
 
 A node run that appends no event leaves no step in the log, so it has no point of its own.
@@ -221,11 +221,14 @@ def merged_history(
         point (see module doc) for every other point up to the newest kept checkpoint's seq (all
         of them when none was kept).
     """
+    steps = log_steps(events)
+    by_seq = {s.seq: s.node for s in steps}
     kept = [
-        s if (c := snapshot_cursor(s)) is None else s._replace(metadata={**(s.metadata or {}), "taskctx_seq": c})
+        s
+        if (c := snapshot_cursor(s)) is None
+        else s._replace(metadata={**(s.metadata or {}), "taskctx_seq": c, "taskctx_node": by_seq.get(c)})
         for s in kept
     ]
-    steps = log_steps(events)
     nodes = [s.node if s.source == "loop" else None for s in steps]
     covered = {c for s in kept if (c := snapshot_cursor(s)) is not None}
     head = max(covered) if covered else None
@@ -359,7 +362,7 @@ def child_id(stores: Any, parent: str, seq: int, wanted: str | None) -> str:
     return cid
 
 
-def fork_at(graph: Any, parent: str, seq: int, wanted: str | None, why: str) -> str:
+def fork_at(graph: Any, parent: str, seq: int, wanted: str | None, why: str) -> tuple[str, str | None]:
     """Fork ``parent`` at ``seq`` for a LangGraph run or edit of ``graph`` (:func:`graphs.fork.fork_task`).
 
     Args:
@@ -371,12 +374,14 @@ def fork_at(graph: Any, parent: str, seq: int, wanted: str | None, why: str) -> 
         why: Why, in words (recorded in ``task.forked``).
 
     Returns:
-        The child's task id (its thread id).
+        The child's task id (its thread id), and the node whose run ended at ``seq`` (the child's
+        checkpoint is as if it had just returned; None: no node wrote the events there).
 
     Raises:
+        InvalidInputError: ``seq`` does not end a node run, or the named child exists.
         PastCheckpointError: The graph knows no task registry (a ``NodeEnv`` without ``stores``).
     """
-    from .fork import fork_task
+    from .fork import fork_point, fork_task
 
     stores = graph.taskctx_stores
     if stores is None or not hasattr(stores, "tasks"):
@@ -387,4 +392,4 @@ def fork_at(graph: Any, parent: str, seq: int, wanted: str | None, why: str) -> 
         )
     child = child_id(stores, parent, seq, wanted)
     fork_task(_ForkHost(stores, graph.checkpointer), parent, at=seq, new_task_id=child, why=why, graph=graph)
-    return child
+    return child, fork_point(stores.events, parent, at=seq).node

@@ -410,7 +410,7 @@ def test_server_history_and_a_fork_from_an_earlier_step(dev_server: DevServer, t
         assert state["values"]["control"]["status"] == "completed" and state["next"] == []
         events = stores.events.read(child)
         assert [e.id for e in events[:seq]] == parent[:seq]
-        assert events[seq].kind == "task.forked" and events[seq].payload["parent"] == tid
+        assert events[seq].kind == "task.forked" and events[seq].payload["parent_task_id"] == tid
         assert [e.kind for e in events].count("tool.result.received") == 12  # 3 in the prefix, 9 its own
         assert replay(events) == TaskContext.model_validate(state["values"])
         # "Fork": an edit at that step, recorded on the next child

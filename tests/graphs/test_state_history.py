@@ -187,7 +187,7 @@ def test_invoke_from_a_past_step_forks_and_the_child_completes(tmp_path: Path, k
     # the child's log: the parent's first 7 events (the same ones), its task.forked, then its own run
     assert [e.id for e in events[:7]] == [e.id for e in parent_events[:7]]
     assert events[7].seq == 8 and events[7].kind == "task.forked"
-    assert events[7].payload["parent"] == "h1" and events[7].payload["fork_seq"] == 7
+    assert events[7].payload["parent_task_id"] == "h1" and events[7].payload["fork_seq"] == 7
     assert [e.kind for e in events[8:]].count("tool.result.received") == 1  # c-2 only: c-1 ran in the prefix
     assert replay(events) == child
     assert _parent(project) == before  # the parent: its log and its checkpoint as they were
