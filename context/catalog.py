@@ -8,11 +8,12 @@ it, never taken from the registry). No other function lists tasks.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from .errors import DamagedStoreError, UnknownTaskError
 from .events import Event
+from .lineage import Lineage
 from .memory import MEMORY_LOG
 from .reducer import replay
 from .verify import check_events
@@ -30,6 +31,7 @@ class _Log(Protocol):
         self, task_id: str, after: int = 0, limit: int | None = None, kinds: Sequence[str] | None = None
     ) -> list[Event]: ...
     def task_ids(self) -> list[str]: ...
+    def lineage(self, task_id: str) -> Lineage | None: ...
 
 
 class _Registry(Protocol):
@@ -67,6 +69,11 @@ class TaskInfo:
     #: What :mod:`context.verify` found wrong with it (``status`` is then ``"damaged"``); empty
     #: for a sound task.
     damage: tuple[str, ...] = ()
+    #: The task it was forked from and the fork seq (None: not a fork; :mod:`context.lineage`).
+    parent: str | None = None
+    fork_seq: int | None = None
+    #: The tasks forked from it, ``(child id, fork seq)`` (filled in by :func:`list_tasks`).
+    children: tuple[tuple[str, int], ...] = ()
 
     @property
     def registered(self) -> bool:
@@ -81,7 +88,8 @@ class TaskInfo:
     def as_json(self) -> dict[str, object]:
         """``{task_id, status, executor_steps, last_activity, events, registered}``, as JSON.
 
-        A damaged task also has ``damaged``: its findings.
+        A damaged task also has ``damaged``: its findings; a fork ``parent`` and ``fork_seq``; a
+        task forked from ``children`` (``[{task_id, fork_seq}]``).
         """
         out: dict[str, object] = {
             "task_id": self.task_id,
@@ -93,6 +101,10 @@ class TaskInfo:
         }
         if self.damage:
             out["damaged"] = list(self.damage)
+        if self.parent is not None:
+            out.update(parent=self.parent, fork_seq=self.fork_seq)
+        if self.children:
+            out["children"] = [{"task_id": c, "fork_seq": s} for c, s in self.children]
         return out
 
 
@@ -110,7 +122,17 @@ def _info(stores: _Stores, task_id: str) -> TaskInfo:
         raise DamagedStoreError(
             f"{what}; check the database for every finding", found, task_id=task_id, what=what
         ) from exc
-    return TaskInfo(task_id, ctx.control.status, ctx.progress.executor_steps, events[-1].timestamp, len(events), spec)
+    lin = stores.events.lineage(task_id)
+    return TaskInfo(
+        task_id,
+        ctx.control.status,
+        ctx.progress.executor_steps,
+        events[-1].timestamp,
+        len(events),
+        spec,
+        parent=lin.parent if lin is not None else None,
+        fork_seq=lin.fork_seq if lin is not None else None,
+    )
 
 
 def list_tasks(stores: _Stores) -> list[TaskInfo]:
@@ -128,6 +150,11 @@ def list_tasks(stores: _Stores) -> list[TaskInfo]:
     """
     ids = (set(stores.events.task_ids()) | set(stores.tasks.task_ids())) - {MEMORY_LOG}  # (no task: memory)
     infos = [_info_or_damage(stores, t) for t in ids]
+    kids: dict[str, list[tuple[str, int]]] = {}
+    for i in infos:
+        if i.parent is not None and i.fork_seq is not None:
+            kids.setdefault(i.parent, []).append((i.task_id, i.fork_seq))
+    infos = [replace(i, children=tuple(sorted(kids[i.task_id]))) if i.task_id in kids else i for i in infos]
     started = sorted((i for i in infos if i.last_activity), key=lambda i: (i.last_activity, i.task_id), reverse=True)
     return started + sorted((i for i in infos if not i.last_activity), key=lambda i: i.task_id)
 

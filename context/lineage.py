@@ -22,7 +22,16 @@ from .events import Event, TaskForked, new_event
 from .models import SCHEMA_VERSION
 from .store import damaged
 
-__all__ = ["Lineage", "Segments", "chained", "chained_count", "fork_log", "lineage_of_row", "prefix_error"]
+__all__ = [
+    "Lineage",
+    "Segments",
+    "chained",
+    "chained_count",
+    "children_of",
+    "fork_log",
+    "lineage_of_row",
+    "prefix_error",
+]
 
 
 @dataclass(frozen=True)
@@ -227,3 +236,23 @@ def fork_log(
     e = new_event("task.forked", payload, actor="user", correlation_id=child)
     written: list[Event] = events.append(child, [e.model_copy(update={"seq": fork_seq + 1})])
     return written[0]
+
+
+def children_of(events: Any, task_id: str) -> list[tuple[str, int]]:
+    """The tasks forked from a task: ``(child id, fork seq)``, by id.
+
+    One lookup of the first row per task of the database (:meth:`lineage`), nothing of the logs read.
+
+    Args:
+        events: The event log.
+        task_id: The parent.
+
+    Returns:
+        Its children (not theirs).
+    """
+    out = []
+    for t in events.task_ids():
+        lin = events.lineage(t)
+        if lin is not None and lin.parent == task_id:
+            out.append((t, lin.fork_seq))
+    return out

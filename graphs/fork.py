@@ -37,12 +37,10 @@ class ForkPoint:
         seq: The fork seq.
         node: The node whose run ended at ``seq`` (the child's checkpoint is as if it had just
             returned; None: no node wrote the events there, e.g. a log written by a harness).
-        executor_steps: The parent's executor steps done at ``seq``.
     """
 
     seq: int
     node: str | None
-    executor_steps: int = 0
 
 
 @dataclass
@@ -59,8 +57,6 @@ class ForkResult:
         workspace: The child's workspace copy (None: it shares the parent's, or the task has none).
         restored: The files of the copy set back to their bytes at the fork.
         left: Path -> why a file the parent changed after the fork was left as it is.
-        after_fork: The parent's side effects after the fork (one line each), not undone in a
-            shared workspace.
     """
 
     task_id: str
@@ -72,22 +68,23 @@ class ForkResult:
     workspace: Path | None = None
     restored: list[str] = field(default_factory=list)
     left: dict[str, str] = field(default_factory=dict)
-    after_fork: list[str] = field(default_factory=list)
 
 
 def _node_at(events: Any, task_id: str, seq: int) -> tuple[str | None, int | None]:
     """The node whose run wrote event ``seq``, and the seq where that run ends (None: no node run)."""
-    near = events.read(task_id, after=seq - 1, limit=_NEAR)
+    near = events.read(task_id, after=seq - 1, limit=2)
     key = near[0].causation_id if near else None
-    if attempt_of(key) is None:
+    by = attempt_of(key)
+    if by is None:
         return None, None
-    end = seq
-    for e in near[1:]:
+    if len(near) < 2 or near[1].causation_id != key:
+        return by[1], seq
+    end = seq  # inside the run: how far it goes, for the message
+    for e in events.iter(task_id, after=seq, limit=_NEAR):
         if e.causation_id != key:
             break
         end = e.seq
-    by = attempt_of(key)
-    return (by[1] if by else None), end
+    return by[1], end
 
 
 def _last_node(events: Any, task_id: str, seq: int) -> str | None:
@@ -219,7 +216,7 @@ def fork_task(
         UnknownTaskError: The parent is unknown.
         DamagedStoreError: The parent's stored data fails its checks.
     """
-    from .fork_workspace import copy_at_fork, side_effects_after
+    from .fork_workspace import copy_at_fork
 
     events = project.stores.events
     point = fork_point(events, task_id, at=at, at_step=at_step)
@@ -256,6 +253,4 @@ def fork_task(
     out = ForkResult(child, task_id, point.seq, folded, nxt, e)
     if copy is not None:
         out.workspace, out.restored, out.left = copy.root, list(copy.restored), dict(copy.left)
-    else:
-        out.after_fork = side_effects_after(events, task_id, point.seq)
     return out

@@ -66,19 +66,20 @@ def _calls(events: Any, task_id: str, after: int, state: TaskContext | None = No
     return out
 
 
-def side_effects_after(events: Any, task_id: str, seq: int) -> list[str]:
+def side_effects_after(events: Any, task_id: str, seq: int, state: TaskContext | None = None) -> list[str]:
     """The parent's side effects after a fork point, one line each.
 
     Args:
         events: The event log.
         task_id: The parent.
         seq: The fork seq.
+        state: The parent's state at ``seq`` (names the tools of calls made before it).
 
     Returns:
         ``seq <n>: <path> changed by <tool> (call <id>)`` per ``file.modified``, and ``seq <n>:
         <tool> <arguments> (call <id>)`` per call with side effects that recorded no file.
     """
-    calls = _calls(events, task_id, seq)
+    calls = _calls(events, task_id, seq, state)
     out: list[tuple[int, str]] = []
     changed: set[str] = set()
     for e in events.iter(task_id, after=seq, kinds=["file.modified"]):

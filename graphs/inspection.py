@@ -6,7 +6,7 @@ view of a :class:`TaskView` is :func:`graphs.report.render_view`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from context import PAYLOAD_MODELS, DamagedStoreError, Event, TaskContext, TaskInfo, find_task, replay
@@ -38,6 +38,11 @@ class TaskView:
         whole_log: Whether the whole log was read and folded.
         input_state: For a task not started, the input state it was started with (from its
             first checkpoint), when there is one.
+        forked: A fork's ``task.forked`` payload (parent, fork seq, why, its workspace; None:
+            not a fork).
+        children: The tasks forked from it, ``(child id, fork seq)``.
+        after_fork: For a fork that shares its parent's workspace: the parent's side effects
+            after the fork, one line each (not undone).
     """
 
     task_id: str
@@ -48,6 +53,9 @@ class TaskView:
     spec: dict[str, Any] | None = None
     whole_log: bool = False
     input_state: TaskContext | None = None
+    forked: dict[str, Any] | None = None
+    children: list[tuple[str, int]] = field(default_factory=list)
+    after_fork: list[str] = field(default_factory=list)
 
     @property
     def started(self) -> bool:
@@ -141,9 +149,29 @@ def inspect_task(stores: Any, checkpointer: Any, task_id: str, *, full: bool = F
     quick = quick_state(stores, checkpointer, task_id) if not (full or damage) else None
     if quick is not None and quick[0] is not None:
         events = view_events(stores.events, task_id)
-        return TaskView(task_id, quick[0], events, _checkpoints(checkpointer, task_id), spec=spec)
-    state, events, found = _fold_checked(stores, task_id, damage)
-    return TaskView(task_id, state, events, _checkpoints(checkpointer, task_id), found, spec, whole_log=True)
+        view = TaskView(task_id, quick[0], events, _checkpoints(checkpointer, task_id), spec=spec)
+    else:
+        state, events, found = _fold_checked(stores, task_id, damage)
+        view = TaskView(task_id, state, events, _checkpoints(checkpointer, task_id), found, spec, whole_log=True)
+    return _with_lineage(stores, view)
+
+
+def _with_lineage(stores: Any, view: TaskView) -> TaskView:
+    """The view with the task's parent, fork point and children (:mod:`context.lineage`)."""
+    from context.lineage import children_of
+
+    from .fork_workspace import side_effects_after
+
+    kids = children_of(stores.events, view.task_id)
+    try:
+        lin = stores.events.lineage(view.task_id)
+    except DamagedStoreError:  # (named in the findings already)
+        lin = None
+    if lin is None:
+        return replace(view, children=kids) if kids else view
+    forked = stores.events.read(view.task_id, after=lin.fork_seq, limit=1)[0].payload
+    shared = [] if forked.get("workspace") else side_effects_after(stores.events, lin.parent, lin.fork_seq)
+    return replace(view, forked=forked, children=kids, after_fork=shared)
 
 
 def _fold_checked(stores: Any, task_id: str, damage: list[str]) -> tuple[TaskContext, list[Event], list[str]]:

@@ -260,7 +260,12 @@ def _stream(
 
     roles = [n for n in graph.nodes if n not in ("__start__", "tools")]
     answering = input is not None and not isinstance(input, TaskContext)  # a Command answering an approval
-    root = root_run_config(task_id, "resume_token" in config["configurable"], answering, roles)
+    from context.lineage import children_of
+
+    lin = stores.events.lineage(task_id)
+    kids = [c for c, _ in children_of(stores.events, task_id)]
+    resumed = "resume_token" in config["configurable"]
+    root = root_run_config(task_id, resumed, answering, roles, (lin.parent, lin.fork_seq) if lin else None, kids)
     config = {**config, **root, "metadata": {**root["metadata"], **config.get("metadata", {})}}
     seen = stores.events.last_seq(task_id)
     calls: collections.deque[Event] = collections.deque(maxlen=KEEP_CALLS)

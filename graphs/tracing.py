@@ -42,7 +42,14 @@ __all__ = [
 TRACE_COMMAND: ContextVar[str | None] = ContextVar("taskctx_trace_command", default=None)
 
 
-def root_run_config(task_id: str, resume: bool, answering: bool, roles: Iterable[str]) -> dict[str, Any]:
+def root_run_config(
+    task_id: str,
+    resume: bool,
+    answering: bool,
+    roles: Iterable[str],
+    lineage: tuple[str, int] | None = None,
+    children: Iterable[str] = (),
+) -> dict[str, Any]:
     """The root run's name, tags and metadata of one graph invocation of a task.
 
     Args:
@@ -50,20 +57,27 @@ def root_run_config(task_id: str, resume: bool, answering: bool, roles: Iterable
         resume: The invocation resumes the task from its checkpoint.
         answering: The invocation answers a pending approval.
         roles: The graph's role nodes.
+        lineage: A fork's parent task and fork seq (None: not a fork).
+        children: The tasks forked from it so far.
 
     Returns:
         ``{"run_name": "taskctx <command> <task>", "tags": [...], "metadata": {...}}``: the command
         is :data:`TRACE_COMMAND` (else ``resume`` or ``run``); tags ``command:<command>``,
         ``resume`` or ``start`` (``approval`` for an answer); metadata ``thread_id``,
-        ``session_id`` (both the task id), ``command`` and ``roles``.
+        ``session_id`` (both the task id), ``command`` and ``roles``; a fork's also
+        ``parent_task_id`` and ``fork_seq`` (and the tag ``fork``), a parent's ``children``.
     """
     command = TRACE_COMMAND.get() or ("resume" if resume else "run")
     how = "approval" if answering else ("resume" if resume else "start")
-    return {
-        "run_name": f"taskctx {command} {task_id}",
-        "tags": [f"command:{command}", how],
-        "metadata": {"thread_id": task_id, "session_id": task_id, "command": command, "roles": sorted(roles)},
-    }
+    meta: dict[str, Any] = {"thread_id": task_id, "session_id": task_id, "command": command, "roles": sorted(roles)}
+    tags = [f"command:{command}", how]
+    if lineage is not None:
+        meta.update(parent_task_id=lineage[0], fork_seq=lineage[1])
+        tags.append("fork")
+    kids = sorted(children)
+    if kids:
+        meta["children"] = kids
+    return {"run_name": f"taskctx {command} {task_id}", "tags": tags, "metadata": meta}
 
 
 #: The metadata keys every model run of a taskctx node carries.

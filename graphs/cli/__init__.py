@@ -1,6 +1,6 @@
 """graphs.cli: the ``taskctx`` command line (typer + rich), a thin layer over :class:`graphs.Project`.
 
-Entry point ``graphs.cli:main``. Commands: ``demo``, ``replay``, ``run``, ``resume``, ``approve``,
+Entry point ``graphs.cli:main``. Commands: ``demo``, ``replay``, ``run``, ``resume``, ``fork``, ``approve``,
 ``inspect``, ``list``, ``report``, ``doctor``, ``memory``, ``bench``, ``tokens``, ``eval``. Every run
 exports ``<out>/<task_id>/``; bad input prints one line naming the problem and the fix and exits
 with code 2; a model call that failed at the provider exits with code 3 and says how to resume.
@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from . import approve, bench, demo, doctor, inspect, listing, memory_commands, report, tasks
+from . import approve, bench, demo, doctor, fork_command, inspect, listing, memory_commands, report, tasks
 from . import eval as eval_
 from .core import app, main
 
@@ -45,6 +45,7 @@ app.command("report")(report.report_command)
 app.command("eval")(eval_.eval_command)
 app.command()(tasks.replay)
 app.command()(tasks.resume)
+app.command()(fork_command.fork)
 app.command()(inspect.inspect)
 app.command("list")(listing.list_command)
 app.command()(approve.approve)

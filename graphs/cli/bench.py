@@ -1,6 +1,6 @@
 """``taskctx bench`` and ``taskctx tokens``.
 
-``taskctx bench [DIR] [--budget N] [--out DIR] [--split] [--stress]``: run the bench
+``taskctx bench [DIR] [--budget N] [--out DIR] [--split] [--stress] [--fork STEPS]``: run the bench
 (:mod:`graphs.bench.replays`), write ``results.md``, ``results.csv`` and the two plots, print the totals and
 targets; ``taskctx tokens [DIR]``: the token counters measured against o200k_base
 (:mod:`graphs.bench.token_counters`).
@@ -16,6 +16,7 @@ import typer
 from context import TaskctxError
 
 from ..bench.defaults import DEFAULT_DIR
+from ..bench.fork_bench import fork_markdown, parse_fork_legs, run_fork_bench
 from ..bench.outputs import DEFAULT_OUT, write_outputs
 from ..bench.scale import DEFAULT_SCALE, parse_scale, run_scale, scale_markdown, write_scale
 from ..bench.token_counters import SAMPLES, corpus, measure
@@ -47,10 +48,18 @@ def bench(
         bool,
         typer.Option("--stress", metavar="", help="Also run and print the synthetic stress set (about a minute more)."),
     ] = False,
+    fork: Annotated[
+        str,
+        typer.Option(
+            "--fork",
+            help="Executor steps of the fork legs' synthetic parents, comma-separated (e.g. 100,1000,10000): "
+            "a fork's time and bytes against the parent's length, written to fork.md; '' (default) skips them.",
+        ),
+    ] = "",
 ) -> None:
     """Replay every trajectory in DIR through five context strategies and write the results; then
-    the scale legs (scale.md, scale.csv, scale.png). ``results.md`` always holds the two-fold
-    split; ``--split`` prints it too.
+    the scale legs (scale.md, scale.csv, scale.png) and, with --fork, the fork legs (fork.md).
+    ``results.md`` always holds the two-fold split; ``--split`` prints it too.
     """  # noqa: D205 - typer's --help lists this first paragraph as it stands
     from ..bench.replays import run_bench
     from ..bench.split import split_markdown
@@ -65,6 +74,7 @@ def bench(
         raise typer.Exit(2)
     try:
         legs = parse_scale(scale)
+        fork_legs = parse_fork_legs(fork)
     except TaskctxError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -78,6 +88,10 @@ def bench(
         files = write_outputs(r, out)
         rows = run_scale(d, legs, budget)
         files += write_scale(rows, out)
+        forks = run_fork_bench(fork_legs) if fork_legs else []
+        if forks:
+            (out / "fork.md").write_text(fork_markdown(forks) + "\n", encoding="utf-8")
+            files.append(out / "fork.md")
     except (FileNotFoundError, TaskctxError, OSError, RuntimeError) as exc:
         typer.echo("error: " + " ".join(str(exc).split()), err=True)
         raise typer.Exit(2) from exc
@@ -89,6 +103,8 @@ def bench(
     typer.echo("")
     if rows:
         typer.echo(scale_markdown(rows))
+    if forks:
+        typer.echo(fork_markdown(forks))
     for f in files:
         typer.echo(f"wrote {f}")
 

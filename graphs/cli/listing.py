@@ -55,7 +55,8 @@ def list_command(
             metavar="",
             help="Print a JSON list of {task_id, status, executor_steps, last_activity, events, registered, calls}"
             " (calls: the model calls' totals and cost at list prices; and stopped: the reason, for a task a run"
-            " command stopped; damaged: the findings, for a damaged task).",
+            " command stopped; damaged: the findings, for a damaged task; parent and fork_seq, for a fork;"
+            " children: [{task_id, fork_seq}], for a task forked from).",
         ),
     ] = False,
 ) -> None:
@@ -95,6 +96,9 @@ def list_command(
             status = f"stopped: {_stopped(t)}"
         table.add_row(t.task_id, status, "-" if t.damage else str(t.executor_steps), t.last_activity or "-")
     console.print(table)
+    for t in tasks:
+        if t.parent is not None:
+            console.print(f"task {t.task_id} was forked from {t.parent} at seq {t.fork_seq}", markup=False)
     for t in tasks:
         if t.damage:
             more = f" (+{len(t.damage) - 1} more)" if len(t.damage) > 1 else ""

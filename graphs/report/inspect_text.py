@@ -19,6 +19,7 @@ from nodes.render.base import stale_text
 from nodes.render.quoting import quote_agent
 from nodes.render.role_reports import report_quote, role_label
 
+from ..fork_workspace import NOT_UNDONE
 from ..inspection import TaskView
 from ..project import DEFAULT_DB
 from .approval import approval_renderable
@@ -77,7 +78,8 @@ def render_view(
 ) -> None:
     """Print a task's view on ``console``, one titled section each (recorded text shown escaped).
 
-    The sections: goal, request, criteria, constraints, the memories it loaded (when any), plan,
+    The sections: goal, request, criteria, constraints, lineage (a fork's parent and fork point,
+    the tasks forked from it; when any), the memories it loaded (when any), plan,
     current step, progress, role reports (when any), evidence, model calls by role (with the executor's transcript
     restarts), permissions, approvals (the pending one in full), errors, omitted history,
     provider usage (when the model reports it), checkpoints.
@@ -93,7 +95,8 @@ def render_view(
         db: The database the commands it names need (``--db`` when not the default).
     """
     v = _View(console, view, full, full_hint, db)
-    for section in (_identity, _memories, _plan, _progress, _reports, _evidence, _calls, _permissions, _errors, _usage):
+    sections = (_identity, _lineage, _memories, _plan, _progress, _reports, _evidence, _calls, _permissions, _errors)
+    for section in (*sections, _usage):
         section(v)
     v.h("Checkpoints")
     resumes = [e for e in v.events if e.kind == "resume.started"]
@@ -123,6 +126,29 @@ def _identity(v: _View) -> None:
     v.h("Constraints")
     planned = [c for c in i.constraints if i.constraint_sources.get(c) == "planner"]
     _listed(v, [c for c in i.constraints if c not in planned], planned, "planner constraints")
+
+
+def _lineage(v: _View) -> None:
+    """Parent and fork point (the workspace, the parent's side effects after the fork), children."""
+    f, kids = v.view.forked, v.view.children
+    if f is None and not kids:
+        return
+    v.h("Lineage")
+    if f is not None:
+        why = f": {f['why']}" if f.get("why") else ""
+        v.p(f"forked from {f['parent_task_id']} at seq {f['fork_seq']}{why}")
+        if f.get("workspace"):
+            v.p(f"workspace: {f['workspace']} (a copy; the parent's own changes after the fork undone)")
+            for path in f.get("restored", []):
+                v.p(f"  restored {path}")
+            for path, why_left in sorted(f.get("left", {}).items()):
+                v.p(f"  left {path}: {why_left}")
+        elif v.view.after_fork:
+            v.p(f"workspace: shared with {f['parent_task_id']}; these {NOT_UNDONE}:")
+            for line in v.view.after_fork:
+                v.p(f"  {line}")
+    for child, seq in kids:
+        v.p(f"forked into {child} at seq {seq}")
 
 
 def _listed(v: _View, given: list[str], added: list[str], source: str) -> None:

@@ -402,6 +402,19 @@ def _findings(ctx: TaskContext) -> list[str]:
     ]
 
 
+def _lineage(events: Sequence[Event], children: Sequence[tuple[str, int]]) -> str:
+    """The "Lineage" section: the parent and fork point of a fork, the tasks forked from it ("" : none)."""
+    rows = [
+        f"<li>forked from <code>{_e(e.payload['parent_task_id'])}</code> at seq {e.payload['fork_seq']}"
+        + (f": {_e(e.payload['why'])}" if e.payload.get("why") else "")
+        + "</li>"
+        for e in events
+        if e.kind == "task.forked"
+    ][-1:]
+    rows += [f"<li>forked into <code>{_e(c)}</code> at seq {seq}</li>" for c, seq in children]
+    return f'<h2>Lineage</h2><ul id="lineage">{"".join(rows)}</ul>\n' if rows else ""
+
+
 def build_report(
     events: Sequence[Event],
     *,
@@ -410,6 +423,7 @@ def build_report(
     db: str | Path = DEFAULT_DB,
     prices: Prices = None,
     priced_as: str | None = None,
+    children: Sequence[tuple[str, int]] = (),
 ) -> str:
     """The HTML page of a task's run, from its event log only.
 
@@ -428,6 +442,7 @@ def build_report(
         db: The database the commands the page names need (``--db`` when not the default).
         prices: The price table of the cost chart (:data:`graphs.costs.Prices`; default the list prices).
         priced_as: Price every call as this model (:func:`nodes.prices.price_call`).
+        children: The tasks forked from it, ``(child id, fork seq)`` (its parent is in its log).
 
     Returns:
         The HTML.
@@ -460,7 +475,7 @@ def build_report(
 <h2>Original request (verbatim)</h2><pre id="request">{_e(ident.original_request)}</pre>
 <h2>Success criteria</h2>{_list(ident.success_criteria)}
 <h2>Constraints</h2>{_list(ident.constraints)}
-<h2>Prompt tokens per model call</h2>
+{_lineage(events, children)}<h2>Prompt tokens per model call</h2>
 <p>{len(calls)} calls ({", ".join(f"{r} {n}" for r, n in sorted(roles.items())) or "none"}); {total_prompt:,} prompt tokens,
  {total_cached:,} of them in a cached prefix ({(total_cached / total_prompt if total_prompt else 0):.1%}).</p>
 {token_chart_svg(calls)}
@@ -520,5 +535,9 @@ def write_report(
         raise DamagedStoreError(f"{what}; {REPAIR_TEXT}", found, task_id=task_id, what=what)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(build_report(events, full=full, db=db, prices=prices, priced_as=priced_as), encoding="utf-8")
+    from context.lineage import children_of
+
+    kids = children_of(stores.events, task_id)
+    page = build_report(events, full=full, db=db, prices=prices, priced_as=priced_as, children=kids)
+    out.write_text(page, encoding="utf-8")
     return out
