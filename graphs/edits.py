@@ -165,17 +165,15 @@ def _check_owner(thread_id: str, state: Any, what: str) -> None:
 
 
 def _as_fork_node(
-    forked: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+    forked: tuple[RunnableConfig, str | None], supersteps: Sequence[Sequence[StateUpdate]]
 ) -> tuple[RunnableConfig, list[list[StateUpdate]]]:
     """The child's config, and ``supersteps`` with each update of no ``as_node`` made as the fork point's node.
 
     So the edit keeps what runs next at the fork point (LangGraph would infer another node from
     the child's fresh checkpoint).
     """
-    conf = dict(forked)
-    node = conf.pop("__taskctx_fork_node", None)
-    rows = [[StateUpdate(u.values, u.as_node or node, u.task_id) for u in step] for step in supersteps]
-    return conf, rows  # type: ignore[return-value]
+    config, node = forked
+    return config, [[StateUpdate(u.values, u.as_node or node, u.task_id) for u in step] for step in supersteps]
 
 
 def _thread_only(config: RunnableConfig) -> RunnableConfig:
@@ -319,10 +317,10 @@ class TaskGraph(CompiledStateGraph):
         now = tuple_cursor(head)
         return tid, seq, last if now is None else now
 
-    def _forked(self, what: str, input: Any, config: RunnableConfig | None) -> RunnableConfig | None:
-        """The child's config when ``config`` names an earlier step: the task forked there (see module doc).
+    def _forked(self, what: str, input: Any, config: RunnableConfig | None) -> tuple[RunnableConfig, str | None] | None:
+        """The child's config, and the fork point's node, when ``config`` names an earlier step: the task forked there.
 
-        None when it names no earlier step. A run from an earlier step must have input None (a new
+        None when it names no earlier step (see module doc). A run from an earlier step must have input None (a new
         input or a ``Command`` there is refused with :class:`~graphs.time_travel.PastCheckpointError`).
         """
         past = self._past(config)
@@ -340,7 +338,7 @@ class TaskGraph(CompiledStateGraph):
         child, node = fork_at(
             self, tid, seq, conf.pop("fork_task_id", None), why=f"LangGraph {what} from checkpoint {cid}"
         )
-        return {**(config or {}), "configurable": {**conf, "thread_id": child}, "__taskctx_fork_node": node}  # type: ignore[typeddict-unknown-key]
+        return {**(config or {}), "configurable": {**conf, "thread_id": child}}, node
 
     def _left(self) -> dict[str, str]:
         """Thread id -> the checkpoint id this graph object's last run of it ended at."""
@@ -391,8 +389,7 @@ class TaskGraph(CompiledStateGraph):
         """The child's config when ``config`` names an earlier step (:meth:`_forked`); a log point at the latest step is the thread's latest."""
         forked = self._forked("run", input, config)
         if forked is not None:
-            forked.pop("__taskctx_fork_node", None)  # type: ignore[typeddict-item]
-            return forked
+            return forked[0]
         if config is not None and point_seq((config.get("configurable") or {}).get("checkpoint_id")) is not None:
             return _thread_only(config)
         return config
