@@ -85,6 +85,11 @@ def check_events(events: Sequence[Event], after: int = 0, skip: Collection[int] 
                 f"{m.group(1)}: rows are out of order"
             )
         p = e.payload
+        if e.kind == "task.forked" and e.seq != p["fork_seq"] + 1:
+            out.append(
+                f"event log: seq {e.seq} is task.forked of seq {p['fork_seq']} (a fork's first own event follows its "
+                "parent's prefix)"
+            )
         if e.kind == "tool.called":
             if p["call_id"] in called:
                 out.append(

@@ -16,12 +16,21 @@ import typer
 from context import TaskctxError
 
 from ..bench.defaults import DEFAULT_DIR
-from ..bench.fork_bench import fork_markdown, parse_fork_legs, run_fork_bench
+from ..bench.fork_bench import ForkRow, fork_markdown, parse_fork_legs, run_fork_bench
 from ..bench.outputs import DEFAULT_OUT, write_outputs
 from ..bench.scale import DEFAULT_SCALE, parse_scale, run_scale, scale_markdown, write_scale
 from ..bench.token_counters import SAMPLES, corpus, measure
 
 __all__ = ["bench", "tokens_command"]
+
+
+def _fork_legs(legs: tuple[int, ...], out: Path, files: list[Path]) -> list[ForkRow]:
+    """Run the fork legs (none: nothing), write ``fork.md`` to ``out`` and add it to ``files``."""
+    forks = run_fork_bench(legs) if legs else []
+    if forks:
+        (out / "fork.md").write_text(fork_markdown(forks) + "\n", encoding="utf-8")
+        files.append(out / "fork.md")
+    return forks
 
 
 def bench(
@@ -88,10 +97,7 @@ def bench(
         files = write_outputs(r, out)
         rows = run_scale(d, legs, budget)
         files += write_scale(rows, out)
-        forks = run_fork_bench(fork_legs) if fork_legs else []
-        if forks:
-            (out / "fork.md").write_text(fork_markdown(forks) + "\n", encoding="utf-8")
-            files.append(out / "fork.md")
+        forks = _fork_legs(fork_legs, out, files)
     except (FileNotFoundError, TaskctxError, OSError, RuntimeError) as exc:
         typer.echo("error: " + " ".join(str(exc).split()), err=True)
         raise typer.Exit(2) from exc

@@ -373,7 +373,7 @@ def test_the_docs_name_exactly_the_commands_that_take_db() -> None:
     assert (
         named
         == takes_db
-        == {"demo", "replay", "resume", "run", "approve", "inspect", "list", "report", "doctor", "memory"}
+        == {"demo", "replay", "resume", "fork", "run", "approve", "inspect", "list", "report", "doctor", "memory"}
     )
     assert set(group.commands) - takes_db == {"bench", "eval", "tokens"}
     assert "`bench`, `eval` and `tokens` take no `--db`" in page

@@ -139,3 +139,14 @@ def test_a_missing_parent_is_a_named_error(tmp_path: Any) -> None:
     ):
         st.events.read("c", kinds=["tool.called"])
     assert [e.seq for e in st.events.read("c", after=4)] == [5]  # its own rows still read
+
+
+def test_a_task_forked_out_of_its_place_is_a_finding() -> None:
+    """A ``task.forked`` anywhere but right after its prefix (written behind taskctx's back) is named."""
+    evs = [new_event("task.created", {"task_id": "t", "original_request": "x"}, actor="user")]
+    odd = {"task_id": "t", "parent_task_id": "p", "fork_seq": 5}
+    evs.append(new_event("task.forked", odd, actor="user"))
+    evs = [e.model_copy(update={"seq": i}) for i, e in enumerate(evs, 1)]
+    assert check_events(evs) == [
+        "event log: seq 2 is task.forked of seq 5 (a fork's first own event follows its parent's prefix)"
+    ]
