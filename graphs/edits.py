@@ -329,6 +329,11 @@ class TaskGraph(CompiledStateGraph):
         tid, seq, now = past
         conf = dict((config or {}).get("configurable") or {})
         cid = conf.pop("checkpoint_id")
+        if seq == 0:
+            raise PastCheckpointError(
+                f"{what}: checkpoint {cid} of task {tid!r} is its input, before its first node run (seq 0): there "
+                f"is nothing to fork; start a new task with that input (graphs.new_task(..., task_id=<a new id>))"
+            )
         if input is not None:
             raise PastCheckpointError(
                 f"{what}: checkpoint {cid} of task {tid!r} is its state at seq {seq}, an earlier step than its latest "

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from context import LogAheadError, load_trajectory
-from graphs import build_orchestrator, new_task, open_project
+from graphs import build_orchestrator, new_task, open_project, thread_config
 from graphs.runner import run_graph
 from nodes import ReplayChatModel, ReplayTools
 
@@ -53,6 +53,10 @@ def test_time_travel_forks_and_wrong_causes_are_named(trajectories_dir: Path, tm
         f"run: checkpoint {cid} of task 'f1' is its state at seq 3, an earlier step than its latest (seq 66); a run "
         "from there forks the task and takes input None (got dict)"
     )
+    # the input checkpoint, before the first node run: nothing to fork
+    (start,) = [s for s in g.get_state_history(thread_config("f1")) if s.metadata.get("step") == 0]
+    with pytest.raises(PastCheckpointError, match=r"is its input, before its first node run \(seq 0\)"):
+        g.invoke(None, start.config, durability="sync")
     # the old state under a new thread: not damage, another task's state
     foreign = "holds the state of task 'f1' at seq 3 (a task's state copied to another thread"
     with pytest.raises(ForeignStateError, match="^thread 'f2': update_state's values " + re.escape(foreign)):
