@@ -310,6 +310,12 @@ class TaskGraph(CompiledStateGraph):
             kept = self.checkpointer.get_tuple(
                 {"configurable": {"thread_id": tid, "checkpoint_id": conf["checkpoint_id"]}}
             )
+            if kept is None and head is not None:
+                raise PastCheckpointError(
+                    f"checkpoint {conf['checkpoint_id']} of task {tid!r} is not kept (the taskctx commands keep a "
+                    "thread's latest checkpoint only); pick its step from get_state_history, which lists every step "
+                    "of the event log with a checkpoint id that stays valid"
+                )
         last = self.taskctx_events.last_seq(tid)
         seq = point_of(config, kept, head, last)
         if seq is None:

@@ -119,6 +119,9 @@ def _check_history(g: Any, project: Any) -> None:
     events = project.stores.events.read("h1")
     steps = _steps(events)
     hist = list(g.get_state_history(cfg))
+    gone = kept[3].config["configurable"]["checkpoint_id"]
+    with pytest.raises(PastCheckpointError, match=f"^checkpoint {gone} of task 'h1' is not kept"):
+        g.invoke(None, kept[3].config)
     assert len(list(project.checkpointer.list(cfg))) == 1
     # one snapshot per node run, newest first; the newest is the checkpoint LangGraph kept
     assert [s.metadata["taskctx_seq"] for s in hist] == [seq for seq, _ in reversed(steps)]
