@@ -125,7 +125,8 @@ def prune_thread(checkpointer: Any, thread_id: str) -> bool:
 
     With the saver's own ``prune(strategy="keep_latest")``: LangGraph's on Postgres, the same
     contract on SQLite (:class:`PruningSqliteSaver`). The event log is the task's source of truth
-    and time travel is refused, so older checkpoints are a cache nothing reads back.
+    and the state at any seq is its fold, so older checkpoints are a cache nothing needs:
+    ``get_state_history`` derives every step from the log (:mod:`graphs.time_travel`).
 
     Args:
         checkpointer: A LangGraph checkpointer.

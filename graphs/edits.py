@@ -22,6 +22,15 @@ a resume, as ``taskctx resume`` is: the stored data is checked first
 (:func:`graphs.diagnosis.ensure_sound`), and the run gets a ``resume_token`` its first node
 records as ``resume.started`` with the freshness check (``fact.stale``) of what changed while the
 task was paused, once per resume.
+
+Time travel the LangGraph way (:mod:`graphs.time_travel`): ``get_state_history`` lists every step
+of the task's event log (also after its checkpoints were pruned), ``get_state`` of a log point
+gives the fold up to it, and a run (input None) or ``update_state`` from an earlier step forks
+the task there (:func:`graphs.fork.fork_task`) into a child task, ``<parent>-fork-<seq>`` or
+``configurable.fork_task_id``: the run goes on as the child (its result is the child's state),
+the edit is recorded on the child and ``update_state`` returns the child's config. The parent is
+never changed. A thread whose checkpoint, or a run's input, is another task's state is refused
+(:class:`~graphs.time_travel.ForeignStateError`).
 """
 
 from __future__ import annotations
@@ -33,11 +42,23 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command, StateUpdate
+from langgraph.types import Command, StateSnapshot, StateUpdate
 from pydantic import BaseModel
 
 from context import InvalidInputError, TaskContext, new_event, replay
 from context.events import EDITABLE_FIELDS, StateEdited
+from nodes.attempts import attempt_of
+
+from .time_travel import (
+    ForeignStateError,
+    PastCheckpointError,
+    fork_at,
+    merged_history,
+    point_of,
+    point_seq,
+    point_snapshot,
+    tuple_cursor,
+)
 
 __all__ = ["TaskGraph", "editable_fields", "record_edit"]
 
@@ -98,10 +119,7 @@ def record_edit(
     if not changes:
         return values
     if past:
-        raise InvalidInputError(
-            f"update_state: task {task_id!r} has events past its checkpoint (a node run in flight); edit it "
-            "when no run is in progress"
-        )
+        raise InvalidInputError(_past_events(task_id, state.events.cursor, past))
     e = new_event(
         "state.edited",
         StateEdited(changes=changes, as_node=as_node),
@@ -111,6 +129,57 @@ def record_edit(
     appended = events.append(task_id, [e])
     folded = replay(appended, state)
     return {p: getattr(folded, p) for p in TaskContext.model_fields if getattr(folded, p) != getattr(state, p)}
+
+
+def _past_events(task_id: str, cursor: int, past: list[Any]) -> str:
+    """Why a state edit is refused when the log holds events past the checkpoint's cursor."""
+    span = f"seq {past[0].seq}" if len(past) == 1 else f"seq {past[0].seq}-{past[-1].seq}"
+    runs = {attempt_of(e.causation_id) for e in past}
+    if len(runs) == 1 and (run := next(iter(runs))) is not None and run[0] == cursor:
+        return (
+            f"update_state: node {run[1]!r} of task {task_id!r} has run on this checkpoint (seq {cursor}) and "
+            f"appended events ({span}) but its run has not ended (it is in flight, or stopped before its "
+            "checkpoint was written): resume the task to finish that run, then edit it"
+        )
+    return (
+        f"update_state: the event log of task {task_id!r} is at seq {past[-1].seq} but this checkpoint knows "
+        f"seq {cursor} (the log has moved past it: {span}); edit the task's latest state (a config without "
+        "checkpoint_id)"
+    )
+
+
+def _check_owner(thread_id: str, state: Any, what: str) -> None:
+    """Refuse a run of thread ``thread_id`` whose state (``what``) is another task's, past its start."""
+    ident = state.identity if isinstance(state, TaskContext) else (state or {}).get("identity")
+    evs = state.events if isinstance(state, TaskContext) else (state or {}).get("events")
+    owner = getattr(ident, "task_id", None) if not isinstance(ident, dict) else ident.get("task_id")
+    cursor = getattr(evs, "cursor", 0) if not isinstance(evs, dict) else evs.get("cursor", 0)
+    if not owner or owner == thread_id or not cursor:
+        return
+    raise ForeignStateError(
+        f"thread {thread_id!r}: {what} holds the state of task {owner!r} at seq {cursor} (a task's state "
+        f"copied to another thread, e.g. update_state or an input of an older state of {owner!r}); a thread "
+        f"is one task, and a task's state is the fold of its own event log, so this state cannot run here: "
+        f"fork task {owner!r} at seq {cursor} to go on from it as a new task (taskctx fork {owner} --at {cursor})"
+    )
+
+
+def _as_fork_node(
+    forked: tuple[RunnableConfig, str | None], supersteps: Sequence[Sequence[StateUpdate]]
+) -> tuple[RunnableConfig, list[list[StateUpdate]]]:
+    """The child's config, and ``supersteps`` with each update of no ``as_node`` made as the fork point's node.
+
+    So the edit keeps what runs next at the fork point (LangGraph would infer another node from
+    the child's fresh checkpoint).
+    """
+    config, node = forked
+    return config, [[StateUpdate(u.values, u.as_node or node, u.task_id) for u in step] for step in supersteps]
+
+
+def _thread_only(config: RunnableConfig) -> RunnableConfig:
+    """``config`` without its ``checkpoint_id``: the thread's latest checkpoint."""
+    conf = {k: v for k, v in (config.get("configurable") or {}).items() if k != "checkpoint_id"}
+    return {**config, "configurable": conf}
 
 
 class _NoRegistry:
@@ -149,6 +218,139 @@ class TaskGraph(CompiledStateGraph):
         out.taskctx_events, out.taskctx_stores = self.taskctx_events, self.taskctx_stores
         return out
 
+    def _own_thread(self, config: RunnableConfig | None) -> str | None:
+        """The thread id of a config this graph reads the log of (None: no log, no thread, or a subgraph's)."""
+        conf = (config or {}).get("configurable") or {}
+        if self.taskctx_events is None or conf.get("thread_id") is None or conf.get("checkpoint_ns"):
+            return None
+        return str(conf["thread_id"])
+
+    def get_state_history(  # type: ignore[override]
+        self,
+        config: RunnableConfig,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StateSnapshot]:
+        """The task's states step by step, derived from its event log (:mod:`graphs.time_travel`).
+
+        Args:
+            config: The thread's config (``thread_id``).
+            filter: Metadata every snapshot must have.
+            before: Only snapshots older than this checkpoint config.
+            limit: At most this many snapshots.
+
+        Returns:
+            The snapshots, newest first: the checkpoints LangGraph kept, and a log point for every
+            other step of the log (also after the checkpoints were pruned).
+        """
+        tid = self._own_thread(config)
+        if tid is None:
+            yield from super().get_state_history(config, filter=filter, before=before, limit=limit)
+            return
+        kept = list(super().get_state_history(_thread_only(config)))
+        events = self.taskctx_events.read(tid)
+        yield from merged_history(tid, events, kept, filter=filter, before=before, limit=limit)
+
+    async def aget_state_history(  # type: ignore[override]
+        self,
+        config: RunnableConfig,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[StateSnapshot]:
+        """:meth:`get_state_history`, async (the event log is read in a worker thread)."""
+        tid = self._own_thread(config)
+        if tid is None:
+            async for snap in super().aget_state_history(config, filter=filter, before=before, limit=limit):
+                yield snap
+            return
+        kept = [s async for s in super().aget_state_history(_thread_only(config))]
+        events = await asyncio.to_thread(self.taskctx_events.read, tid)
+        for snap in await asyncio.to_thread(
+            merged_history, tid, events, kept, filter=filter, before=before, limit=limit
+        ):
+            yield snap
+
+    def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+        """LangGraph's ``get_state``; a log point's checkpoint id (:func:`graphs.time_travel.point_checkpoint_id`) gives the fold up to its seq.
+
+        Args:
+            config: The thread's config, with a ``checkpoint_id`` for an earlier state.
+            subgraphs: Include the subgraphs' states (LangGraph's argument).
+
+        Returns:
+            The snapshot.
+        """
+        tid = self._own_thread(config)
+        seq = point_seq((config.get("configurable") or {}).get("checkpoint_id"))
+        if tid is None or seq is None:
+            return super().get_state(config, subgraphs=subgraphs)
+        return point_snapshot(tid, self.taskctx_events.read(tid), seq)
+
+    async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+        """:meth:`get_state`, async."""
+        tid = self._own_thread(config)
+        seq = point_seq((config.get("configurable") or {}).get("checkpoint_id"))
+        if tid is None or seq is None:
+            return await super().aget_state(config, subgraphs=subgraphs)
+        return await asyncio.to_thread(lambda: point_snapshot(tid, self.taskctx_events.read(tid), seq))
+
+    def _past(self, config: RunnableConfig | None) -> tuple[str, int, int] | None:
+        """``(thread, seq, latest seq)`` when ``config`` names a checkpoint at an earlier step than the thread's latest."""
+        tid = self._own_thread(config)
+        conf = (config or {}).get("configurable") or {}
+        if tid is None or self.checkpointer is None or not conf.get("checkpoint_id"):
+            return None
+        head = self.checkpointer.get_tuple(_thread_only({"configurable": {"thread_id": tid}}))
+        kept = None
+        if point_seq(conf["checkpoint_id"]) is None:
+            kept = self.checkpointer.get_tuple(
+                {"configurable": {"thread_id": tid, "checkpoint_id": conf["checkpoint_id"]}}
+            )
+            if kept is None and head is not None:
+                raise PastCheckpointError(
+                    f"checkpoint {conf['checkpoint_id']} of task {tid!r} is not kept (the taskctx commands keep a "
+                    "thread's latest checkpoint only); pick its step from get_state_history, which lists every step "
+                    "of the event log with a checkpoint id that stays valid"
+                )
+        last = self.taskctx_events.last_seq(tid)
+        seq = point_of(config, kept, head, last)
+        if seq is None:
+            return None
+        now = tuple_cursor(head)
+        return tid, seq, last if now is None else now
+
+    def _forked(self, what: str, input: Any, config: RunnableConfig | None) -> tuple[RunnableConfig, str | None] | None:
+        """The child's config, and the fork point's node, when ``config`` names an earlier step: the task forked there.
+
+        None when it names no earlier step (see module doc). A run from an earlier step must have input None (a new
+        input or a ``Command`` there is refused with :class:`~graphs.time_travel.PastCheckpointError`).
+        """
+        past = self._past(config)
+        if past is None:
+            return None
+        tid, seq, now = past
+        conf = dict((config or {}).get("configurable") or {})
+        cid = conf.pop("checkpoint_id")
+        if seq == 0:
+            raise PastCheckpointError(
+                f"{what}: checkpoint {cid} of task {tid!r} is its input, before its first node run (seq 0): there "
+                f"is nothing to fork; start a new task with that input (graphs.new_task(..., task_id=<a new id>))"
+            )
+        if input is not None:
+            raise PastCheckpointError(
+                f"{what}: checkpoint {cid} of task {tid!r} is its state at seq {seq}, an earlier step than its latest "
+                f"(seq {now}); a run from there forks the task and takes input None (got {type(input).__name__}): "
+                "invoke(None, config) to fork and run the child, or update_state(config, values) to fork it with an edit"
+            )
+        child, node = fork_at(
+            self, tid, seq, conf.pop("fork_task_id", None), why=f"LangGraph {what} from checkpoint {cid}"
+        )
+        return {**(config or {}), "configurable": {**conf, "thread_id": child}}, node
+
     def _left(self) -> dict[str, str]:
         """Thread id -> the checkpoint id this graph object's last run of it ended at."""
         left: dict[str, str] = self.__dict__.setdefault("_taskctx_left", {})
@@ -160,6 +362,8 @@ class TaskGraph(CompiledStateGraph):
         tid = conf.get("thread_id")
         if tid is None or self.checkpointer is None or self.taskctx_events is None or conf.get("checkpoint_ns"):
             return config, None  # no thread, no checkpoints, or a subgraph's run inside a parent's
+        if not (input is None or isinstance(input, Command)):
+            _check_owner(str(tid), input, "the run's input")
         if (
             "resume_token" in conf
             or conf.get("__taskctx_not_resume")
@@ -171,6 +375,7 @@ class TaskGraph(CompiledStateGraph):
         )
         if tup is None:
             return config, str(tid)
+        _check_owner(str(tid), tup.checkpoint.get("channel_values"), "its checkpoint")
         cp = tup.config["configurable"].get("checkpoint_id")
         if cp == self._left().get(str(tid)):
             return config, str(tid)  # this graph stopped the thread there itself: the same caller goes on
@@ -191,9 +396,18 @@ class TaskGraph(CompiledStateGraph):
         else:
             self._left()[tid] = tup.config["configurable"]["checkpoint_id"]
 
+    def _latest(self, input: Any, config: RunnableConfig | None) -> RunnableConfig | None:
+        """The child's config when ``config`` names an earlier step (:meth:`_forked`); a log point at the latest step is the thread's latest."""
+        forked = self._forked("run", input, config)
+        if forked is not None:
+            return forked[0]
+        if config is not None and point_seq((config.get("configurable") or {}).get("checkpoint_id")) is not None:
+            return _thread_only(config)
+        return config
+
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:  # type: ignore[override]
         """LangGraph's ``stream``, a continued thread recorded as a resume (see module doc)."""
-        config, tid = self._resume_config(input, config)
+        config, tid = self._resume_config(input, self._latest(input, config))
         left = False
         try:
             yield from super().stream(input, config, **kwargs)
@@ -206,6 +420,7 @@ class TaskGraph(CompiledStateGraph):
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:  # type: ignore[override]
         """LangGraph's ``astream``, a continued thread recorded as a resume (see module doc)."""
+        config = await asyncio.to_thread(self._latest, input, config)
         config, tid = await asyncio.to_thread(self._resume_config, input, config)  # (the stores' reads are sync)
         left = False
         try:
@@ -228,6 +443,8 @@ class TaskGraph(CompiledStateGraph):
                 snap = self.get_state(config)
                 state = TaskContext.model_validate(snap.values) if snap.values else TaskContext()
                 values = u.values if isinstance(u.values, dict) or u.values is None else dict(u.values)
+                if (tid := self._own_thread(config)) is not None:
+                    _check_owner(tid, values, "update_state's values")
                 row.append(
                     StateUpdate(record_edit(self.taskctx_events, state, values, u.as_node), u.as_node, u.task_id)
                 )
@@ -236,10 +453,16 @@ class TaskGraph(CompiledStateGraph):
 
     def bulk_update_state(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> RunnableConfig:
         """LangGraph's ``bulk_update_state``, each update recorded or refused first."""
+        forked = self._forked("update_state", None, config)
+        if forked is not None:
+            config, supersteps = _as_fork_node(forked, supersteps)
         return super().bulk_update_state(config, self._recorded(config, supersteps))
 
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         """LangGraph's ``abulk_update_state``, each update recorded or refused first."""
-        return await super().abulk_update_state(config, self._recorded(config, supersteps))
+        forked = await asyncio.to_thread(self._forked, "update_state", None, config)
+        if forked is not None:
+            config, supersteps = _as_fork_node(forked, supersteps)
+        return await super().abulk_update_state(config, await asyncio.to_thread(self._recorded, config, supersteps))

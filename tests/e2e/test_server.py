@@ -373,3 +373,55 @@ def test_server_streams_messages_tuple_as_runs_wait_runs(dev_server: DevServer, 
     assert len(first) > 1 and "".join(first) == thought
     nodes = [n for p in parts if p.event == "updates" for n in p.data]
     assert nodes[0] == "planner" and nodes[-1] == "reviewer" and nodes.count("tools") == 12
+
+
+@pytest.mark.parametrize("dev_server", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
+def test_server_history_and_a_fork_from_an_earlier_step(dev_server: DevServer, trajectories_dir: Path) -> None:
+    """What LangGraph Studio does: the thread's history, a state at an earlier step, "Re-run from
+    here" (``runs.wait`` with a ``checkpoint_id``) and "Fork" (``update_state`` with one): each
+    forks the task into a child, which completes; the parent is left as it was."""
+    from langgraph_sdk import get_sync_client
+
+    from graphs import new_task
+
+    client = get_sync_client(url=dev_server.url)
+    config = {"configurable": {"trajectory": str(trajectories_dir / TRAJECTORY)}}
+    tid = client.threads.create()["thread_id"]
+    task = new_task("Make Pixel Representation optional for the pixel data handler", tid)
+    client.runs.wait(tid, "taskctx", input=task.model_dump(mode="json"), config=config)
+    history = client.threads.get_history(tid, limit=500)
+    # the step after executor step 3's tool result (history is newest first)
+    past = [h for h in history if h["metadata"].get("taskctx_node") == "tools"][-3]
+    seq, cid = past["metadata"]["taskctx_seq"], past["checkpoint"]["checkpoint_id"]
+    assert past["next"] == ["executor"] or past["next"] == ["recovery"]
+    assert client.threads.get_state(tid, checkpoint_id=cid)["values"]["events"]["cursor"] == seq
+    stores = open_stores(dev_server.db)
+    try:
+        parent = [e.id for e in stores.events.read(tid)]
+        head = client.threads.get_state(tid)["values"]
+        assert seq == [e.seq for e in stores.events.read(tid) if e.kind == "tool.result.received"][2]
+        # "Re-run from here", into a thread made for the child
+        child = client.threads.create(graph_id="taskctx")["thread_id"]
+        out: Any = client.runs.wait(
+            tid, "taskctx", input=None, checkpoint_id=cid, config={"configurable": {"fork_task_id": child}}
+        )
+        assert out["identity"]["task_id"] == child and out["control"]["status"] == "completed"
+        state = client.threads.get_state(child)
+        assert state["values"]["control"]["status"] == "completed" and state["next"] == []
+        events = stores.events.read(child)
+        assert [e.id for e in events[:seq]] == parent[:seq]
+        assert events[seq].kind == "task.forked" and events[seq].payload["parent_task_id"] == tid
+        assert [e.kind for e in events].count("tool.result.received") == 12  # 3 in the prefix, 9 its own
+        assert replay(events) == TaskContext.model_validate(state["values"])
+        # "Fork": an edit at that step, recorded on the next child
+        resp = client.threads.update_state(tid, {"identity": {"non_goals": ["speed"]}}, checkpoint_id=cid)
+        second = resp["checkpoint"]["thread_id"]
+        assert second == f"{tid}-fork-{seq}"
+        edited = stores.events.read(second)
+        assert [e.kind for e in edited[seq:]] == ["task.forked", "state.edited"]
+        # the parent: its log and state as they were
+        assert [e.id for e in stores.events.read(tid)] == parent
+        assert client.threads.get_state(tid)["values"] == head
+    finally:
+        stores.close()
+    assert "Background run succeeded" in dev_server.log_text()

@@ -52,7 +52,16 @@ def test_a_pruned_run_keeps_one_checkpoint_resumes_and_folds_to_the_same_state(
     assert _rows(db, "p1") == (1, 0)
     assert replay(project.stores.events.read("p1")) == done.state
     snap = g.get_state({"configurable": {"thread_id": "p1"}})
-    assert snap.parent_config is None and len(list(g.get_state_history({"configurable": {"thread_id": "p1"}}))) == 1
+    assert (
+        snap.parent_config is None and len(list(project.checkpointer.list({"configurable": {"thread_id": "p1"}}))) == 1
+    )
+    # the history is the log's, step by step (graphs.time_travel): the kept checkpoint, then a log point per step
+    from graphs.time_travel import log_steps
+
+    history = list(g.get_state_history({"configurable": {"thread_id": "p1"}}))
+    assert [h.metadata["taskctx_seq"] for h in history] == [
+        s.seq for s in reversed(log_steps(project.stores.events.read("p1")))
+    ]
     # without prune every superstep's checkpoint stays (get_state_history, notebooks)
     run_graph(g, project.stores, "p2", new_task(traj.request, "p2"))
     kept, _ = _rows(db, "p2")
