@@ -26,7 +26,6 @@ if TYPE_CHECKING:
         make_tool_node,
     )
 
-    from .agent_middleware import TaskContextMiddleware
     from .checkpoint import checkpoint_serde
     from .inspection import TaskView
     from .orchestrator import GraphWiringError, build_orchestrator, check_graph, compile_graph, new_task
@@ -45,7 +44,6 @@ __getattr__ = lazy_exports(
         "thread_config": ".runner",
         "TaskView": ".inspection",
         "TaskContext": "context",
-        "TaskContextMiddleware": ".agent_middleware",
         "new_task": ".orchestrator",
         # the default graph, and checking a graph of your own
         "build_orchestrator": ".orchestrator",
@@ -77,7 +75,6 @@ __all__ = [
     "Project",
     "RunResult",
     "TaskContext",
-    "TaskContextMiddleware",
     "TaskView",
     "ToolExecutor",
     "WorkspaceTools",

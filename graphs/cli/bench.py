@@ -47,6 +47,15 @@ def bench(
         bool,
         typer.Option("--stress", metavar="", help="Also run and print the synthetic stress set (about a minute more)."),
     ] = False,
+    agents: Annotated[
+        bool,
+        typer.Option(
+            "--agents",
+            metavar="",
+            help="Also replay each run through a real create_agent agent with TaskContextMiddleware, "
+            "SummarizationMiddleware and ContextEditingMiddleware (the agent rows).",
+        ),
+    ] = False,
 ) -> None:
     """Replay every trajectory in DIR through five context strategies and write the results; then
     the scale legs (scale.md, scale.csv, scale.png). ``results.md`` always holds the two-fold
@@ -74,7 +83,7 @@ def bench(
         typer.echo(f"error: --out {out} cannot be created ({exc.strerror or exc}); pass a writable folder", err=True)
         raise typer.Exit(2) from exc
     try:
-        r = run_bench(d, budget, stress=stress)
+        r = run_bench(d, budget, stress=stress, agents=agents)
         files = write_outputs(r, out)
         rows = run_scale(d, legs, budget)
         files += write_scale(rows, out)
@@ -83,6 +92,9 @@ def bench(
         raise typer.Exit(2) from exc
     typer.echo(markdown(r).split("## Effective cost per trajectory")[0].rstrip())
     extra = [*(split_markdown(r) if split else []), *stress_markdown(r.stress, r.budget)]
+    md = markdown(r)
+    if "## Agents with middleware" in md:  # the agent rows, when run (--agents)
+        extra.append("## Agents with middleware" + md.split("## Agents with middleware", 1)[1].split("\n## ", 1)[0])
     if extra:
         typer.echo("")
         typer.echo("\n".join(extra).rstrip())

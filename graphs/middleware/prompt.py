@@ -1,4 +1,4 @@
-"""The prompt :class:`~graphs.agent_middleware.TaskContextMiddleware` sends: an agent's messages as budgeted blocks.
+"""The prompt :class:`~graphs.middleware.TaskContextMiddleware` sends: an agent's messages as budgeted blocks.
 
 An agent's message list becomes candidate blocks: the core layer (the request verbatim, the hard
 constraints) pinned first, one block per turn of the history (a human message, an AI message
@@ -160,7 +160,7 @@ class PromptInputs:
     side_effects: Sequence[str] = ()
     keep_last: int = 3
     #: A cut leaves the history this share of the budget's room (the rest: room to grow cached).
-    low_water: float = 0.6
+    low_water: float = 0.2
 
 
 def _candidates(p: PromptInputs, env: NodeEnv, turns: list[Turn]) -> tuple[list[ContextBlock], dict[str, Any]]:
@@ -203,46 +203,49 @@ def _candidates(p: PromptInputs, env: NodeEnv, turns: list[Turn]) -> tuple[list[
     return out, extra
 
 
+def _build(p: PromptInputs, env: NodeEnv, turns: list[Turn], left_out: set[str], system: str) -> Rendered:
+    cands, extra = _candidates(replace(p, left_out=left_out), env, turns)
+    return assemble(
+        role=AGENT_ROLE, env=env, system=system, candidates=cands, layout=LAYOUT, tools=p.tools, extra_messages=extra
+    )
+
+
+def _dropped_turns(r: Rendered) -> set[str]:
+    return {e.id for e in r.manifest.entries if not e.included and e.id.startswith("turn.")}
+
+
 def agent_prompt(p: PromptInputs, env: NodeEnv) -> tuple[Rendered, list[ManifestEntry]]:
     """The prompt of one model call of an agent: the blocks chosen within the budget, laid out.
 
     When a turn has to leave, the cut is made at ``low_water`` of the room the history has, so
-    the calls after it add to a prefix that stays the same; the turns left out earlier stay out
-    (the manifest lists them, and the index block their refs).
+    the calls after it add to a prefix that stays the same; the turns left out (at this call or
+    earlier) stay out, the manifest lists them and the index block their refs.
 
     Args:
         p: The request's parts and the task's log (:class:`PromptInputs`).
         env: The node environment (budget, reserve and counter: tokens).
 
     Returns:
-        ``(rendered prompt, manifest entries of the turns left out at earlier calls)``.
+        ``(rendered prompt, manifest entries of the turns left out by a cut)``.
 
     Raises:
         BudgetError: The core layer, system message and tool schemas alone do not fit the budget.
     """
     turns = turns_of(p.messages, p.ctx.identity.original_request)
-    cands, extra = _candidates(p, env, turns)
     system = f"{p.system}\n\n{MIDDLEWARE_RULE}" if p.system else MIDDLEWARE_RULE
-    r = assemble(
-        role=AGENT_ROLE, env=env, system=system, candidates=cands, layout=LAYOUT, tools=p.tools, extra_messages=extra
-    )
-    new_out = [e.id for e in r.manifest.entries if not e.included and e.id.startswith("turn.")]
-    if new_out:  # a cut: make it deep enough for the next calls to grow on a stable prefix
+    left_out = set(p.left_out)
+    r = _build(p, env, turns, left_out, system)
+    cut_now: set[str] = set()
+    low = 0
+    if _dropped_turns(r):  # a cut: deep enough for the next calls to grow on a stable prefix
         m = r.manifest
         fixed = sum(e.tokens for e in m.entries if not e.id.startswith("turn.") and e.included)
         low = m.overhead_tokens + m.reserve_for_output + fixed + int(p.low_water * (m.available - fixed))
-        if low < m.budget:
-            cut = assemble(
-                role=AGENT_ROLE,
-                env=replace(env, budget=low),
-                system=system,
-                candidates=cands,
-                layout=LAYOUT,
-                tools=p.tools,
-                extra_messages=extra,
-            )
-            if cut.manifest.included and all(e.included for e in cut.manifest.entries if e.priority == "required"):
-                r = _with_budget(cut, m.budget, m.available, low)
+        deep = _build(p, replace(env, budget=min(low, m.budget)), turns, left_out, system)
+        cut_now = _dropped_turns(deep) | _dropped_turns(r)
+        r = _build(p, env, turns, left_out | cut_now, system)
+    why_now = f"left out at this call: the history cut to {low} tokens so the next calls keep a cached prefix"
+    why_then = "left out at an earlier call (stays out: the prompt's prefix stays cached)"
     earlier = [
         ManifestEntry(
             id=t.id,
@@ -252,24 +255,12 @@ def agent_prompt(p: PromptInputs, env: NodeEnv) -> tuple[Rendered, list[Manifest
             priority="normal",
             tokens=env.count_messages(t.messages),
             included=False,
-            reason="left out at an earlier call (stays out: the prompt's prefix stays cached); refs in history.index",
+            reason=f"{why_now if t.id in cut_now else why_then}; its calls' refs are in history.index",
         )
         for t in turns
-        if t.id in p.left_out
+        if t.id in left_out or t.id in cut_now
     ]
     return r, earlier
-
-
-def _with_budget(r: Rendered, budget: int, available: int, low: int) -> Rendered:
-    """A cut prompt whose manifest names the real budget, and why its turns left at the lower mark."""
-    entries = [
-        e.model_copy(update={"reason": f"{e.reason}; cut to {low} tokens so the next calls keep a cached prefix"})
-        if not e.included
-        else e
-        for e in r.manifest.entries
-    ]
-    r.manifest = r.manifest.model_copy(update={"budget": budget, "available": available, "entries": entries})
-    return r
 
 
 def system_text(m: SystemMessage | None) -> str:

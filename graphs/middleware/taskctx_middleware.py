@@ -36,7 +36,7 @@ from nodes.prompt_parts import prompt_text
 from nodes.runtime import provider_of, usage_of
 from nodes.tools.builtin import READ_ARTIFACT_SCHEMA, read_artifact
 
-from .agent_prompt import AGENT_ROLE, PromptInputs, agent_prompt, message_text, system_text
+from .prompt import AGENT_ROLE, PromptInputs, agent_prompt, message_text, system_text
 
 __all__ = ["TaskContextMiddleware"]
 
@@ -86,7 +86,7 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         constraints: Sequence[str] = (),
         count_tokens: TokenCounter | None = None,
         keep_last: int = 3,
-        low_water: float = 0.6,
+        low_water: float = 0.2,
         task_id: str | None = None,
         stores: Any = None,
     ) -> None:
