@@ -137,7 +137,7 @@ def _index_text(left_out: Sequence[Turn], results: dict[str, dict[str, Any]]) ->
             ref = r.get("raw_ref") or "(no output stored)"
             status = "" if r.get("status", "ok") == "ok" else f", {r['status']}"
             shown = json.dumps(args, sort_keys=True, ensure_ascii=False)
-            shown = shown if len(shown) <= 100 else shown[:97] + "..."
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
             lines.append(f"- {cid} {name}({shown}) -> {ref} ({r.get('raw_chars', 0)} chars{status})")
     if not lines:
         return None
@@ -160,7 +160,7 @@ class PromptInputs:
     side_effects: Sequence[str] = ()
     keep_last: int = 3
     #: A cut leaves the history this share of the budget's room (the rest: room to grow cached).
-    low_water: float = 0.2
+    low_water: float = 0.0
 
 
 def _candidates(p: PromptInputs, env: NodeEnv, turns: list[Turn]) -> tuple[list[ContextBlock], dict[str, Any]]:
@@ -178,8 +178,9 @@ def _candidates(p: PromptInputs, env: NodeEnv, turns: list[Turn]) -> tuple[list[
                 layer="audit",
                 source="tool.result.received",
                 count_tokens=env.count_tokens,
-                priority="high",
+                priority="normal",  # below the turns ranked high, above the others
                 trust="agent_claim",
+                relevance=1.0,
                 slot="msg:index",
             )
         )
@@ -210,6 +211,15 @@ def _build(p: PromptInputs, env: NodeEnv, turns: list[Turn], left_out: set[str],
     )
 
 
+def _kept_at_cuts(p: PromptInputs, turns: list[Turn], left_out: set[str]) -> set[str]:
+    """The turns a cut keeps whatever its depth: the newest, the user's, those that changed something."""
+    live = [t for t in turns if t.id not in left_out]
+    keep = {live[-1].id} if live else set()
+    return keep | {
+        t.id for t in live if t.trust == "user_claim" or any(name in p.side_effects for _c, name, _a in t.calls)
+    }
+
+
 def _dropped_turns(r: Rendered) -> set[str]:
     return {e.id for e in r.manifest.entries if not e.included and e.id.startswith("turn.")}
 
@@ -217,9 +227,11 @@ def _dropped_turns(r: Rendered) -> set[str]:
 def agent_prompt(p: PromptInputs, env: NodeEnv) -> tuple[Rendered, list[ManifestEntry]]:
     """The prompt of one model call of an agent: the blocks chosen within the budget, laid out.
 
-    When a turn has to leave, the cut is made at ``low_water`` of the room the history has, so
-    the calls after it add to a prefix that stays the same; the turns left out (at this call or
-    earlier) stay out, the manifest lists them and the index block their refs.
+    When a turn has to leave, the cut is made at ``low_water`` of the room the history has (the
+    newest turn, the user's and those that changed something stay unless the budget itself has
+    no room for them), so the calls after it
+    add to a prefix that stays the same; the turns left out (at this call or earlier) stay out,
+    the manifest lists them and the index block their refs.
 
     Args:
         p: The request's parts and the task's log (:class:`PromptInputs`).
@@ -237,12 +249,12 @@ def agent_prompt(p: PromptInputs, env: NodeEnv) -> tuple[Rendered, list[Manifest
     r = _build(p, env, turns, left_out, system)
     cut_now: set[str] = set()
     low = 0
-    if _dropped_turns(r):  # a cut: deep enough for the next calls to grow on a stable prefix
+    if r.manifest.dropped:  # a cut: deep enough for the next calls to grow on a stable prefix
         m = r.manifest
         fixed = sum(e.tokens for e in m.entries if not e.id.startswith("turn.") and e.included)
         low = m.overhead_tokens + m.reserve_for_output + fixed + int(p.low_water * (m.available - fixed))
         deep = _build(p, replace(env, budget=min(low, m.budget)), turns, left_out, system)
-        cut_now = _dropped_turns(deep) | _dropped_turns(r)
+        cut_now = (_dropped_turns(deep) - _kept_at_cuts(p, turns, left_out)) | _dropped_turns(r)
         r = _build(p, env, turns, left_out | cut_now, system)
     why_now = f"left out at this call: the history cut to {low} tokens so the next calls keep a cached prefix"
     why_then = "left out at an earlier call (stays out: the prompt's prefix stays cached)"

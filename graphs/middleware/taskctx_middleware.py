@@ -86,7 +86,7 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         constraints: Sequence[str] = (),
         count_tokens: TokenCounter | None = None,
         keep_last: int = 3,
-        low_water: float = 0.2,
+        low_water: float = 0.0,
         task_id: str | None = None,
         stores: Any = None,
     ) -> None:
@@ -106,8 +106,10 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
                 are found and kept too).
             count_tokens: The token counter (``str -> int``); default o200k_base.
             keep_last: The newest turns ranked high (kept before older ones).
-            low_water: When turns must leave the prompt, the share of the room (tokens) the
-                history keeps; the rest is room the next calls grow into on a cached prefix.
+            low_water: When turns must leave the prompt, the share of the history's room (tokens)
+                the cut leaves filled, beyond the turns a cut always keeps (the newest, the
+                user's, those of side-effecting tools); the rest is room the next calls grow into
+                on a cached prefix. 0: only those turns stay.
             task_id: The task's id when the agent runs without a ``thread_id``; default a new
                 ``agent-<hex>`` id per middleware.
             stores: Stores to use instead of opening ``db`` (``SqliteStores`` / ``PgStores``).

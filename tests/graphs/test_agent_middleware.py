@@ -246,3 +246,72 @@ def test_a_deep_agent_with_the_middleware_runs_offline() -> None:
     assert all(p[1].content.startswith(f"## Original request (verbatim)\n{REQUEST}") for p in seen.prompts)
     ref = next(e.payload["raw_ref"] for e in events if e.kind == "tool.result.received")
     assert mw.stores.artifacts.get(ref) == LOG.encode("utf-8")
+
+
+def _long_run(n: int) -> tuple[Any, list[list[BaseMessage]]]:
+    """An agent that sets a key first, then reads the log ``n`` times (each output about 900 tokens shown)."""
+    prompts: list[list[BaseMessage]] = []
+
+    def long_answer(messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
+        prompts.append(list(messages))
+        k = len(prompts)
+        if k == 1:
+            call = {"name": "kv_set", "args": {"key": "mode", "value": "safe"}, "id": "set-1", "type": "tool_call"}
+            return AIMessage(content="Setting the mode.", tool_calls=[call])
+        if k <= n + 1:
+            call = {"name": "read_log", "args": {"name": f"app-{k}"}, "id": f"read-{k}", "type": "tool_call"}
+            return AIMessage(content=f"Reading log {k}.", tool_calls=[call])
+        return AIMessage(content="done")
+
+    return ScriptedChatModel(script={}, fallback={"agent": long_answer}), prompts
+
+
+def test_a_cut_keeps_the_side_effect_lists_the_refs_and_keeps_the_prefix_cached() -> None:
+    from nodes.runtime import cached_prefix_tokens
+
+    model, prompts = _long_run(12)
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"], budget=6_000)
+    create_agent(model, TOOLS, middleware=[mw]).invoke(
+        {"messages": [{"role": "user", "content": REQUEST}]}, {"configurable": {"thread_id": "long"}}
+    )
+    built = [e.payload for e in mw.events("long") if e.kind == "context.built"]
+    assert len(built) == len(prompts) == 14
+    assert max(p["prompt_tokens"] for p in built) <= 6_000 - 1_000
+    cuts = [i for i, p in enumerate(built) if any("left out at this call" in b["reason"] for b in p["blocks"])]
+    assert cuts, "the run never went over the budget"
+    for i, p in enumerate(built):
+        # the small, older kv_set turn ranks above the large log reads: it is never left out
+        calls = [tc["id"] for m in prompts[i] if isinstance(m, AIMessage) for tc in m.tool_calls]
+        assert i == 0 or calls[0] == "set-1", calls
+        out = [b for b in p["blocks"] if not b["included"]]
+        if out:  # whatever left the prompt is in the index with its ref
+            index = next(m.content for m in prompts[i] if "## Earlier tool calls" in str(m.content))
+            for e in mw.events("long"):
+                if e.kind == "tool.result.received" and e.payload["call_id"] in index:
+                    assert e.payload["raw_ref"] in index
+        # between cuts, each prompt starts with the whole previous one (a cached prefix)
+        if i and i not in cuts:
+            assert p["cached_prefix_tokens"] == cached_prefix_tokens(built[i - 1]["fingerprints"], p["fingerprints"])
+            assert p["cached_prefix_tokens"] == built[i - 1]["prompt_tokens"]
+    # a turn left out stays out
+    gone: set[str] = set()
+    for p in built:
+        now = {b["id"] for b in p["blocks"] if not b["included"] and b["id"].startswith("turn.")}
+        assert gone <= now
+        gone = now
+
+
+def test_the_async_agent_records_the_same() -> None:
+    import asyncio
+
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"])
+    agent = _agent(mw, Seen())
+    out = asyncio.run(
+        agent.ainvoke({"messages": [{"role": "user", "content": REQUEST}]}, {"configurable": {"thread_id": "a"}})
+    )
+    assert out["messages"][-1].content == "Recorded: worker-271 failed."
+    assert [e.kind for e in mw.events("a")].count("context.built") == 3
+    assert [e.payload["call_id"] for e in mw.events("a") if e.kind == "tool.result.received"] == [
+        "call-read",
+        "call-set",
+    ]
