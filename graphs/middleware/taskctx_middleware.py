@@ -27,7 +27,15 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
 
 from context import Event, classify_result, compress_tool_result, extract_constraints, mask_secrets, new_event, replay
-from context.events import ContextBuilt, PermissionEvent, TaskCreated, ToolCalled, ToolResultReceived
+from context.events import (
+    ContextBuilt,
+    PermissionEvent,
+    ResumeStarted,
+    TaskCompleted,
+    TaskCreated,
+    ToolCalled,
+    ToolResultReceived,
+)
 from context.models import SCHEMA_VERSION
 from context.pg_store import is_postgres_url
 from context.tokens import TokenCounter
@@ -187,6 +195,9 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Record ``task.created`` on the thread's first run (the request: its first human message).
 
+        A later run of a thread whose agent had answered (a follow-up message) records
+        ``resume.started``: the task runs again.
+
         Args:
             state: The agent's state.
             runtime: The LangGraph runtime.
@@ -194,8 +205,44 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         Returns:
             None (the state is unchanged).
         """
-        self._ensure_task(self.task_id(), state.get("messages") or [])
+        tid = self.task_id()
+        self._ensure_task(tid, state.get("messages") or [])
+        last = self.stores.events.read(tid, after=max(0, self.stores.events.last_seq(tid) - 1))
+        if last and last[-1].kind == "task.completed":
+            self._append(tid, [new_event("resume.started", ResumeStarted(node=AGENT_ROLE), actor="user")])
         return None
+
+    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Record ``task.completed`` when the agent answered (its last message calls no tool).
+
+        Args:
+            state: The agent's state.
+            runtime: The LangGraph runtime.
+
+        Returns:
+            None (the state is unchanged).
+        """
+        messages = state.get("messages") or []
+        if not messages or not isinstance(messages[-1], AIMessage) or messages[-1].tool_calls:
+            return None
+        tid = self.task_id()
+        last = self.stores.events.read(tid, after=max(0, self.stores.events.last_seq(tid) - 1))
+        if not last or last[-1].kind != "task.completed":  # (a resume re-running this hook records it once)
+            done = TaskCompleted(summary=message_text(messages[-1])[:2_000])
+            self._append(tid, [new_event("task.completed", done, actor="agent")])
+        return None
+
+    async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Async :meth:`after_agent`.
+
+        Args:
+            state: The agent's state.
+            runtime: The LangGraph runtime.
+
+        Returns:
+            None.
+        """
+        return self.after_agent(state, runtime)
 
     async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Async :meth:`before_agent`.

@@ -64,7 +64,9 @@ def test_one_middleware_gives_the_agent_a_log_refs_and_a_pinned_request() -> Non
         "tool.called",
         "tool.result.received",
         "context.built",
+        "task.completed",
     ]
+    assert events[-1].payload["summary"] == "Recorded: worker-271 failed."
     created = events[0].payload
     assert created["original_request"] == REQUEST
     assert created["constraints"] == ["Do not delete the log."]
@@ -314,4 +316,23 @@ def test_the_async_agent_records_the_same() -> None:
     assert [e.payload["call_id"] for e in mw.events("a") if e.kind == "tool.result.received"] == [
         "call-read",
         "call-set",
+    ]
+
+
+def test_a_follow_up_message_resumes_the_task() -> None:
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"])
+    agent = _agent(mw, Seen())
+    cfg = {"configurable": {"thread_id": "f"}}
+    agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, cfg)
+    agent.invoke({"messages": [{"role": "user", "content": "Thanks. Anything else?"}]}, cfg)
+    kinds = [e.kind for e in mw.events("f")]
+    assert kinds[8:] == ["task.completed", "resume.started", "context.built", "task.completed"]
+    from context import replay
+
+    assert replay(mw.events("f")).control.status == "completed"
+    # the follow-up is the user's (ranked high) and the request stays pinned
+    last = [e.payload for e in mw.events("f") if e.kind == "context.built"][-1]
+    assert [(b["trust"], b["priority"]) for b in last["blocks"] if b["id"].startswith("turn.")][-2:] == [
+        ("agent_claim", "high"),
+        ("user_claim", "high"),
     ]
