@@ -476,6 +476,15 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         written = self._append(self.task_id(), [new_event("tool.result.received", p, actor="tool")])
         return self._shown(cid, name, written[0].payload, base=result)
 
+    def _failed(self, request: Any, exc: Exception) -> None:
+        """Record a call whose tool raised: an error result, so a resume answers it from the log."""
+        text = f"{type(exc).__name__}: {exc}"
+        p = ToolResultReceived(call_id=request.tool_call.get("id") or "", status="error", result_summary=text)
+        self._append(
+            self.task_id(),
+            [new_event("tool.result.received", p.model_copy(update={"raw_chars": len(text)}), actor="tool")],
+        )
+
     def _shown(self, cid: str, name: str, p: dict[str, Any], base: ToolMessage | None = None) -> ToolMessage:
         """The tool message the agent keeps: the recorded prompt form, quoted, with its ref."""
         text = quote_external(mask_secrets(p["result_summary"]).text, source=f"tool:{name}", ref=p.get("raw_ref"))
@@ -499,7 +508,14 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         if request.tool_call["name"] == "read_artifact":
             return handler(request)
         answered = self._before_tool(request)
-        return answered if answered is not None else self._after_tool(request, handler(request))
+        if answered is not None:
+            return answered
+        try:
+            out = handler(request)
+        except Exception as exc:  # recorded, then raised as the agent would have raised it
+            self._failed(request, exc)
+            raise
+        return self._after_tool(request, out)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         """Async :meth:`wrap_tool_call`.
@@ -514,7 +530,14 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         if request.tool_call["name"] == "read_artifact":
             return await handler(request)
         answered = self._before_tool(request)
-        return answered if answered is not None else self._after_tool(request, await handler(request))
+        if answered is not None:
+            return answered
+        try:
+            out = await handler(request)
+        except Exception as exc:  # recorded, then raised as the agent would have raised it
+            self._failed(request, exc)
+            raise
+        return self._after_tool(request, out)
 
     def _read_artifact_tool(self) -> BaseTool:
         env = self.env

@@ -336,3 +336,27 @@ def test_a_follow_up_message_resumes_the_task() -> None:
         ("agent_claim", "high"),
         ("user_claim", "high"),
     ]
+
+
+def test_a_tool_that_raises_is_recorded_and_not_run_again_on_resume() -> None:
+    from langchain_core.tools import tool
+
+    runs: list[str] = []
+
+    @tool
+    def read_log(name: str) -> str:
+        """Read a log file of the app by name."""
+        runs.append(name)
+        raise OSError("disk gone")
+
+    mw = TaskContextMiddleware(":memory:")
+    agent = create_agent(Seen().model(), [read_log, *TOOLS[1:]], middleware=[mw], checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "err"}}
+    with pytest.raises(OSError, match="disk gone"):
+        agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, cfg)
+    res = [e.payload for e in mw.events("err") if e.kind == "tool.result.received"]
+    assert [(r["call_id"], r["status"], r["result_summary"]) for r in res] == [
+        ("call-read", "error", "OSError: disk gone")
+    ]
+    agent.invoke(None, cfg)  # the resume: the recorded error answers the call, the tool does not run again
+    assert runs == ["app"]
