@@ -457,10 +457,11 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     def _after_tool(self, request: Any, result: Any) -> Any:
         """Store the output raw, record its result, and give the agent the compressed, quoted form."""
-        if not isinstance(result, ToolMessage):
-            return result  # a Command: the state update goes through as the tool made it
         tc = request.tool_call
         cid, name, args = tc.get("id") or "", tc["name"], dict(tc.get("args") or {})
+        if not isinstance(result, ToolMessage):  # a Command: its update goes through as the tool made it
+            self._command_result(cid, result)
+            return result
         raw = result.content if isinstance(result.content, str) else json.dumps(result.content, ensure_ascii=False)
         ref = self.env.artifacts.put(raw)
         path = args.get("path") or args.get("file_path")
@@ -475,6 +476,23 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         )
         written = self._append(self.task_id(), [new_event("tool.result.received", p, actor="tool")])
         return self._shown(cid, name, written[0].payload, base=result)
+
+    def _command_result(self, cid: str, command: Any) -> None:
+        """Record the tool message a tool's ``Command`` carries (shown as it is: not compressed)."""
+        update = getattr(command, "update", None)
+        msgs = update.get("messages", []) if isinstance(update, dict) else []
+        tm = next((m for m in msgs if isinstance(m, ToolMessage) and m.tool_call_id == cid), None)
+        if tm is None:
+            return
+        raw = message_text(tm)
+        p = ToolResultReceived(
+            call_id=cid,
+            status="error" if tm.status == "error" else "ok",
+            result_summary=raw,
+            raw_ref=self.env.artifacts.put(raw),
+            raw_chars=len(raw),
+        )
+        self._append(self.task_id(), [new_event("tool.result.received", p, actor="tool")])
 
     def _failed(self, request: Any, exc: Exception) -> None:
         """Record a call whose tool raised: an error result, so a resume answers it from the log."""

@@ -239,14 +239,32 @@ def test_postgres_url(pg_db: str) -> None:
 def test_a_deep_agent_with_the_middleware_runs_offline() -> None:
     deepagents = pytest.importorskip("deepagents")
     mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"], budget=12_000)
-    seen = Seen()
+
+    class Planned(Seen):  # deepagents' own write_file (a tool returning a Command) first: a note
+        def __call__(self, messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
+            if not any(isinstance(m, ToolMessage) and m.name == "write_file" for m in messages):
+                self.prompts.append(list(messages))
+                note = {"file_path": "/notes.md", "content": "find the failed worker"}
+                call = {"name": "write_file", "args": note, "id": "call-todo", "type": "tool_call"}
+                return AIMessage(content="Planning.", tool_calls=[call])
+            return super().__call__(messages, meta)
+
+    seen = Planned()
     agent = deepagents.create_deep_agent(model=seen.model(), tools=TOOLS, middleware=[mw], checkpointer=InMemorySaver())
     out = agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, {"configurable": {"thread_id": "deep"}})
     assert out["messages"][-1].content == "Recorded: worker-271 failed."
     events = mw.events("deep")
-    assert [e.kind for e in events].count("context.built") == len(seen.prompts) == 3
+    assert [e.kind for e in events].count("context.built") == len(seen.prompts) == 4
+    todo = next(e.payload for e in events if e.kind == "tool.result.received" and e.payload["call_id"] == "call-todo")
+    assert todo["status"] == "ok" and "/notes.md" in todo["result_summary"]
+    assert out["files"]["/notes.md"]
+    assert [e.payload["actor"] if False else e.actor for e in events if e.kind == "tool.result.received"] == [
+        "tool"
+    ] * 3
     assert all(p[1].content.startswith(f"## Original request (verbatim)\n{REQUEST}") for p in seen.prompts)
-    ref = next(e.payload["raw_ref"] for e in events if e.kind == "tool.result.received")
+    ref = next(
+        p["raw_ref"] for e in events if e.kind == "tool.result.received" and (p := e.payload)["call_id"] == "call-read"
+    )
     assert mw.stores.artifacts.get(ref) == LOG.encode("utf-8")
 
 
