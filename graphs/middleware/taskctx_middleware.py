@@ -80,7 +80,8 @@ def _thread_id() -> str | None:
 class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     """taskctx's context machinery for a ``create_agent`` / ``create_deep_agent`` agent.
 
-    Put it first in ``middleware=[...]``. Each thread (``thread_id``) is one task of the log.
+    Put it first in ``middleware=[...]``, after a ``HumanInTheLoopMiddleware`` (so a reviewer's
+    edit reaches it). Each thread (``thread_id``) is one task of the log.
     """
 
     def __init__(

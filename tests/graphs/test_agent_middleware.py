@@ -378,3 +378,19 @@ def test_a_tool_that_raises_is_recorded_and_not_run_again_on_resume() -> None:
     ]
     agent.invoke(None, cfg)  # the resume: the recorded error answers the call, the tool does not run again
     assert runs == ["app"]
+
+
+def test_an_edited_call_is_recorded_as_it_ran() -> None:
+    # HumanInTheLoopMiddleware substitutes the reviewer's edit in its wrap_tool_call: listed
+    # before TaskContextMiddleware, the edit reaches the middleware and the log records it
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"], requires_approval=["kv_set"])
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"kv_set": True})
+    agent = create_agent(Seen().model(), TOOLS, middleware=[hitl, mw], checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "edit"}}
+    agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, cfg)
+    edit = {"type": "edit", "edited_action": {"name": "kv_set", "args": {"key": "failed", "value": "worker-271 (oom)"}}}
+    agent.invoke(Command(resume={"decisions": [edit]}), cfg)
+    events = mw.events("edit")
+    called = next(e.payload for e in events if e.kind == "tool.called" and e.payload["call_id"] == "call-set")
+    granted = next(e.payload for e in events if e.kind == "permission.granted")
+    assert called["arguments"] == granted["arguments"] == '{"key": "failed", "value": "worker-271 (oom)"}'
