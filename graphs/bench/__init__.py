@@ -2,7 +2,9 @@
 
 Naive append-all, SWE-agent observation masking, LangChain tool-result clearing, deepagents-style
 summarisation and taskctx itself (the real graph), scored per trajectory and in total
-(:class:`Stats`); plus overhead, checkpoint bytes, the optimistic bound, the split and scale legs.
+(:class:`Stats`); plus overhead, checkpoint bytes, the optimistic bound, the split and scale legs,
+and (``--agents``) the agent rows: each run through a real ``create_agent`` agent per middleware
+(:mod:`.agents`).
 """
 
 from typing import TYPE_CHECKING

@@ -50,6 +50,8 @@ class BenchResult:
     too_large: dict[str, int] = field(default_factory=dict)
     #: trajectory -> its executor steps, for the runs of ``too_large``
     too_large_steps: dict[str, int] = field(default_factory=dict)
+    #: the agent rows (:mod:`.agents`), when run (``agents=True``): row -> totals
+    agent_totals: dict[str, Stats] = field(default_factory=dict)
 
     @property
     def strategies(self) -> list[str]:
@@ -112,7 +114,9 @@ class _Replays:
     """What the replays of the recorded runs add up to, trajectory by trajectory."""
 
     budget: int
+    agents: bool = False
     rows: list[Stats] = field(default_factory=list)
+    agent_totals: dict[str, Stats] = field(default_factory=dict)
     totals: dict[str, Stats] = field(
         default_factory=lambda: {s: Stats("TOTAL", s) for s in [*STRATEGIES, "taskctx (all roles)"]}
     )
@@ -153,6 +157,13 @@ class _Replays:
         self.totals["taskctx (all roles)"].add(allr)
         self.series[t.id]["taskctx"] = [c.prompt_tokens for c in run.calls]
         self.bound[t.id] = bound_stats(run)
+        if self.agents:
+            from .agents import AGENT_ROWS, agent_stats  # (a real create_agent per row: imported when asked for)
+
+            for row in AGENT_ROWS:
+                st = agent_stats(t, row, self.budget, constraints)
+                self.rows.append(st)
+                self.agent_totals.setdefault(row, Stats("TOTAL", row)).add(st)
         roles: dict[str, int] = {}
         for c in run.other_calls:
             roles[c.role] = roles.get(c.role, 0) + 1
@@ -204,6 +215,7 @@ def run_bench(
     synthetic_events: int = 1_000,
     checkpoint_events: tuple[int, ...] = (100, 1_000, 5_000),
     stress: bool = False,
+    agents: bool = False,
 ) -> BenchResult:
     """Run every trajectory through the five strategies, plus the synthetic measures.
 
@@ -215,6 +227,8 @@ def run_bench(
         synthetic_events: Events of the synthetic run the overhead is timed on (0: skip).
         checkpoint_events: Event counts at which checkpoint bytes are measured (empty: skip).
         stress: Add the stress set (:mod:`.stress`, about a minute).
+        agents: Add the agent rows (:mod:`.agents`): each run through a real ``create_agent`` agent
+            with TaskContextMiddleware, SummarizationMiddleware and ContextEditingMiddleware.
 
     Returns:
         The :class:`BenchResult`.
@@ -226,7 +240,7 @@ def run_bench(
     """
     t_start = time.perf_counter()
     loaded = _load(Path(dir), only, limit)
-    rep = _Replays(budget)
+    rep = _Replays(budget, agents=agents)
     trajs = [t for t in loaded if rep.add(t)]
     if not trajs:
         need = ", ".join(f"{k} needs {v:,}" for k, v in rep.too_large.items())
@@ -252,4 +266,5 @@ def run_bench(
         stress=stress_rows,
         too_large=rep.too_large,
         too_large_steps={t.id: len(t.steps) for t in loaded if t.id in rep.too_large},
+        agent_totals=rep.agent_totals,
     )

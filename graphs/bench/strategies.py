@@ -42,9 +42,11 @@ __all__ = [
     "STRATEGIES",
     "TaskctxRun",
     "baseline_calls",
+    "messages_text",
     "orphan_tool_results",
     "prompt_orphans",
     "run_taskctx",
+    "summarizer_middleware",
 ]
 
 STRATEGIES = ("naive", "masking", "clearing", "summarization", "taskctx")
@@ -163,7 +165,15 @@ def prompt_orphans(prompt: str) -> int:
     return n
 
 
-def _text(messages: Sequence[BaseMessage]) -> str:
+def messages_text(messages: Sequence[BaseMessage]) -> str:
+    """Every message's content (a content list as JSON) and its tool calls' arguments, one per line.
+
+    Args:
+        messages: A prompt's messages.
+
+    Returns:
+        The text the retention checks search.
+    """
     parts = []
     for m in messages:
         parts.append(m.content if isinstance(m.content, str) else json.dumps(m.content, ensure_ascii=False))
@@ -204,7 +214,15 @@ def _extractive_summary(messages: Sequence[BaseMessage]) -> str:
     return (head + body)[:SUMMARY_CHARS].ljust(SUMMARY_CHARS)
 
 
-def _summarizer_middleware(budget: int) -> Any:
+def summarizer_middleware(budget: int) -> Any:
+    """LangChain's ``SummarizationMiddleware`` with deepagents' fractions and the extractive stand-in summary.
+
+    Args:
+        budget: The window (tokens) the fractions are of.
+
+    Returns:
+        The middleware.
+    """
     model = GenericFakeChatModel(messages=iter(()), profile={"max_input_tokens": budget})
     return SummarizationMiddleware(
         model=model,
@@ -239,7 +257,7 @@ def baseline_calls(t: Trajectory, strategy: str, budget: int, tools: list[dict[s
     system = SystemMessage(content=EXECUTOR_SYSTEM)
     request = HumanMessage(content=t.request)
     full = [request, *step_messages(t, len(t.steps))]
-    summ = _summarizer_middleware(budget) if strategy == "summarization" else None
+    summ = summarizer_middleware(budget) if strategy == "summarization" else None
     state: list[BaseMessage] = [request]
     calls: list[Call] = []
     for k in range(len(t.steps)):
@@ -276,7 +294,7 @@ def baseline_calls(t: Trajectory, strategy: str, budget: int, tools: list[dict[s
                 index=k,
                 prompt_tokens=count_messages(prompt, tools or None),
                 fingerprints=fingerprints(prompt, tools, COUNT),
-                text=_text(prompt),
+                text=messages_text(prompt),
                 orphans=orphan_tool_results(prompt),
                 elided=elided,
                 payload={"summarized": summarized},

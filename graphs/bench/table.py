@@ -6,7 +6,7 @@ from nodes.pricing import HEADLINE, RULES
 
 from .metrics import Stats
 from .replays import BenchResult
-from .split import LARGE_RUN, bound_markdown, short_runs_markdown, split_markdown
+from .split import LARGE_RUN, bound_markdown, halves, short_runs_markdown, split_markdown
 from .strategies import CLEAR_KEEP, MASK_N, STRATEGIES, SUMMARY_CHARS
 from .stress import stress_markdown
 
@@ -202,6 +202,11 @@ def markdown(r: BenchResult) -> str:
     lines += _per_trajectory(r)
     lines += _overhead_tables(r)
     lines += ["", *split_markdown(r), *stress_markdown(r.stress, r.budget)]
+    if r.agent_totals:  # (the agent rows import create_agent: only when they were run)
+        from .agents import agents_markdown
+
+        per_run = {tid: {s: r.stats(tid, s) for s in ["taskctx", *r.agent_totals]} for tid in r.trajectories}
+        lines += agents_markdown({**r.agent_totals, "taskctx": T["taskctx"]}, halves(r.trajectories), per_run)
     lines += ["", f"Bench wall time: {r.seconds} s. Runs finished: {sum(r.finished.values())}/{len(r.finished)}.", ""]
     return "\n".join(lines)
 

@@ -74,6 +74,15 @@ def bench(
             "a fork's time and bytes against the parent's length, written to fork.md; '' (default) skips them.",
         ),
     ] = "",
+    agents: Annotated[
+        bool,
+        typer.Option(
+            "--agents",
+            metavar="",
+            help="Also replay each run through a real create_agent agent with TaskContextMiddleware, "
+            "SummarizationMiddleware and ContextEditingMiddleware (the agent rows).",
+        ),
+    ] = False,
 ) -> None:
     """Replay every trajectory in DIR through five context strategies and write the results; then
     the scale legs (scale.md, scale.csv, scale.png) and, with --fork, the fork legs (fork.md).
@@ -93,7 +102,7 @@ def bench(
     _make_out(out)  # before the run, so a bad --out does not waste it
     try:
         cp = (100, 1_000, 5_000) if synthetic else ()
-        r = run_bench(d, budget, stress=stress, synthetic_events=synthetic, checkpoint_events=cp)
+        r = run_bench(d, budget, stress=stress, agents=agents, synthetic_events=synthetic, checkpoint_events=cp)
         files = write_outputs(r, out)
         rows = run_scale(d, legs, budget, exclude=r.too_large)
         files += write_scale(rows, out)
@@ -127,8 +136,11 @@ def _echo_results(r: Any, *, split: bool, rows: list[Any], skipped: str, forks: 
     from ..bench.stress import stress_markdown
     from ..bench.table import markdown
 
-    typer.echo(markdown(r).split("## Effective cost per trajectory")[0].rstrip())
+    md = markdown(r)
+    typer.echo(md.split("## Effective cost per trajectory")[0].rstrip())
     extra = [*(split_markdown(r) if split else []), *stress_markdown(r.stress, r.budget)]
+    if "## Agents with middleware" in md:  # the agent rows, when run (--agents)
+        extra.append("## Agents with middleware" + md.split("## Agents with middleware", 1)[1].split("\n## ", 1)[0])
     if extra:
         typer.echo("")
         typer.echo("\n".join(extra).rstrip())

@@ -179,6 +179,7 @@ def test_flags_show_no_type_in_help() -> None:
         noisy += [(" ".join(path), ln.split()[1]) for ln in res.stdout.splitlines() if "<bool>" in ln]
     assert sorted(flags) == [
         ("", "--version"),
+        ("bench", "--agents"),
         ("bench", "--split"),
         ("bench", "--stress"),
         ("demo", "--approve-all"),

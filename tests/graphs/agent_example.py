@@ -1,0 +1,122 @@
+"""An existing ``create_agent`` agent (three ``@tool`` tools, ``kv_set`` with a side effect), for the middleware tests.
+
+Run as a script (``python agent_example.py DB THREAD [kill-after-tool|kill-in-tool]``) it runs the agent
+on a SQLite file with LangGraph's SQLite checkpointer, and can kill itself with SIGKILL at a chosen point.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.tools import tool
+
+from nodes import ScriptedChatModel
+
+REQUEST = "Find the failed worker in the app log and record it under key 'failed'. Do not delete the log."
+#: The log read_log returns: long enough to be compressed (bytes are checked against its ref).
+LOG = "\n".join(
+    f"2026-12-01T10:{i // 60:02d}:{i % 60:02d} worker-{i} " + ("FAILED exit 137" if i == 271 else "ok")
+    for i in range(400)
+)
+#: Where kv_set writes (one line per run of the tool): its side effect, counted by the tests.
+KV_FILE = os.environ.get("AGENT_EXAMPLE_KV", "")
+KILL = os.environ.get("AGENT_EXAMPLE_KILL", "")
+
+
+@tool
+def read_log(name: str) -> str:
+    """Read a log file of the app by name."""
+    return LOG
+
+
+@tool
+def kv_get(key: str) -> str:
+    """Read a key of the key-value store."""
+    if KV_FILE and Path(KV_FILE).exists():
+        for line in reversed(Path(KV_FILE).read_text().splitlines()):
+            k, _, v = line.partition("=")
+            if k == key:
+                return v
+    return "(not set)"
+
+
+@tool
+def kv_set(key: str, value: str) -> str:
+    """Set a key of the key-value store (a side effect)."""
+    if KV_FILE:
+        with open(KV_FILE, "a") as fh:
+            fh.write(f"{key}={value}\n")
+    if KILL == "kill-in-tool":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return f"stored {key}"
+
+
+TOOLS = [read_log, kv_get, kv_set]
+
+
+def answer(messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
+    """The agent's model: read the log, then set the key, then say done (decided from the prompt)."""
+    done = {m.name for m in messages if isinstance(m, ToolMessage)}
+    if "read_log" not in done:
+        return AIMessage(
+            content="I will read the log first.",
+            tool_calls=[{"name": "read_log", "args": {"name": "app"}, "id": "call-read", "type": "tool_call"}],
+        )
+    if "kv_set" not in done:
+        return AIMessage(
+            content="worker-271 failed; recording it.",
+            tool_calls=[
+                {
+                    "name": "kv_set",
+                    "args": {"key": "failed", "value": "worker-271"},
+                    "id": "call-set",
+                    "type": "tool_call",
+                }
+            ],
+        )
+    return AIMessage(content="Recorded: worker-271 failed.")
+
+
+def model() -> ScriptedChatModel:
+    """The scripted model (every call answered by :func:`answer`)."""
+    return ScriptedChatModel(script={}, fallback={"agent": answer, "*": answer})
+
+
+class KillAfterTool(AgentMiddleware):  # type: ignore[type-arg]
+    """Outermost: SIGKILL after kv_set ran and its result was recorded, before any checkpoint."""
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        out = handler(request)
+        if KILL == "kill-after-tool" and request.tool_call["name"] == "kv_set":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return out
+
+
+def main(db: str, thread: str) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from graphs.middleware import TaskContextMiddleware
+
+    saver = SqliteSaver(sqlite3.connect(db + ".checkpoints", check_same_thread=False))
+    agent = create_agent(
+        model(),
+        TOOLS,
+        middleware=[KillAfterTool(), TaskContextMiddleware(db, side_effects=["kv_set"])],
+        checkpointer=saver,
+    )
+    cfg = {"configurable": {"thread_id": thread}}
+    state = agent.get_state(cfg)
+    out = agent.invoke(None if state.next else {"messages": [{"role": "user", "content": REQUEST}]}, cfg)
+    print(out["messages"][-1].content)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
