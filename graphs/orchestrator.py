@@ -288,7 +288,10 @@ def build_orchestrator(
     if env.workspace is None and hasattr(tx, "fingerprint"):
         env.workspace = tx  # fingerprinted by the first node after a resume (context.freshness)
     g = StateGraph(TaskContext)
-    g.add_node("planner", make_planner_node(chat, env), metadata={"role": "planner"})
+    from nodes.roles import task_budget_check
+
+    preflight = task_budget_check(env, tx)  # the request and the floor fit, before any side effect
+    g.add_node("planner", make_planner_node(chat, env, preflight=preflight), metadata={"role": "planner"})
     g.add_node("executor", make_executor_node(chat, env, tx), metadata={"role": "executor"})
     g.add_node("tools", make_tool_node(env, tx), metadata={"role": "tools"})
     g.add_node("reviewer", make_reviewer_node(chat, env), metadata={"role": "reviewer"})

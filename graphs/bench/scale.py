@@ -360,6 +360,8 @@ def run_scale(trajectories: Path, legs: tuple[int, ...], budget: int = 8_000) ->
     Raises:
         RuntimeError: A child process failed.
     """
+    if not legs:  # skipped (--scale ''): no run to load
+        return []
     path = trajectories if trajectories.is_file() else trajectories / f"{SCALE_TRAJECTORY}.jsonl"
     traj = load_trajectory(path)
     rows = []

@@ -189,6 +189,11 @@ def _budget_line(exc: BudgetError, db: str, task_id: str, out: Path | None) -> s
     if exc.minimum:
         if not exc.task_id:
             exc = exc.for_task(task_id)
+        if exc.scope == "task":
+            return (
+                f"{exc}: `{command_hint('resume', task_id, db, out, '--budget', str(exc.minimum))}`; {exc.minimum} "
+                f"carries every call of the task (its required blocks degrade to fit; the default --budget is {DEFAULT_BUDGET})"
+            )
         return (
             f"{exc}: `{command_hint('resume', task_id, db, out, '--budget', str(exc.minimum))}`; {exc.minimum} is what "
             f"this call needs, later calls carry more context and may need more (the default --budget is {DEFAULT_BUDGET})"

@@ -1,6 +1,6 @@
-"""Where required blocks cannot fit the budget, the latest call is
-degraded (digest + ref) before ``BudgetError``; a budget too small for that fails on the task's
-first executor call, before any tool runs, naming the smallest budget that works."""
+"""Where required blocks cannot fit the budget, they degrade (the state narrowed, then the latest
+call as its digest + ref) before ``BudgetError``; a budget too small for the task fails at its
+start, before any model call or tool runs, naming the budget that carries the whole task."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from nodes.testing import complete, plan, review, tool_call
 
 #: 300 lines of a build log: compressed, its head + tail still take 1,020 tokens
 LOG = "".join(f"[{i:04d}] compiling module_{i:04d}.c with -O2 -Wall: ok, 0 warnings\n" for i in range(300))
+#: The build's arguments: 3,000 chars of flags (compressed once run: head and tail of 1,200 chars)
+FLAGS = " ".join(f"-DMODULE_{i:04d}=1" for i in range(177))
 
 
 class Tools:
@@ -43,7 +45,10 @@ def _run(tmp_path: Path, budget: int) -> tuple[Any, SqliteStores, Tools]:
     model = ScriptedChatModel(
         script={
             "planner": [plan("Build it")],
-            "executor": [tool_call("build", {}, id="b1", content="Building now."), complete("built")],
+            "executor": [
+                tool_call("build", {"flags": FLAGS}, id="b1", content="Building now."),
+                complete("built"),
+            ],
             "reviewer": [review("approve")],
         }
     )
@@ -54,8 +59,8 @@ def _run(tmp_path: Path, budget: int) -> tuple[Any, SqliteStores, Tools]:
     return g, stores, tools
 
 
-BUDGET_DEGRADED = 2_000  # the log's compressed form (1,020 tokens) does not fit; its digest (111) does
-BUDGET_FLOOR = 1_827  # the smallest budget the first executor call accepts (o200k tokens)
+BUDGET_FLOOR = 2_733  # the smallest budget the task-start check accepts (o200k tokens)
+BUDGET_DEGRADED = 3_500  # the call's compressed form (2,439 tokens) does not fit; its digest (374) does
 
 
 def test_a_latest_call_too_large_for_the_budget_is_degraded_not_fatal(tmp_path: Path) -> None:
@@ -66,6 +71,10 @@ def test_a_latest_call_too_large_for_the_budget_is_degraded_not_fatal(tmp_path: 
     assert len(built) == 2
     second = {b["id"]: b for b in built[1].payload["blocks"]}
     assert second["tool.b1"]["included"] and second["tool.b1"]["priority"] == "required"
+    assert second["tool.b1"]["tokens"] == 374
+    assert second["tool.b1"]["reason"] == (
+        "required; degraded (step 2 of 2: the floor's calls as digests with refs), 2439 -> 374 tokens"
+    )
     prompt = stores.artifacts.get(built[1].payload["prompt_ref"]).decode()
     assert (
         "[digest] ok; [command output: 300 lines, 18600 chars; 16200 chars omitted from the middle; full output: "
@@ -73,6 +82,8 @@ def test_a_latest_call_too_large_for_the_budget_is_degraded_not_fatal(tmp_path: 
     )
     assert "[0000] compiling" not in prompt and "[0299] compiling" not in prompt
     assert "Building now." not in prompt  # the degraded entry's thought stays in the log only
+    assert "-DMODULE_0000=1" in prompt and "-DMODULE_0176=1" in prompt  # its arguments' head and tail
+    assert "-DMODULE_0100=1" not in prompt and "[... 2431 of 2831 chars omitted; full arguments: " in prompt
     assert all(e.payload["prompt_tokens"] <= BUDGET_DEGRADED - 1_000 for e in built)
 
 
@@ -82,11 +93,12 @@ def test_a_budget_too_small_fails_before_any_tool_runs(tmp_path: Path) -> None:
         run_graph(g, stores, "small", new_task("Build the project.", "small"))
     assert tools.runs == 0  # no side effect
     assert str(err.value) == (
-        f"executor of task small needs at least {BUDGET_FLOOR} tokens: required blocks {BUDGET_FLOOR - 1_000} + "
-        f"reserve 1000; rerun with --budget {BUDGET_FLOOR} or more"
+        f"task small needs a budget of at least {BUDGET_FLOOR} tokens, refused at its start before any side "
+        f"effect: its request and the floor of every executor call, degraded, take {BUDGET_FLOOR - 1_000} + "
+        f"reserve 1000; the budget {BUDGET_FLOOR - 1} is too small, rerun with --budget {BUDGET_FLOOR} or more"
     )
-    assert err.value.minimum == BUDGET_FLOOR
-    assert [e.kind for e in stores.events.read("small")] == ["task.created", "context.built", "plan.created"]
+    assert err.value.minimum == BUDGET_FLOOR and err.value.scope == "task"
+    assert list(stores.events.read("small")) == []  # refused before the planner's model call
     # the budget it names works: resumed with it, the task finishes
     g2, stores2, tools2 = _run(tmp_path, BUDGET_FLOOR)  # (the run takes its lease on the graph's own stores)
     r = run_graph(g2, stores2, "small2", new_task("Build the project.", "small2"))
