@@ -232,9 +232,10 @@ def build_orchestrator(
     tools: ToolExecutor | None = None,
     checkpointer: BaseCheckpointSaver | None = None,
     stores: SqliteStores | PgStores | None = None,
-    budget: int = DEFAULT_BUDGET,
+    budget: int | Literal["auto"] = DEFAULT_BUDGET,
     reserve_for_output: int = DEFAULT_RESERVE,
     env: NodeEnv | None = None,
+    budget_cap: int | None = None,
     memory: Any = None,
     policies: Sequence[ContextPolicy] | None = None,
     freshness: bool = True,
@@ -250,9 +251,12 @@ def build_orchestrator(
         tools: The task's tool executor (None: no tools but ``read_artifact``).
         checkpointer: LangGraph's checkpointer (None: the graph keeps no checkpoints).
         stores: The event log and artifacts (None: in memory).
-        budget: The prompt budget in tokens.
+        budget: The prompt budget in tokens, or ``"auto"``: the model's context window from its
+            profile, capped by ``budget_cap`` (:func:`nodes.auto_budget`).
         reserve_for_output: Tokens of the budget kept for the model's answer.
         env: The nodes' environment (None: made from the arguments; given, it overrides them but ``memory``).
+        budget_cap: With ``budget="auto"``: the cost target, the most tokens one call may take
+            (None: ``nodes.AUTO_BUDGET_CAP``).
         memory: A :class:`nodes.memory_source.MemorySource` (``project.memory(workspace)``): a new task
             loads the durable memories relevant to its request, the graph gets its store; None: none.
         policies: The context policies (:mod:`context.policy`; None: the defaults, ``[]``: none).
@@ -264,38 +268,26 @@ def build_orchestrator(
         the event log (``state.edited``) or refused (``InvalidInputError``).
 
     Raises:
-        ModelConfigError: ``model`` names no chat model that can be made.
+        ModelConfigError: ``model`` names no chat model that can be made, or ``budget="auto"``
+            and its profile names no context window.
     """
     from langgraph.graph import START, StateGraph
 
-    from nodes import (
-        make_executor_node,
-        make_planner_node,
-        make_recovery_node,
-        make_reviewer_node,
-        make_tool_node,
-        resolve_model,
-    )
+    from nodes import resolve_model
 
     from . import routing
 
     chat = resolve_model(model)
     if env is None:
-        env = _default_env(chat, stores, budget, reserve_for_output, policies, freshness, reports)
+        tokens = _budget_tokens(chat, budget, reserve_for_output, budget_cap)
+        env = _default_env(chat, stores, tokens, reserve_for_output, policies, freshness, reports)
     if memory is not None:
         env.memory = memory
     tx = tools or NoTools()
     if env.workspace is None and hasattr(tx, "fingerprint"):
         env.workspace = tx  # fingerprinted by the first node after a resume (context.freshness)
     g = StateGraph(TaskContext)
-    from nodes.roles import task_budget_check
-
-    preflight = task_budget_check(env, tx)  # the request and the floor fit, before any side effect
-    g.add_node("planner", make_planner_node(chat, env, preflight=preflight), metadata={"role": "planner"})
-    g.add_node("executor", make_executor_node(chat, env, tx), metadata={"role": "executor"})
-    g.add_node("tools", make_tool_node(env, tx), metadata={"role": "tools"})
-    g.add_node("reviewer", make_reviewer_node(chat, env), metadata={"role": "reviewer"})
-    g.add_node("recovery", make_recovery_node(chat, env), metadata={"role": "recovery"})
+    _add_role_nodes(g, chat, env, tx)
     g.add_edge(START, "planner")
     # no path maps: each router's Literal return annotation is its path map (graphs.routing)
     g.add_conditional_edges("planner", routing.after_planner)
@@ -309,6 +301,28 @@ def build_orchestrator(
     if stores is not None:  # (the stores a resume checks: graphs.edits)
         compiled.taskctx_stores = stores  # type: ignore[attr-defined]
     return compiled  # type: ignore[return-value]
+
+
+def _budget_tokens(chat: BaseChatModel, budget: int | str, reserve_for_output: int, cap: int | None) -> int:
+    """The budget in tokens: ``budget`` itself, or for ``"auto"`` the model's (:func:`nodes.auto_budget`)."""
+    if budget != "auto":
+        return int(budget)
+    from nodes import AUTO_BUDGET_CAP, auto_budget
+
+    return auto_budget(chat, reserve_for_output=reserve_for_output, cap=AUTO_BUDGET_CAP if cap is None else cap)
+
+
+def _add_role_nodes(g: Any, chat: BaseChatModel, env: NodeEnv, tx: ToolExecutor) -> None:
+    """The default graph's nodes: planner (with the task-start budget check), executor, tools, reviewer, recovery."""
+    from nodes import make_executor_node, make_planner_node, make_recovery_node, make_reviewer_node, make_tool_node
+    from nodes.roles import task_budget_check
+
+    preflight = task_budget_check(env, tx)  # the request and the floor fit, before any side effect
+    g.add_node("planner", make_planner_node(chat, env, preflight=preflight), metadata={"role": "planner"})
+    g.add_node("executor", make_executor_node(chat, env, tx), metadata={"role": "executor"})
+    g.add_node("tools", make_tool_node(env, tx), metadata={"role": "tools"})
+    g.add_node("reviewer", make_reviewer_node(chat, env), metadata={"role": "reviewer"})
+    g.add_node("recovery", make_recovery_node(chat, env), metadata={"role": "recovery"})
 
 
 def _default_env(

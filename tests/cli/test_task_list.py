@@ -98,6 +98,43 @@ def test_budget_error_names_the_budget_the_task_needs(trajectories_dir: Path, tm
     assert "stopped" not in row and "stopped:" not in invoke("inspect", "t1", "--db", db).stdout
 
 
+def test_budget_auto_is_the_models_window_capped_by_the_cost_target(trajectories_dir: Path, tmp_path: Path) -> None:
+    db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
+    traj = str(trajectories_dir / PONYC)
+    r = invoke("replay", traj, "--task-id", "a1", "--budget", "auto", "--max-steps", "2", "--db", db, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert "50 recorded steps, budget 16000 tokens (auto: the model's window, cost target 16000), task a1" in r.stdout
+    assert SqliteStores(db).tasks.get("a1")["budget"] == 16_000  # a resume keeps the number
+    built = [e for e in SqliteStores(db).events.read("a1") if e.kind == "context.built"]
+    assert {e.payload["budget"] for e in built} == {16_000}
+    args = ("--budget", "auto", "--budget-cap", "12000", "--max-steps", "1", "--db", db, "--out", out)
+    r = invoke("replay", traj, "--task-id", "a2", *args)
+    assert r.exit_code == 0 and "budget 12000 tokens (auto: the model's window, cost target 12000)" in r.stdout
+    r = invoke("replay", traj, "--task-id", "a3", "--budget", "lots", "--db", db)
+    assert r.exit_code == 2
+    assert _error_line(r) == (
+        "error: --budget lots is neither a number of tokens nor auto; pass --budget 8000 (tokens) or --budget auto "
+        "(the model's context window, capped by --budget-cap)"
+    )
+
+
+def test_budget_auto_needs_a_model_that_declares_its_window() -> None:
+    from context import ModelConfigError
+    from nodes import AUTO_BUDGET_CAP, ScriptedChatModel, auto_budget
+
+    assert auto_budget(ScriptedChatModel(script=[]), reserve_for_output=1_000) == AUTO_BUDGET_CAP == 16_000
+    small = ScriptedChatModel(script=[], profile={"max_input_tokens": 9_000})
+    assert auto_budget(small, reserve_for_output=1_000) == 9_000
+    with pytest.raises(ModelConfigError) as err:
+        auto_budget(ScriptedChatModel(script=[], profile=None), reserve_for_output=1_000)
+    assert str(err.value) == (
+        "--budget auto needs the model's context window, and ScriptedChatModel declares none (its profile has no "
+        "max_input_tokens); pass --budget N in tokens"
+    )
+    with pytest.raises(ModelConfigError, match="no more than the 1000 reserved for the answer"):
+        auto_budget(small, reserve_for_output=1_000, cap=1_000)
+
+
 @pytest.mark.parametrize("cmd", ["replay", "resume", "run"])
 def test_budget_below_the_reserve_is_refused_while_parsing(cmd: str, tmp_path: Path) -> None:
     db = tmp_path / "t.sqlite"

@@ -40,7 +40,7 @@ class Tools:
         return ToolOutcome("ok", LOG)
 
 
-def _run(tmp_path: Path, budget: int) -> tuple[Any, SqliteStores, Tools]:
+def _run(tmp_path: Path, budget: Any, **kw: Any) -> tuple[Any, SqliteStores, Tools]:
     tools = Tools()
     model = ScriptedChatModel(
         script={
@@ -54,7 +54,7 @@ def _run(tmp_path: Path, budget: int) -> tuple[Any, SqliteStores, Tools]:
     )
     stores = SqliteStores(tmp_path / "b.sqlite")
     g = build_orchestrator(
-        model, tools=tools, stores=stores, checkpointer=InMemorySaver(serde=checkpoint_serde()), budget=budget
+        model, tools=tools, stores=stores, checkpointer=InMemorySaver(serde=checkpoint_serde()), budget=budget, **kw
     )
     return g, stores, tools
 
@@ -103,3 +103,11 @@ def test_a_budget_too_small_fails_before_any_tool_runs(tmp_path: Path) -> None:
     g2, stores2, tools2 = _run(tmp_path, BUDGET_FLOOR)  # (the run takes its lease on the graph's own stores)
     r = run_graph(g2, stores2, "small2", new_task("Build the project.", "small2"))
     assert r.state.control.status == "completed" and tools2.runs == 1
+
+
+def test_budget_auto_takes_the_models_window_capped_by_the_cost_target(tmp_path: Path) -> None:
+    g, stores, tools = _run(tmp_path, "auto", budget_cap=BUDGET_DEGRADED)  # the scripted model's window: 128,000
+    r = run_graph(g, stores, "auto", new_task("Build the project.", "auto"))
+    assert r.state.control.status == "completed" and tools.runs == 1
+    built = [e.payload for e in stores.events.read("auto") if e.kind == "context.built"]
+    assert {p["budget"] for p in built} == {BUDGET_DEGRADED}
