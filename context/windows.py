@@ -56,7 +56,7 @@ PLAN_FULL_STEPS = 20
 #: A prompt whose required blocks do not fit degrades them in a declared order (docs/design.md
 #: "Context blocks, trust and budget"). Narrowed, the state delta is cut to at most this many
 #: tokens (the plan as one line of counts, the step's texts cut) ...
-NARROW_DELTA_TOKENS = 400
+NARROW_DELTA_TOKENS = 300
 #: ... each of its texts (the current step, the last step's summary, an approval's arguments) to
 #: at most this many chars ...
 NARROW_TEXT_CHARS = 300
@@ -67,4 +67,4 @@ NARROW_CHECKPOINT_ITEMS = 3
 DEGRADED_ARGS_CHARS = 600
 #: Before the plan exists (the task-start check), the room kept for what the plan adds to every
 #: executor call's required blocks: the criteria and constraints it adds, the current step.
-PLAN_ROOM_TOKENS = 300
+PLAN_ROOM_TOKENS = 150

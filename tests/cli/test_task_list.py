@@ -20,7 +20,7 @@ from context.sqlite_store import SqliteStores
 from graphs.cli import app
 
 REPO = Path(__file__).resolve().parents[2]
-PONYC = "openhands-ponyc-4588.jsonl"  # the task-start check asks 3,690 tokens for it
+PONYC = "openhands-ponyc-4588.jsonl"  # the task-start check asks 3,440 tokens for it
 DJANGO = "moatless-django-15695.jsonl"  # 11 steps
 
 runner = CliRunner()
@@ -65,12 +65,12 @@ def test_budget_error_names_the_budget_the_task_needs(trajectories_dir: Path, tm
     r = invoke("replay", traj, "--task-id", "t1", "--budget", "1000", "--db", db, "--out", out)
     assert r.exit_code == 2
     message = (
-        "task t1 needs a budget of at least 3690 tokens, refused at its start before any side effect: its request "
-        "and the floor of every executor call, degraded, take 2690 + reserve 1000; the budget 1000 is too small, "
-        "rerun with --budget 3690 or more"
+        "task t1 needs a budget of at least 3440 tokens, refused at its start before any side effect: its request "
+        "and the floor of every executor call, degraded, take 2440 + reserve 1000; the budget 1000 is too small, "
+        "rerun with --budget 3440 or more"
     )
     assert _error_line(r) == (
-        f"error: {message}: `taskctx resume t1 --budget 3690 --db {db} --out {out}`; 3690 carries every call of "
+        f"error: {message}: `taskctx resume t1 --budget 3440 --db {db} --out {out}`; 3440 carries every call of "
         "the task (its required blocks degrade to fit; the default --budget is 8000)"
     )
     # stopped before recording anything: list and inspect still say why and how to go on
@@ -79,18 +79,18 @@ def test_budget_error_names_the_budget_the_task_needs(trajectories_dir: Path, tm
     assert SqliteStores(db).tasks.get("t1")["stopped"] == {
         "reason": "budget",
         "message": message,
-        "budget": 3690,
+        "budget": 3440,
         "out": out,
     }
     assert invoke("inspect", "t1", "--db", db).stdout == (
-        f"task t1: not started; stopped: {message}; continue with `taskctx resume t1 --budget 3690 --db {db} --out {out}`\n"
+        f"task t1: not started; stopped: {message}; continue with `taskctx resume t1 --budget 3440 --db {db} --out {out}`\n"
     )
     # exact: one token less is refused at the start again, before the planner's model call ...
-    r = invoke("resume", "t1", "--budget", "3689", "--db", db, "--out", out)
-    assert r.exit_code == 2 and "task t1 needs a budget of at least 3690 tokens" in _error_line(r)
+    r = invoke("resume", "t1", "--budget", "3439", "--db", db, "--out", out)
+    assert r.exit_code == 2 and "task t1 needs a budget of at least 3440 tokens" in _error_line(r)
     assert list(SqliteStores(db).events.read("t1")) == []
     # ... and the budget it names carries the whole run: it never stops later for its budget
-    r = invoke("resume", "t1", "--budget", "3690", "--db", db, "--out", out)
+    r = invoke("resume", "t1", "--budget", "3440", "--db", db, "--out", out)
     assert r.exit_code == 0, r.output
     assert "task t1: completed; 50 executor steps" in r.stdout
     assert "stopped" not in SqliteStores(db).tasks.get("t1")  # it went on: the stop is gone
@@ -170,10 +170,10 @@ def test_a_task_that_failed_at_its_planner_is_one_task_to_every_command(trajecto
     r = invoke("inspect", "t1", "--db", db)
     assert r.exit_code == 0, r.output
     assert r.stdout == (
-        "task t1: not started; stopped: task t1 needs a budget of at least 3690 tokens, refused at its start "
-        "before any side effect: its request and the floor of every executor call, degraded, take 2690 + reserve "
-        "1000; the budget 1000 is too small, rerun with --budget 3690 or more; continue with "
-        f"`taskctx resume t1 --budget 3690 --db {db}`\n"
+        "task t1: not started; stopped: task t1 needs a budget of at least 3440 tokens, refused at its start "
+        "before any side effect: its request and the floor of every executor call, degraded, take 2440 + reserve "
+        "1000; the budget 1000 is too small, rerun with --budget 3440 or more; continue with "
+        f"`taskctx resume t1 --budget 3440 --db {db}`\n"
     )
     r = invoke("inspect", "t1", "--db", db, "--json")  # the input it was started with
     assert r.exit_code == 0 and json.loads(r.stdout)["identity"]["task_id"] == "t1"

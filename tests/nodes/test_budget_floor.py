@@ -59,7 +59,7 @@ def _run(tmp_path: Path, budget: Any, **kw: Any) -> tuple[Any, SqliteStores, Too
     return g, stores, tools
 
 
-BUDGET_FLOOR = 2_733  # the smallest budget the task-start check accepts (o200k tokens)
+BUDGET_FLOOR = 2_483  # the smallest budget the task-start check accepts (o200k tokens)
 BUDGET_DEGRADED = 3_500  # the call's compressed form (2,439 tokens) does not fit; its digest (374) does
 
 
