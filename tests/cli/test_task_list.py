@@ -133,6 +133,12 @@ def test_budget_auto_needs_a_model_that_declares_its_window() -> None:
     )
     with pytest.raises(ModelConfigError, match="no more than the 1000 reserved for the answer"):
         auto_budget(small, reserve_for_output=1_000, cap=1_000)
+    # a provider's model: its profile comes with the client package (no network call)
+    from langchain_openai import ChatOpenAI
+
+    gpt = ChatOpenAI(model="gpt-4o", api_key="sk-test", base_url="http://127.0.0.1:9")
+    assert auto_budget(gpt, reserve_for_output=1_000, cap=1_000_000) == 128_000
+    assert auto_budget(gpt, reserve_for_output=1_000) == 16_000
 
 
 @pytest.mark.parametrize("cmd", ["replay", "resume", "run"])
