@@ -15,7 +15,7 @@ from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import run_graph
 from nodes import ScriptedChatModel, ToolOutcome, function_schema
-from nodes.testing import complete, plan, review, tool_call
+from nodes.testing import complete, plan, recover, review, tool_call
 
 #: 300 lines of a build log: compressed, its head + tail still take 1,020 tokens
 LOG = "".join(f"[{i:04d}] compiling module_{i:04d}.c with -O2 -Wall: ok, 0 warnings\n" for i in range(300))
@@ -111,3 +111,38 @@ def test_budget_auto_takes_the_models_window_capped_by_the_cost_target(tmp_path:
     assert r.state.control.status == "completed" and tools.runs == 1
     built = [e.payload for e in stores.events.read("auto") if e.kind == "context.built"]
     assert {p["budget"] for p in built} == {BUDGET_DEGRADED}
+
+
+#: 5,599 chars of flags: over the 4,000 chars arguments are shown whole up to
+LONG_FLAGS = " ".join(f"-DUNIT_{i:04d}=1" for i in range(400))
+
+
+class FailingTools(Tools):
+    """The build fails (its log ends in an error)."""
+
+    def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
+        self.runs += 1
+        return ToolOutcome("error", LOG + "error: module_0300.c: no such file\n")
+
+
+def test_recovery_shows_a_failed_calls_long_arguments_compressed(tmp_path: Path) -> None:
+    tools = FailingTools()
+    model = ScriptedChatModel(
+        script={
+            "planner": [plan("Build it")],
+            "executor": [tool_call("build", {"flags": LONG_FLAGS}, id="b1")],
+            "recovery": [recover("stop", "the build cannot work")],
+        }
+    )
+    stores = SqliteStores(tmp_path / "r.sqlite")
+    g = build_orchestrator(
+        model, tools=tools, stores=stores, checkpointer=InMemorySaver(serde=checkpoint_serde()), budget=BUDGET_DEGRADED
+    )
+    r = run_graph(g, stores, "rec", new_task("Build the project.", "rec"))
+    assert r.state.control.status == "failed" and tools.runs == 1
+    (built,) = [
+        e.payload for e in stores.events.read("rec") if e.kind == "context.built" and e.payload["role"] == "recovery"
+    ]
+    prompt = stores.artifacts.get(built["prompt_ref"]).decode()
+    assert "-DUNIT_0000=1" in prompt and "-DUNIT_0399=1" in prompt  # head and tail
+    assert "-DUNIT_0200=1" not in prompt and "[... 3199 of 5599 chars omitted; full arguments: " in prompt
