@@ -245,23 +245,27 @@ def arguments_ref(arguments: str) -> str:
     return f"artifact://sha256:{hashlib.sha256(arguments.encode('utf-8', 'surrogatepass')).hexdigest()}"
 
 
-def compress_arguments(arguments: str) -> tuple[str, bool]:
+def compress_arguments(
+    arguments: str, *, limit: int = COMMAND_LIMIT, head: int = HEAD_CHARS, tail: int = TAIL_CHARS
+) -> tuple[str, bool]:
     """The prompt form of a call's arguments once the call has run.
 
-    Up to ``COMMAND_LIMIT`` chars they are unchanged; over it, every string value longer than
-    ``HEAD_CHARS + TAIL_CHARS`` becomes its first ``HEAD_CHARS`` and last ``TAIL_CHARS`` chars
-    around a note ``[... N of M chars omitted; full arguments: <ref>]`` (the ref of
-    :func:`arguments_ref`); when that is still over ``COMMAND_LIMIT`` (many medium values) or the
-    text is not JSON, the text itself is cut the same way (the transcript then shows it as
-    ``{"input": ...}``).
+    Up to ``limit`` chars they are unchanged; over it, every string value longer than
+    ``head + tail`` becomes its first ``head`` and last ``tail`` chars around a note
+    ``[... N of M chars omitted; full arguments: <ref>]`` (the ref of :func:`arguments_ref`);
+    when that is still over ``limit`` (many medium values) or the text is not JSON, the text
+    itself is cut the same way (the transcript then shows it as ``{"input": ...}``).
 
     Args:
         arguments: The call's arguments JSON text.
+        limit: The longest arguments shown unchanged (chars; default ``COMMAND_LIMIT``).
+        head: Chars kept at the start of a long value (default ``HEAD_CHARS``).
+        tail: Chars kept at its end (default ``TAIL_CHARS``).
 
     Returns:
         ``(text, whether it was compressed)``.
     """
-    if len(arguments) <= COMMAND_LIMIT:
+    if len(arguments) <= limit:
         return arguments, False
     try:
         obj = json.loads(arguments)
@@ -272,12 +276,10 @@ def compress_arguments(arguments: str) -> tuple[str, bool]:
 
     def cut(v: object) -> object:
         nonlocal changed
-        if isinstance(v, str) and len(v) > HEAD_CHARS + TAIL_CHARS:
+        if isinstance(v, str) and len(v) > head + tail:
             changed = True
-            omitted = len(v) - HEAD_CHARS - TAIL_CHARS
-            return (
-                f"{v[:HEAD_CHARS]}\n[... {omitted} of {len(v)} chars omitted; full arguments: {ref}]\n{v[-TAIL_CHARS:]}"
-            )
+            omitted = len(v) - head - tail
+            return f"{v[:head]}\n[... {omitted} of {len(v)} chars omitted; full arguments: {ref}]\n{v[len(v) - tail :]}"
         if isinstance(v, dict):
             return {k: cut(x) for k, x in v.items()}
         if isinstance(v, list):
@@ -286,8 +288,8 @@ def compress_arguments(arguments: str) -> tuple[str, bool]:
 
     out = cut(obj)
     text = json.dumps(out, ensure_ascii=False) if not isinstance(out, str) else out
-    if len(text) > COMMAND_LIMIT:  # many medium values (or not JSON): the text itself, cut
-        omitted = len(arguments) - HEAD_CHARS - TAIL_CHARS
+    if len(text) > limit:  # many medium values (or not JSON): the text itself, cut
+        omitted = len(arguments) - head - tail
         note = f"[... {omitted} of {len(arguments)} chars omitted; full arguments: {ref}]"
-        text, changed = f"{arguments[:HEAD_CHARS]}\n{note}\n{arguments[-TAIL_CHARS:]}", True
+        text, changed = f"{arguments[:head]}\n{note}\n{arguments[len(arguments) - tail :]}", True
     return text, changed

@@ -153,6 +153,8 @@ class BudgetError(TaskctxError):
             message, tool schemas, message framing).
         reserve: Tokens kept for the model's answer.
         budget: The budget that was too small (tokens).
+        scope: ``"call"``: what one call needs; ``"task"``: what every call of the task needs
+            with its required blocks degraded (checked at task start, before any side effect).
     """
 
     def __init__(
@@ -164,9 +166,11 @@ class BudgetError(TaskctxError):
         required: int = 0,
         reserve: int = 0,
         budget: int = 0,
+        scope: str = "call",
     ) -> None:
         self.role, self.task_id = role, task_id
         self.required, self.reserve, self.budget = required, reserve, budget
+        self.scope = scope
         super().__init__(message or self._message())
 
     @property
@@ -177,6 +181,13 @@ class BudgetError(TaskctxError):
     def _message(self) -> str:
         who = self.role or "prompt"
         n = self.minimum
+        if self.scope == "task":
+            task = f"task {self.task_id}" if self.task_id else "the task"
+            return (
+                f"{task} needs a budget of at least {n} tokens, refused at its start before any side effect: "
+                f"its request and the floor of every {who} call, degraded, take {self.required} + reserve "
+                f"{self.reserve}; the budget {self.budget} is too small, rerun with --budget {n} or more"
+            )
         if self.task_id:
             return (
                 f"{who} of task {self.task_id} needs at least {n} tokens: required blocks {self.required} + "
@@ -202,14 +213,20 @@ class BudgetError(TaskctxError):
             required=self.required,
             reserve=self.reserve,
             budget=self.budget,
+            scope=self.scope,
         )
 
     def __reduce__(self) -> tuple[object, ...]:  # keyword-only fields survive pickling
-        return (_budget_error, (str(self), self.role, self.task_id, self.required, self.reserve, self.budget))
+        args = (str(self), self.role, self.task_id, self.required, self.reserve, self.budget, self.scope)
+        return (_budget_error, args)
 
 
-def _budget_error(message: str, role: str, task_id: str, required: int, reserve: int, budget: int) -> BudgetError:
-    return BudgetError(message, role=role, task_id=task_id, required=required, reserve=reserve, budget=budget)
+def _budget_error(
+    message: str, role: str, task_id: str, required: int, reserve: int, budget: int, scope: str = "call"
+) -> BudgetError:
+    return BudgetError(
+        message, role=role, task_id=task_id, required=required, reserve=reserve, budget=budget, scope=scope
+    )
 
 
 class ModelCallError(TaskctxError):

@@ -20,6 +20,7 @@ __all__ = [
     "id_parts",
     "in_digest",
     "join_head",
+    "status_digest",
 ]
 
 
@@ -208,3 +209,26 @@ def group_line(group: Sequence[DigestStep], *, detail: bool) -> str:
     dep = f" after {', '.join(s.depends_on)}" if s.depends_on and detail else ""
     exp = f": expected {s.expected_output}" if s.expected_output and detail else ""
     return f"{s.id} [{s.status}] {s.title}{dep}{exp}"
+
+
+def status_digest(steps: Sequence[DigestStep], folded: int = 0, current: str | None = None) -> str:
+    """The plan as one short line of counts: the form a prompt shows when its state is narrowed.
+
+    Args:
+        steps: The plan's steps (``plan.steps``), in order.
+        folded: Done steps already folded out of ``steps`` (``plan.done_folded``).
+        current: The id of the running step, or None.
+
+    Returns:
+        e.g. ``"12 steps: 9 done, s10 running, 2 pending (the steps in the event log)"``: the
+        count of each status in plan order of first appearance, the running step by its id.
+    """
+    counts: dict[str, int] = {"done": folded} if folded else {}
+    for s in steps:
+        counts[s.status] = counts.get(s.status, 0) + 1
+    total = sum(counts.values())
+    parts = [
+        f"{current} running" if st == "running" and current is not None and n == 1 else f"{n} {st}"
+        for st, n in counts.items()
+    ]
+    return f"{total} steps: {', '.join(parts)} (the steps in the event log)"

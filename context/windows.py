@@ -8,11 +8,16 @@ from __future__ import annotations
 
 __all__ = [
     "COMPLETED_WINDOW",
+    "DEGRADED_ARGS_CHARS",
     "ERRORS_WINDOW",
     "FINDINGS_WINDOW",
+    "NARROW_CHECKPOINT_ITEMS",
+    "NARROW_DELTA_TOKENS",
+    "NARROW_TEXT_CHARS",
     "PLAN_DIGEST_MAX",
     "PLAN_DONE_WINDOW",
     "PLAN_FULL_STEPS",
+    "PLAN_ROOM_TOKENS",
     "PLAN_RUN_MIN",
     "RECENT_EVENTS_WINDOW",
     "REPORTS_PER_ROLE",
@@ -47,3 +52,19 @@ REPORT_ITEMS_KEPT = 20
 PLAN_RUN_MIN = 3
 #: ... in plans of more than this many steps (the executor's one-line plan status: always).
 PLAN_FULL_STEPS = 20
+
+#: A prompt whose required blocks do not fit degrades them in a declared order (docs/design.md
+#: "Context blocks, trust and budget"). Narrowed, the state delta is cut to at most this many
+#: tokens (the plan as one line of counts, the step's texts cut) ...
+NARROW_DELTA_TOKENS = 300
+#: ... each of its texts (the current step, the last step's summary, an approval's arguments) to
+#: at most this many chars ...
+NARROW_TEXT_CHARS = 300
+#: ... and the checkpoint block keeps this many of its findings and left calls (the newest).
+NARROW_CHECKPOINT_ITEMS = 3
+#: A call shown as its digest (the last degrade step) shows at most this many chars of its
+#: arguments (head and tail around the ref of the full arguments).
+DEGRADED_ARGS_CHARS = 600
+#: Before the plan exists (the task-start check), the room kept for what the plan adds to every
+#: executor call's required blocks: the criteria and constraints it adds, the current step.
+PLAN_ROOM_TOKENS = 150

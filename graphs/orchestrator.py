@@ -236,9 +236,10 @@ def build_orchestrator(
     side_effects: Iterable[str] = (),
     checkpointer: BaseCheckpointSaver | None = None,
     stores: SqliteStores | PgStores | None = None,
-    budget: int = DEFAULT_BUDGET,
+    budget: int | Literal["auto"] = DEFAULT_BUDGET,
     reserve_for_output: int = DEFAULT_RESERVE,
     env: NodeEnv | None = None,
+    budget_cap: int | None = None,
     memory: Any = None,
     policies: Sequence[ContextPolicy] | None = None,
     freshness: bool = True,
@@ -260,9 +261,12 @@ def build_orchestrator(
             ``readOnlyHint: False``); the others are read-only.
         checkpointer: LangGraph's checkpointer (None: the graph keeps no checkpoints).
         stores: The event log and artifacts (None: in memory).
-        budget: The prompt budget in tokens.
+        budget: The prompt budget in tokens, or ``"auto"``: the model's context window from its
+            profile, capped by ``budget_cap`` (:func:`nodes.auto_budget`).
         reserve_for_output: Tokens of the budget kept for the model's answer.
         env: The nodes' environment (None: made from the arguments; given, it overrides them but ``memory``).
+        budget_cap: With ``budget="auto"``: the cost target, the most tokens one call may take
+            (None: ``nodes.AUTO_BUDGET_CAP``).
         memory: A :class:`nodes.memory_source.MemorySource` (``project.memory(workspace)``): a new task
             loads the durable memories relevant to its request, the graph gets its store; None: none.
         policies: The context policies (:mod:`context.policy`; None: the defaults, ``[]``: none).
@@ -274,7 +278,8 @@ def build_orchestrator(
         the event log (``state.edited``) or refused (``InvalidInputError``).
 
     Raises:
-        ModelConfigError: ``model`` names no chat model that can be made.
+        ModelConfigError: ``model`` names no chat model that can be made, or ``budget="auto"``
+            and its profile names no context window.
         TypeError: A ``tools`` list item is neither a LangChain tool nor a ToolExecutor.
         ValueError: Two of the ``tools`` share a name; ``side_effects`` names a tool not in the
             list, or comes with a ToolExecutor (say it in its ``has_side_effects``).
@@ -284,7 +289,8 @@ def build_orchestrator(
 
     chat = resolve_model(model)
     if env is None:
-        env = _default_env(chat, stores, budget, reserve_for_output, policies, freshness, reports)
+        tokens = _budget_tokens(chat, budget, reserve_for_output, budget_cap)
+        env = _default_env(chat, stores, tokens, reserve_for_output, policies, freshness, reports)
     if memory is not None:
         env.memory = memory
     tx = executor_of(tools, side_effects=side_effects, receipts_dir=receipts_beside(stores), artifacts=env.artifacts)
@@ -304,16 +310,10 @@ def _default_graph(chat: BaseChatModel, env: NodeEnv, tx: Any) -> StateGraph:
     """The default graph's nodes and edges, not compiled."""
     from langgraph.graph import START, StateGraph
 
-    from nodes import make_executor_node, make_planner_node, make_recovery_node, make_reviewer_node, make_tool_node
-
     from . import routing
 
     g = StateGraph(TaskContext)
-    g.add_node("planner", make_planner_node(chat, env), metadata={"role": "planner"})
-    g.add_node("executor", make_executor_node(chat, env, tx), metadata={"role": "executor"})
-    g.add_node("tools", make_tool_node(env, tx), metadata={"role": "tools"})
-    g.add_node("reviewer", make_reviewer_node(chat, env), metadata={"role": "reviewer"})
-    g.add_node("recovery", make_recovery_node(chat, env), metadata={"role": "recovery"})
+    _add_role_nodes(g, chat, env, tx)
     g.add_edge(START, "planner")
     # no path maps: each router's Literal return annotation is its path map (graphs.routing)
     g.add_conditional_edges("planner", routing.after_planner)
@@ -337,6 +337,28 @@ def receipts_beside(stores: SqliteStores | PgStores | None) -> Path | None:
     if not isinstance(stores, SqliteStores) or str(stores.path) == ":memory:":
         return None
     return Path(stores.path).resolve().parent / "receipts"
+
+
+def _budget_tokens(chat: BaseChatModel, budget: int | str, reserve_for_output: int, cap: int | None) -> int:
+    """The budget in tokens: ``budget`` itself, or for ``"auto"`` the model's (:func:`nodes.auto_budget`)."""
+    if budget != "auto":
+        return int(budget)
+    from nodes import AUTO_BUDGET_CAP, auto_budget
+
+    return auto_budget(chat, reserve_for_output=reserve_for_output, cap=AUTO_BUDGET_CAP if cap is None else cap)
+
+
+def _add_role_nodes(g: Any, chat: BaseChatModel, env: NodeEnv, tx: ToolExecutor) -> None:
+    """The default graph's nodes: planner (with the task-start budget check), executor, tools, reviewer, recovery."""
+    from nodes import make_executor_node, make_planner_node, make_recovery_node, make_reviewer_node, make_tool_node
+    from nodes.roles import task_budget_check
+
+    preflight = task_budget_check(env, tx)  # the request and the floor fit, before any side effect
+    g.add_node("planner", make_planner_node(chat, env, preflight=preflight), metadata={"role": "planner"})
+    g.add_node("executor", make_executor_node(chat, env, tx), metadata={"role": "executor"})
+    g.add_node("tools", make_tool_node(env, tx), metadata={"role": "tools"})
+    g.add_node("reviewer", make_reviewer_node(chat, env), metadata={"role": "reviewer"})
+    g.add_node("recovery", make_recovery_node(chat, env), metadata={"role": "recovery"})
 
 
 def _default_env(

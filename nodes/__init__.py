@@ -11,7 +11,7 @@ from context.lazy import lazy_exports
 if TYPE_CHECKING:
     from context.secrets import mask_secrets
 
-    from .chat_models import resolve_model
+    from .chat_models import AUTO_BUDGET_CAP, auto_budget, resolve_model
     from .permissions import Decision, PolicyError, assess
     from .render import (
         ALL_ROLES,
@@ -56,6 +56,8 @@ __getattr__ = lazy_exports(
     __name__,
     {
         "resolve_model": ".chat_models",
+        "auto_budget": ".chat_models",
+        "AUTO_BUDGET_CAP": ".chat_models",
         "Decision": ".permissions",
         "PolicyError": ".permissions",
         "assess": ".permissions",
@@ -105,6 +107,7 @@ __getattr__ = lazy_exports(
 
 __all__ = [
     "ALL_ROLES",
+    "AUTO_BUDGET_CAP",
     "DEFAULT_BUDGET",
     "DEFAULT_RESERVE",
     "EXTERNAL_RULE",
@@ -131,6 +134,7 @@ __all__ = [
     "WorkspaceTools",
     "assemble",
     "assess",
+    "auto_budget",
     "cached_prefix_tokens",
     "core_blocks",
     "fingerprints",

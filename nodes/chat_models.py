@@ -15,7 +15,19 @@ from context import ContextLengthError, ModelCallError, ModelConfigError
 if TYPE_CHECKING:  # (annotations only: the chat-model classes are slow to import)
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT", "model_error", "request_timeout", "resolve_model"]
+__all__ = [
+    "AUTO_BUDGET_CAP",
+    "DEFAULT_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "auto_budget",
+    "model_error",
+    "request_timeout",
+    "resolve_model",
+]
+
+#: The default cost target of ``--budget auto``: the most tokens one call may take (prompt and the
+#: answer's reserve), whatever the model's window.
+AUTO_BUDGET_CAP = 16_000
 
 #: seconds a request to the provider may take (``taskctx run --timeout``)
 DEFAULT_TIMEOUT = 60.0
@@ -148,3 +160,39 @@ def request_timeout(model: Any) -> float | None:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
     return None
+
+
+def auto_budget(model: BaseChatModel, *, reserve_for_output: int, cap: int = AUTO_BUDGET_CAP) -> int:
+    """The budget that fits the model: its context window from its profile, capped by a cost target.
+
+    The window is the profile's ``max_input_tokens`` (langchain-core's ``BaseChatModel.profile``,
+    filled from the provider's model data; taskctx's offline models declare one). A prompt then
+    gets the window less ``reserve_for_output``, the answer's tokens.
+
+    Args:
+        model: The chat model.
+        reserve_for_output: Tokens of the budget kept for the answer.
+        cap: The cost target: the most tokens one call may take (default ``AUTO_BUDGET_CAP``).
+
+    Returns:
+        ``min(max_input_tokens, cap)`` tokens.
+
+    Raises:
+        ModelConfigError: The model's profile names no context window, or the budget would not
+            hold the reserve (a cap or window at or below it).
+    """
+    name = type(model).__name__
+    profile = getattr(model, "profile", None) or {}
+    window = profile.get("max_input_tokens")
+    if not window:
+        raise ModelConfigError(
+            f"--budget auto needs the model's context window, and {name} declares none (its profile has no "
+            "max_input_tokens); pass --budget N in tokens"
+        )
+    budget = min(int(window), cap)
+    if budget <= reserve_for_output:
+        raise ModelConfigError(
+            f"--budget auto gives {budget} tokens ({name}'s window {window}, cost target {cap}), no more than the "
+            f"{reserve_for_output} reserved for the answer; raise the cost target or pass --budget N"
+        )
+    return budget

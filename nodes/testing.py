@@ -28,6 +28,7 @@ from context.text import cut
 
 __all__ = [
     "ARGS_CHUNK",
+    "OFFLINE_PROFILE",
     "RECORDED_THOUGHT",
     "REPLAY_CHUNK",
     "ReplayChatModel",
@@ -224,8 +225,17 @@ def reply_chunks(msg: AIMessage) -> list[AIMessageChunk]:
     return out or [AIMessageChunk(content="")]
 
 
+#: The profile the offline models declare (langchain-core's ``ModelProfile``): a window like
+#: the o200k models' they count as, so ``--budget auto`` works offline.
+OFFLINE_PROFILE: dict[str, Any] = {"max_input_tokens": 128_000, "max_output_tokens": 16_384, "tool_calling": True}
+
+
 class _OfflineModel(BaseChatModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("profile", dict(OFFLINE_PROFILE))
+        super().__init__(**kwargs)
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
         """The model with ``tools`` bound as OpenAI-format tools (LangChain's fake models raise here).

@@ -38,6 +38,16 @@ def trajectories_dir() -> Path:
     return TRAJECTORIES
 
 
+@pytest.fixture(scope="session")
+def long_trajectories_dir() -> Path:
+    """The folder of the long recorded runs (70-129 steps): ``$TASKCTX_TRAJECTORIES_LONG``, else
+    ``trajectories-long`` beside the trajectories folder. Skips when it holds no ``.jsonl``."""
+    d = Path(os.environ.get("TASKCTX_TRAJECTORIES_LONG", TRAJECTORIES.parent / "trajectories-long"))
+    if not d.is_dir() or not list(d.glob("*.jsonl")):
+        pytest.skip(f"long trajectories not found at {d} (set TASKCTX_TRAJECTORIES_LONG)")
+    return d
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test that takes ``trajectory_file`` runs once per recorded trajectory in
     ``trajectories_dir`` (one skipped case when there are none)."""

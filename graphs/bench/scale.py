@@ -389,7 +389,9 @@ def run_scale(
     Raises:
         RuntimeError: A child process failed.
     """
-    path = scale_run(trajectories, exclude) if legs else None
+    if not legs:  # skipped (--scale ''): no run to load
+        return []
+    path = scale_run(trajectories, exclude)
     if path is None:
         return []
     traj = load_trajectory(path)

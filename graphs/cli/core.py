@@ -50,6 +50,7 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_MODEL_FAILED",
     "ApproveAllOpt",
+    "BudgetCapOpt",
     "BudgetOpt",
     "DbOpt",
     "DenyAllOpt",
@@ -57,6 +58,7 @@ __all__ = [
     "SecretOpt",
     "app",
     "budget_floor",
+    "budget_tokens",
     "check_task_id",
     "console",
     "describe",
@@ -198,6 +200,11 @@ def _budget_line(exc: BudgetError, db: str, task_id: str, out: Path | None) -> s
     if exc.minimum:
         if not exc.task_id:
             exc = exc.for_task(task_id)
+        if exc.scope == "task":
+            return (
+                f"{exc}: `{command_hint('resume', task_id, db, out, '--budget', str(exc.minimum))}`; {exc.minimum} "
+                f"carries every call of the task (its required blocks degrade to fit; the default --budget is {DEFAULT_BUDGET})"
+            )
         return (
             f"{exc}: `{command_hint('resume', task_id, db, out, '--budget', str(exc.minimum))}`; {exc.minimum} is what "
             f"this call needs, later calls carry more context and may need more (the default --budget is {DEFAULT_BUDGET})"
@@ -449,32 +456,75 @@ def open_existing(db: str, *, readonly: bool = False) -> Project:
     return open_project(db)
 
 
-def budget_floor(value: int | None) -> int | None:
-    """Check ``--budget`` while the options are parsed: below the answer's reserve no prompt fits.
+def budget_floor(value: str | int | None) -> str | int | None:
+    """Check ``--budget`` while the options are parsed: tokens, at least the answer's reserve, or ``auto``.
 
     Args:
-        value: The budget in tokens (None: not given).
+        value: The budget in tokens, or ``auto`` (None: not given).
 
     Returns:
-        ``value``.
+        ``value`` (an ``int`` option's stays an int; text: ``"8000"``, ``"auto"``), or None.
 
     Raises:
-        typer.Exit: Below ``nodes.DEFAULT_RESERVE`` tokens (one line, code 2).
+        typer.Exit: Neither a whole number nor ``auto``, or below ``nodes.DEFAULT_RESERVE``
+            tokens (one line, code 2).
     """
-    if value is not None and value < DEFAULT_RESERVE:
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text == "auto":
+        return text
+    if not text.isdigit():
         fail(
-            f"--budget {value} is below the {DEFAULT_RESERVE} tokens reserved for the model's answer, so no prompt "
+            f"--budget {text} is neither a number of tokens nor auto; pass --budget {DEFAULT_BUDGET} (tokens) or "
+            "--budget auto (the model's context window, capped by --budget-cap)"
+        )
+    if int(text) < DEFAULT_RESERVE:
+        fail(
+            f"--budget {text} is below the {DEFAULT_RESERVE} tokens reserved for the model's answer, so no prompt "
             f"fits; pass --budget {DEFAULT_RESERVE} or more (a failing call names the smallest budget that works)"
         )
-    return value
+    return value if isinstance(value, int) else text
+
+
+def budget_tokens(value: str, model: Any, cap: int) -> int:
+    """The budget of ``--budget`` in tokens: the number given, or the model's for ``auto``.
+
+    Args:
+        value: What :func:`budget_floor` returned (``"8000"``, ``"auto"``).
+        model: The chat model the task runs with (its profile names its window).
+        cap: ``--budget-cap``, the cost target of ``auto`` (tokens per call).
+
+    Returns:
+        The budget in tokens.
+
+    Raises:
+        ModelConfigError: ``auto`` and the model's profile names no context window.
+    """
+    if value != "auto":
+        return int(value)
+    from nodes import auto_budget
+
+    return auto_budget(model, reserve_for_output=DEFAULT_RESERVE, cap=cap)
 
 
 BudgetOpt = Annotated[
-    int,
+    str,
     typer.Option(
         "--budget",
         callback=budget_floor,
-        help=f"Prompt budget in tokens (at least the {DEFAULT_RESERVE} reserved for the answer).",
+        help=f"Prompt budget in tokens (at least the {DEFAULT_RESERVE} reserved for the answer), or auto: the "
+        "model's context window from its profile, capped by --budget-cap.",
+    ),
+]
+
+
+BudgetCapOpt = Annotated[
+    int,
+    typer.Option(
+        "--budget-cap",
+        min=DEFAULT_RESERVE + 1,
+        help="The cost target of --budget auto: the most tokens one call may take (prompt and answer).",
     ),
 ]
 

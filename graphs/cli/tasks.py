@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from context import InvalidInputError, ModelCallError, Permissions, TaskctxError, load_trajectory
+from nodes.chat_models import AUTO_BUDGET_CAP
 from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
 from ..orchestrator import new_task
@@ -27,12 +28,14 @@ from .approve import answerer, show_request
 from .core import (
     DEFAULT_OUT,
     ApproveAllOpt,
+    BudgetCapOpt,
     BudgetOpt,
     DbOpt,
     DenyAllOpt,
     OutOpt,
     SecretOpt,
     budget_floor,
+    budget_tokens,
     check_task_id,
     console,
     event_printer,
@@ -56,7 +59,8 @@ def replay(
         str | None, typer.Option("--task-id", help="Thread/task id (default: the trajectory id).")
     ] = None,
     max_steps: MaxStepsOpt = None,
-    budget: BudgetOpt = DEFAULT_BUDGET,
+    budget: BudgetOpt = str(DEFAULT_BUDGET),
+    budget_cap: BudgetCapOpt = AUTO_BUDGET_CAP,
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
@@ -70,13 +74,16 @@ def replay(
         project = open_project(db)
         _refuse_existing(project, tid, db, out, f"continue it with `{command_hint('resume', tid, db, out)}` or")
         spec = {"kind": "replay", "source": str(Path(file).resolve()), "sha256": trajectory_sha256(Path(file))}
-        project.stores.tasks.register(tid, {**spec, "budget": budget})
         from nodes import ReplayChatModel, ReplayTools
 
-        graph = project.graph(ReplayChatModel(trajectory=traj), tools=ReplayTools(traj), budget=budget)
-        console.print(
-            f"replay {traj.id}: {len(traj.steps)} recorded steps, budget {budget} tokens, task {tid}", markup=False
+        model = ReplayChatModel(trajectory=traj)
+        tokens = budget_tokens(budget, model, budget_cap)
+        project.stores.tasks.register(tid, {**spec, "budget": tokens})
+        graph = project.graph(model, tools=ReplayTools(traj), budget=tokens)
+        said = f"budget {tokens} tokens" + (
+            f" (auto: the model's window, cost target {budget_cap})" if budget == "auto" else ""
         )
+        console.print(f"replay {traj.id}: {len(traj.steps)} recorded steps, {said}, task {tid}", markup=False)
         result = project.run(
             graph, new_task(traj.request, tid), max_steps=max_steps, on_event=event_printer(), prune=True
         )
@@ -176,7 +183,8 @@ def run(
     model: Annotated[str | None, typer.Option("--model", help="provider:model, e.g. openai:gpt-4o.")] = None,
     workspace: Annotated[Path | None, typer.Option("--workspace", help="Folder the agent works in.")] = None,
     task_id: Annotated[str | None, typer.Option("--task-id")] = None,
-    budget: BudgetOpt = DEFAULT_BUDGET,
+    budget: BudgetOpt = str(DEFAULT_BUDGET),
+    budget_cap: BudgetCapOpt = AUTO_BUDGET_CAP,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1)] = None,
     timeout: Annotated[
         float, typer.Option("--timeout", min=1, help="Seconds one model request may take (the client retries 2 times).")
@@ -219,7 +227,7 @@ def run(
         requires_approval=list(require_approval or []),
         file_scopes=list(scope or []),
     )
-    spec = {"kind": "run", "model": model, "budget": budget, "timeout": timeout}
+    spec = {"kind": "run", "model": model, "budget": budget, "budget_cap": budget_cap, "timeout": timeout}
     how = (approve_all, deny_all, list(secret or []))
     _run_task(request, spec, workspace, task_id, list(constraint or []), perms, max_steps, how, db, out)
 
@@ -245,7 +253,8 @@ def _run_task(
     try:
         from nodes import resolve_model
 
-        resolve_model(str(spec["model"]))  # a bad spec fails here, before anything is recorded
+        chat = resolve_model(str(spec["model"]))  # a bad spec fails here, before anything is recorded
+        spec["budget"] = budget_tokens(str(spec["budget"]), chat, int(str(spec.pop("budget_cap"))))
         secrets = parse_secret_options(how[2])
         tid = check_task_id(task_id) if task_id is not None else f"task-{uuid.uuid4().hex[:8]}"
         prepare_out(out)

@@ -7,6 +7,7 @@ restarts when the budget forces it or the cost model expects it to pay (:mod:`.r
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -19,6 +20,8 @@ from context import BudgetError, ContextBlock, TaskContext, apply_event, new_eve
 from context.blocks import Priority, Trust
 from context.events import ContextBuilt, TranscriptReset
 from context.models import ToolCallRecord, TranscriptNote
+from context.text import cut
+from context.windows import DEGRADED_ARGS_CHARS, NARROW_DELTA_TOKENS, PLAN_ROOM_TOKENS
 
 from ..runtime import NodeEnv, Rendered
 from .base import assemble, block, core_blocks, error_block, memory_block
@@ -28,7 +31,16 @@ from .restart import KEEP_LAST, restart_decision
 from .role_reports import report_blocks
 from .transcript import DIGEST_LINE_CHARS, checkpoint_text, delta_text, entry_messages, shown_output
 
-__all__ = ["ENTRY_CACHE", "EXECUTOR_SYSTEM", "MAX_NOTES", "REUSE_MIN_CHARS", "ExecutorRenderer"]
+__all__ = ["DEGRADE_ORDER", "ENTRY_CACHE", "EXECUTOR_SYSTEM", "MAX_NOTES", "REUSE_MIN_CHARS", "ExecutorRenderer"]
+
+#: What the executor's required blocks give up, in this order, before a ``BudgetError`` is
+#: possible (each step's cost is in the manifest reason of the blocks it degraded).
+DEGRADE_ORDER = (
+    "state narrowed: the state delta and the checkpoint with the plan as one line of counts, "
+    "their texts cut, the newest findings and left calls",
+    "the floor's calls as digests with refs: each kept call and the latest one as a digest line, "
+    "its thought left out and its arguments cut around their ref",
+)
 
 
 #: A transcript holding this many state-delta notes restarts: steps that end without tool calls
@@ -177,7 +189,7 @@ class ExecutorRenderer:
         body = shown_output(rec, digest=digest, same_as=same_as, earlier=shown if reuse else ())
         if degrade and rec.thought:  # the last resort before BudgetError: the thought goes (it stays in the log)
             rec = rec.model_copy(update={"thought": ""})
-        msgs = entry_messages(rec, body)
+        msgs = entry_messages(rec, body, degraded=degrade and digest)
         entry = (next(self._entry_ids), body, msgs, env.count_messages(msgs))
         with self._lock:
             self._entries[key] = entry
@@ -196,16 +208,18 @@ class ExecutorRenderer:
         reuse: bool = True,
         digest_latest: bool = False,
         policy: PolicyBlocks | None = None,
+        narrow: bool = False,
     ) -> Rendered:
         """One rendering pass (see :meth:`render`).
 
-        ``policy``: the policy blocks this render's passes share (default: built for this pass alone).
+        ``policy``: the policy blocks this render's passes share (default: built for this pass
+        alone); ``narrow``: the state delta and the checkpoint narrowed (the first degrade step).
         """
-        cands = self._state_blocks(ctx, env)
+        cands = self._state_blocks(ctx, env, narrow=narrow)
         n = len(ctx.evidence.recent_tool_calls)
         # the state delta: appended to the transcript only when it changed since the last one shown
         notes = list(ctx.evidence.transcript_notes)
-        now = delta_text(ctx)
+        now = _cut_tokens(delta_text(ctx, narrow=True), NARROW_DELTA_TOKENS, env) if narrow else delta_text(ctx)
         delta_note = None if notes and notes[-1].text == now else now
         if delta_note is not None:
             notes.append(TranscriptNote(at=n, text=now))
@@ -231,13 +245,13 @@ class ExecutorRenderer:
         )
         return replace(r, delta_note=delta_note)
 
-    def _state_blocks(self, ctx: TaskContext, env: NodeEnv) -> list[ContextBlock]:
+    def _state_blocks(self, ctx: TaskContext, env: NodeEnv, *, narrow: bool = False) -> list[ContextBlock]:
         """The blocks before the transcript: the core layer, loaded memories, the checkpoint."""
         cands = core_blocks(ctx, env)
         mem = memory_block(ctx, env, slot="msg:core")
         if mem is not None:
             cands.append(mem)
-        cp = checkpoint_text(ctx)
+        cp = checkpoint_text(ctx, narrow=narrow)
         if cp is not None:
             cands.append(
                 block(
@@ -314,8 +328,10 @@ class ExecutorRenderer:
 
         A restart is taken when the budget forces it or the cost model expects it to pay
         (:func:`~nodes.render.restart.restart_decision`). When the required blocks do not fit even
-        then, the latest call and the kept ones are degraded to their digest and ref (at most
-        ``DIGEST_LINE_CHARS`` chars of the output's last line), without their thoughts.
+        then, they degrade in the order of :data:`DEGRADE_ORDER`: the state narrowed, then the
+        latest call and the kept ones as their digest and ref (at most ``DIGEST_LINE_CHARS``
+        chars of the output's last line), without their thoughts. The manifest reason of each
+        degraded block names its step and its tokens before and after.
 
         Args:
             ctx: The state.
@@ -332,23 +348,39 @@ class ExecutorRenderer:
         try:
             return self._fit(ctx, env, tools, policy)
         except BudgetError:
+            pass
+        full = self._render(ctx, replace(env, budget=10**9), tools, reset=False, digest=0, policy=policy)
+        try:
+            return _degraded(self._fit(ctx, env, tools, policy, narrow=True), full, 1)
+        except BudgetError:
             if not ctx.evidence.recent_tool_calls:
                 raise
         reset = len(ctx.evidence.recent_tool_calls) > self.keep_last or (
             len(ctx.evidence.transcript_notes) >= MAX_NOTES
         )
         base = self._restarted(ctx, self.keep_last - 1) if reset else ctx
-        return self._render(
-            base, env, tools, reset=reset, digest=self.keep_last - 1, reuse=False, digest_latest=True, policy=policy
+        r = self._render(
+            base,
+            env,
+            tools,
+            reset=reset,
+            digest=self.keep_last - 1,
+            reuse=False,
+            digest_latest=True,
+            policy=policy,
+            narrow=True,
         )
+        return _degraded(r, full, 2)
 
     def minimum_budget(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]]) -> int:
-        """The smallest budget under which a call can follow this prompt, in tokens.
+        """The smallest budget under which every later call of the task fits, degraded, in tokens.
 
-        The required blocks of ``ctx`` plus one finished call in its degraded form (a digest line, no
-        thought, small arguments), the overhead and ``env.reserve_for_output``. The executor node
-        checks it on a task's first executor call, before any tool runs; large arguments can still
-        need more (they are compressed, never dropped).
+        The required blocks of ``ctx`` fully degraded (:data:`DEGRADE_ORDER`): the state delta at
+        its narrowed bound (``NARROW_DELTA_TOKENS``), one finished call as its digest with
+        arguments at their degraded bound (``DEGRADED_ARGS_CHARS``), plus the overhead and
+        ``env.reserve_for_output``; before the plan exists, ``PLAN_ROOM_TOKENS`` more for what it
+        adds. The planner checks it at task start and the executor on its first call, before any
+        tool runs. What a re-plan adds to the core layer beyond that room is not foreseen.
 
         Args:
             ctx: The state.
@@ -362,33 +394,36 @@ class ExecutorRenderer:
             id="call_probe_000000",
             step_id=ctx.plan.current_step_id,
             tool=max((t.get("function", t).get("name", "") for t in tools), key=len, default="tool"),
-            arguments='{"path": "' + "x" * 60 + '"}',
+            arguments=json.dumps({"command": "x " * (DEGRADED_ARGS_CHARS // 2)}),
             status="error",
             result_summary="x " * (DIGEST_LINE_CHARS // 2),
             raw_ref="artifact://sha256:" + "0" * 64,
         )
-        probed = ctx.model_copy(
-            update={
-                "evidence": ctx.evidence.model_copy(
-                    update={"recent_tool_calls": [*ctx.evidence.recent_tool_calls[-self.keep_last :], probe]}
-                )
-            }
-        )
+        probed = ctx.model_copy(update={"evidence": ctx.evidence.model_copy(update={"recent_tool_calls": [probe]})})
         roomy = replace(env, budget=10**9)
-        r = self._render(probed, roomy, tools, reset=False, digest=self.keep_last - 1, reuse=False, digest_latest=True)
-        need = sum(e.tokens for e in r.manifest.entries if e.priority == "required")
-        return need + r.manifest.overhead_tokens + env.reserve_for_output
+        r = self._render(probed, roomy, tools, reset=False, digest=0, reuse=False, digest_latest=True, narrow=True)
+        need = sum(e.tokens for e in r.manifest.entries if e.priority == "required" and e.id != "step.delta")
+        delta = next((e.tokens for e in r.manifest.entries if e.id == "step.delta"), 0)
+        room = PLAN_ROOM_TOKENS if ctx.plan.version == 0 else 0  # at task start: what the plan adds
+        return need + max(delta, NARROW_DELTA_TOKENS) + room + r.manifest.overhead_tokens + env.reserve_for_output
 
-    def _fit(self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]], policy: PolicyBlocks) -> Rendered:
+    def _fit(
+        self,
+        ctx: TaskContext,
+        env: NodeEnv,
+        tools: Sequence[dict[str, Any]],
+        policy: PolicyBlocks,
+        narrow: bool = False,
+    ) -> Rendered:
         limit = env.budget - env.reserve_for_output
-        r = self._render(ctx, env, tools, reset=False, digest=0, policy=policy)
+        r = self._render(ctx, env, tools, reset=False, digest=0, policy=policy, narrow=narrow)
         fits = r.prompt_tokens <= limit and not r.manifest.dropped
         notes_full = len(ctx.evidence.transcript_notes) >= MAX_NOTES
         reset = len(ctx.evidence.recent_tool_calls) > self.keep_last or notes_full
         if not reset:
             if fits:
                 return r
-            return self._digests(ctx, env, tools, limit, policy)
+            return self._digests(ctx, env, tools, limit, policy, narrow)
         rule = env.cache_rule
         if fits and not notes_full:
             # price the restart first from this rendering (the old checkpoint standing for the
@@ -398,7 +433,7 @@ class ExecutorRenderer:
                 return r
         best: tuple[float, Rendered, TranscriptReset] | None = None
         for d in range(0, self.keep_last if not fits else 1):
-            cand = self._render(self._restarted(ctx, d), env, tools, reset=True, digest=0, policy=policy)
+            cand = self._render(self._restarted(ctx, d), env, tools, reset=True, digest=0, policy=policy, narrow=narrow)
             if cand.prompt_tokens > limit or cand.manifest.dropped:
                 continue
             dec = restart_decision(r, cand, rule, limit, self.keep_last)
@@ -415,11 +450,19 @@ class ExecutorRenderer:
         dec = restart_decision(r, None, rule, limit, self.keep_last)
         dec = dec.model_copy(update={"reason": "budget", "digests": last})
         # the builder has to drop calls: no pointers at all, so none can point to a dropped call
-        r = self._render(self._restarted(ctx, last), env, tools, reset=True, digest=0, reuse=False, policy=policy)
+        r = self._render(
+            self._restarted(ctx, last), env, tools, reset=True, digest=0, reuse=False, policy=policy, narrow=narrow
+        )
         return replace(r, transcript_reset=dec)
 
     def _digests(
-        self, ctx: TaskContext, env: NodeEnv, tools: Sequence[dict[str, Any]], limit: int, policy: PolicyBlocks
+        self,
+        ctx: TaskContext,
+        env: NodeEnv,
+        tools: Sequence[dict[str, Any]],
+        limit: int,
+        policy: PolicyBlocks,
+        narrow: bool = False,
     ) -> Rendered:
         """The prompt with 1, 2... of the older calls as digests: the first that fits.
 
@@ -427,10 +470,44 @@ class ExecutorRenderer:
         all (none may point to a dropped call).
         """
         for d in range(1, self.keep_last):
-            r = self._render(ctx, env, tools, reset=False, digest=d, policy=policy)
+            r = self._render(ctx, env, tools, reset=False, digest=d, policy=policy, narrow=narrow)
             if r.prompt_tokens <= limit and not r.manifest.dropped:
                 return r
-        return self._render(ctx, env, tools, reset=False, digest=self.keep_last - 1, reuse=False, policy=policy)
+        return self._render(
+            ctx, env, tools, reset=False, digest=self.keep_last - 1, reuse=False, policy=policy, narrow=narrow
+        )
+
+
+def _cut_tokens(text: str, limit: int, env: NodeEnv) -> str:
+    """``text`` cut to at most ``limit`` tokens by ``env.count_tokens``, saying so."""
+    if env.count_tokens(text) <= limit:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:  # the longest head whose cut form fits
+        mid = (lo + hi + 1) // 2
+        if env.count_tokens(cut(text, mid)) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return cut(text, lo)
+
+
+def _degraded(r: Rendered, full: Rendered, step: int) -> Rendered:
+    """``r`` with the manifest reason of each block it degraded: the step and its tokens before and after.
+
+    ``full``: the same call rendered undegraded with room to spare; ``step``: the last
+    :data:`DEGRADE_ORDER` step taken (1-based).
+    """
+    before = {e.id: e.tokens for e in full.manifest.entries}
+    entries = []
+    for e in r.manifest.entries:
+        was = before.get(e.id)
+        if was is not None and e.tokens < was:
+            k = 1 if e.id in ("step.delta", "state.checkpoint") else step
+            why = f"{e.reason}; degraded (step {k} of {len(DEGRADE_ORDER)}: {DEGRADE_ORDER[k - 1].split(':')[0]}), {was} -> {e.tokens} tokens"
+            e = e.model_copy(update={"reason": why})
+        entries.append(e)
+    return replace(r, manifest=r.manifest.model_copy(update={"entries": entries}))
 
 
 def _trust_of(text: str) -> Trust:

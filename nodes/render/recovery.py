@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from context import TaskContext
+from context.compression import compress_arguments
 
 from ..runtime import NodeEnv, Rendered
 from .base import assemble, block, core_blocks
@@ -66,7 +67,9 @@ class RecoveryRenderer:
                     env,
                     f"failure.{r.id}",
                     f"## Failure in {tool_label(r.tool)}, called with (the executor's arguments):\n"
-                    + quote_agent(r.arguments, source="executor")
+                    # long arguments as the transcript shows them once run (head, tail, their ref): a
+                    # required block of a bounded size
+                    + quote_agent(compress_arguments(r.arguments)[0], source="executor")
                     + f"\n{text}",
                     kind="tool_result",
                     layer="recovery",

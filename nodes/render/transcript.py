@@ -10,6 +10,9 @@ from context import TaskContext
 from context.compression import compress_arguments
 from context.freshness import stale_line
 from context.models import ToolCallRecord, arguments_dict
+from context.plan_digest import status_digest
+from context.text import cut
+from context.windows import DEGRADED_ARGS_CHARS, NARROW_CHECKPOINT_ITEMS, NARROW_TEXT_CHARS
 
 from .quoting import quote_agent, quote_external, quote_plan, tool_label
 from .reuse import reuse_spans
@@ -20,7 +23,7 @@ __all__ = ["DIGEST_LINE_CHARS", "checkpoint_text", "delta_text", "entry_messages
 DIGEST_LINE_CHARS = 300
 
 
-def checkpoint_text(ctx: TaskContext) -> str | None:
+def checkpoint_text(ctx: TaskContext, *, narrow: bool = False) -> str | None:
     """The checkpoint block: the working state materialised at the last transcript restart.
 
     The plan as the planner wrote it, what was done before the transcript (the last step's
@@ -28,6 +31,9 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
 
     Args:
         ctx: The state.
+        narrow: The narrowed form (a degrade step): the plan as one line of counts, the
+            summary cut to ``NARROW_TEXT_CHARS`` chars, the newest ``NARROW_CHECKPOINT_ITEMS``
+            left calls and findings (the rest stay in the event log).
 
     Returns:
         The text, or None before the first restart.
@@ -35,11 +41,25 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
     cp = ctx.evidence.transcript_checkpoint
     if cp is None:
         return None
-    lines = [
-        f"## Working state at the last checkpoint (materialised from the event log; plan v{cp.plan_version}), "
-        "the steps as the planner wrote them:",
-        quote_plan(cp.plan_lines, cp.plan_version),
-    ]
+    if narrow:
+        keep = NARROW_CHECKPOINT_ITEMS
+        cp = cp.model_copy(
+            update={
+                "step_summary": cut(cp.step_summary, NARROW_TEXT_CHARS),
+                "completed_summaries": cp.completed_summaries[-keep:],
+                "findings": cp.findings[-keep:],
+            }
+        )
+        plan = f"## Working state at the last checkpoint (narrowed; plan v{cp.plan_version}): " + status_digest(
+            ctx.plan.steps, ctx.plan.done_folded, ctx.plan.current_step_id
+        )
+        lines = [plan]
+    else:
+        lines = [
+            f"## Working state at the last checkpoint (materialised from the event log; plan v{cp.plan_version}), "
+            "the steps as the planner wrote them:",
+            quote_plan(cp.plan_lines, cp.plan_version),
+        ]
     if cp.step_summary or cp.completed_summaries:
         lines.append("Done before this transcript:")
         if cp.step_summary:  # the executor's summary: its claim, quoted
@@ -60,7 +80,7 @@ def checkpoint_text(ctx: TaskContext) -> str | None:
     return "\n".join(lines)
 
 
-def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
+def entry_messages(rec: ToolCallRecord, body: str, *, degraded: bool = False) -> list[BaseMessage]:
     """One call as its AI tool-call message and its tool message, never one without the other.
 
     A call that has run shows its arguments compressed
@@ -70,12 +90,20 @@ def entry_messages(rec: ToolCallRecord, body: str) -> list[BaseMessage]:
     Args:
         rec: The call.
         body: Its output as shown (:func:`shown_output`), quoted as external content.
+        degraded: The call is shown as its digest (a degrade step): arguments over
+            ``DEGRADED_ARGS_CHARS`` chars are cut to head and tail around their ref.
 
     Returns:
         ``[AIMessage, ToolMessage]``.
     """
     # once the call has run, long arguments are compressed like outputs (head, tail, size, ref)
-    args = rec.arguments if rec.status == "pending" else compress_arguments(rec.arguments)[0]
+    if rec.status == "pending":
+        args = rec.arguments
+    elif degraded:
+        half = DEGRADED_ARGS_CHARS // 2 - 100  # room for the note with the ref
+        args = compress_arguments(rec.arguments, limit=DEGRADED_ARGS_CHARS, head=half, tail=half)[0]
+    else:
+        args = compress_arguments(rec.arguments)[0]
     ai = AIMessage(
         # the executor's own earlier words, written after reading tool output: its claim, quoted (the
         # message's tool call names the call: no id in the source, fewer tokens)
@@ -131,15 +159,20 @@ def shown_output(
     return body
 
 
-def delta_text(ctx: TaskContext) -> str:
+def delta_text(ctx: TaskContext, *, narrow: bool = False) -> str:
     """The state delta ("## Now"): the current step, the plan's progress, the last step, approvals.
 
     Args:
         ctx: The state.
+        narrow: The narrowed form (a degrade step): the plan as one line of counts
+            (:func:`~context.plan_digest.status_digest`), each text cut to ``NARROW_TEXT_CHARS``
+            chars (the renderer then cuts the whole to ``NARROW_DELTA_TOKENS`` tokens).
 
     Returns:
         The text.
     """
+    if narrow:
+        return _narrow_delta(ctx)
     lines = ["## Now"]
     step = ctx.step(ctx.plan.current_step_id)
     cs = ctx.current_step
@@ -192,5 +225,40 @@ def delta_text(ctx: TaskContext) -> str:
         lines.append(
             f"Waiting for approval of {tool_label(a.tool)} ({a.risk} risk): {a.reason}; the call's arguments:\n"
             + quote_agent(a.arguments, source=f"executor {a.call_id}")
+        )
+    return "\n".join(lines)
+
+
+def _narrow_delta(ctx: TaskContext) -> str:
+    """The narrowed state delta: the step and the last step cut, the plan as its digest."""
+    lines = ["## Now (narrowed to fit the budget; the full state is in the event log)"]
+    step = ctx.step(ctx.plan.current_step_id)
+    cs = ctx.current_step
+    if step is not None and cs is not None:
+        said = cut(cs.objective or step.title, NARROW_TEXT_CHARS)
+        if cs.expected_output:
+            said += f"\nExpected output: {cut(cs.expected_output, NARROW_TEXT_CHARS)}"
+        lines.append(f"Current step {step.id}:\n" + quote_agent(said, source=f"planner {step.id}"))
+        if cs.allowed_tools:
+            lines.append(cut(f"Tools for this step: {', '.join(cs.allowed_tools)}", NARROW_TEXT_CHARS))
+    else:
+        lines.append("No step is running.")
+    if ctx.plan.steps or ctx.plan.done_folded:
+        lines.append("Plan: " + status_digest(ctx.plan.steps, ctx.plan.done_folded, ctx.plan.current_step_id))
+    if ctx.progress.last_step is not None:
+        ls = ctx.progress.last_step
+        summary = cut(ls.summary, NARROW_TEXT_CHARS)
+        lines.append(f"Last step {ls.id} ({ls.result}):\n" + quote_agent(summary, source=f"complete_step {ls.id}"))
+    again = ctx.to_reread()
+    if again:
+        lines.append(cut(f"Re-read before acting: {', '.join(again)}", NARROW_TEXT_CHARS))
+    pc = ctx.control.pending_completion
+    if pc is not None and pc.not_applied and pc.step_id == ctx.plan.current_step_id:
+        lines.append(cut(f"Your complete_step was not applied: {pc.not_applied}. Call it again.", NARROW_TEXT_CHARS))
+    if ctx.control.pending_approval is not None:
+        a = ctx.control.pending_approval
+        lines.append(
+            f"Waiting for approval of {tool_label(a.tool)} ({a.risk} risk): {cut(a.reason, NARROW_TEXT_CHARS)}; "
+            "the call's arguments:\n" + quote_agent(cut(a.arguments, NARROW_TEXT_CHARS), source=f"executor {a.call_id}")
         )
     return "\n".join(lines)

@@ -5,7 +5,7 @@ Each ``make_*_node(model, env, renderer=None)`` returns a LangGraph node
 ``StateGraph(TaskContext)``; ``graphs.build_orchestrator`` is one such wiring.
 """
 
-from .executor_node import make_executor_node
+from .executor_node import make_executor_node, task_budget_check
 from .node_steps import Node, memory_loaded_events, reply_text, task_created_event
 from .planner_node import make_planner_node
 from .recovery_node import MAX_REJECTED_REPEATS, MAX_STEP_ERRORS, make_recovery_node
@@ -25,5 +25,6 @@ __all__ = [
     "memory_loaded_events",
     "reply_text",
     "report",
+    "task_budget_check",
     "task_created_event",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -30,26 +30,47 @@ __all__ = ["make_executor_node"]
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def _check_first_budget(rend: Renderer, ctx: TaskContext, env: NodeEnv, schemas: list[dict[str, Any]]) -> None:
-    """Fail a budget too small for a degraded call on the task's first executor call.
+def task_budget_check(
+    env: NodeEnv, tools: ToolExecutor, renderer: Renderer | None = None
+) -> Callable[[TaskContext], None]:
+    """A check that a task's budget carries its request and the floor, run before any side effect.
 
-    Checked before any tool runs, so a budget that would fail later fails before a side effect.
+    The planner runs it before the task's first model call, the executor again on its first call
+    (the plan may have added criteria and constraints), so a budget too small for the task fails
+    at once, before any tool runs, naming the budget the task needs.
+
+    Args:
+        env: The node environment (budget, reserve, counter).
+        tools: The task's tool executor (its schemas are part of every executor call).
+        renderer: The executor's renderer (it must have ``minimum_budget``); default
+            :class:`~nodes.render.ExecutorRenderer`.
+
+    Returns:
+        ``check(ctx)``: returns when ``env.budget`` is at least the task's minimum.
 
     Raises:
-        BudgetError: The renderer's ``minimum_budget`` is above ``env.budget``.
+        BudgetError: From ``check(ctx)``: the budget is below the renderer's ``minimum_budget``
+            (tokens); the error's ``minimum`` is that budget and its ``scope`` is ``"task"``.
     """
-    minimum = getattr(rend, "minimum_budget", None)
-    if minimum is None or ctx.events.counts.get("context.built:executor"):
-        return
-    need = minimum(ctx, env, schemas)
-    if need > env.budget:
-        raise BudgetError(
-            role="executor",
-            task_id=ctx.identity.task_id,
-            required=need - env.reserve_for_output,
-            reserve=env.reserve_for_output,
-            budget=env.budget,
-        )
+    rend = renderer or ExecutorRenderer()
+    schemas = [*tools.schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
+
+    def check(ctx: TaskContext) -> None:
+        minimum = getattr(rend, "minimum_budget", None)
+        if minimum is None:
+            return
+        need = minimum(ctx, env, schemas)
+        if need > env.budget:
+            raise BudgetError(
+                role="executor",
+                task_id=ctx.identity.task_id,
+                required=need - env.reserve_for_output,
+                reserve=env.reserve_for_output,
+                budget=env.budget,
+                scope="task",
+            )
+
+    return check
 
 
 def _tool_called(
@@ -124,6 +145,7 @@ def make_executor_node(
     """
     rend = renderer or ExecutorRenderer()
     tx: ToolExecutor = executor_of(tools)
+    check = task_budget_check(env, tx, rend)
 
     def executor(state: TaskContext, config: RunnableConfig) -> Generator[ModelRequest, AIMessage, dict[str, Any]]:
         run = NodeRun(env, state, "executor", config)
@@ -148,7 +170,8 @@ def make_executor_node(
             run.commit([*pre, *done])
             return run.update()
         schemas = [*tx.schemas(), READ_ARTIFACT_SCHEMA, COMPLETE_STEP]
-        _check_first_budget(rend, ctx, env, schemas)
+        if not ctx.events.counts.get("context.built:executor"):
+            check(ctx)  # before any tool runs
         built, ai = yield from model_call(run, model, rend, ctx, schemas, step_id)
         thought = reply_text(ai)
         work = [tc for tc in ai.tool_calls if tc["name"] not in CONTROL_TOOLS]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -53,7 +53,13 @@ def _plan_steps(ctx: TaskContext, raw_steps: list[Any]) -> list[PlanStep]:
     return out
 
 
-def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | None = None) -> RoleNode:
+def make_planner_node(
+    model: BaseChatModel,
+    env: NodeEnv,
+    renderer: Renderer | None = None,
+    *,
+    preflight: Callable[[TaskContext], None] | None = None,
+) -> RoleNode:
     """The planner node: writes ``plan.created`` (first plan) or ``plan.updated`` (re-plan).
 
     A reply without a ``submit_plan`` call becomes a one-step plan of its text; a plan with no
@@ -63,6 +69,9 @@ def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | N
         model: The chat model the planner calls.
         env: The node environment.
         renderer: The planner's renderer; default :class:`~nodes.render.PlannerRenderer`.
+        preflight: Run on the task's first planner call, before its model call (e.g.
+            :func:`~nodes.roles.executor_node.task_budget_check`: a ``BudgetError`` stops the task
+            there, before any side effect); None: no check.
 
     Returns:
         The node ``(state, config) -> dict`` of changed state parts.
@@ -74,6 +83,8 @@ def make_planner_node(model: BaseChatModel, env: NodeEnv, renderer: Renderer | N
         if run.replayed:
             return run.update()
         pre, ctx = prologue(run)
+        if preflight is not None and ctx.plan.version == 0 and not ctx.events.counts.get("context.built:planner"):
+            preflight(ctx)
         built, ai = yield from model_call(run, model, rend, ctx, [SUBMIT_PLAN], None)
         args = tool_args(ai, "submit_plan")
         if args is None:

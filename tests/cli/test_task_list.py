@@ -20,7 +20,7 @@ from context.sqlite_store import SqliteStores
 from graphs.cli import app
 
 REPO = Path(__file__).resolve().parents[2]
-PONYC = "openhands-ponyc-4588.jsonl"  # its planner needs 2,196 tokens, its first executor call 2,621
+PONYC = "openhands-ponyc-4588.jsonl"  # the task-start check asks 3,440 tokens for it
 DJANGO = "moatless-django-15695.jsonl"  # 11 steps
 
 runner = CliRunner()
@@ -59,60 +59,86 @@ def _python_api_task(db: Path, trajectories_dir: Path, task_id: str) -> None:
 # ---- budget -----------------------------------------------------------------------------------
 
 
-def test_budget_error_names_the_smallest_budget_that_works(trajectories_dir: Path, tmp_path: Path) -> None:
+def test_budget_error_names_the_budget_the_task_needs(trajectories_dir: Path, tmp_path: Path) -> None:
     db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
     traj = str(trajectories_dir / PONYC)
     r = invoke("replay", traj, "--task-id", "t1", "--budget", "1000", "--db", db, "--out", out)
     assert r.exit_code == 2
-    later = "later calls carry more context and may need more (the default --budget is 8000)"
+    message = (
+        "task t1 needs a budget of at least 3440 tokens, refused at its start before any side effect: its request "
+        "and the floor of every executor call, degraded, take 2440 + reserve 1000; the budget 1000 is too small, "
+        "rerun with --budget 3440 or more"
+    )
     assert _error_line(r) == (
-        "error: planner of task t1 needs at least 2225 tokens: required blocks 1225 + reserve 1000; "
-        f"rerun with --budget 2225 or more: `taskctx resume t1 --budget 2225 --db {db} --out {out}`; "
-        f"2225 is what this call needs, {later}"
+        f"error: {message}: `taskctx resume t1 --budget 3440 --db {db} --out {out}`; 3440 carries every call of "
+        "the task (its required blocks degrade to fit; the default --budget is 8000)"
     )
     # stopped before recording anything: list and inspect still say why and how to go on
-    first = "planner of task t1 needs at least 2225 tokens: required blocks 1225 + reserve 1000; rerun with --budget 2225 or more"
     (row,) = json.loads(invoke("list", "--db", db, "--json").stdout)
     assert (row["status"], row["stopped"]) == ("not started", "budget")
-    assert invoke("inspect", "t1", "--db", db).stdout == (
-        f"task t1: not started; stopped: {first}; continue with `taskctx resume t1 --budget 2225 --db {db} --out {out}`\n"
-    )
-    # exact: one token less fails at the same call with the same numbers ...
-    r = invoke("resume", "t1", "--budget", "2224", "--db", db, "--out", out)
-    assert r.exit_code == 2 and "planner of task t1 needs at least 2225 tokens" in _error_line(r)
-    assert not [e for e in SqliteStores(db).events.read("t1") if e.kind == "plan.created"]
-    # ... and N gets past that call: the plan is made; the executor's first call names its own N
-    r = invoke("resume", "t1", "--budget", "2225", "--db", db, "--out", out)
-    assert r.exit_code == 2
-    assert "call   1 planner" in r.stdout and "plan.created: 5 steps" in r.stdout
-    message = (
-        "executor of task t1 needs at least 2845 tokens: required blocks 1845 + reserve 1000; "
-        "rerun with --budget 2845 or more"
-    )
-    assert _error_line(r) == (
-        f"error: {message}: `taskctx resume t1 --budget 2845 --db {db} --out {out}`; 2845 is what this call needs, "
-        f"{later}"
-    )
-    # the stop is recorded (registry entry of the task): list and inspect say why and how to go on
     assert SqliteStores(db).tasks.get("t1")["stopped"] == {
         "reason": "budget",
         "message": message,
-        "budget": 2845,
+        "budget": 3440,
         "out": out,
     }
-    (row,) = json.loads(invoke("list", "--db", db, "--json").stdout)
-    assert (row["status"], row["stopped"]) == ("running", "budget")
-    assert "│ t1   │ stopped: budget │" in invoke("list", "--db", db).stdout
-    assert (
-        f"stopped: {message}; continue with `taskctx resume t1 --budget 2845 --db {db} --out {out}`\n"
-        in invoke("inspect", "t1", "--db", db).stdout
+    assert invoke("inspect", "t1", "--db", db).stdout == (
+        f"task t1: not started; stopped: {message}; continue with `taskctx resume t1 --budget 3440 --db {db} --out {out}`\n"
     )
-    r = invoke("resume", "t1", "--budget", "2845", "--max-steps", "1", "--db", db, "--out", out)
+    # exact: one token less is refused at the start again, before the planner's model call ...
+    r = invoke("resume", "t1", "--budget", "3439", "--db", db, "--out", out)
+    assert r.exit_code == 2 and "task t1 needs a budget of at least 3440 tokens" in _error_line(r)
+    assert list(SqliteStores(db).events.read("t1")) == []
+    # ... and the budget it names carries the whole run: it never stops later for its budget
+    r = invoke("resume", "t1", "--budget", "3440", "--db", db, "--out", out)
     assert r.exit_code == 0, r.output
-    assert "call   2 executor  step s1" in r.stdout and "stopped after 1 executor steps" in r.stdout
+    assert "task t1: completed; 50 executor steps" in r.stdout
     assert "stopped" not in SqliteStores(db).tasks.get("t1")  # it went on: the stop is gone
     (row,) = json.loads(invoke("list", "--db", db, "--json").stdout)
     assert "stopped" not in row and "stopped:" not in invoke("inspect", "t1", "--db", db).stdout
+
+
+def test_budget_auto_is_the_models_window_capped_by_the_cost_target(trajectories_dir: Path, tmp_path: Path) -> None:
+    db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
+    traj = str(trajectories_dir / PONYC)
+    r = invoke("replay", traj, "--task-id", "a1", "--budget", "auto", "--max-steps", "2", "--db", db, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert "50 recorded steps, budget 16000 tokens (auto: the model's window, cost target 16000), task a1" in r.stdout
+    assert SqliteStores(db).tasks.get("a1")["budget"] == 16_000  # a resume keeps the number
+    built = [e for e in SqliteStores(db).events.read("a1") if e.kind == "context.built"]
+    assert {e.payload["budget"] for e in built} == {16_000}
+    args = ("--budget", "auto", "--budget-cap", "12000", "--max-steps", "1", "--db", db, "--out", out)
+    r = invoke("replay", traj, "--task-id", "a2", *args)
+    assert r.exit_code == 0 and "budget 12000 tokens (auto: the model's window, cost target 12000)" in r.stdout
+    r = invoke("replay", traj, "--task-id", "a3", "--budget", "lots", "--db", db)
+    assert r.exit_code == 2
+    assert _error_line(r) == (
+        "error: --budget lots is neither a number of tokens nor auto; pass --budget 8000 (tokens) or --budget auto "
+        "(the model's context window, capped by --budget-cap)"
+    )
+
+
+def test_budget_auto_needs_a_model_that_declares_its_window() -> None:
+    from context import ModelConfigError
+    from nodes import AUTO_BUDGET_CAP, ScriptedChatModel, auto_budget
+
+    assert auto_budget(ScriptedChatModel(script=[]), reserve_for_output=1_000) == AUTO_BUDGET_CAP == 16_000
+    small = ScriptedChatModel(script=[], profile={"max_input_tokens": 9_000})
+    assert auto_budget(small, reserve_for_output=1_000) == 9_000
+    with pytest.raises(ModelConfigError) as err:
+        auto_budget(ScriptedChatModel(script=[], profile=None), reserve_for_output=1_000)
+    assert str(err.value) == (
+        "--budget auto needs the model's context window, and ScriptedChatModel declares none (its profile has no "
+        "max_input_tokens); pass --budget N in tokens"
+    )
+    with pytest.raises(ModelConfigError, match="no more than the 1000 reserved for the answer"):
+        auto_budget(small, reserve_for_output=1_000, cap=1_000)
+    # a provider's model: its profile comes with the client package (no network call)
+    from langchain_openai import ChatOpenAI
+
+    gpt = ChatOpenAI(model="gpt-4o", api_key="sk-test", base_url="http://127.0.0.1:9")
+    assert auto_budget(gpt, reserve_for_output=1_000, cap=1_000_000) == 128_000
+    assert auto_budget(gpt, reserve_for_output=1_000) == 16_000
 
 
 @pytest.mark.parametrize("cmd", ["replay", "resume", "run"])
@@ -150,8 +176,10 @@ def test_a_task_that_failed_at_its_planner_is_one_task_to_every_command(trajecto
     r = invoke("inspect", "t1", "--db", db)
     assert r.exit_code == 0, r.output
     assert r.stdout == (
-        "task t1: not started; stopped: planner of task t1 needs at least 2225 tokens: required blocks 1225 + "
-        f"reserve 1000; rerun with --budget 2225 or more; continue with `taskctx resume t1 --budget 2225 --db {db}`\n"
+        "task t1: not started; stopped: task t1 needs a budget of at least 3440 tokens, refused at its start "
+        "before any side effect: its request and the floor of every executor call, degraded, take 2440 + reserve "
+        "1000; the budget 1000 is too small, rerun with --budget 3440 or more; continue with "
+        f"`taskctx resume t1 --budget 3440 --db {db}`\n"
     )
     r = invoke("inspect", "t1", "--db", db, "--json")  # the input it was started with
     assert r.exit_code == 0 and json.loads(r.stdout)["identity"]["task_id"] == "t1"

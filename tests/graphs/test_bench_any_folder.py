@@ -1,7 +1,7 @@
 """``taskctx bench`` on a folder of the user's own: a run too large for the budget is a row, the rest are measured.
 
 The folder is made in tmp from two shared runs (symlinks): ``moatless-django-15695`` (11 steps, a
-short request) fits 2,850 tokens; ``openhands-ponyc-4595`` (23 steps, a 5,653-character request)
+short request) fits 3,000 tokens; ``openhands-ponyc-4595`` (23 steps, a 5,653-character request)
 does not, and the folder lacks ``openhands-ponyc-4588``, the run the scale legs repeat by default.
 """
 
@@ -21,7 +21,7 @@ from graphs.bench.table import markdown
 from graphs.cli import app
 
 FITS, TOO_LARGE = "moatless-django-15695", "openhands-ponyc-4595"
-BUDGET = 2_850
+BUDGET = 3_000
 
 
 @pytest.fixture(scope="module")
@@ -52,16 +52,16 @@ def test_a_run_too_large_is_a_row_and_the_rest_are_measured(folder: Path, needed
     assert [s.strategy for s in r.rows] == list(STRATEGIES)
     assert r.stats(FITS, "taskctx").calls == 11 and r.finished == {FITS: True}
     md = markdown(r)
-    assert f"| {TOO_LARGE} | 23 | no: does not fit --budget 2,850 | {needed:,} |" in md
-    assert f"| {TOO_LARGE} | 23 | - | - | - | - | - | does not fit --budget 2,850: needs {needed:,} |" in md
-    assert md.startswith("# taskctx bench: 1 trajectories, budget 2,850 tokens\n\n1 more do not fit the budget")
+    assert f"| {TOO_LARGE} | 23 | no: does not fit --budget 3,000 | {needed:,} |" in md
+    assert f"| {TOO_LARGE} | 23 | - | - | - | - | - | does not fit --budget 3,000: needs {needed:,} |" in md
+    assert md.startswith("# taskctx bench: 1 trajectories, budget 3,000 tokens\n\n1 more do not fit the budget")
 
 
 def test_no_run_fits_names_each_run_and_the_budget_it_needs(folder: Path, needed: int) -> None:
     with pytest.raises(BudgetError) as info:
         run_bench(folder, BUDGET, only=[TOO_LARGE], synthetic_events=0, checkpoint_events=())
     assert str(info.value) == (
-        f"no trajectory of {folder} fits --budget 2850 ({TOO_LARGE} needs {needed:,}); rerun with a larger --budget"
+        f"no trajectory of {folder} fits --budget 3000 ({TOO_LARGE} needs {needed:,}); rerun with a larger --budget"
     )
 
 
@@ -82,7 +82,7 @@ def test_cli_bench_on_a_folder_of_own_runs(folder: Path, tmp_path: Path, needed:
         app, ["bench", str(folder), "--budget", str(BUDGET), "--scale", "", "--synthetic", "0", "--out", str(out)]
     )
     assert r.exit_code == 0, r.output
-    assert f"| {TOO_LARGE} | 23 | no: does not fit --budget 2,850 | {needed:,} |" in r.output
+    assert f"| {TOO_LARGE} | 23 | no: does not fit --budget 3,000 | {needed:,} |" in r.output
     assert "scale legs skipped" not in r.output and "## Scale" not in r.output
     assert sorted(p.name for p in out.iterdir()) == [
         "effective_cost.png",
@@ -91,7 +91,7 @@ def test_cli_bench_on_a_folder_of_own_runs(folder: Path, tmp_path: Path, needed:
         "results.md",
     ]
     md = (out / "results.md").read_text(encoding="utf-8")
-    assert f"| {FITS} | 11 |" in md and "## Runs that do not fit --budget 2,850" in md
+    assert f"| {FITS} | 11 |" in md and "## Runs that do not fit --budget 3,000" in md
 
 
 def test_a_request_with_a_password_is_retained_with_its_placeholder(folder: Path, tmp_path: Path) -> None:

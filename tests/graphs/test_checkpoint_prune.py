@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from context import load_trajectory, replay
+from context import ModelCallError, load_trajectory, replay
 from graphs import build_orchestrator, new_task, open_project
 from graphs.checkpoint import PRUNE_EVERY, PruningSqliteSaver, checkpoint_serde, prune_thread
 from graphs.runner import run_graph
@@ -126,26 +127,29 @@ def test_postgres_keeps_one_checkpoint_per_thread_with_langgraphs_prune(trajecto
         project.close()
 
 
-def test_a_run_stopped_by_an_error_is_pruned_too(trajectories_dir: Path, tmp_path: Path) -> None:
-    """A pruned run that stops on an error (here the budget, after 10 tool calls at 2,900 tokens)
-    keeps only its latest checkpoint as well; the error is raised unchanged."""
-    from context import BudgetError
+class _DownAfter(ReplayChatModel):
+    """The replay model whose provider goes down at the executor's 11th call."""
 
+    def _answer(self, messages: Any, meta: dict[str, Any]) -> Any:
+        if meta.get("role") == "executor" and int(meta.get("executor_steps", 0)) >= 10:
+            raise ModelCallError("connection refused", role="executor")
+        return super()._answer(messages, meta)
+
+
+def test_a_run_stopped_by_an_error_is_pruned_too(trajectories_dir: Path, tmp_path: Path) -> None:
+    """A pruned run that stops on an error (here a provider failure after 10 tool calls) keeps
+    only its latest checkpoint as well; the error is raised unchanged."""
     traj = load_trajectory(trajectories_dir / "openhands-ponyc-4588.jsonl")
     db = tmp_path / "b.sqlite"
     project = open_project(str(db))
     g = build_orchestrator(
-        ReplayChatModel(trajectory=traj),
-        tools=ReplayTools(traj),
-        checkpointer=project.checkpointer,
-        stores=project.stores,
-        budget=2900,
+        _DownAfter(trajectory=traj), tools=ReplayTools(traj), checkpointer=project.checkpointer, stores=project.stores
     )
-    with pytest.raises(BudgetError, match="executor of task b1 needs at least 2928 tokens"):
+    with pytest.raises(ModelCallError, match="connection refused"):
         run_graph(g, project.stores, "b1", new_task(traj.request, "b1"), prune=True)
     assert [e.kind for e in project.stores.events.read("b1")].count("tool.result.received") == 10
     assert _rows(db, "b1")[0] == 1
-    with pytest.raises(BudgetError):  # without prune the run's checkpoints stay
+    with pytest.raises(ModelCallError):  # without prune the run's checkpoints stay
         run_graph(g, project.stores, "b2", new_task(traj.request, "b2"))
     assert _rows(db, "b2")[0] > 10
 
