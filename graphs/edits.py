@@ -32,12 +32,15 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateUpdate
 from pydantic import BaseModel
 
-from context import InvalidInputError, TaskContext, new_event, replay
+from context import InvalidInputError, TaskContext, UnknownTaskError, new_event, replay
 from context.events import EDITABLE_FIELDS, StateEdited
+
+from .project_errors import NoCheckpointError
 
 __all__ = ["TaskGraph", "editable_fields", "record_edit"]
 
@@ -160,16 +163,17 @@ class TaskGraph(CompiledStateGraph):
         tid = conf.get("thread_id")
         if tid is None or self.checkpointer is None or self.taskctx_events is None or conf.get("checkpoint_ns"):
             return config, None  # no thread, no checkpoints, or a subgraph's run inside a parent's
-        if (
-            "resume_token" in conf
-            or conf.get("__taskctx_not_resume")
-            or not (input is None or isinstance(input, Command))
-        ):
+        new_input = not (input is None or isinstance(input, Command))
+        if new_input and "checkpoint_id" not in conf:
+            self._refuse_new_input(str(tid), input)
+        if "resume_token" in conf or conf.get("__taskctx_not_resume") or new_input:
             return config, str(tid)  # the caller decided (taskctx resume; run_graph(resume=False)), or a new input
         tup = self.checkpointer.get_tuple(
             {"configurable": {k: conf[k] for k in ("thread_id", "checkpoint_id") if k in conf}}
         )
         if tup is None:
+            if "checkpoint_id" not in conf:
+                self._refuse_unknown_thread(str(tid), input)
             return config, str(tid)
         cp = tup.config["configurable"].get("checkpoint_id")
         if cp == self._left().get(str(tid)):
@@ -180,6 +184,38 @@ class TaskGraph(CompiledStateGraph):
             ensure_sound(self.taskctx_stores or _LogOnly(self.taskctx_events), self.checkpointer, str(tid), full=False)
         conf.update(resume_token=uuid.uuid4().hex, resumed_from_checkpoint=cp)
         return {**(config or {}), "configurable": conf}, str(tid)
+
+    def _refuse_new_input(self, tid: str, input: Any) -> None:
+        """Refuse a new input on thread ``tid`` when its latest checkpoint already holds a task.
+
+        LangGraph would start the graph again on the thread's state, over the task's event log:
+        refused before any checkpoint is written, so the task stays resumable.
+        """
+        tup = self.checkpointer.get_tuple({"configurable": {"thread_id": tid}})  # type: ignore[union-attr]
+        identity = (tup.checkpoint.get("channel_values") or {}).get("identity") if tup is not None else None
+        held = getattr(identity, "task_id", None) or (identity.get("task_id") if isinstance(identity, dict) else None)
+        if not held:
+            return
+        control = (tup.checkpoint.get("channel_values") or {}).get("control")  # type: ignore[union-attr]
+        status = getattr(control, "status", None) or "running"
+        raise InvalidInputError(
+            f"thread {tid!r} already holds task {held!r} ({status}); a new input would start the graph again "
+            f"over that task's event log, so nothing was run or written; to continue task {held!r} call "
+            f"invoke(None, config) (or Command(resume=...) when it waits for an answer); to start a new task use a "
+            "new thread_id (graphs.thread_config(<new task id>))"
+        )
+
+    def _refuse_unknown_thread(self, tid: str, input: Any) -> None:
+        """Refuse a resume (input ``None`` or a ``Command``) of a thread with no checkpoint."""
+        last = self.taskctx_events.last_seq(tid)
+        if last:
+            raise NoCheckpointError(tid, getattr(self.taskctx_stores, "path", "the event log"), last)
+        what = "invoke(None, config)" if input is None else "Command(resume=...)"
+        raise UnknownTaskError(
+            f"thread {tid!r} has no checkpoint and no task of that id has events, so {what} has nothing to continue; "
+            f"check the thread_id (taskctx list shows the tasks), or start a task on it with "
+            f"invoke(graphs.new_task(request, {tid!r}), config)"
+        )
 
     def _ended(self, tid: str | None, left: bool) -> None:
         """Remember where the run left thread ``tid`` (``left``), or forget it (the run failed)."""
@@ -228,11 +264,40 @@ class TaskGraph(CompiledStateGraph):
                 snap = self.get_state(config)
                 state = TaskContext.model_validate(snap.values) if snap.values else TaskContext()
                 values = u.values if isinstance(u.values, dict) or u.values is None else dict(u.values)
+                if u.as_node is not None and state.identity.task_id:
+                    self._refuse_stranding(state, _proposed(state, values) if values else state, u.as_node, snap.next)
                 row.append(
                     StateUpdate(record_edit(self.taskctx_events, state, values, u.as_node), u.as_node, u.task_id)
                 )
             out.append(row)
         return out
+
+    def _refuse_stranding(self, state: TaskContext, new: TaskContext, as_node: str, nxt: Sequence[str]) -> None:
+        """Refuse ``update_state(..., as_node=...)`` when the edges after ``as_node`` send the edited,
+        unfinished task to no node: LangGraph would leave it ``running`` with nothing to run next."""
+        builder = getattr(self, "builder", None)
+        if builder is None or as_node not in builder.nodes or new.control.status in ("completed", "failed"):
+            return
+        targets = [end for start, end in builder.edges if start == as_node]
+        for branch in builder.branches.get(as_node, {}).values():
+            try:
+                result = branch.path.invoke(new, {"callbacks": None})
+            except Exception:  # noqa: BLE001 - a router that needs more than the state: LangGraph decides
+                return
+            for r in result if isinstance(result, list | tuple) else [result]:
+                target = getattr(r, "node", r)
+                targets.append(branch.ends.get(target, target) if branch.ends else target)
+        if not targets and builder.nodes[as_node].ends:
+            return  # (a node routing with Command(goto=...): where it goes is not known ahead)
+        if any(t != END for t in targets):
+            return
+        waits = f"it would continue at {', '.join(map(repr, nxt))}" if nxt else "it has no next node now either"
+        raise InvalidInputError(
+            f"update_state(as_node={as_node!r}) would leave task {state.identity.task_id!r} running with no next "
+            f"node: the graph continues from the edges of {as_node!r} as if it had just run, and they send the task "
+            f"to END (the task has not finished); nothing was recorded; leave as_node out (the default: {waits}), "
+            f"or name the node whose edges lead where the task should go"
+        )
 
     def bulk_update_state(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> RunnableConfig:
         """LangGraph's ``bulk_update_state``, each update recorded or refused first."""
