@@ -27,12 +27,12 @@ from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
+from langgraph._internal._constants import CONFIG_KEY_RUNTIME
 
 # (LangGraph's own node runnable: a function called with the config, not traced; langgraph.prebuilt uses it so)
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, StateGraph
 from langgraph.graph.state import CompiledStateGraph, get_update_as_tuples
-from langgraph._internal._constants import CONFIG_KEY_RUNTIME
 from langgraph.types import Command, RetryPolicy, Send
 from pydantic import BaseModel, ValidationError
 
@@ -171,7 +171,9 @@ def _overlaid(ctx: TaskContext, updates: dict[str, Any]) -> TaskContext | None:
     """
     try:
         over = {
-            p: type(old).model_validate({**old.model_dump(), **v}) if isinstance(v, dict) and isinstance(old, BaseModel) else v
+            p: type(old).model_validate({**old.model_dump(), **v})
+            if isinstance(v, dict) and isinstance(old, BaseModel)
+            else v
             for p, v in updates.items()
             for old in [getattr(ctx, p, None)]
         }

@@ -250,7 +250,9 @@ def test_a_retry_policy_retries_and_only_the_last_failure_is_recorded() -> None:
     graph, env = _custom(broken, retry=policy)
     with pytest.raises(ValueError, match="attempt 4"):
         graph.invoke(new_task("Do it", "y3"), thread_config("y3"))
-    assert len(tries) == 4 and env.events.read("y3")[-2].payload["message"] == "tester node failed: ValueError: attempt 4"
+    assert (
+        len(tries) == 4 and env.events.read("y3")[-2].payload["message"] == "tester node failed: ValueError: attempt 4"
+    )
 
 
 def test_a_partial_dict_update_names_only_the_fields_it_changes() -> None:
@@ -283,4 +285,23 @@ def test_a_stream_stopped_early_resumes_from_its_last_node(tmp_path: Path) -> No
     graph.invoke(None, cfg)
     assert _kinds(project.stores.events.read("s1")) == RUN  # the planner is not run again
     assert _state(graph, "s1").control.status == "completed"
+    project.close()
+
+
+def test_two_gathered_ainvokes_of_one_thread_name_the_run_in_this_process(tmp_path: Path) -> None:
+    graph, project = _project_graph(tmp_path)
+    cfg = thread_config("a1")
+
+    async def both() -> list[Any]:
+        runs = [graph.ainvoke(new_task("Do it", "a1"), cfg) for _ in range(2)]
+        return list(await asyncio.gather(*runs, return_exceptions=True))
+
+    results = asyncio.run(both())
+    errors = [r for r in results if isinstance(r, BaseException)]
+    assert len(errors) == 1 and type(errors[0]).__name__ == "SequenceConflictError"
+    assert str(errors[0]).endswith(
+        "another run in this process (on the same store: e.g. two invoke/ainvoke of one thread_id at once) is "
+        "writing this task: run one writer per thread_id"
+    )
+    assert _kinds(project.stores.events.read("a1")) == RUN  # the winner's run, nothing of the loser's
     project.close()
