@@ -4,7 +4,7 @@ from .approvals import APPROVAL_ACTIONS, REJECTED_AGAIN, ApprovalQuestions, norm
 from .builtin import BUILTIN_TOOLS, READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
 from .node import TaskToolNode, make_tool_node
 from .parallel import DEFAULT_MAX_PARALLEL, run_at_once
-from .progress import PROGRESS_KINDS, ProgressKind, report_progress
+from .progress import PROGRESS_KINDS, ProgressKind, progress_scope, report_progress
 from .protocol import (
     CONTROL_TOOLS,
     ToolExecutor,
@@ -42,6 +42,7 @@ __all__ = [
     "make_tool_node",
     "normalize_answer",
     "parameters_of",
+    "progress_scope",
     "read_artifact",
     "report_progress",
     "run_at_once",
