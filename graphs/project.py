@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import sqlite3
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,10 +30,11 @@ from context import (
 from context.pg_store import PgStores, is_postgres_url
 from nodes.runtime import DEFAULT_BUDGET
 
+from .arunner import AsyncProject, start_state
 from .costs import Prices, priced_calls
 from .diagnosis import ensure_sound
 from .inspection import TaskView, inspect_task
-from .orchestrator import build_orchestrator, new_task
+from .orchestrator import build_orchestrator
 from .project_errors import NoCheckpointError, UnregisteredTaskError
 from .runner import ResumePoint, RunResult, Stores, export_run, run_with_approvals, thread_config
 from .task_kinds import replay_task_graph, run_task_graph
@@ -99,7 +99,7 @@ def _pending(request: dict[str, Any]) -> None:
     return None
 
 
-class Project:
+class Project(AsyncProject):
     """One taskctx database: the LangGraph checkpointer, the event/artifact stores and memory.
 
     ``path`` is a SQLite file (or ``:memory:``): checkpointer and stores share the file on
@@ -310,20 +310,11 @@ class Project:
             InvalidInputError: The task already exists, or ``task_id`` contradicts the state's.
             LeaseHeldError: Another live process runs a task of this id (:mod:`context.lease`).
         """
-        if isinstance(request_or_task, TaskContext):
-            task = request_or_task
-            if task_id is not None and task_id != task.identity.task_id:
-                raise InvalidInputError(f"task_id {task_id!r} differs from the state's {task.identity.task_id!r}")
-        else:
-            tid = task_id if task_id is not None else f"task-{uuid.uuid4().hex[:8]}"
-            task = new_task(request_or_task, tid, constraints=constraints, permissions=permissions)
-        tid = task.identity.task_id
-        if self.stores.events.last_seq(tid):
-            raise InvalidInputError(f"task {tid!r} already exists in {self.path}; resume it or pick another task id")
+        task = start_state(self, request_or_task, task_id, constraints, permissions)
         return run_with_approvals(
             graph,
             self.stores,
-            tid,
+            task.identity.task_id,
             task,
             answer=approvals or _pending,
             stop_after=max_steps,
@@ -391,6 +382,36 @@ class Project:
         prune: bool,
     ) -> RunResult:
         """:meth:`resume` with the task's lease held."""
+        plan = self._resume_point(task_id, graph, budget, timeout, on_resume)
+        if isinstance(plan, RunResult):
+            return plan
+        g, done, checked = plan
+        return run_with_approvals(
+            g,
+            self.stores,
+            task_id,
+            None,
+            answer=approvals or _pending,
+            stop_after=done + max_steps if max_steps else None,
+            resume=True,
+            on_event=on_event,
+            on_request=on_request,
+            prune=prune,
+            checked=checked,
+        )
+
+    def _resume_point(
+        self,
+        task_id: str,
+        graph: Any,
+        budget: int | None,
+        timeout: float | None,
+        on_resume: Callable[[ResumePoint], None] | None,
+    ) -> RunResult | tuple[Any, int, Any]:
+        """What a resume continues: ``(graph, executor steps done, the checks' result)``.
+
+        Or the result of a finished task (nothing to run). Sync: ``aresume`` runs it in a worker thread.
+        """
         checked = ensure_sound(self.stores, self.checkpointer, task_id, full=False)
         has_events = bool(self.stores.events.last_seq(task_id))
         spec = checked.spec if has_events else find_task(self.stores, task_id).spec
@@ -415,19 +436,7 @@ class Project:
         done = state.progress.executor_steps
         if on_resume is not None:
             on_resume(ResumePoint(snap.config["configurable"].get("checkpoint_id"), done, tuple(snap.next)))
-        return run_with_approvals(
-            g,
-            self.stores,
-            task_id,
-            None,
-            answer=approvals or _pending,
-            stop_after=done + max_steps if max_steps else None,
-            resume=True,
-            on_event=on_event,
-            on_request=on_request,
-            prune=prune,
-            checked=checked,
-        )
+        return g, done, checked
 
     def _finished(self, task_id: str, state: TaskContext | None) -> RunResult:
         """The result of a resume that found the task finished (nothing ran)."""
