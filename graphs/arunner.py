@@ -22,7 +22,8 @@ from context import Event, InvalidInputError, Permissions, TaskContext
 from .checkpoint import PRUNE_EVERY, prune_thread
 from .diagnosis import Checked, ensure_sound
 from .orchestrator import new_task
-from .runner import KEEP_CALLS, RunResult, Stores, _run_config, _steps, thread_config, tool_parameters
+from .run_setup import run_config, thread_config, tools_steps
+from .runner import KEEP_CALLS, RunResult, Stores, tool_parameters
 
 if TYPE_CHECKING:
     from langgraph.types import Command
@@ -107,7 +108,7 @@ async def _astream(
                                 n_calls += 1
                             if on_event:
                                 on_event(e)
-                    steps = _steps(update) if stop_after is not None else None
+                    steps = tools_steps(update) if stop_after is not None else None
                     if steps is not None and stop_after is not None and steps >= stop_after:
                         stopped = True
                         break
@@ -163,7 +164,7 @@ async def arun_graph(
         )
     if checked is None and (resume or input is None or isinstance(input, Command)):
         checked = await asyncio.to_thread(ensure_sound, stores, graph.checkpointer, task_id, full=False)
-    config = await asyncio.to_thread(_run_config, graph, stores, task_id, resume, checked)
+    config = await asyncio.to_thread(run_config, graph, stores, task_id, resume, checked)
     stopped, calls, n_calls = await _astream(graph, stores, task_id, input, config, stop_after, on_event, prune)
     snap = await graph.aget_state(thread_config(task_id))
     return RunResult(
