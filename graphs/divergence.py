@@ -10,7 +10,15 @@ compiled with :func:`graphs.compile_graph` so that, after the node returns:
 * the state the update makes must be the fold of the event log: a part that differs from it
   (a field changed without an event, e.g. a new goal) is refused naming the fields, and events
   the node appended but did not return are refused naming them;
-* each router after the node (:func:`guard_routers`) must send the state to a node the graph has.
+* each router after the node (:func:`guard_routers`), and a ``Command(goto=...)`` it returns,
+  must send the state to a node the graph has.
+
+A node that raises is a failure of the task, as a role node's is: recorded as ``error.occurred``
+(source ``graph:<node>``, ``<node> node failed: <Type>: <text>``) and ``task.completed``
+(failed), then raised on as LangGraph raises it; a resume of that checkpoint returns the
+recorded fold without running the node again. LangGraph's control flow (``GraphBubbleUp``:
+interrupts, ``ParentCommand``), taskctx's and the store's errors pass through unrecorded, and
+an attempt the node's ``RetryPolicy`` retries is not recorded (only the last one).
 
 A refusal is recorded as ``error.occurred`` (source ``graph:<node>``, the message) and
 ``task.completed`` (failed), and the node's update is that fold: the checkpoint and the log agree,

@@ -22,6 +22,12 @@ a resume, as ``taskctx resume`` is: the stored data is checked first
 (:func:`graphs.diagnosis.ensure_sound`), and the run gets a ``resume_token`` its first node
 records as ``resume.started`` with the freshness check (``fact.stale``) of what changed while the
 task was paused, once per resume.
+
+A thread holds one task: a new input on a thread whose latest checkpoint holds a task is refused
+before anything is written (``InvalidInputError``: continue it with ``invoke(None, config)`` or
+use a new thread id), and a run that continues a thread with no checkpoint raises
+``UnknownTaskError`` naming the thread. ``update_state(..., as_node=...)`` whose edges send the
+unfinished task to ``END`` is refused (it would be left ``running`` with nothing next).
 """
 
 from __future__ import annotations
