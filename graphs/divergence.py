@@ -139,11 +139,14 @@ def guard_nodes(compiled: CompiledStateGraph, builder: StateGraph, events: Any) 
         events: The task's event log.
     """
     known = {*builder.nodes, END}
-    for name in builder.nodes:
+    for name, spec in builder.nodes.items():
         pn = compiled.nodes[name]
         if isinstance(pn.bound, RunnableCallable):  # (a subgraph node is left as it is)
-            retry = pn.retry_policy or compiled.retry_policy or ()
-            guard = _NodeGuard(name, pn.bound, events, builder.branches.get(name, {}), known, retry)
+            # a taskctx node (a role's, the tool node) records its own failures: nothing is recorded for it here
+            holders = (spec.runnable, getattr(spec.runnable, "func", None))
+            builtin = any(getattr(h, "taskctx_env", None) or getattr(h, "env", None) for h in holders)
+            retry = () if builtin else (pn.retry_policy or compiled.retry_policy or ())
+            guard = _NodeGuard(name, pn.bound, events, builder.branches.get(name, {}), known, retry, not builtin)
             bound = RunnableCallable(guard.run, guard.arun, name=pn.bound.name, trace=False)
             compiled.nodes[name] = pn.copy({"bound": bound, "subgraphs": pn.subgraphs})
 
@@ -224,9 +227,10 @@ class _NodeGuard:
         branches: dict[str, Any],
         known: set[str],
         retry: Sequence[RetryPolicy] = (),
+        records_failures: bool = True,
     ):
         self.name, self.inner, self.events, self.branches, self.known = name, inner, events, branches, known
-        self.retry = retry
+        self.retry, self.records_failures = retry, records_failures
 
     def run(self, state: Any, config: RunnableConfig) -> Any:
         ctx = _ctx(state)
@@ -303,7 +307,7 @@ class _NodeGuard:
         (:func:`nodes.roles.failures.own_failure`; an ``OSError`` is the node's own), or an attempt
         its ``RetryPolicy`` retries.
         """
-        if not own_failure(exc, os_errors=True) or self.retried(exc, config):
+        if not self.records_failures or not own_failure(exc, os_errors=True) or self.retried(exc, config):
             return
         task_id, cursor = ctx.identity.task_id, ctx.events.cursor
         past = self.events.read(task_id, after=cursor)
