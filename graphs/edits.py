@@ -171,7 +171,7 @@ class TaskGraph(CompiledStateGraph):
             return config, None  # no thread, no checkpoints, or a subgraph's run inside a parent's
         new_input = not (input is None or isinstance(input, Command))
         if new_input and "checkpoint_id" not in conf:
-            self._refuse_new_input(str(tid), input)
+            self._refuse_new_input(str(tid))
         if "resume_token" in conf or conf.get("__taskctx_not_resume") or new_input:
             return config, str(tid)  # the caller decided (taskctx resume; run_graph(resume=False)), or a new input
         tup = self.checkpointer.get_tuple(
@@ -191,7 +191,7 @@ class TaskGraph(CompiledStateGraph):
         conf.update(resume_token=uuid.uuid4().hex, resumed_from_checkpoint=cp)
         return {**(config or {}), "configurable": conf}, str(tid)
 
-    def _refuse_new_input(self, tid: str, input: Any) -> None:
+    def _refuse_new_input(self, tid: str) -> None:
         """Refuse a new input on thread ``tid`` when its latest checkpoint already holds a task.
 
         LangGraph would start the graph again on the thread's state, over the task's event log:
@@ -204,11 +204,16 @@ class TaskGraph(CompiledStateGraph):
             return
         control = (tup.checkpoint.get("channel_values") or {}).get("control")  # type: ignore[union-attr]
         status = getattr(control, "status", None) or "running"
+        go_on = (
+            f"task {held!r} has ended; "
+            if status in ("completed", "failed")
+            else f"to continue task {held!r} call invoke(None, config) (or Command(resume=...) when it waits for "
+            "an answer); "
+        )
         raise InvalidInputError(
             f"thread {tid!r} already holds task {held!r} ({status}); a new input would start the graph again "
-            f"over that task's event log, so nothing was run or written; to continue task {held!r} call "
-            f"invoke(None, config) (or Command(resume=...) when it waits for an answer); to start a new task use a "
-            "new thread_id (graphs.thread_config(<new task id>))"
+            f"over that task's event log, so nothing was run or written; {go_on}to start a new task use a new "
+            "thread_id (graphs.thread_config(<new task id>))"
         )
 
     def _refuse_unknown_thread(self, tid: str, input: Any) -> None:

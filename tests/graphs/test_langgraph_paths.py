@@ -95,6 +95,14 @@ def test_a_new_input_on_a_thread_with_a_task_is_refused_before_any_checkpoint(tm
     graph.invoke(None, cfg)  # the task is still resumable
     assert _kinds(project.stores.events.read("t1")) == RUN
     assert _state(graph, "t1").control.status == "completed"
+    with pytest.raises(InvalidInputError) as ei:  # an ended task: a new thread_id is the fix
+        graph.invoke(new_task("Something else", "t1"), cfg)
+    assert str(ei.value) == (
+        "thread 't1' already holds task 't1' (completed); a new input would start the graph again over that "
+        "task's event log, so nothing was run or written; task 't1' has ended; to start a new task use a new "
+        "thread_id (graphs.thread_config(<new task id>))"
+    )
+    assert _kinds(project.stores.events.read("t1")) == RUN
     project.close()
 
 
