@@ -10,6 +10,7 @@ a partial dict update, and a stream the caller stops reading.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -312,4 +313,26 @@ def test_two_gathered_ainvokes_of_one_thread_name_the_run_in_this_process(tmp_pa
         "writing this task: run one writer per thread_id"
     )
     assert _kinds(project.stores.events.read("a1")) == RUN  # the winner's run, nothing of the loser's
+    project.close()
+
+
+def test_an_async_stream_closed_early_reruns_the_cancelled_node_once(tmp_path: Path) -> None:
+    graph, project = _project_graph(tmp_path)
+    cfg = thread_config("s2")
+
+    async def stop_then_resume() -> tuple[Any, list[str]]:
+        stream = graph.astream(new_task("Do it", "s2"), cfg, stream_mode="messages")
+        async with contextlib.aclosing(stream):
+            async for _chunk in stream:
+                break  # the planner's first token: closing the stream cancels the planner's run
+        snap = await graph.aget_state(cfg)
+        before = _kinds(project.stores.events.read("s2"))
+        await graph.ainvoke(None, cfg)
+        return snap, before
+
+    snap, before = asyncio.run(stop_then_resume())
+    # the cancelled planner recorded nothing and is the node to run next
+    assert snap.next == ("planner",) and [(t.name, t.result) for t in snap.tasks] == [("planner", None)]
+    assert before == []
+    assert _kinds(project.stores.events.read("s2")) == RUN
     project.close()
