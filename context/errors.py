@@ -64,28 +64,45 @@ class SequenceConflictError(StoreError):
 
 
 class LeaseHeldError(StoreError):
-    """Another live process runs the task: it holds the task's lease (:mod:`context.lease`).
+    """Another live run holds the task's lease (:mod:`context.lease`).
+
+    The holder is another process, or this one through another store object.
 
     Args:
         task_id: The task.
         holder: The holder in words (``pid 41 on host h (last heartbeat 3 s ago)``).
         pid: The holder's process id.
         host: The holder's host name.
+        same_process: The holder is this process (another store object on the same database).
     """
 
-    def __init__(self, task_id: str, holder: str, *, pid: int = 0, host: str = "") -> None:
-        super().__init__(
-            f"task {task_id!r} is being run by another process, {holder}; wait for it to end or stop it, "
-            "then run the command again (a holder that ended is taken over at once)"
-        )
+    def __init__(self, task_id: str, holder: str, *, pid: int = 0, host: str = "", same_process: bool = False) -> None:
+        if same_process:
+            message = (
+                f"task {task_id!r} is being run by another run in this process, {holder}: each store object "
+                "(SqliteStores, PgStores, open_project) takes the task's lease on its own; run the task through "
+                "one store (one project), one run at a time, or wait for the other run to end"
+            )
+        else:
+            message = (
+                f"task {task_id!r} is being run by another process, {holder}; wait for it to end or stop it, "
+                "then run the command again (a holder that ended is taken over at once)"
+            )
+        super().__init__(message)
         self.task_id, self.holder, self.pid, self.host = task_id, holder, pid, host
+        self.same_process = same_process
+
+    @property
+    def by_whom(self) -> str:
+        """``"another run in this process"`` or ``"another process"``."""
+        return "another run in this process" if self.same_process else "another process"
 
     def __reduce__(self) -> tuple[object, ...]:  # keyword-only fields survive pickling
-        return (_lease_held_error, (self.task_id, self.holder, self.pid, self.host))
+        return (_lease_held_error, (self.task_id, self.holder, self.pid, self.host, self.same_process))
 
 
-def _lease_held_error(task_id: str, holder: str, pid: int, host: str) -> LeaseHeldError:
-    return LeaseHeldError(task_id, holder, pid=pid, host=host)
+def _lease_held_error(task_id: str, holder: str, pid: int, host: str, same_process: bool = False) -> LeaseHeldError:
+    return LeaseHeldError(task_id, holder, pid=pid, host=host, same_process=same_process)
 
 
 class LogAheadError(StoreError):

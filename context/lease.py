@@ -108,6 +108,15 @@ class LeaseHolder:
             return True
         return self.host == socket.gethostname() and not _alive(self.pid, self.started)
 
+    def this_process(self) -> bool:
+        """Whether the holder is this process (another store object of it: its own token).
+
+        Returns:
+            True when host, pid and the process's start are this process's.
+        """
+        me = os.getpid()
+        return self.host == socket.gethostname() and self.pid == me and self.started == process_started(me)
+
     def describe(self, now: float) -> str:
         """The holder in words: ``pid 41 on host h (last heartbeat 3 s ago)``.
 
@@ -115,10 +124,30 @@ class LeaseHolder:
             now: The store's clock (seconds since the epoch).
 
         Returns:
-            The words.
+            The words; for this process's own hold through another store object, ``this process
+            (pid 41, through another store on the same database, lease token 1a2b..., last
+            heartbeat 3 s ago)``.
         """
         ago = max(0, round(now - self.heartbeat))
+        if self.this_process():
+            return (
+                f"this process (pid {self.pid}, through another store on the same database, lease token "
+                f"{self.token[:8]}, last heartbeat {ago} s ago)"
+            )
         return f"pid {self.pid} on host {self.host} (last heartbeat {ago} s ago)"
+
+    def error(self, now: float) -> LeaseHeldError:
+        """The error of a taker this holder refuses.
+
+        Args:
+            now: The store's clock (seconds since the epoch).
+
+        Returns:
+            The :class:`~context.errors.LeaseHeldError`, naming this process or another.
+        """
+        return LeaseHeldError(
+            self.task_id, self.describe(now), pid=self.pid, host=self.host, same_process=self.this_process()
+        )
 
 
 _COLUMNS = "task_id, host, pid, started, token, heartbeat, expires"
@@ -271,7 +300,7 @@ class TaskLeases:
                 ).fetchone()
             )
             if row is not None and row.token != token and not row.gone(now):
-                raise LeaseHeldError(task_id, row.describe(now), pid=row.pid, host=row.host)
+                raise row.error(now)
             conn.execute(self._sql("DELETE FROM taskctx_leases WHERE task_id = ?"), (task_id,))
             conn.execute(
                 self._sql(f"INSERT INTO taskctx_leases ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"),
@@ -326,4 +355,4 @@ def fence(conn: Any, dialect: str, task_id: str, token: str | None) -> None:
     if dialect == "postgres":
         now = float(conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
     if not row.gone(now):
-        raise LeaseHeldError(task_id, row.describe(now), pid=row.pid, host=row.host)
+        raise row.error(now)

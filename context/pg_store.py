@@ -35,10 +35,12 @@ from .store import (
     event_row,
     events_sql,
     lenient_events,
+    note_append,
     number_events,
     packed,
     registry_spec,
     row_event,
+    writer_words,
 )
 from .text import json_text
 
@@ -284,7 +286,10 @@ class PgEventLog:
                 row = conn.execute(
                     "SELECT COALESCE(MAX(seq), 0) FROM taskctx_events WHERE task_id = %s", (task_id,)
                 ).fetchone()
-                out = number_events(task_id, events, int(row[0]))
+                last = int(row[0])
+                conflict = any(e.seq and e.seq != last + 1 + i for i, e in enumerate(events))
+                writer = writer_words(self._db.path, self, task_id, last) if conflict else None
+                out = number_events(task_id, events, last, writer)
                 with conn.cursor() as cur:
                     cur.executemany(
                         "INSERT INTO taskctx_events VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
@@ -293,12 +298,14 @@ class PgEventLog:
                 return out
 
         try:
-            return self._db.run(tx)
+            written = self._db.run(tx)
         except self._db._psycopg.errors.UniqueViolation as exc:  # the lock makes this a backstop only
             raise SequenceConflictError(
                 f"task {task_id!r}: a concurrent append took these sequence numbers ({exc.diag.message_primary}); "
                 "run one writer per thread_id"
             ) from exc
+        note_append(self._db.path, self, task_id, written[-1].seq)
+        return written
 
     def read(
         self,

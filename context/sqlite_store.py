@@ -27,10 +27,12 @@ from .store import (
     event_row,
     events_sql,
     lenient_events,
+    note_append,
     number_events,
     packed,
     registry_spec,
     row_event,
+    writer_words,
 )
 from .text import json_text
 
@@ -114,7 +116,10 @@ class EventLog:
             try:
                 if self._leases is not None:
                     fence(conn, "sqlite", task_id, self._leases.token(task_id))
-                out = number_events(task_id, events, self.last_seq(task_id))
+                last = self.last_seq(task_id)
+                conflict = any(e.seq and e.seq != last + 1 + i for i, e in enumerate(events))
+                writer = writer_words(self._db.path, self, task_id, last) if conflict else None
+                out = number_events(task_id, events, last, writer)
                 for e in out:
                     dup = conn.execute("SELECT task_id, seq FROM taskctx_events WHERE id = ?", (e.id,)).fetchone()
                     if dup is not None:
@@ -124,6 +129,7 @@ class EventLog:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+            note_append(self._db.path, self, task_id, out[-1].seq)
         return out
 
     def read(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
@@ -31,11 +32,13 @@ __all__ = [
     "events_sql",
     "gap_finding",
     "lenient_events",
+    "note_append",
     "number_events",
     "packed",
     "registry_spec",
     "row_event",
     "unpacked",
+    "writer_words",
 ]
 
 
@@ -97,7 +100,48 @@ class ArtifactStoreProtocol(Protocol):
         ...
 
 
-def number_events(task_id: str, events: Sequence[Event], last: int) -> list[Event]:
+#: The last event each event log object of this process appended, by (database, task):
+#: ``(id(log), seq)``. Tells a conflicting writer in this process from another process's.
+_APPENDED: dict[tuple[str, str], tuple[int, int]] = {}
+_APPENDED_LOCK = threading.Lock()
+
+
+def note_append(database: str, log: object, task_id: str, seq: int) -> None:
+    """Remember that ``log`` (an event log object of this process) appended ``task_id``'s events up to ``seq``.
+
+    Args:
+        database: The database the log writes (a path or a URL without its password).
+        log: The event log object.
+        task_id: The task.
+        seq: The last ``seq`` it appended.
+    """
+    with _APPENDED_LOCK:
+        _APPENDED[(database, task_id)] = (id(log), seq)
+
+
+def writer_words(database: str, log: object, task_id: str, last: int) -> str:
+    """Who wrote ``task_id``'s last event (at ``last``), in words, for a conflict's message.
+
+    Args:
+        database: The database.
+        log: The event log object whose append conflicted.
+        task_id: The task.
+        last: The log's last ``seq`` as the conflicting append read it.
+
+    Returns:
+        ``"another run in this process (on the same store)"``, ``"another store of this process
+        on the same database"``, or ``"another process"``.
+    """
+    with _APPENDED_LOCK:
+        got = _APPENDED.get((database, task_id))
+    if got is None or got[1] != last:
+        return "another process"
+    if got[0] == id(log):
+        return "another run in this process (on the same store: e.g. two invoke/ainvoke of one thread_id at once)"
+    return "another store of this process on the same database"
+
+
+def number_events(task_id: str, events: Sequence[Event], last: int, writer: str | None = None) -> list[Event]:
     """Number events to continue a log.
 
     Args:
@@ -105,6 +149,7 @@ def number_events(task_id: str, events: Sequence[Event], last: int) -> list[Even
         events: The events to append (``seq`` 0, or the seq each must have).
         last: The log's last ``seq`` (0 for a new log; a new fork's starts after its ``task.forked``
             event's ``fork_seq``).
+        writer: Who wrote the log's last event, in words (:func:`writer_words`; None: another process).
 
     Returns:
         The events with ``seq`` ``last + 1, last + 2, ...``.
@@ -128,7 +173,7 @@ def number_events(task_id: str, events: Sequence[Event], last: int) -> list[Even
         if e.seq and e.seq != want:
             raise SequenceConflictError(
                 f"task {task_id!r}: event {e.kind} has seq {e.seq} but the log expects {want}; "
-                "another process is writing this task: run one writer per thread_id"
+                f"{writer or 'another process'} is writing this task: run one writer per thread_id"
             )
         out.append(e if e.seq == want else e.model_copy(update={"seq": want}))
     return out

@@ -10,7 +10,15 @@ compiled with :func:`graphs.compile_graph` so that, after the node returns:
 * the state the update makes must be the fold of the event log: a part that differs from it
   (a field changed without an event, e.g. a new goal) is refused naming the fields, and events
   the node appended but did not return are refused naming them;
-* each router after the node (:func:`guard_routers`) must send the state to a node the graph has.
+* each router after the node (:func:`guard_routers`), and a ``Command(goto=...)`` it returns,
+  must send the state to a node the graph has.
+
+A node that raises is a failure of the task, as a role node's is: recorded as ``error.occurred``
+(source ``graph:<node>``, ``<node> node failed: <Type>: <text>``) and ``task.completed``
+(failed), then raised on as LangGraph raises it; a resume of that checkpoint returns the
+recorded fold without running the node again. LangGraph's control flow (``GraphBubbleUp``:
+interrupts, ``ParentCommand``), taskctx's and the store's errors pass through unrecorded, and
+an attempt the node's ``RetryPolicy`` retries is not recorded (only the last one).
 
 A refusal is recorded as ``error.occurred`` (source ``graph:<node>``, the message) and
 ``task.completed`` (failed), and the node's update is that fold: the checkpoint and the log agree,
@@ -22,22 +30,24 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import defaultdict
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
+from langgraph._internal._constants import CONFIG_KEY_RUNTIME
 
 # (LangGraph's own node runnable: a function called with the config, not traced; langgraph.prebuilt uses it so)
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, StateGraph
 from langgraph.graph.state import CompiledStateGraph, get_update_as_tuples
-from langgraph.types import Command, Send
+from langgraph.types import Command, RetryPolicy, Send
 from pydantic import BaseModel, ValidationError
 
 from context import Event, TaskContext, new_event, replay
 from context.events import ErrorOccurred, TaskCompleted
 from nodes.attempts import NODE_RUNS, attempt_key, attempt_of, log_ahead_error
+from nodes.roles.failures import failure_message, own_failure
 
 __all__ = ["REFUSED_SOURCE", "graph_env", "guard_nodes", "guard_routers", "refused"]
 
@@ -129,10 +139,14 @@ def guard_nodes(compiled: CompiledStateGraph, builder: StateGraph, events: Any) 
         events: The task's event log.
     """
     known = {*builder.nodes, END}
-    for name in builder.nodes:
+    for name, spec in builder.nodes.items():
         pn = compiled.nodes[name]
         if isinstance(pn.bound, RunnableCallable):  # (a subgraph node is left as it is)
-            guard = _NodeGuard(name, pn.bound, events, builder.branches.get(name, {}), known)
+            # a taskctx node (a role's, the tool node) records its own failures: nothing is recorded for it here
+            holders = (spec.runnable, getattr(spec.runnable, "func", None))
+            builtin = any(getattr(h, "taskctx_env", None) or getattr(h, "env", None) for h in holders)
+            retry = () if builtin else (pn.retry_policy or compiled.retry_policy or ())
+            guard = _NodeGuard(name, pn.bound, events, builder.branches.get(name, {}), known, retry, not builtin)
             bound = RunnableCallable(guard.run, guard.arun, name=pn.bound.name, trace=False)
             compiled.nodes[name] = pn.copy({"bound": bound, "subgraphs": pn.subgraphs})
 
@@ -160,6 +174,35 @@ def _merged(ctx: TaskContext, updates: dict[str, Any]) -> TaskContext | None:
         return None
 
 
+def _overlaid(ctx: TaskContext, updates: dict[str, Any]) -> TaskContext | None:
+    """``updates`` with each dict laid over the part it names: the fields a partial dict sets.
+
+    (LangGraph writes a dict as the whole part, the fields it omits at their defaults; the fields
+    it names are what the node meant to change.)
+    """
+    try:
+        over = {
+            p: type(old).model_validate({**old.model_dump(), **v})
+            if isinstance(v, dict) and isinstance(old, BaseModel)
+            else v
+            for p, v in updates.items()
+            for old in [getattr(ctx, p, None)]
+        }
+        return TaskContext.model_validate({**dict(ctx), **over})
+    except ValidationError:
+        return None
+
+
+def _retries_on(policy: RetryPolicy, exc: Exception) -> bool:
+    """Whether ``policy`` retries ``exc`` (its ``retry_on``: a class, classes, or a predicate), as LangGraph decides."""
+    on = policy.retry_on
+    if isinstance(on, type):
+        return isinstance(exc, on)
+    if isinstance(on, Sequence):
+        return isinstance(exc, tuple(on))
+    return bool(on(exc))
+
+
 def _fields(expected: TaskContext, got: TaskContext, parts: list[str]) -> list[str]:
     """``part.field`` for each field of ``parts`` where ``got`` differs from ``expected``."""
     out = []
@@ -176,8 +219,18 @@ def _fields(expected: TaskContext, got: TaskContext, parts: list[str]) -> list[s
 class _NodeGuard:
     """One node, wrapped: run it, then check what it returned (see module doc)."""
 
-    def __init__(self, name: str, inner: Runnable[Any, Any], events: Any, branches: dict[str, Any], known: set[str]):
+    def __init__(
+        self,
+        name: str,
+        inner: Runnable[Any, Any],
+        events: Any,
+        branches: dict[str, Any],
+        known: set[str],
+        retry: Sequence[RetryPolicy] = (),
+        records_failures: bool = True,
+    ):
         self.name, self.inner, self.events, self.branches, self.known = name, inner, events, branches, known
+        self.retry, self.records_failures = retry, records_failures
 
     def run(self, state: Any, config: RunnableConfig) -> Any:
         ctx = _ctx(state)
@@ -185,10 +238,16 @@ class _NodeGuard:
             return self.inner.invoke(state, config)
         if refused(ctx):  # reached by a plain edge after a refusal: the task is over
             return {}
+        failed = self.failed_before(ctx)
+        if failed is not None:
+            return failed
         runs: list[Any] = []
         token = NODE_RUNS.set(runs)
         try:
             out = self.inner.invoke(state, config)
+        except Exception as exc:
+            self.record_failure(ctx, exc, config)
+            raise
         finally:
             NODE_RUNS.reset(token)
         return self.settle(ctx, out, config, runs)
@@ -203,13 +262,61 @@ class _NodeGuard:
             return await inner.ainvoke(state, config)
         if refused(ctx):
             return {}
+        failed = await asyncio.to_thread(self.failed_before, ctx)
+        if failed is not None:
+            return failed
         runs: list[Any] = []
         token = NODE_RUNS.set(runs)
         try:
             out = await inner.ainvoke(state, config)
+        except Exception as exc:
+            await asyncio.to_thread(self.record_failure, ctx, exc, config)
+            raise
         finally:
             NODE_RUNS.reset(token)
         return await asyncio.to_thread(self.settle, ctx, out, config, runs)  # (the stores' reads are sync)
+
+    def failed_before(self, ctx: TaskContext) -> dict[str, Any] | None:
+        """The fold of a failure an earlier run of this node recorded on this checkpoint, or None.
+
+        The node raised, its failure was recorded and raised on (LangGraph keeps the checkpoint
+        before the node): a resume ends the task failed as recorded, without running the node again.
+        """
+        task_id, cursor = ctx.identity.task_id, ctx.events.cursor
+        if self.events.last_seq(task_id) <= cursor:
+            return None
+        past = self.events.read(task_id, after=cursor)
+        if any(attempt_of(e.causation_id) != (cursor, self.name) for e in past):
+            return None  # another node's, or another checkpoint's: settle names it
+        folded = replay(past, ctx)
+        return self.fold(ctx, folded) if refused(folded) else None
+
+    def retried(self, exc: Exception, config: RunnableConfig) -> bool:
+        """Whether LangGraph runs the node again after ``exc`` (a ``RetryPolicy`` with attempts left)."""
+        policy = next((p for p in self.retry if _retries_on(p, exc)), None)
+        if policy is None:
+            return False
+        runtime = (config.get("configurable") or {}).get(CONFIG_KEY_RUNTIME)
+        info = getattr(runtime, "execution_info", None)
+        return getattr(info, "node_attempt", 1) < policy.max_attempts
+
+    def record_failure(self, ctx: TaskContext, exc: Exception, config: RunnableConfig) -> None:
+        """Record the node's own failure (``error.occurred``, ``task.completed`` failed) before it is raised on.
+
+        Nothing is recorded for LangGraph's control flow, taskctx's and the store's own errors
+        (:func:`nodes.roles.failures.own_failure`; an ``OSError`` is the node's own), or an attempt
+        its ``RetryPolicy`` retries.
+        """
+        if not self.records_failures or not own_failure(exc, os_errors=True) or self.retried(exc, config):
+            return
+        task_id, cursor = ctx.identity.task_id, ctx.events.cursor
+        past = self.events.read(task_id, after=cursor)
+        if any((a := attempt_of(e.causation_id)) is None or a[0] != cursor for e in past):
+            return  # the log is past this checkpoint: raised on unrecorded (the next run names it)
+        try:
+            self.refuse(ctx, replay(past, ctx), failure_message(self.name, exc))
+        except Exception as rec:  # noqa: BLE001 - the node's own error is the one raised
+            exc.add_note(f"taskctx could not record this failure in the event log: {type(rec).__name__}: {rec}")
 
     def settle(self, ctx: TaskContext, out: Any, config: RunnableConfig, runs: list[Any]) -> Any:
         """``out`` when it is the log's fold and routes to a node the graph has; else the refusal.
@@ -228,7 +335,7 @@ class _NodeGuard:
         if known is not None and not any(k not in TaskContext.model_fields for k in updates):
             got = _merged(ctx, updates)
             if got == known:
-                problem = self.bad_route(known, config)
+                problem = self.bad_goto(out) or self.bad_route(known, config)
                 return out if problem is None else self.refuse(ctx, known, problem)
         past = self.events.read(task_id, after=cursor)
         foreign = [e for e in past if (a := attempt_of(e.causation_id)) is None or a[0] != cursor]
@@ -237,7 +344,7 @@ class _NodeGuard:
         expected = replay(past, ctx)
         if refused(expected):  # a refusal recorded by an attempt that died before its checkpoint
             return self.fold(ctx, expected)
-        problem = self.problem(ctx, expected, updates, past) or self.bad_route(expected, config)
+        problem = self.problem(ctx, expected, updates, past) or self.bad_goto(out) or self.bad_route(expected, config)
         return out if problem is None else self.refuse(ctx, expected, problem)
 
     def problem(
@@ -261,8 +368,9 @@ class _NodeGuard:
         parts = [p for p in TaskContext.model_fields if getattr(got, p) != getattr(expected, p)]
         returned = [p for p in parts if p in updates]
         if returned:
+            named = _fields(expected, _overlaid(ctx, updates) or got, returned) or _fields(expected, got, returned)
             return (
-                f"node {self.name!r} returned {', '.join(_fields(expected, got, returned))} without an event "
+                f"node {self.name!r} returned {', '.join(named)} without an event "
                 "recording it (the checkpoint would no longer be the event log's fold): a node changes the task only "
                 f"through the event log; {_FIX}; to edit a task from outside a node, use graph.update_state "
                 "(recorded as state.edited)"
@@ -274,6 +382,23 @@ class _NodeGuard:
             f"state they make ({', '.join(parts)}): return the update the events make (with nodes.NodeRun: "
             "return run.update())"
         )
+
+    def bad_goto(self, out: Any) -> str | None:
+        """Why the node's ``Command(goto=...)`` names a node the graph lacks, or None."""
+        if not isinstance(out, Command) or out.graph is not None:
+            return None
+        for g in out.goto if isinstance(out.goto, list | tuple) else [out.goto]:
+            target = g.node if isinstance(g, Send) else g
+            if target in self.known:
+                continue
+            nodes = ", ".join(repr(n) for n in sorted(self.known - {END}))
+            return (
+                f"node {self.name!r} returned Command(goto={target!r}), but the graph has no node {target!r} "
+                f"(LangGraph would drop the route without a word); its nodes: {nodes}; go to one of them or END, "
+                f"and declare the targets: add_node({self.name!r}, ..., destinations=(...)) or type the node "
+                "-> Command[Literal[...]]"
+            )
+        return None
 
     def bad_route(self, state: TaskContext, config: RunnableConfig) -> str | None:
         """Why a router after this node sends ``state`` to no node of the graph, or None."""

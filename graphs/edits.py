@@ -31,6 +31,12 @@ the task there (:func:`graphs.fork.fork_task`) into a child task, ``<parent>-for
 the edit is recorded on the child and ``update_state`` returns the child's config. The parent is
 never changed. A thread whose checkpoint, or a run's input, is another task's state is refused
 (:class:`~graphs.time_travel.ForeignStateError`).
+
+A thread holds one task: a new input on a thread whose latest checkpoint holds a task is refused
+before anything is written (``InvalidInputError``: continue it with ``invoke(None, config)`` or
+use a new thread id), and a run that continues a thread with no checkpoint raises
+``UnknownTaskError`` naming the thread. ``update_state(..., as_node=...)`` whose edges send the
+unfinished task to ``END`` is refused (it would be left ``running`` with nothing next).
 """
 
 from __future__ import annotations
@@ -41,14 +47,16 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot, StateUpdate
 from pydantic import BaseModel
 
-from context import InvalidInputError, TaskContext, new_event, replay
+from context import InvalidInputError, TaskContext, UnknownTaskError, new_event, replay
 from context.events import EDITABLE_FIELDS, StateEdited
 from nodes.attempts import attempt_of
 
+from .project_errors import NoCheckpointError
 from .time_travel import (
     ForeignStateError,
     PastCheckpointError,
@@ -362,18 +370,19 @@ class TaskGraph(CompiledStateGraph):
         tid = conf.get("thread_id")
         if tid is None or self.checkpointer is None or self.taskctx_events is None or conf.get("checkpoint_ns"):
             return config, None  # no thread, no checkpoints, or a subgraph's run inside a parent's
-        if not (input is None or isinstance(input, Command)):
+        new_input = not (input is None or isinstance(input, Command))
+        if new_input:
             _check_owner(str(tid), input, "the run's input")
-        if (
-            "resume_token" in conf
-            or conf.get("__taskctx_not_resume")
-            or not (input is None or isinstance(input, Command))
-        ):
+        if new_input and "checkpoint_id" not in conf:
+            self._refuse_new_input(str(tid))
+        if "resume_token" in conf or conf.get("__taskctx_not_resume") or new_input:
             return config, str(tid)  # the caller decided (taskctx resume; run_graph(resume=False)), or a new input
         tup = self.checkpointer.get_tuple(
             {"configurable": {k: conf[k] for k in ("thread_id", "checkpoint_id") if k in conf}}
         )
         if tup is None:
+            if "checkpoint_id" not in conf:
+                self._refuse_unknown_thread(str(tid), input)
             return config, str(tid)
         _check_owner(str(tid), tup.checkpoint.get("channel_values"), "its checkpoint")
         cp = tup.config["configurable"].get("checkpoint_id")
@@ -385,6 +394,43 @@ class TaskGraph(CompiledStateGraph):
             ensure_sound(self.taskctx_stores or _LogOnly(self.taskctx_events), self.checkpointer, str(tid), full=False)
         conf.update(resume_token=uuid.uuid4().hex, resumed_from_checkpoint=cp)
         return {**(config or {}), "configurable": conf}, str(tid)
+
+    def _refuse_new_input(self, tid: str) -> None:
+        """Refuse a new input on thread ``tid`` when its latest checkpoint already holds a task.
+
+        LangGraph would start the graph again on the thread's state, over the task's event log:
+        refused before any checkpoint is written, so the task stays resumable.
+        """
+        tup = self.checkpointer.get_tuple({"configurable": {"thread_id": tid}})  # type: ignore[union-attr]
+        identity = (tup.checkpoint.get("channel_values") or {}).get("identity") if tup is not None else None
+        held = getattr(identity, "task_id", None) or (identity.get("task_id") if isinstance(identity, dict) else None)
+        if not held:
+            return
+        control = (tup.checkpoint.get("channel_values") or {}).get("control")  # type: ignore[union-attr]
+        status = getattr(control, "status", None) or "running"
+        go_on = (
+            f"task {held!r} has ended; "
+            if status in ("completed", "failed")
+            else f"to continue task {held!r} call invoke(None, config) (or Command(resume=...) when it waits for "
+            "an answer); "
+        )
+        raise InvalidInputError(
+            f"thread {tid!r} already holds task {held!r} ({status}); a new input would start the graph again "
+            f"over that task's event log, so nothing was run or written; {go_on}to start a new task use a new "
+            "thread_id (graphs.thread_config(<new task id>))"
+        )
+
+    def _refuse_unknown_thread(self, tid: str, input: Any) -> None:
+        """Refuse a resume (input ``None`` or a ``Command``) of a thread with no checkpoint."""
+        last = self.taskctx_events.last_seq(tid)
+        if last:
+            raise NoCheckpointError(tid, getattr(self.taskctx_stores, "path", "the event log"), last)
+        what = "invoke(None, config)" if input is None else "Command(resume=...)"
+        raise UnknownTaskError(
+            f"thread {tid!r} has no checkpoint and no task of that id has events, so {what} has nothing to continue; "
+            f"check the thread_id (taskctx list shows the tasks), or start a task on it with "
+            f"invoke(graphs.new_task(request, {tid!r}), config)"
+        )
 
     def _ended(self, tid: str | None, left: bool) -> None:
         """Remember where the run left thread ``tid`` (``left``), or forget it (the run failed)."""
@@ -445,11 +491,40 @@ class TaskGraph(CompiledStateGraph):
                 values = u.values if isinstance(u.values, dict) or u.values is None else dict(u.values)
                 if (tid := self._own_thread(config)) is not None:
                     _check_owner(tid, values, "update_state's values")
+                if u.as_node is not None and state.identity.task_id:
+                    self._refuse_stranding(state, _proposed(state, values) if values else state, u.as_node, snap.next)
                 row.append(
                     StateUpdate(record_edit(self.taskctx_events, state, values, u.as_node), u.as_node, u.task_id)
                 )
             out.append(row)
         return out
+
+    def _refuse_stranding(self, state: TaskContext, new: TaskContext, as_node: str, nxt: Sequence[str]) -> None:
+        """Refuse ``update_state(..., as_node=...)`` when the edges after ``as_node`` send the edited,
+        unfinished task to no node: LangGraph would leave it ``running`` with nothing to run next."""
+        builder = getattr(self, "builder", None)
+        if builder is None or as_node not in builder.nodes or new.control.status in ("completed", "failed"):
+            return
+        targets = [end for start, end in builder.edges if start == as_node]
+        for branch in builder.branches.get(as_node, {}).values():
+            try:
+                result = branch.path.invoke(new, {"callbacks": None})
+            except Exception:  # noqa: BLE001 - a router that needs more than the state: LangGraph decides
+                return
+            for r in result if isinstance(result, list | tuple) else [result]:
+                target = getattr(r, "node", r)
+                targets.append(branch.ends.get(target, target) if branch.ends else target)
+        if not targets and builder.nodes[as_node].ends:
+            return  # (a node routing with Command(goto=...): where it goes is not known ahead)
+        if any(t != END for t in targets):
+            return
+        waits = f"it would continue at {', '.join(map(repr, nxt))}" if nxt else "it has no next node now either"
+        raise InvalidInputError(
+            f"update_state(as_node={as_node!r}) would leave task {state.identity.task_id!r} running with no next "
+            f"node: the graph continues from the edges of {as_node!r} as if it had just run, and they send the task "
+            f"to END (the task has not finished); nothing was recorded; leave as_node out (the default: {waits}), "
+            f"or name the node whose edges lead where the task should go"
+        )
 
     def bulk_update_state(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> RunnableConfig:
         """LangGraph's ``bulk_update_state``, each update recorded or refused first."""

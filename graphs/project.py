@@ -9,7 +9,6 @@ commands are built on these.
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,13 +22,13 @@ from context import (
     UnknownTaskError,
     find_task,
 )
-from context.held_secrets import hold_secrets, secret_note
+from context.held_secrets import hold_secrets
 from context.pg_store import PgStores, is_postgres_url
-from context.secrets import take_secrets
 from nodes.runtime import DEFAULT_BUDGET
 
+from .arunner import AsyncProject, start_state
 from .diagnosis import ensure_sound
-from .orchestrator import build_orchestrator, new_task
+from .orchestrator import build_orchestrator
 from .project_errors import NoCheckpointError, UnregisteredTaskError
 from .project_views import DEFAULT_OUT, ProjectViews
 from .runner import ResumePoint, RunResult, Stores, run_with_approvals, thread_config
@@ -70,7 +69,7 @@ def _pending(request: dict[str, Any]) -> None:
     return None
 
 
-class Project(ProjectViews):
+class Project(ProjectViews, AsyncProject):
     """One taskctx database: the LangGraph checkpointer, the event/artifact stores and memory.
 
     ``path`` is a SQLite file (or ``:memory:``): checkpointer and stores share the file on
@@ -278,27 +277,12 @@ class Project(ProjectViews):
                 secret is not valid (:class:`MissingSecretError`: a state's placeholder has no value).
             LeaseHeldError: Another live process runs a task of this id (:mod:`context.lease`).
         """
-        given = {**self.secrets, **(secrets or {})}
-        if isinstance(request_or_task, TaskContext):
-            task, held = request_or_task, secrets_to_resume(request_or_task, given, {})
-            if task_id is not None and task_id != task.identity.task_id:
-                raise InvalidInputError(f"task_id {task_id!r} differs from the state's {task.identity.task_id!r}")
-        else:
-            request, held = take_secrets(request_or_task, given)
+        task, held = start_state(self, request_or_task, task_id, constraints, permissions, secrets)
         with hold_secrets(held):  # the values are sealed in everything stored, from the first event on
-            if not isinstance(request_or_task, TaskContext):
-                tid = task_id if task_id is not None else f"task-{uuid.uuid4().hex[:8]}"
-                notes = [secret_note(n) for n in held]
-                task = new_task(request, tid, constraints=[*(constraints or []), *notes], permissions=permissions)
-            tid = task.identity.task_id
-            if self.stores.events.last_seq(tid):
-                raise InvalidInputError(
-                    f"task {tid!r} already exists in {self.path}; resume it or pick another task id"
-                )
             return run_with_approvals(
                 graph,
                 self.stores,
-                tid,
+                task.identity.task_id,
                 task,
                 answer=approvals or _pending,
                 stop_after=max_steps,
@@ -371,6 +355,39 @@ class Project(ProjectViews):
         secrets: dict[str, str] | None = None,
     ) -> RunResult:
         """:meth:`resume` with the task's lease held."""
+        plan = self._resume_point(task_id, graph, budget, timeout, on_resume, secrets)
+        if isinstance(plan, RunResult):
+            return plan
+        g, done, checked, held = plan
+        with hold_secrets(held):
+            return run_with_approvals(
+                g,
+                self.stores,
+                task_id,
+                None,
+                answer=approvals or _pending,
+                stop_after=done + max_steps if max_steps else None,
+                resume=True,
+                on_event=on_event,
+                on_request=on_request,
+                prune=prune,
+                checked=checked,
+            )
+
+    def _resume_point(
+        self,
+        task_id: str,
+        graph: Any,
+        budget: int | None,
+        timeout: float | None,
+        on_resume: Callable[[ResumePoint], None] | None,
+        secrets: dict[str, str] | None = None,
+    ) -> RunResult | tuple[Any, int, Any, dict[str, str]]:
+        """What a resume continues: ``(graph, executor steps done, the checks' result, the secrets to hold)``.
+
+        Or the result of a finished task (nothing to run). Sync: ``aresume`` runs it in a worker thread.
+        A secret of the task without a value raises :class:`MissingSecretError` here, before anything runs.
+        """
         checked = ensure_sound(self.stores, self.checkpointer, task_id, full=False)
         has_events = bool(self.stores.events.last_seq(task_id))
         spec = checked.spec if has_events else find_task(self.stores, task_id).spec
@@ -396,20 +413,7 @@ class Project(ProjectViews):
         held = secrets_to_resume(state, {**self.secrets, **(secrets or {})})  # before anything runs
         if on_resume is not None:
             on_resume(ResumePoint(snap.config["configurable"].get("checkpoint_id"), done, tuple(snap.next)))
-        with hold_secrets(held):
-            return run_with_approvals(
-                g,
-                self.stores,
-                task_id,
-                None,
-                answer=approvals or _pending,
-                stop_after=done + max_steps if max_steps else None,
-                resume=True,
-                on_event=on_event,
-                on_request=on_request,
-                prune=prune,
-                checked=checked,
-            )
+        return g, done, checked, held
 
     def fork(
         self,

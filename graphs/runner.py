@@ -10,7 +10,6 @@ import collections
 import contextlib
 import itertools
 import json
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +32,8 @@ from nodes.prices import price_call, price_table
 
 from .checkpoint import PRUNE_EVERY, prune_thread
 from .costs import call_row, from_row
-from .diagnosis import REGISTERED_MARK, Checked, ensure_sound
+from .diagnosis import Checked, ensure_sound
+from .run_setup import RECURSION_LIMIT, run_config, thread_config, tools_steps
 
 if TYPE_CHECKING:  # (the graph runtime: imported when a graph runs, not by `taskctx inspect` or an export)
     from langgraph.graph.state import CompiledStateGraph
@@ -54,8 +54,6 @@ __all__ = [
     "tool_parameters",
 ]
 
-#: Supersteps one invocation may take (a 50-step replay takes ~170).
-RECURSION_LIMIT = 100_000
 #: The ``context.built`` events of a run that :attr:`RunResult.calls` keeps (the last ones; the
 #: rest are in the event log): a long run's memory does not grow with its calls.
 KEEP_CALLS = 100
@@ -100,13 +98,6 @@ class RunResult:
         return self.interrupts[0] if self.interrupts else None
 
 
-def _registered(stores: Any, task_id: str) -> bool:
-    try:
-        return stores.tasks.get(task_id) is not None
-    except TaskctxError:  # a damaged row: ensure_sound names it where it matters
-        return False
-
-
 @dataclass(frozen=True)
 class ResumePoint:
     """Where a resume continues a task: its latest checkpoint.
@@ -120,19 +111,6 @@ class ResumePoint:
     checkpoint_id: str | None
     executor_steps: int
     next_nodes: tuple[str, ...]
-
-
-def thread_config(task_id: str, **configurable: Any) -> dict[str, Any]:
-    """The LangGraph run config of a task's thread.
-
-    Args:
-        task_id: The task; its thread id.
-        **configurable: More ``configurable`` keys.
-
-    Returns:
-        ``{"configurable": {"thread_id": task_id, ...}, "recursion_limit": RECURSION_LIMIT}``.
-    """
-    return {"configurable": {"thread_id": task_id, **configurable}, "recursion_limit": RECURSION_LIMIT}
 
 
 def run_graph(
@@ -208,7 +186,7 @@ def _run_held(
     if checked is None and (resume or input is None or isinstance(input, Command)):
         # what is read back is checked before it is trusted (a long log: the bounded check, quick_diagnose)
         checked = ensure_sound(stores, graph.checkpointer, task_id, full=False)
-    config = _run_config(graph, stores, task_id, resume, checked)
+    config = run_config(graph, stores, task_id, resume, checked)
     stopped, calls, n_calls = _stream(graph, stores, task_id, input, config, stop_after, on_event, prune)
     snap = graph.get_state(thread_config(task_id))
     return RunResult(
@@ -220,28 +198,6 @@ def _run_held(
         interrupts=[] if stopped else [i.value for i in (snap.interrupts or ())],
         n_calls=n_calls,
     )
-
-
-def _run_config(
-    graph: CompiledStateGraph, stores: Stores, task_id: str, resume: bool | None, checked: Checked | None
-) -> dict[str, Any]:
-    """The run's config: the thread, a resume's token and checkpoint, the registered mark."""
-    extra: dict[str, Any] = {}
-    if resume:
-        snap = graph.get_state(thread_config(task_id))
-        if not snap.values:
-            raise UnknownTaskError(f"no task {task_id!r} in this database; check the task id and --db")
-        extra["resume_token"] = uuid.uuid4().hex
-        extra["resumed_from_checkpoint"] = snap.config.get("configurable", {}).get("checkpoint_id")
-    if checked is not None:  # the graph's own resume check (graphs.edits) is not run again
-        extra["__taskctx_checked"] = True
-    if resume is False:  # the caller says: not a resume (graphs.edits does not decide)
-        extra["__taskctx_not_resume"] = True
-    config = thread_config(task_id, **extra)
-    registered = checked.spec is not None if checked is not None else _registered(stores, task_id)
-    if registered:  # its checkpoints say so: doctor then misses a lost registry row
-        config["metadata"] = {REGISTERED_MARK: True}
-    return config
 
 
 def _stream(
@@ -287,7 +243,7 @@ def _stream(
                             n_calls += 1
                         if on_event:
                             on_event(e)
-                steps = _steps(update) if stop_after is not None else None
+                steps = tools_steps(update) if stop_after is not None else None
                 if steps is not None and stop_after is not None and steps >= stop_after:
                     stopped = True
                     break
@@ -299,16 +255,6 @@ def _stream(
     if prune:
         prune_thread(graph.checkpointer, task_id)
     return stopped, list(calls), n_calls
-
-
-def _steps(update: dict[str, Any]) -> int | None:
-    """The executor steps a ``tools`` node update reports (None: not a tools update)."""
-    if "tools" not in update:
-        return None
-    prog = (update["tools"] or {}).get("progress")
-    return (
-        prog.executor_steps if prog is not None and not isinstance(prog, dict) else (prog or {}).get("executor_steps")
-    )
 
 
 def pending_approval(graph: CompiledStateGraph, task_id: str) -> dict[str, Any] | None:

@@ -180,7 +180,7 @@ def describe(exc: BaseException, db: str, task_id: str | None = None, out: Path 
         )
     if isinstance(exc, LeaseHeldError):
         return (
-            f"task {exc.task_id!r} is being run by another process, {exc.holder}; nothing was run or recorded; "
+            f"task {exc.task_id!r} is being run by {exc.by_whom}, {exc.holder}; nothing was run or recorded; "
             f"wait for it to end (or stop it), then `{command_hint('resume', exc.task_id, db, out)}` "
             "(a holder that ended is taken over at once)"
         )

@@ -20,7 +20,7 @@ from ..runtime import NodeEnv, NodeRun
 from .node_steps import ATTEMPT, prologue, step_started
 from .role_node import Body, RoleNode, arun_body, run_body
 
-__all__ = ["guarded"]
+__all__ = ["failure_message", "guarded", "own_failure"]
 
 #: Exceptions a role node lets through (not a node failure): taskctx's own (budget, damaged store,
 #: a provider failure as ModelCallError: the CLI exits 3, nothing recorded), LangGraph's control
@@ -33,9 +33,41 @@ def _is_store_error(exc: BaseException) -> bool:
     return type(exc).__module__.split(".")[0] == "psycopg"
 
 
-def _own_failure(exc: Exception) -> bool:
-    """Whether ``exc`` is the node's own failure (recorded), not one it lets through (``_PASS_THROUGH``)."""
-    return not isinstance(exc, _PASS_THROUGH) and not _is_store_error(exc)
+def own_failure(exc: BaseException, *, os_errors: bool = False) -> bool:
+    """Whether ``exc`` is a node's own failure (recorded), not one it lets through.
+
+    Let through: taskctx's own errors, LangGraph's control flow (``GraphBubbleUp``: interrupts,
+    ``ParentCommand``), the store's errors (SQLite, psycopg), ``OSError`` (a role node's only I/O
+    is the store's) unless ``os_errors``, and anything that is not an ``Exception`` (a cancellation).
+
+    Args:
+        exc: What the node raised.
+        os_errors: Count an ``OSError`` (``ConnectionError``, ``FileNotFoundError``...) as the
+            node's own: a custom node's I/O is its own work.
+
+    Returns:
+        True when the failure is the node's own.
+    """
+    if not isinstance(exc, Exception) or _is_store_error(exc):
+        return False
+    if isinstance(exc, OSError):
+        return os_errors
+    return not isinstance(exc, _PASS_THROUGH)
+
+
+def failure_message(node: str, exc: BaseException) -> str:
+    """The message of a node's own failure: ``<node> node failed: <Type>: <text>``, at most 300 chars.
+
+    Args:
+        node: The node's (or role's) name.
+        exc: What it raised.
+
+    Returns:
+        The message (the text's whitespace collapsed; cut with ``...`` past 300 characters).
+    """
+    text = " ".join(str(exc).split())
+    message = f"{node} node failed: {type(exc).__name__}" + (f": {text}" if text else "")
+    return message if len(message) <= 300 else message[:297] + "..."
 
 
 def guarded(role: str, env: NodeEnv, body: Body) -> RoleNode:
@@ -64,7 +96,7 @@ def guarded(role: str, env: NodeEnv, body: Body) -> RoleNode:
         try:
             return run_body(body(state, config))
         except Exception as exc:
-            if not _own_failure(exc):
+            if not own_failure(exc):
                 raise
             return _record_failure(role, env, state, config, exc, att)
         finally:
@@ -76,7 +108,7 @@ def guarded(role: str, env: NodeEnv, body: Body) -> RoleNode:
         try:
             return await arun_body(body(state, config))
         except Exception as exc:
-            if not _own_failure(exc):
+            if not own_failure(exc):
                 raise
             return await asyncio.to_thread(_record_failure, role, env, state, config, exc, att)
         finally:
@@ -97,9 +129,7 @@ def _record_failure(
     pre: list[Event] = list(att["pre"]) if "pre" in att else prologue(run)[0]
     ctx = replay(pre, run.ctx)
     built: Event | None = att.get("built")
-    text = " ".join(str(exc).split())
-    message = f"{role} node failed: {type(exc).__name__}" + (f": {text}" if text else "")
-    message = message if len(message) <= 300 else message[:297] + "..."
+    message = failure_message(role, exc)
     if role == "executor" and ctx.plan.current_step_id is None:
         nxt = ctx.next_runnable_step()
         if nxt is not None:  # the step the failed attempt was starting

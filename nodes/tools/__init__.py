@@ -5,7 +5,7 @@ from .builtin import BUILTIN_TOOLS, READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA,
 from .langchain_tools import SIDE_EFFECTS_KEY, LangChainTools, message_text, side_effect_names
 from .node import TaskToolNode, make_tool_node
 from .parallel import DEFAULT_MAX_PARALLEL, run_at_once
-from .progress import PROGRESS_KINDS, ProgressKind, report_progress
+from .progress import PROGRESS_KINDS, ProgressKind, progress_scope, report_progress
 from .protocol import (
     CONTROL_TOOLS,
     Recovery,
@@ -52,6 +52,7 @@ __all__ = [
     "message_text",
     "normalize_answer",
     "parameters_of",
+    "progress_scope",
     "read_artifact",
     "report_progress",
     "run_at_once",

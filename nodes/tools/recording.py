@@ -14,7 +14,7 @@ from context.text import clean, from_bytes
 
 from ..runtime import NodeEnv, NodeRun
 from .builtin import READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
-from .progress import report_progress
+from .progress import progress_scope, report_progress
 from .protocol import ToolExecutor, ToolOutcome, parameters_of, scoped_execute, secrets_of
 
 __all__ = ["CallRecorder", "canonical_arguments"]
@@ -65,10 +65,11 @@ class CallRecorder:
         elif rec.tool == "search_history":
             out = search_history(self.env, run.task_id, args)
         else:
-            report_progress("tool.started", rec.id, rec.tool)
-            scopes, names = list(run.ctx.permissions.file_scopes), secrets_of(run.ctx)
-            out = scoped_execute(self.tools, rec.id, rec.tool, args, scopes, names)
-            report_progress("tool.finished", rec.id, rec.tool, status=out.status, output_chars=len(out.output))
+            with progress_scope():  # the stream writer, looked up once for the call and its output lines
+                report_progress("tool.started", rec.id, rec.tool)
+                scopes, names = list(run.ctx.permissions.file_scopes), secrets_of(run.ctx)
+                out = scoped_execute(self.tools, rec.id, rec.tool, args, scopes, names)
+                report_progress("tool.finished", rec.id, rec.tool, status=out.status, output_chars=len(out.output))
         self.record(run, rec, args, out, note)
 
     def record(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], out: ToolOutcome, note: str = "") -> None:

@@ -106,3 +106,15 @@ def test_a_memory_and_permission_edit_as_dicts_is_recorded() -> None:
     st = TaskContext.model_validate(g.get_state(cfg).values)
     assert st.memory.user_preferences == ["short answers"] and st.permissions.denied_tools == ["rm"]
     assert st == replay(stores.events.read("e3"))
+
+
+def test_the_docs_list_of_editable_fields_is_the_codes() -> None:
+    """docs/concepts/taskcontext.md lists exactly ``EDITABLE_FIELDS``, in ``editable_fields()`` order."""
+    import re
+
+    from graphs.edits import editable_fields
+
+    page = (Path(__file__).resolve().parents[2] / "docs/concepts/taskcontext.md").read_text(encoding="utf-8")
+    listed = page.split("<!-- editable-fields -->")[1].split("<!-- /editable-fields -->")[0]
+    assert re.findall(r"`([a-z_]+\.[a-z_]+)`", listed) == editable_fields().split(", ")
+    assert "identity.criteria_sources" in editable_fields().split(", ")

@@ -18,6 +18,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -173,7 +174,11 @@ def test_lease_rules(tmp_path: Path) -> None:
     me = socket.gethostname()
     # a live holder on this host (this test's own process, another token): refused, and so are appends
     _row(stores, LeaseHolder("live", me, os.getpid(), process_started(os.getpid()), "other", now, now + 60))
-    with pytest.raises(LeaseHeldError, match=rf"pid {os.getpid()} on host {me} \(last heartbeat 0 s ago\)"):
+    with pytest.raises(
+        LeaseHeldError,
+        match=rf"^task 'live' is being run by another run in this process, this "
+        rf"process \(pid {os.getpid()}, through another store on the same database, lease token other,",
+    ):
         with stores.leases.hold("live"):
             pass
     from context import new_event
@@ -196,7 +201,7 @@ def test_lease_rules(tmp_path: Path) -> None:
                 pass
             assert stores.leases.holder(task) == got
         assert stores.leases.holder(task) is None
-    with pytest.raises(LeaseHeldError, match="pid 1 on host elsewhere"):
+    with pytest.raises(LeaseHeldError, match="^task 'remote' is being run by another process, pid 1 on host elsewhere"):
         with stores.leases.hold("remote"):
             pass
     stores.close()
@@ -225,8 +230,9 @@ def test_the_heartbeat_renews_and_a_lost_lease_is_noticed(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("stores", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
 def test_a_second_holder_of_one_database_is_refused_and_appends_are_fenced(stores) -> None:
-    """SQLite and Postgres alike: a second process's leases (another TaskLeases of the same
-    database, as another process has) are refused while the first holds; released, it may take it."""
+    """SQLite and Postgres alike: a second store object's leases (another TaskLeases of the same
+    database, in this process) are refused while the first holds, naming this process; released,
+    it may take it."""
     from context import new_event
     from context.events import TaskCreated
 
@@ -234,10 +240,18 @@ def test_a_second_holder_of_one_database_is_refused_and_appends_are_fenced(store
     with stores.leases.hold("p1"):
         held = stores.leases.holder("p1")
         assert held is not None and held.pid == os.getpid() and held.token == stores.leases.token("p1")
-        assert held.expires == pytest.approx(held.heartbeat + 60.0)
-        with pytest.raises(LeaseHeldError, match=rf"^task 'p1' is being run by another process, pid {os.getpid()} "):
+        assert held.expires == pytest.approx(held.heartbeat + 60.0) and held.this_process()
+        with pytest.raises(LeaseHeldError) as ei:
             with other.hold("p1"):
                 pass
+        assert ei.value.same_process and ei.value.pid == os.getpid()
+        assert re.fullmatch(
+            rf"task 'p1' is being run by another run in this process, this process \(pid {os.getpid()}, through "
+            rf"another store on the same database, lease token {held.token[:8]}, last heartbeat \d+ s ago\): each "
+            r"store object \(SqliteStores, PgStores, open_project\) takes the task's lease on its own; run the task "
+            r"through one store \(one project\), one run at a time, or wait for the other run to end",
+            str(ei.value),
+        )
         e = new_event("task.created", TaskCreated(task_id="p1", original_request="x"), actor="user")
         assert [x.seq for x in stores.events.append("p1", [e])] == [1]  # the holder writes
     assert stores.leases.holder("p1") is None
@@ -247,3 +261,50 @@ def test_a_second_holder_of_one_database_is_refused_and_appends_are_fenced(store
         with pytest.raises(LeaseHeldError):  # a writer without the lease is fenced off
             stores.events.append("p1", [e2.model_copy(update={"seq": 2})])
     assert stores.events.last_seq("p1") == 1
+
+
+def test_a_sequence_conflict_names_the_writer_in_this_process_or_another(tmp_path: Path) -> None:
+    """The conflict's message says whether the log's last events came from this store object (two
+    runs at once), another store of this process, or another process."""
+    from context import SequenceConflictError, new_event
+    from context.events import TaskCreated
+
+    db = tmp_path / "w.sqlite"
+    a, b = SqliteStores(db), SqliteStores(db)
+
+    def created(seq: int) -> Any:
+        e = new_event("task.created", TaskCreated(task_id="w1", original_request="x"), actor="user")
+        return e.model_copy(update={"seq": seq})
+
+    a.events.append("w1", [created(1)])
+    tail = "is writing this task: run one writer per thread_id"
+    head = "task 'w1': event task.created has seq 1 but the log expects 2; "
+    with pytest.raises(SequenceConflictError) as ei:
+        a.events.append("w1", [created(1)])
+    assert str(ei.value) == (
+        f"{head}another run in this process (on the same store: e.g. two invoke/ainvoke of one thread_id at once) "
+        f"{tail}"
+    )
+    with pytest.raises(SequenceConflictError) as ei:
+        b.events.append("w1", [created(1)])
+    assert str(ei.value) == f"{head}another store of this process on the same database {tail}"
+    subprocess.run(  # another process appends seq 2
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+            from context.sqlite_store import SqliteStores
+            from context import new_event
+            from context.events import TaskCreated
+            s = SqliteStores({str(db)!r})
+            s.events.append("w1", [new_event("task.created", TaskCreated(task_id="w1", original_request="y"), actor="user")])
+            """),
+        ],
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    with pytest.raises(SequenceConflictError) as ei:
+        a.events.append("w1", [created(2)])
+    assert str(ei.value) == f"task 'w1': event task.created has seq 2 but the log expects 3; another process {tail}"
+    a.close()
+    b.close()
