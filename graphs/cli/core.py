@@ -54,6 +54,8 @@ __all__ = [
     "DbOpt",
     "DenyAllOpt",
     "OutOpt",
+    "PricedAsOpt",
+    "PricesOpt",
     "app",
     "budget_floor",
     "check_task_id",
@@ -68,6 +70,7 @@ __all__ = [
     "model_failed",
     "open_existing",
     "prepare_out",
+    "price_options",
     "record_stop",
     "state_dir",
 ]
@@ -85,6 +88,35 @@ DbOpt = Annotated[
     str, typer.Option("--db", help="SQLite file, or postgresql:// URL, of checkpoints, event log and artifacts.")
 ]
 OutOpt = Annotated[Path, typer.Option("--out", help="Folder the run is exported to (<out>/<task_id>/).")]
+PricesOpt = Annotated[
+    str | None,
+    typer.Option("--prices", metavar="FILE", help="Prices (USD per 1M tokens) over the list prices: TOML or JSON."),
+]
+PricedAsOpt = Annotated[
+    str | None,
+    typer.Option("--priced-as", metavar="MODEL", help="Price every call as this model (e.g. an offline run)."),
+]
+
+
+def price_options(prices: str | None, priced_as: str | None) -> dict[str, Any]:
+    """The price table of ``--prices`` and ``--priced-as``, checked before anything is read.
+
+    Args:
+        prices: ``--prices``: a TOML or JSON price file over the list prices, or None.
+        priced_as: ``--priced-as``: the model every call is priced as, or None.
+
+    Returns:
+        The table (model name -> :class:`nodes.prices.ModelPrice`), to pass as ``prices=``.
+
+    Raises:
+        InvalidInputError: The file is not a price table, or ``priced_as`` has no price in it
+            (the message names the model and the known ones).
+    """
+    from ..costs import check_priced_as, resolve_prices
+
+    table = resolve_prices(prices)
+    check_priced_as(priced_as, table)
+    return table
 
 
 #: exit status of bad input (a usage error, nothing run) and of a model provider failure (the

@@ -22,7 +22,7 @@ from ..inspection import TaskView, UnshowableTaskError
 from ..project import DEFAULT_DB
 from ..report.calls_text import render_calls, render_totals
 from ..report.hints import command_hint
-from .core import DbOpt, console, describe, err, fail, open_existing
+from .core import DbOpt, PricedAsOpt, PricesOpt, console, describe, err, fail, open_existing, price_options
 
 __all__ = ["inspect", "stop_line"]
 
@@ -48,17 +48,12 @@ def inspect(
             "with --json, print them as JSON.",
         ),
     ] = False,
-    prices: Annotated[
-        str | None,
-        typer.Option("--prices", metavar="FILE", help="Prices (USD per 1M tokens) over the list prices: TOML or JSON."),
-    ] = None,
-    priced_as: Annotated[
-        str | None,
-        typer.Option("--priced-as", metavar="MODEL", help="Price every call as this model (e.g. an offline run)."),
-    ] = None,
+    prices: PricesOpt = None,
+    priced_as: PricedAsOpt = None,
 ) -> None:
     """Print a task's state as a person reads it (read-only; a damaged log: a warning per finding first)."""
     try:
+        table = price_options(prices, priced_as)
         project = open_existing(db, readonly=True)
         try:
             try:
@@ -74,20 +69,20 @@ def inspect(
             for note in clock_notes(project.stores, task_id):  # noted, never damage
                 err.print(f"note: task {task_id}: {note}", markup=False)
             if calls:
-                _calls(project, task_id, as_json, prices, priced_as)
+                _calls(project, task_id, as_json, table, priced_as)
                 return
             if as_json:
                 assert view.state is not None
                 sys.stdout.write(view.state.model_dump_json(indent=2) + "\n")
                 return
-            _render(view, db, show_all, project.model_call_totals(task_id, prices=prices, priced_as=priced_as))
+            _render(view, db, show_all, project.model_call_totals(task_id, prices=table, priced_as=priced_as))
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         fail(describe(exc, db))
 
 
-def _calls(project: Any, task_id: str, as_json: bool, prices: str | None, priced_as: str | None) -> None:
+def _calls(project: Any, task_id: str, as_json: bool, prices: dict[str, Any], priced_as: str | None) -> None:
     """``--calls``: the table of the task's model calls and its totals, or (``--json``) the calls and totals as JSON."""
     found = project.model_calls(task_id, prices=prices, priced_as=priced_as)
     totals = call_totals(found)
