@@ -77,7 +77,7 @@ from .trajectory import (
     load_trajectory,
     parse_action,
 )
-from .usage import ProviderUsage
+from .usage import USAGE_FIELDS, ProviderUsage
 
 __all__ = [
     "AGENT_CLAIM",
@@ -86,6 +86,7 @@ __all__ = [
     "NOT_STARTED",
     "PAYLOAD_MODELS",
     "SEARCH_LIMIT",
+    "USAGE_FIELDS",
     "ApprovalRequest",
     "ArtifactNotFoundError",
     "ArtifactRef",
