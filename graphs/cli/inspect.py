@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from context import TaskctxError, call_totals
+from context import DamagedStoreError, TaskctxError, call_totals
 
 from ..costs import call_row
 from ..diagnosis import clock_notes
@@ -22,7 +22,18 @@ from ..inspection import TaskView, UnshowableTaskError
 from ..project import DEFAULT_DB
 from ..report.calls_text import render_calls, render_totals
 from ..report.hints import command_hint
-from .core import DbOpt, PricedAsOpt, PricesOpt, console, describe, err, fail, open_existing, price_options
+from .core import (
+    EXIT_BAD_INPUT,
+    DbOpt,
+    PricedAsOpt,
+    PricesOpt,
+    console,
+    describe,
+    err,
+    fail,
+    open_existing,
+    price_options,
+)
 
 __all__ = ["inspect", "stop_line"]
 
@@ -61,6 +72,13 @@ def inspect(
                 view = project.inspect(task_id, full=show_all or as_json)
             except UnshowableTaskError as exc:
                 _warn(task_id, exc.shown_findings)
+                if as_json and not calls:  # a script reads the damage in the JSON, not a traceback
+                    _json_damage(task_id, None, [*exc.shown_findings, exc.what], describe(exc, db))
+                raise
+            except DamagedStoreError as exc:
+                if as_json and not calls:
+                    found = [exc.what] if exc.problems == [str(exc)] else exc.problems
+                    _json_damage(task_id, None, found, describe(exc, db))
                 raise
             if not view.started:
                 _not_started(view, db, as_json)
@@ -73,6 +91,8 @@ def inspect(
                 return
             if as_json:
                 assert view.state is not None
+                if view.findings:
+                    _json_damage(task_id, view.state, view.findings, damaged_hint(task_id, db))
                 sys.stdout.write(view.state.model_dump_json(indent=2) + "\n")
                 return
             _render(view, db, show_all, project.model_call_totals(task_id, prices=table, priced_as=priced_as))
@@ -92,6 +112,27 @@ def _calls(project: Any, task_id: str, as_json: bool, prices: dict[str, Any], pr
         return
     render_calls(console, found)
     render_totals(console, totals)
+
+
+def damaged_hint(task_id: str, db: str) -> str:
+    """What to do about a task that is damaged but still shows (the ``damage.message`` of ``--json``)."""
+    return (
+        f"task {task_id!r} is damaged; run `{command_hint('doctor', task_id, db)}` for every finding; restore the "
+        "database from a backup, or start the task again under a new --task-id"
+    )
+
+
+def _json_damage(task_id: str, state: Any, findings: list[str], message: str) -> None:
+    """``inspect --json`` of a damaged task: the state with a ``damage`` field, then exit 2 (as doctor).
+
+    The JSON is the state's (``null`` when it cannot be shown) with ``damage``: ``findings`` (one
+    line each), ``inspectable`` (the state shown is the readable part) and ``message`` (what to do).
+    """
+    out = json.loads(state.model_dump_json()) if state is not None else {"task_id": task_id, "state": None}
+    out["damage"] = {"findings": list(findings), "inspectable": state is not None, "message": message}
+    sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    if state is not None:
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def _warn(task_id: str, findings: list[str]) -> None:
