@@ -14,17 +14,20 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
+from . import pg_server
 from .artifact_refs import make_ref, parse_ref, slice_lines
 from .db_schema import TASKCTX_TABLES, not_taskctx_message, schema_sql
 from .errors import (
     ArtifactNotFoundError,
     NotTaskctxDatabaseError,
     SequenceConflictError,
+    ServerLostError,
     StoreError,
     StoreOpenError,
 )
 from .events import Event
 from .lease import TaskLeases, fence
+from .pg_server import known_lost, lost_server_message, mark_lost, quiet_pool_reconnects, server_unreachable
 from .secrets import masked_bytes, masked_events
 from .sqlite_store import SqliteStores
 from .store import (
@@ -156,13 +159,14 @@ class _Pg:
                 f"cannot open the taskctx database at {self.path}: {' '.join(str(exc).split())}; "
                 "check the URL (postgresql://user[:password]@host:port/dbname) and that the server runs"
             ) from exc
+        quiet_pool_reconnects()
         self.pool = ConnectionPool(
             self.url,
             min_size=1,
             max_size=max_size,
             kwargs=kwargs,
             open=True,
-            timeout=30,
+            timeout=pg_server.SERVER_WAIT_SECONDS,
             check=ConnectionPool.check_connection if check else None,
             name="taskctx-store",
         )
@@ -172,16 +176,24 @@ class _Pg:
         psycopg = self._psycopg
         delay = 0.05
         for attempt in range(self.retries + 1):
+            if (cause := known_lost(self.url)) is not None:  # found lost before: no second wait
+                raise ServerLostError(lost_server_message(self.path, cause))
             try:
                 with self.pool.connection() as conn:
                     return fn(conn, attempt)
-            except self._pool_timeout as exc:  # every pooled connection busy: not a dropped one
+            except self._pool_timeout as exc:  # no connection within the wait: a lost server, or a busy pool
+                if (cause := server_unreachable(self.url)) is not None:
+                    mark_lost(self.url, cause)
+                    raise ServerLostError(lost_server_message(self.path, cause)) from exc
                 raise StoreError(
                     f"no free connection to {self.path}: all {self.pool.max_size} pooled connections stayed busy "
                     f"for {self.pool.timeout:g} s (or the server refuses new ones: check its max_connections)"
                 ) from exc
             except psycopg.OperationalError as exc:
                 if attempt >= self.retries:
+                    if (cause := server_unreachable(self.url)) is not None:
+                        mark_lost(self.url, cause)
+                        raise ServerLostError(lost_server_message(self.path, cause)) from exc
                     raise StoreError(
                         f"lost the connection to {self.path} {self.retries + 1} times: "
                         f"{' '.join(str(exc).split())}; check that the server runs"
