@@ -31,6 +31,7 @@ from .errors import (
     ModelConfigError,
     NotTaskctxDatabaseError,
     SequenceConflictError,
+    ServerLostError,
     StoreError,
     StoreOpenError,
     TaskctxError,
@@ -78,7 +79,7 @@ from .trajectory import (
     load_trajectory,
     parse_action,
 )
-from .usage import ProviderUsage
+from .usage import USAGE_FIELDS, ProviderUsage
 
 __all__ = [
     "AGENT_CLAIM",
@@ -87,6 +88,7 @@ __all__ = [
     "NOT_STARTED",
     "PAYLOAD_MODELS",
     "SEARCH_LIMIT",
+    "USAGE_FIELDS",
     "ApprovalRequest",
     "ArtifactNotFoundError",
     "ArtifactRef",
@@ -135,6 +137,7 @@ __all__ = [
     "RoleReport",
     "RoleTotals",
     "SequenceConflictError",
+    "ServerLostError",
     "SqliteStores",
     "StoreError",
     "StoreOpenError",

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .blocks import ManifestEntry
 from .events import Event
+from .usage import USAGE_FIELDS, ProviderUsage
 
 __all__ = ["CallCost", "CallTotals", "CallUsage", "ModelCall", "RoleTotals", "call_totals", "model_call", "model_calls"]
 
@@ -213,17 +214,14 @@ def model_call(e: Event, role_call: int) -> ModelCall:
 
 def _sum(calls: Sequence[ModelCall]) -> RoleTotals:
     priced = [c.cost.usd for c in calls if c.cost is not None and c.cost.usd is not None]
-    used = [c.usage for c in calls if c.usage is not None]
+    used = ProviderUsage.total(c.usage for c in calls if c.usage is not None)
     return RoleTotals(
         calls=len(calls),
         prompt_tokens=sum(c.prompt_tokens for c in calls),
         cached_prefix_tokens=sum(c.cached_prefix_tokens for c in calls),
         reply_tokens=sum(c.reply_tokens or 0 for c in calls),
-        usage_calls=len(used),
-        input_tokens=sum(u.input_tokens for u in used),
-        output_tokens=sum(u.output_tokens for u in used),
-        cache_read=sum(u.cache_read for u in used),
-        cache_creation=sum(u.cache_creation for u in used),
+        usage_calls=used.calls,
+        **{f: getattr(used, f) for f in USAGE_FIELDS},
         latency_ms=sum(c.latency_ms or 0 for c in calls),
         usd=round(sum(priced), 12) if priced else None,
         unpriced=len(calls) - len(priced),

@@ -19,6 +19,7 @@ __all__ = [
     "ModelConfigError",
     "NotTaskctxDatabaseError",
     "SequenceConflictError",
+    "ServerLostError",
     "StoreError",
     "StoreOpenError",
     "TaskctxError",
@@ -49,6 +50,14 @@ class ModelConfigError(InvalidInputError):
 
 class StoreError(TaskctxError):
     """The event log or the artifact store cannot be used."""
+
+
+class ServerLostError(StoreError):
+    """The database server went away during a command (it stopped, or the network did).
+
+    Everything recorded before is kept; the task continues with ``taskctx resume`` once the server
+    is back. The message is one line naming the server, the cause and that command.
+    """
 
 
 class StoreOpenError(StoreError):

@@ -75,15 +75,7 @@ def _on_context_built(ctx: TaskContext, e: Event) -> TaskContext:
             }
         )
     if b.usage:
-        u = ctx.progress.usage or ProviderUsage()
-        total = ProviderUsage(
-            calls=u.calls + 1,
-            input_tokens=u.input_tokens + b.usage.get("input_tokens", 0),
-            output_tokens=u.output_tokens + b.usage.get("output_tokens", 0),
-            cache_read=u.cache_read + b.usage.get("cache_read", 0),
-            cache_creation=u.cache_creation + b.usage.get("cache_creation", 0),
-            counted=u.counted + b.prompt_tokens,
-        )
+        total = (ctx.progress.usage or ProviderUsage()).plus(b.usage, counted=b.prompt_tokens)
         ctx = ctx.model_copy(update={"progress": ctx.progress.model_copy(update={"usage": total})})
     if b.delta_note is not None:
         note = TranscriptNote(at=len(ctx.evidence.recent_tool_calls), text=b.delta_note)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import LeaseHeldError
+from .errors import LeaseHeldError, ServerLostError
 
 __all__ = ["HEARTBEAT", "LEASE_TTL", "LeaseHolder", "TaskLeases", "fence", "process_started"]
 
@@ -36,6 +36,10 @@ __all__ = ["HEARTBEAT", "LEASE_TTL", "LeaseHolder", "TaskLeases", "fence", "proc
 LEASE_TTL = 60.0
 #: Seconds between two heartbeats of a held lease.
 HEARTBEAT = 10.0
+
+#: The tokens of leases this process ended without releasing their rows (the server was lost):
+#: such a row is taken over by this process at once, not after its expiry.
+_LEFT_BEHIND: set[str] = set()
 
 #: classid of the advisory lock a Postgres lease take holds (objid: a hash of the task id).
 _PG_LEASE_CLASS = 0x7A5D
@@ -98,6 +102,8 @@ class LeaseHolder:
     def gone(self, now: float) -> bool:
         """Whether this holder can be taken over: its process ended (this host) or its lease expired.
 
+        A row this very process left behind (its release skipped: the server was lost) is gone too.
+
         Args:
             now: The store's clock (seconds since the epoch).
 
@@ -106,7 +112,11 @@ class LeaseHolder:
         """
         if self.expires < now:
             return True
-        return self.host == socket.gethostname() and not _alive(self.pid, self.started)
+        if self.host != socket.gethostname():
+            return False
+        if self.token in _LEFT_BEHIND and self.pid == os.getpid():
+            return True  # this process's own, whose release could not be done (the server was lost)
+        return not _alive(self.pid, self.started)
 
     def this_process(self) -> bool:
         """Whether the holder is this process (another store object of it: its own token).
@@ -236,16 +246,23 @@ class TaskLeases:
                 )
                 held.thread.start()
             held.depth += 1
+        server_lost = False
         try:
             yield
+        except ServerLostError:  # no release to try: it would wait for the server again
+            server_lost = True
+            raise
         finally:
             with self._mutex:
                 held.depth -= 1
                 if held.depth == 0:
                     del self._held[task_id]
                     held.stop.set()
-                    with contextlib.suppress(Exception):  # an unreachable store: the lease expires by itself
-                        self._release(task_id, held.token)
+                    if server_lost:
+                        _LEFT_BEHIND.add(held.token)
+                    else:
+                        with contextlib.suppress(Exception):  # an unreachable store: the lease expires by itself
+                            self._release(task_id, held.token)
 
     def holder(self, task_id: str) -> LeaseHolder | None:
         """Who holds the task's lease now, gone or not.

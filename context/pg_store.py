@@ -14,22 +14,23 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from .artifact_refs import make_ref, parse_ref, slice_lines
+from . import pg_server
 from .db_schema import TASKCTX_TABLES, not_taskctx_message, schema_sql
 from .errors import (
-    ArtifactNotFoundError,
     NotTaskctxDatabaseError,
     SequenceConflictError,
+    ServerLostError,
     StoreError,
     StoreOpenError,
 )
 from .events import Event
 from .lease import TaskLeases, fence
 from .lineage import Lineage, chained, chained_count, lineage_of_row
-from .secrets import masked_bytes, masked_events
+from .pg_server import known_lost, lost_server_message, mark_lost, quiet_pool_reconnects, server_unreachable
+from .pg_tables import PgArtifactStore, PgTaskRegistry
+from .secrets import masked_events
 from .sqlite_store import SqliteStores
 from .store import (
-    checked_artifact,
     contiguous,
     duplicate_message,
     event_row,
@@ -37,16 +38,12 @@ from .store import (
     lenient_events,
     note_append,
     number_events,
-    packed,
-    registry_spec,
     row_event,
     writer_words,
 )
-from .text import json_text
 
 __all__ = [
     "APPLICATION_NAME",
-    "SCHEMA_LOCK",
     "SCHEMA_LOCK",
     "PgArtifactStore",
     "PgEventLog",
@@ -160,13 +157,14 @@ class _Pg:
                 f"cannot open the taskctx database at {self.path}: {' '.join(str(exc).split())}; "
                 "check the URL (postgresql://user[:password]@host:port/dbname) and that the server runs"
             ) from exc
+        quiet_pool_reconnects()
         self.pool = ConnectionPool(
             self.url,
             min_size=1,
             max_size=max_size,
             kwargs=kwargs,
             open=True,
-            timeout=30,
+            timeout=pg_server.SERVER_WAIT_SECONDS,
             check=ConnectionPool.check_connection if check else None,
             name="taskctx-store",
         )
@@ -176,16 +174,24 @@ class _Pg:
         psycopg = self._psycopg
         delay = 0.05
         for attempt in range(self.retries + 1):
+            if (cause := known_lost(self.url)) is not None:  # found lost before: no second wait
+                raise ServerLostError(lost_server_message(self.path, cause))
             try:
                 with self.pool.connection() as conn:
                     return fn(conn, attempt)
-            except self._pool_timeout as exc:  # every pooled connection busy: not a dropped one
+            except self._pool_timeout as exc:  # no connection within the wait: a lost server, or a busy pool
+                if (cause := server_unreachable(self.url)) is not None:
+                    mark_lost(self.url, cause)
+                    raise ServerLostError(lost_server_message(self.path, cause)) from exc
                 raise StoreError(
                     f"no free connection to {self.path}: all {self.pool.max_size} pooled connections stayed busy "
                     f"for {self.pool.timeout:g} s (or the server refuses new ones: check its max_connections)"
                 ) from exc
             except psycopg.OperationalError as exc:
                 if attempt >= self.retries:
+                    if (cause := server_unreachable(self.url)) is not None:
+                        mark_lost(self.url, cause)
+                        raise ServerLostError(lost_server_message(self.path, cause)) from exc
                     raise StoreError(
                         f"lost the connection to {self.path} {self.retries + 1} times: "
                         f"{' '.join(str(exc).split())}; check that the server runs"
@@ -420,126 +426,6 @@ class PgEventLog:
             ]
 
         return self._db.run(q)
-
-
-class PgArtifactStore:
-    """Content-addressed store of bytes (``artifact://sha256:<hex>``) on Postgres.
-
-    Secrets are masked at ``put`` as in :class:`context.sqlite_store.ArtifactStore`.
-    """
-
-    def __init__(self, db: _Pg):
-        self._db = db
-
-    def put(self, data: bytes | str) -> str:
-        """Store bytes with their secrets masked; bytes already there are not written again.
-
-        (``ON CONFLICT DO NOTHING``: they are masked and compressed again first.)
-
-        Args:
-            data: The bytes; a ``str`` is stored as UTF-8, losslessly (a lone surrogate as its
-                ``surrogatepass`` bytes: :func:`context.text.to_bytes`).
-
-        Returns:
-            The ref of what was stored (``artifact://sha256:<hex>`` of the masked bytes).
-        """
-        raw = masked_bytes(data)
-        ref = make_ref(raw)
-        self._db.run(
-            lambda conn, _: conn.execute(
-                "INSERT INTO taskctx_artifacts VALUES (%s, %s, %s) ON CONFLICT (digest) DO NOTHING",
-                (ref.digest, len(raw), packed(raw)),
-            )
-        )
-        return str(ref)
-
-    def _row(self, ref: str, col: str) -> tuple[Any, Any]:
-        r = parse_ref(ref)
-        row = self._db.run(
-            lambda conn, _: conn.execute(
-                f"SELECT {col} FROM taskctx_artifacts WHERE digest = %s", (r.digest,)
-            ).fetchone()
-        )
-        if row is None:
-            raise ArtifactNotFoundError(f"{ref} is not in the artifact store of {self._db.path}; check --db")
-        return r, row
-
-    def get(self, ref: str) -> bytes:
-        """The bytes stored for a ref (secrets masked at ``put``), or its line slice.
-
-        Args:
-            ref: ``artifact://sha256:<hex>``, optionally with ``#L<a>-<b>``.
-
-        Returns:
-            The bytes, or lines ``a..b`` of them.
-
-        Raises:
-            InvalidRefError: ``ref`` is not a ref.
-            ArtifactNotFoundError: Nothing is stored for it.
-            DamagedStoreError: The bytes stored do not match the ref's hash.
-        """
-        r, row = self._row(ref, "data, size")
-        data = checked_artifact(r, row[0], self._db.path, row[1])
-        return data if r.start is None else slice_lines(data, r.start, r.end or r.start)
-
-    def size(self, ref: str) -> int:
-        """The recorded size of a ref's bytes.
-
-        Args:
-            ref: The artifact ref.
-
-        Returns:
-            The size in bytes, as recorded at ``put``.
-
-        Raises:
-            ArtifactNotFoundError: Nothing is stored for it.
-        """
-        return int(self._row(ref, "size")[1][0])
-
-
-class PgTaskRegistry:
-    """How each task was started (JSON spec), so ``resume`` can rebuild the same graph."""
-
-    def __init__(self, db: _Pg):
-        self._db = db
-
-    def register(self, task_id: str, spec: dict[str, object]) -> None:
-        """Record (or replace) how a task was started.
-
-        Args:
-            task_id: The task.
-            spec: Its start spec (JSON-serialisable).
-        """
-        self._db.run(
-            lambda conn, _: conn.execute(
-                "INSERT INTO taskctx_tasks VALUES (%s, %s) ON CONFLICT (task_id) DO UPDATE SET spec = EXCLUDED.spec",
-                (task_id, json_text(spec, sort_keys=True)),
-            )
-        )
-
-    def get(self, task_id: str) -> dict[str, object] | None:
-        """How a task was started.
-
-        Args:
-            task_id: The task.
-
-        Returns:
-            Its spec, or None when it was not registered.
-
-        Raises:
-            DamagedStoreError: Its row is not a JSON object.
-        """
-        row = self._db.run(
-            lambda conn, _: conn.execute("SELECT spec FROM taskctx_tasks WHERE task_id = %s", (task_id,)).fetchone()
-        )
-        return None if row is None else registry_spec(task_id, row[0])
-
-    def task_ids(self) -> list[str]:
-        """Ids of the registered tasks, sorted."""
-        rows = self._db.run(
-            lambda conn, _: conn.execute("SELECT task_id FROM taskctx_tasks ORDER BY task_id").fetchall()
-        )
-        return [r[0] for r in rows]
 
 
 class PgStores:

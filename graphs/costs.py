@@ -10,16 +10,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from context import UnknownTaskError
+from context import InvalidInputError, UnknownTaskError
 from context.calls import ModelCall, model_calls
 from context.store import ArtifactStoreProtocol, EventLogProtocol
 from context.text import shown
-from nodes.prices import ModelPrice, load_prices, price_call, price_table
+from nodes.prices import ModelPrice, load_prices, price_call, price_for, price_table
 
 __all__ = [
     "CALL_FIELDS",
     "Prices",
     "call_row",
+    "check_priced_as",
     "from_row",
     "price_calls",
     "priced_calls",
@@ -42,7 +43,8 @@ def resolve_prices(prices: Prices) -> dict[str, ModelPrice]:
     """The price table ``prices`` names (:data:`Prices`).
 
     Args:
-        prices: None, a file's path, or overrides over the list prices.
+        prices: None, a file's path, overrides over the list prices, or a whole table (every value
+            a :class:`nodes.prices.ModelPrice`, as this returns it: taken as it is).
 
     Returns:
         The table.
@@ -52,7 +54,29 @@ def resolve_prices(prices: Prices) -> dict[str, ModelPrice]:
     """
     if isinstance(prices, str | Path):
         return load_prices(prices)
+    if prices and all(isinstance(v, ModelPrice) for v in prices.values()):
+        return dict(prices)
     return price_table(prices)
+
+
+def check_priced_as(priced_as: str | None, table: Mapping[str, ModelPrice]) -> None:
+    """Check that ``priced_as`` (``--priced-as``) has a price in ``table`` (:func:`nodes.prices.price_for`).
+
+    Args:
+        priced_as: The model every call is to be priced as, or None (nothing to check).
+        table: The price table.
+
+    Raises:
+        InvalidInputError: No entry fits the model; the message names it, the known models and
+            how to give its price.
+    """
+    if priced_as is None or price_for(priced_as, table) is not None:
+        return
+    raise InvalidInputError(
+        f"--priced-as {priced_as!r}: no price for this model; the known models are {', '.join(sorted(table))} "
+        f"(a dated name such as gpt-4o-2024-08-06 takes its base model's price); pick one, or give its price in "
+        f'a price file: --prices FILE with [models."{priced_as}"] input = ..., output = ... (USD per 1M tokens)'
+    )
 
 
 def priced_calls(
@@ -102,9 +126,11 @@ def price_calls(calls: list[ModelCall], prices: Prices = None, priced_as: str | 
         The calls, ``cost`` set.
 
     Raises:
-        InvalidInputError: ``prices`` is not a price table.
+        InvalidInputError: ``prices`` is not a price table, or ``priced_as`` has no price in it
+            (:func:`check_priced_as`).
     """
     table = resolve_prices(prices)
+    check_priced_as(priced_as, table)
     return [c.model_copy(update={"cost": price_call(c, table, priced_as=priced_as)}) for c in calls]
 
 

@@ -7,7 +7,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from context import StoreOpenError
+from context import ServerLostError, StoreOpenError, pg_server
+from context.pg_server import known_lost, lost_server_message, mark_lost, quiet_pool_reconnects, server_unreachable
 from context.pg_store import SCHEMA_LOCK, redact_url
 
 from .checkpoint import ThreadedAsyncSaver
@@ -22,7 +23,7 @@ try:  # optional: pip install 'taskctx[postgres]'
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row
-    from psycopg_pool import ConnectionPool
+    from psycopg_pool import ConnectionPool, PoolTimeout
 except ImportError:  # pragma: no cover - depends on the install
     PostgresSaver = object  # type: ignore[assignment,misc]
     psycopg = None  # type: ignore[assignment]
@@ -56,12 +57,24 @@ class RetryingPostgresSaver(ThreadedAsyncSaver, PostgresSaver):  # type: ignore[
             self.lock = contextlib.nullcontext()  # type: ignore[assignment]
 
     def _retry(self, fn: Callable[[], T]) -> T:
+        """``fn()``, retried on a dropped connection; a server that does not answer is one line.
+
+        A wait for a pooled connection that ran out (the pool's timeout,
+        :data:`context.pg_server.SERVER_WAIT_SECONDS`) is not retried: the server is asked
+        directly, and when it does not answer :class:`context.ServerLostError` names it.
+        """
         delay = 0.05
+        url = _conninfo(self.conn)
         for attempt in range(self.retries + 1):
+            if (cause := known_lost(url)) is not None:  # found lost before: no second wait
+                raise ServerLostError(lost_server_message(redact_url(url), cause))
             try:
                 return fn()
-            except psycopg.OperationalError:
-                if attempt >= self.retries:
+            except psycopg.OperationalError as exc:
+                if isinstance(exc, PoolTimeout) or attempt >= self.retries:
+                    if (cause := server_unreachable(url)) is not None:
+                        mark_lost(url, cause)
+                        raise ServerLostError(lost_server_message(redact_url(url), cause)) from exc
                     raise
                 self._retried[0] += 1
                 time.sleep(delay)
@@ -103,6 +116,11 @@ class RetryingPostgresSaver(ThreadedAsyncSaver, PostgresSaver):  # type: ignore[
         )
 
 
+def _conninfo(conn: Any) -> str:
+    """The URL of a pool or connection (a pool's ``conninfo``; a connection's ``info.dsn``)."""
+    return str(getattr(conn, "conninfo", None) or conn.info.dsn)
+
+
 def open_postgres_checkpointer(
     url: str, *, serde: Any = None, max_size: int = 4, check: bool = True, readonly: bool = False
 ) -> tuple[RetryingPostgresSaver, Any]:
@@ -139,6 +157,7 @@ def open_postgres_checkpointer(
         "application_name": CHECKPOINTER_APPLICATION_NAME,
         "connect_timeout": 10,
     }
+    quiet_pool_reconnects()
     if readonly:
         return _open_readonly(url, kwargs, serde=serde, max_size=max_size, check=check)
     return _open_and_set_up(url, kwargs, serde=serde, max_size=max_size, check=check)
@@ -155,7 +174,7 @@ def _open_readonly(
         max_size=max_size,
         kwargs=kwargs,
         open=False,
-        timeout=30,
+        timeout=pg_server.SERVER_WAIT_SECONDS,
         check=ConnectionPool.check_connection if check else None,
         name="taskctx-checkpointer",
     )
@@ -191,7 +210,7 @@ def _open_and_set_up(
                 max_size=max_size,
                 kwargs=kwargs,
                 open=True,
-                timeout=30,
+                timeout=pg_server.SERVER_WAIT_SECONDS,
                 check=ConnectionPool.check_connection if check else None,
                 name="taskctx-checkpointer",
             )

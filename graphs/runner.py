@@ -221,7 +221,10 @@ def _stream(
     lin = stores.events.lineage(task_id)
     kids = [c for c, _ in children_of(stores.events, task_id)]
     resumed = "resume_token" in config["configurable"]
-    root = root_run_config(task_id, resumed, answering, roles, (lin.parent, lin.fork_seq) if lin else None, kids)
+    answer = getattr(input, "resume", None) if answering else None
+    answers = answer.get("request_id") if isinstance(answer, dict) else None
+    fork = (lin.parent, lin.fork_seq) if lin else None
+    root = root_run_config(task_id, resumed, answering, roles, fork, kids, answers)
     config = {**config, **root, "metadata": {**root["metadata"], **config.get("metadata", {})}}
     seen = stores.events.last_seq(task_id)
     calls: collections.deque[Event] = collections.deque(maxlen=KEEP_CALLS)
@@ -229,7 +232,8 @@ def _stream(
     stopped = False
     supersteps = 0
     try:
-        with paused_runs_traced():  # an approval pause is traced as a pause, not an error
+        with paused_runs_traced() as tracer:  # an approval pause is traced as a pause, not an error
+            reviews: list[Event] = []
             for update in graph.stream(input, config, stream_mode="updates", durability="sync"):
                 supersteps += 1
                 if prune and supersteps % PRUNE_EVERY == 0:
@@ -243,10 +247,13 @@ def _stream(
                             n_calls += 1
                         if on_event:
                             on_event(e)
+                    reviews += [e for e in new if e.kind == "review.completed"]
                 steps = tools_steps(update) if stop_after is not None else None
                 if steps is not None and stop_after is not None and steps >= stop_after:
                     stopped = True
                     break
+            if tracer is not None and reviews:  # the verdict as LangSmith feedback on this root run
+                tracer.post_feedback(reviews[-1].payload)
     except BaseException:  # a run that stops on an error (a budget, a model failure) is pruned too
         if prune:
             with contextlib.suppress(Exception):  # the error that stopped the run is what matters

@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -29,6 +30,7 @@ __all__ = [
     "TRACE_COMMAND",
     "TRACE_KEYS",
     "TRACING_NOTICE",
+    "REVIEW_FEEDBACK_KEY",
     "PausedRunTracer",
     "paused_runs_traced",
     "root_run_config",
@@ -49,6 +51,7 @@ def root_run_config(
     roles: Iterable[str],
     lineage: tuple[str, int] | None = None,
     children: Iterable[str] = (),
+    answers: str | None = None,
 ) -> dict[str, Any]:
     """The root run's name, tags and metadata of one graph invocation of a task.
 
@@ -59,13 +62,15 @@ def root_run_config(
         roles: The graph's role nodes.
         lineage: A fork's parent task and fork seq (None: not a fork).
         children: The tasks forked from it so far.
+        answers: The approval request the invocation answers (its id), if known.
 
     Returns:
         ``{"run_name": "taskctx <command> <task>", "tags": [...], "metadata": {...}}``: the command
         is :data:`TRACE_COMMAND` (else ``resume`` or ``run``); tags ``command:<command>``,
         ``resume`` or ``start`` (``approval`` for an answer); metadata ``thread_id``,
         ``session_id`` (both the task id), ``command`` and ``roles``; a fork's also
-        ``parent_task_id`` and ``fork_seq`` (and the tag ``fork``), a parent's ``children``.
+        ``parent_task_id`` and ``fork_seq`` (and the tag ``fork``), a parent's ``children``; for an
+        answer, ``answers_request_id`` (the paused root's ``approval_request_ids`` holds the same id).
     """
     command = TRACE_COMMAND.get() or ("resume" if resume else "run")
     how = "approval" if answering else ("resume" if resume else "start")
@@ -77,8 +82,13 @@ def root_run_config(
     kids = sorted(children)
     if kids:
         meta["children"] = kids
+    if answers:
+        meta["answers_request_id"] = answers
     return {"run_name": f"taskctx {command} {task_id}", "tags": tags, "metadata": meta}
 
+
+#: The LangSmith feedback key of the reviewer's verdict.
+REVIEW_FEEDBACK_KEY = "review"
 
 #: The metadata keys every model run of a taskctx node carries.
 TRACE_KEYS = ("task_id", "step_id", "role", "budget", "prompt_tokens", "cached_prefix_tokens", "manifest")
@@ -191,6 +201,9 @@ class _OneNotice(logging.Filter):
         if record.levelno < logging.WARNING:
             return True
         msg = record.getMessage()
+        if msg.startswith("Error creating feedback") and record.exc_info:  # the review's feedback
+            self.say(_reason(str(record.exc_info[1])))
+            return False
         if msg.startswith("Failed to "):
             self.say(_reason(msg))
             self.failed.set()
@@ -307,8 +320,40 @@ class PausedRunTracer(LangChainTracer):
 
     Outputs ``{"paused": "waiting for approval" | "waiting for input", "requests": [...]}`` (for
     an approval: ``request_id, call_id, tool, risk``), tag ``paused:approval`` (or
-    ``paused:interrupt``), metadata ``approval_request_ids``. Every other error is traced as one.
+    ``paused:interrupt``), metadata ``approval_request_ids``; the root run of that invocation then
+    ends the same way (outputs ``{"paused": "paused for approval", "requests": [...]}``, status
+    ``paused``), not as the state it stopped at. Every other error is traced as one.
     """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        #: shared with the copies LangChain makes: ``paused`` (the invocation's pause, its outputs,
+        #: or None) and ``roots`` (the root runs ended so far, in order)
+        self.shared: dict[str, Any] = {"paused": None, "roots": []}
+
+    def copy_with_metadata_defaults(self, **kwargs: Any) -> LangChainTracer:
+        """LangChain's copy of this tracer for a run with its own metadata, sharing :attr:`shared`.
+
+        Args:
+            **kwargs: As LangChain passes them (``metadata``, ``tags``).
+
+        Returns:
+            The copy.
+        """
+        copy = super().copy_with_metadata_defaults(**kwargs)
+        if isinstance(copy, PausedRunTracer):
+            copy.shared = self.shared
+        return copy
+
+    @property
+    def paused(self) -> dict[str, Any] | None:
+        """The outputs of this invocation's pause, or None."""
+        return self.shared["paused"]
+
+    @property
+    def root_ids(self) -> list[UUID]:
+        """The root runs ended so far, in order."""
+        return self.shared["roots"]
 
     def on_chain_error(
         self, error: BaseException, *, inputs: dict[str, Any] | None = None, run_id: UUID, **kwargs: Any
@@ -334,12 +379,9 @@ class PausedRunTracer(LangChainTracer):
         values = [getattr(i, "value", i) for i in (error.args[0] if error.args else ())]
         approvals = [v for v in values if isinstance(v, dict) and v.get("type") == "approval"]
         requests = [{k: v.get(k) for k in ("request_id", "call_id", "tool", "risk")} for v in approvals]
-        run = self._get_run(run_id)
-        run.tags = [*(run.tags or []), "paused:approval" if approvals else "paused:interrupt"]
-        run.extra.setdefault("metadata", {})["status"] = "paused"
-        if approvals:
-            run.extra.setdefault("metadata", {})["approval_request_ids"] = [r["request_id"] for r in requests]
         outputs = {"paused": "waiting for approval" if approvals else "waiting for input", "requests": requests}
+        self.shared["paused"] = outputs  # the root run ends as this pause too
+        _mark_paused(self._get_run(run_id), outputs)
         return self.on_chain_end(outputs, inputs=inputs, run_id=run_id, **kwargs)
 
     def on_chain_end(self, outputs: dict[str, Any], *, run_id: UUID, **kwargs: Any):  # type: ignore[override]
@@ -355,11 +397,59 @@ class PausedRunTracer(LangChainTracer):
         """
         run = self._get_run(run_id)
         if run.parent_run_id is None:
+            self.root_ids.append(run_id)
+            if self.paused is not None and "stopped" not in (run.tags or []):
+                _mark_paused(run, self.paused)
+                outputs = {**self.paused, "paused": "paused for " + self.paused["paused"].removeprefix("waiting for ")}
             meta = run.extra.setdefault("metadata", {})
             control = outputs.get("control") if isinstance(outputs, dict) else None
             status = control.get("status") if isinstance(control, dict) else getattr(control, "status", None)
             meta.setdefault("status", status or "ended")
         return super().on_chain_end(outputs, run_id=run_id, **kwargs)
+
+    def post_feedback(self, review: dict[str, Any]) -> bool:
+        """Post the reviewer's verdict as LangSmith feedback on the last root run this tracer ended.
+
+        Key :data:`REVIEW_FEEDBACK_KEY`, score 1 (``approve``) or 0 (``revise``), ``value`` the
+        verdict, comment its summary, ``extra.issues`` its issues. A failed post is logged by
+        langsmith (and said once by :func:`tracing_session`); it never stops the run.
+
+        Args:
+            review: A ``review.completed`` payload (``verdict``, ``summary``, ``issues``).
+
+        Returns:
+            Whether the client took the feedback (False: no root run ended yet, or the post failed).
+        """
+        if not self.root_ids:
+            return False
+        root = self.root_ids[-1]
+        try:
+            with warnings.catch_warnings():  # the run's project is the client's own: no session_id to give
+                warnings.filterwarnings("ignore", message=".*without session_id", category=ls_utils.LangSmithWarning)
+                self.client.create_feedback(
+                    run_id=root,
+                    trace_id=root,
+                    key=REVIEW_FEEDBACK_KEY,
+                    score=1 if review["verdict"] == "approve" else 0,
+                    value=review["verdict"],
+                    comment=review.get("summary") or None,
+                    extra={"issues": list(review.get("issues") or [])},
+                    stop_after_attempt=1,
+                )
+        except Exception:  # noqa: BLE001 - langsmith logged it ("Error creating feedback"); the run goes on
+            return False
+        return True
+
+
+def _mark_paused(run: Any, outputs: dict[str, Any]) -> None:
+    """Tag ``run`` as paused (``paused:approval`` or ``paused:interrupt``), with status and request ids."""
+    approvals = outputs["paused"] == "waiting for approval"
+    tag = "paused:approval" if approvals else "paused:interrupt"
+    run.tags = [*(t for t in run.tags or [] if t != tag), tag]
+    meta = run.extra.setdefault("metadata", {})
+    meta["status"] = "paused"
+    if approvals:
+        meta["approval_request_ids"] = [r["request_id"] for r in outputs["requests"]]
 
 
 @contextmanager

@@ -38,7 +38,10 @@ class Ingest:
         return [json.loads(b) for (m, p, _h, b) in self.requests if m == "POST" and p.startswith("/feedback")]
 
     def runs(self) -> dict[str, dict[str, Any]]:
-        """run id -> {"post": {...}, "post.inputs": {...}, "patch": {...}, ...} from every multipart body."""
+        """run id -> {"post": {...}, "post.inputs": {...}, "patch": {...}, ...} from every multipart body.
+
+        A run's error (a part of its own) is also ``post["error"]``.
+        """
         runs: dict[str, dict[str, Any]] = {}
         for method, path, headers, body in self.requests:
             if method != "POST" or not path.startswith("/runs/multipart"):
@@ -65,6 +68,8 @@ class Ingest:
                         r[target].update(r[k])
                     else:
                         r[target] = r[k]
+            if "post.error" in r and isinstance(r.get("post"), dict):  # the error is a part of its own
+                r["post"]["error"] = r["post.error"]
         return runs
 
 

@@ -25,6 +25,7 @@ from context import (
     InvalidInputError,
     LeaseHeldError,
     ModelCallError,
+    ServerLostError,
     StoreOpenError,
     TaskctxError,
     UnknownTaskError,
@@ -96,8 +97,6 @@ SecretOpt = Annotated[
         "NAME=@FILE (repeatable); the agent writes {{secret:NAME}} and the tools get the value.",
     ),
 ]
-
-
 #: exit status of bad input (a usage error, nothing run) and of a model provider failure (the
 #: task is saved and resumable)
 EXIT_BAD_INPUT = 2
@@ -164,6 +163,8 @@ def describe(exc: BaseException, db: str, task_id: str | None = None, out: Path 
     """
     if isinstance(exc, BudgetError) and task_id:
         return _budget_line(exc, db, task_id, out)
+    if isinstance(exc, ServerLostError) and task_id:  # the command that continues, with this --db
+        return str(exc).replace("`taskctx resume TASK --db URL`", f"`{command_hint('resume', task_id, db)}`")
     if isinstance(exc, UnregisteredTaskError):
         return (
             f"task {exc.task_id!r} in {exc.path} has {exc.events} events but no task registry row: it was run "

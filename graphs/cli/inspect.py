@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from context import TaskctxError, call_totals
+from context import DamagedStoreError, TaskctxError, call_totals
 
 from ..costs import call_row
 from ..diagnosis import clock_notes
@@ -22,7 +22,16 @@ from ..inspection import TaskView, UnshowableTaskError
 from ..project import DEFAULT_DB
 from ..report.calls_text import render_calls, render_totals
 from ..report.hints import command_hint
-from .core import DbOpt, console, describe, err, fail, open_existing
+from .core import (
+    EXIT_BAD_INPUT,
+    DbOpt,
+    console,
+    describe,
+    err,
+    fail,
+    open_existing,
+)
+from .price_options import PricedAsOpt, PricesOpt, price_options
 
 __all__ = ["inspect", "stop_line"]
 
@@ -48,17 +57,12 @@ def inspect(
             "with --json, print them as JSON.",
         ),
     ] = False,
-    prices: Annotated[
-        str | None,
-        typer.Option("--prices", metavar="FILE", help="Prices (USD per 1M tokens) over the list prices: TOML or JSON."),
-    ] = None,
-    priced_as: Annotated[
-        str | None,
-        typer.Option("--priced-as", metavar="MODEL", help="Price every call as this model (e.g. an offline run)."),
-    ] = None,
+    prices: PricesOpt = None,
+    priced_as: PricedAsOpt = None,
 ) -> None:
     """Print a task's state as a person reads it (read-only; a damaged log: a warning per finding first)."""
     try:
+        table = price_options(prices, priced_as)
         project = open_existing(db, readonly=True)
         try:
             try:
@@ -66,6 +70,13 @@ def inspect(
                 view = project.inspect(task_id, full=show_all or as_json)
             except UnshowableTaskError as exc:
                 _warn(task_id, exc.shown_findings)
+                if as_json and not calls:  # a script reads the damage in the JSON, not a traceback
+                    _json_damage(task_id, None, [*exc.shown_findings, exc.what], describe(exc, db))
+                raise
+            except DamagedStoreError as exc:
+                if as_json and not calls:
+                    found = [exc.what] if exc.problems == [str(exc)] else exc.problems
+                    _json_damage(task_id, None, found, describe(exc, db))
                 raise
             if not view.started:
                 _not_started(view, db, as_json)
@@ -74,20 +85,22 @@ def inspect(
             for note in clock_notes(project.stores, task_id):  # noted, never damage
                 err.print(f"note: task {task_id}: {note}", markup=False)
             if calls:
-                _calls(project, task_id, as_json, prices, priced_as)
+                _calls(project, task_id, as_json, table, priced_as)
                 return
             if as_json:
                 assert view.state is not None
+                if view.findings:
+                    _json_damage(task_id, view.state, view.findings, damaged_hint(task_id, db))
                 sys.stdout.write(view.state.model_dump_json(indent=2) + "\n")
                 return
-            _render(view, db, show_all, project.model_call_totals(task_id, prices=prices, priced_as=priced_as))
+            _render(view, db, show_all, project.model_call_totals(task_id, prices=table, priced_as=priced_as))
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         fail(describe(exc, db))
 
 
-def _calls(project: Any, task_id: str, as_json: bool, prices: str | None, priced_as: str | None) -> None:
+def _calls(project: Any, task_id: str, as_json: bool, prices: dict[str, Any], priced_as: str | None) -> None:
     """``--calls``: the table of the task's model calls and its totals, or (``--json``) the calls and totals as JSON."""
     found = project.model_calls(task_id, prices=prices, priced_as=priced_as)
     totals = call_totals(found)
@@ -97,6 +110,27 @@ def _calls(project: Any, task_id: str, as_json: bool, prices: str | None, priced
         return
     render_calls(console, found)
     render_totals(console, totals)
+
+
+def damaged_hint(task_id: str, db: str) -> str:
+    """What to do about a task that is damaged but still shows (the ``damage.message`` of ``--json``)."""
+    return (
+        f"task {task_id!r} is damaged; run `{command_hint('doctor', task_id, db)}` for every finding; restore the "
+        "database from a backup, or start the task again under a new --task-id"
+    )
+
+
+def _json_damage(task_id: str, state: Any, findings: list[str], message: str) -> None:
+    """``inspect --json`` of a damaged task: the state with a ``damage`` field, then exit 2 (as doctor).
+
+    The JSON is the state's (``null`` when it cannot be shown) with ``damage``: ``findings`` (one
+    line each), ``inspectable`` (the state shown is the readable part) and ``message`` (what to do).
+    """
+    out = json.loads(state.model_dump_json()) if state is not None else {"task_id": task_id, "state": None}
+    out["damage"] = {"findings": list(findings), "inspectable": state is not None, "message": message}
+    sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    if state is not None:
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def _warn(task_id: str, findings: list[str]) -> None:

@@ -13,6 +13,7 @@ from context import DamagedStoreError, TaskctxError, UnknownTaskError, find_task
 from ..project import DEFAULT_DB, open_project
 from ..report.hints import command_hint, damage_line
 from ..report.page import write_report
+from .price_options import PricedAsOpt, PricesOpt, price_options
 
 __all__ = ["report_command"]
 
@@ -31,20 +32,15 @@ def report_command(
             help="Every tool call, manifest and event (a long run's page shows the first 100 and last 400).",
         ),
     ] = False,
-    prices: Annotated[
-        str | None,
-        typer.Option("--prices", metavar="FILE", help="Prices (USD per 1M tokens) over the list prices: TOML or JSON."),
-    ] = None,
-    priced_as: Annotated[
-        str | None,
-        typer.Option("--priced-as", metavar="MODEL", help="Price every call as this model (e.g. an offline run)."),
-    ] = None,
+    prices: PricesOpt = None,
+    priced_as: PricedAsOpt = None,
 ) -> None:
     """Write one static HTML page for a run: timeline, manifests, token and cost charts, approvals, errors.
 
     Reads the database read-only (nothing in it is created or changed); writes only the HTML file.
     """
     try:
+        table = price_options(prices, priced_as)
         if "://" not in db and not Path(db).exists():
             raise UnknownTaskError(f"no database at {db}; pass the --db the task was started with")
         project = open_project(db, readonly=True)  # only the HTML file is written
@@ -57,9 +53,7 @@ def report_command(
                         f"report yet; continue it with `{command_hint('resume', task_id, db)}`"
                     )
                 target = html or Path(".taskctx/runs") / task_id / "report.html"
-                out = write_report(
-                    project.stores, task_id, target, full=full, db=db, prices=prices, priced_as=priced_as
-                )
+                out = write_report(project.stores, task_id, target, full=full, db=db, prices=table, priced_as=priced_as)
             except DamagedStoreError as exc:  # one judgement with inspect and resume (graphs.diagnosis)
                 from ..diagnosis import judged
 

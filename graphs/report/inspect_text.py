@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from context import Event, TaskContext, all_errors, all_plan_steps, all_reports
+from context import Event, ProviderUsage, TaskContext, all_errors, all_plan_steps, all_reports
 from context.freshness import short_sha, stale_line
 from context.history import REVIEW_REPORTS_SINCE
 from context.text import escape_controls
@@ -373,13 +373,13 @@ def _usage(v: _View) -> None:
     if not reported:
         return
     v.h("Provider usage")
-    counted = sum(c["prompt_tokens"] for c in reported)
-    inp = sum(c["usage"]["input_tokens"] for c in reported)
+    t = ProviderUsage()
+    for c in reported:
+        t = t.plus(c["usage"], counted=c["prompt_tokens"])
     v.p(
-        f"{len(reported)} calls: {inp:,} input tokens reported vs {counted:,} counted ({inp - counted:+,}); "
-        f"cache read {sum(c['usage']['cache_read'] for c in reported):,}, "
-        f"cache write {sum(c['usage']['cache_creation'] for c in reported):,}, "
-        f"output {sum(c['usage']['output_tokens'] for c in reported):,}"
+        f"{t.calls} calls: {t.input_tokens:,} input tokens reported vs {t.counted:,} counted "
+        f"({t.input_tokens - t.counted:+,}); cache read {t.cache_read:,}, cache write {t.cache_creation:,}, "
+        f"output {t.output_tokens:,}"
     )
     for c in reported[-5:]:
         u = c["usage"]

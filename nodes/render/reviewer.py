@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from context import Finding, TaskContext
+from context.text import quote_name
 
 from ..runtime import NodeEnv, Rendered
 from .base import assemble, block, core_blocks, finding_blocks, memory_block, plan_text, plan_trust
@@ -92,7 +93,7 @@ class ReviewerRenderer:
             )
         )
         changed = ctx.progress.changed_artifacts
-        text = "## Changed artifacts\n" + ("\n".join(f"- {a}" for a in changed) or "(none recorded)")
+        text = "## Changed artifacts\n" + ("\n".join(f"- {quote_name(a)}" for a in changed) or "(none recorded)")
         cands.append(
             block(
                 env,

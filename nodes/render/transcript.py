@@ -17,7 +17,7 @@ from context.windows import DEGRADED_ARGS_CHARS, NARROW_CHECKPOINT_ITEMS, NARROW
 from .quoting import quote_agent, quote_external, quote_plan, tool_label
 from .reuse import reuse_spans
 
-__all__ = ["DIGEST_LINE_CHARS", "checkpoint_text", "delta_text", "entry_messages", "shown_output"]
+__all__ = ["DIGEST_LINE_CHARS", "MADE_UP_TOOL", "checkpoint_text", "delta_text", "entry_messages", "shown_output"]
 
 #: A digest entry shows at most this many chars of its output's last line (:func:`shown_output`).
 DIGEST_LINE_CHARS = 300
@@ -80,6 +80,14 @@ def checkpoint_text(ctx: TaskContext, *, narrow: bool = False) -> str | None:
     return "\n".join(lines)
 
 
+#: The name a transcript's tool call carries when the model's was not a tool name (:func:`tool_label`).
+MADE_UP_TOOL = "made_up_tool"
+
+
+def _call_name(tool: str) -> str:
+    return tool if tool_label(tool) == tool else MADE_UP_TOOL
+
+
 def entry_messages(rec: ToolCallRecord, body: str, *, degraded: bool = False) -> list[BaseMessage]:
     """One call as its AI tool-call message and its tool message, never one without the other.
 
@@ -108,7 +116,9 @@ def entry_messages(rec: ToolCallRecord, body: str, *, degraded: bool = False) ->
         # the executor's own earlier words, written after reading tool output: its claim, quoted (the
         # message's tool call names the call: no id in the source, fewer tokens)
         content=quote_agent(rec.thought, source="executor") if rec.thought else "",
-        tool_calls=[{"name": rec.tool, "args": arguments_dict(args), "id": rec.id, "type": "tool_call"}],
+        # a name that is not a tool name (a model made it up) never goes back as one: providers
+        # refuse it, and its text would reach the prompt unquoted
+        tool_calls=[{"name": _call_name(rec.tool), "args": arguments_dict(args), "id": rec.id, "type": "tool_call"}],
     )
     # the tool message answers its call (tool_call_id, and the tool is named there); the ref is
     # given once (a compressed body already ends with it), and only where the output is not

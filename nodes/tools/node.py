@@ -27,6 +27,7 @@ from .builtin import BUILTIN_TOOLS
 from .parallel import DEFAULT_MAX_PARALLEL, run_at_once
 from .protocol import ToolExecutor, check_arguments, run_off_loop, scoped_execute, secrets_of
 from .recording import CallRecorder, canonical_arguments
+from .tool_runs import start_tool_run
 from .toolset import executor_of
 
 __all__ = ["TaskToolNode", "make_tool_node"]
@@ -160,8 +161,9 @@ class TaskToolNode(CallRecorder, RunnableCallable):
         scopes = list(run.ctx.permissions.file_scopes)
         names = secrets_of(run.ctx)
         jobs = [partial(scoped_execute, self.tools, rec.id, rec.tool, args, scopes, names) for rec, args in batch]
-        for (rec, args), out in zip(batch, run_at_once(jobs, self.max_parallel), strict=True):
-            self.record(run, rec, args, out)
+        traced = [start_tool_run(run, rec, args) for rec, args in batch]
+        for (rec, args), out, t in zip(batch, run_at_once(jobs, self.max_parallel), traced, strict=True):
+            self.record(run, rec, args, out, traced=t)
 
     def handle(self, run: NodeRun, q: ApprovalQuestions, rec: ToolCallRecord) -> bool:
         """Run, refuse, recover or ask about one pending call.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from langchain_core.callbacks import CallbackManagerForToolRun
+
 from context import COMMAND_LIMIT, TaskContext, compress_tool_result
 from context.events import ErrorResolved, Event, FactStale, FileModified, PermissionEvent, ToolResultReceived
 from context.freshness import find_stale
@@ -16,6 +18,7 @@ from ..runtime import NodeEnv, NodeRun
 from .builtin import READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
 from .progress import progress_scope, report_progress
 from .protocol import ToolExecutor, ToolOutcome, parameters_of, scoped_execute, secrets_of
+from .tool_runs import end_tool_run, start_tool_run
 
 __all__ = ["CallRecorder", "canonical_arguments"]
 
@@ -60,6 +63,7 @@ class CallRecorder:
             args: Its arguments.
             note: A note that heads the result's summary (``""``: none).
         """
+        traced = start_tool_run(run, rec, args)
         if rec.tool == "read_artifact":
             out = read_artifact(self.env, args)
         elif rec.tool == "search_history":
@@ -70,9 +74,18 @@ class CallRecorder:
                 scopes, names = list(run.ctx.permissions.file_scopes), secrets_of(run.ctx)
                 out = scoped_execute(self.tools, rec.id, rec.tool, args, scopes, names)
                 report_progress("tool.finished", rec.id, rec.tool, status=out.status, output_chars=len(out.output))
-        self.record(run, rec, args, out, note)
+        self.record(run, rec, args, out, note, traced=traced)
 
-    def record(self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], out: ToolOutcome, note: str = "") -> None:
+    def record(
+        self,
+        run: NodeRun,
+        rec: ToolCallRecord,
+        args: dict[str, Any],
+        out: ToolOutcome,
+        note: str = "",
+        *,
+        traced: CallbackManagerForToolRun | None = None,
+    ) -> None:
         """Commit a call's outcome in one batch.
 
         The batch: ``tool.result.received`` (the raw output in the artifact store, which masks secrets;
@@ -80,6 +93,7 @@ class CallRecorder:
         the call changed, the ``error.resolved`` events of :meth:`resolutions` on success, and with
         freshness the ``fact.stale`` events of :meth:`stale_events`. An output that cannot be stored
         or compressed is an ``error`` result naming the exception, so the call is never run again.
+        Once committed, the call's tool run (:mod:`nodes.tools.tool_runs`) ends with the result.
 
         Args:
             run: This node run.
@@ -87,7 +101,9 @@ class CallRecorder:
             args: Its arguments.
             out: What the tool returned.
             note: A note that heads the summary (``""``: none).
+            traced: The call's tool run, started when the call started (None: start it now).
         """
+        traced = traced or start_tool_run(run, rec, args)
         try:
             ref = self.env.artifacts.put(out.output)  # any str (context.text.to_bytes), secrets masked
             stored = clean(from_bytes(self.env.artifacts.get(ref)))  # prompts get U+FFFD for a lone surrogate
@@ -132,6 +148,7 @@ class CallRecorder:
         if self.env.freshness:
             batch += self.stale_events(run, before, reads, written, out.head)
         run.commit(batch)
+        end_tool_run(traced, "ok" if out.status == "ok" else "error", summary, ref, len(out.output), comp.compressed)
 
     def changed_by_command(self, ctx: TaskContext, modified: list[str], written: dict[str, str]) -> dict[str, str]:
         """The files of the task's world a call with side effects changed without saying so.
@@ -268,6 +285,7 @@ class CallRecorder:
             risk: The call's risk level.
         """
         self.store_arguments(rec)
+        traced = start_tool_run(run, rec, args)
         run.commit(
             [
                 run.make(
@@ -284,6 +302,7 @@ class CallRecorder:
                 ),
             ]
         )
+        end_tool_run(traced, status, summary)
 
     def grant(
         self, run: NodeRun, rec: ToolCallRecord, args: dict[str, Any], risk: RiskLevel, reason: str, actor: str

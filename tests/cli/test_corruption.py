@@ -563,3 +563,50 @@ def test_doctor_compares_the_checkpoint_with_a_damaged_log_too(copy_of: str, tmp
         "  - checkpoint: its state differs from the fold of the log's readable rows up to seq 13 in identity, which "
         "the rows left out (tool.result.received) do not change: the log or the checkpoint was changed outside taskctx",
     ]
+
+
+@pytest.mark.parametrize("damage", ["unknown kind", "unreadable payload"])
+def test_inspect_json_carries_the_damage_and_exits_as_doctor(copy_of: str, damage: str) -> None:
+    """``inspect --json`` of a damaged task: the damage is a field of the JSON (the findings, whether
+    the state shown is the readable part, what to do) and the exit code is doctor's (2); a sound
+    task's JSON has no such field and exits 0."""
+    import json
+
+    db = copy_of
+    sound = _invoke(["inspect", "cor-1", "--db", db, "--json"])
+    assert sound.exit_code == 0 and "damage" not in json.loads(sound.stdout)
+    assert _invoke(["doctor", "cor-1", "--db", db]).exit_code == 0
+    if damage == "unreadable payload":
+        if "://" in db:
+            pytest.skip("a payload that is not JSON: the SQLite text column only")
+        _sql("UPDATE taskctx_events SET payload = '{not json' WHERE seq = 7")(db)
+        what = "event seq 7 (tool.result.received) has a payload that is not JSON"
+    else:
+        _sql("UPDATE taskctx_events SET kind = 'bogus.kind' WHERE seq = 7")(db)
+        what = "event seq 7 has an unknown kind 'bogus.kind'"
+    doctor = _invoke(["doctor", "cor-1", "--db", db])
+    res = _invoke(["inspect", "cor-1", "--db", db, "--json"])
+    assert res.exit_code == doctor.exit_code == 2
+    assert "Traceback" not in res.output and isinstance(res.exception, SystemExit)
+    out = json.loads(res.stdout)
+    if damage == "unknown kind":
+        assert out["identity"]["task_id"] == "cor-1" and out["events"]["cursor"] > 7  # the readable part
+        assert out["damage"] == {
+            "findings": [f"event log: {what}"],
+            "inspectable": True,
+            "message": f"task 'cor-1' is damaged; run `taskctx doctor cor-1{_db_opt(db)}` for every finding; "
+            "restore the database from a backup, or start the task again under a new --task-id",
+        }
+        assert res.stderr == f"warning: task cor-1 is damaged: event log: {what}\n"
+    else:
+        line = (
+            f"task 'cor-1': the event log is damaged: {what}; run `taskctx doctor cor-1{_db_opt(db)}` for every "
+            "finding; restore the database from a backup, or start the task again under a new --task-id; "
+            "inspect cannot show it either"
+        )
+        assert out == {
+            "task_id": "cor-1",
+            "state": None,
+            "damage": {"findings": [f"event log: {what}"], "inspectable": False, "message": line},
+        }
+        assert res.stderr.splitlines()[-1] == f"error: {line}"

@@ -113,7 +113,7 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
     runs = langsmith_loopback.runs()
     assert runs, "nothing was posted to the loopback LangSmith"
     assert not no_remote_network, f"connections beyond loopback were attempted: {no_remote_network}"
-    assert all(path.startswith(("/info", "/runs")) for (_m, path, _h, _b) in langsmith_loopback.requests)
+    assert all(path.startswith(("/info", "/runs", "/feedback")) for (_m, path, _h, _b) in langsmith_loopback.requests)
     # The client authenticated with the key, which never appears in a posted body.
     posts = [h for (m, _p, h, _b) in langsmith_loopback.requests if m == "POST"]
     assert posts and all({k.lower(): v for k, v in h.items()}.get("x-api-key") == API_KEY for h in posts)
@@ -169,11 +169,12 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
     for n in nodes:
         assert meta[n]["role"] == post[n]["name"] and meta[n]["thread_id"] == "ls-1"
     model_runs = []
+    tool_runs: list[str] = []
     for n in nodes:
         kids = [k for k in children.get(n, []) if not post[k]["name"].startswith("after_")]
         role = post[n]["name"]
         if role == "tools":
-            assert kids == [], "the tool node must not trace its tools' raw output"
+            tool_runs.extend(kids)
             continue
         assert [post[k]["name"] for k in kids] == [f"{role}.model"]
         k = kids[0]
@@ -217,6 +218,44 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
         if k != rev[0]
         for g in runs[k]["post.outputs"]["generations"][0]
     )
+
+    # One tool run per tool call, under its tools run: the tool's name, its arguments, and the
+    # result as the event log records it (the compressed summary and the ref), no error.
+    results = {e.payload["call_id"]: e.payload for e in events if e.kind == "tool.result.received"}
+    assert [(post[t]["name"], post[t]["run_type"], sorted(post[t]["tags"])) for t in tool_runs] == [
+        ("list_dir", "tool", ["command:run", "seq:step:1", "start", "tool:list_dir"]),  # (the root's tags too)
+        ("run_build", "tool", ["command:resume", "resume", "seq:step:1", "tool:run_build"]),
+    ]
+    assert [post[t]["parent_run_id"] for t in tool_runs] == [n for n in nodes if post[n]["name"] == "tools"]
+    assert [runs[t]["post.inputs"] for t in tool_runs] == [{}, {}]
+    assert [(meta[t]["call_id"], meta[t]["step_id"], meta[t]["task_id"]) for t in tool_runs] == [
+        ("c-ls", "s1", "ls-1"),
+        ("c-build", "s2", "ls-1"),
+    ]
+    for t, cid in zip(tool_runs, ["c-ls", "c-build"], strict=True):
+        r = results[cid]
+        assert runs[t]["post.outputs"] == {
+            "output": {
+                "status": "ok",
+                "summary": r["result_summary"],
+                "raw_ref": r["raw_ref"],
+                "raw_chars": r["raw_chars"],
+                "compressed": r["compressed"],
+            }
+        }
+    assert results["c-build"]["compressed"] and results["c-build"]["raw_ref"] in results["c-build"]["result_summary"]
+    # The reviewer's verdict is feedback on the root run of the invocation that reviewed.
+    (review,) = [e.payload for e in events if e.kind == "review.completed"]
+    (fb,) = langsmith_loopback.feedback()
+    assert (fb["run_id"], fb["trace_id"], fb["key"], fb["score"], fb["value"]) == (
+        roots[1],
+        roots[1],
+        "review",
+        1,
+        "approve",
+    )
+    assert fb["comment"] == review["summary"] == "the build finishes"
+    assert fb["extra"] == {"issues": []}
 
     # Artifacts stay out: the big log's middle (left out by compression) is nowhere in the trace,
     # its ref and its compressed summary are.
@@ -619,11 +658,20 @@ def test_an_approval_pause_is_traced_as_a_pause_not_an_error(
         (rid for rid, p in post.items() if not p.get("parent_run_id")), key=lambda r: post[r]["dotted_order"]
     )
     assert [post[r]["name"] for r in roots] == ["taskctx run ls-ap", "taskctx run ls-ap"]
-    assert [sorted(post[r]["tags"]) for r in roots] == [["command:run", "start"], ["approval", "command:run"]]
+    assert [sorted(post[r]["tags"]) for r in roots] == [
+        ["command:run", "paused:approval", "start"],
+        ["approval", "command:run"],
+    ]
     meta = {rid: (r.get("post.extra") or {}).get("metadata", {}) for rid, r in runs.items()}
-    # the roots carry the task's status (the paused tools run carries "paused")
-    assert [meta[r]["status"] for r in roots] == ["running", "completed"]
+    # the first root is the pause (not the state it stopped at), the second answers it
+    assert [meta[r]["status"] for r in roots] == ["paused", "completed"]
     assert [meta[r].get("thread_id") for r in roots] == ["ls-ap", "ls-ap"]
+    assert runs[roots[0]]["post.outputs"] == {
+        "paused": "paused for approval",
+        "requests": [{"request_id": request_id, "call_id": "c-build", "tool": "run_build", "risk": "medium"}],
+    }
+    assert [meta[r].get("approval_request_ids") for r in roots] == [[request_id], None]
+    assert [meta[r].get("answers_request_id") for r in roots] == [None, request_id]
     # no run of either trace is an error
     assert [p["name"] for p in post.values() if p.get("error")] == []
     tools = [rid for rid, p in post.items() if p["name"] == "tools" and p["trace_id"] == post[roots[0]]["id"]]
@@ -680,6 +728,108 @@ def test_a_rejected_approval_pause_is_traced_as_a_pause_and_the_rejection_is_no_
     post = {rid: r["post"] for rid, r in runs.items()}
     assert [p["name"] for p in post.values() if p.get("error")] == []
     paused = [rid for rid, p in post.items() if "paused:approval" in (p.get("tags") or [])]
-    assert [post[r]["name"] for r in paused] == ["tools"]
-    meta = (runs[paused[0]].get("post.extra") or {}).get("metadata", {})
+    paused.sort(key=lambda r: post[r]["dotted_order"])
+    assert [post[r]["name"] for r in paused] == ["taskctx run ls-rj", "tools"]  # the root ends as its pause
+    meta = (runs[paused[1]].get("post.extra") or {}).get("metadata", {})
     assert meta["approval_request_ids"] == [request_id]
+
+
+class FailingTools(BuildTools):
+    def execute(self, call_id: str, tool: str, arguments: dict[str, Any]) -> Any:
+        from nodes import ToolOutcome
+
+        if tool == "run_build":
+            return ToolOutcome("error", "make: *** [all] Error 2\n", "command")
+        return super().execute(call_id, tool, arguments)
+
+
+def test_a_tool_error_is_an_errored_tool_run(langsmith_loopback: Ingest, no_remote_network: list[Any]) -> None:
+    """A tool whose result is an ``error``: its tool run carries the error (the recorded summary);
+    the ``list_dir`` run beside it none."""
+    from langchain_core.tracers.langchain import wait_for_all_tracers
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from context import SqliteStores
+    from graphs import build_orchestrator, checkpoint_serde, new_task
+    from graphs.runner import run_graph
+    from nodes import ScriptedChatModel
+    from nodes.testing import complete, plan, review, tool_call
+
+    model = ScriptedChatModel(
+        script={
+            "planner": [plan("Build it", goal="the project builds", criteria=["the build finishes"])],
+            "executor": [
+                tool_call("list_dir", {"path": "."}, id="c-ls"),
+                tool_call("run_build", {"target": "all"}, id="c-build"),
+                complete("the build failed"),
+            ],
+            "reviewer": [review("revise", "the build fails", issues=["make exits 2"])],
+        }
+    )
+    stores = SqliteStores(":memory:")
+    graph = build_orchestrator(
+        model, tools=FailingTools(), checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores
+    )
+    run_graph(graph, stores, "ls-er", new_task("Build the project.", "ls-er"), stop_after=4)
+    wait_for_all_tracers()
+    events = stores.events.read("ls-er")
+    results = {e.payload["call_id"]: e.payload for e in events if e.kind == "tool.result.received"}
+    runs = langsmith_loopback.runs()
+    tools = sorted(
+        (r for r in runs.values() if r["post"]["run_type"] == "tool"), key=lambda r: r["post"]["dotted_order"]
+    )
+    assert [(r["post"]["name"], r["post.inputs"]) for r in tools] == [
+        ("list_dir", {"path": "."}),
+        ("run_build", {"target": "all"}),
+    ]
+    summary = results["c-build"]["result_summary"]
+    errors = [r["post"].get("error") for r in tools]
+    assert errors[0] is None and errors[1].startswith(f"ToolException({summary!r})")  # (then LangChain's trace)
+    assert results["c-build"]["status"] == "error"
+    assert "outputs" not in tools[1]["post"] and not tools[1].get("post.outputs")
+    assert langsmith_loopback.feedback() == []  # the task ended on its errors: no review, no feedback
+
+
+def test_a_revise_verdict_is_feedback_with_score_0(langsmith_loopback: Ingest) -> None:
+    from uuid import uuid4
+
+    from graphs.tracing import PausedRunTracer
+
+    tracer = PausedRunTracer()
+    root = uuid4()
+    tracer.root_ids.append(root)
+    assert tracer.post_feedback({"verdict": "revise", "summary": "the build fails", "issues": ["make exits 2"]})
+    (f,) = langsmith_loopback.feedback()
+    assert (f["run_id"], f["trace_id"], f["key"], f["score"], f["value"], f["comment"], f["extra"]) == (
+        str(root),
+        str(root),
+        "review",
+        0,
+        "revise",
+        "the build fails",
+        {"issues": ["make exits 2"]},
+    )
+
+
+def test_feedback_to_a_refused_endpoint_is_said_once_and_the_run_goes_on(
+    fresh_langsmith: pytest.MonkeyPatch, refused_endpoint: str
+) -> None:
+    """The reviewer's feedback to a LangSmith that refuses connections: no exception, one
+    ``tracing:`` line naming the endpoint and the cause."""
+    from uuid import uuid4
+
+    from graphs.tracing import PausedRunTracer, tracing_session
+
+    for k in ("LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING_V2", "LANGSMITH_USE_DAEMON"):
+        fresh_langsmith.delenv(k, raising=False)
+    fresh_langsmith.setenv("LANGSMITH_TRACING", "true")
+    fresh_langsmith.setenv("LANGSMITH_ENDPOINT", refused_endpoint)
+    fresh_langsmith.setenv("LANGSMITH_API_KEY", API_KEY)
+    said: list[str] = []
+    with tracing_session(notify=said.append, flush_seconds=0.5) as client:
+        tracer = PausedRunTracer(client=client)
+        assert tracer.post_feedback({"verdict": "approve", "summary": "ok"}) is False  # no root run yet
+        tracer.root_ids.append(uuid4())
+        assert tracer.post_feedback({"verdict": "approve", "summary": "ok"}) is False
+    assert len(said) == 1 and said[0].startswith(f"tracing: LangSmith at {refused_endpoint} did not take the trace (")
+    assert "connection refused" in said[0]
