@@ -26,6 +26,7 @@ PACKAGES = [
     "graphs.bench",
     "graphs.eval",
     "graphs.demo",
+    "graphs.middleware",
     "graphs.report",
 ]
 

@@ -133,7 +133,7 @@ def test_no_constraints_is_never_presented_as_a_complete_list() -> None:
 def test_taskctx_run_takes_constraints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    import graphs.cli.tasks as tasks
+    import graphs.arunner as tasks  # where a run's request becomes a task (start_state)
     from graphs.cli import app
 
     seen: dict[str, object] = {}

@@ -18,14 +18,18 @@ from nodes.testing import complete, plan, recover, review, tool_call
 
 TEST_ARGV = ["python", "-m", "unittest", "-q", "test_limit.py"]
 TEST_PY = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_limit(self):\n        self.assertIn('10m', open('limit.txt').read())\n"
+#: The same test, with 120 lines of output before it fails: its latest run is a large block.
+NOISY_TEST_PY = TEST_PY.replace(
+    "    def test_limit(self):\n", "    def test_limit(self):\n        print('\\n'.join(f'checked case {i}: limit' for i in range(120)))\n"
+)
 PATCH = "--- a/limit.txt\n+++ b/limit.txt\n@@ -1 +1 @@\n-limit = 1m\n+limit = 10m\n"
 
 
-def _run(tmp_path: Path, executor: list, *, policies=None, reviewer=None, budget: int = 8000):
+def _run(tmp_path: Path, executor: list, *, policies=None, reviewer=None, budget: int = 8000, test_py: str = TEST_PY):
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "limit.txt").write_text("limit = 1m\n")
-    (ws / "test_limit.py").write_text(TEST_PY)
+    (ws / "test_limit.py").write_text(test_py)
     project = open_project(str(tmp_path / "t.sqlite"))
     model = ScriptedChatModel(
         script={
@@ -118,7 +122,7 @@ def test_an_override_by_name_replaces_the_default(tmp_path):
 
 def test_the_budget_applies_to_policy_blocks(tmp_path):
     low = [p.model_copy(update={"priority": "low"}) for p in DEFAULT_POLICIES]
-    built, _ = _run(tmp_path, FIX, policies=low, budget=2500)
+    built, _ = _run(tmp_path, FIX, policies=low, budget=3000, test_py=NOISY_TEST_PY)
     got = [(x["id"], x["included"], x["reason"]) for b in built for x in b["blocks"] if x["id"].startswith("policy.")]
     # the test output names the temporary folder: its token count (and so what is left) varies with the
     # path's length; the block is dropped because it needs more than is left
@@ -227,9 +231,9 @@ def test_one_executor_render_reads_the_task_calls_once(tmp_path, monkeypatch):
     monkeypatch.setattr(EventLog, "read", counting_read)
     monkeypatch.setattr(ExecutorRenderer, "render", counting_render)
     monkeypatch.setattr(ExecutorRenderer, "_render", counting_pass)
-    # 2,600 tokens: the fix step's prompt (the test output, the diff and the latest test run)
+    # 3,000 tokens (the task needs 2,978 at its start) and a test with 120 lines of output: the fix step's prompt (the test output, the diff and the latest test run)
     # does not fit whole, so the last render takes several passes
-    built, _ = _run(tmp_path, FIX, budget=2600)
+    built, _ = _run(tmp_path, FIX, budget=3000, test_py=NOISY_TEST_PY)
     fired_at = [
         k
         for k, b in enumerate(b for b in built if b["role"] == "executor")
