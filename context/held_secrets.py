@@ -120,12 +120,12 @@ def _compile() -> None:
     _pattern[0] = re.compile("|".join(alts))
 
 
-def check_secret(name: str, value: str) -> None:
+def check_secret(name: str, value: str | None = None) -> None:
     """Refuse a secret whose name is not valid or whose value is too short to seal safely.
 
     Args:
         name: The name.
-        value: The value.
+        value: The value (None: check the name only, before the value is looked up).
 
     Raises:
         InvalidInputError: Named, with the fix.
@@ -135,6 +135,8 @@ def check_secret(name: str, value: str) -> None:
             f"secret name {name!r} is not valid: use letters, digits and _ (not starting with a digit), "
             "up to 64 characters, e.g. DB_PASSWORD"
         )
+    if value is None:
+        return
     if not isinstance(value, str) or len(value.strip()) < MIN_SECRET_CHARS:
         raise InvalidInputError(
             f"secret {name} is shorter than {MIN_SECRET_CHARS} characters: it would be sealed wherever those "

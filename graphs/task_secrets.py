@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from context import InvalidInputError, TaskContext
-from context.held_secrets import MissingSecretError, task_secrets
+from context.held_secrets import MissingSecretError, check_secret, task_secrets
 
 __all__ = ["parse_secret_options", "read_secret_file", "secrets_to_resume", "task_secret_names"]
 
@@ -50,13 +50,18 @@ def parse_secret_options(options: list[str] | None, environ: Mapping[str, str] |
         Name -> value.
 
     Raises:
-        InvalidInputError: A variable is not set, a file cannot be read, or a value is written on
-            the command line (it would be in the shell's history and the process list).
+        InvalidInputError: A name is not valid (checked first), a variable is not set, a file cannot
+            be read, or a value is written on the command line (it would be in the shell's history
+            and the process list).
     """
     env = os.environ if environ is None else environ
     out: dict[str, str] = {}
     for opt in options or []:
         name, sep, source = opt.partition("=")
+        try:
+            check_secret(name)  # the name first: a name no secret can have is no variable to look up
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"--secret {name}: {exc}") from None
         if not sep:
             if name not in env:
                 raise InvalidInputError(
@@ -114,11 +119,23 @@ def secrets_to_resume(
         else:
             missing.append(name)
     if missing:
-        names = ", ".join(missing)
-        opts = " ".join(f"--secret {n}" for n in missing)
-        raise MissingSecretError(
-            f"task {ctx.identity.task_id} uses the secret{'s' if len(missing) > 1 else ''} {names}, whose value taskctx "
-            f"never stores; set the environment variable{'s' if len(missing) > 1 else ''} {names}, or pass {opts} "
-            f"(from the environment) or --secret {missing[0]}=@FILE (API: resume(..., secrets={{...}}))"
-        )
+        raise MissingSecretError(_missing_message(ctx.identity.task_id, missing))
     return out
+
+
+def _missing_message(task_id: str, missing: list[str]) -> str:
+    """What a resume lacking secrets says: the names, in the singular or the plural, and the fix."""
+    opts = " ".join(f"--secret {n}" for n in missing)
+    if len(missing) == 1:
+        (name,) = missing
+        return (
+            f"task {task_id} uses the secret {name}, whose value taskctx never stores; set the environment "
+            f"variable {name}, or pass {opts} (from the environment) or --secret {name}=@FILE "
+            "(API: resume(..., secrets={...}))"
+        )
+    names = ", ".join(missing[:-1]) + f" and {missing[-1]}"
+    return (
+        f"task {task_id} uses the secrets {names}, whose values taskctx never stores; set the environment "
+        f"variables {names}, or pass {opts} (from the environment) or --secret NAME=@FILE for each "
+        "(API: resume(..., secrets={...}))"
+    )

@@ -18,6 +18,7 @@ from .stress import StressRow, run_stress
 __all__ = ["BenchResult", "DEFAULT_DIR", "run_bench"]
 
 from .defaults import DEFAULT_DIR as DEFAULT_DIR  # (re-exported: graphs.bench.replays.DEFAULT_DIR)
+from .defaults import trajectory_files
 
 
 @dataclass
@@ -88,12 +89,13 @@ def _load(d: Path, only: list[str] | None, limit: int | None) -> list[Trajectory
     """The trajectories of ``d`` (a folder of ``*.jsonl`` or one file), filtered by ``only`` and ``limit``.
 
     Raises:
-        FileNotFoundError: ``d`` does not exist, or holds no trajectory to run.
+        FileNotFoundError: ``d`` does not exist, holds no trajectory to run, or a broken link.
+        TrajectoryError: A file of ``d`` cannot be read as a trajectory.
     """
     if d.is_file():
         paths = [d]  # one trajectory
     elif d.is_dir():
-        paths = sorted(p for p in d.glob("*.jsonl") if p.is_file())
+        paths = trajectory_files(d)  # a broken link is named, not left out; an unreadable file too
     else:
         raise FileNotFoundError(f"trajectory folder not found: {d.resolve()}; pass DIR (default {DEFAULT_DIR})")
     trajs = [load_trajectory(p) for p in paths]

@@ -24,6 +24,8 @@ from context import SqliteStores, Trajectory, load_trajectory
 from context.errors import InvalidInputError
 from context.trajectory import RecordedStep
 
+from .defaults import trajectory_files
+
 __all__ = [
     "DEFAULT_SCALE",
     "OVERHEAD_CALLS",
@@ -367,7 +369,7 @@ def scale_run(trajectories: Path, exclude: Collection[str] = ()) -> Path | None:
     named = trajectories / f"{SCALE_TRAJECTORY}.jsonl"
     if named.is_file() and SCALE_TRAJECTORY not in exclude:
         return named
-    runs = [(p, load_trajectory(p)) for p in sorted(trajectories.glob("*.jsonl")) if p.is_file()]
+    runs = [(p, load_trajectory(p)) for p in trajectory_files(trajectories)]
     runs = [(p, t) for p, t in runs if t.id not in exclude and t.steps]
     return max(runs, key=lambda pt: len(pt[1].steps))[0] if runs else None
 

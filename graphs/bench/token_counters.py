@@ -9,7 +9,7 @@ from pathlib import Path
 
 from context.tokens import TokenCounter, encoding_counter, estimate_tokens
 
-from .defaults import DEFAULT_DIR
+from .defaults import DEFAULT_DIR, trajectory_files
 
 __all__ = ["SAMPLES", "CounterRatio", "corpus", "measure"]
 
@@ -90,13 +90,13 @@ def corpus(dir: str | Path = DEFAULT_DIR) -> list[tuple[str, str]]:
         ``(where, text)`` pairs, ``where`` as ``<file>:<step>:<field>``.
 
     Raises:
-        FileNotFoundError: ``dir`` does not exist.
+        FileNotFoundError: ``dir`` does not exist, or a ``*.jsonl`` in it is a broken link.
     """
     d = Path(dir)
     if not d.is_dir():
         raise FileNotFoundError(f"{d} is not a folder of trajectories (*.jsonl)")
     out = []
-    for f in sorted(d.glob("*.jsonl")):
+    for f in trajectory_files(d):
         for n, line in enumerate(f.read_text(encoding="utf-8").splitlines()):
             row = json.loads(line)
             for k in ("task", "thought", "action", "observation"):

@@ -31,7 +31,7 @@ from context import (
     UnknownTaskError,
 )
 from context.pg_store import is_postgres_url
-from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
+from nodes.runtime import DEFAULT_BUDGET
 
 from ..inspection import UnshowableTaskError
 from ..project import (
@@ -51,15 +51,11 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_MODEL_FAILED",
     "ApproveAllOpt",
-    "BudgetCapOpt",
-    "BudgetOpt",
     "DbOpt",
     "DenyAllOpt",
     "OutOpt",
     "SecretOpt",
     "app",
-    "budget_floor",
-    "budget_tokens",
     "check_task_id",
     "console",
     "describe",
@@ -180,10 +176,14 @@ def describe(exc: BaseException, db: str, task_id: str | None = None, out: Path 
             "or start the task again under a new --task-id"
         )
     if isinstance(exc, LeaseHeldError):
+        wait = (
+            "run the task through one project (one store object), one run at a time, or wait for the other run to end"
+            if exc.same_process
+            else "wait for it to end (or stop it)"
+        )
         return (
             f"task {exc.task_id!r} is being run by {exc.by_whom}, {exc.holder}; nothing was run or recorded; "
-            f"wait for it to end (or stop it), then `{command_hint('resume', exc.task_id, db, out)}` "
-            "(a holder that ended is taken over at once)"
+            f"{wait}, then `{command_hint('resume', exc.task_id, db, out)}` (a holder that ended is taken over at once)"
         )
     if isinstance(exc, UnshowableTaskError):
         return f"{exc.what}; run `{command_hint('doctor', exc.task_id, db)}` for every finding"
@@ -455,79 +455,6 @@ def open_existing(db: str, *, readonly: bool = False) -> Project:
     if not is_postgres_url(db) and db != ":memory:":
         open_project(db, readonly=True).close()  # NotTaskctxDatabaseError before anything is created
     return open_project(db)
-
-
-def budget_floor(value: str | int | None) -> str | int | None:
-    """Check ``--budget`` while the options are parsed: tokens, at least the answer's reserve, or ``auto``.
-
-    Args:
-        value: The budget in tokens, or ``auto`` (None: not given).
-
-    Returns:
-        ``value`` (an ``int`` option's stays an int; text: ``"8000"``, ``"auto"``), or None.
-
-    Raises:
-        typer.Exit: Neither a whole number nor ``auto``, or below ``nodes.DEFAULT_RESERVE``
-            tokens (one line, code 2).
-    """
-    if value is None:
-        return None
-    text = str(value).strip()
-    if text == "auto":
-        return text
-    if not text.isdigit():
-        fail(
-            f"--budget {text} is neither a number of tokens nor auto; pass --budget {DEFAULT_BUDGET} (tokens) or "
-            "--budget auto (the model's context window, capped by --budget-cap)"
-        )
-    if int(text) < DEFAULT_RESERVE:
-        fail(
-            f"--budget {text} is below the {DEFAULT_RESERVE} tokens reserved for the model's answer, so no prompt "
-            f"fits; pass --budget {DEFAULT_RESERVE} or more (a failing call names the smallest budget that works)"
-        )
-    return value if isinstance(value, int) else text
-
-
-def budget_tokens(value: str, model: Any, cap: int) -> int:
-    """The budget of ``--budget`` in tokens: the number given, or the model's for ``auto``.
-
-    Args:
-        value: What :func:`budget_floor` returned (``"8000"``, ``"auto"``).
-        model: The chat model the task runs with (its profile names its window).
-        cap: ``--budget-cap``, the cost target of ``auto`` (tokens per call).
-
-    Returns:
-        The budget in tokens.
-
-    Raises:
-        ModelConfigError: ``auto`` and the model's profile names no context window.
-    """
-    if value != "auto":
-        return int(value)
-    from nodes import auto_budget
-
-    return auto_budget(model, reserve_for_output=DEFAULT_RESERVE, cap=cap)
-
-
-BudgetOpt = Annotated[
-    str,
-    typer.Option(
-        "--budget",
-        callback=budget_floor,
-        help=f"Prompt budget in tokens (at least the {DEFAULT_RESERVE} reserved for the answer), or auto: the "
-        "model's context window from its profile, capped by --budget-cap.",
-    ),
-]
-
-
-BudgetCapOpt = Annotated[
-    int,
-    typer.Option(
-        "--budget-cap",
-        min=DEFAULT_RESERVE + 1,
-        help="The cost target of --budget auto: the most tokens one call may take (prompt and answer).",
-    ),
-]
 
 
 ApproveAllOpt = Annotated[

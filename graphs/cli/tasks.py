@@ -15,7 +15,6 @@ from typing import Annotated
 import typer
 
 from context import InvalidInputError, ModelCallError, Permissions, TaskctxError, load_trajectory
-from nodes.chat_models import AUTO_BUDGET_CAP
 from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
 from ..orchestrator import new_task
@@ -25,17 +24,14 @@ from ..runner import EXPORT_MARK, ResumePoint, RunResult
 from ..task_kinds import trajectory_sha256
 from ..task_secrets import parse_secret_options
 from .approve import answerer, show_request
+from .budget_options import BudgetCapOpt, BudgetOpt, budget_cap_of, budget_floor, budget_tokens, task_model
 from .core import (
     DEFAULT_OUT,
     ApproveAllOpt,
-    BudgetCapOpt,
-    BudgetOpt,
     DbOpt,
     DenyAllOpt,
     OutOpt,
     SecretOpt,
-    budget_floor,
-    budget_tokens,
     check_task_id,
     console,
     event_printer,
@@ -59,12 +55,14 @@ def replay(
         str | None, typer.Option("--task-id", help="Thread/task id (default: the trajectory id).")
     ] = None,
     max_steps: MaxStepsOpt = None,
-    budget: BudgetOpt = str(DEFAULT_BUDGET),
-    budget_cap: BudgetCapOpt = AUTO_BUDGET_CAP,
+    budget: BudgetOpt = None,
+    budget_cap: BudgetCapOpt = None,
     db: DbOpt = DEFAULT_DB,
     out: OutOpt = DEFAULT_OUT,
 ) -> None:
     """Run the whole graph over a recorded trajectory (replay model + replay tools)."""
+    cap = budget_cap_of(budget, budget_cap)
+    budget = budget or str(DEFAULT_BUDGET)
     tid = task_id  # (named in a budget error's hint)
     project: Project | None = None
     try:
@@ -77,12 +75,10 @@ def replay(
         from nodes import ReplayChatModel, ReplayTools
 
         model = ReplayChatModel(trajectory=traj)
-        tokens = budget_tokens(budget, model, budget_cap)
+        tokens = budget_tokens(budget, model, cap)
         project.stores.tasks.register(tid, {**spec, "budget": tokens})
         graph = project.graph(model, tools=ReplayTools(traj), budget=tokens)
-        said = f"budget {tokens} tokens" + (
-            f" (auto: the model's window, cost target {budget_cap})" if budget == "auto" else ""
-        )
+        said = _said_budget(tokens, budget, cap)
         console.print(f"replay {traj.id}: {len(traj.steps)} recorded steps, {said}, task {tid}", markup=False)
         result = project.run(
             graph, new_task(traj.request, tid), max_steps=max_steps, on_event=event_printer(), prune=True
@@ -106,13 +102,15 @@ def resume(
         int | None, typer.Option("--max-steps", min=1, help="Stop after N more executor steps.")
     ] = None,
     budget: Annotated[
-        int | None,
+        str | None,
         typer.Option(
             "--budget",
             callback=budget_floor,
-            help=f"New prompt budget in tokens (at least the {DEFAULT_RESERVE} reserved for the answer).",
+            help=f"New prompt budget in tokens (at least the {DEFAULT_RESERVE} reserved for the answer), or auto: "
+            "the window of the task's model, capped by --budget-cap.",
         ),
     ] = None,
+    budget_cap: BudgetCapOpt = None,
     timeout: Annotated[
         float | None, typer.Option("--timeout", min=1, help="New per-request model timeout in seconds (run tasks).")
     ] = None,
@@ -127,6 +125,7 @@ def resume(
     Approvals are answered as in ``run``/``demo``: --approve-all, --deny-all, the terminal, or
     left pending for ``taskctx approve`` (the flags of the first run are not remembered).
     """
+    cap = budget_cap_of(budget, budget_cap, resume=True)
     project: Project | None = None
     try:
         answer = answerer(approve_all, deny_all)
@@ -138,7 +137,7 @@ def resume(
             secrets=secrets,
             max_steps=max_steps,
             approvals=answer,
-            budget=budget,
+            budget=_resume_budget(project, task_id, budget, cap),
             timeout=timeout,
             on_resume=functools.partial(_say_resume, task_id),
             on_event=event_printer(),
@@ -155,6 +154,28 @@ def resume(
         fail_run(exc, db, task_id, out)
     finally:
         _close(project)
+
+
+def _said_budget(tokens: int, budget: str, cap: int) -> str:
+    """``budget 16000 tokens (auto: the model's window, cost target 16000)``: the budget a command runs with."""
+    return f"budget {tokens} tokens" + (f" (auto: the model's window, cost target {cap})" if budget == "auto" else "")
+
+
+def _resume_budget(project: Project, task_id: str, budget: str | None, cap: int) -> int | None:
+    """The budget of ``resume --budget`` in tokens; ``auto`` from the model of the task's registry row.
+
+    None: no ``--budget`` (the row's budget stays), or a task without a row (the resume names it).
+    """
+    if budget is None:
+        return None
+    if budget != "auto":
+        return int(budget)
+    spec = project.stores.tasks.get(task_id)
+    if spec is None:
+        return None
+    tokens = budget_tokens(budget, task_model(task_id, spec), cap)
+    console.print(f"task {task_id}: {_said_budget(tokens, budget, cap)}", markup=False)
+    return tokens
 
 
 def _say_resume(task_id: str, at: ResumePoint) -> None:
@@ -183,8 +204,8 @@ def run(
     model: Annotated[str | None, typer.Option("--model", help="provider:model, e.g. openai:gpt-4o.")] = None,
     workspace: Annotated[Path | None, typer.Option("--workspace", help="Folder the agent works in.")] = None,
     task_id: Annotated[str | None, typer.Option("--task-id")] = None,
-    budget: BudgetOpt = str(DEFAULT_BUDGET),
-    budget_cap: BudgetCapOpt = AUTO_BUDGET_CAP,
+    budget: BudgetOpt = None,
+    budget_cap: BudgetCapOpt = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1)] = None,
     timeout: Annotated[
         float, typer.Option("--timeout", min=1, help="Seconds one model request may take (the client retries 2 times).")
@@ -227,7 +248,14 @@ def run(
         requires_approval=list(require_approval or []),
         file_scopes=list(scope or []),
     )
-    spec = {"kind": "run", "model": model, "budget": budget, "budget_cap": budget_cap, "timeout": timeout}
+    cap = budget_cap_of(budget, budget_cap)
+    spec = {
+        "kind": "run",
+        "model": model,
+        "budget": budget or str(DEFAULT_BUDGET),
+        "budget_cap": cap,
+        "timeout": timeout,
+    }
     how = (approve_all, deny_all, list(secret or []))
     _run_task(request, spec, workspace, task_id, list(constraint or []), perms, max_steps, how, db, out)
 

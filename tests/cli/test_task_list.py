@@ -148,8 +148,9 @@ def test_budget_below_the_reserve_is_refused_while_parsing(cmd: str, tmp_path: P
     r = invoke(cmd, first, "--budget", "999", "--db", str(db))
     assert r.exit_code == 2
     assert _error_line(r) == (
-        "error: --budget 999 is below the 1000 tokens reserved for the model's answer, so no prompt fits; "
-        "pass --budget 1000 or more (a failing call names the smallest budget that works)"
+        "error: --budget 999 is below the minimum, 1000 tokens (the reserve for the model's answer); pass at least "
+        "--budget 1000 and the task says the budget it needs at its start (the default is 8000; --budget auto "
+        "takes the model's context window)"
     )
     assert not db.exists()
 

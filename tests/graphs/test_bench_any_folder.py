@@ -110,3 +110,18 @@ def test_a_request_with_a_password_is_retained_with_its_placeholder(folder: Path
     prompts = [c.text for c in run.calls + run.other_calls]
     assert all(run.request in p for p in prompts) and not any("Tr0ub4dor" in p for p in prompts)
     run.stores.close()
+
+
+def test_a_broken_link_to_a_run_is_named_not_skipped(folder: Path, tmp_path: Path) -> None:
+    d = tmp_path / "runs"
+    d.mkdir()
+    (d / f"{FITS}.jsonl").symlink_to(folder / f"{FITS}.jsonl")
+    gone = tmp_path / "moved-away.jsonl"
+    (d / "lost.jsonl").symlink_to(gone)
+    r = CliRunner().invoke(app, ["bench", str(d), "--scale", "", "--synthetic", "0", "--out", str(tmp_path / "out")])
+    assert r.exit_code == 2
+    assert r.stderr.strip() == (
+        f"error: {d / 'lost.jsonl'} is a symlink to {gone}, which does not exist; fix the link or remove it "
+        f"(every *.jsonl in {d} is a recorded run)"
+    )
+    assert list((tmp_path / "out").iterdir()) == []  # nothing measured, nothing written

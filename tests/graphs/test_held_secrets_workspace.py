@@ -123,3 +123,38 @@ def test_the_live_stream_of_a_command_shows_the_placeholder(tmp_path: Path) -> N
     lines = [c["line"] for c in chunks if c["kind"] == "tool.output"]
     assert lines == ["{{secret:CREDENTIAL}}\n"]
     assert PW not in repr(chunks)
+
+
+def test_a_missing_secret_is_named_in_the_singular_or_the_plural() -> None:
+    from graphs import new_task
+    from graphs.task_secrets import secrets_to_resume
+
+    one = new_task("Log in with {{secret:CREDENTIAL}}.", "t1")
+    with pytest.raises(MissingSecretError) as err:
+        secrets_to_resume(one, {}, {})
+    assert str(err.value) == (
+        "task t1 uses the secret CREDENTIAL, whose value taskctx never stores; set the environment variable "
+        "CREDENTIAL, or pass --secret CREDENTIAL (from the environment) or --secret CREDENTIAL=@FILE "
+        "(API: resume(..., secrets={...}))"
+    )
+    three = new_task("Use {{secret:CREDENTIAL}}, {{secret:MY_TOKEN}} and {{secret:PIN}}.", "t2")
+    with pytest.raises(MissingSecretError) as err:
+        secrets_to_resume(three, {"PIN": "4242-x"}, {})
+    assert str(err.value) == (
+        "task t2 uses the secrets CREDENTIAL and MY_TOKEN, whose values taskctx never stores; set the environment "
+        "variables CREDENTIAL and MY_TOKEN, or pass --secret CREDENTIAL --secret MY_TOKEN (from the environment) "
+        "or --secret NAME=@FILE for each (API: resume(..., secrets={...}))"
+    )
+    with pytest.raises(MissingSecretError, match=r"the secrets CREDENTIAL, MY_TOKEN and PIN, whose values"):
+        secrets_to_resume(three, {}, {})
+
+
+def test_a_secret_name_is_checked_before_its_variable_is_looked_up() -> None:
+    with pytest.raises(InvalidInputError) as err:
+        parse_secret_options(["bad-name"], {})
+    assert str(err.value) == (
+        "--secret bad-name: secret name 'bad-name' is not valid: use letters, digits and _ (not starting with a "
+        "digit), up to 64 characters, e.g. DB_PASSWORD"
+    )
+    with pytest.raises(InvalidInputError, match=r"^--secret 9LIVES: secret name '9LIVES' is not valid"):
+        parse_secret_options(["9LIVES=@/nonexistent"], {"9LIVES": "x"})
