@@ -20,7 +20,8 @@ TEST_ARGV = ["python", "-m", "unittest", "-q", "test_limit.py"]
 TEST_PY = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_limit(self):\n        self.assertIn('10m', open('limit.txt').read())\n"
 #: The same test, with 120 lines of output before it fails: its latest run is a large block.
 NOISY_TEST_PY = TEST_PY.replace(
-    "    def test_limit(self):\n", "    def test_limit(self):\n        print('\\n'.join(f'checked case {i}: limit' for i in range(120)))\n"
+    "    def test_limit(self):\n",
+    "    def test_limit(self):\n        print('\\n'.join(f'checked case {i}: limit' for i in range(120)))\n",
 )
 PATCH = "--- a/limit.txt\n+++ b/limit.txt\n@@ -1 +1 @@\n-limit = 1m\n+limit = 10m\n"
 
