@@ -90,7 +90,7 @@ def open_memory_store(project: Any, *, index: dict[str, Any] | None = None) -> A
             store = SqliteStore(conn, index=index)  # type: ignore[arg-type]
             store.is_setup = True  # reads only: no tables created (an empty listing when there are none)
         else:
-            conn = sqlite3.connect(project.path, check_same_thread=False, isolation_level=None)
+            conn = sqlite3.connect(project.path, check_same_thread=False, isolation_level=None, timeout=30)
             if index and not hasattr(conn, "enable_load_extension"):
                 conn.close()
                 raise StoreOpenError(

@@ -131,7 +131,7 @@ class Project(ProjectViews, AsyncProject):
         try:
             from .checkpoint import PruningSqliteSaver
 
-            self.conn = sqlite3.connect(path, check_same_thread=False)
+            self.conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
             self.checkpointer = PruningSqliteSaver(self.conn, serde=checkpoint_serde())
             self.checkpointer.setup()
             # one lock for the file's two connections: the writers of one process (threads, async

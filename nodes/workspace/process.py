@@ -9,12 +9,15 @@ output pipe) neither stays nor turns a finished command into a timed-out one.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
 import selectors
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -36,13 +39,33 @@ _LINE_MATCHED, _LINE_SHOWN = 2000, 300
 _DRAIN = 1_048_576
 
 
-def _pdeathsig() -> None:  # pragma: no cover - runs in the child
-    try:
-        import ctypes  # (in the child, between fork and exec)
+#: util-linux's ``setpriv``: it sets ``PR_SET_PDEATHSIG`` and execs the command, so the command
+#: dies with a killed parent without Python code run between fork and exec (unsafe with threads)
+_SETPRIV = shutil.which("setpriv") if sys.platform.startswith("linux") else None
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
+
+def _exec_argv(argv: Sequence[str], cwd: Path, env: dict[str, str]) -> list[str]:
+    """The argv to start: ``argv`` behind ``setpriv --pdeathsig KILL`` where it is installed.
+
+    The program is looked up first (on ``env``'s ``PATH``; a name with a slash from ``cwd``) so
+    a missing or non-executable one raises as ``subprocess.Popen`` would, not as setpriv's exit.
+
+    Raises:
+        FileNotFoundError: The program does not exist.
+        PermissionError: It exists but is not executable.
+    """
+    if _SETPRIV is None or not argv:
+        return list(argv)
+    name = argv[0]
+    if os.sep in name:
+        found = str(Path(cwd) / name)
+        if not os.path.exists(found):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+        if os.path.isdir(found) or not os.access(found, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name)
+    elif shutil.which(name, path=env.get("PATH", os.defpath)) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+    return [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
 
 
 class BoundedOutput:
@@ -223,13 +246,12 @@ def run_bounded(
     out = BoundedOutput(limit)
     sink: BoundedOutput | _Tee = out if on_output is None else _Tee(out, on_output)
     proc = subprocess.Popen(
-        list(argv),
+        _exec_argv(argv, cwd, env),
         cwd=cwd,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        preexec_fn=_pdeathsig,
         start_new_session=True,
     )
     assert proc.stdout is not None

@@ -99,7 +99,7 @@ class WorkspaceTools:
     ``medium``, ``high`` for config, CI, build, secret or executable files; commands per program.
     A command runs in a session of its own, its output kept up to ``output_limit`` bytes; its
     process group is killed when it returns or times out, and children get ``PR_SET_PDEATHSIG``
-    (Linux), so they die with a killed parent. An error is
+    (Linux, through util-linux ``setpriv``), so they die with a killed parent. An error is
     resolved only by a later success of the same tool with the same arguments
     (``strict_resolution``); :meth:`execute` takes the task's file scopes (``accepts_scopes``).
 

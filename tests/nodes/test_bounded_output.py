@@ -51,7 +51,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, int]:
     return root, sha.hexdigest(), 300 * len(block)
 
 
-_CHILD = """
+_CHILD = r"""
 import json, re, sys
 from context import SqliteStores, compress_tool_result
 from nodes.workspace import WorkspaceTools
