@@ -11,13 +11,11 @@ per call and :meth:`LangChainTools.recover` on resume, as the workspace tools do
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Coroutine, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ from langgraph.errors import GraphBubbleUp
 from context.store import ArtifactStoreProtocol
 
 from .builtin import BUILTIN_TOOLS
+from .loops import EventLoopBlockedError, bound_loop, run_sync
 from .protocol import CONTROL_TOOLS, Recovery, ToolOutcome
 
 __all__ = ["SIDE_EFFECTS_KEY", "LangChainTools", "message_text", "side_effect_names"]
@@ -130,19 +129,6 @@ def _task_of(config: RunnableConfig | None) -> str:
     return str(((config or {}).get("configurable") or {}).get("thread_id") or "")
 
 
-def _run_sync(make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
-    """Run the coroutine ``make()`` makes to its end from sync code, on an event loop of its own.
-
-    When this thread already runs a loop (a notebook), the coroutine runs in a worker thread.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(make())
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(lambda: asyncio.run(make())).result()
-
-
 def _outcome(tool: str, msg: Any) -> ToolOutcome:
     """What ``tool.invoke(tool_call)`` returned, as a :class:`ToolOutcome`."""
     if isinstance(msg, ToolMessage):
@@ -165,8 +151,9 @@ class LangChainTools:
     """LangChain tools (``BaseTool``: ``@tool``, ``StructuredTool``, MCP tools) as a ToolExecutor.
 
     Each call is ``tool.invoke(ToolCall)`` with the node's run config (the tool's run nests in the
-    graph's trace); an async-only tool is awaited on an event loop of its own in a sync run, on
-    the run's loop in an async one (:meth:`aexecute`). A tool with side effects
+    graph's trace); an async-only tool is awaited on an event loop of its own in a sync run (one
+    bound to a session's loop on that loop, or an :class:`~nodes.tools.loops.EventLoopBlockedError`
+    when the sync run blocks it), on the run's loop in an async one (:meth:`aexecute`). A tool with side effects
     (:func:`side_effect_names`) writes a receipt per call in ``receipts_dir`` before it starts and
     after it returns, keyed by the task (the run's ``thread_id``) and the call id:
     :meth:`recover` reads it after a crash. Tool arguments injected by LangGraph's own tool node
@@ -233,6 +220,11 @@ class LangChainTools:
         Returns:
             The outcome: ``ok`` with the output's text (:func:`message_text`), ``error`` for a
             ``ToolMessage`` of status error, an exception raised (named) or an unknown tool.
+
+        Raises:
+            EventLoopBlockedError: The tool is bound to an event loop (an MCP tool of an open
+                session) that this sync call blocks, or that is not running
+                (:func:`~nodes.tools.loops.run_sync`); the tool did not start.
         """
         t = self.tools.get(tool)
         if t is None:
@@ -242,9 +234,12 @@ class LangChainTools:
         call = {"type": "tool_call", "id": call_id, "name": tool, "args": arguments}
         try:
             if _async_only(t):
-                out = _outcome(tool, _run_sync(lambda: t.ainvoke(call, config)))
+                out = _outcome(tool, run_sync(lambda: t.ainvoke(call, config), tool, bound_loop(t)))
             else:
                 out = _outcome(tool, t.invoke(call, config))
+        except EventLoopBlockedError:  # the tool never started: no receipt, the graph stops with the error
+            self._discard(receipt)
+            raise
         except GraphBubbleUp:  # a tool's own interrupt(): LangGraph's to handle
             raise
         except Exception as exc:  # a crashing tool is an error result, not a crashed graph
@@ -315,6 +310,11 @@ class LangChainTools:
         data = {"task_id": task_id, "call_id": call_id, "tool": tool, "status": "started", "path": str(path)}
         _write_json(path, {k: v for k, v in data.items() if k != "path"})
         return data
+
+    def _discard(self, receipt: dict[str, Any] | None) -> None:
+        """Remove the ``started`` receipt of a call that did not start after all."""
+        if receipt is not None:
+            Path(receipt["path"]).unlink(missing_ok=True)
 
     def _finished(self, receipt: dict[str, Any] | None, out: ToolOutcome) -> None:
         """Write the ``finished`` receipt: the outcome's status and its output (or the output's ref)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,8 @@ from graphs.checkpoint import checkpoint_serde
 from graphs.runner import thread_config
 from nodes import LangChainTools, ScriptedChatModel, ToolSet, WorkspaceTools, from_langchain_tools
 from nodes.testing import complete, plan, review, tool_call
-from nodes.tools import message_text, side_effect_names
+from nodes.tools import ToolOutcome, message_text, run_at_once, side_effect_names
+from nodes.tools.loops import LOOP_START_TIMEOUT, EventLoopBlockedError
 
 RUNS: list[tuple[str, str]] = []
 
@@ -304,3 +306,94 @@ def test_a_mixed_list_in_an_async_run_keys_the_receipt_by_task(tmp_path: Path) -
     data = json.loads(receipt.read_text())
     assert (data["task_id"], data["call_id"], data["status"]) == ("mx", "p1", "finished")
     assert stores.artifacts.get(data["output_ref"]) == b"posted x"
+
+
+class _Conn:
+    """A connection bound to the event loop it was opened on (as an aiohttp session is: ``_loop``)."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+
+
+def _bound_tool(conn: _Conn) -> StructuredTool:
+    session = conn
+
+    async def lookup(key: str) -> str:
+        """Look a key up over the connection."""
+        assert asyncio.get_running_loop() is session._loop  # only works on the connection's own loop
+        return f"{key}=on"
+
+    return StructuredTool.from_function(coroutine=lookup, name="lookup", description="Look a key up.")
+
+
+def _in_thread(fn: Any, timeout: float = 30.0) -> Any:
+    """Run ``fn`` in a thread; it must end (return or raise) within ``timeout`` seconds."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+
+    th = threading.Thread(target=target, daemon=True)
+    th.start()
+    th.join(timeout)
+    assert not th.is_alive(), f"still running after {timeout} s: a deadlock"
+    return box
+
+
+def test_a_sync_call_inside_the_tools_own_loop_raises_at_once() -> None:
+    async def main() -> Any:
+        ex = from_langchain_tools([_bound_tool(_Conn())])
+        started = time.monotonic()
+        try:
+            return ex.execute("l1", "lookup", {"key": "flag"})  # blocks the loop the tool needs
+        finally:
+            assert time.monotonic() - started < LOOP_START_TIMEOUT  # at once, not after a wait
+
+    box = _in_thread(lambda: asyncio.run(main()))
+    assert isinstance(box.get("error"), EventLoopBlockedError)
+    assert str(box["error"]).startswith(
+        "tool lookup was called synchronously inside a running event loop; use ainvoke/astream (the tool's MCP "
+        "session lives on that loop, which this sync call blocks, so the call cannot run without blocking it)"
+    )
+
+    # two read-only calls of one answer: the worker threads see the loop their caller blocks
+    async def parallel() -> Any:
+        ex = from_langchain_tools([_bound_tool(_Conn())])
+        jobs = [lambda k=k: ex.execute(f"p{k}", "lookup", {"key": k}) for k in ("a", "b")]
+        started = time.monotonic()
+        try:
+            return run_at_once(jobs, 2)
+        finally:
+            assert time.monotonic() - started < LOOP_START_TIMEOUT
+
+    assert isinstance(_in_thread(lambda: asyncio.run(parallel())).get("error"), EventLoopBlockedError)
+
+
+def test_a_sync_call_beside_the_tools_own_loop_runs_on_it(tmp_path: Path) -> None:
+    loop = asyncio.new_event_loop()
+    th = threading.Thread(target=loop.run_forever, daemon=True)
+    th.start()
+    try:
+        conn = asyncio.run_coroutine_threadsafe(_open(), loop).result(10)
+        ex = LangChainTools([_bound_tool(conn)], side_effects={"lookup"}, receipts_dir=tmp_path / "r")
+        box = _in_thread(lambda: ex.execute("l2", "lookup", {"key": "flag"}))
+        assert box == {"value": ToolOutcome("ok", "flag=on", "other")}  # run on the connection's loop
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        th.join(10)
+    # that loop has stopped: an error naming why, at once, and no receipt left behind
+    box = _in_thread(lambda: ex.execute("l3", "lookup", {"key": "flag"}))
+    assert str(box["error"]) == (
+        "tool lookup is bound to the event loop of its session, and that loop is not running (has the session's "
+        "`async with` ended?): run the graph async (`await graph.ainvoke(...)`) inside the `async with` of the MCP "
+        "session, or take the tools of `MultiServerMCPClient.get_tools()` (a session per call)"
+    )
+    assert [p.name for p in (tmp_path / "r").iterdir()] == [ex.receipt("", "l2").name]  # type: ignore[union-attr]
+    loop.close()
+
+
+async def _open() -> _Conn:
+    return _Conn()
