@@ -257,8 +257,8 @@ def build_orchestrator(
             tools with side effects go in ``receipts/`` beside a SQLite file's ``stores``); None:
             no tools but ``read_artifact``.
         side_effects: Names of the LangChain tools of a ``tools`` list that have side effects
-            (besides those whose metadata says ``{"taskctx": {"side_effects": True}}``, or MCP's
-            ``readOnlyHint: False``); the others are read-only.
+            (besides those whose metadata says ``{"taskctx": {"side_effects": True}}``, and MCP
+            tools not annotated ``readOnlyHint: True``); the others are read-only.
         checkpointer: LangGraph's checkpointer (None: the graph keeps no checkpoints).
         stores: The event log and artifacts (None: in memory).
         budget: The prompt budget in tokens, or ``"auto"``: the model's context window from its

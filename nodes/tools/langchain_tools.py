@@ -37,22 +37,41 @@ __all__ = ["SIDE_EFFECTS_KEY", "LangChainTools", "message_text", "side_effect_na
 SIDE_EFFECTS_KEY = "taskctx"
 
 
+#: The annotation keys of an MCP tool (``ToolAnnotations``), which ``langchain-mcp-adapters`` puts in its metadata.
+_MCP_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+def _is_mcp(tool: BaseTool) -> bool:
+    """Whether ``tool`` is an MCP server's (made by ``langchain-mcp-adapters``, or annotated as one)."""
+    module = str(getattr(getattr(tool, "coroutine", None), "__module__", None) or "")
+    return module.split(".")[0] == "langchain_mcp_adapters" or any(k in (tool.metadata or {}) for k in _MCP_HINTS)
+
+
 def _declared(tool: BaseTool) -> bool | None:
-    """What ``tool``'s metadata says of its side effects: taskctx's key first, then MCP's ``readOnlyHint``."""
+    """What ``tool``'s metadata says of its side effects: taskctx's key first, then MCP's annotations.
+
+    An MCP tool is read-only only when annotated ``readOnlyHint: True`` (the MCP specification's
+    default is ``False``), so an unannotated one, or one marked ``destructiveHint: True``, has
+    side effects. None: the metadata says nothing (a LangChain tool: read-only unless named).
+    """
     meta = tool.metadata or {}
     own = meta.get(SIDE_EFFECTS_KEY)
     if isinstance(own, dict) and "side_effects" in own:
         return bool(own["side_effects"])
-    hint = meta.get("readOnlyHint")  # an MCP tool's annotations (langchain-mcp-adapters puts them in metadata)
-    return None if hint is None else not hint
+    if _is_mcp(tool):
+        return meta.get("readOnlyHint") is not True
+    return None
 
 
 def side_effect_names(tools: Sequence[BaseTool], side_effects: Iterable[str] = ()) -> frozenset[str]:
     """The names of the tools of ``tools`` that have side effects.
 
     A tool has side effects when ``side_effects`` names it, or its metadata says so:
-    ``metadata={"taskctx": {"side_effects": True}}`` (False: read-only, unless named), else an MCP
-    tool's ``readOnlyHint`` annotation (``False``: side effects). Any other tool is read-only.
+    ``metadata={"taskctx": {"side_effects": True}}`` (False: read-only, unless named), else, for
+    an MCP tool (one of ``langchain-mcp-adapters``, or with MCP annotations in its metadata),
+    unless it is annotated ``readOnlyHint: True``: the MCP default is ``False``, so an MCP tool
+    without annotations, or marked ``destructiveHint: True``, has side effects. Any other tool is
+    read-only.
 
     Args:
         tools: The tools.

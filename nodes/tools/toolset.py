@@ -181,8 +181,8 @@ def from_langchain_tools(
     Args:
         tools: ``BaseTool`` objects and ToolExecutors (``WorkspaceTools``...), in any order.
         side_effects: Names of the LangChain tools with side effects, besides those whose
-            metadata says ``{"taskctx": {"side_effects": True}}`` or (MCP) ``readOnlyHint: False``;
-            the rest are read-only.
+            metadata says ``{"taskctx": {"side_effects": True}}`` and the MCP tools not annotated
+            ``readOnlyHint: True``; the rest are read-only.
         receipts_dir: Where the tools with side effects keep a receipt per call, read on resume
             (None: none; an interrupted call is put to the user before it runs again).
         artifacts: Where a receipt keeps a finished call's output (None: in the receipt).

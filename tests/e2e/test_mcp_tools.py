@@ -2,7 +2,8 @@
 
 The server (``tests/mcp_kv_server.py``, FastMCP) runs over stdio, started and stopped by the
 adapter's stdio client: ``read_log`` is read-only, ``kv_set`` has side effects (its
-``readOnlyHint: False`` annotation says so) and appends a line to a file per run. Async: one
+``readOnlyHint: False`` annotation says so) and appends a line to a file per run; ``kv_get``
+(no annotations) and ``kv_clear`` (``destructiveHint``) have side effects too, by MCP's default. Async: one
 session for the whole run (``load_mcp_tools(session)``, ``graph.ainvoke``). Sync: the tools of
 ``MultiServerMCPClient.get_tools()`` (a session per call) under ``graph.invoke``.
 """
@@ -186,3 +187,39 @@ def test_a_sync_run_beside_the_sessions_loop_runs_on_it(tmp_path: Path) -> None:
         loop.call_soon_threadsafe(done.set)
         th.join(30)
     _check(stores, "bs", store)
+
+
+@pytest.mark.slow
+def test_mcp_tools_are_read_only_only_when_annotated_so(tmp_path: Path) -> None:
+    store = tmp_path / "store.txt"
+    tools = {t.name: t for t in asyncio.run(_client(store).get_tools())}
+    assert tools["kv_get"].metadata is None  # no annotations at all
+    assert (tools["kv_clear"].metadata or {})["destructiveHint"] is True
+    assert (tools["kv_clear"].metadata or {})["readOnlyHint"] is None
+    ex = from_langchain_tools(list(tools.values()))
+    assert {n: ex.has_side_effects(n) for n in tools} == {
+        "read_log": False,  # readOnlyHint: True
+        "kv_set": True,  # readOnlyHint: False
+        "kv_get": True,  # unannotated: MCP's default readOnlyHint is false
+        "kv_clear": True,  # destructiveHint: True
+    }
+    # in the default graph: the unannotated call goes through the permission marker
+    script = {
+        "planner": [plan("Read the flag")],
+        "executor": [tool_call("kv_get", {"key": "maintenance"}, id="g1"), complete("read")],
+        "reviewer": [review("approve")],
+    }
+    stores = SqliteStores(tmp_path / "t.sqlite")
+    g = build_orchestrator(ScriptedChatModel(script=script), tools=list(tools.values()), stores=stores)
+    g.invoke(new_task("Read the maintenance flag.", "ro"), thread_config("ro"))
+    events = stores.events.read("ro")
+    assert [e.kind for e in events if e.kind.startswith(("tool.", "permission."))] == [
+        "tool.called",
+        "permission.granted",
+        "tool.result.received",
+    ]
+    assert events[[e.kind for e in events].index("tool.called")].payload["has_side_effects"] is True
+    # the user says otherwise: read-only after all
+    kv_get = tools["kv_get"]
+    kv_get.metadata = {**(kv_get.metadata or {}), "taskctx": {"side_effects": False}}
+    assert not from_langchain_tools([kv_get]).has_side_effects("kv_get")

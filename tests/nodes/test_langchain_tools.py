@@ -182,6 +182,17 @@ def test_side_effects_from_metadata_mcp_hints_and_names() -> None:
     c = StructuredTool.from_function(lambda: "c", name="c", description="c", metadata={"readOnlyHint": True})
     d = StructuredTool.from_function(lambda: "d", name="d", description="d")
     assert side_effect_names([a, b, c, d]) == {"a", "b"}
+    # MCP annotations: read-only only with readOnlyHint True (the MCP default is False)
+    hints = [
+        {"destructiveHint": True},
+        {"readOnlyHint": None, "destructiveHint": None, "idempotentHint": True, "openWorldHint": None},
+        {"readOnlyHint": True, "destructiveHint": True},
+        {"destructiveHint": True, "taskctx": {"side_effects": False}},
+    ]
+    mcp = [
+        StructuredTool.from_function(lambda: "", name=f"m{i}", description="m", metadata=h) for i, h in enumerate(hints)
+    ]
+    assert side_effect_names(mcp) == {"m0", "m1"}
     assert side_effect_names([a, b, c, d], {"d"}) == {"a", "b", "d"}
     with pytest.raises(ValueError, match=r"side_effects names 'kv_sett', not among the tools \(a, b, c, d\)"):
         side_effect_names([a, b, c, d], {"kv_sett"})
