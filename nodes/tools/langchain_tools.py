@@ -31,7 +31,7 @@ from .builtin import BUILTIN_TOOLS
 from .loops import EventLoopBlockedError, bound_loop, run_sync
 from .protocol import CONTROL_TOOLS, Recovery, ToolOutcome
 
-__all__ = ["SIDE_EFFECTS_KEY", "LangChainTools", "message_text", "side_effect_names"]
+__all__ = ["SIDE_EFFECTS_KEY", "LangChainTools", "as_names", "message_text", "side_effect_names"]
 
 #: The key of a tool's ``metadata`` taskctx reads: ``metadata={"taskctx": {"side_effects": True}}``.
 SIDE_EFFECTS_KEY = "taskctx"
@@ -63,7 +63,40 @@ def _declared(tool: BaseTool) -> bool | None:
     return None
 
 
-def side_effect_names(tools: Sequence[BaseTool], side_effects: Iterable[str] = ()) -> frozenset[str]:
+def as_names(side_effects: str | Iterable[str | BaseTool] | None) -> list[str]:
+    """The tool names a ``side_effects=`` argument gives, in its order.
+
+    Args:
+        side_effects: One name (a ``str`` is one name, not its characters), or names and
+            LangChain tools (a tool stands for its ``.name``); None: none.
+
+    Returns:
+        The names.
+
+    Raises:
+        TypeError: An item is neither a ``str`` nor a LangChain tool (naming it).
+    """
+    if side_effects is None:
+        return []
+    if isinstance(side_effects, str | BaseTool):
+        side_effects = [side_effects]
+    out = []
+    for item in side_effects:
+        if isinstance(item, BaseTool):
+            out.append(item.name)
+        elif isinstance(item, str):
+            out.append(item)
+        else:
+            raise TypeError(
+                f"side_effects holds {item!r} ({type(item).__name__}); give the names of the tools with side "
+                'effects, e.g. side_effects={"kv_set"} or side_effects="kv_set"'
+            )
+    return out
+
+
+def side_effect_names(
+    tools: Sequence[BaseTool], side_effects: str | Iterable[str | BaseTool] | None = ()
+) -> frozenset[str]:
     """The names of the tools of ``tools`` that have side effects.
 
     A tool has side effects when ``side_effects`` names it, or its metadata says so:
@@ -75,16 +108,18 @@ def side_effect_names(tools: Sequence[BaseTool], side_effects: Iterable[str] = (
 
     Args:
         tools: The tools.
-        side_effects: Names of tools with side effects.
+        side_effects: Names of tools with side effects (:func:`as_names`: one ``str`` is one name).
 
     Returns:
         The names.
 
     Raises:
-        ValueError: ``side_effects`` names a tool that is not in ``tools`` (naming the tools there are).
+        TypeError: An item of ``side_effects`` is neither a name nor a tool.
+        ValueError: ``side_effects`` names a tool that is not in ``tools`` (naming the unknown
+            names and the tools there are).
     """
     names = {t.name for t in tools}
-    named = set(side_effects)
+    named = set(as_names(side_effects))
     unknown = sorted(named - names)
     if unknown:
         raise ValueError(
@@ -180,7 +215,8 @@ class LangChainTools:
 
     Args:
         tools: The tools; their names are the tools' names.
-        side_effects: Names of tools with side effects (besides those their metadata marks).
+        side_effects: Names of tools with side effects (besides those their metadata marks; one
+            ``str`` is one name).
         receipts_dir: The folder of the receipts (None: none kept; an interrupted call with side
             effects is then put to the user before it runs again).
         artifacts: Where a finished call's receipt stores its output (None: in the receipt).
@@ -195,7 +231,7 @@ class LangChainTools:
         self,
         tools: Sequence[BaseTool],
         *,
-        side_effects: Iterable[str] = (),
+        side_effects: str | Iterable[str | BaseTool] | None = (),
         receipts_dir: str | Path | None = None,
         artifacts: ArtifactStoreProtocol | None = None,
     ):

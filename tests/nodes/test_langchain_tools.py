@@ -64,7 +64,7 @@ def test_default_graph_runs_tools_with_an_approval_and_a_receipt(tmp_path: Path)
         ],
         "reviewer": [review("approve")],
     }
-    g, stores = _graph(tmp_path, script, [read_log, kv_set], side_effects={"kv_set"})
+    g, stores = _graph(tmp_path, script, [read_log, kv_set], side_effects="kv_set")  # one str: one name
     cfg = thread_config("lc")
     task = new_task("Set maintenance on.", "lc", permissions=Permissions(requires_approval=["kv_set"]))
     first = g.invoke(task, cfg, durability="sync")
@@ -196,6 +196,25 @@ def test_side_effects_from_metadata_mcp_hints_and_names() -> None:
     assert side_effect_names([a, b, c, d], {"d"}) == {"a", "b", "d"}
     with pytest.raises(ValueError, match=r"side_effects names 'kv_sett', not among the tools \(a, b, c, d\)"):
         side_effect_names([a, b, c, d], {"kv_sett"})
+    # one str is one name, not its characters; a tool stands for its name
+    assert side_effect_names([read_log, kv_set], "kv_set") == {"kv_set"}
+    assert side_effect_names([read_log, kv_set], [kv_set]) == {"kv_set"}
+    assert from_langchain_tools([read_log, kv_set], side_effects="kv_set").has_side_effects("kv_set")
+    assert not from_langchain_tools([read_log, kv_set], side_effects="kv_set").has_side_effects("read_log")
+    with pytest.raises(ValueError) as unknown:
+        build_orchestrator(ScriptedChatModel(), tools=[read_log, kv_set], side_effects="kv_sett")
+    assert str(unknown.value) == (
+        "side_effects names 'kv_sett', not among the tools (kv_set, read_log); name the tools by their .name"
+    )
+    with pytest.raises(ValueError) as several:
+        from_langchain_tools([read_log, kv_set], side_effects=["kv_set", "purge", "drop"])
+    assert str(several.value).startswith("side_effects names 'drop', 'purge', not among the tools (kv_set, read_log)")
+    with pytest.raises(TypeError) as bad:
+        side_effect_names([read_log, kv_set], [3])
+    assert str(bad.value) == (
+        'side_effects holds 3 (int); give the names of the tools with side effects, e.g. side_effects={"kv_set"} '
+        'or side_effects="kv_set"'
+    )
     with pytest.raises(ValueError, match="tool name 'read_artifact' is one taskctx's nodes use themselves"):
         LangChainTools([StructuredTool.from_function(lambda: "", name="read_artifact", description="x")])
     with pytest.raises(ValueError, match="two tools are named 'read_log'"):
