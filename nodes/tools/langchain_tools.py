@@ -30,6 +30,7 @@ from context.store import ArtifactStoreProtocol
 from .builtin import BUILTIN_TOOLS
 from .loops import EventLoopBlockedError, bound_loop, run_sync
 from .protocol import CONTROL_TOOLS, Recovery, ToolOutcome
+from .tool_bytes import bytes_kept, keeping_bytes
 
 __all__ = ["SIDE_EFFECTS_KEY", "LangChainTools", "as_names", "message_text", "side_effect_names"]
 
@@ -183,17 +184,24 @@ def _task_of(config: RunnableConfig | None) -> str:
     return str(((config or {}).get("configurable") or {}).get("thread_id") or "")
 
 
-def _outcome(tool: str, msg: Any) -> ToolOutcome:
-    """What ``tool.invoke(tool_call)`` returned, as a :class:`ToolOutcome`."""
+def _outcome(tool: str, msg: Any, kept: Sequence[bytes] = ()) -> ToolOutcome:
+    """What ``tool.invoke(tool_call)`` returned, as a :class:`ToolOutcome`.
+
+    ``kept``: the ``bytes`` the tool returned (:func:`~nodes.tools.tool_bytes.bytes_kept`): the
+    outcome's ``raw``, its text decoded (UTF-8, undecodable bytes as U+FFFD).
+    """
     if isinstance(msg, ToolMessage):
-        text = message_text(msg.content, msg.artifact)
-        return ToolOutcome("error" if msg.status == "error" else "ok", text, "other")
+        status = "error" if msg.status == "error" else "ok"
+        if kept and status == "ok":
+            return ToolOutcome("ok", kept[-1].decode("utf-8", "replace"), "other", raw=kept[-1])
+        return ToolOutcome(status, message_text(msg.content, msg.artifact), "other")
     if isinstance(msg, str):
         return ToolOutcome("ok", msg, "other")
     return ToolOutcome(
         "error",
         f"error: tool {tool} returned {type(msg).__name__}; a tool run by taskctx returns its output "
-        "(text or content blocks), not a LangGraph Command",
+        "(text, content blocks or bytes), not a LangGraph Command",
+        "other",
     )
 
 
@@ -255,6 +263,7 @@ class LangChainTools:
         self.receipts_dir = Path(receipts_dir) if receipts_dir is not None else None
         self.artifacts = artifacts
         self._schemas = [convert_to_openai_tool(t) for t in tools]
+        self._run_tools = {t.name: keeping_bytes(t) for t in tools}  # what runs: bytes kept as they are
 
     def schemas(self) -> list[dict[str, Any]]:
         """The tools' OpenAI-format schemas (``convert_to_openai_tool``), in the tools' order."""
@@ -287,11 +296,14 @@ class LangChainTools:
         config = _run_config()
         receipt = self._started(_task_of(config), call_id, tool, arguments)
         call = {"type": "tool_call", "id": call_id, "name": tool, "args": arguments}
+        run = self._run_tools[tool]
         try:
-            if _async_only(t):
-                out = _outcome(tool, run_sync(lambda: t.ainvoke(call, config), tool, bound_loop(t)))
-            else:
-                out = _outcome(tool, t.invoke(call, config))
+            with bytes_kept() as kept:
+                if _async_only(t):
+                    msg = run_sync(lambda: run.ainvoke(call, config), tool, bound_loop(t))
+                else:
+                    msg = run.invoke(call, config)
+            out = _outcome(tool, msg, kept)
         except EventLoopBlockedError:  # the tool never started: no receipt, the graph stops with the error
             self._discard(receipt)
             raise
@@ -326,10 +338,11 @@ class LangChainTools:
         if t is None:
             return self._unknown(tool)
         receipt = self._started(_task_of(config), call_id, tool, arguments)
+        call = {"type": "tool_call", "id": call_id, "name": tool, "args": arguments}
         try:
-            out = _outcome(
-                tool, await t.ainvoke({"type": "tool_call", "id": call_id, "name": tool, "args": arguments}, config)
-            )
+            with bytes_kept() as kept:
+                msg = await self._run_tools[tool].ainvoke(call, config)
+            out = _outcome(tool, msg, kept)
         except GraphBubbleUp:
             raise
         except Exception as exc:
@@ -378,7 +391,9 @@ class LangChainTools:
         path = Path(receipt.pop("path"))
         done = {**receipt, "status": "finished", "outcome": out.status}
         if self.artifacts is not None:
-            done["output_ref"] = self.artifacts.put(out.output)
+            done["output_ref"] = self.artifacts.put(out.raw if out.raw is not None else out.output)
+            if out.raw is not None:
+                done["bytes"] = True  # the tool returned bytes: recovered as they are
         else:
             done["output"] = out.output
         _write_json(path, done)
@@ -409,11 +424,14 @@ class LangChainTools:
         if data.get("status") != "finished" or data.get("tool") != tool:
             return Recovery("ask", f"{tool} was cut off while running; it may have had effects")
         ref = data.get("output_ref")
-        output = self.artifacts.get(str(ref)).decode("utf-8", "replace") if ref and self.artifacts else None
+        stored = self.artifacts.get(str(ref)) if ref and self.artifacts else None
         status = "ok" if data.get("outcome") == "ok" else "error"
-        text = output if output is not None else str(data.get("output", ""))
+        text = stored.decode("utf-8", "replace") if stored is not None else str(data.get("output", ""))
+        raw = stored if stored is not None and data.get("bytes") else None
         return Recovery(
-            "done", f"{tool} had finished before the interruption (its receipt)", ToolOutcome(status, text, "other")
+            "done",
+            f"{tool} had finished before the interruption (its receipt)",
+            ToolOutcome(status, text, "other", raw=raw),
         )
 
 

@@ -50,6 +50,9 @@ class ToolOutcome:
         reads: ``(path, sha256 hex)`` of each file the output was drawn from (freshness).
         written: ``(path, sha256 hex)`` of each file the call wrote, after the write (freshness).
         head: The git HEAD commit when it ran (None: not a git repository).
+        raw: The output's exact bytes, when the tool returned ``bytes``: they are what the
+            artifact store keeps; ``output`` is their text (UTF-8, undecodable bytes as U+FFFD),
+            what prompts show. None: the output is ``output`` itself.
     """
 
     status: str
@@ -61,6 +64,7 @@ class ToolOutcome:
     reads: tuple[tuple[str, str], ...] = ()
     written: tuple[tuple[str, str], ...] = ()
     head: str | None = None
+    raw: bytes | None = None
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,8 @@ class CallRecorder:
         """
         traced = traced or start_tool_run(run, rec, args)
         try:
-            ref = self.env.artifacts.put(out.output)  # any str (context.text.to_bytes), secrets masked
+            # any str (context.text.to_bytes), or the bytes a tool returned as they are; secrets masked
+            ref = self.env.artifacts.put(out.raw if out.raw is not None else out.output)
             stored = clean(from_bytes(self.env.artifacts.get(ref)))  # prompts get U+FFFD for a lone surrogate
             comp = compress_tool_result(stored, out.kind, ref, path=out.path)
         except Exception as exc:  # recorded as an error result: never re-run on each resume

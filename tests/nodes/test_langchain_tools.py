@@ -427,3 +427,52 @@ def test_a_sync_call_beside_the_tools_own_loop_runs_on_it(tmp_path: Path) -> Non
 
 async def _open() -> _Conn:
     return _Conn()
+
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR caf\xc3\xa9 \xff\xfe end"
+
+
+def test_bytes_are_stored_as_they_are_and_shown_decoded(tmp_path: Path) -> None:
+    @tool
+    def snapshot(name: str) -> bytes:
+        """The raw bytes of a snapshot."""
+        return PNG
+
+    @tool
+    async def asnapshot(name: str) -> bytes:
+        """The raw bytes of a snapshot, async."""
+        await asyncio.sleep(0)
+        return PNG
+
+    shown = PNG.decode("utf-8", "replace")
+    assert shown == "\ufffdPNG\r\n\x1a\n\x00\x00\x00\rIHDR café \ufffd\ufffd end"
+    ex = from_langchain_tools([snapshot, asnapshot], side_effects={"snapshot"}, receipts_dir=tmp_path / "r")
+    assert ex.execute("s0", "snapshot", {"name": "x"}) == ToolOutcome("ok", shown, "other", raw=PNG)
+    assert ex.execute("s1", "asnapshot", {"name": "x"}) == ToolOutcome("ok", shown, "other", raw=PNG)
+    assert asyncio.run(ex.aexecute("s2", "asnapshot", {"name": "x"})) == ToolOutcome("ok", shown, "other", raw=PNG)
+    assert ex.execute("s3", "snapshot", {}).raw is None  # an error result: no bytes
+
+    script = {
+        "planner": [plan("Take the snapshot")],
+        "executor": [
+            tool_call("snapshot", {"name": "home"}, id="b1"),
+            tool_call("asnapshot", {"name": "home"}, id="b2"),
+            complete("taken"),
+        ],
+        "reviewer": [review("approve")],
+    }
+    g, stores = _graph(tmp_path, script, [snapshot, asnapshot], side_effects={"snapshot"})
+    g.invoke(new_task("Take the snapshot.", "by"), thread_config("by"), durability="sync")
+    results = {e.payload["call_id"]: e.payload for e in stores.events.read("by") if e.kind == "tool.result.received"}
+    for cid in ("b1", "b2"):
+        assert stores.artifacts.get(results[cid]["raw_ref"]) == PNG  # byte-exact, not "b'\\x89PNG...'"
+        assert results[cid]["result_summary"] == shown  # the prompt's text: decoded, U+FFFD for the rest
+        assert results[cid]["raw_chars"] == len(shown)
+    # the receipt keeps the bytes too, and a resume records them as they are
+    receipt = json.loads(LangChainTools([snapshot], receipts_dir=tmp_path / "receipts").receipt("by", "b1").read_text())  # type: ignore[union-attr]
+    assert receipt["bytes"] is True and stores.artifacts.get(receipt["output_ref"]) == PNG
+    ex3 = LangChainTools(
+        [snapshot], side_effects={"snapshot"}, receipts_dir=tmp_path / "r3", artifacts=stores.artifacts
+    )
+    ex3.execute("s9", "snapshot", {"name": "x"})  # (outside a run: the task is "")
+    assert ex3.recover("s9", "snapshot", {"name": "x"}).outcome == ToolOutcome("ok", shown, "other", raw=PNG)
