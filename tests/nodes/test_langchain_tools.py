@@ -172,6 +172,12 @@ def test_long_output_is_stored_raw_and_shown_compressed(tmp_path: Path) -> None:
     assert res["raw_chars"] == len(full) == 17600 and res["compressed"] is True
     assert stores.artifacts.get(res["raw_ref"]).decode() == full  # byte-exact behind the ref
     assert len(res["result_summary"]) < len(full) // 4 and res["raw_ref"] in res["result_summary"]
+    # labelled by the tool's name, not as a command's output
+    assert res["result_summary"].endswith(
+        f"\n[tool output: dump_log, 400 lines, 17600 chars; 15200 chars omitted from the middle; "
+        f"full output: {res['raw_ref']}]"
+    )
+    assert "command output" not in res["result_summary"]
 
 
 def test_side_effects_from_metadata_mcp_hints_and_names() -> None:
