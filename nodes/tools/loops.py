@@ -129,8 +129,9 @@ def run_sync(make: Callable[[], Coroutine[Any, Any, Any]], tool: str, owner: obj
     if owner is None:  # a loop of its own; in a worker thread when this thread runs one (a notebook)
         if here is None:
             return asyncio.run(make())
+        ctx = contextvars.copy_context()  # the caller's context variables, in the worker too
         with ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(lambda: asyncio.run(make())).result()
+            return pool.submit(ctx.run, lambda: asyncio.run(make())).result()
     if not isinstance(owner, asyncio.AbstractEventLoop):  # an MCP session's, not found
         raise _unreachable(tool, "that loop cannot be found")
     if owner is here or owner is CALLER_LOOP.get():
@@ -151,7 +152,7 @@ def _on_owner(make: Callable[[], Coroutine[Any, Any, Any]], tool: str, owner: as
                 return None
             state["started"] = True
         started.set()
-        return await make()
+        return await make()  # (in a copy of the caller's context: call_soon_threadsafe's)
 
     future = asyncio.run_coroutine_threadsafe(guarded(), owner)
     if not started.wait(LOOP_START_TIMEOUT):

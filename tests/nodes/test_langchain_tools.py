@@ -351,15 +351,15 @@ class _Conn:
         self._loop = asyncio.get_running_loop()
 
 
-def _bound_tool(conn: _Conn) -> StructuredTool:
+def _bound_tool(conn: _Conn, name: str = "lookup") -> StructuredTool:
     session = conn
 
-    async def lookup(key: str) -> str:
+    async def lookup(key: str) -> Any:
         """Look a key up over the connection."""
         assert asyncio.get_running_loop() is session._loop  # only works on the connection's own loop
-        return f"{key}=on"
+        return f"{key}=on" if name == "lookup" else f"{key}=on".encode()
 
-    return StructuredTool.from_function(coroutine=lookup, name="lookup", description="Look a key up.")
+    return StructuredTool.from_function(coroutine=lookup, name=name, description="Look a key up.")
 
 
 def _in_thread(fn: Any, timeout: float = 30.0) -> Any:
@@ -417,6 +417,9 @@ def test_a_sync_call_beside_the_tools_own_loop_runs_on_it(tmp_path: Path) -> Non
         ex = LangChainTools([_bound_tool(conn)], side_effects={"lookup"}, receipts_dir=tmp_path / "r")
         box = _in_thread(lambda: ex.execute("l2", "lookup", {"key": "flag"}))
         assert box == {"value": ToolOutcome("ok", "flag=on", "other")}  # run on the connection's loop
+        raw = from_langchain_tools([_bound_tool(conn, "lookup_bytes")])
+        box = _in_thread(lambda: raw.execute("l4", "lookup_bytes", {"key": "flag"}))
+        assert box == {"value": ToolOutcome("ok", "flag=on", "other", raw=b"flag=on")}  # its bytes seen there too
     finally:
         loop.call_soon_threadsafe(loop.stop)
         th.join(10)
@@ -457,6 +460,11 @@ def test_bytes_are_stored_as_they_are_and_shown_decoded(tmp_path: Path) -> None:
     assert ex.execute("s1", "asnapshot", {"name": "x"}) == ToolOutcome("ok", shown, "other", raw=PNG)
     assert asyncio.run(ex.aexecute("s2", "asnapshot", {"name": "x"})) == ToolOutcome("ok", shown, "other", raw=PNG)
     assert ex.execute("s3", "snapshot", {}).raw is None  # an error result: no bytes
+
+    async def in_a_notebook() -> ToolOutcome:  # a sync call where a loop runs: awaited in a worker thread
+        return ex.execute("s4", "asnapshot", {"name": "x"})
+
+    assert asyncio.run(in_a_notebook()) == ToolOutcome("ok", shown, "other", raw=PNG)
 
     script = {
         "planner": [plan("Take the snapshot")],
