@@ -490,3 +490,37 @@ def test_bytes_are_stored_as_they_are_and_shown_decoded(tmp_path: Path) -> None:
     )
     ex3.execute("s9", "snapshot", {"name": "x"})  # (outside a run: the task is "")
     assert ex3.recover("s9", "snapshot", {"name": "x"}).outcome == ToolOutcome("ok", shown, "other", raw=PNG)
+
+
+def test_a_tools_loop_that_never_starts_the_call_is_an_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tool's loop runs in another thread but is blocked (as by a sync call waiting for it)."""
+    monkeypatch.setattr("nodes.tools.loops.LOOP_START_TIMEOUT", 0.5)
+    ran: list[str] = []
+    loop = asyncio.new_event_loop()
+    th = threading.Thread(target=loop.run_forever, daemon=True)
+    th.start()
+    conn = asyncio.run_coroutine_threadsafe(_open(), loop).result(10)
+    session = conn
+
+    async def poke(key: str) -> str:
+        """Poke a key."""
+        ran.append(key)
+        return f"poked {key} on {session._loop is asyncio.get_running_loop()}"
+
+    release = threading.Event()
+    loop.call_soon_threadsafe(release.wait)  # the loop is stuck in a callback
+    ex = from_langchain_tools([StructuredTool.from_function(coroutine=poke, name="poke", description="Poke.")])
+    box = _in_thread(lambda: ex.execute("k1", "poke", {"key": "a"}))
+    assert str(box["error"]).startswith(
+        "tool poke was called synchronously inside a running event loop; use ainvoke/astream (the loop of the "
+        "tool's session did not start the call within 0.5 s: it is blocked, most likely by the sync call waiting "
+        "for this tool, so the call cannot run without blocking it)"
+    )
+    release.set()
+    assert asyncio.run_coroutine_threadsafe(asyncio.sleep(0, "free"), loop).result(10) == "free"
+    assert ran == []  # the abandoned call never runs, even once the loop is free
+    box = _in_thread(lambda: ex.execute("k2", "poke", {"key": "b"}))
+    assert box == {"value": ToolOutcome("ok", "poked b on True", "other")} and ran == ["b"]
+    loop.call_soon_threadsafe(loop.stop)
+    th.join(10)
+    loop.close()
