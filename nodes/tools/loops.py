@@ -135,7 +135,7 @@ def run_sync(make: Callable[[], Coroutine[Any, Any, Any]], tool: str, owner: obj
     if not isinstance(owner, asyncio.AbstractEventLoop):  # an MCP session's, not found
         raise _unreachable(tool, "that loop cannot be found")
     if owner is here or owner is CALLER_LOOP.get():
-        raise _blocked(tool, "the tool's MCP session lives on that loop, which this sync call blocks")
+        raise _blocked(tool, "the tool's session lives on that loop, which this sync call blocks")
     if owner.is_closed() or not owner.is_running():
         raise _unreachable(tool, "that loop is not running (has the session's `async with` ended?)")
     return _on_owner(make, tool, owner)

@@ -391,7 +391,7 @@ def test_a_sync_call_inside_the_tools_own_loop_raises_at_once() -> None:
     box = _in_thread(lambda: asyncio.run(main()))
     assert isinstance(box.get("error"), EventLoopBlockedError)
     assert str(box["error"]).startswith(
-        "tool lookup was called synchronously inside a running event loop; use ainvoke/astream (the tool's MCP "
+        "tool lookup was called synchronously inside a running event loop; use ainvoke/astream (the tool's "
         "session lives on that loop, which this sync call blocks, so the call cannot run without blocking it)"
     )
 
