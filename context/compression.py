@@ -98,6 +98,7 @@ def _has_long_line(spans: list[tuple[int, int]]) -> bool:
 def _head_tail(raw: str, ref: str, label: str, *, of_ref: bool = True) -> Compressed:
     """The first ``HEAD_CHARS`` and last ``TAIL_CHARS`` chars with a note.
 
+    ``label``: what the note starts with, its separator included (``"command output: "``).
     ``of_ref``: ``raw`` is the text ``ref`` holds, so the note may give char and line positions
     within it.
     """
@@ -105,7 +106,7 @@ def _head_tail(raw: str, ref: str, label: str, *, of_ref: bool = True) -> Compre
     spans = _line_spans(raw) if of_ref else []
     if of_ref and _has_long_line(spans):
         n = len(raw)
-        head = f"{label}: {_lines(len(spans))}, {n} chars ({len(raw.encode('utf-8'))} bytes); "
+        head = f"{label}{_lines(len(spans))}, {n} chars ({len(raw.encode('utf-8'))} bytes); "
         shown = f"shown: chars 1-{HEAD_CHARS} and {n - TAIL_CHARS + 1}-{n}; {omitted} chars omitted from the middle"
         if len(spans) == 1:
             summary = (
@@ -119,7 +120,7 @@ def _head_tail(raw: str, ref: str, label: str, *, of_ref: bool = True) -> Compre
     else:
         n_lines = raw.count("\n") + (0 if raw.endswith("\n") or not raw else 1)
         summary = (
-            f"{label}: {_lines(n_lines)}, {len(raw)} chars; {omitted} chars omitted from the middle; full output: {ref}"
+            f"{label}{_lines(n_lines)}, {len(raw)} chars; {omitted} chars omitted from the middle; full output: {ref}"
         )
     text = f"{raw[:HEAD_CHARS]}\n[... {omitted} chars omitted ...]\n{raw[-TAIL_CHARS:]}\n[{summary}]"
     return Compressed(text=text, compressed=True, summary=summary, raw_chars=len(raw))
@@ -160,12 +161,25 @@ def split_search_results(raw: str) -> list[str]:
     return results
 
 
+def _label(kind: ResultKind, tool: str | None) -> str:
+    """How the note of a cut output starts, its separator included.
+
+    ``command output: `` for a command (the shell tool's kind), ``tool output: <tool>, `` for
+    any other tool named, else ``output: ``.
+    """
+    if kind == "command":
+        return "command output: "
+    name = re.sub(r"[^A-Za-z0-9_.:-]", "_", tool or "")[:64]
+    return f"tool output: {name}, " if name else "output: "
+
+
 def compress_tool_result(
     raw: str,
     kind: ResultKind,
     ref: str,
     *,
     path: str | None = None,
+    tool: str | None = None,
 ) -> Compressed:
     """The prompt form of a tool output, by the rules of its kind.
 
@@ -174,6 +188,9 @@ def compress_tool_result(
         kind: Which rule applies (``command``, ``file_read``, ``search`` or ``other``).
         ref: The artifact ref of the raw output (named in the note of a compressed form).
         path: The file read, for a ``file_read`` (named in its summary).
+        tool: The tool's name: the note of a cut ``other`` output names it
+            (``[tool output: kv_get, 400 lines, ...]``; a command's stays ``[command output: ...]``;
+            characters other than ``A-Za-z0-9_.:-`` as ``_``). None: ``[output: ...]``.
 
     Returns:
         The prompt form; ``compressed`` is False (and ``text`` is ``raw``) when no rule applied.
@@ -221,12 +238,12 @@ def compress_tool_result(
             summary = f"search: {len(results)} results, first {SEARCH_LIMIT} shown, {omitted} omitted; full list: {ref}"
             text = "\n".join(results[:SEARCH_LIMIT]) + f"\n[{summary}]"
             if len(text) > COMMAND_LIMIT:
-                inner = _head_tail(text, ref, "search (first 5 results)", of_ref=False)
+                inner = _head_tail(text, ref, "search (first 5 results): ", of_ref=False)
                 return Compressed(text=inner.text + f"\n[{summary}]", compressed=True, summary=summary, raw_chars=n)
             return Compressed(text=text, compressed=True, summary=summary, raw_chars=n)
     limit = FILE_LIMIT if kind == "file_read" else COMMAND_LIMIT
     if n > limit:
-        return _head_tail(raw, ref, "output" if kind != "command" else "command output")
+        return _head_tail(raw, ref, _label(kind, tool))
     first = raw.strip().splitlines()[0] if raw.strip() else "(no output)"
     if len(first) > 100:
         first = first[:97] + "..."

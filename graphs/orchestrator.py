@@ -233,7 +233,7 @@ def build_orchestrator(
     model: BaseChatModel | str,
     *,
     tools: ToolExecutor | Sequence[Any] | None = None,
-    side_effects: Iterable[str] = (),
+    side_effects: str | Iterable[str] = (),
     checkpointer: BaseCheckpointSaver | None = None,
     stores: SqliteStores | PgStores | None = None,
     budget: int | Literal["auto"] = DEFAULT_BUDGET,
@@ -256,9 +256,9 @@ def build_orchestrator(
             MCP tools) and executors (:func:`nodes.from_langchain_tools`; the receipts of the
             tools with side effects go in ``receipts/`` beside a SQLite file's ``stores``); None:
             no tools but ``read_artifact``.
-        side_effects: Names of the LangChain tools of a ``tools`` list that have side effects
-            (besides those whose metadata says ``{"taskctx": {"side_effects": True}}``, or MCP's
-            ``readOnlyHint: False``); the others are read-only.
+        side_effects: Names of the LangChain tools of a ``tools`` list that have side effects (one
+            ``str`` is one name), besides those whose metadata says ``{"taskctx": {"side_effects":
+            True}}`` and MCP tools not annotated ``readOnlyHint: True``; the others are read-only.
         checkpointer: LangGraph's checkpointer (None: the graph keeps no checkpoints).
         stores: The event log and artifacts (None: in memory).
         budget: The prompt budget in tokens, or ``"auto"``: the model's context window from its

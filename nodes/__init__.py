@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .runtime import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, NodeRun, Rendered, cached_prefix_tokens, fingerprints
     from .testing import RECORDED_THOUGHT, ReplayChatModel, ScriptedChatModel
     from .tools import (
+        EventLoopBlockedError,
         LangChainTools,
         ReplayTools,
         TaskToolNode,
@@ -90,6 +91,7 @@ __getattr__ = lazy_exports(
         "RECORDED_THOUGHT": ".testing",
         "ReplayChatModel": ".testing",
         "ScriptedChatModel": ".testing",
+        "EventLoopBlockedError": ".tools",
         "LangChainTools": ".tools",
         "ReplayTools": ".tools",
         "TaskToolNode": ".tools",
@@ -113,6 +115,7 @@ __all__ = [
     "EXTERNAL_RULE",
     "RECORDED_THOUGHT",
     "Decision",
+    "EventLoopBlockedError",
     "ExecutorRenderer",
     "LangChainTools",
     "NodeEnv",

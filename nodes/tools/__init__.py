@@ -2,7 +2,8 @@
 
 from .approvals import APPROVAL_ACTIONS, REJECTED_AGAIN, ApprovalQuestions, normalize_answer
 from .builtin import BUILTIN_TOOLS, READ_ARTIFACT_SCHEMA, SEARCH_HISTORY_SCHEMA, read_artifact, search_history
-from .langchain_tools import SIDE_EFFECTS_KEY, LangChainTools, message_text, side_effect_names
+from .langchain_tools import SIDE_EFFECTS_KEY, LangChainTools, as_names, message_text, side_effect_names
+from .loops import EventLoopBlockedError
 from .node import TaskToolNode, make_tool_node
 from .parallel import DEFAULT_MAX_PARALLEL, run_at_once
 from .progress import PROGRESS_KINDS, ProgressKind, progress_scope, report_progress
@@ -34,6 +35,7 @@ __all__ = [
     "SEARCH_HISTORY_SCHEMA",
     "SIDE_EFFECTS_KEY",
     "ApprovalQuestions",
+    "EventLoopBlockedError",
     "LangChainTools",
     "ProgressKind",
     "Recovery",
@@ -43,6 +45,7 @@ __all__ = [
     "ToolOutcome",
     "ToolSet",
     "accepts_scopes",
+    "as_names",
     "as_outcome",
     "check_arguments",
     "executor_of",

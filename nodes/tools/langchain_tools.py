@@ -11,13 +11,11 @@ per call and :meth:`LangChainTools.recover` on resume, as the workspace tools do
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Coroutine, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,43 +28,99 @@ from langgraph.errors import GraphBubbleUp
 from context.store import ArtifactStoreProtocol
 
 from .builtin import BUILTIN_TOOLS
+from .loops import EventLoopBlockedError, bound_loop, run_sync
 from .protocol import CONTROL_TOOLS, Recovery, ToolOutcome
+from .tool_bytes import bytes_kept, keeping_bytes
 
-__all__ = ["SIDE_EFFECTS_KEY", "LangChainTools", "message_text", "side_effect_names"]
+__all__ = ["SIDE_EFFECTS_KEY", "LangChainTools", "as_names", "message_text", "side_effect_names"]
 
 #: The key of a tool's ``metadata`` taskctx reads: ``metadata={"taskctx": {"side_effects": True}}``.
 SIDE_EFFECTS_KEY = "taskctx"
 
 
+#: The annotation keys of an MCP tool (``ToolAnnotations``), which ``langchain-mcp-adapters`` puts in its metadata.
+_MCP_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+def _is_mcp(tool: BaseTool) -> bool:
+    """Whether ``tool`` is an MCP server's (made by ``langchain-mcp-adapters``, or annotated as one)."""
+    module = str(getattr(getattr(tool, "coroutine", None), "__module__", None) or "")
+    return module.split(".")[0] == "langchain_mcp_adapters" or any(k in (tool.metadata or {}) for k in _MCP_HINTS)
+
+
 def _declared(tool: BaseTool) -> bool | None:
-    """What ``tool``'s metadata says of its side effects: taskctx's key first, then MCP's ``readOnlyHint``."""
+    """What ``tool``'s metadata says of its side effects: taskctx's key first, then MCP's annotations.
+
+    An MCP tool is read-only only when annotated ``readOnlyHint: True`` (the MCP specification's
+    default is ``False``), so an unannotated one, or one marked ``destructiveHint: True``, has
+    side effects. None: the metadata says nothing (a LangChain tool: read-only unless named).
+    """
     meta = tool.metadata or {}
     own = meta.get(SIDE_EFFECTS_KEY)
     if isinstance(own, dict) and "side_effects" in own:
         return bool(own["side_effects"])
-    hint = meta.get("readOnlyHint")  # an MCP tool's annotations (langchain-mcp-adapters puts them in metadata)
-    return None if hint is None else not hint
+    if _is_mcp(tool):
+        return meta.get("readOnlyHint") is not True
+    return None
 
 
-def side_effect_names(tools: Sequence[BaseTool], side_effects: Iterable[str] = ()) -> frozenset[str]:
-    """The names of the tools of ``tools`` that have side effects.
-
-    A tool has side effects when ``side_effects`` names it, or its metadata says so:
-    ``metadata={"taskctx": {"side_effects": True}}`` (False: read-only, unless named), else an MCP
-    tool's ``readOnlyHint`` annotation (``False``: side effects). Any other tool is read-only.
+def as_names(side_effects: str | Iterable[str | BaseTool] | None) -> list[str]:
+    """The tool names a ``side_effects=`` argument gives, in its order.
 
     Args:
-        tools: The tools.
-        side_effects: Names of tools with side effects.
+        side_effects: One name (a ``str`` is one name, not its characters), or names and
+            LangChain tools (a tool stands for its ``.name``); None: none.
 
     Returns:
         The names.
 
     Raises:
-        ValueError: ``side_effects`` names a tool that is not in ``tools`` (naming the tools there are).
+        TypeError: An item is neither a ``str`` nor a LangChain tool (naming it).
+    """
+    if side_effects is None:
+        return []
+    if isinstance(side_effects, str | BaseTool):
+        side_effects = [side_effects]
+    out = []
+    for item in side_effects:
+        if isinstance(item, BaseTool):
+            out.append(item.name)
+        elif isinstance(item, str):
+            out.append(item)
+        else:
+            raise TypeError(
+                f"side_effects holds {item!r} ({type(item).__name__}); give the names of the tools with side "
+                'effects, e.g. side_effects={"kv_set"} or side_effects="kv_set"'
+            )
+    return out
+
+
+def side_effect_names(
+    tools: Sequence[BaseTool], side_effects: str | Iterable[str | BaseTool] | None = ()
+) -> frozenset[str]:
+    """The names of the tools of ``tools`` that have side effects.
+
+    A tool has side effects when ``side_effects`` names it, or its metadata says so:
+    ``metadata={"taskctx": {"side_effects": True}}`` (False: read-only, unless named), else, for
+    an MCP tool (one of ``langchain-mcp-adapters``, or with MCP annotations in its metadata),
+    unless it is annotated ``readOnlyHint: True``: the MCP default is ``False``, so an MCP tool
+    without annotations, or marked ``destructiveHint: True``, has side effects. Any other tool is
+    read-only.
+
+    Args:
+        tools: The tools.
+        side_effects: Names of tools with side effects (:func:`as_names`: one ``str`` is one name).
+
+    Returns:
+        The names.
+
+    Raises:
+        TypeError: An item of ``side_effects`` is neither a name nor a tool.
+        ValueError: ``side_effects`` names a tool that is not in ``tools`` (naming the unknown
+            names and the tools there are).
     """
     names = {t.name for t in tools}
-    named = set(side_effects)
+    named = set(as_names(side_effects))
     unknown = sorted(named - names)
     if unknown:
         raise ValueError(
@@ -130,30 +184,24 @@ def _task_of(config: RunnableConfig | None) -> str:
     return str(((config or {}).get("configurable") or {}).get("thread_id") or "")
 
 
-def _run_sync(make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
-    """Run the coroutine ``make()`` makes to its end from sync code, on an event loop of its own.
+def _outcome(tool: str, msg: Any, kept: Sequence[bytes] = ()) -> ToolOutcome:
+    """What ``tool.invoke(tool_call)`` returned, as a :class:`ToolOutcome`.
 
-    When this thread already runs a loop (a notebook), the coroutine runs in a worker thread.
+    ``kept``: the ``bytes`` the tool returned (:func:`~nodes.tools.tool_bytes.bytes_kept`): the
+    outcome's ``raw``, its text decoded (UTF-8, undecodable bytes as U+FFFD).
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(make())
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(lambda: asyncio.run(make())).result()
-
-
-def _outcome(tool: str, msg: Any) -> ToolOutcome:
-    """What ``tool.invoke(tool_call)`` returned, as a :class:`ToolOutcome`."""
     if isinstance(msg, ToolMessage):
-        text = message_text(msg.content, msg.artifact)
-        return ToolOutcome("error" if msg.status == "error" else "ok", text, "other")
+        status = "error" if msg.status == "error" else "ok"
+        if kept and status == "ok":
+            return ToolOutcome("ok", kept[-1].decode("utf-8", "replace"), "other", raw=kept[-1])
+        return ToolOutcome(status, message_text(msg.content, msg.artifact), "other")
     if isinstance(msg, str):
         return ToolOutcome("ok", msg, "other")
     return ToolOutcome(
         "error",
         f"error: tool {tool} returned {type(msg).__name__}; a tool run by taskctx returns its output "
-        "(text or content blocks), not a LangGraph Command",
+        "(text, content blocks or bytes), not a LangGraph Command",
+        "other",
     )
 
 
@@ -165,8 +213,9 @@ class LangChainTools:
     """LangChain tools (``BaseTool``: ``@tool``, ``StructuredTool``, MCP tools) as a ToolExecutor.
 
     Each call is ``tool.invoke(ToolCall)`` with the node's run config (the tool's run nests in the
-    graph's trace); an async-only tool is awaited on an event loop of its own in a sync run, on
-    the run's loop in an async one (:meth:`aexecute`). A tool with side effects
+    graph's trace); an async-only tool is awaited on an event loop of its own in a sync run (one
+    bound to a session's loop on that loop, or an :class:`~nodes.tools.loops.EventLoopBlockedError`
+    when the sync run blocks it), on the run's loop in an async one (:meth:`aexecute`). A tool with side effects
     (:func:`side_effect_names`) writes a receipt per call in ``receipts_dir`` before it starts and
     after it returns, keyed by the task (the run's ``thread_id``) and the call id:
     :meth:`recover` reads it after a crash. Tool arguments injected by LangGraph's own tool node
@@ -174,7 +223,8 @@ class LangChainTools:
 
     Args:
         tools: The tools; their names are the tools' names.
-        side_effects: Names of tools with side effects (besides those their metadata marks).
+        side_effects: Names of tools with side effects (besides those their metadata marks; one
+            ``str`` is one name).
         receipts_dir: The folder of the receipts (None: none kept; an interrupted call with side
             effects is then put to the user before it runs again).
         artifacts: Where a finished call's receipt stores its output (None: in the receipt).
@@ -189,7 +239,7 @@ class LangChainTools:
         self,
         tools: Sequence[BaseTool],
         *,
-        side_effects: Iterable[str] = (),
+        side_effects: str | Iterable[str | BaseTool] | None = (),
         receipts_dir: str | Path | None = None,
         artifacts: ArtifactStoreProtocol | None = None,
     ):
@@ -213,6 +263,7 @@ class LangChainTools:
         self.receipts_dir = Path(receipts_dir) if receipts_dir is not None else None
         self.artifacts = artifacts
         self._schemas = [convert_to_openai_tool(t) for t in tools]
+        self._run_tools = {t.name: keeping_bytes(t) for t in tools}  # what runs: bytes kept as they are
 
     def schemas(self) -> list[dict[str, Any]]:
         """The tools' OpenAI-format schemas (``convert_to_openai_tool``), in the tools' order."""
@@ -233,6 +284,11 @@ class LangChainTools:
         Returns:
             The outcome: ``ok`` with the output's text (:func:`message_text`), ``error`` for a
             ``ToolMessage`` of status error, an exception raised (named) or an unknown tool.
+
+        Raises:
+            EventLoopBlockedError: The tool is bound to an event loop (an MCP tool of an open
+                session) that this sync call blocks, or that is not running
+                (:func:`~nodes.tools.loops.run_sync`); the tool did not start.
         """
         t = self.tools.get(tool)
         if t is None:
@@ -240,11 +296,17 @@ class LangChainTools:
         config = _run_config()
         receipt = self._started(_task_of(config), call_id, tool, arguments)
         call = {"type": "tool_call", "id": call_id, "name": tool, "args": arguments}
+        run = self._run_tools[tool]
         try:
-            if _async_only(t):
-                out = _outcome(tool, _run_sync(lambda: t.ainvoke(call, config)))
-            else:
-                out = _outcome(tool, t.invoke(call, config))
+            with bytes_kept() as kept:
+                if _async_only(t):
+                    msg = run_sync(lambda: run.ainvoke(call, config), tool, bound_loop(t))
+                else:
+                    msg = run.invoke(call, config)
+            out = _outcome(tool, msg, kept)
+        except EventLoopBlockedError:  # the tool never started: no receipt, the graph stops with the error
+            self._discard(receipt)
+            raise
         except GraphBubbleUp:  # a tool's own interrupt(): LangGraph's to handle
             raise
         except Exception as exc:  # a crashing tool is an error result, not a crashed graph
@@ -276,10 +338,11 @@ class LangChainTools:
         if t is None:
             return self._unknown(tool)
         receipt = self._started(_task_of(config), call_id, tool, arguments)
+        call = {"type": "tool_call", "id": call_id, "name": tool, "args": arguments}
         try:
-            out = _outcome(
-                tool, await t.ainvoke({"type": "tool_call", "id": call_id, "name": tool, "args": arguments}, config)
-            )
+            with bytes_kept() as kept:
+                msg = await self._run_tools[tool].ainvoke(call, config)
+            out = _outcome(tool, msg, kept)
         except GraphBubbleUp:
             raise
         except Exception as exc:
@@ -316,6 +379,11 @@ class LangChainTools:
         _write_json(path, {k: v for k, v in data.items() if k != "path"})
         return data
 
+    def _discard(self, receipt: dict[str, Any] | None) -> None:
+        """Remove the ``started`` receipt of a call that did not start after all."""
+        if receipt is not None:
+            Path(receipt["path"]).unlink(missing_ok=True)
+
     def _finished(self, receipt: dict[str, Any] | None, out: ToolOutcome) -> None:
         """Write the ``finished`` receipt: the outcome's status and its output (or the output's ref)."""
         if receipt is None:
@@ -323,7 +391,9 @@ class LangChainTools:
         path = Path(receipt.pop("path"))
         done = {**receipt, "status": "finished", "outcome": out.status}
         if self.artifacts is not None:
-            done["output_ref"] = self.artifacts.put(out.output)
+            done["output_ref"] = self.artifacts.put(out.raw if out.raw is not None else out.output)
+            if out.raw is not None:
+                done["bytes"] = True  # the tool returned bytes: recovered as they are
         else:
             done["output"] = out.output
         _write_json(path, done)
@@ -354,11 +424,14 @@ class LangChainTools:
         if data.get("status") != "finished" or data.get("tool") != tool:
             return Recovery("ask", f"{tool} was cut off while running; it may have had effects")
         ref = data.get("output_ref")
-        output = self.artifacts.get(str(ref)).decode("utf-8", "replace") if ref and self.artifacts else None
+        stored = self.artifacts.get(str(ref)) if ref and self.artifacts else None
         status = "ok" if data.get("outcome") == "ok" else "error"
-        text = output if output is not None else str(data.get("output", ""))
+        text = stored.decode("utf-8", "replace") if stored is not None else str(data.get("output", ""))
+        raw = stored if stored is not None and data.get("bytes") else None
         return Recovery(
-            "done", f"{tool} had finished before the interruption (its receipt)", ToolOutcome(status, text, "other")
+            "done",
+            f"{tool} had finished before the interruption (its receipt)",
+            ToolOutcome(status, text, "other", raw=raw),
         )
 
 

@@ -12,6 +12,8 @@ from typing import TypeVar
 
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 
+from .loops import CALLER_LOOP, running_loop
+
 __all__ = ["DEFAULT_MAX_PARALLEL", "run_at_once"]
 
 #: How many read-only calls of one model answer the tool node runs at the same time, by default.
@@ -42,6 +44,12 @@ def run_at_once(jobs: Sequence[Callable[[], T]], max_parallel: int) -> list[T]:
         raise ValueError(f"max_parallel must be at least 1 (got {max_parallel}); 1 runs the calls one by one")
     if len(jobs) <= 1 or max_parallel == 1:
         return [job() for job in jobs]
-    with ContextThreadPoolExecutor(max_workers=min(max_parallel, len(jobs))) as pool:
-        futures = [pool.submit(job) for job in jobs]
+    here = running_loop()  # blocked while the jobs run: a tool bound to it must not wait for it
+    token = CALLER_LOOP.set(here) if here is not None else None
+    try:
+        with ContextThreadPoolExecutor(max_workers=min(max_parallel, len(jobs))) as pool:
+            futures = [pool.submit(job) for job in jobs]
+    finally:
+        if token is not None:
+            CALLER_LOOP.reset(token)
     return [f.result() for f in futures]

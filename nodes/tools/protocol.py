@@ -13,6 +13,8 @@ from context import TaskContext
 from context.compression import ResultKind
 from context.held_secrets import MissingSecretError, reveal_secrets, task_secrets
 
+from .loops import EventLoopBlockedError
+
 __all__ = [
     "CONTROL_TOOLS",
     "Recovery",
@@ -48,6 +50,9 @@ class ToolOutcome:
         reads: ``(path, sha256 hex)`` of each file the output was drawn from (freshness).
         written: ``(path, sha256 hex)`` of each file the call wrote, after the write (freshness).
         head: The git HEAD commit when it ran (None: not a git repository).
+        raw: The output's exact bytes, when the tool returned ``bytes``: they are what the
+            artifact store keeps; ``output`` is their text (UTF-8, undecodable bytes as U+FFFD),
+            what prompts show. None: the output is ``output`` itself.
     """
 
     status: str
@@ -59,6 +64,7 @@ class ToolOutcome:
     reads: tuple[tuple[str, str], ...] = ()
     written: tuple[tuple[str, str], ...] = ()
     head: str | None = None
+    raw: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -298,6 +304,10 @@ def scoped_execute(
 
     Returns:
         The outcome (:func:`as_outcome`).
+
+    Raises:
+        EventLoopBlockedError: A tool bound to an event loop was called by a sync run that blocks
+            that loop (:mod:`nodes.tools.loops`): the run stops, the tool did not start.
     """
     loop, aexecute = _LOOP.get(), getattr(tools, "aexecute", None)
     run = tools.execute if loop is None or aexecute is None else aexecute
@@ -309,6 +319,8 @@ def scoped_execute(
         out = run(call_id, tool, args, scopes) if accepts_scopes(tools) else run(call_id, tool, args)
         if run is aexecute and loop is not None:
             out = asyncio.run_coroutine_threadsafe(out, loop).result()
+    except EventLoopBlockedError:  # the run itself is wrong (a sync run inside the tool's loop): stop it
+        raise
     except Exception as exc:  # a crashing tool is an error result, not a crashed graph
         return ToolOutcome("error", f"error: tool {tool} raised {type(exc).__name__}: {exc}")
     return as_outcome(out, tools, tool)

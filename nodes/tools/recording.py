@@ -105,9 +105,10 @@ class CallRecorder:
         """
         traced = traced or start_tool_run(run, rec, args)
         try:
-            ref = self.env.artifacts.put(out.output)  # any str (context.text.to_bytes), secrets masked
+            # any str (context.text.to_bytes), or the bytes a tool returned as they are; secrets masked
+            ref = self.env.artifacts.put(out.raw if out.raw is not None else out.output)
             stored = clean(from_bytes(self.env.artifacts.get(ref)))  # prompts get U+FFFD for a lone surrogate
-            comp = compress_tool_result(stored, out.kind, ref, path=out.path)
+            comp = compress_tool_result(stored, out.kind, ref, path=out.path, tool=rec.tool)
         except Exception as exc:  # recorded as an error result: never re-run on each resume
             text = clean(f"error: the output of {rec.tool} could not be recorded ({type(exc).__name__}: {exc})")
             out = ToolOutcome("error", text, modified=out.modified, modified_all=out.modified_all)

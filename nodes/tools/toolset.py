@@ -17,7 +17,7 @@ from langchain_core.tools import BaseTool
 from context.literals import RiskLevel
 from context.store import ArtifactStoreProtocol
 
-from .langchain_tools import LangChainTools, side_effect_names
+from .langchain_tools import LangChainTools, as_names, side_effect_names
 from .protocol import Recovery, ToolExecutor, ToolOutcome, accepts_scopes, as_outcome
 
 __all__ = ["ToolSet", "executor_of", "from_langchain_tools"]
@@ -172,7 +172,7 @@ class ToolSet:
 def from_langchain_tools(
     tools: Sequence[Any],
     *,
-    side_effects: Iterable[str] = (),
+    side_effects: str | Iterable[str | BaseTool] | None = (),
     receipts_dir: str | Path | None = None,
     artifacts: ArtifactStoreProtocol | None = None,
 ) -> ToolExecutor:
@@ -180,9 +180,9 @@ def from_langchain_tools(
 
     Args:
         tools: ``BaseTool`` objects and ToolExecutors (``WorkspaceTools``...), in any order.
-        side_effects: Names of the LangChain tools with side effects, besides those whose
-            metadata says ``{"taskctx": {"side_effects": True}}`` or (MCP) ``readOnlyHint: False``;
-            the rest are read-only.
+        side_effects: Names of the LangChain tools with side effects (one ``str`` is one name),
+            besides those whose metadata says ``{"taskctx": {"side_effects": True}}`` and the MCP
+            tools not annotated ``readOnlyHint: True``; the rest are read-only.
         receipts_dir: Where the tools with side effects keep a receipt per call, read on resume
             (None: none; an interrupted call is put to the user before it runs again).
         artifacts: Where a receipt keeps a finished call's output (None: in the receipt).
@@ -216,7 +216,7 @@ def from_langchain_tools(
 def executor_of(
     tools: Any,
     *,
-    side_effects: Iterable[str] = (),
+    side_effects: str | Iterable[str | BaseTool] | None = (),
     receipts_dir: str | Path | None = None,
     artifacts: ArtifactStoreProtocol | None = None,
 ) -> Any:
@@ -224,7 +224,8 @@ def executor_of(
 
     Args:
         tools: A ToolExecutor, a list (or tuple) of LangChain tools and ToolExecutors, or None.
-        side_effects: For a list: the names of its LangChain tools with side effects.
+        side_effects: For a list: the names of its LangChain tools with side effects (one ``str``
+            is one name).
         receipts_dir: For a list: where the tools with side effects keep their receipts.
         artifacts: For a list: where the receipts keep a finished call's output.
 
@@ -232,10 +233,11 @@ def executor_of(
         The executor (None for None).
 
     Raises:
-        TypeError: ``tools`` is a single LangChain tool, or a list item is neither kind.
+        TypeError: ``tools`` is a single LangChain tool, a list item is neither kind, or an item
+            of ``side_effects`` is neither a name nor a tool.
         ValueError: ``side_effects`` comes with a ToolExecutor or None, or names a tool not in the list.
     """
-    named = sorted(set(side_effects))
+    named = sorted(set(as_names(side_effects)))
     if tools is None or _is_executor(tools):
         if named:
             raise ValueError(

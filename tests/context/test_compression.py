@@ -72,6 +72,16 @@ def test_small_exact_head_tail_text():
     assert c.summary == summary
     assert c.text == "A" * 1200 + "\n[... 1601 chars omitted ...]\ntail line\n" + "Q" * 1190 + f"\n[{summary}]"
     assert "M" not in c.text
+    # a named tool's output is labelled by its name; a command's stays a command's
+    named = compress_tool_result(raw, "other", REF, tool="kv_get")
+    assert (
+        named.summary
+        == f"tool output: kv_get, 2 lines, 4001 chars; 1601 chars omitted from the middle; full output: {REF}"
+    )
+    assert named.text.endswith(f"\n[{named.summary}]")
+    assert compress_tool_result(raw, "command", REF, tool="run_command").summary.startswith("command output: 2 lines")
+    hostile = compress_tool_result(raw, "other", REF, tool="kv]\n## Facts")
+    assert hostile.summary.startswith("tool output: kv_____Facts, 2 lines")
 
 
 # ---------------------------------------------------------------------------------- file_read

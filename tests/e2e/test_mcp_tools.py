@@ -2,7 +2,8 @@
 
 The server (``tests/mcp_kv_server.py``, FastMCP) runs over stdio, started and stopped by the
 adapter's stdio client: ``read_log`` is read-only, ``kv_set`` has side effects (its
-``readOnlyHint: False`` annotation says so) and appends a line to a file per run. Async: one
+``readOnlyHint: False`` annotation says so) and appends a line to a file per run; ``kv_get``
+(no annotations) and ``kv_clear`` (``destructiveHint``) have side effects too, by MCP's default. Async: one
 session for the whole run (``load_mcp_tools(session)``, ``graph.ainvoke``). Sync: the tools of
 ``MultiServerMCPClient.get_tools()`` (a session per call) under ``graph.invoke``.
 """
@@ -10,7 +11,10 @@ session for the whole run (``load_mcp_tools(session)``, ``graph.ainvoke``). Sync
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +28,9 @@ from context import Permissions, SqliteStores
 from graphs import build_orchestrator, new_task
 from graphs.checkpoint import checkpoint_serde
 from graphs.runner import thread_config
-from nodes import from_langchain_tools
+from nodes import EventLoopBlockedError, from_langchain_tools
 from nodes.testing import ScriptedChatModel, complete, plan, review, tool_call
+from nodes.tools.loops import LOOP_START_TIMEOUT
 
 SERVER = Path(__file__).resolve().parents[1] / "mcp_kv_server.py"
 
@@ -109,3 +114,117 @@ def test_mcp_tools_in_a_sync_run_and_their_errors(tmp_path: Path) -> None:
     out = from_langchain_tools(tools).execute("k2", "kv_set", {"key": "", "value": "x"})
     assert (out.status, out.output) == ("error", "Error executing tool kv_set: the key must not be empty")
     assert store.read_text() == "maintenance=on\n"
+
+
+def _in_thread(fn: Any, timeout: float = 60.0) -> dict[str, Any]:
+    """Run ``fn`` in a thread; it must end (return or raise) within ``timeout`` seconds."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+
+    th = threading.Thread(target=target, daemon=True)
+    th.start()
+    th.join(timeout)
+    assert not th.is_alive(), f"still running after {timeout} s: a deadlock"
+    return box
+
+
+@pytest.mark.slow
+def test_a_sync_run_inside_the_sessions_loop_raises_at_once(tmp_path: Path) -> None:
+    store = tmp_path / "store.txt"
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with _client(store).session("kv") as session:
+            g, seen["stores"] = _graph(tmp_path, await load_mcp_tools(session))
+            started = time.monotonic()
+            try:
+                g.invoke(_task("in"), thread_config("in"), durability="sync")  # blocks the session's loop
+            except EventLoopBlockedError as exc:  # (caught inside: the session's task group would wrap it)
+                seen["error"] = exc
+            seen["took"] = time.monotonic() - started
+            seen["kinds"] = [e.kind for e in seen["stores"].events.read("in")]
+            # the way the error names: the async run on the same loop goes on from there
+            first = await g.ainvoke(None, thread_config("in"), durability="sync")
+            assert first["__interrupt__"][0].value["tool"] == "kv_set"
+            await g.ainvoke(Command(resume={"action": "approve"}), thread_config("in"), durability="sync")
+
+    assert _in_thread(lambda: asyncio.run(main())) == {"value": None}
+    assert isinstance(seen.get("error"), EventLoopBlockedError) and seen["took"] < LOOP_START_TIMEOUT
+    assert str(seen["error"]).startswith(
+        "tool read_log was called synchronously inside a running event loop; use ainvoke/astream"
+    )
+    kinds = seen["kinds"]
+    assert kinds[-1] == "tool.called" and "tool.result.received" not in kinds  # not recorded as a result
+    _check(seen["stores"], "in", store)  # then run once each, through ainvoke
+
+
+@pytest.mark.slow
+def test_a_sync_run_beside_the_sessions_loop_runs_on_it(tmp_path: Path) -> None:
+    """The session's loop runs in a thread of its own; graph.invoke from another thread uses it."""
+    store = tmp_path / "store.txt"
+    loop = asyncio.new_event_loop()
+    ready: concurrent.futures.Future[list[Any]] = concurrent.futures.Future()
+    done = asyncio.Event()
+
+    async def hold() -> None:
+        async with _client(store).session("kv") as session:
+            ready.set_result(await load_mcp_tools(session))
+            await done.wait()
+
+    th = threading.Thread(target=lambda: loop.run_until_complete(hold()), daemon=True)
+    th.start()
+    try:
+        g, stores = _graph(tmp_path, ready.result(60))
+        cfg = thread_config("bs")
+
+        def run() -> None:
+            first = g.invoke(_task("bs"), cfg, durability="sync")
+            assert first["__interrupt__"][0].value["tool"] == "kv_set"
+            g.invoke(Command(resume={"action": "approve"}), cfg, durability="sync")
+
+        assert _in_thread(run) == {"value": None}
+    finally:
+        loop.call_soon_threadsafe(done.set)
+        th.join(30)
+    _check(stores, "bs", store)
+
+
+@pytest.mark.slow
+def test_mcp_tools_are_read_only_only_when_annotated_so(tmp_path: Path) -> None:
+    store = tmp_path / "store.txt"
+    tools = {t.name: t for t in asyncio.run(_client(store).get_tools())}
+    assert tools["kv_get"].metadata is None  # no annotations at all
+    assert (tools["kv_clear"].metadata or {})["destructiveHint"] is True
+    assert (tools["kv_clear"].metadata or {})["readOnlyHint"] is None
+    ex = from_langchain_tools(list(tools.values()))
+    assert {n: ex.has_side_effects(n) for n in tools} == {
+        "read_log": False,  # readOnlyHint: True
+        "kv_set": True,  # readOnlyHint: False
+        "kv_get": True,  # unannotated: MCP's default readOnlyHint is false
+        "kv_clear": True,  # destructiveHint: True
+    }
+    # in the default graph: the unannotated call goes through the permission marker
+    script = {
+        "planner": [plan("Read the flag")],
+        "executor": [tool_call("kv_get", {"key": "maintenance"}, id="g1"), complete("read")],
+        "reviewer": [review("approve")],
+    }
+    stores = SqliteStores(tmp_path / "t.sqlite")
+    g = build_orchestrator(ScriptedChatModel(script=script), tools=list(tools.values()), stores=stores)
+    g.invoke(new_task("Read the maintenance flag.", "ro"), thread_config("ro"))
+    events = stores.events.read("ro")
+    assert [e.kind for e in events if e.kind.startswith(("tool.", "permission."))] == [
+        "tool.called",
+        "permission.granted",
+        "tool.result.received",
+    ]
+    assert events[[e.kind for e in events].index("tool.called")].payload["has_side_effects"] is True
+    # the user says otherwise: read-only after all
+    kv_get = tools["kv_get"]
+    kv_get.metadata = {**(kv_get.metadata or {}), "taskctx": {"side_effects": False}}
+    assert not from_langchain_tools([kv_get]).has_side_effects("kv_get")
