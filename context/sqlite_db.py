@@ -6,6 +6,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 from .db_schema import TASKCTX_TABLES, not_taskctx_message, schema_sql
 from .errors import NotTaskctxDatabaseError, StoreOpenError
@@ -42,7 +43,7 @@ class SqliteDb:
                         "restore it from a backup, or pass another --db"
                     )
                 raise NotTaskctxDatabaseError(not_taskctx_message(self.path))
-            self.lock = threading.Lock()
+            self.lock = threading.RLock()
             return
         try:
             if self.path != ":memory:":
@@ -53,11 +54,22 @@ class SqliteDb:
             self.conn.executescript(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
             raise _write_open_error(self.path, exc) from exc
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
+
+    def one(self, sql: str, args: tuple[object, ...] = ()) -> Any:
+        """The first row of a query, read holding :attr:`lock` (one thread at a time on the connection)."""
+        with self.lock:
+            return self.conn.execute(sql, args).fetchone()
+
+    def all(self, sql: str, args: tuple[object, ...] = ()) -> list[Any]:
+        """Every row of a query, read holding :attr:`lock`."""
+        with self.lock:
+            return self.conn.execute(sql, args).fetchall()
 
     def close(self) -> None:
         """Close the connection."""
-        self.conn.close()
+        with self.lock:
+            self.conn.close()
 
 
 def _write_open_error(path: str, exc: BaseException) -> StoreOpenError:

@@ -12,6 +12,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from .artifact_refs import make_ref, parse_ref, slice_lines
 from .errors import ArtifactNotFoundError, SequenceConflictError
@@ -70,9 +71,7 @@ class EventLog:
         Returns:
             The seq (0 for a log without events).
         """
-        row = self._db.conn.execute(
-            "SELECT COALESCE(MAX(seq), 0) FROM taskctx_events WHERE task_id = ?", (task_id,)
-        ).fetchone()
+        row = self._db.one("SELECT COALESCE(MAX(seq), 0) FROM taskctx_events WHERE task_id = ?", (task_id,))
         return int(row[0])
 
     def count(self, task_id: str) -> int:
@@ -87,7 +86,7 @@ class EventLog:
         def own(tid: str, upto: int | None) -> int:
             sql = "SELECT COUNT(*) FROM taskctx_events WHERE task_id = ?" + ("" if upto is None else " AND seq <= ?")
             args = (tid,) if upto is None else (tid, upto)
-            return int(self._db.conn.execute(sql, args).fetchone()[0])
+            return int(self._db.one(sql, args)[0])
 
         return chained_count(self, own, task_id)
 
@@ -227,15 +226,38 @@ class EventLog:
         kinds = None if kinds is None else [kinds] if isinstance(kinds, str) else list(kinds)
         if kinds is not None and not kinds:
             return
-        sql, args = events_sql("?", payload, task_id, after, upto, limit, kinds or ())
-        args = (*pre, *args)
-        cur = self._db.conn.execute(sql, args)
-        raw = (row for batch in iter(lambda: cur.fetchmany(_BATCH), []) for row in batch)
+        raw = self._pages(task_id, after, upto, limit, kinds or (), payload, pre)
         if damaged_rows is not None:
             yield from lenient_events(task_id, raw, damaged_rows)
             return
         rows = (row_event(task_id, row) for row in raw)
         yield from (rows if kinds is not None else contiguous(task_id, rows, after))
+
+    def _pages(
+        self,
+        task_id: str,
+        after: int,
+        upto: int | None,
+        limit: int | None,
+        kinds: Sequence[str],
+        payload: str,
+        pre: tuple[object, ...],
+    ) -> Iterator[Any]:
+        """The rows in pages of ``_BATCH`` by seq, each read whole holding the lock.
+
+        No statement stays open between pages: an open read on the shared connection would pin an
+        old snapshot, and another thread's append on it would then fail at once ("database is locked").
+        """
+        left = limit
+        while left is None or left > 0:
+            page = _BATCH if left is None else min(left, _BATCH)
+            sql, args = events_sql("?", payload, task_id, after, upto, page, kinds)
+            rows = self._db.all(sql, (*pre, *args))
+            yield from rows
+            if len(rows) < page:
+                return
+            after = rows[-1][0]  # (the seq as stored: a damaged row is named by the reader, not here)
+            left = None if left is None else left - len(rows)
 
     def lineage(self, task_id: str) -> Lineage | None:
         """Where a forked task's log comes from (:mod:`context.lineage`), from its first own row.
@@ -251,9 +273,9 @@ class EventLog:
         """
         if task_id in self._lineage:
             return self._lineage[task_id]
-        row = self._db.conn.execute(
+        row = self._db.one(
             "SELECT seq, kind, payload FROM taskctx_events WHERE task_id = ? ORDER BY seq LIMIT 1", (task_id,)
-        ).fetchone()
+        )
         out = lineage_of_row(task_id, row)
         if row is not None:  # a task's first row never changes: known for good
             self._lineage[task_id] = out
@@ -261,7 +283,7 @@ class EventLog:
 
     def task_ids(self) -> list[str]:
         """The ids of the tasks with events, sorted."""
-        rows = self._db.conn.execute("SELECT DISTINCT task_id FROM taskctx_events ORDER BY task_id").fetchall()
+        rows = self._db.all("SELECT DISTINCT task_id FROM taskctx_events ORDER BY task_id")
         return [r[0] for r in rows]
 
 
@@ -311,9 +333,9 @@ class ArtifactStore:
             DamagedStoreError: The bytes stored do not match the ref's hash (:func:`checked_artifact`).
         """
         r = parse_ref(ref)
-        row = self._db.conn.execute(  # (as a blob: a row rewritten as text may hold bytes that are not UTF-8)
+        row = self._db.one(  # (as a blob: a row rewritten as text may hold bytes that are not UTF-8)
             "SELECT CAST(data AS BLOB), size FROM taskctx_artifacts WHERE digest = ?", (r.digest,)
-        ).fetchone()
+        )
         if row is None:
             raise ArtifactNotFoundError(f"{ref} is not in the artifact store of {self._db.path}; check --db")
         data = checked_artifact(r, row[0], self._db.path, row[1])
@@ -332,7 +354,7 @@ class ArtifactStore:
             ArtifactNotFoundError: Nothing is stored for it.
         """
         r = parse_ref(ref)
-        row = self._db.conn.execute("SELECT size FROM taskctx_artifacts WHERE digest = ?", (r.digest,)).fetchone()
+        row = self._db.one("SELECT size FROM taskctx_artifacts WHERE digest = ?", (r.digest,))
         if row is None:
             raise ArtifactNotFoundError(f"{ref} is not in the artifact store of {self._db.path}")
         return int(row[0])
@@ -371,12 +393,12 @@ class TaskRegistry:
         Raises:
             DamagedStoreError: Its row is not a JSON object (:func:`registry_spec`).
         """
-        row = self._db.conn.execute("SELECT spec FROM taskctx_tasks WHERE task_id = ?", (task_id,)).fetchone()
+        row = self._db.one("SELECT spec FROM taskctx_tasks WHERE task_id = ?", (task_id,))
         return None if row is None else registry_spec(task_id, row[0])
 
     def task_ids(self) -> list[str]:
         """Ids of the registered tasks, sorted."""
-        rows = self._db.conn.execute("SELECT task_id FROM taskctx_tasks ORDER BY task_id").fetchall()
+        rows = self._db.all("SELECT task_id FROM taskctx_tasks ORDER BY task_id")
         return [r[0] for r in rows]
 
 
@@ -406,8 +428,8 @@ class SqliteStores:
         self.tasks = TaskRegistry(self._db)
 
     @property
-    def lock(self) -> threading.Lock:
-        """The lock every access of the stores' connection holds (another connection to the file may share it)."""
+    def lock(self) -> threading.RLock:
+        """The lock every access of the stores' connection holds, reentrant (another connection may share it)."""
         return self._db.lock
 
     @contextlib.contextmanager
