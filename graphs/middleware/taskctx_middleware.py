@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from context.tokens import TokenCounter
 from nodes import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, cached_prefix_tokens, fingerprints, quote_external
 from nodes.prompt_parts import prompt_text
 from nodes.runtime import provider_of, usage_of
+from nodes.tools import as_names
 from nodes.tools.builtin import READ_ARTIFACT_SCHEMA, read_artifact
 
 from .prompt import AGENT_ROLE, PromptInputs, agent_prompt, message_text, system_text
@@ -90,8 +91,8 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         *,
         budget: int = DEFAULT_BUDGET,
         reserve_for_output: int = DEFAULT_RESERVE,
-        side_effects: Sequence[str] = (),
-        requires_approval: Sequence[str] = (),
+        side_effects: str | Iterable[str | BaseTool] = (),
+        requires_approval: str | Iterable[str | BaseTool] = (),
         constraints: Sequence[str] = (),
         count_tokens: TokenCounter | None = None,
         keep_last: int = 3,
@@ -107,10 +108,12 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             budget: Tokens of every model call's whole request (system message, tool schemas,
                 messages) and its answer.
             reserve_for_output: Tokens of the budget kept for the answer.
-            side_effects: Names of the tools with side effects: a call of one that was cut off
-                mid-run is never run again, and its result stays in the prompt.
-            requires_approval: Names of the tools a ``HumanInTheLoopMiddleware`` gates: each
-                decision is recorded (``permission.requested`` then ``granted`` or ``denied``).
+            side_effects: The tools with side effects, by name or as the tools themselves (one
+                ``str`` is one name): a call of one that was cut off mid-run is never run
+                again, and its result stays in the prompt.
+            requires_approval: The tools a ``HumanInTheLoopMiddleware`` gates, named as
+                ``side_effects``: each decision is recorded (``permission.requested`` then
+                ``granted`` or ``denied``).
             constraints: Hard constraints of every task, verbatim (those in the request's wording
                 are found and kept too).
             count_tokens: The token counter (``str -> int``); default o200k_base.
@@ -125,8 +128,11 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
         Raises:
             StoreOpenError: The database cannot be opened.
+            TypeError: ``side_effects`` or ``requires_approval`` holds an item that is neither a
+                name nor a LangChain tool.
         """
         super().__init__()
+        side_effect_tools, approval_tools = as_names(side_effects), as_names(requires_approval)
         self.stores = stores if stores is not None else _open_stores(db)
         env_kw: dict[str, Any] = {} if count_tokens is None else {"count_tokens": count_tokens}
         self.env = NodeEnv(
@@ -137,8 +143,8 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             stores=self.stores,
             **env_kw,
         )
-        self.side_effects = tuple(side_effects)
-        self.requires_approval = tuple(requires_approval)
+        self.side_effects = tuple(side_effect_tools)
+        self.requires_approval = tuple(approval_tools)
         self.constraints = list(constraints)
         self.keep_last = keep_last
         self.low_water = low_water

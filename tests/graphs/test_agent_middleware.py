@@ -110,6 +110,24 @@ def test_one_middleware_gives_the_agent_a_log_refs_and_a_pinned_request() -> Non
     ]
 
 
+@pytest.mark.parametrize("side_effects", ["kv_set", [TOOLS[2]], ("kv_set",)], ids=["one-str", "tool", "tuple"])
+def test_side_effects_name_tools_as_the_graph_does(side_effects: Any) -> None:
+    # one str is one name (not its characters), and a tool stands for its name
+    mw = TaskContextMiddleware(":memory:", side_effects=side_effects, requires_approval="kv_set")
+    assert (mw.side_effects, mw.requires_approval) == (("kv_set",), ("kv_set",))
+    _agent(mw, Seen()).invoke(
+        {"messages": [{"role": "user", "content": REQUEST}]}, {"configurable": {"thread_id": "s"}}
+    )
+    called = [e.payload for e in mw.events("s") if e.kind == "tool.called"]
+    assert [(c["tool"], c["has_side_effects"]) for c in called] == [("read_log", False), ("kv_set", True)]
+    assert [e.payload["tool"] for e in mw.events("s") if e.kind == "permission.granted"] == ["kv_set"]
+
+
+def test_side_effects_of_another_type_are_refused_by_name() -> None:
+    with pytest.raises(TypeError, match=r"side_effects holds 3 \(int\)"):
+        TaskContextMiddleware(":memory:", side_effects=["kv_set", 3])  # type: ignore[list-item]
+
+
 def test_the_budget_covers_system_tool_schemas_and_messages() -> None:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
