@@ -35,6 +35,7 @@ from .store import (
     duplicate_message,
     event_row,
     events_sql,
+    forget_append,
     lenient_events,
     note_append,
     number_events,
@@ -312,6 +313,31 @@ class PgEventLog:
             ) from exc
         note_append(self._db.path, self, task_id, written[-1].seq)
         return written
+
+    def discard_fork(self, task_id: str) -> bool:
+        """Remove a fork that failed before it was done: a log that is one ``task.forked`` row and nothing else.
+
+        Args:
+            task_id: The child task.
+
+        Returns:
+            True when its row was removed; False when its log is not a lone ``task.forked`` (nothing removed).
+        """
+
+        def tx(conn: Any, _: int) -> bool:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_CLASS, _lock_key(task_id)))
+                rows = conn.execute("SELECT kind FROM taskctx_events WHERE task_id = %s", (task_id,)).fetchall()
+                if [r[0] for r in rows] != ["task.forked"]:
+                    return False
+                conn.execute("DELETE FROM taskctx_events WHERE task_id = %s", (task_id,))
+                return True
+
+        lone = bool(self._db.run(tx))
+        if lone:
+            self._lineage.pop(task_id, None)
+            forget_append(self._db.path, task_id)
+        return lone
 
     def read(
         self,

@@ -27,6 +27,7 @@ from .store import (
     duplicate_message,
     event_row,
     events_sql,
+    forget_append,
     lenient_events,
     note_append,
     number_events,
@@ -130,6 +131,32 @@ class EventLog:
                 raise
             note_append(self._db.path, self, task_id, out[-1].seq)
         return out
+
+    def discard_fork(self, task_id: str) -> bool:
+        """Remove a fork that failed before it was done: a log that is one ``task.forked`` row and nothing else.
+
+        Args:
+            task_id: The child task.
+
+        Returns:
+            True when its row was removed; False when its log is not a lone ``task.forked`` (nothing removed).
+        """
+        with self._db.lock:
+            conn = self._db.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                rows = conn.execute("SELECT kind FROM taskctx_events WHERE task_id = ?", (task_id,)).fetchall()
+                lone = [r[0] for r in rows] == ["task.forked"]
+                if lone:
+                    conn.execute("DELETE FROM taskctx_events WHERE task_id = ?", (task_id,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            if lone:
+                self._lineage.pop(task_id, None)
+                forget_append(self._db.path, task_id)
+        return lone
 
     def read(
         self,

@@ -30,6 +30,7 @@ __all__ = [
     "duplicate_message",
     "event_row",
     "events_sql",
+    "forget_append",
     "gap_finding",
     "lenient_events",
     "note_append",
@@ -117,6 +118,17 @@ def note_append(database: str, log: object, task_id: str, seq: int) -> None:
     """
     with _APPENDED_LOCK:
         _APPENDED[(database, task_id)] = (id(log), seq)
+
+
+def forget_append(database: str, task_id: str) -> None:
+    """Forget what :func:`note_append` remembered of ``task_id`` (its log was removed).
+
+    Args:
+        database: The database (as given to :func:`note_append`).
+        task_id: The task.
+    """
+    with _APPENDED_LOCK:
+        _APPENDED.pop((database, task_id), None)
 
 
 def writer_words(database: str, log: object, task_id: str, last: int) -> str:

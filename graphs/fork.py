@@ -98,10 +98,16 @@ def _last_node(events: Any, task_id: str, seq: int) -> str | None:
 
 def _step_end(events: Any, task_id: str, step: int) -> int:
     """The seq that ends the node run in which the parent's executor step ``step`` was recorded."""
-    results = events.read(task_id, kinds=["tool.result.received"], fields=["call_id"], limit=step)
+    results = events.read(task_id, kinds=["tool.result.received"], fields=["call_id"])
     if step < 1 or len(results) < step:
+        if not results:
+            raise InvalidInputError(
+                f"task {task_id!r} has no executor step yet; fork it at a seq instead (--at SEQ, inspect --all shows them)"
+            )
+        _, end = _node_at(events, task_id, results[-1].seq)
         raise InvalidInputError(
-            f"task {task_id!r} has {len(results)} executor steps; --at-step takes 1 to {len(results)}"
+            f"task {task_id!r}: --at-step {step} is past its last executor step, step {len(results)} (it ends at "
+            f"seq {end if end is not None else results[-1].seq}); fork at a step from 1 to {len(results)}"
         )
     _, end = _node_at(events, task_id, results[step - 1].seq)
     return end if end is not None else results[step - 1].seq
@@ -131,7 +137,11 @@ def fork_point(events: Any, task_id: str, *, at: int | None = None, at_step: int
         raise InvalidInputError("fork at a seq (--at SEQ) or at the end of an executor step (--at-step N), one of them")
     seq = at if at is not None else _step_end(events, task_id, int(at_step or 0))
     if not 1 <= seq <= last:
-        raise InvalidInputError(f"task {task_id!r} has events 1 to {last}; --at takes a seq in that range")
+        past = "past the end of its log" if seq > last else "before the start of its log"
+        raise InvalidInputError(
+            f"task {task_id!r}: seq {seq} is {past}, which ends at seq {last}; fork at a seq from 1 to {last} "
+            "(--at SEQ; inspect --all shows them)"
+        )
     node, end = _node_at(events, task_id, seq)
     if end is not None and end != seq:
         raise InvalidInputError(
@@ -177,6 +187,16 @@ def _checkpoint(task_id: str, state: TaskContext, node: str | None, graph: Any) 
     graph.update_state(cfg, values, as_node=node)
     snap = graph.get_state(thread_config(task_id))
     return tuple(snap.next)
+
+
+def _undo(project: Any, child: str, written: bool, copy: Any) -> None:
+    """Take back what a fork that failed wrote: the child's checkpoints, its ``task.forked`` row, its workspace copy."""
+    if written:
+        if project.checkpointer is not None:
+            project.checkpointer.delete_thread(child)
+        project.stores.events.discard_fork(child)
+    if copy is not None:
+        copy.remove()
 
 
 def fork_task(
@@ -233,23 +253,29 @@ def fork_task(
     spec = {**(spec or {}), **(spec_update or {})}
     with project.stores.leases.hold(child):
         copy = copy_at_fork(project, task_id, child, spec, point.seq, state, workspace) if workspace_at_fork else None
-        if copy is not None:
-            spec = {**spec, **copy.spec}
-        e = fork_log(
-            events,
-            task_id,
-            child,
-            point.seq,
-            why=why,
-            workspace=str(copy.root) if copy is not None else "",
-            restored=copy.restored if copy is not None else (),
-            left=copy.left if copy is not None else None,
-        )
-        if spec:
-            project.stores.tasks.register(child, spec)
-        folded = apply_event(state, e)
-        g = graph if graph is not None else project.task_graph(child, spec=spec)
-        nxt = _checkpoint(child, folded, point.node, g)
+        written = False
+        try:
+            if copy is not None:
+                spec = {**spec, **copy.spec}
+            g = graph if graph is not None else project.task_graph(child, spec=spec)
+            e = fork_log(
+                events,
+                task_id,
+                child,
+                point.seq,
+                why=why,
+                workspace=str(copy.root) if copy is not None else "",
+                restored=copy.restored if copy is not None else (),
+                left=copy.left if copy is not None else None,
+            )
+            written = True
+            folded = apply_event(state, e)
+            nxt = _checkpoint(child, folded, point.node, g)
+            if spec:
+                project.stores.tasks.register(child, spec)
+        except BaseException:
+            _undo(project, child, written, copy)
+            raise
     out = ForkResult(child, task_id, point.seq, folded, nxt, e)
     if copy is not None:
         out.workspace, out.restored, out.left = copy.root, list(copy.restored), dict(copy.left)

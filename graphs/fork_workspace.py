@@ -42,12 +42,25 @@ class WorkspaceCopy:
         spec: The registry row keys it changes (``workspace``, ``receipts``).
         restored: The files set back to their bytes at the fork.
         left: Path -> why it was left as it is.
+        made: The folders it filled (removed again when the fork fails).
+        kept_root: ``root`` was an empty folder given for it (emptied, not removed, when the fork fails).
     """
 
     root: Path
     spec: dict[str, str]
     restored: list[str] = field(default_factory=list)
     left: dict[str, str] = field(default_factory=dict)
+    made: list[Path] = field(default_factory=list)
+    kept_root: bool = False
+
+    def remove(self) -> None:
+        """Delete the folders this copy made (the workspace copy and its receipts), for a fork that failed."""
+        for folder in self.made:
+            if folder == self.root and self.kept_root:
+                for p in list(folder.iterdir()) if folder.is_dir() else []:
+                    shutil.rmtree(p, ignore_errors=True) if p.is_dir() and not p.is_symlink() else p.unlink()
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def _sha(data: bytes | None) -> str:
@@ -214,10 +227,34 @@ def copy_at_fork(
     root = Path(dest) if dest is not None else src.parent / child
     if root.exists() and any(root.iterdir()):
         raise InvalidInputError(f"{root} is not empty; pass an empty or new folder for the child's workspace")
-    shutil.copytree(src, root, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".taskctx"))
+    if not src.is_dir():
+        raise InvalidInputError(
+            f"task {parent!r}: its workspace {src} is not a folder (moved or deleted?), so there is none to copy; "
+            "put it back, or fork without --workspace-at-fork"
+        )
     out = WorkspaceCopy(root.resolve(), {"workspace": str(root.resolve())})
+    try:
+        _fill(project, parent, child, spec, seq, state, src, out)
+    except BaseException:
+        out.remove()
+        raise
+    return out
+
+
+def _fill(*args: Any) -> None:
+    """Copy the workspace into ``out.root`` and set the parent's changes after ``seq`` back (:func:`copy_at_fork`)."""
+    project, parent, child, spec, seq, state, src, out = args
+    root = out.root
+    if not root.exists():
+        out.made.append(root)
+    shutil.copytree(src, root, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".taskctx"))
+    if not out.made:  # an empty folder given: emptied again on failure
+        out.made.append(root)
+        out.kept_root = True
     if spec.get("receipts"):
         receipts = Path(str(spec["receipts"])).parent / child
+        if not receipts.exists():
+            out.made.append(receipts)
         _receipts(project.stores.events, parent, seq, Path(str(spec["receipts"])), receipts)
         out.spec["receipts"] = str(receipts.resolve())
     events = project.stores.events
@@ -232,4 +269,3 @@ def copy_at_fork(
             out.restored.append(path)
         else:
             out.left[path] = why
-    return out

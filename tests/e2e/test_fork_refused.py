@@ -1,0 +1,116 @@
+"""A fork that fails writes nothing (no child events, registry row, checkpoint or workspace copy),
+and a fork point past the end of the parent's log is refused naming its last seq or step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import graphs.demo  # noqa: F401  (the demo task kind)
+import graphs.fork as fork_module
+from graphs import open_project
+from graphs.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def demo_db(tmp_path: Path) -> str:
+    """The demo task d1 run to the end (10 executor steps, 69 events)."""
+    db = str(tmp_path / "t.sqlite")
+    r = runner.invoke(app, ["demo", "--db", db, "--out", str(tmp_path / "runs"), "--task-id", "d1", "--approve-all"])
+    assert r.exit_code == 0, r.output
+    return db
+
+
+def test_a_fork_point_past_the_end_is_refused_naming_the_last_seq_and_step(demo_db: str) -> None:
+    past = runner.invoke(app, ["fork", "d1", "--at", "70", "--db", demo_db])
+    assert past.exit_code == 2
+    assert past.stderr.strip() == (
+        "error: task 'd1': seq 70 is past the end of its log, which ends at seq 69; fork at a seq from 1 to 69 "
+        "(--at SEQ; inspect --all shows them)"
+    )
+    step = runner.invoke(app, ["fork", "d1", "--at-step", "11", "--db", demo_db])
+    assert step.exit_code == 2
+    assert step.stderr.strip() == (
+        "error: task 'd1': --at-step 11 is past its last executor step, step 10 (it ends at seq 63); fork at a "
+        "step from 1 to 10"
+    )
+    with open_project(demo_db) as p:
+        assert p.stores.events.task_ids() == ["d1"] and p.stores.tasks.task_ids() == ["d1"]
+
+
+def test_a_fork_that_fails_writes_nothing(demo_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(*args: object, **kwargs: object) -> tuple[str, ...]:
+        raise OSError("disk full")
+
+    with open_project(demo_db) as p:
+        ws = Path(str(p.stores.tasks.get("d1")["workspace"]))
+        receipts = Path(str(p.stores.tasks.get("d1")["receipts"]))
+        monkeypatch.setattr(fork_module, "_checkpoint", refused)
+        with pytest.raises(OSError, match="disk full"):
+            p.fork("d1", at_step=5, new_task_id="c1", workspace_at_fork=True)
+        given = tmp_path / "given"
+        given.mkdir()
+        with pytest.raises(OSError, match="disk full"):
+            p.fork("d1", at_step=5, new_task_id="c2", workspace_at_fork=True, workspace=given)
+        assert given.is_dir() and list(given.iterdir()) == []  # a folder given is emptied, not removed
+        for child in ("c1", "c2"):
+            assert p.stores.events.last_seq(child) == 0
+            assert p.stores.events.lineage(child) is None
+            assert p.stores.tasks.get(child) is None
+            assert p.checkpointer.get_tuple({"configurable": {"thread_id": child}}) is None
+        assert not (ws.parent / "c1").exists() and not (receipts.parent / "c1").exists()
+        assert p.stores.events.task_ids() == ["d1"]
+        monkeypatch.undo()
+        # the same fork, retried once the cause is gone: made as if the first try never happened
+        r = p.fork("d1", at_step=5, new_task_id="c1", workspace_at_fork=True)
+        assert (r.fork_seq, r.restored, p.stores.events.last_seq("c1")) == (28, ["proxy/nginx.conf"], 29)
+        assert p.stores.events.lineage("c1").parent == "d1"
+
+
+def test_a_workspace_copy_refused_writes_nothing(demo_db: str, tmp_path: Path) -> None:
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("mine\n")
+    r = runner.invoke(
+        app,
+        [
+            "fork",
+            "d1",
+            "--at-step",
+            "5",
+            "--task-id",
+            "c1",
+            "--workspace-at-fork",
+            "--workspace",
+            str(tmp_path / "full"),
+            "--db",
+            demo_db,
+        ],
+    )
+    assert r.exit_code == 2
+    assert "is not empty; pass an empty or new folder for the child's workspace" in r.stderr
+    with open_project(demo_db) as p:
+        assert p.stores.events.task_ids() == ["d1"] and p.stores.tasks.get("c1") is None
+        assert p.checkpointer.get_tuple({"configurable": {"thread_id": "c1"}}) is None
+    assert [f.name for f in (tmp_path / "full").iterdir()] == ["x"]
+
+
+@pytest.mark.postgres
+def test_a_failed_fork_is_taken_back_on_postgres(pg_db: str) -> None:
+    from context import new_event
+    from context.lineage import fork_log
+    from context.pg_store import open_stores
+
+    st = open_stores(pg_db)
+    try:
+        st.events.append("p", [new_event("task.created", {"task_id": "p", "original_request": "x"}, actor="user")])
+        fork_log(st.events, "p", "c", 1)
+        assert st.events.discard_fork("p") is False  # not a lone task.forked: nothing removed
+        assert st.events.discard_fork("c") is True
+        assert (st.events.last_seq("c"), st.events.lineage("c"), st.events.last_seq("p")) == (0, None, 1)
+        assert fork_log(st.events, "p", "c", 1).seq == 2  # the same fork made again
+    finally:
+        st.close()
