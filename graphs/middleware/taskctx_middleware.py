@@ -132,7 +132,9 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
                 name nor a LangChain tool.
         """
         super().__init__()
-        side_effect_tools, approval_tools = as_names(side_effects), as_names(requires_approval)
+        # checked before the stores open: a bad argument opens nothing
+        side_effect_tools = as_names(side_effects)
+        approval_tools = as_names(requires_approval, "requires_approval")
         self.stores = stores if stores is not None else _open_stores(db)
         env_kw: dict[str, Any] = {} if count_tokens is None else {"count_tokens": count_tokens}
         self.env = NodeEnv(

@@ -64,12 +64,13 @@ def _declared(tool: BaseTool) -> bool | None:
     return None
 
 
-def as_names(side_effects: str | Iterable[str | BaseTool] | None) -> list[str]:
+def as_names(side_effects: str | Iterable[str | BaseTool] | None, argument: str = "side_effects") -> list[str]:
     """The tool names a ``side_effects=`` argument gives, in its order.
 
     Args:
         side_effects: One name (a ``str`` is one name, not its characters), or names and
             LangChain tools (a tool stands for its ``.name``); None: none.
+        argument: The parameter's name, as the error names it (``requires_approval``...).
 
     Returns:
         The names.
@@ -89,8 +90,8 @@ def as_names(side_effects: str | Iterable[str | BaseTool] | None) -> list[str]:
             out.append(item)
         else:
             raise TypeError(
-                f"side_effects holds {item!r} ({type(item).__name__}); give the names of the tools with side "
-                'effects, e.g. side_effects={"kv_set"} or side_effects="kv_set"'
+                f"{argument} holds {item!r} ({type(item).__name__}); give tool names or tools, "
+                f'e.g. {argument}={{"kv_set"}} or {argument}="kv_set"'
             )
     return out
 

@@ -124,8 +124,10 @@ def test_side_effects_name_tools_as_the_graph_does(side_effects: Any) -> None:
 
 
 def test_side_effects_of_another_type_are_refused_by_name() -> None:
-    with pytest.raises(TypeError, match=r"side_effects holds 3 \(int\)"):
+    with pytest.raises(TypeError, match=r"^side_effects holds 3 \(int\); give tool names or tools"):
         TaskContextMiddleware(":memory:", side_effects=["kv_set", 3])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r'^requires_approval holds 3 \(int\).*requires_approval="kv_set"'):
+        TaskContextMiddleware(":memory:", requires_approval=[3])  # type: ignore[list-item]
 
 
 def test_the_budget_covers_system_tool_schemas_and_messages() -> None:

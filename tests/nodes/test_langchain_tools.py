@@ -218,8 +218,7 @@ def test_side_effects_from_metadata_mcp_hints_and_names() -> None:
     with pytest.raises(TypeError) as bad:
         side_effect_names([read_log, kv_set], [3])
     assert str(bad.value) == (
-        'side_effects holds 3 (int); give the names of the tools with side effects, e.g. side_effects={"kv_set"} '
-        'or side_effects="kv_set"'
+        'side_effects holds 3 (int); give tool names or tools, e.g. side_effects={"kv_set"} or side_effects="kv_set"'
     )
     with pytest.raises(ValueError, match="tool name 'read_artifact' is one taskctx's nodes use themselves"):
         LangChainTools([StructuredTool.from_function(lambda: "", name="read_artifact", description="x")])
