@@ -9,6 +9,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from context.text import escape_controls
 from context.tokens import TokenCounter, counter_for_model
 
 from .message_tokens import message_tokens
@@ -90,7 +91,8 @@ def prompt_text(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]
         calls = getattr(m, "tool_calls", None)
         if calls:
             body += "".join(
-                f"\n-> tool call {c['name']} {json.dumps(c['args'], sort_keys=True, ensure_ascii=False)} (id={c['id']})"
+                f"\n-> tool call {escape_controls(c['name'])} "
+                f"{escape_controls(json.dumps(c['args'], sort_keys=True, ensure_ascii=False))} (id={escape_controls(str(c['id']))})"
                 for c in calls
             )
         parts.append(f"{head}\n{body}")

@@ -11,7 +11,7 @@ from context.compression import compress_arguments
 from context.freshness import stale_line
 from context.models import ToolCallRecord, arguments_dict
 from context.plan_digest import status_digest
-from context.text import cut
+from context.text import cut, quote_name
 from context.windows import DEGRADED_ARGS_CHARS, NARROW_CHECKPOINT_ITEMS, NARROW_TEXT_CHARS
 
 from .quoting import quote_agent, quote_external, quote_plan, tool_label
@@ -223,7 +223,7 @@ def delta_text(ctx: TaskContext, *, narrow: bool = False) -> str:
         )
     again = ctx.to_reread()
     if again:
-        lines.append(f"Re-read before acting (facts resting on them are stale): {', '.join(again)}")
+        lines.append(f"Re-read before acting (facts resting on them are stale): {', '.join(map(quote_name, again))}")
     pc = ctx.control.pending_completion
     if pc is not None and pc.not_applied and pc.step_id == ctx.plan.current_step_id:
         lines.append(
@@ -261,7 +261,7 @@ def _narrow_delta(ctx: TaskContext) -> str:
         lines.append(f"Last step {ls.id} ({ls.result}):\n" + quote_agent(summary, source=f"complete_step {ls.id}"))
     again = ctx.to_reread()
     if again:
-        lines.append(cut(f"Re-read before acting: {', '.join(again)}", NARROW_TEXT_CHARS))
+        lines.append(cut(f"Re-read before acting: {', '.join(map(quote_name, again))}", NARROW_TEXT_CHARS))
     pc = ctx.control.pending_completion
     if pc is not None and pc.not_applied and pc.step_id == ctx.plan.current_step_id:
         lines.append(cut(f"Your complete_step was not applied: {pc.not_applied}. Call it again.", NARROW_TEXT_CHARS))

@@ -16,11 +16,13 @@ import json
 import re
 
 import pytest
+from langchain_core.messages import AIMessage
 
 from context import Finding, PlanStep, TaskContext, new_event, replay
-from context.text import quote_name
+from context.text import clean, quote_name
 from nodes import ExecutorRenderer, NodeEnv, PlannerRenderer, RecoveryRenderer, ReviewerRenderer
-from nodes.render.transcript import MADE_UP_TOOL
+from nodes.prompt_parts import prompt_text
+from nodes.render.transcript import MADE_UP_TOOL, delta_text
 from nodes.schemas import COMPLETE_STEP, DECIDE_RECOVERY, SUBMIT_PLAN, SUBMIT_REVIEW
 
 TS = "2026-01-01T00:00:00.000Z"
@@ -51,7 +53,7 @@ WALKED = {
 }
 
 
-def _ctx(env: NodeEnv) -> TaskContext:
+def _ctx(env: NodeEnv, more: tuple[tuple[str, dict[str, object], str], ...] = ()) -> TaskContext:
     ref = env.artifacts.put("contents\n")
     ev = [
         ("task.created", {"task_id": "hn", "original_request": "Tidy the docs.", "constraints": []}, "user"),
@@ -107,6 +109,7 @@ def _ctx(env: NodeEnv) -> TaskContext:
             {"fact_id": "s1.f1", "path": HOSTILE, "old_sha": "a" * 64, "new_sha": "b" * 64, "cause": "resume"},
             "system",
         ),
+        *more,
     ]
     return replay([new_event(k, p, actor=a, timestamp=TS) for k, p, a in ev])
 
@@ -147,3 +150,34 @@ def test_every_block_holds_the_hostile_name_only_quoted(role: str) -> None:
     assert quote_name(HOSTILE) in by_id["policy.stale_facts"]
     if role == "reviewer":
         assert f"- {quote_name(HOSTILE)}" in by_id["state.changed"].split("\n")
+
+
+@pytest.mark.parametrize("narrow", [False, True])
+def test_the_executor_state_delta_names_files_to_reread_only_quoted(narrow: bool) -> None:
+    # a file the task read changed while it was paused, and its new bytes are not read yet: the
+    # executor's "## Now" names it to re-read (a real resume fills this, not the block walk above)
+    more = (
+        ("step.started", {"step_id": "s2", "objective": "go on"}, "agent"),
+        (
+            "fact.stale",
+            {"fact_id": "s1.f1", "path": HOSTILE, "old_sha": "b" * 64, "new_sha": "c" * 64, "cause": "resume"},
+            "system",
+        ),
+    )
+    ctx = _ctx(NodeEnv.sqlite(), more)
+    assert ctx.to_reread() == [clean(HOSTILE)]  # the event keeps a lone surrogate as U+FFFD
+    text = delta_text(ctx, narrow=narrow)
+    head = "Re-read before acting: " if narrow else "Re-read before acting (facts resting on them are stale): "
+    reread = [line for line in text.split("\n") if line.startswith(head)]
+    assert reread == [head + quote_name(HOSTILE)]
+    outside = _outside_quotes(text)
+    assert [ch for ch in BAD_CHARS if ch in outside] == []
+    assert [line for line in outside.split("\n") if line.lstrip().startswith(FORGED)] == []
+
+
+def test_the_readable_prompt_shows_a_tool_call_without_raw_control_characters() -> None:
+    call = {"name": "write_file", "args": {"path": "conf/a\u202ex.env\x1b[2J", "content": "x\n"}, "id": "w1"}
+    text = prompt_text([AIMessage(content="", tool_calls=[call])])
+    assert text == (
+        '### ai\n\n-> tool call write_file {"content": "x\\n", "path": "conf/a\\u202ex.env\\u001b[2J"} (id=w1)\n'
+    )
