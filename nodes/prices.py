@@ -11,6 +11,7 @@ rule (:mod:`nodes.pricing`, the bench's), labelled estimated.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -56,8 +57,8 @@ def _anthropic(inp: float, out: float) -> ModelPrice:
     return ModelPrice("anthropic", inp, out, round(inp * 0.1, 6), round(inp * 1.25, 6))
 
 
-#: List prices (USD per 1M tokens) as of :data:`PRICES_AS_OF`, by model name; a dated or longer
-#: name (``gpt-4o-2024-08-06``) takes the longest name here it starts with.
+#: List prices (USD per 1M tokens) as of :data:`PRICES_AS_OF`, by model name; a dated name
+#: (``gpt-4o-2024-08-06``, :data:`DATED_SUFFIX`) takes its model's price (:func:`price_for`).
 LIST_PRICES: dict[str, ModelPrice] = {
     "gpt-5": _openai(1.25, 0.125, 10.0),
     "gpt-5-mini": _openai(0.25, 0.025, 2.0),
@@ -83,6 +84,11 @@ LIST_PRICES: dict[str, ModelPrice] = {
 }
 
 _FIELDS = ("provider", "input", "output", "cache_read", "cache_write")
+
+#: The suffix of a dated version of a listed model (which takes that model's price): a date
+#: (``-2024-08-06``, ``-20250929``, ``-0613``, ``@20250929``) or ``-latest``, optionally with a
+#: revision (``-v1``, ``-v1:0``).
+DATED_SUFFIX = re.compile(r"(?:[-@](?:\d{4}-\d{2}-\d{2}|\d{8}|\d{4})|-latest)(?:-v\d+(?::\d+)?)?")
 
 
 def _entry(name: str, raw: Any, base: ModelPrice | None) -> ModelPrice:
@@ -110,7 +116,7 @@ def price_table(overrides: Mapping[str, Any] | None = None) -> dict[str, ModelPr
     Args:
         overrides: Model name -> :class:`ModelPrice`, or a mapping of its fields (USD per 1M
             tokens; a known model's missing fields keep the list price, a new one's cache prices
-            default to its input price).
+            default to its input price); or a price file's shape, ``{"models": {name: price}}``.
 
     Returns:
         The table.
@@ -119,7 +125,17 @@ def price_table(overrides: Mapping[str, Any] | None = None) -> dict[str, ModelPr
         InvalidInputError: An entry is not a price (the message names the model and the field).
     """
     table = dict(LIST_PRICES)
-    for name, raw in (overrides or {}).items():
+    overrides = overrides or {}
+    if "models" in overrides and "models" not in table:
+        # a price file's shape ({"models": {name: price}}) given as a mapping
+        models = overrides["models"]
+        if len(overrides) > 1 or not isinstance(models, Mapping):
+            raise InvalidInputError(
+                f"prices: `models` is {models!r}, not a table of models; give model name -> price, "
+                'e.g. {"gpt-4o": {"input": 2.5, "output": 10.0}} or {"models": {"gpt-4o": ...}} (USD per 1M tokens)'
+            )
+        overrides = models
+    for name, raw in overrides.items():
         table[name] = raw if isinstance(raw, ModelPrice) else _entry(name, raw, table.get(name))
     return table
 
@@ -148,14 +164,25 @@ def load_prices(path: str | Path) -> dict[str, ModelPrice]:
         raise InvalidInputError(f"price file {str(p)!r}: {exc}; give a TOML or JSON table per model") from None
     if not isinstance(data, dict):
         raise InvalidInputError(f"price file {str(p)!r}: expected a table of models")
-    return price_table(data.get("models", data))
+    models = data.get("models", data)
+    if not isinstance(models, dict):
+        raise InvalidInputError(
+            f"price file {str(p)!r}: `models` is {models!r}, not a table of models; give one table per model, "
+            'e.g. [models."gpt-4o"] with input = 2.5 and output = 10.0 (USD per 1M tokens)'
+        )
+    return price_table(models)
 
 
 def price_for(model: str | None, table: Mapping[str, ModelPrice]) -> tuple[str, ModelPrice] | None:
-    """The price of ``model``: its own entry, else the longest entry its name starts with.
+    """The price of ``model``: its own entry, else the entry its dated name is a version of.
+
+    Only a date or alias suffix inherits (``gpt-4o-2024-08-06``, ``claude-sonnet-4-5-20250929``,
+    ``claude-3-5-sonnet-latest``, ``claude-sonnet-4-5@20250929``, :data:`DATED_SUFFIX`): another
+    model whose name starts with a listed one (``o3-pro``, ``gpt-5-pro``) has a price of its own
+    and is not priced as that one.
 
     Args:
-        model: A model name (``gpt-4o-2024-08-06``), or None.
+        model: A model name (``gpt-4o-2024-08-06``, ``openai/gpt-4o``), or None.
         table: The price table.
 
     Returns:
@@ -166,7 +193,7 @@ def price_for(model: str | None, table: Mapping[str, ModelPrice]) -> tuple[str, 
     name = model.rpartition("/")[2]  # "openai/gpt-4o" and "gpt-4o" alike
     if name in table:
         return name, table[name]
-    fits = [k for k in table if name.startswith(k) and name[len(k) : len(k) + 1] in ("-", ".", "@", ":")]
+    fits = [k for k in table if name.startswith(k) and DATED_SUFFIX.fullmatch(name[len(k) :])]
     if not fits:
         return None
     best = max(fits, key=len)

@@ -163,6 +163,13 @@ def test_the_price_table_finds_dated_names_and_takes_overrides(tmp_path: Path) -
         LIST_PRICES["claude-sonnet-4-5"],
     )
     assert price_for("gpt-4oo", LIST_PRICES) is None and price_for(None, LIST_PRICES) is None
+    assert price_for("claude-3-5-sonnet-latest", LIST_PRICES) == ("claude-3-5-sonnet", LIST_PRICES["claude-3-5-sonnet"])
+    assert price_for("claude-opus-4-5@20251101", LIST_PRICES) == ("claude-opus-4-5", LIST_PRICES["claude-opus-4-5"])
+    assert price_for("o3-mini-2025-01-31", LIST_PRICES) == ("o3-mini", LIST_PRICES["o3-mini"])
+    # another model whose name starts with a listed one has a price of its own: none here
+    for other in ("o3-pro", "gpt-5-pro", "gpt-5-codex", "o3-deep-research", "gpt-4o-realtime", "claude-opus-4-7"):
+        assert price_for(other, LIST_PRICES) is None, other
+    assert price_for("o3-pro-2025-06-10", LIST_PRICES) is None
     assert LIST_PRICES["claude-sonnet-4-5"] == ModelPrice("anthropic", 3.0, 15.0, 0.3, 3.75)
     assert LIST_PRICES["gpt-4o-mini"] == ModelPrice("openai", 0.15, 0.6, 0.075, 0.15)
 
@@ -180,6 +187,17 @@ def test_the_price_table_finds_dated_names_and_takes_overrides(tmp_path: Path) -
         price_table({"gpt-4o": {"inputs": 1}})
     with pytest.raises(InvalidInputError, match="price file .*nothere.toml"):
         load_prices(tmp_path / "nothere.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("models = 3\n", encoding="utf-8")
+    with pytest.raises(InvalidInputError) as not_a_table:
+        load_prices(bad)
+    assert str(not_a_table.value) == (
+        f"price file {str(bad)!r}: `models` is 3, not a table of models; give one table per model, "
+        'e.g. [models."gpt-4o"] with input = 2.5 and output = 10.0 (USD per 1M tokens)'
+    )
+    assert price_table({"models": {"gpt-4o": {"output": 8}}})["gpt-4o"].output == 8.0
+    with pytest.raises(InvalidInputError, match=r"^prices: `models` is 3, not a table of models; give model name"):
+        price_table({"models": 3})
 
 
 # ---- the views: inspect, list --json, the export, the report ------------------------------------
