@@ -252,8 +252,10 @@ def _stream(
                 if steps is not None and stop_after is not None and steps >= stop_after:
                     stopped = True
                     break
-            if tracer is not None and reviews:  # the verdict as LangSmith feedback on this root run
-                tracer.post_feedback(reviews[-1].payload)
+            if tracer is not None:  # each verdict (a revise the run recovered from too) as feedback on this root
+                for r in reviews:
+                    if not tracer.post_feedback(r.payload, event_id=r.id, seq=r.seq):
+                        break  # said once; the next post would fail the same way
     except BaseException:  # a run that stops on an error (a budget, a model failure) is pruned too
         if prune:
             with contextlib.suppress(Exception):  # the error that stopped the run is what matters

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
-from uuid import UUID
+from uuid import NAMESPACE_URL, UUID, uuid5
 
 from langchain_core.tracers.context import tracing_v2_callback_var
 from langchain_core.tracers.langchain import LangChainTracer
@@ -407,15 +407,19 @@ class PausedRunTracer(LangChainTracer):
             meta.setdefault("status", status or "ended")
         return super().on_chain_end(outputs, run_id=run_id, **kwargs)
 
-    def post_feedback(self, review: dict[str, Any]) -> bool:
-        """Post the reviewer's verdict as LangSmith feedback on the last root run this tracer ended.
+    def post_feedback(self, review: dict[str, Any], *, event_id: str | None = None, seq: int | None = None) -> bool:
+        """Post a reviewer's verdict as LangSmith feedback on the last root run this tracer ended.
 
         Key :data:`REVIEW_FEEDBACK_KEY`, score 1 (``approve``) or 0 (``revise``), ``value`` the
-        verdict, comment its summary, ``extra.issues`` its issues. A failed post is logged by
-        langsmith (and said once by :func:`tracing_session`); it never stops the run.
+        verdict, comment its summary, ``extra.issues`` its issues (and ``extra.seq``, the review's
+        seq in the event log, when given). A failed post is logged by langsmith (and said once by
+        :func:`tracing_session`); it never stops the run.
 
         Args:
             review: A ``review.completed`` payload (``verdict``, ``summary``, ``issues``).
+            event_id: The ``review.completed`` event's id: the feedback's id is made from it, so
+                posting one review twice is one feedback.
+            seq: The event's seq.
 
         Returns:
             Whether the client took the feedback (False: no root run ended yet, or the post failed).
@@ -423,6 +427,9 @@ class PausedRunTracer(LangChainTracer):
         if not self.root_ids:
             return False
         root = self.root_ids[-1]
+        extra: dict[str, Any] = {"issues": list(review.get("issues") or [])}
+        if seq is not None:
+            extra["seq"] = seq
         try:
             with warnings.catch_warnings():  # the run's project is the client's own: no session_id to give
                 warnings.filterwarnings("ignore", message=".*without session_id", category=ls_utils.LangSmithWarning)
@@ -433,7 +440,8 @@ class PausedRunTracer(LangChainTracer):
                     score=1 if review["verdict"] == "approve" else 0,
                     value=review["verdict"],
                     comment=review.get("summary") or None,
-                    extra={"issues": list(review.get("issues") or [])},
+                    extra=extra,
+                    feedback_id=uuid5(NAMESPACE_URL, f"taskctx:review:{event_id}") if event_id else None,
                     stop_after_attempt=1,
                 )
         except Exception:  # noqa: BLE001 - langsmith logged it ("Error creating feedback"); the run goes on

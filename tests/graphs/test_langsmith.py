@@ -255,7 +255,8 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
         "approve",
     )
     assert fb["comment"] == review["summary"] == "the build finishes"
-    assert fb["extra"] == {"issues": []}
+    (review_seq,) = [e.seq for e in events if e.kind == "review.completed"]
+    assert fb["extra"] == {"issues": [], "seq": review_seq}
 
     # Artifacts stay out: the big log's middle (left out by compression) is nowhere in the trace,
     # its ref and its compressed summary are.
@@ -809,6 +810,57 @@ def test_a_revise_verdict_is_feedback_with_score_0(langsmith_loopback: Ingest) -
         "the build fails",
         {"issues": ["make exits 2"]},
     )
+
+
+def test_every_verdict_of_an_invocation_is_feedback_a_revise_then_an_approve(
+    langsmith_loopback: Ingest, no_remote_network: list[Any]
+) -> None:
+    """A revise the same invocation recovers from is feedback too (score 0, with its issues), in order."""
+    from langchain_core.tracers.langchain import wait_for_all_tracers
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from context import SqliteStores
+    from graphs import build_orchestrator, checkpoint_serde, new_task
+    from graphs.runner import run_graph
+    from nodes import ScriptedChatModel
+    from nodes.testing import complete, plan, review
+
+    model = ScriptedChatModel(
+        script={
+            "planner": [plan("List the project"), plan("List the project again")],
+            "executor": [complete("listed"), complete("listed, with tests")],
+            "reviewer": [
+                review("revise", "the tests are not listed", issues=["tests/ missing"]),
+                review("approve", "listed"),
+            ],
+        }
+    )
+    stores = SqliteStores(":memory:")
+    graph = build_orchestrator(
+        model, tools=BuildTools(), checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores
+    )
+    done = run_graph(graph, stores, "ls-rv", new_task("List the project.", "ls-rv"))
+    assert done.state.control.status == "completed"
+    wait_for_all_tracers()
+    reviews = [e for e in stores.events.read("ls-rv") if e.kind == "review.completed"]
+    assert [r.payload["verdict"] for r in reviews] == ["revise", "approve"]
+    (root,) = [rid for rid, r in langsmith_loopback.runs().items() if r["post"].get("parent_run_id") is None]
+    got = [
+        (f["run_id"], f["key"], f["score"], f["value"], f["comment"], f["extra"]) for f in langsmith_loopback.feedback()
+    ]
+    assert got == [
+        (
+            root,
+            "review",
+            0,
+            "revise",
+            "the tests are not listed",
+            {"issues": ["tests/ missing"], "seq": reviews[0].seq},
+        ),
+        (root, "review", 1, "approve", "listed", {"issues": [], "seq": reviews[1].seq}),
+    ]
+    assert len({f["id"] for f in langsmith_loopback.feedback()}) == 2
+    assert not no_remote_network
 
 
 def test_feedback_to_a_refused_endpoint_is_said_once_and_the_run_goes_on(
