@@ -157,13 +157,19 @@ def _past_events(task_id: str, cursor: int, past: list[Any]) -> str:
 
 
 def _check_owner(thread_id: str, state: Any, what: str) -> None:
-    """Refuse a run of thread ``thread_id`` whose state (``what``) is another task's, past its start."""
+    """Refuse a run of thread ``thread_id`` whose state (``what``) is another task's (new, or past its start)."""
     ident = state.identity if isinstance(state, TaskContext) else (state or {}).get("identity")
     evs = state.events if isinstance(state, TaskContext) else (state or {}).get("events")
     owner = getattr(ident, "task_id", None) if not isinstance(ident, dict) else ident.get("task_id")
     cursor = getattr(evs, "cursor", 0) if not isinstance(evs, dict) else evs.get("cursor", 0)
-    if not owner or owner == thread_id or not cursor:
+    if not owner or owner == thread_id:
         return
+    if not cursor:
+        raise InvalidInputError(
+            f"thread {thread_id!r}: {what} starts task {owner!r}, but a task runs on the thread of its own id "
+            f"(its events, checkpoints and resume are found by it): run it with "
+            f"graphs.thread_config({owner!r}), or start it as new_task(..., task_id={thread_id!r})"
+        )
     raise ForeignStateError(
         f"thread {thread_id!r}: {what} holds the state of task {owner!r} at seq {cursor} (a task's state "
         f"copied to another thread, e.g. update_state or an input of an older state of {owner!r}); a thread "

@@ -72,3 +72,31 @@ def test_an_unknown_eval_category_names_the_categories() -> None:
         run_eval(categories=["nope"])
     msg = str(err.value)
     assert msg.startswith("no case of category nope in ") and "; use one of conflict, distortion, " in msg
+
+
+@pytest.mark.parametrize("how", ["invoke", "stream", "ainvoke"])
+def test_a_new_task_on_another_tasks_thread_is_refused_naming_both_ids(tmp_path: Path, how: str) -> None:
+    import asyncio
+
+    from graphs import thread_config
+
+    with open_project(str(tmp_path / "m.sqlite")) as project:
+        g = build_orchestrator(_model(), checkpointer=project.checkpointer, stores=project.stores)
+        task, cfg = new_task("Count the words.", "ma"), thread_config("mb")
+        with pytest.raises(InvalidInputError) as err:
+            if how == "invoke":
+                g.invoke(task, cfg)
+            elif how == "stream":
+                list(g.stream(task, cfg, stream_mode="updates"))
+            else:
+                asyncio.run(g.ainvoke(task, cfg))
+        assert str(err.value) == (
+            "thread 'mb': the run's input starts task 'ma', but a task runs on the thread of its own id (its "
+            "events, checkpoints and resume are found by it): run it with graphs.thread_config('ma'), or start "
+            "it as new_task(..., task_id='mb')"
+        )
+        assert project.stores.events.last_seq("ma") == project.stores.events.last_seq("mb") == 0
+        assert list(g.get_state_history(cfg)) == [] and list(g.get_state_history(thread_config("ma"))) == []
+        # the same input on its own thread runs
+        done = g.invoke(task, thread_config("ma"))
+        assert done["control"].status == "completed"
