@@ -452,7 +452,7 @@ class NodeRun:
             "role": role,
             "step_id": p["step_id"],
             "call": p["call"],
-            "role_call": ctx.events.counts.get(f"context.built:{role}", 0),
+            "role_call": ctx.events.counts.get(f"context.built:{role}", 0) + 1,  # 1: the first (as ModelCall)
             "executor_steps": ctx.progress.executor_steps,
             "budget": p["budget"],
             "prompt_tokens": p["prompt_tokens"],

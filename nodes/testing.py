@@ -344,7 +344,7 @@ class ScriptedChatModel(_OfflineModel):
         else:
             answers, key = self.script, "*"
         if "role_call" in meta and isinstance(self.script, dict):
-            idx = int(meta["role_call"])
+            idx = int(meta["role_call"]) - 1  # the call number counts from 1
         else:
             idx = self._counts.get(key, 0)
         self._counts[key] = idx + 1

@@ -211,10 +211,10 @@ class CaseModel(ScriptedChatModel):
         if (
             self.kill_at is not None
             and meta.get("role") == self.kill_at[0]
-            and int(meta.get("role_call", -1)) + 1 == self.kill_at[1]
+            and int(meta.get("role_call", 0)) == self.kill_at[1]
         ):
             self.kill_at = None
             if self.sigkill:
                 os.kill(os.getpid(), signal.SIGKILL)
-            raise SimulatedKill(f"killed inside {meta.get('role')} model call {meta.get('role_call', 0) + 1}")
+            raise SimulatedKill(f"killed inside {meta.get('role')} model call {meta.get('role_call')}")
         return super()._answer(messages, meta)

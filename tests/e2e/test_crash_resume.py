@@ -232,7 +232,7 @@ def _async_child(db: Path, task_id: str, where: str, at: str, cwd: Path) -> subp
 
 @pytest.mark.parametrize(
     "where,at",
-    [("tool", "c2"), ("model", "3"), ("checkpoint", "5"), ("checkpoint", "8")],
+    [("tool", "c2"), ("model", "4"), ("checkpoint", "5"), ("checkpoint", "8")],
 )
 def test_sigkill_under_ainvoke_then_async_resume_matches_clean_run(tmp_path: Path, where: str, at: str) -> None:
     db = tmp_path / "crash.sqlite"

@@ -263,7 +263,7 @@ LOAD_CHILD = textwrap.dedent(
     url, proc, n_threads, n_steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 
     def step(messages, meta):
-        i, tid = meta["role_call"] + 1, meta["task_id"]
+        i, tid = meta["role_call"], meta["task_id"]
         if i <= n_steps:
             return tool_call("echo", {"task": tid, "n": i}, id=f"{tid}-c{i}")
         return complete(f"{n_steps} echoes of {tid} done")

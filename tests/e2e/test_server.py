@@ -369,7 +369,7 @@ def test_server_streams_messages_tuple_as_runs_wait_runs(dev_server: DevServer, 
     n_calls = sum(1 for e in runs[1][0] if e["kind"] == "context.built")
     assert len(calls) == n_calls and len(messages) > 2 * n_calls
     thought = load_trajectory(trajectories_dir / TRAJECTORY).steps[0].thought
-    first = [c["content"] for c in calls[("executor", 0)] if c["content"]]
+    first = [c["content"] for c in calls[("executor", 1)] if c["content"]]
     assert len(first) > 1 and "".join(first) == thought
     nodes = [n for p in parts if p.event == "updates" for n in p.data]
     assert nodes[0] == "planner" and nodes[-1] == "reviewer" and nodes.count("tools") == 12

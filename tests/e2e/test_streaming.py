@@ -262,13 +262,13 @@ PROGRESS = [
 
 
 def model_calls(log: list[dict[str, Any]]) -> list[tuple[str, int]]:
-    """``(role, role call)`` of each model call of the log, in order."""
+    """``(role, role call)`` of each model call of the log, in order (a role's first call is 1)."""
     out, per_role = [], dict[str, int]()
     for e in log:
         if e["kind"] == "context.built":
             role = e["payload"]["role"]
-            out.append((role, per_role.get(role, 0)))
             per_role[role] = per_role.get(role, 0) + 1
+            out.append((role, per_role[role]))
     return out
 
 
@@ -282,7 +282,7 @@ def check_messages(pairs: list[tuple[Any, dict[str, Any]]], log: list[dict[str, 
         calls.setdefault((meta["role"], meta["role_call"]), []).append(chunk)
     assert list(calls) == model_calls(log)
     assert all(len(c) > 2 for c in calls.values())
-    first = calls[("executor", 0)]
+    first = calls[("executor", 1)]
     assert [c.content for c in first if c.content] == ["Shout", " hello", " at", " once."]
     whole = first[0]
     for c in first[1:]:

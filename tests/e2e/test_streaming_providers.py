@@ -103,15 +103,15 @@ def test_streamed_calls_send_tokens_and_record_usage(clean_env: pytest.MonkeyPat
         if isinstance(c, AIMessageChunk) and c.text
     ]
     assert tokens == [
-        ("executor", "executor", 0, "Shout"),
-        ("executor", "executor", 0, " hello"),
-        ("executor", "executor", 0, " at"),
-        ("executor", "executor", 0, " once."),
+        ("executor", "executor", 1, "Shout"),
+        ("executor", "executor", 1, " hello"),
+        ("executor", "executor", 1, " at"),
+        ("executor", "executor", 1, " once."),
     ]
     args = [
         tc["args"]
         for _, (c, meta) in (x for x in chunks if x[0] == "messages")
-        if meta["role"] == "executor" and meta["role_call"] == 0
+        if meta["role"] == "executor" and meta["role_call"] == 1
         for tc in c.tool_call_chunks
     ]
     assert len(args) > 1 and "".join(a or "" for a in args) == '{"text": "hello there"}'

@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from nodes import ScriptedChatModel
 from nodes.testing import ARGS_CHUNK, reply_chunks, text_pieces, tool_call
 
-META = {"metadata": {"role": "executor", "role_call": 1}}
+META = {"metadata": {"role": "executor", "role_call": 2}}
 
 
 def model() -> ScriptedChatModel:
@@ -91,5 +91,5 @@ def test_invoke_in_a_node_streamed_with_messages_keeps_the_role() -> None:
     chunks = list(g.compile().stream({"ids": []}, stream_mode=["messages", "values"]))
     pairs = [data for kind, data in chunks if kind == "messages"]
     tokens = [(c.content, meta["role"], meta["role_call"]) for c, meta in pairs]
-    assert tokens[:3] == [("Write", "executor", 1), (" it", "executor", 1), ("  down.", "executor", 1)]
+    assert tokens[:3] == [("Write", "executor", 2), (" it", "executor", 2), ("  down.", "executor", 2)]
     assert chunks[-1] == ("values", {"ids": ["x1"]})
