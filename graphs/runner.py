@@ -251,6 +251,10 @@ def _stream(
                 steps = tools_steps(update) if stop_after is not None else None
                 if steps is not None and stop_after is not None and steps >= stop_after:
                     stopped = True
+                    if tracer is not None:  # the root run's output names the stop
+                        tracer.shared["stopped"] = (
+                            f"stopped after {steps} executor step{'' if steps == 1 else 's'} (max_steps={stop_after})"
+                        )
                     break
             if tracer is not None:  # each verdict (a revise the run recovered from too) as feedback on this root
                 for r in reviews:

@@ -369,11 +369,12 @@ class PausedRunTracer(LangChainTracer):
         Returns:
             The ended run.
         """
-        if isinstance(error, GeneratorExit):  # the caller stopped streaming: a planned stop (--max-steps)
+        if isinstance(error, GeneratorExit):  # the caller stopped streaming: a planned stop (max_steps)
             run = self._get_run(run_id)
             run.tags = [*(run.tags or []), "stopped"]
             run.extra.setdefault("metadata", {})["status"] = "stopped"
-            return self.on_chain_end({"stopped": "the caller stopped the run (--max-steps)"}, run_id=run_id, **kwargs)
+            why = self.shared.get("stopped") or "the caller stopped streaming the run"
+            return self.on_chain_end({"stopped": why}, run_id=run_id, **kwargs)
         if not isinstance(error, GraphInterrupt):
             return super().on_chain_error(error, inputs=inputs, run_id=run_id, **kwargs)
         values = [getattr(i, "value", i) for i in (error.args[0] if error.args else ())]

@@ -140,7 +140,7 @@ def test_trace_tree_metadata_and_resume_link(langsmith_loopback: Ingest, no_remo
     assert [p["name"] for p in post.values() if p.get("error")] == []
     assert [meta[r]["status"] for r in roots] == ["stopped", "completed"]
     assert (runs[roots[0]].get("post.outputs") or runs[roots[0]].get("patch.outputs")) == {
-        "stopped": "the caller stopped the run (--max-steps)"
+        "stopped": "stopped after 1 executor step (max_steps=1)"
     }
     assert len({post[r]["trace_id"] for r in roots}) == 2
     assert all(post[rid]["trace_id"] == post[rid]["id"] or post[rid].get("parent_run_id") for rid in post)
