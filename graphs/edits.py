@@ -457,9 +457,36 @@ class TaskGraph(CompiledStateGraph):
             return _thread_only(config)
         return config
 
+    def _named(self, input: Any, config: RunnableConfig | None, tid: str | None) -> RunnableConfig | None:
+        """``config`` with the root run's name, tags and metadata of a task's invocation (as
+        :func:`graphs.tracing.root_run_config` gives them), unless the caller named the run; the
+        caller's own tags and metadata are kept over them."""
+        if tid is None or (config or {}).get("run_name"):
+            return config
+        from .tracing import root_run_config
+
+        conf = (config or {}).get("configurable") or {}
+        lin = self.taskctx_events.lineage(tid) if hasattr(self.taskctx_events, "lineage") else None
+        roles = [n for n in self.nodes if n not in ("__start__", "tools")]
+        root = root_run_config(
+            tid,
+            "resume_token" in conf or input is None,  # (None: it continues the thread, also in one process)
+            isinstance(input, Command),
+            roles,
+            (lin.parent, lin.fork_seq) if lin is not None else None,
+        )
+        given = config or {}
+        return {
+            **given,
+            "run_name": root["run_name"],
+            "tags": [*root["tags"], *(t for t in given.get("tags") or [] if t not in root["tags"])],
+            "metadata": {**root["metadata"], **(given.get("metadata") or {})},
+        }
+
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:  # type: ignore[override]
         """LangGraph's ``stream``, a continued thread recorded as a resume (see module doc)."""
         config, tid = self._resume_config(input, self._latest(input, config))
+        config = self._named(input, config, tid)
         left = False
         try:
             yield from super().stream(input, config, **kwargs)
@@ -474,6 +501,7 @@ class TaskGraph(CompiledStateGraph):
         """LangGraph's ``astream``, a continued thread recorded as a resume (see module doc)."""
         config = await asyncio.to_thread(self._latest, input, config)
         config, tid = await asyncio.to_thread(self._resume_config, input, config)  # (the stores' reads are sync)
+        config = await asyncio.to_thread(self._named, input, config, tid)
         left = False
         try:
             async for chunk in super().astream(input, config, **kwargs):

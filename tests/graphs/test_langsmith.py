@@ -812,6 +812,48 @@ def test_a_revise_verdict_is_feedback_with_score_0(langsmith_loopback: Ingest) -
     )
 
 
+def test_plain_langgraph_invocations_are_named_as_the_tasks_runs(
+    langsmith_loopback: Ingest, no_remote_network: list[Any]
+) -> None:
+    """graph.stream / graph.invoke, no taskctx runner: the roots are named, tagged and grouped as the task's."""
+    from langchain_core.tracers.langchain import wait_for_all_tracers
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from context import SqliteStores
+    from graphs import build_orchestrator, checkpoint_serde, new_task, thread_config
+
+    stores = SqliteStores(":memory:")
+    graph = build_orchestrator(
+        _model(), tools=BuildTools(), checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores
+    )
+    cfg = {**thread_config("ls-plain"), "tags": ["mine"], "metadata": {"team": "ops"}}
+    for _update in graph.stream(new_task("Build the project.", "ls-plain"), cfg, stream_mode="updates"):
+        break  # the caller stops reading after the planner
+    assert graph.invoke(None, thread_config("ls-plain"))["control"].status == "completed"
+    wait_for_all_tracers()
+    runs = langsmith_loopback.runs()
+    roots = sorted(
+        (r["post"] for r in runs.values() if r["post"].get("parent_run_id") is None), key=lambda p: p["dotted_order"]
+    )
+    assert [(p["name"], sorted(p["tags"])) for p in roots] == [
+        ("taskctx run ls-plain", ["command:run", "mine", "start"]),
+        ("taskctx resume ls-plain", ["command:resume", "resume"]),
+    ]
+    meta = [(runs[p["id"]].get("post.extra") or {}).get("metadata", {}) for p in roots]
+    assert [(m["thread_id"], m["session_id"], m["command"], m.get("team")) for m in meta] == [
+        ("ls-plain", "ls-plain", "run", "ops"),
+        ("ls-plain", "ls-plain", "resume", None),
+    ]
+    assert meta[0]["roles"] == ["executor", "planner", "recovery", "reviewer"]
+    # (the stop is LangChain's own: a stream the caller left ends its root with GeneratorExit; the
+    # taskctx runner's stopped/paused statuses and review feedback come with project.run and the CLI)
+    first = runs[roots[0]["id"]]
+    assert str(first.get("post", {}).get("error") or first.get("patch", {}).get("error") or "").startswith(
+        "GeneratorExit"
+    )
+    assert not no_remote_network
+
+
 def test_every_verdict_of_an_invocation_is_feedback_a_revise_then_an_approve(
     langsmith_loopback: Ingest, no_remote_network: list[Any]
 ) -> None:
