@@ -286,12 +286,13 @@ def run_bounded(
     return CommandRun(out.text(), rc, out.total, out.sha.hexdigest())
 
 
-def grep_file(path: Path, rx: re.Pattern[str], max_hits: int) -> list[tuple[int, str]]:
+def grep_file(path: Path, rx: re.Pattern[str], max_hits: int) -> tuple[list[tuple[int, str]], str | None]:
     """The lines of a text file that ``rx`` matches, read line by line (never the whole file).
 
     A file with a NUL byte in its first 8,192 bytes is binary and has none. Only the first
     :data:`GREP_BYTES` bytes are searched, and of each line its first 2,000 characters (the rest
-    of a longer line is skipped as it is read).
+    of a longer line is skipped as it is read); what was left unsearched is said, so an absent
+    match is never claimed for text that was not read.
 
     Args:
         path: The file.
@@ -299,7 +300,10 @@ def grep_file(path: Path, rx: re.Pattern[str], max_hits: int) -> list[tuple[int,
         max_hits: Matches wanted at most.
 
     Returns:
-        ``(1-based line number, the line's first 300 characters)`` of each match, in order.
+        ``(hits, cut)``: ``(1-based line number, the line's first 300 characters)`` of each match,
+        in order; and what the search left out (``"only the first 2,000,000 of 314,130,018 bytes
+        searched"``, long lines searched in their first 2,000 characters), or None when it read
+        the whole file (or stopped at ``max_hits``).
 
     Raises:
         OSError: The file cannot be read.
@@ -307,22 +311,35 @@ def grep_file(path: Path, rx: re.Pattern[str], max_hits: int) -> list[tuple[int,
     hits: list[tuple[int, str]] = []
     with open(path, "rb") as fh:
         if b"\x00" in fh.read(8192):
-            return hits
+            return hits, None
         fh.seek(0)
-        n, left = 0, GREP_BYTES
+        n, left, long_lines = 0, GREP_BYTES, 0
         while left > 0 and len(hits) < max_hits:
             raw = fh.readline(min(left, 4 * _LINE_MATCHED))
             if not raw:
                 break
             left -= len(raw)
             n += 1
+            skipped = False
             while not raw.endswith(b"\n") and left > 0:  # a long line: skip the rest of it
                 more = fh.readline(min(left, _READ))
                 if not more:
                     break
                 left -= len(more)
-                raw = raw[: 4 * _LINE_MATCHED] + more[-1:]
-            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")[:_LINE_MATCHED]
+                raw, skipped = raw[: 4 * _LINE_MATCHED] + more[-1:], True
+            whole = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            line = whole[:_LINE_MATCHED]
+            long_lines += skipped or len(whole) > _LINE_MATCHED
             if rx.search(line):
                 hits.append((n, line[:_LINE_SHOWN]))
-    return hits
+        if len(hits) >= max_hits:
+            return hits, None
+        cut = []
+        if left <= 0 and fh.read(1):
+            cut.append(f"only the first {GREP_BYTES:,} of {os.fstat(fh.fileno()).st_size:,} bytes searched")
+        if long_lines:
+            cut.append(
+                f"{long_lines:,} line{'' if long_lines == 1 else 's'} longer than {_LINE_MATCHED:,} characters "
+                f"searched in {'its' if long_lines == 1 else 'their'} first {_LINE_MATCHED:,}"
+            )
+    return hits, "; ".join(cut) or None

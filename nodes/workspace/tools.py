@@ -12,6 +12,7 @@ from typing import Any
 
 from context.held_secrets import MissingSecretError, reveal_secrets
 from context.store import ArtifactStoreProtocol
+from context.text import quote_name
 
 from ..permissions import PolicyError
 from ..tools import SEARCH_HISTORY_SCHEMA, ToolOutcome, function_schema, report_progress
@@ -38,6 +39,8 @@ MAX_READ_BYTES = 2_000_000
 MAX_TIMEOUT = 600
 #: Matching lines a ``grep`` call shows at most.
 MAX_GREP_HITS = 500
+#: At most this many "searched only in part" notes in one grep answer (the rest counted).
+MAX_CUT_NOTES = 5
 
 
 def _on_disk(rel: str) -> str:
@@ -409,6 +412,7 @@ class WorkspaceTools:
         rx = re.compile(str(a.get("pattern", "")))
         glob = a.get("glob")
         hits: list[str] = []
+        cuts: list[str] = []
         reads: dict[str, str] = {}
         files = [real] if real.is_file() else []
         if real.is_dir():
@@ -424,15 +428,21 @@ class WorkspaceTools:
             if glob and not (glob_match(r, glob) if "/" in glob else fnmatchcase(f.name, glob)):
                 continue
             try:
-                found = grep_file(f, rx, MAX_GREP_HITS - len(hits))
+                found, cut = grep_file(f, rx, MAX_GREP_HITS - len(hits))
             except OSError:
                 continue
+            if cut:
+                cuts.append(f"{quote_name(r)}: {cut}")
             if found:
                 hits += [f"{r}:{n}: {line}" for n, line in found]
                 reads[r] = file_sha256(f)
             if len(hits) >= MAX_GREP_HITS:
                 break
         out = "\n".join(hits) + "\n" if hits else "(no matches)\n"
+        if cuts:  # a bound left text unsearched: no match there is not known to be absent
+            out += "".join(f"note: {c}; use run_command (e.g. grep) to search the rest\n" for c in cuts[:MAX_CUT_NOTES])
+            if len(cuts) > MAX_CUT_NOTES:
+                out += f"note: {len(cuts) - MAX_CUT_NOTES} more files were searched only in part\n"
         return ToolOutcome("ok", out, "search", rel, reads=tuple(reads.items()))
 
     def _t_write_file(self, call_id: str, a: dict[str, Any], scopes: Sequence[str]) -> ToolOutcome:

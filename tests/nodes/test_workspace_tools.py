@@ -40,6 +40,32 @@ def test_list_read_grep(ws: WorkspaceTools) -> None:
     assert ws.execute("6", "grep", {"pattern": "(", "path": "."}).output.startswith("refused: bad regex")
 
 
+def test_grep_says_what_its_bounds_left_unsearched(ws: WorkspaceTools) -> None:
+    from nodes.workspace.process import GREP_BYTES
+
+    logs = ws.root / "logs"
+    logs.mkdir()
+    line = b"compile unit ok\n"
+    big = line * (GREP_BYTES // len(line) + 10) + b"NEEDLE at the end\n"
+    (logs / "big.log").write_bytes(big)
+    (logs / "wide.log").write_bytes(b"x" * 2500 + b" NEEDLE\nshort NEEDLE\n" + "\u6587".encode() * 2100 + b"NEEDLE\n")
+    (logs / "small.log").write_bytes(b"no match here\n")
+    g = ws.execute("1", "grep", {"pattern": "NEEDLE", "path": "logs"})
+    assert (g.status, g.kind) == ("ok", "search")
+    assert g.output == (
+        "logs/wide.log:2: short NEEDLE\n"
+        f"note: logs/big.log: only the first 2,000,000 of {len(big):,} bytes searched; use run_command (e.g. grep) "
+        "to search the rest\n"
+        "note: logs/wide.log: 2 lines longer than 2,000 characters searched in their first 2,000; use run_command "
+        "(e.g. grep) to search the rest\n"
+    )
+    # nothing found, and a part unsearched: not a bare "(no matches)"
+    only = ws.execute("2", "grep", {"pattern": "NEEDLE", "path": "logs/big.log"})
+    assert only.output.startswith("(no matches)\nnote: logs/big.log: only the first 2,000,000 of ")
+    # a file read whole says nothing more
+    assert ws.execute("3", "grep", {"pattern": "absent", "path": "logs/small.log"}).output == "(no matches)\n"
+
+
 def test_write_and_patch(ws: WorkspaceTools) -> None:
     w = ws.execute("1", "write_file", {"path": "src/new/c.py", "content": "x = 1\n"})
     assert w.status == "ok" and w.modified == "src/new/c.py" and (ws.root / "src/new/c.py").read_text() == "x = 1\n"
