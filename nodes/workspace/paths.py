@@ -308,19 +308,29 @@ def _write_via(path: Path, data: bytes, folder: Path) -> None:
         raise
 
 
-def clear_staging(staging: Path) -> list[str]:
+#: The name of a temp file :func:`atomic_write` makes (``tempfile.mkstemp``'s eight characters).
+_TEMP_NAME = re.compile(r"\.taskctx-[a-z0-9_]{8}")
+
+
+def clear_staging(staging: Path, *, only_temp: bool = False) -> list[str]:
     """Remove the temp files an interrupted :func:`atomic_write` left in ``staging``.
 
     Call it only while no write is under way (on recovery: one writer per task).
 
     Args:
-        staging: The staging folder.
+        staging: The staging folder, or (``only_temp``) the folder of a file a write fell back
+            beside (its file system is not the staging folder's).
+        only_temp: Remove only names exactly of the temp files' shape (``.taskctx-`` and eight
+            characters), not other ``.taskctx-*`` files, as a user's folder may hold.
 
     Returns:
         The names removed, sorted.
     """
     removed = []
-    for f in sorted(staging.glob(".taskctx-*")) if staging.is_dir() else ():
+    names = sorted(staging.glob(".taskctx-*")) if staging.is_dir() and not staging.is_symlink() else []
+    for f in (
+        f for f in names if f.is_file() and not f.is_symlink() and (not only_temp or _TEMP_NAME.fullmatch(f.name))
+    ):
         try:
             f.unlink()
             removed.append(f.name)

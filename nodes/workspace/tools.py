@@ -448,7 +448,7 @@ class WorkspaceTools:
     def _t_write_file(self, call_id: str, a: dict[str, Any], scopes: Sequence[str]) -> ToolOutcome:
         real, rel = self.resolve(a.get("path"), scopes, write=True, kind="file")
         data = str(a["content"]).encode("utf-8")
-        atomic_write(real, data, self.staging)
+        atomic_write(real, data, self._staging())
         sha = sha256_hex(data)
         return ToolOutcome(
             "ok", f"wrote {rel}: {len(data)} bytes, sha256 {sha[:12]}", "command", rel, rel, written=((rel, sha),)
@@ -485,7 +485,7 @@ class WorkspaceTools:
                 raise PatchError(f"{rel} already exists (the patch creates it)")
             results.append((real, rel, apply_unified_diff(cur, fp), len(fp.hunks)))
         for real, _, text, _ in results:  # all hunks checked before anything is written
-            atomic_write(real, text.encode("utf-8"), self.staging)
+            atomic_write(real, text.encode("utf-8"), self._staging())
         desc = ", ".join(f"{rel} ({n} hunk{'s' if n != 1 else ''})" for _, rel, _, n in results)
         rels = tuple(rel for _, rel, _, _ in results)
         written = tuple((rel, sha256_hex(text.encode("utf-8"))) for _, rel, text, _ in results)
@@ -553,5 +553,36 @@ class WorkspaceTools:
         Returns:
             What was found: ``done``, ``retry`` or ``ask``.
         """
-        clear_staging(self.staging)
+        staging = self._staging()
+        if staging is not None:
+            clear_staging(staging)
+        for folder in self._write_folders(tool, arguments, scopes):  # a write that fell back beside its file
+            clear_staging(folder, only_temp=True)
         return recover(self, call_id, tool, arguments, scopes)
+
+    def _staging(self) -> Path | None:
+        """:attr:`staging` when it is a folder of the workspace, else None (temp files beside each file).
+
+        None when ``.taskctx`` or its ``staging`` is a symlink or leads outside the workspace (a
+        cloned repository can ship one: the temp files, a secret file's bytes among them, would be
+        made and removed wherever it points).
+        """
+        s = self.staging
+        if s.parent.is_symlink() or s.is_symlink():
+            return None
+        try:
+            s.resolve().relative_to(self.root)
+        except (OSError, ValueError):
+            return None
+        return s
+
+    def _write_folders(self, tool: str, arguments: dict[str, Any], scopes: Sequence[str]) -> list[Path]:
+        """The folders of the files a ``write_file`` / ``apply_patch`` call writes (none for another tool, or a bad path)."""
+        try:
+            if tool == "write_file":
+                return [self.resolve(arguments.get("path"), scopes, write=True, kind="file")[0].parent]
+            if tool == "apply_patch":
+                return sorted({real.parent for real, _, _, _ in self.patch_plan(arguments, scopes)})
+        except (PolicyError, PatchError, OSError, ValueError):
+            return []
+        return []
