@@ -23,6 +23,18 @@ ws.execute("c1", sys.argv[3], json.loads(sys.argv[4]))
 PATCH = "--- a/proxy/nginx.conf\n+++ b/proxy/nginx.conf\n@@ -1 +1 @@\n-client_max_body_size 1m;\n+client_max_body_size 20m;\n"
 
 
+def _killed(script: str, root: Path, tmp_path: Path, tool: str, args: dict) -> None:
+    """Run the call in a child process that ``script`` kills (SIGKILL) inside the write."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(root), str(tmp_path / "r"), tool, json.dumps(args)],
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
+    assert proc.returncode == -9, proc.stderr
+
+
 def _leftovers(root: Path) -> list[str]:
     """Temp files of a write anywhere in the workspace but its ``.taskctx/`` folder."""
     return sorted(
@@ -44,14 +56,7 @@ def test_a_kill_at_the_rename_leaves_no_temp_file(tmp_path: Path, tool: str, arg
     (root / "proxy").mkdir(parents=True)
     (root / "proxy" / "nginx.conf").write_text("client_max_body_size 1m;\n")
     (root / ".env").write_text("SECRET=old\n")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.run(
-        [sys.executable, "-c", _KILLED_AT_RENAME, str(root), str(tmp_path / "r"), tool, json.dumps(args)],
-        env=env,
-        capture_output=True,
-        timeout=120,
-    )
-    assert proc.returncode == -9, proc.stderr
+    _killed(_KILLED_AT_RENAME, root, tmp_path, tool, args)
     assert _leftovers(root) == []  # nothing beside the file
     staged = list((root / ".taskctx" / "staging").iterdir())
     assert [p.name[:9] for p in staged] == [".taskctx-"]
@@ -110,14 +115,7 @@ def test_a_kill_after_the_fallback_beside_the_file_is_cleaned_by_recovery(
     (root / "proxy").mkdir(parents=True)
     (root / "proxy" / "nginx.conf").write_text("client_max_body_size 1m;\n")
     (root / "proxy" / ".taskctx-notes").write_text("a file of the user's\n")  # not a temp file's name
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.run(
-        [sys.executable, "-c", _KILLED_AT_THE_FALLBACK, str(root), str(tmp_path / "r"), tool, json.dumps(args)],
-        env=env,
-        capture_output=True,
-        timeout=120,
-    )
-    assert proc.returncode == -9, proc.stderr
+    _killed(_KILLED_AT_THE_FALLBACK, root, tmp_path, tool, args)
     (temp,) = [p for p in _leftovers(root) if p != "proxy/.taskctx-notes"]
     assert temp.startswith("proxy/.taskctx-") and len(temp) == len("proxy/.taskctx-") + 8
     assert (root / "proxy" / "nginx.conf").read_text() == "client_max_body_size 1m;\n"
