@@ -199,6 +199,18 @@ def _undo(project: Any, child: str, written: bool, copy: Any) -> None:
         copy.remove()
 
 
+def _child_spec(project: Any, task_id: str, graph: Any, spec_update: dict[str, Any] | None) -> dict[str, Any]:
+    """The child's registry row: the parent's with ``spec_update`` over it (refused when there is
+    none and no ``graph`` to run the child with)."""
+    spec = project.stores.tasks.get(task_id)
+    if spec is None and graph is None:
+        raise InvalidInputError(
+            f"task {task_id!r} has no task registry row (it was run through the Python API), so the child's graph "
+            "cannot be rebuilt; pass graph= (Project.fork(..., graph=...))"
+        )
+    return {**(spec or {}), **(spec_update or {})}
+
+
 def fork_task(
     project: Any,
     task_id: str,
@@ -244,13 +256,7 @@ def fork_task(
     if events.last_seq(child) or project.stores.tasks.get(child) is not None:
         raise InvalidInputError(f"task {child!r} already exists in {project.path}; pick another --task-id")
     state = state_at(project.stores, project.checkpointer, task_id, point.seq)
-    spec = project.stores.tasks.get(task_id)
-    if spec is None and graph is None:
-        raise InvalidInputError(
-            f"task {task_id!r} has no task registry row (it was run through the Python API), so the child's graph "
-            "cannot be rebuilt; pass graph= (Project.fork(..., graph=...))"
-        )
-    spec = {**(spec or {}), **(spec_update or {})}
+    spec = _child_spec(project, task_id, graph, spec_update)
     with project.stores.leases.hold(child):
         copy = copy_at_fork(project, task_id, child, spec, point.seq, state, workspace) if workspace_at_fork else None
         written = False
