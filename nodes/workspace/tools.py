@@ -30,7 +30,7 @@ from .paths import (
     sha256_hex,
     write_risk,
 )
-from .process import OUTPUT_LIMIT, grep_file, run_bounded
+from .process import OUTPUT_LIMIT, grep_file, mask_cut_end, run_bounded
 
 __all__ = ["MAX_GREP_HITS", "MAX_READ_BYTES", "MAX_TIMEOUT", "SIDE_EFFECT_TOOLS", "OutputLines", "WorkspaceTools"]
 
@@ -526,8 +526,8 @@ class WorkspaceTools:
         done = run_bounded(argv, cwd=self.root, env=env, timeout=timeout, limit=self.output_limit, on_output=lines)
         lines.flush()
         out, rc = done.output, done.returncode
-        if rc is None:
-            out, rc = out + f"\nerror: timed out after {timeout}s\n", -9
+        if rc is None:  # killed: its last line may end inside a secret, too short now for its shape
+            out, rc = mask_cut_end(out) + f"\nerror: timed out after {timeout}s\n", -9
         text = f"$ {shown}\n{out}" + ("" if out.endswith("\n") or not out else "\n") + f"[exit code {rc}]\n"
         finished: dict[str, Any] = {"call_id": call_id, "argv": a["argv"], "status": "finished", "returncode": rc}
         if self.artifacts is not None:

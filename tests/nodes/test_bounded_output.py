@@ -265,3 +265,24 @@ def test_grep_streams_beside_a_huge_file(big: tuple[Path, str, int], tmp_path: P
     small = hashlib.sha256((root / "small.txt").read_bytes()).hexdigest()
     assert dict(got["reads"]) == {"big.log": sha, "small.txt": small}  # the whole file's sha256, streamed
     stores.close()
+
+
+def test_a_secret_cut_by_the_kill_of_a_timed_out_command_is_masked(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    token = "ghp_" + "0123456789abcdefghijklmnopqrstuvwxyz"
+    (root / "leak.py").write_text(
+        "import sys, time\n"
+        f"print('whole {token}')\n"
+        f"sys.stdout.write('cut {token[:29]}')\n"  # the kill comes before the rest of it
+        "sys.stdout.flush()\n"
+        "time.sleep(300)\n"
+    )
+    ws = WorkspaceTools(root, receipts_dir=tmp_path / "receipts")
+    out = ws.execute("c1", "run_command", {"argv": ["python", "leak.py"], "timeout": 2})
+    assert out.status == "error"
+    assert mask_secrets(out.output).text == (
+        "$ python leak.py\nwhole [REDACTED:github_token]\ncut [REDACTED:cut_secret]\nerror: timed out after 2s\n"
+        "[exit code -9]\n"
+    )
+    assert token[:12] not in mask_secrets(out.output).text
