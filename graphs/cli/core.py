@@ -368,7 +368,10 @@ def finish(project: Project, result: RunResult, out: Path, db: str) -> None:
             f"{s.events.cursor} events",
             markup=False,
         )
-    console.print(f"exported {folder}/ (trace.jsonl, state.json, context_pack.md, manifests.jsonl)", markup=False)
+    console.print(
+        f"exported {folder}/ (trace.jsonl, state.json, context_pack.md, manifests.jsonl, calls.jsonl, costs.json)",
+        markup=False,
+    )
     if req is None and not result.stopped_early and s.control.status == "failed":
         raise typer.Exit(1)
 

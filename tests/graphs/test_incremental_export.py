@@ -122,6 +122,9 @@ def test_resume_of_a_finished_task_leaves_a_current_export_as_it_is(trajectories
     assert r.exit_code == 0, r.output
     folder = out / "f1"
     assert sorted(p.name for p in folder.iterdir()) == sorted([EXPORT_MARK, *FILES])
+    (said,) = [line for line in r.output.splitlines() if line.startswith("exported ")]
+    named = said.removeprefix(f"exported {folder}/ (").removesuffix(")").split(", ")
+    assert sorted(named) == FILES  # the line names every file the export wrote
     before = _snapshot(folder)
     r = CliRunner().invoke(app, ["resume", "f1", "--db", db, "--out", str(out)])
     assert r.exit_code == 0, r.output
