@@ -15,6 +15,7 @@ from ..tools import ToolOutcome
 from ..tools.protocol import Recovery
 from .patch import FilePatch, PatchError, apply_unified_diff
 from .paths import atomic_write, sha256_hex
+from .process import end_marked
 
 __all__ = ["CheckedWorkspace", "Recovery", "read_receipt", "receipt_path", "recover", "write_receipt"]
 
@@ -215,4 +216,8 @@ def _run_command(tools: CheckedWorkspace, call_id: str) -> Recovery:
             f"the command had finished (exit code {rc}) before the interruption",
             ToolOutcome("ok" if rc == 0 else "error", output, "command"),
         )
-    return Recovery("ask", "the command was cut off while running; it may have had effects")
+    left = end_marked(str(data.get("run_mark") or ""))  # what the killed runner's command left running
+    ended = {0: "", 1: " (the process it left running was ended)"}.get(
+        left, f" (the {left} processes it left running were ended)"
+    )
+    return Recovery("ask", f"the command was cut off while running{ended}; it may have had effects")

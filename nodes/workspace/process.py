@@ -26,7 +26,17 @@ from pathlib import Path
 
 from context.secrets import MASK_OVERLAP, safe_cut
 
-__all__ = ["GREP_BYTES", "OUTPUT_LIMIT", "BoundedOutput", "CommandRun", "grep_file", "mask_cut_end", "run_bounded"]
+__all__ = [
+    "GREP_BYTES",
+    "OUTPUT_LIMIT",
+    "RUN_MARK",
+    "BoundedOutput",
+    "CommandRun",
+    "end_marked",
+    "grep_file",
+    "mask_cut_end",
+    "run_bounded",
+]
 
 #: Bytes of a command's output kept by default: the first half and the last half.
 OUTPUT_LIMIT = 1_048_576
@@ -184,6 +194,35 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
+#: The environment variable that marks every process of one command run (its value, unique per
+#: run, is in the run's receipt): :func:`end_marked` finds them by it.
+RUN_MARK = "TASKCTX_RUN"
+
+
+def end_marked(mark: str) -> int:
+    """SIGKILL every process of this user whose environment has ``TASKCTX_RUN`` = ``mark`` (Linux ``/proc``).
+
+    A command's processes inherit the mark, also those that left its process group (``setsid``,
+    a daemon) or outlived the runner that was killed; a process that cleared its environment is
+    not found.
+
+    Args:
+        mark: The run's mark (:data:`RUN_MARK`).
+
+    Returns:
+        How many processes were sent SIGKILL (0 when none is left, or there is no ``/proc``).
+    """
+    want, ended = f"{RUN_MARK}={mark}".encode(), 0
+    for d in Path("/proc").glob("[0-9]*") if mark and Path("/proc/self/environ").exists() else ():
+        try:
+            if want in (d / "environ").read_bytes().split(b"\0") and int(d.name) != os.getpid():
+                os.kill(int(d.name), signal.SIGKILL)
+                ended += 1
+        except (OSError, ValueError):  # gone, or another user's
+            continue
+    return ended
+
+
 def _read(fd: int) -> bytes | None:
     """The next bytes of the pipe: ``b""`` at its end, None when it holds nothing now."""
     try:
@@ -281,6 +320,8 @@ def run_bounded(
                     rc = code
     finally:
         _kill_group(proc.pid)
+        if RUN_MARK in env:  # a helper in a session of its own (setsid) is out of the group's reach
+            end_marked(env[RUN_MARK])
         proc.wait()
         proc.stdout.close()
     return CommandRun(out.text(), rc, out.total, out.sha.hexdigest())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from fnmatch import fnmatchcase
@@ -30,7 +31,7 @@ from .paths import (
     sha256_hex,
     write_risk,
 )
-from .process import OUTPUT_LIMIT, grep_file, mask_cut_end, run_bounded
+from .process import OUTPUT_LIMIT, RUN_MARK, grep_file, mask_cut_end, run_bounded
 
 __all__ = ["MAX_GREP_HITS", "MAX_READ_BYTES", "MAX_TIMEOUT", "SIDE_EFFECT_TOOLS", "OutputLines", "WorkspaceTools"]
 
@@ -508,7 +509,8 @@ class WorkspaceTools:
         receipt = self.receipt(call_id)
         receipt.parent.mkdir(parents=True, exist_ok=True)
         shown = " ".join(a["argv"])
-        write_receipt(receipt, {"call_id": call_id, "argv": a["argv"], "status": "started"})
+        mark = uuid.uuid4().hex  # every process of this run carries it (RUN_MARK), so what it leaves can be ended
+        write_receipt(receipt, {"call_id": call_id, "argv": a["argv"], "status": "started", "run_mark": mark})
         env = {
             "PATH": os.environ.get("PATH", os.defpath),
             "HOME": str(self.receipts_dir),
@@ -521,6 +523,7 @@ class WorkspaceTools:
             "GIT_PAGER": "cat",
             "PAGER": "cat",
             "TERM": "dumb",
+            RUN_MARK: mark,
         }
         lines = OutputLines(call_id, self.output_limit)
         done = run_bounded(argv, cwd=self.root, env=env, timeout=timeout, limit=self.output_limit, on_output=lines)

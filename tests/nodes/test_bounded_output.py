@@ -261,6 +261,8 @@ def test_grep_streams_beside_a_huge_file(big: tuple[Path, str, int], tmp_path: P
         f"big.log:{n + 3}: {row}",
         "small.txt:1: needle one",
         "small.txt:3: needle two",
+        f"note: big.log: only the first 2,000,000 of {300 * len(_block()):,} bytes searched; use run_command "
+        "(e.g. grep) to search the rest",
     ]
     small = hashlib.sha256((root / "small.txt").read_bytes()).hexdigest()
     assert dict(got["reads"]) == {"big.log": sha, "small.txt": small}  # the whole file's sha256, streamed
@@ -286,3 +288,63 @@ def test_a_secret_cut_by_the_kill_of_a_timed_out_command_is_masked(tmp_path: Pat
         "[exit code -9]\n"
     )
     assert token[:12] not in mask_secrets(out.output).text
+
+
+SETSID_HELPER = """
+import subprocess
+p = subprocess.Popen(["sleep", "300"], start_new_session=True)  # out of the command's process group
+open("helper.pid", "w").write(str(p.pid))
+print("started helper", flush=True)
+"""
+
+
+def test_a_helper_in_a_session_of_its_own_ends_with_the_command(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "daemon.py").write_text(SETSID_HELPER)
+    ws = WorkspaceTools(root, receipts_dir=tmp_path / "receipts")
+    out = ws.execute("c1", "run_command", {"argv": ["python", "daemon.py"]})
+    assert out.output == "$ python daemon.py\nstarted helper\n[exit code 0]\n"
+    assert _gone(int((root / "helper.pid").read_text()))
+
+
+_RUNNER_KILLED = """
+import os, signal, sys, threading, time
+from pathlib import Path
+from nodes.workspace import WorkspaceTools
+ws = WorkspaceTools(sys.argv[1], receipts_dir=sys.argv[2])
+pid_file = Path(sys.argv[1]) / "helper.pid"
+
+def kill_when_started():
+    while not pid_file.exists():
+        time.sleep(0.02)
+    os.kill(os.getpid(), signal.SIGKILL)  # the runner dies while its command runs
+
+threading.Thread(target=kill_when_started, daemon=True).start()
+ws.execute("c1", "run_command", {"argv": ["python", "work.py"]})
+"""
+
+
+def test_the_recovery_after_a_killed_runner_ends_what_its_command_left(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "work.py").write_text(HELPER + "import time\ntime.sleep(300)\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    runner = subprocess.run(
+        [sys.executable, "-c", _RUNNER_KILLED, str(root), str(tmp_path / "receipts")],
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
+    assert runner.returncode == -9, runner.stderr
+    helper = int((root / "helper.pid").read_text())
+    assert not _gone(helper)  # the runner's death (and the command's) did not reach it
+    ws = WorkspaceTools(root, receipts_dir=tmp_path / "receipts")
+    r = ws.recover("c1", "run_command", {"argv": ["python", "work.py"]})
+    assert (r.state, r.note) == (
+        "ask",
+        "the command was cut off while running (the process it left running was ended); it may have had effects",
+    )
+    assert _gone(helper)
+    again = ws.recover("c1", "run_command", {"argv": ["python", "work.py"]})
+    assert again.note == "the command was cut off while running; it may have had effects"  # nothing left
