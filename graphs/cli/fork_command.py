@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from context import TaskctxError
+from context.text import counted
 
 from ..fork import ForkResult
 from ..fork_workspace import NOT_UNDONE, side_effects_after
@@ -36,7 +37,7 @@ def fork_lines(r: ForkResult, db: str, after_fork: list[str]) -> list[str]:
     """
     out = [
         f"forked {r.parent} at seq {r.fork_seq} into {r.task_id} "
-        f"({r.state.progress.executor_steps} executor steps done; next: {', '.join(r.next_nodes) or 'nothing'})"
+        f"({counted(r.state.progress.executor_steps, 'executor step')} done; next: {', '.join(r.next_nodes) or 'nothing'})"
     ]
     if r.workspace is not None:
         out.append(f"workspace: {r.workspace} (a copy; the parent's own changes after the fork undone)")

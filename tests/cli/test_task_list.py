@@ -468,3 +468,30 @@ def test_command_hint() -> None:
     assert command_hint("inspect", "t1", "postgresql://u:secret@h:5432/d") == (
         "taskctx inspect t1 --db 'postgresql://u:***@h:5432/d'"
     )
+
+
+def test_one_executor_step_is_said_in_the_singular(trajectories_dir: Path, tmp_path: Path) -> None:
+    """A run stopped after one step, its resume and a fork at step 1 say "1 executor step"."""
+    from context.text import counted
+
+    assert [counted(n, "executor step") for n in (0, 1, 2)] == [
+        "0 executor steps",
+        "1 executor step",
+        "2 executor steps",
+    ]
+    db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
+    traj = str(trajectories_dir / DJANGO)
+    r = invoke("replay", traj, "--task-id", "s1", "--max-steps", "1", "--db", db, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert f"stopped after 1 executor step; next: executor. Continue with: taskctx resume s1 --db {db} --out {out}" in (
+        r.stdout.replace("\n", " ")
+    )
+    f = invoke("fork", "s1", "--at-step", "1", "--task-id", "s1-b", "--db", db)
+    assert f.exit_code == 0, f.output
+    assert re.match(
+        r"forked s1 at seq \d+ into s1-b \(1 executor step done; next: executor\)$", f.stdout.splitlines()[0]
+    )
+    r = invoke("resume", "s1", "--max-steps", "1", "--db", db, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert re.search(r"resume s1 at checkpoint \S+ \(1 executor step done; next: executor\)", r.stdout), r.stdout
+    assert "stopped after 2 executor steps; next: executor." in r.stdout
