@@ -13,7 +13,8 @@ fork, file by file, each checked against the recorded hashes:
   recorded; bytes that cannot be had that way are never guessed: the file is named in ``left``.
 
 Changes that left no ``file.modified`` (what a command did to files the task never saw) are not
-known, so not undone; :func:`side_effects_after` lists the parent's side effects after the fork.
+known, so not undone; :func:`side_effects_after` lists the parent's side effects after the fork
+(the calls that ran).
 """
 
 from __future__ import annotations
@@ -79,8 +80,31 @@ def _calls(events: Any, task_id: str, after: int, state: TaskContext | None = No
     return out
 
 
+def _ran(events: Any, task_id: str, seq: int) -> tuple[set[str], set[str]]:
+    """``(ran, started)`` of the calls after ``seq``: those with a result that was not a refusal, and those
+    granted that have no result (a parent stopped inside the call: it may have run)."""
+    results: dict[str, str] = {}
+    refused: set[str] = set()
+    granted: set[str] = set()
+    kinds = ["tool.result.received", "permission.denied", "permission.granted"]
+    for e in events.iter(task_id, after=seq, kinds=kinds, fields=["call_id", "status"]):
+        cid = e.payload["call_id"]
+        if e.kind == "tool.result.received":
+            results[cid] = e.payload.get("status") or "ok"
+        elif e.kind == "permission.denied":
+            refused.add(cid)
+        else:
+            granted.add(cid)
+    ran = {cid for cid, status in results.items() if status != "denied" and cid not in refused}
+    return ran, granted - refused - set(results)
+
+
 def side_effects_after(events: Any, task_id: str, seq: int, state: TaskContext | None = None) -> list[str]:
     """The parent's side effects after a fork point, one line each.
+
+    Only calls that ran count: a call refused (``permission.denied``, a ``denied`` result) or
+    never run is not a side effect; a call granted that has no result yet (the parent stopped
+    inside it) may have run, and is listed as such.
 
     Args:
         events: The event log.
@@ -89,10 +113,13 @@ def side_effects_after(events: Any, task_id: str, seq: int, state: TaskContext |
         state: The parent's state at ``seq`` (names the tools of calls made before it).
 
     Returns:
-        ``seq <n>: <path> changed by <tool> (call <id>)`` per ``file.modified``, and ``seq <n>:
-        <tool> <arguments> (call <id>)`` per call with side effects that recorded no file.
+        ``seq <n>: <path> changed by <tool> (call <id>)`` per ``file.modified``, ``seq <n>: <tool>
+        <arguments> (call <id>)`` per call with side effects that ran and recorded no file, and
+        ``seq <n>: <tool> <arguments> (call <id>; started, no result recorded: it may have run)``
+        per such call granted without a result; by seq.
     """
     calls = _calls(events, task_id, seq, state)
+    ran, started = _ran(events, task_id, seq)
     out: list[tuple[int, str]] = []
     changed: set[str] = set()
     for e in events.iter(task_id, after=seq, kinds=["file.modified"]):
@@ -101,10 +128,11 @@ def side_effects_after(events: Any, task_id: str, seq: int, state: TaskContext |
         out.append((e.seq, f"seq {e.seq}: {e.payload['path']} changed by {tool} (call {cid})"))
         changed.add(cid)
     for cid, c in calls.items():
-        if c.get("has_side_effects") and cid not in changed:
+        if c.get("has_side_effects") and cid not in changed and (cid in ran or cid in started):
             args = " ".join(str(c.get("arguments", "")).split())
             args = args if len(args) <= 100 else args[:97] + "..."
-            out.append((c["seq"], f"seq {c['seq']}: {c['tool']} {args} (call {cid})"))
+            note = "" if cid in ran else "; started, no result recorded: it may have run"
+            out.append((c["seq"], f"seq {c['seq']}: {c['tool']} {args} (call {cid}{note})"))
     return [line for _, line in sorted(out)]
 
 
