@@ -23,6 +23,7 @@ from context import (
     summarize_event,
 )
 from context.freshness import stale_line
+from context.lineage import NOT_RUN_KINDS, fork_status
 from context.store import REPAIR_TEXT
 from context.trajectory import request_goal
 from context.verify import check_events
@@ -450,6 +451,10 @@ def build_report(
     if not events:
         raise UnknownTaskError("no events for this task; nothing to report")
     ctx = replay(events)
+    forked = max((e.seq for e in events if e.kind == "task.forked"), default=None)  # its own: the last
+    if forked is not None:
+        status = fork_status(ctx.control.status, all(e.kind in NOT_RUN_KINDS for e in events if e.seq >= forked))
+        ctx = ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": status})})
     ident = ctx.identity
     calls = _calls(events)
     kinds = Counter(e.kind for e in events)
