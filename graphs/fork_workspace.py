@@ -2,7 +2,10 @@
 
 :func:`copy_at_fork` copies the parent's workspace (its registry row's ``workspace``) and sets each
 file the parent changed after the fork (its ``file.modified`` events) back to its bytes at the
-fork, file by file, each checked against the recorded hashes:
+fork, file by file, each checked against the recorded hashes. When the parent is itself a fork
+that shares its own parent's workspace, that ancestor's changes after the fork point of its child
+are in the folder too, and so on up the lineage while the folder is the same: they are undone
+with the parent's, all of a file's changes taken in the order they were made (their timestamps).
 
 * the file must still hold the bytes of the parent's last change to it (the ``sha256`` that change
   recorded); a file something else changed since is named in ``left`` and kept as it is;
@@ -136,6 +139,61 @@ def side_effects_after(events: Any, task_id: str, seq: int, state: TaskContext |
     return [line for _, line in sorted(out)]
 
 
+@dataclass(frozen=True)
+class _Change:
+    """One ``file.modified`` of the workspace after the fork, and whose it is.
+
+    Attributes:
+        event: The event.
+        task: The task whose log holds it (the parent, or an ancestor that shares its workspace).
+        after: The seq after which that task's changes count (the fork point in its log).
+        calls: Call id -> the call (``_calls``) of that task's log after ``after``.
+        who: ``the parent`` or ``task 'x'``, for the messages.
+    """
+
+    event: Event
+    task: str
+    after: int
+    calls: dict[str, dict[str, Any]]
+    who: str
+
+    @property
+    def whose(self) -> str:
+        """``the parent's`` or ``task 'x''s``."""
+        return f"{self.who}'s"
+
+
+def _sharing(project: Any, parent: str, seq: int, src: Path) -> list[tuple[str, int]]:
+    """``(task, seq)`` of each log whose changes after ``seq`` are in the workspace ``src``: the parent's after
+    the fork, then each ancestor's that shares that workspace after the fork point of its child."""
+    out, task, seen = [(parent, seq)], parent, {parent}
+    where = src.resolve()
+    while (lin := project.stores.events.lineage(task)) is not None and lin.parent not in seen:
+        spec = project.stores.tasks.get(lin.parent) or {}
+        if not spec.get("workspace") or Path(str(spec["workspace"])).resolve() != where:
+            break  # the ancestor's workspace is another folder (this one is a copy made at a fork)
+        out.append((lin.parent, lin.fork_seq))
+        task = lin.parent
+        seen.add(task)
+    return out
+
+
+def _changes(project: Any, parent: str, seq: int, state: TaskContext, src: Path) -> dict[str, list[_Change]]:
+    """Path -> the changes to it after the fork in the workspace ``src``, through the lineage, oldest first."""
+    events = project.stores.events
+    out: dict[str, list[tuple[tuple[str, int, int], _Change]]] = {}
+    for rank, (task, after) in enumerate(_sharing(project, parent, seq, src)):
+        found = list(events.iter(task, after=after, kinds=["file.modified"]))
+        if not found:
+            continue
+        calls = _calls(events, task, after, state if task == parent else None)
+        who = "the parent" if task == parent else f"task {task!r}"
+        for e in found:
+            key = (str(e.timestamp), -rank, e.seq)  # by time; an ancestor's first at the same instant
+            out.setdefault(e.payload["path"], []).append((key, _Change(e, task, after, calls, who)))
+    return {path: [c for _, c in sorted(found, key=lambda kc: kc[0])] for path, found in out.items()}
+
+
 def _known_before(events: Any, task_id: str, state: TaskContext, seq: int, first: int, path: str) -> str:
     """The sha of ``path`` the task last saw before seq ``first`` (its world at ``seq``, then reads and hand edits)."""
     sha = state.evidence.world.get(path, "")
@@ -153,14 +211,14 @@ def _known_before(events: Any, task_id: str, state: TaskContext, seq: int, first
     return max(seen)[1] if seen else sha
 
 
-def _unpatched(now: bytes, changes: list[Event], calls: dict[str, dict[str, Any]], target: str) -> bytes | None:
+def _unpatched(now: bytes, changes: list[_Change], target: str) -> bytes | None:
     """``now`` with the changes' patches un-applied, last first, each step checked against the shas; None: cannot."""
     from nodes.workspace.patch import PatchError, apply_unified_diff, parse_unified_diff
 
     data = now
     for i in range(len(changes) - 1, -1, -1):
-        c = changes[i]
-        call = calls.get(c.payload.get("call_id") or "")
+        c = changes[i].event
+        call = changes[i].calls.get(c.payload.get("call_id") or "")
         if call is None or call["tool"] != "apply_patch":
             return None
         try:
@@ -171,33 +229,31 @@ def _unpatched(now: bytes, changes: list[Event], calls: dict[str, dict[str, Any]
             data = apply_unified_diff(data.decode("utf-8"), fps[0], reverse=True).encode("utf-8")
         except (PatchError, ValueError, UnicodeDecodeError):
             return None
-        want = changes[i - 1].payload.get("sha256", "") if i else target
+        want = changes[i - 1].event.payload.get("sha256", "") if i else target
         if _sha(data) != want:
             return None
     return data
 
 
-def _restore(
-    project: Any, root: Path, path: str, changes: list[Event], calls: dict[str, dict[str, Any]], target: str
-) -> str | None:
+def _restore(project: Any, root: Path, path: str, changes: list[_Change], target: str) -> str | None:
     """Set ``root/path`` back to the bytes of sha ``target``; the reason it was left, or None when restored."""
-    last = changes[-1]
+    last, first = changes[-1], changes[0]
     f = root / path
     now = f.read_bytes() if f.is_file() else None
-    if not last.payload.get("sha256"):
-        return f"the parent's change to it at seq {last.seq} recorded no hash, so its bytes cannot be checked"
-    if _sha(now) != last.payload["sha256"]:
+    if not last.event.payload.get("sha256"):
+        return f"{last.whose} change to it at seq {last.event.seq} recorded no hash, so its bytes cannot be checked"
+    if _sha(now) != last.event.payload["sha256"]:
         what = "it is missing" if now is None else f"it holds sha256 {_sha(now)[:12]}"
         return (
-            f"something else changed it after the parent's last change to it (seq {last.seq}, sha256 "
-            f"{last.payload['sha256'][:12]}): {what}; left as it is"
+            f"something else changed it after {last.whose} last change to it (seq {last.event.seq}, sha256 "
+            f"{last.event.payload['sha256'][:12]}): {what}; left as it is"
         )
     if not target:
-        return f"the task never saw its bytes before the parent changed it at seq {changes[0].seq}; left as it is"
+        return f"the task never saw its bytes before {first.who} changed it at seq {first.event.seq}; left as it is"
     try:
         data: bytes | None = project.stores.artifacts.get(f"artifact://sha256:{target}")
     except ArtifactNotFoundError:
-        data = _unpatched(now or b"", changes, calls, target)
+        data = _unpatched(now or b"", changes, target)
     if data is None or _sha(data) != target:
         return (
             f"its bytes at the fork (sha256 {target[:12]}) are not in the artifact store and the parent's changes "
@@ -286,13 +342,10 @@ def _fill(*args: Any) -> None:
         _receipts(project.stores.events, parent, seq, Path(str(spec["receipts"])), receipts)
         out.spec["receipts"] = str(receipts.resolve())
     events = project.stores.events
-    by_path: dict[str, list[Event]] = {}
-    for e in events.iter(parent, after=seq, kinds=["file.modified"]):
-        by_path.setdefault(e.payload["path"], []).append(e)
-    calls = _calls(events, parent, seq, state) if by_path else {}
-    for path, changes in sorted(by_path.items()):
-        target = _known_before(events, parent, state, seq, changes[0].seq, path)
-        why = _restore(project, out.root, path, changes, calls, target)
+    for path, changes in sorted(_changes(project, parent, seq, state, src).items()):
+        first = changes[0]
+        target = _known_before(events, first.task, state, first.after, first.event.seq, path)
+        why = _restore(project, out.root, path, changes, target)
         if why is None:
             out.restored.append(path)
         else:
