@@ -31,7 +31,7 @@ from typing import Any
 
 from context import ArtifactNotFoundError, Event, InvalidInputError, TaskContext
 
-__all__ = ["NOT_UNDONE", "WorkspaceCopy", "copy_at_fork", "side_effects_after"]
+__all__ = ["NOT_UNDONE", "WorkspaceCopy", "copy_at_fork", "shared_side_effects", "side_effects_after"]
 
 #: How inspect heads the parent's side effects after the fork, for a child that shares the workspace.
 NOT_UNDONE = "happened in the parent after the fork; not undone"
@@ -163,13 +163,13 @@ class _Change:
         return f"{self.who}'s"
 
 
-def _sharing(project: Any, parent: str, seq: int, src: Path) -> list[tuple[str, int]]:
+def _sharing(stores: Any, parent: str, seq: int, src: Path) -> list[tuple[str, int]]:
     """``(task, seq)`` of each log whose changes after ``seq`` are in the workspace ``src``: the parent's after
     the fork, then each ancestor's that shares that workspace after the fork point of its child."""
     out, task, seen = [(parent, seq)], parent, {parent}
     where = src.resolve()
-    while (lin := project.stores.events.lineage(task)) is not None and lin.parent not in seen:
-        spec = project.stores.tasks.get(lin.parent) or {}
+    while (lin := stores.events.lineage(task)) is not None and lin.parent not in seen:
+        spec = stores.tasks.get(lin.parent) or {}
         if not spec.get("workspace") or Path(str(spec["workspace"])).resolve() != where:
             break  # the ancestor's workspace is another folder (this one is a copy made at a fork)
         out.append((lin.parent, lin.fork_seq))
@@ -182,7 +182,7 @@ def _changes(project: Any, parent: str, seq: int, state: TaskContext, src: Path)
     """Path -> the changes to it after the fork in the workspace ``src``, through the lineage, oldest first."""
     events = project.stores.events
     out: dict[str, list[tuple[tuple[str, int, int], _Change]]] = {}
-    for rank, (task, after) in enumerate(_sharing(project, parent, seq, src)):
+    for rank, (task, after) in enumerate(_sharing(project.stores, parent, seq, src)):
         found = list(events.iter(task, after=after, kinds=["file.modified"]))
         if not found:
             continue
@@ -192,6 +192,30 @@ def _changes(project: Any, parent: str, seq: int, state: TaskContext, src: Path)
             key = (str(e.timestamp), -rank, e.seq)  # by time; an ancestor's first at the same instant
             out.setdefault(e.payload["path"], []).append((key, _Change(e, task, after, calls, who)))
     return {path: [c for _, c in sorted(found, key=lambda kc: kc[0])] for path, found in out.items()}
+
+
+def shared_side_effects(stores: Any, parent: str, seq: int, state: TaskContext | None = None) -> list[str]:
+    """The side effects in a shared workspace after a fork point, through the lineage, one line each.
+
+    The parent's after ``seq`` (:func:`side_effects_after`), then, while the parent shares its own
+    parent's workspace (the same folder in their registry rows), that ancestor's after the fork
+    point of its child, and so on up: they all happened in the folder the child shares.
+
+    Args:
+        stores: The project's stores (``events``, ``tasks``).
+        parent: The parent.
+        seq: The fork seq.
+        state: The parent's state at ``seq`` (names the tools of calls made before it).
+
+    Returns:
+        The parent's lines, then each ancestor's prefixed ``task '<id>', ``.
+    """
+    out = side_effects_after(stores.events, parent, seq, state)
+    spec = stores.tasks.get(parent) or {}
+    if spec.get("workspace"):
+        for task, after in _sharing(stores, parent, seq, Path(str(spec["workspace"])))[1:]:
+            out += [f"task {task!r}, {line}" for line in side_effects_after(stores.events, task, after)]
+    return out
 
 
 def _known_before(events: Any, task_id: str, state: TaskContext, seq: int, first: int, path: str) -> str:

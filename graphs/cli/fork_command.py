@@ -15,7 +15,7 @@ from context import TaskctxError
 from context.text import counted
 
 from ..fork import ForkResult
-from ..fork_workspace import NOT_UNDONE, side_effects_after
+from ..fork_workspace import NOT_UNDONE, shared_side_effects
 from ..project import DEFAULT_DB, Project
 from ..report.hints import command_hint
 from .core import DbOpt, check_task_id, console, fail, fail_run, open_existing
@@ -29,7 +29,7 @@ def fork_lines(r: ForkResult, db: str, after_fork: list[str]) -> list[str]:
     Args:
         r: The fork.
         db: The ``--db``.
-        after_fork: The parent's side effects after the fork (:func:`graphs.fork_workspace.side_effects_after`).
+        after_fork: The parent's side effects after the fork (:func:`graphs.fork_workspace.shared_side_effects`).
 
     Returns:
         The lines: the child and its fork point, the next nodes, the workspace (restored files,
@@ -95,9 +95,7 @@ def fork(
             workspace_at_fork=workspace_at_fork,
             workspace=workspace,
         )
-        shared = (
-            [] if r.workspace is not None else side_effects_after(project.stores.events, r.parent, r.fork_seq, r.state)
-        )
+        shared = [] if r.workspace is not None else shared_side_effects(project.stores, r.parent, r.fork_seq, r.state)
         for line in fork_lines(r, db, shared):
             console.print(line, markup=False)
     except (TaskctxError, sqlite3.Error, OSError) as exc:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from context import new_event
-from graphs.fork_workspace import side_effects_after
+from graphs.fork_workspace import shared_side_effects, side_effects_after
 
 
 def _call(cid: str, tool: str, argv: list[str] | None = None, side: bool = True) -> Any:
@@ -143,6 +143,12 @@ def test_a_fork_of_a_fork_has_the_workspace_as_it_was_through_the_lineage(
         assert (tmp_path / "cws" / "g").read_bytes() == g1
         assert (tmp_path / "cws" / "other").read_bytes() == f2
         assert [(p.name, p.read_bytes()) for p in sorted(ws.iterdir())] == [("f", f3), ("g", g2), ("other", f2)]
+        # a fork of B that shares the workspace: B's side effects after the fork, then A's after B's
+        # fork point (they are in the folder too), none undone
+        d = fork_task(project, "B", at=12, new_task_id="D", graph=graph)
+        effects = ["seq 15: g changed by write_file (call b2)", "task 'A', seq 11: f changed by write_file (call a3)"]
+        assert shared_side_effects(st, "B", 12, d.state) == effects
+        assert project.inspect("D").after_fork == effects
         # B2 forked from A with its own copy (f as after step 1 there): A's later changes are not in
         # B2's folder, so a fork of B2 undoes B2's change alone
         b2 = fork_task(
@@ -156,6 +162,7 @@ def test_a_fork_of_a_fork_has_the_workspace_as_it_was_through_the_lineage(
             project, "B2", at=12, new_task_id="C2", graph=graph, workspace_at_fork=True, workspace=tmp_path / "c2ws"
         )
         assert (c2.restored, c2.left) == (["g"], {})
+        assert shared_side_effects(st, "B2", 12) == ["seq 15: g changed by write_file (call b2)"]  # not A's
         assert [(p.name, p.read_bytes()) for p in sorted((tmp_path / "c2ws").iterdir())] == [
             ("f", f1),
             ("g", g1),
