@@ -71,35 +71,42 @@ def _sha(data: bytes | None) -> str:
     return "" if data is None else hashlib.sha256(data).hexdigest()
 
 
+#: How far before a fork point the calls made there are looked for (events): a call made in the
+#: node run that ended at the fork can have its result, so run, after it.
+_BEFORE = 400
+
+
 def _calls(events: Any, task_id: str, after: int, state: TaskContext | None = None) -> dict[str, dict[str, Any]]:
-    """Call id -> ``{tool, arguments, has_side_effects, seq}`` of the calls made after ``after``
-    (and those of ``state``'s transcript, made before it: their results may come after)."""
+    """Call id -> ``{tool, arguments, has_side_effects, seq}`` of the calls made after ``after``, and of
+    those made shortly before it (``seq`` at or before ``after``; their results may come after), else
+    named by ``state``'s transcript (``seq`` 0)."""
     out: dict[str, dict[str, Any]] = {}
     if state is not None:
         for r in state.evidence.recent_tool_calls:
             out[r.id] = {"tool": r.tool, "arguments": r.arguments, "has_side_effects": False, "seq": 0}
-    for e in events.iter(task_id, after=after, kinds=["tool.called"]):
+    for e in events.iter(task_id, after=max(0, after - _BEFORE), kinds=["tool.called"]):
         out[e.payload["call_id"]] = {**e.payload, "seq": e.seq}
     return out
 
 
-def _ran(events: Any, task_id: str, seq: int) -> tuple[set[str], set[str]]:
-    """``(ran, started)`` of the calls after ``seq``: those with a result that was not a refusal, and those
-    granted that have no result (a parent stopped inside the call: it may have run)."""
-    results: dict[str, str] = {}
+def _ran(events: Any, task_id: str, seq: int) -> tuple[dict[str, int], dict[str, int]]:
+    """``(ran, started)`` of the calls answered after ``seq``, call id -> seq: those with a result that was
+    not a refusal (its seq), and those granted that have no result (the grant's; a parent stopped
+    inside the call: it may have run)."""
+    results: dict[str, tuple[str, int]] = {}
     refused: set[str] = set()
-    granted: set[str] = set()
+    granted: dict[str, int] = {}
     kinds = ["tool.result.received", "permission.denied", "permission.granted"]
     for e in events.iter(task_id, after=seq, kinds=kinds, fields=["call_id", "status"]):
         cid = e.payload["call_id"]
         if e.kind == "tool.result.received":
-            results[cid] = e.payload.get("status") or "ok"
+            results[cid] = (e.payload.get("status") or "ok", e.seq)
         elif e.kind == "permission.denied":
             refused.add(cid)
         else:
-            granted.add(cid)
-    ran = {cid for cid, status in results.items() if status != "denied" and cid not in refused}
-    return ran, granted - refused - set(results)
+            granted[cid] = e.seq
+    ran = {cid: n for cid, (status, n) in results.items() if status != "denied" and cid not in refused}
+    return ran, {cid: n for cid, n in granted.items() if cid not in refused and cid not in results}
 
 
 def side_effects_after(events: Any, task_id: str, seq: int, state: TaskContext | None = None) -> list[str]:
@@ -119,7 +126,9 @@ def side_effects_after(events: Any, task_id: str, seq: int, state: TaskContext |
         ``seq <n>: <path> changed by <tool> (call <id>)`` per ``file.modified``, ``seq <n>: <tool>
         <arguments> (call <id>)`` per call with side effects that ran and recorded no file, and
         ``seq <n>: <tool> <arguments> (call <id>; started, no result recorded: it may have run)``
-        per such call granted without a result; by seq.
+        per such call granted without a result; by seq. A call made before the fork point (in the
+        node run that ended there) and run after it is one of them, at its result's (or grant's)
+        seq, noted ``made at seq <m> before the fork``.
     """
     calls = _calls(events, task_id, seq, state)
     ran, started = _ran(events, task_id, seq)
@@ -135,7 +144,10 @@ def side_effects_after(events: Any, task_id: str, seq: int, state: TaskContext |
             args = " ".join(str(c.get("arguments", "")).split())
             args = args if len(args) <= 100 else args[:97] + "..."
             note = "" if cid in ran else "; started, no result recorded: it may have run"
-            out.append((c["seq"], f"seq {c['seq']}: {c['tool']} {args} (call {cid}{note})"))
+            at = c["seq"]
+            if at <= seq:  # made before the fork point, run after it
+                at, note = ran.get(cid) or started[cid], f", made at seq {c['seq']} before the fork{note}"
+            out.append((at, f"seq {at}: {c['tool']} {args} (call {cid}{note})"))
     return [line for _, line in sorted(out)]
 
 

@@ -67,6 +67,15 @@ def test_side_effects_after_the_fork_are_the_calls_that_ran(stores: Any) -> None
         'seq 20: run_command {"argv": ["deploy"]} (call c8; started, no result recorded: it may have run)',
     ]
     assert side_effects_after(stores.events, "p", 21) == []
+    # a fork where the executor's run ends (its call pending): the call the parent ran after it is listed
+    assert side_effects_after(stores.events, "p", 11) == [
+        'seq 13: run_command {"argv": ["make", "install"]} (call c4, made at seq 11 before the fork)',
+        'seq 20: run_command {"argv": ["deploy"]} (call c8; started, no result recorded: it may have run)',
+    ]
+    assert side_effects_after(stores.events, "p", 20) == [
+        'seq 21: run_command {"argv": ["deploy"]} (call c8, made at seq 20 before the fork; started, no result '
+        "recorded: it may have run)"
+    ]
 
 
 def _steps(task_id: str, cursor: int, writes: list[tuple[str, str, bytes]], artifacts: Any) -> list[Any]:
