@@ -13,7 +13,7 @@ from typing import Protocol
 
 from .errors import DamagedStoreError, UnknownTaskError
 from .events import Event
-from .lineage import Lineage
+from .lineage import NOT_RUN_KINDS, Lineage, fork_status
 from .memory import MEMORY_LOG
 from .reducer import replay
 from .verify import check_events
@@ -53,7 +53,8 @@ class TaskInfo:
     """One task as the database knows it.
 
     ``status``: the folded ``control.status`` (``idle``, ``running``, ``completed``, ``failed``,
-    ...) or ``"not started"`` (registered, no events); ``executor_steps``: executor steps
+    ...), ``"forked"`` (a fork not run yet: :func:`context.lineage.fork_status`) or ``"not
+    started"`` (registered, no events); ``executor_steps``: executor steps
     recorded; ``last_activity``: ISO-8601 UTC timestamp of its last event (None without
     events); ``events``: number of events; ``spec``: the registry entry (how it was started),
     None when it was not started by a taskctx command; ``damage``: the findings about a damaged
@@ -123,9 +124,12 @@ def _info(stores: _Stores, task_id: str) -> TaskInfo:
             f"{what}; check the database for every finding", found, task_id=task_id, what=what
         ) from exc
     lin = stores.events.lineage(task_id)
+    status: str = ctx.control.status
+    if lin is not None:
+        status = fork_status(status, all(e.kind in NOT_RUN_KINDS for e in events if e.seq > lin.fork_seq))
     return TaskInfo(
         task_id,
-        ctx.control.status,
+        status,
         ctx.progress.executor_steps,
         events[-1].timestamp,
         len(events),

@@ -23,12 +23,15 @@ from .models import SCHEMA_VERSION
 from .store import damaged
 
 __all__ = [
+    "FORKED",
+    "NOT_RUN_KINDS",
     "Lineage",
     "Segments",
     "chained",
     "chained_count",
     "children_of",
     "fork_log",
+    "fork_status",
     "lineage_of_row",
     "prefix_error",
 ]
@@ -89,6 +92,26 @@ def lineage_of_row(task_id: str, row: Sequence[Any] | None) -> Lineage | None:
             f"(it must be seq {out.fork_seq + 1})",
         )
     return out
+
+
+#: The status a fork shows (``list``, ``inspect``, the report) until it has run: made, not started.
+FORKED = "forked"
+#: The kinds of a fork's own rows that are not a run of it: its ``task.forked`` and edits of its state.
+NOT_RUN_KINDS = ("task.forked", "state.edited")
+
+
+def fork_status(status: str, not_run: bool) -> str:
+    """The status a fork shows: :data:`FORKED` while it has not run, else its folded status.
+
+    Args:
+        status: Its folded ``control.status`` (the parent's at the fork point, until it runs).
+        not_run: Its own rows are all of :data:`NOT_RUN_KINDS` (no node of it has run yet).
+
+    Returns:
+        ``"forked"`` when ``not_run`` and the folded status is not final (a fork at the end of a
+        completed or failed task stays so), else ``status``.
+    """
+    return FORKED if not_run and status not in ("completed", "failed") else status
 
 
 def prefix_error(task_id: str, lin: Lineage, parent_last: int) -> DamagedStoreError:

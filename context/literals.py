@@ -19,7 +19,8 @@ __all__ = [
 PlanStatus = Literal["draft", "approved", "executing", "revising", "completed"]
 StepStatus = Literal["pending", "running", "blocked", "done", "skipped", "failed"]
 StepResult = Literal["success", "failed", "partial", "blocked"]
-ControlStatus = Literal["idle", "running", "waiting_user", "blocked", "failed", "completed"]
+#: ``forked`` is never folded: it is what ``inspect`` shows of a fork not run yet (``context.lineage.FORKED``).
+ControlStatus = Literal["idle", "running", "waiting_user", "blocked", "failed", "completed", "forked"]
 RiskLevel = Literal["low", "medium", "high"]
 #: Who wrote a text. ``agent_claim``: a model wrote it after reading tool output (findings, step
 #: summaries, reviews, recovery diagnoses), so it is the agent's claim, not the app's word: prompts

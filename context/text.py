@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "clean",
     "clean_tree",
+    "counted",
     "cut",
     "escape_controls",
     "from_bytes",
@@ -72,6 +73,19 @@ def from_bytes(data: bytes) -> str:
         return data.decode("utf-8", "surrogatepass")
     except UnicodeDecodeError:
         return data.decode("utf-8", "replace")
+
+
+def counted(n: int, noun: str) -> str:
+    """A count and its noun, singular for one: ``1 executor step``, ``3 executor steps``.
+
+    Args:
+        n: The count.
+        noun: The noun in the singular (its plural adds ``s``).
+
+    Returns:
+        ``"<n> <noun>"``, with ``s`` added to the noun unless ``n`` is 1.
+    """
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def cut(text: str, limit: int) -> str:

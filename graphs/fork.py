@@ -21,6 +21,7 @@ from context.lineage import fork_log
 from nodes.attempts import attempt_of
 
 from .diagnosis import REGISTERED_MARK, ensure_sound
+from .fork_workspace import copy_at_fork
 from .runner import thread_config
 
 __all__ = ["ForkPoint", "ForkResult", "fork_point", "fork_task", "state_at"]
@@ -248,8 +249,6 @@ def fork_task(
         UnknownTaskError: The parent is unknown.
         DamagedStoreError: The parent's stored data fails its checks.
     """
-    from .fork_workspace import copy_at_fork
-
     events = project.stores.events
     point = fork_point(events, task_id, at=at, at_step=at_step)
     child = new_task_id or f"{task_id}-fork-{point.seq}"

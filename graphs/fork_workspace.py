@@ -2,7 +2,10 @@
 
 :func:`copy_at_fork` copies the parent's workspace (its registry row's ``workspace``) and sets each
 file the parent changed after the fork (its ``file.modified`` events) back to its bytes at the
-fork, file by file, each checked against the recorded hashes:
+fork, file by file, each checked against the recorded hashes. When the parent is itself a fork
+that shares its own parent's workspace, that ancestor's changes after the fork point of its child
+are in the folder too, and so on up the lineage while the folder is the same: they are undone
+with the parent's, all of a file's changes taken in the order they were made (their timestamps).
 
 * the file must still hold the bytes of the parent's last change to it (the ``sha256`` that change
   recorded); a file something else changed since is named in ``left`` and kept as it is;
@@ -13,7 +16,8 @@ fork, file by file, each checked against the recorded hashes:
   recorded; bytes that cannot be had that way are never guessed: the file is named in ``left``.
 
 Changes that left no ``file.modified`` (what a command did to files the task never saw) are not
-known, so not undone; :func:`side_effects_after` lists the parent's side effects after the fork.
+known, so not undone; :func:`side_effects_after` lists the parent's side effects after the fork
+(the calls that ran).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 
 from context import ArtifactNotFoundError, Event, InvalidInputError, TaskContext
 
-__all__ = ["NOT_UNDONE", "WorkspaceCopy", "copy_at_fork", "side_effects_after"]
+__all__ = ["NOT_UNDONE", "WorkspaceCopy", "copy_at_fork", "shared_side_effects", "side_effects_after"]
 
 #: How inspect heads the parent's side effects after the fork, for a child that shares the workspace.
 NOT_UNDONE = "happened in the parent after the fork; not undone"
@@ -67,20 +71,50 @@ def _sha(data: bytes | None) -> str:
     return "" if data is None else hashlib.sha256(data).hexdigest()
 
 
+#: How far before a fork point the calls made there are looked for (events): a call made in the
+#: node run that ended at the fork can have its result, so run, after it.
+_BEFORE = 400
+
+
 def _calls(events: Any, task_id: str, after: int, state: TaskContext | None = None) -> dict[str, dict[str, Any]]:
-    """Call id -> ``{tool, arguments, has_side_effects, seq}`` of the calls made after ``after``
-    (and those of ``state``'s transcript, made before it: their results may come after)."""
+    """Call id -> ``{tool, arguments, has_side_effects, seq}`` of the calls made after ``after``, and of
+    those made shortly before it (``seq`` at or before ``after``; their results may come after), else
+    named by ``state``'s transcript (``seq`` 0)."""
     out: dict[str, dict[str, Any]] = {}
     if state is not None:
         for r in state.evidence.recent_tool_calls:
             out[r.id] = {"tool": r.tool, "arguments": r.arguments, "has_side_effects": False, "seq": 0}
-    for e in events.iter(task_id, after=after, kinds=["tool.called"]):
+    for e in events.iter(task_id, after=max(0, after - _BEFORE), kinds=["tool.called"]):
         out[e.payload["call_id"]] = {**e.payload, "seq": e.seq}
     return out
 
 
+def _ran(events: Any, task_id: str, seq: int) -> tuple[dict[str, int], dict[str, int]]:
+    """``(ran, started)`` of the calls answered after ``seq``, call id -> seq: those with a result that was
+    not a refusal (its seq), and those granted that have no result (the grant's; a parent stopped
+    inside the call: it may have run)."""
+    results: dict[str, tuple[str, int]] = {}
+    refused: set[str] = set()
+    granted: dict[str, int] = {}
+    kinds = ["tool.result.received", "permission.denied", "permission.granted"]
+    for e in events.iter(task_id, after=seq, kinds=kinds, fields=["call_id", "status"]):
+        cid = e.payload["call_id"]
+        if e.kind == "tool.result.received":
+            results[cid] = (e.payload.get("status") or "ok", e.seq)
+        elif e.kind == "permission.denied":
+            refused.add(cid)
+        else:
+            granted[cid] = e.seq
+    ran = {cid: n for cid, (status, n) in results.items() if status != "denied" and cid not in refused}
+    return ran, {cid: n for cid, n in granted.items() if cid not in refused and cid not in results}
+
+
 def side_effects_after(events: Any, task_id: str, seq: int, state: TaskContext | None = None) -> list[str]:
     """The parent's side effects after a fork point, one line each.
+
+    Only calls that ran count: a call refused (``permission.denied``, a ``denied`` result) or
+    never run is not a side effect; a call granted that has no result yet (the parent stopped
+    inside it) may have run, and is listed as such.
 
     Args:
         events: The event log.
@@ -89,10 +123,15 @@ def side_effects_after(events: Any, task_id: str, seq: int, state: TaskContext |
         state: The parent's state at ``seq`` (names the tools of calls made before it).
 
     Returns:
-        ``seq <n>: <path> changed by <tool> (call <id>)`` per ``file.modified``, and ``seq <n>:
-        <tool> <arguments> (call <id>)`` per call with side effects that recorded no file.
+        ``seq <n>: <path> changed by <tool> (call <id>)`` per ``file.modified``, ``seq <n>: <tool>
+        <arguments> (call <id>)`` per call with side effects that ran and recorded no file, and
+        ``seq <n>: <tool> <arguments> (call <id>; started, no result recorded: it may have run)``
+        per such call granted without a result; by seq. A call made before the fork point (in the
+        node run that ended there) and run after it is one of them, at its result's (or grant's)
+        seq, noted ``made at seq <m> before the fork``.
     """
     calls = _calls(events, task_id, seq, state)
+    ran, started = _ran(events, task_id, seq)
     out: list[tuple[int, str]] = []
     changed: set[str] = set()
     for e in events.iter(task_id, after=seq, kinds=["file.modified"]):
@@ -101,11 +140,94 @@ def side_effects_after(events: Any, task_id: str, seq: int, state: TaskContext |
         out.append((e.seq, f"seq {e.seq}: {e.payload['path']} changed by {tool} (call {cid})"))
         changed.add(cid)
     for cid, c in calls.items():
-        if c.get("has_side_effects") and cid not in changed:
+        if c.get("has_side_effects") and cid not in changed and (cid in ran or cid in started):
             args = " ".join(str(c.get("arguments", "")).split())
             args = args if len(args) <= 100 else args[:97] + "..."
-            out.append((c["seq"], f"seq {c['seq']}: {c['tool']} {args} (call {cid})"))
+            note = "" if cid in ran else "; started, no result recorded: it may have run"
+            at = c["seq"]
+            if at <= seq:  # made before the fork point, run after it
+                at, note = ran.get(cid) or started[cid], f", made at seq {c['seq']} before the fork{note}"
+            out.append((at, f"seq {at}: {c['tool']} {args} (call {cid}{note})"))
     return [line for _, line in sorted(out)]
+
+
+@dataclass(frozen=True)
+class _Change:
+    """One ``file.modified`` of the workspace after the fork, and whose it is.
+
+    Attributes:
+        event: The event.
+        task: The task whose log holds it (the parent, or an ancestor that shares its workspace).
+        after: The seq after which that task's changes count (the fork point in its log).
+        calls: Call id -> the call (``_calls``) of that task's log after ``after``.
+        who: ``the parent`` or ``task 'x'``, for the messages.
+    """
+
+    event: Event
+    task: str
+    after: int
+    calls: dict[str, dict[str, Any]]
+    who: str
+
+    @property
+    def whose(self) -> str:
+        """``the parent's`` or ``task 'x''s``."""
+        return f"{self.who}'s"
+
+
+def _sharing(stores: Any, parent: str, seq: int, src: Path) -> list[tuple[str, int]]:
+    """``(task, seq)`` of each log whose changes after ``seq`` are in the workspace ``src``: the parent's after
+    the fork, then each ancestor's that shares that workspace after the fork point of its child."""
+    out, task, seen = [(parent, seq)], parent, {parent}
+    where = src.resolve()
+    while (lin := stores.events.lineage(task)) is not None and lin.parent not in seen:
+        spec = stores.tasks.get(lin.parent) or {}
+        if not spec.get("workspace") or Path(str(spec["workspace"])).resolve() != where:
+            break  # the ancestor's workspace is another folder (this one is a copy made at a fork)
+        out.append((lin.parent, lin.fork_seq))
+        task = lin.parent
+        seen.add(task)
+    return out
+
+
+def _changes(project: Any, parent: str, seq: int, state: TaskContext, src: Path) -> dict[str, list[_Change]]:
+    """Path -> the changes to it after the fork in the workspace ``src``, through the lineage, oldest first."""
+    events = project.stores.events
+    out: dict[str, list[tuple[tuple[str, int, int], _Change]]] = {}
+    for rank, (task, after) in enumerate(_sharing(project.stores, parent, seq, src)):
+        found = list(events.iter(task, after=after, kinds=["file.modified"]))
+        if not found:
+            continue
+        calls = _calls(events, task, after, state if task == parent else None)
+        who = "the parent" if task == parent else f"task {task!r}"
+        for e in found:
+            key = (str(e.timestamp), -rank, e.seq)  # by time; an ancestor's first at the same instant
+            out.setdefault(e.payload["path"], []).append((key, _Change(e, task, after, calls, who)))
+    return {path: [c for _, c in sorted(found, key=lambda kc: kc[0])] for path, found in out.items()}
+
+
+def shared_side_effects(stores: Any, parent: str, seq: int, state: TaskContext | None = None) -> list[str]:
+    """The side effects in a shared workspace after a fork point, through the lineage, one line each.
+
+    The parent's after ``seq`` (:func:`side_effects_after`), then, while the parent shares its own
+    parent's workspace (the same folder in their registry rows), that ancestor's after the fork
+    point of its child, and so on up: they all happened in the folder the child shares.
+
+    Args:
+        stores: The project's stores (``events``, ``tasks``).
+        parent: The parent.
+        seq: The fork seq.
+        state: The parent's state at ``seq`` (names the tools of calls made before it).
+
+    Returns:
+        The parent's lines, then each ancestor's prefixed ``task '<id>', ``.
+    """
+    out = side_effects_after(stores.events, parent, seq, state)
+    spec = stores.tasks.get(parent) or {}
+    if spec.get("workspace"):
+        for task, after in _sharing(stores, parent, seq, Path(str(spec["workspace"])))[1:]:
+            out += [f"task {task!r}, {line}" for line in side_effects_after(stores.events, task, after)]
+    return out
 
 
 def _known_before(events: Any, task_id: str, state: TaskContext, seq: int, first: int, path: str) -> str:
@@ -125,14 +247,14 @@ def _known_before(events: Any, task_id: str, state: TaskContext, seq: int, first
     return max(seen)[1] if seen else sha
 
 
-def _unpatched(now: bytes, changes: list[Event], calls: dict[str, dict[str, Any]], target: str) -> bytes | None:
+def _unpatched(now: bytes, changes: list[_Change], target: str) -> bytes | None:
     """``now`` with the changes' patches un-applied, last first, each step checked against the shas; None: cannot."""
     from nodes.workspace.patch import PatchError, apply_unified_diff, parse_unified_diff
 
     data = now
     for i in range(len(changes) - 1, -1, -1):
-        c = changes[i]
-        call = calls.get(c.payload.get("call_id") or "")
+        c = changes[i].event
+        call = changes[i].calls.get(c.payload.get("call_id") or "")
         if call is None or call["tool"] != "apply_patch":
             return None
         try:
@@ -143,33 +265,31 @@ def _unpatched(now: bytes, changes: list[Event], calls: dict[str, dict[str, Any]
             data = apply_unified_diff(data.decode("utf-8"), fps[0], reverse=True).encode("utf-8")
         except (PatchError, ValueError, UnicodeDecodeError):
             return None
-        want = changes[i - 1].payload.get("sha256", "") if i else target
+        want = changes[i - 1].event.payload.get("sha256", "") if i else target
         if _sha(data) != want:
             return None
     return data
 
 
-def _restore(
-    project: Any, root: Path, path: str, changes: list[Event], calls: dict[str, dict[str, Any]], target: str
-) -> str | None:
+def _restore(project: Any, root: Path, path: str, changes: list[_Change], target: str) -> str | None:
     """Set ``root/path`` back to the bytes of sha ``target``; the reason it was left, or None when restored."""
-    last = changes[-1]
+    last, first = changes[-1], changes[0]
     f = root / path
     now = f.read_bytes() if f.is_file() else None
-    if not last.payload.get("sha256"):
-        return f"the parent's change to it at seq {last.seq} recorded no hash, so its bytes cannot be checked"
-    if _sha(now) != last.payload["sha256"]:
+    if not last.event.payload.get("sha256"):
+        return f"{last.whose} change to it at seq {last.event.seq} recorded no hash, so its bytes cannot be checked"
+    if _sha(now) != last.event.payload["sha256"]:
         what = "it is missing" if now is None else f"it holds sha256 {_sha(now)[:12]}"
         return (
-            f"something else changed it after the parent's last change to it (seq {last.seq}, sha256 "
-            f"{last.payload['sha256'][:12]}): {what}; left as it is"
+            f"something else changed it after {last.whose} last change to it (seq {last.event.seq}, sha256 "
+            f"{last.event.payload['sha256'][:12]}): {what}; left as it is"
         )
     if not target:
-        return f"the task never saw its bytes before the parent changed it at seq {changes[0].seq}; left as it is"
+        return f"the task never saw its bytes before {first.who} changed it at seq {first.event.seq}; left as it is"
     try:
         data: bytes | None = project.stores.artifacts.get(f"artifact://sha256:{target}")
     except ArtifactNotFoundError:
-        data = _unpatched(now or b"", changes, calls, target)
+        data = _unpatched(now or b"", changes, target)
     if data is None or _sha(data) != target:
         return (
             f"its bytes at the fork (sha256 {target[:12]}) are not in the artifact store and the parent's changes "
@@ -258,13 +378,10 @@ def _fill(*args: Any) -> None:
         _receipts(project.stores.events, parent, seq, Path(str(spec["receipts"])), receipts)
         out.spec["receipts"] = str(receipts.resolve())
     events = project.stores.events
-    by_path: dict[str, list[Event]] = {}
-    for e in events.iter(parent, after=seq, kinds=["file.modified"]):
-        by_path.setdefault(e.payload["path"], []).append(e)
-    calls = _calls(events, parent, seq, state) if by_path else {}
-    for path, changes in sorted(by_path.items()):
-        target = _known_before(events, parent, state, seq, changes[0].seq, path)
-        why = _restore(project, out.root, path, changes, calls, target)
+    for path, changes in sorted(_changes(project, parent, seq, state, src).items()):
+        first = changes[0]
+        target = _known_before(events, first.task, state, first.after, first.event.seq, path)
+        why = _restore(project, out.root, path, changes, target)
         if why is None:
             out.restored.append(path)
         else:

@@ -158,9 +158,9 @@ def inspect_task(stores: Any, checkpointer: Any, task_id: str, *, full: bool = F
 
 def _with_lineage(stores: Any, view: TaskView) -> TaskView:
     """The view with the task's parent, fork point and children (:mod:`context.lineage`)."""
-    from context.lineage import children_of
+    from context.lineage import NOT_RUN_KINDS, children_of, fork_status
 
-    from .fork_workspace import side_effects_after
+    from .fork_workspace import shared_side_effects
 
     kids = children_of(stores.events, view.task_id)
     try:
@@ -170,8 +170,13 @@ def _with_lineage(stores: Any, view: TaskView) -> TaskView:
     if lin is None:
         return replace(view, children=kids) if kids else view
     forked = stores.events.read(view.task_id, after=lin.fork_seq, limit=1)[0].payload
-    shared = [] if forked.get("workspace") else side_effects_after(stores.events, lin.parent, lin.fork_seq)
-    return replace(view, forked=forked, children=kids, after_fork=shared)
+    shared = [] if forked.get("workspace") else shared_side_effects(stores, lin.parent, lin.fork_seq)
+    state = view.state
+    if state is not None:
+        quiet = stores.events.read(view.task_id, after=lin.fork_seq, kinds=list(NOT_RUN_KINDS), fields=["seq"])
+        status = fork_status(state.control.status, len(quiet) == stores.events.last_seq(view.task_id) - lin.fork_seq)
+        state = state.model_copy(update={"control": state.control.model_copy(update={"status": status})})
+    return replace(view, state=state, forked=forked, children=kids, after_fork=shared)
 
 
 def _fold_checked(stores: Any, task_id: str, damage: list[str]) -> tuple[TaskContext, list[Event], list[str]]:

@@ -10,9 +10,12 @@ so the log splits into steps: the events of one node run, or of one edit from ou
   (:func:`point_checkpoint_id`; a UUID, as LangGraph Server takes it), unless a checkpoint
   LangGraph kept has that state, which is then listed as it is;
 * ``values`` is the fold of the log up to the point's seq; ``next`` the node that ran after it;
-  ``metadata`` LangGraph's (``source``, ``step``, ``parents``) with ``taskctx_seq`` (the seq;
-  a kept checkpoint's metadata gets both) and ``taskctx_node`` (the node that ran up to it);
-  ``created_at`` its last event's timestamp.
+  ``metadata`` LangGraph's (``source``, ``step``, ``parents``) with ``taskctx_seq`` (the seq)
+  and ``taskctx_node`` (the node that ran up to it); ``created_at`` its last event's timestamp.
+
+Every snapshot of the history carries both keys: a kept checkpoint gets its state's cursor and
+the node that ended there, and one that holds no task state (LangGraph's input checkpoint, made
+before the run's input was written: its values are empty) gets None for both.
 
 A node run that appends no event leaves no step in the log, so it has no point of its own.
 
@@ -223,12 +226,7 @@ def merged_history(
     """
     steps = log_steps(events)
     by_seq = {s.seq: s.node for s in steps}
-    kept = [
-        s
-        if (c := snapshot_cursor(s)) is None
-        else s._replace(metadata={**(s.metadata or {}), "taskctx_seq": c, "taskctx_node": by_seq.get(c)})
-        for s in kept
-    ]
+    kept = [_marked(s, by_seq) for s in kept]
     nodes = [s.node if s.source == "loop" else None for s in steps]
     covered = {c for s in kept if (c := snapshot_cursor(s)) is not None}
     head = max(covered) if covered else None
@@ -248,6 +246,14 @@ def merged_history(
     merged += points
     chosen = _select(merged, before, filter, limit)
     return _folded(chosen, merged, events)
+
+
+def _marked(snap: StateSnapshot, by_seq: dict[int, str | None]) -> StateSnapshot:
+    """A kept checkpoint with ``taskctx_seq`` (its cursor) and ``taskctx_node`` in its metadata; both None
+    for one that holds no task state (LangGraph's input checkpoint, made before the run's input was written)."""
+    c = snapshot_cursor(snap)
+    node = by_seq.get(c) if c is not None else None
+    return snap._replace(metadata={**(snap.metadata or {}), "taskctx_seq": c, "taskctx_node": node})
 
 
 def _folded(chosen: list[StateSnapshot], merged: list[StateSnapshot], events: Sequence[Event]) -> list[StateSnapshot]:

@@ -31,6 +31,7 @@ from context import (
     UnknownTaskError,
 )
 from context.pg_store import is_postgres_url
+from context.text import counted
 from nodes.runtime import DEFAULT_BUDGET
 
 from ..inspection import UnshowableTaskError
@@ -358,14 +359,14 @@ def finish(project: Project, result: RunResult, out: Path, db: str) -> None:
         )
     elif result.stopped_early:
         console.print(
-            f"stopped after {s.progress.executor_steps} executor steps; next: {', '.join(result.next_nodes)}."
+            f"stopped after {counted(s.progress.executor_steps, 'executor step')}; next: {', '.join(result.next_nodes)}."
             f" Continue with: {command_hint('resume', result.task_id, db, out)}",
             markup=False,
         )
     else:
         console.print(
-            f"task {result.task_id}: {s.control.status}; {s.progress.executor_steps} executor steps, "
-            f"{s.events.cursor} events",
+            f"task {result.task_id}: {s.control.status}; {counted(s.progress.executor_steps, 'executor step')}, "
+            f"{counted(s.events.cursor, 'event')}",
             markup=False,
         )
     console.print(

@@ -12,9 +12,10 @@ from typing import Annotated
 import typer
 
 from context import TaskctxError
+from context.text import counted
 
 from ..fork import ForkResult
-from ..fork_workspace import NOT_UNDONE, side_effects_after
+from ..fork_workspace import NOT_UNDONE, shared_side_effects
 from ..project import DEFAULT_DB, Project
 from ..report.hints import command_hint
 from .core import DbOpt, check_task_id, console, fail, fail_run, open_existing
@@ -28,7 +29,7 @@ def fork_lines(r: ForkResult, db: str, after_fork: list[str]) -> list[str]:
     Args:
         r: The fork.
         db: The ``--db``.
-        after_fork: The parent's side effects after the fork (:func:`graphs.fork_workspace.side_effects_after`).
+        after_fork: The parent's side effects after the fork (:func:`graphs.fork_workspace.shared_side_effects`).
 
     Returns:
         The lines: the child and its fork point, the next nodes, the workspace (restored files,
@@ -36,7 +37,7 @@ def fork_lines(r: ForkResult, db: str, after_fork: list[str]) -> list[str]:
     """
     out = [
         f"forked {r.parent} at seq {r.fork_seq} into {r.task_id} "
-        f"({r.state.progress.executor_steps} executor steps done; next: {', '.join(r.next_nodes) or 'nothing'})"
+        f"({counted(r.state.progress.executor_steps, 'executor step')} done; next: {', '.join(r.next_nodes) or 'nothing'})"
     ]
     if r.workspace is not None:
         out.append(f"workspace: {r.workspace} (a copy; the parent's own changes after the fork undone)")
@@ -94,9 +95,7 @@ def fork(
             workspace_at_fork=workspace_at_fork,
             workspace=workspace,
         )
-        shared = (
-            [] if r.workspace is not None else side_effects_after(project.stores.events, r.parent, r.fork_seq, r.state)
-        )
+        shared = [] if r.workspace is not None else shared_side_effects(project.stores, r.parent, r.fork_seq, r.state)
         for line in fork_lines(r, db, shared):
             console.print(line, markup=False)
     except (TaskctxError, sqlite3.Error, OSError) as exc:

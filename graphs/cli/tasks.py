@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from context import InvalidInputError, ModelCallError, Permissions, TaskctxError, load_trajectory
+from context.text import counted
 from nodes.runtime import DEFAULT_BUDGET, DEFAULT_RESERVE
 
 from ..orchestrator import new_task
@@ -182,7 +183,7 @@ def _say_resume(task_id: str, at: ResumePoint) -> None:
     """The line a resume prints before it runs: the checkpoint, the steps done, the next nodes."""
     console.print(
         f"resume {task_id} at checkpoint {at.checkpoint_id} "
-        f"({at.executor_steps} executor steps done; next: {', '.join(at.next_nodes)})",
+        f"({counted(at.executor_steps, 'executor step')} done; next: {', '.join(at.next_nodes)})",
         markup=False,
     )
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from context import InvalidInputError
+from context.text import counted
 from nodes.runtime import DEFAULT_BUDGET
 
 from ..orchestrator import new_task
@@ -100,7 +101,7 @@ def run_demo(
     if not first.stopped_early:
         return first
     say(
-        f"-- interrupted after {first.state.progress.executor_steps} executor steps "
+        f"-- interrupted after {counted(first.state.progress.executor_steps, 'executor step')} "
         f"(checkpoint kept; next: {', '.join(first.next_nodes)}) --"
     )
     conf = hand_edit(workspace)

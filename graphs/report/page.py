@@ -23,6 +23,7 @@ from context import (
     summarize_event,
 )
 from context.freshness import stale_line
+from context.lineage import NOT_RUN_KINDS, fork_status
 from context.store import REPAIR_TEXT
 from context.trajectory import request_goal
 from context.verify import check_events
@@ -415,6 +416,15 @@ def _lineage(events: Sequence[Event], children: Sequence[tuple[str, int]]) -> st
     return f'<h2>Lineage</h2><ul id="lineage">{"".join(rows)}</ul>\n' if rows else ""
 
 
+def _shown_status(ctx: TaskContext, events: Sequence[Event]) -> TaskContext:
+    """``ctx`` with the status the page shows: ``forked`` for a fork not run yet (:func:`context.lineage.fork_status`)."""
+    forked = max((e.seq for e in events if e.kind == "task.forked"), default=None)  # its own: the last
+    if forked is None:
+        return ctx
+    status = fork_status(ctx.control.status, all(e.kind in NOT_RUN_KINDS for e in events if e.seq >= forked))
+    return ctx.model_copy(update={"control": ctx.control.model_copy(update={"status": status})})
+
+
 def build_report(
     events: Sequence[Event],
     *,
@@ -449,7 +459,7 @@ def build_report(
     """
     if not events:
         raise UnknownTaskError("no events for this task; nothing to report")
-    ctx = replay(events)
+    ctx = _shown_status(replay(events), events)
     ident = ctx.identity
     calls = _calls(events)
     kinds = Counter(e.kind for e in events)

@@ -468,3 +468,68 @@ def test_command_hint() -> None:
     assert command_hint("inspect", "t1", "postgresql://u:secret@h:5432/d") == (
         "taskctx inspect t1 --db 'postgresql://u:***@h:5432/d'"
     )
+
+
+def test_one_executor_step_is_said_in_the_singular(trajectories_dir: Path, tmp_path: Path) -> None:
+    """A run stopped after one step, its resume and a fork at step 1 say "1 executor step"."""
+    from context.text import counted
+
+    assert [counted(n, "executor step") for n in (0, 1, 2)] == [
+        "0 executor steps",
+        "1 executor step",
+        "2 executor steps",
+    ]
+    db, out = str(tmp_path / "t.sqlite"), str(tmp_path / "runs")
+    traj = str(trajectories_dir / DJANGO)
+    r = invoke("replay", traj, "--task-id", "s1", "--max-steps", "1", "--db", db, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert f"stopped after 1 executor step; next: executor. Continue with: taskctx resume s1 --db {db} --out {out}" in (
+        r.stdout.replace("\n", " ")
+    )
+    f = invoke("fork", "s1", "--at-step", "1", "--task-id", "s1-b", "--db", db)
+    assert f.exit_code == 0, f.output
+    assert re.match(
+        r"forked s1 at seq \d+ into s1-b \(1 executor step done; next: executor\)$", f.stdout.splitlines()[0]
+    )
+    r = invoke("resume", "s1", "--max-steps", "1", "--db", db, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert re.search(r"resume s1 at checkpoint \S+ \(1 executor step done; next: executor\)", r.stdout), r.stdout
+    assert "stopped after 2 executor steps; next: executor." in r.stdout
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_fork_not_run_yet_shows_forked(trajectories_dir: Path, tmp_path: Path, backend: str, request: Any) -> None:
+    """list, list --json, inspect, inspect --json and the report say "forked" until the child runs."""
+    db = request.getfixturevalue("pg_db") if backend == "postgres" else str(tmp_path / "t.sqlite")
+    out = str(tmp_path / "runs")
+    r = invoke(
+        "replay", str(trajectories_dir / DJANGO), "--task-id", "p1", "--max-steps", "3", "--db", db, "--out", out
+    )
+    assert r.exit_code == 0, r.output
+    assert invoke("fork", "p1", "--at-step", "1", "--task-id", "c1", "--db", db).exit_code == 0
+    # a fork of that fork, at its fork point: its own status too, not the parent's rows'
+    assert invoke("fork", "c1", "--at-step", "1", "--task-id", "g1", "--db", db).exit_code == 0
+
+    def statuses() -> dict[str, str]:
+        return {t["task_id"]: t["status"] for t in json.loads(invoke("list", "--db", db, "--json").stdout)}
+
+    assert statuses() == {"p1": "running", "c1": "forked", "g1": "forked"}
+    table = invoke("list", "--db", db).stdout
+    assert re.search(r"c1\s+│\s+forked\s+│\s+1\s+│", table), table
+    assert "task c1  status: forked  plan v1 (executing)\n" in invoke("inspect", "c1", "--db", db).stdout
+    assert json.loads(invoke("inspect", "c1", "--db", db, "--json").stdout)["control"]["status"] == "forked"
+    report = invoke("report", "c1", "--db", db, "--html", str(tmp_path / "c1.html"))
+    assert report.exit_code == 0, report.output
+    page = (tmp_path / "c1.html").read_text(encoding="utf-8")
+    assert 'data-status="forked"' in page
+    # an edit of its state is not a run: still forked; once it runs, its own status
+    import graphs.demo  # noqa: F401  (task kinds)
+    from graphs import open_project
+
+    with open_project(db) as p:
+        p.task_graph("c1").update_state({"configurable": {"thread_id": "c1"}}, {"identity": {"non_goals": ["speed"]}})
+    assert statuses()["c1"] == "forked"
+    r = invoke("resume", "c1", "--max-steps", "1", "--db", db, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert statuses() == {"p1": "running", "c1": "running", "g1": "forked"}
+    assert "task c1  status: running  plan v2 (executing)\n" in invoke("inspect", "c1", "--db", db).stdout

@@ -277,3 +277,29 @@ def test_an_edit_says_why_the_log_is_past_its_checkpoint(tmp_path: Path) -> None
         f"has moved past it: seq 4-{len(events)}); edit the task's latest state (a config without checkpoint_id)"
     )
     assert inflight.events.last_seq("h1") == 6 and project.stores.events.last_seq("h1") == len(events)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_every_snapshot_of_the_history_carries_its_seq(tmp_path: Path, backend: str, request: Any) -> None:
+    """Kept checkpoints (none pruned) and log points alike carry ``taskctx_seq`` and ``taskctx_node``."""
+    db = request.getfixturevalue("pg_db") if backend == "postgres" else None
+    g, project = _run(tmp_path, "default", db=db)
+    try:
+        cfg = thread_config("h1")
+        steps = _steps(project.stores.events.read("h1"))
+        hist = list(g.get_state_history(cfg))
+        assert all({"taskctx_seq", "taskctx_node"} <= set(s.metadata) for s in hist)
+        # the kept checkpoints: one per node run, the input's (step 0, seq 0) and LangGraph's first
+        # (step -1, before the input was written: no task state, so None)
+        assert [(s.metadata["step"], s.metadata["taskctx_seq"], s.metadata["taskctx_node"]) for s in hist] == [
+            *((i, seq, node) for i, (seq, node) in reversed(list(enumerate(steps, 1)))),
+            (0, 0, None),
+            (-1, None, None),
+        ]
+        assert [s.metadata["taskctx_seq"] for s in g.get_state_history(cfg, filter={"taskctx_seq": None})] == [None]
+        assert prune_thread(project.checkpointer, "h1")  # pruned: the log points carry them as the kept one does
+        pruned = list(g.get_state_history(cfg))
+        assert [s.metadata["taskctx_seq"] for s in pruned] == [seq for seq, _ in reversed(steps)]
+        assert [s.metadata["taskctx_node"] for s in pruned] == [n for _, n in reversed(steps)]
+    finally:
+        project.close()
