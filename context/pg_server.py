@@ -1,8 +1,10 @@
 """A Postgres server that went away: how long taskctx waits for it, and the one line that says so.
 
 Both connection pools (the stores' and the checkpointer's) wait at most :data:`SERVER_WAIT_SECONDS`
-for a connection. When that wait ends, or a call keeps losing its connection, :func:`server_unreachable`
-asks the server directly: no answer is a lost server (:func:`lost_server_message`), not a busy pool.
+for a connection, and every connection waits at most as long for an answer
+(:class:`context.pg_bounded.BoundedConnection`: a server that accepts connections but never answers).
+When a wait ends, or a call keeps losing its connection, :func:`server_unreachable` asks the server
+directly: no answer is a lost server (:func:`lost_server_message`), not a busy pool.
 The pools' own reconnect warnings are not printed (:func:`quiet_pool_reconnects`): the one line is.
 """
 
@@ -21,8 +23,9 @@ __all__ = [
     "server_unreachable",
 ]
 
-#: Seconds a pooled call waits for a connection (and a retried call retries) before the server is
-#: asked directly whether it is there.
+#: Seconds a pooled call waits for a connection (and a retried call retries), and a connection waits
+#: for an answer (a statement, a commit, a pool's check), before the server is asked directly
+#: whether it is there.
 SERVER_WAIT_SECONDS = 30.0
 
 #: (text in psycopg's error, cause shown), first match wins.
@@ -30,7 +33,8 @@ _CAUSES = (
     ("Connection refused", "connection refused"),
     ("could not translate host name", "host name not resolved"),
     ("Name or service not known", "host name not resolved"),
-    ("timeout expired", "no answer (connect timed out)"),
+    ("timeout expired", "connect timed out"),
+    ("did not answer within", "no answer to a query"),
     ("No route to host", "no route to host"),
     ("Network is unreachable", "network unreachable"),
     ("the database system is shutting down", "the server is shutting down"),
@@ -53,15 +57,19 @@ def server_unreachable(url: str, *, timeout: int = 3) -> str | None:
 
     Args:
         url: The ``postgresql://`` URL.
-        timeout: Seconds to wait for the connection.
+        timeout: Seconds to wait for the connection, and then for the answer to ``SELECT 1``.
 
     Returns:
         None when it answers; else the cause in a few words (``connection refused``, ...).
     """
     import psycopg  # (the postgres extra: only a Postgres store calls this)
 
+    from .pg_bounded import BoundedConnection, tcp_settings
+
     try:
-        with psycopg.connect(url, connect_timeout=timeout, autocommit=True) as conn:
+        with BoundedConnection.connect(
+            url, connect_timeout=timeout, autocommit=True, answer_wait=timeout, **tcp_settings(timeout)
+        ) as conn:
             conn.execute("SELECT 1")
     except psycopg.Error as exc:
         return _cause(str(exc))
