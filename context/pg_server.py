@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Any
 
 __all__ = [
     "SERVER_WAIT_SECONDS",
+    "forget_lost",
     "known_lost",
     "lost_server_message",
     "mark_lost",
@@ -80,6 +82,13 @@ def server_unreachable(url: str, *, timeout: int = 3) -> str | None:
 #: waiting for the pool again, so one lost server costs one wait, not one per call.
 _LOST: dict[tuple[str, str], str] = {}
 
+#: Causes whose probe itself waits (a server that accepts connections and does not answer), and
+#: how long after a probe found one the server is taken as still lost without asking again: the
+#: calls a command makes while ending would each wait out a probe.
+_SLOW_CAUSES = ("connect timed out", "no answer to a query")
+_SLOW_FRESH_SECONDS = 10.0
+_CONFIRMED: dict[tuple[str, str], float] = {}
+
 
 def _server(url: str) -> tuple[str, str]:
     from psycopg.conninfo import conninfo_to_dict
@@ -99,10 +108,24 @@ def mark_lost(url: str, cause: str) -> None:
         cause: Why (:func:`server_unreachable`).
     """
     _LOST[_server(url)] = cause
+    _CONFIRMED[_server(url)] = time.monotonic()
+
+
+def forget_lost(url: str) -> None:
+    """Clear the mark of :func:`mark_lost`: the server of ``url`` just answered a new connection.
+
+    Args:
+        url: The ``postgresql://`` URL.
+    """
+    _LOST.pop(_server(url), None)
+    _CONFIRMED.pop(_server(url), None)
 
 
 def known_lost(url: str) -> str | None:
     """For a server found lost before: whether it is still lost (asked now, no pool wait).
+
+    A server whose probe timed out (it accepts connections and does not answer) less than
+    ``_SLOW_FRESH_SECONDS`` (10 s) ago is taken as still lost without asking: each probe of it waits.
 
     Args:
         url: The ``postgresql://`` URL.
@@ -114,9 +137,14 @@ def known_lost(url: str) -> str | None:
     key = _server(url)
     if key not in _LOST:
         return None
+    if _LOST[key] in _SLOW_CAUSES and time.monotonic() - _CONFIRMED.get(key, 0.0) < _SLOW_FRESH_SECONDS:
+        return _LOST[key]
     cause = server_unreachable(url)
     if cause is None:
         _LOST.pop(key, None)
+    else:
+        _LOST[key] = cause
+        _CONFIRMED[key] = time.monotonic()
     return cause
 
 

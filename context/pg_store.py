@@ -26,7 +26,14 @@ from .errors import (
 from .events import Event
 from .lease import TaskLeases, fence
 from .lineage import Lineage, chained, chained_count, lineage_of_row
-from .pg_server import known_lost, lost_server_message, mark_lost, quiet_pool_reconnects, server_unreachable
+from .pg_server import (
+    forget_lost,
+    known_lost,
+    lost_server_message,
+    mark_lost,
+    quiet_pool_reconnects,
+    server_unreachable,
+)
 from .pg_tables import PgArtifactStore, PgTaskRegistry
 from .secrets import masked_events
 from .sqlite_store import SqliteStores
@@ -163,6 +170,7 @@ class _Pg:
                 f"cannot open the taskctx database at {self.path}: {' '.join(str(exc).split())}; "
                 "check the URL (postgresql://user[:password]@host:port/dbname) and that the server runs"
             ) from exc
+        forget_lost(self.url)  # it answered just now
         quiet_pool_reconnects()
         self.pool = ConnectionPool(
             self.url,

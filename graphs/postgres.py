@@ -8,7 +8,14 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from context import ServerLostError, StoreOpenError, pg_server
-from context.pg_server import known_lost, lost_server_message, mark_lost, quiet_pool_reconnects, server_unreachable
+from context.pg_server import (
+    forget_lost,
+    known_lost,
+    lost_server_message,
+    mark_lost,
+    quiet_pool_reconnects,
+    server_unreachable,
+)
 from context.pg_store import SCHEMA_LOCK, redact_url
 
 from .checkpoint import ThreadedAsyncSaver
@@ -193,6 +200,7 @@ def _open_readonly(
             f"cannot open the checkpointer at {redact_url(url)}: {' '.join(str(exc).split())}; "
             "check the URL and that the server runs"
         ) from exc
+    forget_lost(url)  # it answered just now
     return RetryingPostgresSaver(pool, serde=serde), pool
 
 
@@ -232,6 +240,7 @@ def _open_and_set_up(
                 pool.close()
                 raise
             lock_conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK + 1,))
+            forget_lost(url)  # it answered just now
     except psycopg.Error as exc:
         raise StoreOpenError(
             f"cannot open the checkpointer at {redact_url(url)}: {' '.join(str(exc).split())}; "

@@ -77,3 +77,18 @@ def test_a_lost_server_line_for_a_hung_server() -> None:
         "event recorded before is kept; start the server (or restore the network), then continue with "
         "`taskctx resume TASK --db URL` (a command that only reads: run it again)"
     )
+
+
+def test_a_server_found_hung_just_now_is_not_asked_again_but_a_refusing_one_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pg_server, "_LOST", {})
+    monkeypatch.setattr(pg_server, "_CONFIRMED", {})
+    asked: list[str] = []
+    monkeypatch.setattr(pg_server, "server_unreachable", lambda url: asked.append(url) or "connection refused")
+    pg_server.mark_lost("postgresql://app@db:5432/a", "connect timed out")
+    assert pg_server.known_lost("postgresql://app@db:5432/b") == "connect timed out" and asked == []
+    monkeypatch.setattr(pg_server, "_SLOW_FRESH_SECONDS", 0.0)
+    assert pg_server.known_lost("postgresql://app@db:5432/a") == "connection refused"
+    assert asked == ["postgresql://app@db:5432/a"]
+    assert pg_server.known_lost("postgresql://app@db:5432/a") == "connection refused" and len(asked) == 2
