@@ -26,7 +26,14 @@ from .errors import (
 from .events import Event
 from .lease import TaskLeases, fence
 from .lineage import Lineage, chained, chained_count, lineage_of_row
-from .pg_server import known_lost, lost_server_message, mark_lost, quiet_pool_reconnects, server_unreachable
+from .pg_server import (
+    forget_lost,
+    known_lost,
+    lost_server_message,
+    mark_lost,
+    quiet_pool_reconnects,
+    server_unreachable,
+)
 from .pg_tables import PgArtifactStore, PgTaskRegistry
 from .secrets import masked_events
 from .sqlite_store import SqliteStores
@@ -120,6 +127,8 @@ class _Pg:
         try:  # (imported here: psycopg is optional, the postgres extra)
             import psycopg
             from psycopg_pool import ConnectionPool, PoolTimeout
+
+            from .pg_bounded import BoundedConnection, NoAnswerError, tcp_settings
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise StoreOpenError(
                 f"--db {redact_url(url)} needs psycopg: pip install 'taskctx[postgres]' "
@@ -127,6 +136,7 @@ class _Pg:
             ) from exc
         self._psycopg = psycopg
         self._pool_timeout = PoolTimeout
+        self._no_answer = NoAnswerError
         self.url = _plain_url(url)
         self.path = redact_url(self.url)
         self.retries = retries
@@ -136,13 +146,15 @@ class _Pg:
             "autocommit": True,
             "application_name": APPLICATION_NAME,
             "connect_timeout": connect_timeout,
+            "answer_wait": pg_server.SERVER_WAIT_SECONDS,
+            **tcp_settings(pg_server.SERVER_WAIT_SECONDS),
         }
         if readonly:  # every transaction of these sessions is read-only: no DDL, no writes
             kwargs["options"] = "-c default_transaction_read_only=on"
         try:
             # one direct connection first: a clear error for a wrong URL, and the schema (or,
             # read-only, the check that the taskctx tables exist)
-            with psycopg.connect(self.url, **kwargs) as conn:
+            with BoundedConnection.connect(self.url, **kwargs) as conn:
                 if readonly:
                     found = conn.execute(
                         "SELECT " + ", ".join("to_regclass(%s)" for _ in TASKCTX_TABLES), TASKCTX_TABLES
@@ -158,12 +170,14 @@ class _Pg:
                 f"cannot open the taskctx database at {self.path}: {' '.join(str(exc).split())}; "
                 "check the URL (postgresql://user[:password]@host:port/dbname) and that the server runs"
             ) from exc
+        forget_lost(self.url)  # it answered just now
         quiet_pool_reconnects()
         self.pool = ConnectionPool(
             self.url,
             min_size=1,
             max_size=max_size,
             kwargs=kwargs,
+            connection_class=BoundedConnection,
             open=True,
             timeout=pg_server.SERVER_WAIT_SECONDS,
             check=ConnectionPool.check_connection if check else None,
@@ -189,10 +203,12 @@ class _Pg:
                     f"for {self.pool.timeout:g} s (or the server refuses new ones: check its max_connections)"
                 ) from exc
             except psycopg.OperationalError as exc:
-                if attempt >= self.retries:
+                # a query the server never answered: ask it at once (a retry would wait again)
+                if attempt >= self.retries or isinstance(exc, self._no_answer):
                     if (cause := server_unreachable(self.url)) is not None:
                         mark_lost(self.url, cause)
                         raise ServerLostError(lost_server_message(self.path, cause)) from exc
+                if attempt >= self.retries:
                     raise StoreError(
                         f"lost the connection to {self.path} {self.retries + 1} times: "
                         f"{' '.join(str(exc).split())}; check that the server runs"
@@ -484,8 +500,16 @@ class PgStores:
 
     def _connect(self) -> Any:
         """A new connection of the leases' own (a context manager that closes it)."""
-        return self._db._psycopg.connect(
-            self.url, autocommit=True, application_name=APPLICATION_NAME, connect_timeout=10
+        from .pg_bounded import BoundedConnection, tcp_settings
+
+        wait = pg_server.SERVER_WAIT_SECONDS
+        return BoundedConnection.connect(
+            self.url,
+            autocommit=True,
+            application_name=APPLICATION_NAME,
+            connect_timeout=10,
+            answer_wait=wait,
+            **tcp_settings(wait),
         )
 
     @property

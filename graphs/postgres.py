@@ -8,7 +8,14 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from context import ServerLostError, StoreOpenError, pg_server
-from context.pg_server import known_lost, lost_server_message, mark_lost, quiet_pool_reconnects, server_unreachable
+from context.pg_server import (
+    forget_lost,
+    known_lost,
+    lost_server_message,
+    mark_lost,
+    quiet_pool_reconnects,
+    server_unreachable,
+)
 from context.pg_store import SCHEMA_LOCK, redact_url
 
 from .checkpoint import ThreadedAsyncSaver
@@ -24,6 +31,8 @@ try:  # optional: pip install 'taskctx[postgres]'
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool, PoolTimeout
+
+    from context.pg_bounded import BoundedConnection, NoAnswerError, tcp_settings
 except ImportError:  # pragma: no cover - depends on the install
     PostgresSaver = object  # type: ignore[assignment,misc]
     psycopg = None  # type: ignore[assignment]
@@ -61,7 +70,8 @@ class RetryingPostgresSaver(ThreadedAsyncSaver, PostgresSaver):  # type: ignore[
 
         A wait for a pooled connection that ran out (the pool's timeout,
         :data:`context.pg_server.SERVER_WAIT_SECONDS`) is not retried: the server is asked
-        directly, and when it does not answer :class:`context.ServerLostError` names it.
+        directly, and when it does not answer :class:`context.ServerLostError` names it. So is a
+        query the server did not answer within that time (:class:`context.pg_bounded.NoAnswerError`).
         """
         delay = 0.05
         url = _conninfo(self.conn)
@@ -71,7 +81,8 @@ class RetryingPostgresSaver(ThreadedAsyncSaver, PostgresSaver):  # type: ignore[
             try:
                 return fn()
             except psycopg.OperationalError as exc:
-                if isinstance(exc, PoolTimeout) or attempt >= self.retries:
+                # no connection within the wait, or a query the server never answered: ask it at once
+                if isinstance(exc, PoolTimeout | NoAnswerError) or attempt >= self.retries:
                     if (cause := server_unreachable(url)) is not None:
                         mark_lost(url, cause)
                         raise ServerLostError(lost_server_message(redact_url(url), cause)) from exc
@@ -156,6 +167,8 @@ def open_postgres_checkpointer(
         "row_factory": dict_row,
         "application_name": CHECKPOINTER_APPLICATION_NAME,
         "connect_timeout": 10,
+        "answer_wait": pg_server.SERVER_WAIT_SECONDS,
+        **tcp_settings(pg_server.SERVER_WAIT_SECONDS),
     }
     quiet_pool_reconnects()
     if readonly:
@@ -173,6 +186,7 @@ def _open_readonly(
         min_size=1,
         max_size=max_size,
         kwargs=kwargs,
+        connection_class=BoundedConnection,
         open=False,
         timeout=pg_server.SERVER_WAIT_SECONDS,
         check=ConnectionPool.check_connection if check else None,
@@ -186,6 +200,7 @@ def _open_readonly(
             f"cannot open the checkpointer at {redact_url(url)}: {' '.join(str(exc).split())}; "
             "check the URL and that the server runs"
         ) from exc
+    forget_lost(url)  # it answered just now
     return RetryingPostgresSaver(pool, serde=serde), pool
 
 
@@ -194,7 +209,10 @@ def _open_and_set_up(
 ) -> tuple[RetryingPostgresSaver, Any]:
     """The saver on a new pool, its tables set up under a session advisory lock."""
     try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=10) as lock_conn:
+        wait = pg_server.SERVER_WAIT_SECONDS
+        with BoundedConnection.connect(
+            url, autocommit=True, connect_timeout=10, answer_wait=wait, **tcp_settings(wait)
+        ) as lock_conn:
             # poll, never wait inside a statement: setup() runs CREATE INDEX CONCURRENTLY, which
             # waits for every open transaction, including a blocked pg_advisory_lock (deadlock)
             deadline = time.monotonic() + 120
@@ -209,6 +227,7 @@ def _open_and_set_up(
                 min_size=1,
                 max_size=max_size,
                 kwargs=kwargs,
+                connection_class=BoundedConnection,
                 open=True,
                 timeout=pg_server.SERVER_WAIT_SECONDS,
                 check=ConnectionPool.check_connection if check else None,
@@ -221,6 +240,7 @@ def _open_and_set_up(
                 pool.close()
                 raise
             lock_conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK + 1,))
+            forget_lost(url)  # it answered just now
     except psycopg.Error as exc:
         raise StoreOpenError(
             f"cannot open the checkpointer at {redact_url(url)}: {' '.join(str(exc).split())}; "
