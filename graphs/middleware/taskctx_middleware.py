@@ -294,8 +294,31 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             out.append(new_event("tool.result.received", result, actor="user"))
         return out
 
+    def check_tools(self, tools: Iterable[BaseTool | dict[str, Any]]) -> None:
+        """Check that ``side_effects`` and ``requires_approval`` name only the agent's tools.
+
+        The agent's tools are first known at its first model call (the request's tools): the
+        middleware checks them there, before it records the call.
+
+        Args:
+            tools: The agent's tools (LangChain tools, or OpenAI-format tool dicts).
+
+        Raises:
+            ValueError: A name is not one of the agent's tools (naming it and the agent's tools).
+        """
+        known = {_tool_name(t) for t in tools} - {"read_artifact"}
+        for argument, names in (("side_effects", self.side_effects), ("requires_approval", self.requires_approval)):
+            unknown = [n for n in dict.fromkeys(names) if n not in known]
+            if unknown:
+                which = "is not one of" if len(unknown) == 1 else "are not among"
+                raise ValueError(
+                    f"{argument} names {', '.join(map(repr, unknown))}, which {which} the agent's tools "
+                    f"({', '.join(sorted(known)) or 'none'}); fix the name"
+                )
+
     def _prepare(self, request: ModelRequest) -> tuple[ModelRequest, dict[str, Any]]:
         """The request with taskctx's prompt, and what recording its ``context.built`` needs."""
+        self.check_tools(request.tools)
         tid = self.task_id()
         self._ensure_task(tid, request.messages)
         events = self.events(tid)
@@ -403,6 +426,8 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         Raises:
             BudgetError: The request's fixed part (system message, tool schemas, core layer) does
                 not fit the budget.
+            ValueError: ``side_effects`` or ``requires_approval`` names a tool the agent does not
+                have (:meth:`check_tools`); nothing of the call is recorded.
         """
         new, pending = self._prepare(request)
         token = self._traced(pending)
@@ -576,6 +601,13 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             return out.output if out.status == "ok" else f"error: {out.output}"
 
         return read_artifact_tool
+
+
+def _tool_name(t: BaseTool | dict[str, Any]) -> str:
+    """A tool's name: a LangChain tool's ``.name``, or an OpenAI-format dict's."""
+    if isinstance(t, BaseTool):
+        return t.name
+    return str((t.get("function") or {}).get("name") or t.get("name") or "")
 
 
 def _thought(state: Any, call_id: str) -> str:

@@ -130,6 +130,36 @@ def test_side_effects_of_another_type_are_refused_by_name() -> None:
         TaskContextMiddleware(":memory:", requires_approval=[3])  # type: ignore[list-item]
 
 
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        (
+            {"side_effects": ["kv_sett"]},
+            "side_effects names 'kv_sett', which is not one of the agent's tools (kv_get, kv_set, read_log); "
+            "fix the name",
+        ),
+        (
+            {"side_effects": "kv_set", "requires_approval": ["kv_set", "kv_del", "rm"]},
+            "requires_approval names 'kv_del', 'rm', which are not among the agent's tools "
+            "(kv_get, kv_set, read_log); fix the name",
+        ),
+    ],
+    ids=["side-effects", "requires-approval"],
+)
+def test_unknown_tool_names_are_refused_at_the_first_model_call(kw: dict[str, Any], message: str) -> None:
+    # the agent's tools are known at its first model call: refused there, before the call is recorded
+    mw = TaskContextMiddleware(":memory:", **kw)
+    seen = Seen()
+    with pytest.raises(ValueError) as err:
+        _agent(mw, seen).invoke(
+            {"messages": [{"role": "user", "content": REQUEST}]}, {"configurable": {"thread_id": "u"}}
+        )
+    assert str(err.value) == message
+    assert seen.prompts == []
+    assert [e.kind for e in mw.events("u")] == ["task.created"]
+    assert mw.events("u")[0].payload["original_request"] == REQUEST
+
+
 def test_the_budget_covers_system_tool_schemas_and_messages() -> None:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
