@@ -44,6 +44,7 @@ from nodes.prompt_parts import prompt_text
 from nodes.runtime import provider_of, usage_of
 from nodes.tools import as_names
 from nodes.tools.builtin import READ_ARTIFACT_SCHEMA, read_artifact
+from nodes.tools.tool_bytes import bytes_kept, keeping_bytes
 
 from .prompt import AGENT_ROLE, PromptInputs, agent_prompt, message_text, system_text
 
@@ -489,15 +490,23 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self._append(tid, [*out, new_event("tool.called", called, actor="agent")])
         return None
 
-    def _after_tool(self, request: Any, result: Any) -> Any:
-        """Store the output raw, record its result, and give the agent the compressed, quoted form."""
+    def _after_tool(self, request: Any, result: Any, kept: Sequence[bytes] = ()) -> Any:
+        """Store the output raw, record its result, and give the agent the compressed, quoted form.
+
+        ``kept``: the ``bytes`` the tool returned (stored as they are; the text is their UTF-8
+        decoding, undecodable bytes as U+FFFD, as the graph's LangChain tools record them).
+        """
         tc = request.tool_call
         cid, name, args = tc.get("id") or "", tc["name"], dict(tc.get("args") or {})
         if not isinstance(result, ToolMessage):  # a Command: its update goes through as the tool made it
             self._command_result(cid, result)
             return result
-        raw = result.content if isinstance(result.content, str) else json.dumps(result.content, ensure_ascii=False)
-        ref = self.env.artifacts.put(raw)
+        if kept and result.status != "error":
+            raw = kept[-1].decode("utf-8", "replace")
+            ref = self.env.artifacts.put(kept[-1])
+        else:
+            raw = result.content if isinstance(result.content, str) else json.dumps(result.content, ensure_ascii=False)
+            ref = self.env.artifacts.put(raw)
         path = args.get("path") or args.get("file_path")
         comp = compress_tool_result(raw, classify_result(name, args), ref, path=path if isinstance(path, str) else None)
         p = ToolResultReceived(
@@ -548,7 +557,9 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         """Record the call and its result; the agent gets the output compressed, quoted, with its ref.
 
-        ``read_artifact`` (the middleware's own tool) is shown whole and not stored again.
+        ``read_artifact`` (the middleware's own tool) is shown whole and not stored again. A tool
+        that returns ``bytes`` has them stored as they are, its text their UTF-8 decoding
+        (undecodable bytes as U+FFFD), as the graph's LangChain tools record them.
 
         Args:
             request: The tool call request (``ToolCallRequest``).
@@ -562,12 +573,13 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         answered = self._before_tool(request)
         if answered is not None:
             return answered
-        try:
-            out = handler(request)
-        except Exception as exc:  # recorded, then raised as the agent would have raised it
-            self._failed(request, exc)
-            raise
-        return self._after_tool(request, out)
+        with bytes_kept() as kept:
+            try:
+                out = handler(_keeping_bytes(request))
+            except Exception as exc:  # recorded, then raised as the agent would have raised it
+                self._failed(request, exc)
+                raise
+        return self._after_tool(request, out, kept)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         """Async :meth:`wrap_tool_call`.
@@ -584,12 +596,13 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         answered = self._before_tool(request)
         if answered is not None:
             return answered
-        try:
-            out = await handler(request)
-        except Exception as exc:  # recorded, then raised as the agent would have raised it
-            self._failed(request, exc)
-            raise
-        return self._after_tool(request, out)
+        with bytes_kept() as kept:
+            try:
+                out = await handler(_keeping_bytes(request))
+            except Exception as exc:  # recorded, then raised as the agent would have raised it
+                self._failed(request, exc)
+                raise
+        return self._after_tool(request, out, kept)
 
     def _read_artifact_tool(self) -> BaseTool:
         env = self.env
@@ -601,6 +614,13 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             return out.output if out.status == "ok" else f"error: {out.output}"
 
         return read_artifact_tool
+
+
+def _keeping_bytes(request: Any) -> Any:
+    """The request with its tool copied to note ``bytes`` output (:func:`keeping_bytes`)."""
+    if request.tool is None:
+        return request
+    return request.override(tool=keeping_bytes(request.tool))
 
 
 def _tool_name(t: BaseTool | dict[str, Any]) -> str:

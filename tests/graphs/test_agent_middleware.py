@@ -444,3 +444,59 @@ def test_an_edited_call_is_recorded_as_it_ran() -> None:
     called = next(e.payload for e in events if e.kind == "tool.called" and e.payload["call_id"] == "call-set")
     granted = next(e.payload for e in events if e.kind == "permission.granted")
     assert called["arguments"] == granted["arguments"] == '{"key": "failed", "value": "worker-271 (oom)"}'
+
+
+def _one_call(name: str, args: dict[str, Any]) -> ScriptedChatModel:
+    """A model that calls ``name`` once (call id ``call-1``), then answers "done"."""
+
+    def one(messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
+        if any(isinstance(m, ToolMessage) for m in messages):
+            return AIMessage(content="done")
+        return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": "call-1", "type": "tool_call"}])
+
+    return ScriptedChatModel(script={}, fallback={"agent": one, "*": one})
+
+
+#: Non-UTF-8 bytes (a lone 0xff, a cut-off sequence) around CJK text in UTF-8.
+BLOB = b"\xff\xfe head \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\xe3\x81\xae\xe3\x83\xad\xe3\x82\xb0 tail \xe6\x97"
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_bytes_output_is_stored_as_it_is_and_shown_as_the_graph_decodes_it(run: str) -> None:
+    import asyncio
+
+    from langchain_core.tools import tool
+
+    from nodes.tools.langchain_tools import LangChainTools
+
+    @tool
+    def dump(name: str) -> bytes:
+        """Dump a binary record by name."""
+        return BLOB
+
+    @tool
+    async def adump(name: str) -> bytes:
+        """Dump a binary record by name."""
+        return BLOB
+
+    chosen = dump if run == "sync" else adump
+    mw = TaskContextMiddleware(":memory:")
+    agent = create_agent(_one_call(chosen.name, {"name": "r"}), [chosen], middleware=[mw])
+    cfg = {"configurable": {"thread_id": "bytes"}}
+    if run == "sync":
+        out = agent.invoke({"messages": [{"role": "user", "content": "Dump r."}]}, cfg)
+    else:
+        out = asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": "Dump r."}]}, cfg))
+    text = "\ufffd\ufffd head 日本語のログ tail \ufffd"
+    assert BLOB.decode("utf-8", "replace") == text
+    # the graph's LangChain tools record the same output the same way
+    graph = LangChainTools([dump]).execute("c", "dump", {"name": "r"})
+    assert (graph.output, graph.raw) == (text, BLOB)
+    res = next(e.payload for e in mw.events("bytes") if e.kind == "tool.result.received")
+    assert (res["status"], res["result_summary"], res["raw_chars"], res["compressed"]) == ("ok", text, 21, False)
+    assert mw.stores.artifacts.get(res["raw_ref"]) == BLOB
+    shown = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert shown.content == (
+        f'<external_content source="tool:{chosen.name}" ref="{res["raw_ref"]}">\n{text}\n</external_content>'
+    )
+    assert "b'" not in shown.content
