@@ -82,8 +82,9 @@ def _thread_id() -> str | None:
 class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     """taskctx's context machinery for a ``create_agent`` / ``create_deep_agent`` agent.
 
-    Put it first in ``middleware=[...]``, after a ``HumanInTheLoopMiddleware`` (so a reviewer's
-    edit reaches it). Each thread (``thread_id``) is one task of the log.
+    Put it first in ``middleware=[...]``, before or after a ``HumanInTheLoopMiddleware`` (a
+    reviewer's edit is recorded as it ran in either order). Each thread (``thread_id``) is one
+    task of the log.
     """
 
     def __init__(
@@ -463,8 +464,7 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     # ---- tool calls ----------------------------------------------------------------------
     def _before_tool(self, request: Any) -> ToolMessage | None:
         """Record the call (and its approval); a recorded result or a cut-off side effect answers it."""
-        tc = request.tool_call
-        cid, name, args = tc.get("id") or "", tc["name"], dict(tc.get("args") or {})
+        cid, name, args = _as_run(request)
         tid = self.task_id()
         seen = self.stores.events.read(tid, kinds=["tool.called", "tool.result.received"])
         done = next((e.payload for e in seen if e.kind == "tool.result.received" and e.payload["call_id"] == cid), None)
@@ -496,8 +496,7 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         ``kept``: the ``bytes`` the tool returned (stored as they are; the text is their UTF-8
         decoding, undecodable bytes as U+FFFD, as the graph's LangChain tools record them).
         """
-        tc = request.tool_call
-        cid, name, args = tc.get("id") or "", tc["name"], dict(tc.get("args") or {})
+        cid, name, args = _as_run(request)
         if not isinstance(result, ToolMessage):  # a Command: its update goes through as the tool made it
             self._command_result(cid, result)
             return result
@@ -614,6 +613,25 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             return out.output if out.status == "ok" else f"error: {out.output}"
 
         return read_artifact_tool
+
+
+#: The agent state's key where ``HumanInTheLoopMiddleware`` keeps a reviewer's edits, by call id.
+HITL_EDITS = "hitl_edited_tool_calls"
+
+
+def _as_run(request: Any) -> tuple[str, str, dict[str, Any]]:
+    """The call id, tool and arguments the call runs with: a reviewer's edit, if one replaced it.
+
+    ``HumanInTheLoopMiddleware`` substitutes an ``edit`` decision in its ``wrap_tool_call``, so a
+    middleware outside it would see the model's call, not the one that runs.
+    """
+    tc = request.tool_call
+    cid = tc.get("id") or ""
+    state = request.state if isinstance(request.state, dict) else {}
+    edit = (state.get(HITL_EDITS) or {}).get(cid) if cid else None
+    if isinstance(edit, dict) and isinstance(edit.get("args"), dict):
+        return cid, str(edit.get("name") or tc["name"]), dict(edit["args"])
+    return cid, tc["name"], dict(tc.get("args") or {})
 
 
 def _keeping_bytes(request: Any) -> Any:

@@ -430,20 +430,45 @@ def test_a_tool_that_raises_is_recorded_and_not_run_again_on_resume() -> None:
     assert runs == ["app"]
 
 
-def test_an_edited_call_is_recorded_as_it_ran() -> None:
-    # HumanInTheLoopMiddleware substitutes the reviewer's edit in its wrap_tool_call: listed
-    # before TaskContextMiddleware, the edit reaches the middleware and the log records it
+@pytest.mark.parametrize("order", ["hitl-first", "taskctx-first"])
+def test_an_edited_call_runs_and_is_recorded_as_edited(order: str) -> None:
+    # HumanInTheLoopMiddleware substitutes the reviewer's edit in its wrap_tool_call: in either
+    # order the tool runs with the edit and the log records the call as it ran
+    from langchain_core.tools import tool
+
+    ran: list[tuple[str, str]] = []
+
+    @tool
+    def kv_set(key: str, value: str) -> str:
+        """Set a key of the key-value store (a side effect)."""
+        ran.append((key, value))
+        return f"stored {key}={value}"
+
     mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"], requires_approval=["kv_set"])
     hitl = HumanInTheLoopMiddleware(interrupt_on={"kv_set": True})
-    agent = create_agent(Seen().model(), TOOLS, middleware=[hitl, mw], checkpointer=InMemorySaver())
+    middleware = [hitl, mw] if order == "hitl-first" else [mw, hitl]
+    agent = create_agent(Seen().model(), [*TOOLS[:2], kv_set], middleware=middleware, checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "edit"}}
     agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, cfg)
+    assert ran == []
     edit = {"type": "edit", "edited_action": {"name": "kv_set", "args": {"key": "failed", "value": "worker-271 (oom)"}}}
-    agent.invoke(Command(resume={"decisions": [edit]}), cfg)
+    out = agent.invoke(Command(resume={"decisions": [edit]}), cfg)
+    assert ran == [("failed", "worker-271 (oom)")]
     events = mw.events("edit")
+    assert [(e.kind, e.payload.get("call_id")) for e in events][4:9] == [
+        ("context.built", None),
+        ("permission.requested", "call-set"),
+        ("permission.granted", "call-set"),
+        ("tool.called", "call-set"),
+        ("tool.result.received", "call-set"),
+    ]
     called = next(e.payload for e in events if e.kind == "tool.called" and e.payload["call_id"] == "call-set")
     granted = next(e.payload for e in events if e.kind == "permission.granted")
+    assert (called["tool"], called["has_side_effects"]) == ("kv_set", True)
     assert called["arguments"] == granted["arguments"] == '{"key": "failed", "value": "worker-271 (oom)"}'
+    result = next(e.payload for e in events if e.kind == "tool.result.received" and e.payload["call_id"] == "call-set")
+    assert result["status"] == "ok" and "stored failed=worker-271 (oom)" in result["result_summary"]
+    assert out["messages"][-1].content == "Recorded: worker-271 failed."
 
 
 def _one_call(name: str, args: dict[str, Any]) -> ScriptedChatModel:
