@@ -13,13 +13,15 @@ nothing twice and runs no recorded tool call again.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, NotRequired
 
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables.config import ensure_config, var_child_runnable_config
 from langchain_core.tools import BaseTool, tool
@@ -57,6 +59,16 @@ INTERRUPTED = (
 )
 
 
+#: The agent state's key of the task of a run without a ``thread_id`` (private to the middleware).
+TASK_KEY = "taskctx_task_id"
+
+
+class TaskContextState(AgentState):  # type: ignore[type-arg]
+    """The agent's state, with the task of a run without a ``thread_id``."""
+
+    taskctx_task_id: NotRequired[Annotated[str, PrivateStateAttr]]
+
+
 def _open_stores(db: str) -> Any:
     """The event log and artifact store of ``db``: a SQLite file (its folder created) or a Postgres URL."""
     if is_postgres_url(db):
@@ -86,6 +98,8 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     reviewer's edit is recorded as it ran in either order). Each thread (``thread_id``) is one
     task of the log.
     """
+
+    state_schema = TaskContextState
 
     def __init__(
         self,
@@ -153,19 +167,39 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self.keep_last = keep_last
         self.low_water = low_water
         self.default_task_id = task_id or f"agent-{uuid.uuid4().hex[:12]}"
+        self._given: set[str] = set()  # the tasks given to conversations without a thread_id
+        self._lock = threading.Lock()
         self.tools: list[BaseTool] = [self._read_artifact_tool()]
 
     # ---- public helpers -------------------------------------------------------------------
     def task_id(self, state: Any = None) -> str:
-        """The task a call belongs to: the run's ``thread_id``, else the middleware's task id.
+        """The task a call belongs to: the run's ``thread_id``, else its conversation's task id.
+
+        A run without a ``thread_id`` is a conversation of its own: :meth:`before_agent` gives it
+        a task (the middleware's ``task_id`` for the first, a new ``agent-<hex>`` id for each
+        later one) and keeps it in the agent's state, so nothing recorded in one conversation
+        answers a call or stands for an approval in another.
 
         Args:
-            state: Unused (the agent's state); kept for hook symmetry.
+            state: The agent's state (its task, when the run has no ``thread_id``).
 
         Returns:
             The task id.
         """
-        return _thread_id() or self.default_task_id
+        tid = _thread_id()
+        if tid:
+            return tid
+        own = state.get(TASK_KEY) if isinstance(state, dict) else None
+        return str(own) if own else self.default_task_id
+
+    def _new_conversation(self) -> str:
+        """The task of a run without a ``thread_id`` that starts a conversation."""
+        with self._lock:
+            tid = self.default_task_id
+            if tid in self._given or self.stores.events.read(tid, limit=1):
+                tid = f"agent-{uuid.uuid4().hex[:12]}"
+            self._given.add(tid)
+            return tid
 
     def events(self, task_id: str) -> list[Event]:
         """The task's event log, in order.
@@ -214,14 +248,18 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             runtime: The LangGraph runtime.
 
         Returns:
-            None (the state is unchanged).
+            None, or for a run without a ``thread_id`` that starts a conversation, its task
+            (kept in the agent's state: :meth:`task_id`).
         """
-        tid = self.task_id()
+        update = None
+        if not _thread_id() and not state.get(TASK_KEY):
+            update = {TASK_KEY: self._new_conversation()}
+        tid = self.task_id(update or state)
         self._ensure_task(tid, state.get("messages") or [])
         last = self.stores.events.read(tid, after=max(0, self.stores.events.last_seq(tid) - 1))
         if last and last[-1].kind == "task.completed":
             self._append(tid, [new_event("resume.started", ResumeStarted(node=AGENT_ROLE), actor="user")])
-        return None
+        return update
 
     def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Record ``task.completed`` when the agent answered (its last message calls no tool).
@@ -236,7 +274,7 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         messages = state.get("messages") or []
         if not messages or not isinstance(messages[-1], AIMessage) or messages[-1].tool_calls:
             return None
-        tid = self.task_id()
+        tid = self.task_id(state)
         last = self.stores.events.read(tid, after=max(0, self.stores.events.last_seq(tid) - 1))
         if not last or last[-1].kind != "task.completed":  # (a resume re-running this hook records it once)
             done = TaskCompleted(summary=message_text(messages[-1])[:2_000])
@@ -321,7 +359,7 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     def _prepare(self, request: ModelRequest) -> tuple[ModelRequest, dict[str, Any]]:
         """The request with taskctx's prompt, and what recording its ``context.built`` needs."""
         self.check_tools(request.tools)
-        tid = self.task_id()
+        tid = self.task_id(request.state)
         self._ensure_task(tid, request.messages)
         events = self.events(tid)
         answers = self._answers(tid, request.messages, events)
@@ -465,7 +503,7 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     def _before_tool(self, request: Any) -> ToolMessage | None:
         """Record the call (and its approval); a recorded result or a cut-off side effect answers it."""
         cid, name, args = _as_run(request)
-        tid = self.task_id()
+        tid = self.task_id(request.state)
         seen = self.stores.events.read(tid, kinds=["tool.called", "tool.result.received"])
         done = next((e.payload for e in seen if e.kind == "tool.result.received" and e.payload["call_id"] == cid), None)
         if done is not None:  # a resume re-runs the tool node: the recorded result answers
@@ -498,7 +536,7 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         """
         cid, name, args = _as_run(request)
         if not isinstance(result, ToolMessage):  # a Command: its update goes through as the tool made it
-            self._command_result(cid, result)
+            self._command_result(self.task_id(request.state), cid, result)
             return result
         if kept and result.status != "error":
             raw = kept[-1].decode("utf-8", "replace")
@@ -516,10 +554,10 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             raw_chars=len(raw),
             compressed=comp.compressed,
         )
-        written = self._append(self.task_id(), [new_event("tool.result.received", p, actor="tool")])
+        written = self._append(self.task_id(request.state), [new_event("tool.result.received", p, actor="tool")])
         return self._shown(cid, name, written[0].payload, base=result)
 
-    def _command_result(self, cid: str, command: Any) -> None:
+    def _command_result(self, tid: str, cid: str, command: Any) -> None:
         """Record the tool message a tool's ``Command`` carries (shown as it is: not compressed)."""
         update = getattr(command, "update", None)
         msgs = update.get("messages", []) if isinstance(update, dict) else []
@@ -534,14 +572,14 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             raw_ref=self.env.artifacts.put(raw),
             raw_chars=len(raw),
         )
-        self._append(self.task_id(), [new_event("tool.result.received", p, actor="tool")])
+        self._append(tid, [new_event("tool.result.received", p, actor="tool")])
 
     def _failed(self, request: Any, exc: Exception) -> None:
         """Record a call whose tool raised: an error result, so a resume answers it from the log."""
         text = f"{type(exc).__name__}: {exc}"
         p = ToolResultReceived(call_id=request.tool_call.get("id") or "", status="error", result_summary=text)
         self._append(
-            self.task_id(),
+            self.task_id(request.state),
             [new_event("tool.result.received", p.model_copy(update={"raw_chars": len(text)}), actor="tool")],
         )
 

@@ -525,3 +525,72 @@ def test_bytes_output_is_stored_as_it_is_and_shown_as_the_graph_decodes_it(run: 
         f'<external_content source="tool:{chosen.name}" ref="{res["raw_ref"]}">\n{text}\n</external_content>'
     )
     assert "b'" not in shown.content
+
+
+def _counted_kv_set(ran: list[tuple[str, str]]) -> Any:
+    from langchain_core.tools import tool
+
+    @tool
+    def kv_set(key: str, value: str) -> str:
+        """Set a key of the key-value store (a side effect)."""
+        ran.append((key, value))
+        return f"stored {key}={value}"
+
+    return kv_set
+
+
+def test_runs_without_a_thread_id_are_conversations_of_their_own() -> None:
+    # the same call ids in two conversations: the second's calls run, nothing of the first answers them
+    ran: list[tuple[str, str]] = []
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"], task_id="first")
+    agent = create_agent(Seen().model(), [*TOOLS[:2], _counted_kv_set(ran)], middleware=[mw])
+    second = REQUEST.replace("key 'failed'", "key 'broken'")
+    for request in (REQUEST, second):
+        out = agent.invoke({"messages": [{"role": "user", "content": request}]})
+        assert out["messages"][-1].content == "Recorded: worker-271 failed."
+    assert ran == [("failed", "worker-271"), ("failed", "worker-271")]
+    tasks = sorted(mw.stores.events.task_ids(), key=lambda t: t != "first")  # the first conversation's first
+    assert len(tasks) == 2 and tasks[0] == "first" and re.fullmatch(r"agent-[0-9a-f]{12}", tasks[1])
+    for tid, request in zip(tasks, (REQUEST, second), strict=True):
+        events = mw.events(tid)
+        assert [e.kind for e in events].count("task.created") == 1
+        assert events[0].payload["original_request"] == request
+        results = [(e.payload["call_id"], e.actor) for e in events if e.kind == "tool.result.received"]
+        assert results == [("call-read", "tool"), ("call-set", "tool")]
+
+
+def test_no_approval_or_result_crosses_threads() -> None:
+    ran: list[tuple[str, str]] = []
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"], requires_approval=["kv_set"])
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"kv_set": True})
+    agent = create_agent(
+        Seen().model(), [*TOOLS[:2], _counted_kv_set(ran)], middleware=[mw, hitl], checkpointer=InMemorySaver()
+    )
+    a, b = {"configurable": {"thread_id": "A"}}, {"configurable": {"thread_id": "B"}}
+    agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, a)
+    agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), a)
+    assert ran == [("failed", "worker-271")]
+    # thread B makes the same calls (same ids): paused, with no approval recorded before its own decision
+    paused = agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, b)
+    assert paused["__interrupt__"]
+    perms = ("permission.requested", "permission.granted", "permission.denied")
+    assert [e.kind for e in mw.events("B") if e.kind in perms] == []
+    assert [e.payload["call_id"] for e in mw.events("B") if e.kind == "tool.result.received"] == ["call-read"]
+    agent.invoke(Command(resume={"decisions": [{"type": "reject", "message": "not in B"}]}), b)
+    assert ran == [("failed", "worker-271")]  # A's approval and result did not answer B's call
+    assert [(e.kind, e.payload["call_id"]) for e in mw.events("B") if e.kind in perms] == [
+        ("permission.requested", "call-set"),
+        ("permission.denied", "call-set"),
+    ]
+    res_b = next(
+        e.payload for e in mw.events("B") if e.kind == "tool.result.received" and e.payload["call_id"] == "call-set"
+    )
+    assert res_b["status"] == "denied" and "not in B" in res_b["result_summary"]
+    res_a = next(
+        e.payload for e in mw.events("A") if e.kind == "tool.result.received" and e.payload["call_id"] == "call-set"
+    )
+    assert res_a["status"] == "ok" and res_a["raw_ref"] != res_b.get("raw_ref")
+    assert [(e.kind, e.payload["call_id"]) for e in mw.events("A") if e.kind in perms] == [
+        ("permission.requested", "call-set"),
+        ("permission.granted", "call-set"),
+    ]
