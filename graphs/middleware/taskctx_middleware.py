@@ -12,6 +12,7 @@ nothing twice and runs no recorded tool call again.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -27,6 +28,7 @@ from langchain_core.runnables.config import ensure_config, var_child_runnable_co
 from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
+from langgraph.errors import GraphBubbleUp
 
 from context import Event, classify_result, compress_tool_result, extract_constraints, mask_secrets, new_event, replay
 from context.events import (
@@ -501,7 +503,7 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     # ---- tool calls ----------------------------------------------------------------------
     def _before_tool(self, request: Any) -> ToolMessage | None:
-        """Record the call (and its approval); a recorded result or a cut-off side effect answers it."""
+        """A recorded result, or for a cut-off side effect an error, answering the call (None: run it)."""
         cid, name, args = _as_run(request)
         tid = self.task_id(request.state)
         seen = self.stores.events.read(tid, kinds=["tool.called", "tool.result.received"])
@@ -514,8 +516,13 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
                 p = ToolResultReceived(call_id=cid, status="error", result_summary=text, raw_chars=len(text))
                 self._append(tid, [new_event("tool.result.received", p, actor="system")])
                 return self._shown(cid, name, p.model_dump())
-            return None
-        arguments = json.dumps(args, sort_keys=True, ensure_ascii=False)
+        return None
+
+    def _record_start(self, request: Any, args: dict[str, Any] | None = None) -> None:
+        """Record the call as it starts its run (and its approval: the approval step let it through)."""
+        cid, name, asked = _as_run(request)
+        tid = self.task_id(request.state)
+        arguments = json.dumps(asked if args is None else args, sort_keys=True, ensure_ascii=False, default=str)
         out: list[Event] = []
         if name in self.requires_approval:  # the call reached its run: the approval step let it through
             perm = PermissionEvent(call_id=cid, tool=name, arguments=arguments, reason="approved")
@@ -526,7 +533,71 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             call_id=cid, tool=name, arguments=arguments, thought=thought, has_side_effects=name in self.side_effects
         )
         self._append(tid, [*out, new_event("tool.called", called, actor="agent")])
-        return None
+
+    def _instrumented(self, request: Any, started: list[bool]) -> Any:
+        """The request whose tool notes its ``bytes`` and records the call when its run starts.
+
+        The call is recorded when the tool's function starts, not before the handler: a
+        ``HumanInTheLoopMiddleware`` inside this middleware (listed after it, ``per_call``)
+        decides in the handler, and a call it pauses or rejects never started. A tool without a
+        function of its own (or redirected by a reviewer) is recorded before the handler.
+        """
+        tool_ = request.tool
+        _, name, asked = _as_run(request)
+        if tool_ is None or tool_.name != name:
+            self._record_start(request)
+            started.append(True)
+            return request
+        copy = keeping_bytes(tool_)
+        func, coro = getattr(copy, "func", None), getattr(copy, "coroutine", None)
+        if copy is tool_ or (func is None and coro is None):
+            self._record_start(request)
+            started.append(True)
+            return request
+        fields = set(getattr(getattr(tool_, "tool_call_schema", None), "model_fields", None) or {}) | set(asked)
+
+        def start(kwargs: dict[str, Any]) -> None:
+            if not started:
+                started.append(True)
+                ran = {k: v for k, v in kwargs.items() if k in fields}
+                self._record_start(request, ran if ran or not asked else None)
+
+        update: dict[str, Any] = {}
+        if callable(func):
+            sync_func = func
+
+            @functools.wraps(sync_func)
+            def run(*a: Any, **kw: Any) -> Any:
+                start(kw)
+                return sync_func(*a, **kw)
+
+            update["func"] = run
+        if callable(coro):
+            async_func = coro
+
+            @functools.wraps(async_func)
+            async def arun(*a: Any, **kw: Any) -> Any:
+                start(kw)
+                return await async_func(*a, **kw)
+
+            update["coroutine"] = arun
+        return request.override(tool=copy.model_copy(update=update))
+
+    def _unstarted(self, request: Any, result: Any) -> Any:
+        """Record a gated call answered inside the handler without a run: a reviewer's rejection or answer."""
+        cid, name, args = _as_run(request)
+        text = message_text(result) if isinstance(result, ToolMessage) else ""
+        denied = isinstance(result, ToolMessage) and result.status == "error"
+        perm = PermissionEvent(call_id=cid, tool=name, arguments=json.dumps(args, sort_keys=True), reason=text[:500])
+        out: list[Event] = []
+        if name in self.requires_approval:
+            out.append(new_event("permission.requested", perm, actor="system"))
+            out.append(new_event("permission.denied" if denied else "permission.granted", perm, actor="user"))
+        p = ToolResultReceived(
+            call_id=cid, status="denied" if denied else "ok", result_summary=text, raw_chars=len(text)
+        )
+        written = self._append(self.task_id(request.state), [*out, new_event("tool.result.received", p, actor="user")])
+        return self._shown(cid, name, written[-1].payload, base=result if isinstance(result, ToolMessage) else None)
 
     def _after_tool(self, request: Any, result: Any, kept: Sequence[bytes] = ()) -> Any:
         """Store the output raw, record its result, and give the agent the compressed, quoted form.
@@ -610,12 +681,21 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         answered = self._before_tool(request)
         if answered is not None:
             return answered
+        started: list[bool] = []
         with bytes_kept() as kept:
             try:
-                out = handler(_keeping_bytes(request))
+                out = handler(self._instrumented(request, started))
+            except GraphBubbleUp:  # an interrupt (a reviewer's decision to come): not a result
+                raise
             except Exception as exc:  # recorded, then raised as the agent would have raised it
+                if not started:
+                    self._record_start(request)
                 self._failed(request, exc)
                 raise
+        if not started:  # answered inside the handler, the tool not run
+            if isinstance(out, ToolMessage) and _as_run(request)[1] in self.requires_approval:
+                return self._unstarted(request, out)  # a reviewer's rejection or answer
+            self._record_start(request)  # another middleware's answer: the call's result
         return self._after_tool(request, out, kept)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
@@ -633,12 +713,21 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         answered = self._before_tool(request)
         if answered is not None:
             return answered
+        started: list[bool] = []
         with bytes_kept() as kept:
             try:
-                out = await handler(_keeping_bytes(request))
+                out = await handler(self._instrumented(request, started))
+            except GraphBubbleUp:  # an interrupt (a reviewer's decision to come): not a result
+                raise
             except Exception as exc:  # recorded, then raised as the agent would have raised it
+                if not started:
+                    self._record_start(request)
                 self._failed(request, exc)
                 raise
+        if not started:  # answered inside the handler, the tool not run
+            if isinstance(out, ToolMessage) and _as_run(request)[1] in self.requires_approval:
+                return self._unstarted(request, out)  # a reviewer's rejection or answer
+            self._record_start(request)  # another middleware's answer: the call's result
         return self._after_tool(request, out, kept)
 
     def _read_artifact_tool(self) -> BaseTool:
@@ -670,13 +759,6 @@ def _as_run(request: Any) -> tuple[str, str, dict[str, Any]]:
     if isinstance(edit, dict) and isinstance(edit.get("args"), dict):
         return cid, str(edit.get("name") or tc["name"]), dict(edit["args"])
     return cid, tc["name"], dict(tc.get("args") or {})
-
-
-def _keeping_bytes(request: Any) -> Any:
-    """The request with its tool copied to note ``bytes`` output (:func:`keeping_bytes`)."""
-    if request.tool is None:
-        return request
-    return request.override(tool=keeping_bytes(request.tool))
 
 
 def _tool_name(t: BaseTool | dict[str, Any]) -> str:

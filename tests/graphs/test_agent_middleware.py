@@ -594,3 +594,45 @@ def test_no_approval_or_result_crosses_threads() -> None:
         ("permission.requested", "call-set"),
         ("permission.granted", "call-set"),
     ]
+
+
+@pytest.mark.parametrize("order", ["taskctx-first", "hitl-first"])
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+def test_a_per_call_review_is_recorded_only_once_decided(order: str, decision: str) -> None:
+    # HITL's per_call mode pauses inside its wrap_tool_call: listed after the middleware, the
+    # pause happens inside the middleware's handler; nothing is recorded for the call until decided
+    ran: list[tuple[str, str]] = []
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"], requires_approval=["kv_set"])
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"kv_set": True}, interrupt_mode="per_call")
+    middleware = [mw, hitl] if order == "taskctx-first" else [hitl, mw]
+    agent = create_agent(
+        Seen().model(), [*TOOLS[:2], _counted_kv_set(ran)], middleware=middleware, checkpointer=InMemorySaver()
+    )
+    cfg = {"configurable": {"thread_id": "pc"}}
+    assert agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, cfg)["__interrupt__"]
+    assert [e.kind for e in mw.events("pc")][4:] == ["context.built"]
+    answer = {"type": "approve"} if decision == "approve" else {"type": "reject", "message": "not now"}
+    out = agent.invoke(Command(resume=answer), cfg)
+    assert out["messages"][-1].content == "Recorded: worker-271 failed."
+    kinds = [(e.kind, e.payload.get("call_id")) for e in mw.events("pc")][5:9]
+    res = next(
+        e.payload for e in mw.events("pc") if e.kind == "tool.result.received" and e.payload["call_id"] == "call-set"
+    )
+    if decision == "approve":
+        assert ran == [("failed", "worker-271")]
+        assert kinds == [
+            ("permission.requested", "call-set"),
+            ("permission.granted", "call-set"),
+            ("tool.called", "call-set"),
+            ("tool.result.received", "call-set"),
+        ]
+        assert res["status"] == "ok" and "stored failed=worker-271" in res["result_summary"]
+    else:
+        assert ran == []
+        assert kinds == [
+            ("permission.requested", "call-set"),
+            ("permission.denied", "call-set"),
+            ("tool.result.received", "call-set"),
+            ("context.built", None),
+        ]
+        assert res["status"] == "denied" and "not now" in res["result_summary"]
