@@ -12,19 +12,23 @@ nothing twice and runs no recorded tool call again.
 
 from __future__ import annotations
 
+import functools
 import json
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, NotRequired
 
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables.config import ensure_config, var_child_runnable_config
 from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
+from langgraph.errors import GraphBubbleUp
 
 from context import Event, classify_result, compress_tool_result, extract_constraints, mask_secrets, new_event, replay
 from context.events import (
@@ -44,6 +48,7 @@ from nodes.prompt_parts import prompt_text
 from nodes.runtime import provider_of, usage_of
 from nodes.tools import as_names
 from nodes.tools.builtin import READ_ARTIFACT_SCHEMA, read_artifact
+from nodes.tools.tool_bytes import bytes_kept, keeping_bytes
 
 from .prompt import AGENT_ROLE, PromptInputs, agent_prompt, message_text, system_text
 
@@ -54,6 +59,16 @@ INTERRUPTED = (
     "The call {call_id} of {tool} was interrupted while it ran (the process stopped) and is not run "
     "again: it has side effects. Check its effect before calling it again."
 )
+
+
+#: The agent state's key of the task of a run without a ``thread_id`` (private to the middleware).
+TASK_KEY = "taskctx_task_id"
+
+
+class TaskContextState(AgentState):  # type: ignore[type-arg]
+    """The agent's state, with the task of a run without a ``thread_id``."""
+
+    taskctx_task_id: NotRequired[Annotated[str, PrivateStateAttr]]
 
 
 def _open_stores(db: str) -> Any:
@@ -81,9 +96,12 @@ def _thread_id() -> str | None:
 class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     """taskctx's context machinery for a ``create_agent`` / ``create_deep_agent`` agent.
 
-    Put it first in ``middleware=[...]``, after a ``HumanInTheLoopMiddleware`` (so a reviewer's
-    edit reaches it). Each thread (``thread_id``) is one task of the log.
+    Put it first in ``middleware=[...]``, before or after a ``HumanInTheLoopMiddleware`` (a
+    reviewer's edit is recorded as it ran in either order). Each thread (``thread_id``) is one
+    task of the log.
     """
+
+    state_schema = TaskContextState
 
     def __init__(
         self,
@@ -151,19 +169,39 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self.keep_last = keep_last
         self.low_water = low_water
         self.default_task_id = task_id or f"agent-{uuid.uuid4().hex[:12]}"
+        self._given: set[str] = set()  # the tasks given to conversations without a thread_id
+        self._lock = threading.Lock()
         self.tools: list[BaseTool] = [self._read_artifact_tool()]
 
     # ---- public helpers -------------------------------------------------------------------
     def task_id(self, state: Any = None) -> str:
-        """The task a call belongs to: the run's ``thread_id``, else the middleware's task id.
+        """The task a call belongs to: the run's ``thread_id``, else its conversation's task id.
+
+        A run without a ``thread_id`` is a conversation of its own: :meth:`before_agent` gives it
+        a task (the middleware's ``task_id`` for the first, a new ``agent-<hex>`` id for each
+        later one) and keeps it in the agent's state, so nothing recorded in one conversation
+        answers a call or stands for an approval in another.
 
         Args:
-            state: Unused (the agent's state); kept for hook symmetry.
+            state: The agent's state (its task, when the run has no ``thread_id``).
 
         Returns:
             The task id.
         """
-        return _thread_id() or self.default_task_id
+        tid = _thread_id()
+        if tid:
+            return tid
+        own = state.get(TASK_KEY) if isinstance(state, dict) else None
+        return str(own) if own else self.default_task_id
+
+    def _new_conversation(self) -> str:
+        """The task of a run without a ``thread_id`` that starts a conversation."""
+        with self._lock:
+            tid = self.default_task_id
+            if tid in self._given or self.stores.events.read(tid, limit=1):
+                tid = f"agent-{uuid.uuid4().hex[:12]}"
+            self._given.add(tid)
+            return tid
 
     def events(self, task_id: str) -> list[Event]:
         """The task's event log, in order.
@@ -212,14 +250,18 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             runtime: The LangGraph runtime.
 
         Returns:
-            None (the state is unchanged).
+            None, or for a run without a ``thread_id`` that starts a conversation, its task
+            (kept in the agent's state: :meth:`task_id`).
         """
-        tid = self.task_id()
+        update = None
+        if not _thread_id() and not state.get(TASK_KEY):
+            update = {TASK_KEY: self._new_conversation()}
+        tid = self.task_id(update or state)
         self._ensure_task(tid, state.get("messages") or [])
         last = self.stores.events.read(tid, after=max(0, self.stores.events.last_seq(tid) - 1))
         if last and last[-1].kind == "task.completed":
             self._append(tid, [new_event("resume.started", ResumeStarted(node=AGENT_ROLE), actor="user")])
-        return None
+        return update
 
     def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Record ``task.completed`` when the agent answered (its last message calls no tool).
@@ -234,7 +276,7 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         messages = state.get("messages") or []
         if not messages or not isinstance(messages[-1], AIMessage) or messages[-1].tool_calls:
             return None
-        tid = self.task_id()
+        tid = self.task_id(state)
         last = self.stores.events.read(tid, after=max(0, self.stores.events.last_seq(tid) - 1))
         if not last or last[-1].kind != "task.completed":  # (a resume re-running this hook records it once)
             done = TaskCompleted(summary=message_text(messages[-1])[:2_000])
@@ -294,9 +336,32 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             out.append(new_event("tool.result.received", result, actor="user"))
         return out
 
+    def check_tools(self, tools: Iterable[BaseTool | dict[str, Any]]) -> None:
+        """Check that ``side_effects`` and ``requires_approval`` name only the agent's tools.
+
+        The agent's tools are first known at its first model call (the request's tools): the
+        middleware checks them there, before it records the call.
+
+        Args:
+            tools: The agent's tools (LangChain tools, or OpenAI-format tool dicts).
+
+        Raises:
+            ValueError: A name is not one of the agent's tools (naming it and the agent's tools).
+        """
+        known = {_tool_name(t) for t in tools} - {"read_artifact"}
+        for argument, names in (("side_effects", self.side_effects), ("requires_approval", self.requires_approval)):
+            unknown = [n for n in dict.fromkeys(names) if n not in known]
+            if unknown:
+                which = "is not one of" if len(unknown) == 1 else "are not among"
+                raise ValueError(
+                    f"{argument} names {', '.join(map(repr, unknown))}, which {which} the agent's tools "
+                    f"({', '.join(sorted(known)) or 'none'}); fix the name"
+                )
+
     def _prepare(self, request: ModelRequest) -> tuple[ModelRequest, dict[str, Any]]:
         """The request with taskctx's prompt, and what recording its ``context.built`` needs."""
-        tid = self.task_id()
+        self.check_tools(request.tools)
+        tid = self.task_id(request.state)
         self._ensure_task(tid, request.messages)
         events = self.events(tid)
         answers = self._answers(tid, request.messages, events)
@@ -403,6 +468,8 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         Raises:
             BudgetError: The request's fixed part (system message, tool schemas, core layer) does
                 not fit the budget.
+            ValueError: ``side_effects`` or ``requires_approval`` names a tool the agent does not
+                have (:meth:`check_tools`); nothing of the call is recorded.
         """
         new, pending = self._prepare(request)
         token = self._traced(pending)
@@ -436,10 +503,9 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     # ---- tool calls ----------------------------------------------------------------------
     def _before_tool(self, request: Any) -> ToolMessage | None:
-        """Record the call (and its approval); a recorded result or a cut-off side effect answers it."""
-        tc = request.tool_call
-        cid, name, args = tc.get("id") or "", tc["name"], dict(tc.get("args") or {})
-        tid = self.task_id()
+        """A recorded result, or for a cut-off side effect an error, answering the call (None: run it)."""
+        cid, name, args = _as_run(request)
+        tid = self.task_id(request.state)
         seen = self.stores.events.read(tid, kinds=["tool.called", "tool.result.received"])
         done = next((e.payload for e in seen if e.kind == "tool.result.received" and e.payload["call_id"] == cid), None)
         if done is not None:  # a resume re-runs the tool node: the recorded result answers
@@ -450,8 +516,13 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
                 p = ToolResultReceived(call_id=cid, status="error", result_summary=text, raw_chars=len(text))
                 self._append(tid, [new_event("tool.result.received", p, actor="system")])
                 return self._shown(cid, name, p.model_dump())
-            return None
-        arguments = json.dumps(args, sort_keys=True, ensure_ascii=False)
+        return None
+
+    def _record_start(self, request: Any, args: dict[str, Any] | None = None) -> None:
+        """Record the call as it starts its run (and its approval: the approval step let it through)."""
+        cid, name, asked = _as_run(request)
+        tid = self.task_id(request.state)
+        arguments = json.dumps(asked if args is None else args, sort_keys=True, ensure_ascii=False, default=str)
         out: list[Event] = []
         if name in self.requires_approval:  # the call reached its run: the approval step let it through
             perm = PermissionEvent(call_id=cid, tool=name, arguments=arguments, reason="approved")
@@ -462,17 +533,88 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             call_id=cid, tool=name, arguments=arguments, thought=thought, has_side_effects=name in self.side_effects
         )
         self._append(tid, [*out, new_event("tool.called", called, actor="agent")])
-        return None
 
-    def _after_tool(self, request: Any, result: Any) -> Any:
-        """Store the output raw, record its result, and give the agent the compressed, quoted form."""
-        tc = request.tool_call
-        cid, name, args = tc.get("id") or "", tc["name"], dict(tc.get("args") or {})
+    def _instrumented(self, request: Any, started: list[bool]) -> Any:
+        """The request whose tool notes its ``bytes`` and records the call when its run starts.
+
+        The call is recorded when the tool's function starts, not before the handler: a
+        ``HumanInTheLoopMiddleware`` inside this middleware (listed after it, ``per_call``)
+        decides in the handler, and a call it pauses or rejects never started. A tool without a
+        function of its own (or redirected by a reviewer) is recorded before the handler.
+        """
+        tool_ = request.tool
+        _, name, asked = _as_run(request)
+        if tool_ is None or tool_.name != name:
+            self._record_start(request)
+            started.append(True)
+            return request
+        copy = keeping_bytes(tool_)
+        func, coro = getattr(copy, "func", None), getattr(copy, "coroutine", None)
+        if copy is tool_ or (func is None and coro is None):
+            self._record_start(request)
+            started.append(True)
+            return request
+        fields = set(getattr(getattr(tool_, "tool_call_schema", None), "model_fields", None) or {}) | set(asked)
+
+        def start(kwargs: dict[str, Any]) -> None:
+            if not started:
+                started.append(True)
+                ran = {k: v for k, v in kwargs.items() if k in fields}
+                self._record_start(request, ran if ran or not asked else None)
+
+        update: dict[str, Any] = {}
+        if callable(func):
+            sync_func = func
+
+            @functools.wraps(sync_func)
+            def run(*a: Any, **kw: Any) -> Any:
+                start(kw)
+                return sync_func(*a, **kw)
+
+            update["func"] = run
+        if callable(coro):
+            async_func = coro
+
+            @functools.wraps(async_func)
+            async def arun(*a: Any, **kw: Any) -> Any:
+                start(kw)
+                return await async_func(*a, **kw)
+
+            update["coroutine"] = arun
+        return request.override(tool=copy.model_copy(update=update))
+
+    def _unstarted(self, request: Any, result: Any) -> Any:
+        """Record a gated call answered inside the handler without a run: a reviewer's rejection or answer."""
+        cid, name, args = _as_run(request)
+        text = message_text(result) if isinstance(result, ToolMessage) else ""
+        denied = isinstance(result, ToolMessage) and result.status == "error"
+        perm = PermissionEvent(call_id=cid, tool=name, arguments=json.dumps(args, sort_keys=True), reason=text[:500])
+        out: list[Event] = []
+        if name in self.requires_approval:
+            out.append(new_event("permission.requested", perm, actor="system"))
+            out.append(new_event("permission.denied" if denied else "permission.granted", perm, actor="user"))
+        p = ToolResultReceived(
+            call_id=cid, status="denied" if denied else "ok", result_summary=text, raw_chars=len(text)
+        )
+        written = self._append(self.task_id(request.state), [*out, new_event("tool.result.received", p, actor="user")])
+        return self._shown(cid, name, written[-1].payload, base=result if isinstance(result, ToolMessage) else None)
+
+    def _after_tool(self, request: Any, result: Any, kept: Sequence[bytes] = ()) -> Any:
+        """Store the output raw, record its result, and give the agent the compressed, quoted form.
+
+        ``kept``: the ``bytes`` the tool returned (stored as they are; the text is their UTF-8
+        decoding, undecodable bytes as U+FFFD, as the graph's LangChain tools record them).
+        """
+        cid, name, args = _as_run(request)
         if not isinstance(result, ToolMessage):  # a Command: its update goes through as the tool made it
-            self._command_result(cid, result)
+            self._command_result(self.task_id(request.state), cid, result)
             return result
-        raw = result.content if isinstance(result.content, str) else json.dumps(result.content, ensure_ascii=False)
-        ref = self.env.artifacts.put(raw)
+        if kept and result.status != "error":
+            raw = kept[-1].decode("utf-8", "replace")
+            ref = self.env.artifacts.put(kept[-1])
+        else:
+            raw = result.content if isinstance(result.content, str) else json.dumps(result.content, ensure_ascii=False)
+            ref = self.env.artifacts.put(raw)
         path = args.get("path") or args.get("file_path")
         comp = compress_tool_result(raw, classify_result(name, args), ref, path=path if isinstance(path, str) else None)
         p = ToolResultReceived(
@@ -483,10 +625,10 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             raw_chars=len(raw),
             compressed=comp.compressed,
         )
-        written = self._append(self.task_id(), [new_event("tool.result.received", p, actor="tool")])
+        written = self._append(self.task_id(request.state), [new_event("tool.result.received", p, actor="tool")])
         return self._shown(cid, name, written[0].payload, base=result)
 
-    def _command_result(self, cid: str, command: Any) -> None:
+    def _command_result(self, tid: str, cid: str, command: Any) -> None:
         """Record the tool message a tool's ``Command`` carries (shown as it is: not compressed)."""
         update = getattr(command, "update", None)
         msgs = update.get("messages", []) if isinstance(update, dict) else []
@@ -501,14 +643,14 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             raw_ref=self.env.artifacts.put(raw),
             raw_chars=len(raw),
         )
-        self._append(self.task_id(), [new_event("tool.result.received", p, actor="tool")])
+        self._append(tid, [new_event("tool.result.received", p, actor="tool")])
 
     def _failed(self, request: Any, exc: Exception) -> None:
         """Record a call whose tool raised: an error result, so a resume answers it from the log."""
         text = f"{type(exc).__name__}: {exc}"
         p = ToolResultReceived(call_id=request.tool_call.get("id") or "", status="error", result_summary=text)
         self._append(
-            self.task_id(),
+            self.task_id(request.state),
             [new_event("tool.result.received", p.model_copy(update={"raw_chars": len(text)}), actor="tool")],
         )
 
@@ -523,7 +665,9 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         """Record the call and its result; the agent gets the output compressed, quoted, with its ref.
 
-        ``read_artifact`` (the middleware's own tool) is shown whole and not stored again.
+        ``read_artifact`` (the middleware's own tool) is shown whole and not stored again. A tool
+        that returns ``bytes`` has them stored as they are, its text their UTF-8 decoding
+        (undecodable bytes as U+FFFD), as the graph's LangChain tools record them.
 
         Args:
             request: The tool call request (``ToolCallRequest``).
@@ -537,12 +681,22 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         answered = self._before_tool(request)
         if answered is not None:
             return answered
-        try:
-            out = handler(request)
-        except Exception as exc:  # recorded, then raised as the agent would have raised it
-            self._failed(request, exc)
-            raise
-        return self._after_tool(request, out)
+        started: list[bool] = []
+        with bytes_kept() as kept:
+            try:
+                out = handler(self._instrumented(request, started))
+            except GraphBubbleUp:  # an interrupt (a reviewer's decision to come): not a result
+                raise
+            except Exception as exc:  # recorded, then raised as the agent would have raised it
+                if not started:
+                    self._record_start(request)
+                self._failed(request, exc)
+                raise
+        if not started:  # answered inside the handler, the tool not run
+            if isinstance(out, ToolMessage) and _as_run(request)[1] in self.requires_approval:
+                return self._unstarted(request, out)  # a reviewer's rejection or answer
+            self._record_start(request)  # another middleware's answer: the call's result
+        return self._after_tool(request, out, kept)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         """Async :meth:`wrap_tool_call`.
@@ -559,12 +713,22 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         answered = self._before_tool(request)
         if answered is not None:
             return answered
-        try:
-            out = await handler(request)
-        except Exception as exc:  # recorded, then raised as the agent would have raised it
-            self._failed(request, exc)
-            raise
-        return self._after_tool(request, out)
+        started: list[bool] = []
+        with bytes_kept() as kept:
+            try:
+                out = await handler(self._instrumented(request, started))
+            except GraphBubbleUp:  # an interrupt (a reviewer's decision to come): not a result
+                raise
+            except Exception as exc:  # recorded, then raised as the agent would have raised it
+                if not started:
+                    self._record_start(request)
+                self._failed(request, exc)
+                raise
+        if not started:  # answered inside the handler, the tool not run
+            if isinstance(out, ToolMessage) and _as_run(request)[1] in self.requires_approval:
+                return self._unstarted(request, out)  # a reviewer's rejection or answer
+            self._record_start(request)  # another middleware's answer: the call's result
+        return self._after_tool(request, out, kept)
 
     def _read_artifact_tool(self) -> BaseTool:
         env = self.env
@@ -576,6 +740,32 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             return out.output if out.status == "ok" else f"error: {out.output}"
 
         return read_artifact_tool
+
+
+#: The agent state's key where ``HumanInTheLoopMiddleware`` keeps a reviewer's edits, by call id.
+HITL_EDITS = "hitl_edited_tool_calls"
+
+
+def _as_run(request: Any) -> tuple[str, str, dict[str, Any]]:
+    """The call id, tool and arguments the call runs with: a reviewer's edit, if one replaced it.
+
+    ``HumanInTheLoopMiddleware`` substitutes an ``edit`` decision in its ``wrap_tool_call``, so a
+    middleware outside it would see the model's call, not the one that runs.
+    """
+    tc = request.tool_call
+    cid = tc.get("id") or ""
+    state = request.state if isinstance(request.state, dict) else {}
+    edit = (state.get(HITL_EDITS) or {}).get(cid) if cid else None
+    if isinstance(edit, dict) and isinstance(edit.get("args"), dict):
+        return cid, str(edit.get("name") or tc["name"]), dict(edit["args"])
+    return cid, tc["name"], dict(tc.get("args") or {})
+
+
+def _tool_name(t: BaseTool | dict[str, Any]) -> str:
+    """A tool's name: a LangChain tool's ``.name``, or an OpenAI-format dict's."""
+    if isinstance(t, BaseTool):
+        return t.name
+    return str((t.get("function") or {}).get("name") or t.get("name") or "")
 
 
 def _thought(state: Any, call_id: str) -> str:

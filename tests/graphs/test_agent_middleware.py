@@ -130,6 +130,36 @@ def test_side_effects_of_another_type_are_refused_by_name() -> None:
         TaskContextMiddleware(":memory:", requires_approval=[3])  # type: ignore[list-item]
 
 
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        (
+            {"side_effects": ["kv_sett"]},
+            "side_effects names 'kv_sett', which is not one of the agent's tools (kv_get, kv_set, read_log); "
+            "fix the name",
+        ),
+        (
+            {"side_effects": "kv_set", "requires_approval": ["kv_set", "kv_del", "rm"]},
+            "requires_approval names 'kv_del', 'rm', which are not among the agent's tools "
+            "(kv_get, kv_set, read_log); fix the name",
+        ),
+    ],
+    ids=["side-effects", "requires-approval"],
+)
+def test_unknown_tool_names_are_refused_at_the_first_model_call(kw: dict[str, Any], message: str) -> None:
+    # the agent's tools are known at its first model call: refused there, before the call is recorded
+    mw = TaskContextMiddleware(":memory:", **kw)
+    seen = Seen()
+    with pytest.raises(ValueError) as err:
+        _agent(mw, seen).invoke(
+            {"messages": [{"role": "user", "content": REQUEST}]}, {"configurable": {"thread_id": "u"}}
+        )
+    assert str(err.value) == message
+    assert seen.prompts == []
+    assert [e.kind for e in mw.events("u")] == ["task.created"]
+    assert mw.events("u")[0].payload["original_request"] == REQUEST
+
+
 def test_the_budget_covers_system_tool_schemas_and_messages() -> None:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
@@ -400,17 +430,209 @@ def test_a_tool_that_raises_is_recorded_and_not_run_again_on_resume() -> None:
     assert runs == ["app"]
 
 
-def test_an_edited_call_is_recorded_as_it_ran() -> None:
-    # HumanInTheLoopMiddleware substitutes the reviewer's edit in its wrap_tool_call: listed
-    # before TaskContextMiddleware, the edit reaches the middleware and the log records it
+@pytest.mark.parametrize("order", ["hitl-first", "taskctx-first"])
+def test_an_edited_call_runs_and_is_recorded_as_edited(order: str) -> None:
+    # HumanInTheLoopMiddleware substitutes the reviewer's edit in its wrap_tool_call: in either
+    # order the tool runs with the edit and the log records the call as it ran
+    from langchain_core.tools import tool
+
+    ran: list[tuple[str, str]] = []
+
+    @tool
+    def kv_set(key: str, value: str) -> str:
+        """Set a key of the key-value store (a side effect)."""
+        ran.append((key, value))
+        return f"stored {key}={value}"
+
     mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"], requires_approval=["kv_set"])
     hitl = HumanInTheLoopMiddleware(interrupt_on={"kv_set": True})
-    agent = create_agent(Seen().model(), TOOLS, middleware=[hitl, mw], checkpointer=InMemorySaver())
+    middleware = [hitl, mw] if order == "hitl-first" else [mw, hitl]
+    agent = create_agent(Seen().model(), [*TOOLS[:2], kv_set], middleware=middleware, checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "edit"}}
     agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, cfg)
+    assert ran == []
     edit = {"type": "edit", "edited_action": {"name": "kv_set", "args": {"key": "failed", "value": "worker-271 (oom)"}}}
-    agent.invoke(Command(resume={"decisions": [edit]}), cfg)
+    out = agent.invoke(Command(resume={"decisions": [edit]}), cfg)
+    assert ran == [("failed", "worker-271 (oom)")]
     events = mw.events("edit")
+    assert [(e.kind, e.payload.get("call_id")) for e in events][4:9] == [
+        ("context.built", None),
+        ("permission.requested", "call-set"),
+        ("permission.granted", "call-set"),
+        ("tool.called", "call-set"),
+        ("tool.result.received", "call-set"),
+    ]
     called = next(e.payload for e in events if e.kind == "tool.called" and e.payload["call_id"] == "call-set")
     granted = next(e.payload for e in events if e.kind == "permission.granted")
+    assert (called["tool"], called["has_side_effects"]) == ("kv_set", True)
     assert called["arguments"] == granted["arguments"] == '{"key": "failed", "value": "worker-271 (oom)"}'
+    result = next(e.payload for e in events if e.kind == "tool.result.received" and e.payload["call_id"] == "call-set")
+    assert result["status"] == "ok" and "stored failed=worker-271 (oom)" in result["result_summary"]
+    assert out["messages"][-1].content == "Recorded: worker-271 failed."
+
+
+def _one_call(name: str, args: dict[str, Any]) -> ScriptedChatModel:
+    """A model that calls ``name`` once (call id ``call-1``), then answers "done"."""
+
+    def one(messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
+        if any(isinstance(m, ToolMessage) for m in messages):
+            return AIMessage(content="done")
+        return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": "call-1", "type": "tool_call"}])
+
+    return ScriptedChatModel(script={}, fallback={"agent": one, "*": one})
+
+
+#: Non-UTF-8 bytes (a lone 0xff, a cut-off sequence) around CJK text in UTF-8.
+BLOB = b"\xff\xfe head \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\xe3\x81\xae\xe3\x83\xad\xe3\x82\xb0 tail \xe6\x97"
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_bytes_output_is_stored_as_it_is_and_shown_as_the_graph_decodes_it(run: str) -> None:
+    import asyncio
+
+    from langchain_core.tools import tool
+
+    from nodes.tools.langchain_tools import LangChainTools
+
+    @tool
+    def dump(name: str) -> bytes:
+        """Dump a binary record by name."""
+        return BLOB
+
+    @tool
+    async def adump(name: str) -> bytes:
+        """Dump a binary record by name."""
+        return BLOB
+
+    chosen = dump if run == "sync" else adump
+    mw = TaskContextMiddleware(":memory:")
+    agent = create_agent(_one_call(chosen.name, {"name": "r"}), [chosen], middleware=[mw])
+    cfg = {"configurable": {"thread_id": "bytes"}}
+    if run == "sync":
+        out = agent.invoke({"messages": [{"role": "user", "content": "Dump r."}]}, cfg)
+    else:
+        out = asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": "Dump r."}]}, cfg))
+    text = "\ufffd\ufffd head 日本語のログ tail \ufffd"
+    assert BLOB.decode("utf-8", "replace") == text
+    # the graph's LangChain tools record the same output the same way
+    graph = LangChainTools([dump]).execute("c", "dump", {"name": "r"})
+    assert (graph.output, graph.raw) == (text, BLOB)
+    res = next(e.payload for e in mw.events("bytes") if e.kind == "tool.result.received")
+    assert (res["status"], res["result_summary"], res["raw_chars"], res["compressed"]) == ("ok", text, 21, False)
+    assert mw.stores.artifacts.get(res["raw_ref"]) == BLOB
+    shown = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert shown.content == (
+        f'<external_content source="tool:{chosen.name}" ref="{res["raw_ref"]}">\n{text}\n</external_content>'
+    )
+    assert "b'" not in shown.content
+
+
+def _counted_kv_set(ran: list[tuple[str, str]]) -> Any:
+    from langchain_core.tools import tool
+
+    @tool
+    def kv_set(key: str, value: str) -> str:
+        """Set a key of the key-value store (a side effect)."""
+        ran.append((key, value))
+        return f"stored {key}={value}"
+
+    return kv_set
+
+
+def test_runs_without_a_thread_id_are_conversations_of_their_own() -> None:
+    # the same call ids in two conversations: the second's calls run, nothing of the first answers them
+    ran: list[tuple[str, str]] = []
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"], task_id="first")
+    agent = create_agent(Seen().model(), [*TOOLS[:2], _counted_kv_set(ran)], middleware=[mw])
+    second = REQUEST.replace("key 'failed'", "key 'broken'")
+    for request in (REQUEST, second):
+        out = agent.invoke({"messages": [{"role": "user", "content": request}]})
+        assert out["messages"][-1].content == "Recorded: worker-271 failed."
+    assert ran == [("failed", "worker-271"), ("failed", "worker-271")]
+    tasks = sorted(mw.stores.events.task_ids(), key=lambda t: t != "first")  # the first conversation's first
+    assert len(tasks) == 2 and tasks[0] == "first" and re.fullmatch(r"agent-[0-9a-f]{12}", tasks[1])
+    for tid, request in zip(tasks, (REQUEST, second), strict=True):
+        events = mw.events(tid)
+        assert [e.kind for e in events].count("task.created") == 1
+        assert events[0].payload["original_request"] == request
+        results = [(e.payload["call_id"], e.actor) for e in events if e.kind == "tool.result.received"]
+        assert results == [("call-read", "tool"), ("call-set", "tool")]
+
+
+def test_no_approval_or_result_crosses_threads() -> None:
+    ran: list[tuple[str, str]] = []
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"], requires_approval=["kv_set"])
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"kv_set": True})
+    agent = create_agent(
+        Seen().model(), [*TOOLS[:2], _counted_kv_set(ran)], middleware=[mw, hitl], checkpointer=InMemorySaver()
+    )
+    a, b = {"configurable": {"thread_id": "A"}}, {"configurable": {"thread_id": "B"}}
+    agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, a)
+    agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), a)
+    assert ran == [("failed", "worker-271")]
+    # thread B makes the same calls (same ids): paused, with no approval recorded before its own decision
+    paused = agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, b)
+    assert paused["__interrupt__"]
+    perms = ("permission.requested", "permission.granted", "permission.denied")
+    assert [e.kind for e in mw.events("B") if e.kind in perms] == []
+    assert [e.payload["call_id"] for e in mw.events("B") if e.kind == "tool.result.received"] == ["call-read"]
+    agent.invoke(Command(resume={"decisions": [{"type": "reject", "message": "not in B"}]}), b)
+    assert ran == [("failed", "worker-271")]  # A's approval and result did not answer B's call
+    assert [(e.kind, e.payload["call_id"]) for e in mw.events("B") if e.kind in perms] == [
+        ("permission.requested", "call-set"),
+        ("permission.denied", "call-set"),
+    ]
+    res_b = next(
+        e.payload for e in mw.events("B") if e.kind == "tool.result.received" and e.payload["call_id"] == "call-set"
+    )
+    assert res_b["status"] == "denied" and "not in B" in res_b["result_summary"]
+    res_a = next(
+        e.payload for e in mw.events("A") if e.kind == "tool.result.received" and e.payload["call_id"] == "call-set"
+    )
+    assert res_a["status"] == "ok" and res_a["raw_ref"] != res_b.get("raw_ref")
+    assert [(e.kind, e.payload["call_id"]) for e in mw.events("A") if e.kind in perms] == [
+        ("permission.requested", "call-set"),
+        ("permission.granted", "call-set"),
+    ]
+
+
+@pytest.mark.parametrize("order", ["taskctx-first", "hitl-first"])
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+def test_a_per_call_review_is_recorded_only_once_decided(order: str, decision: str) -> None:
+    # HITL's per_call mode pauses inside its wrap_tool_call: listed after the middleware, the
+    # pause happens inside the middleware's handler; nothing is recorded for the call until decided
+    ran: list[tuple[str, str]] = []
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"], requires_approval=["kv_set"])
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"kv_set": True}, interrupt_mode="per_call")
+    middleware = [mw, hitl] if order == "taskctx-first" else [hitl, mw]
+    agent = create_agent(
+        Seen().model(), [*TOOLS[:2], _counted_kv_set(ran)], middleware=middleware, checkpointer=InMemorySaver()
+    )
+    cfg = {"configurable": {"thread_id": "pc"}}
+    assert agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, cfg)["__interrupt__"]
+    assert [e.kind for e in mw.events("pc")][4:] == ["context.built"]
+    answer = {"type": "approve"} if decision == "approve" else {"type": "reject", "message": "not now"}
+    out = agent.invoke(Command(resume=answer), cfg)
+    assert out["messages"][-1].content == "Recorded: worker-271 failed."
+    kinds = [(e.kind, e.payload.get("call_id")) for e in mw.events("pc")][5:9]
+    res = next(
+        e.payload for e in mw.events("pc") if e.kind == "tool.result.received" and e.payload["call_id"] == "call-set"
+    )
+    if decision == "approve":
+        assert ran == [("failed", "worker-271")]
+        assert kinds == [
+            ("permission.requested", "call-set"),
+            ("permission.granted", "call-set"),
+            ("tool.called", "call-set"),
+            ("tool.result.received", "call-set"),
+        ]
+        assert res["status"] == "ok" and "stored failed=worker-271" in res["result_summary"]
+    else:
+        assert ran == []
+        assert kinds == [
+            ("permission.requested", "call-set"),
+            ("permission.denied", "call-set"),
+            ("tool.result.received", "call-set"),
+            ("context.built", None),
+        ]
+        assert res["status"] == "denied" and "not now" in res["result_summary"]
