@@ -289,7 +289,7 @@ def check_messages(pairs: list[tuple[Any, dict[str, Any]]], log: list[dict[str, 
         whole = whole + c
     assert whole.content == "Shout hello at once."
     assert [(t["name"], t["args"], t["id"]) for t in whole.tool_calls] == [("shout", {"text": "hello"}, "c1")]
-    plan_call = calls[("planner", 0)]
+    plan_call = calls[("planner", 1)]
     summed = plan_call[0]
     for c in plan_call[1:]:
         summed = summed + c
