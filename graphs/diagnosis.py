@@ -22,6 +22,7 @@ from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, TaskctxError
 from context.models import SCHEMA_VERSION
 from context.store import REPAIR_TEXT
 from context.verify import check_artifacts, check_events, clock_steps
+from nodes.attempts import attempt_of
 from nodes.runtime import PARTS
 
 __all__ = [
@@ -116,6 +117,23 @@ def _compare(state: TaskContext, events: list[Any]) -> list[str]:
     ]
 
 
+def _behind(tup: Any, cursor: int, past: list[Any]) -> list[str]:
+    """The latest checkpoint (``tup``, folded ``cursor`` events) is older than events ``past`` its
+    cursor that node runs on a later checkpoint recorded: one LangGraph no longer loads as the
+    latest (its id, a time, sorts below this one's after a clock step back)."""
+    later = [e for e in past if (a := attempt_of(e.causation_id)) is not None and a[0] > cursor]
+    if not later:
+        return []
+    e = later[0]
+    cid = tup.config["configurable"].get("checkpoint_id")
+    return [
+        f"checkpoint: the latest one ({cid}) has folded {cursor} events, but seq {e.seq} ({e.kind}) and after "
+        f"were recorded by node runs on a later checkpoint that sorts below it: LangGraph names checkpoints by "
+        "the time of the clock that wrote them and loads the greatest, so a run on a clock that was ahead "
+        "(then set back) hides the checkpoints written after it; resume would continue from the older one"
+    ]
+
+
 def _missing(cursor: int, last: int) -> list[str]:
     n = cursor - last
     return [
@@ -171,7 +189,7 @@ def _diagnose(
     if artifacts:
         out += check_artifacts(stores.artifacts, events)
     if state is not None and not bad and not any(f.startswith("event log:") for f in out):
-        out += _compare(state, events)
+        out += _compare(state, events) or _behind(tup, state.events.cursor, events[state.events.cursor :])
     elif state is not None:  # damage does not hide an altered row the checkpoint disagrees with
         out += _compare_damaged(state, events, bad)
     return out, checked
@@ -295,7 +313,7 @@ def _quick(stores: Any, checkpointer: Any, task_id: str) -> tuple[TaskContext | 
         tail = stores.events.read(task_id, after=cursor)
     except DamagedStoreError as exc:
         return None, [*out, *exc.problems], checked
-    out += check_events(tail, after=cursor)
+    out += check_events(tail, after=cursor) or _behind(checked.checkpoint, cursor, tail)
     if out:
         return None, out, checked
     try:
