@@ -36,6 +36,7 @@ __all__ = [
     "unshowable",
     "quick_diagnose",
     "quick_state",
+    "unstarted_damage",
 ]
 
 #: Checkpoint metadata key set on every checkpoint of a task that has a registry row when it runs
@@ -350,7 +351,7 @@ def ensure_sound(stores: Any, checkpointer: Any, task_id: str, *, full: bool = T
         what = f"task {task_id!r} is damaged: {found[0]}{more}"
         block = unshowable(stores, task_id)
         shown = block is None
-        if block is not None and block not in found[:1]:
+        if block is not None and block not in found[:1] and "holds no event" not in block:
             what += f", among them {block.removeprefix('event log: ')}"
         raise DamagedStoreError(f"{what}; {REPAIR_TEXT}", found, task_id=task_id, what=what, inspectable=shown)
     return checked
@@ -385,6 +386,8 @@ def unshowable(stores: Any, task_id: str) -> str | None:
         return exc.problems[0]
     except Exception as exc:  # noqa: BLE001 - any failure there is a refusal of inspect too
         return f"event log: cannot be read ({type(exc).__name__})"
+    if not events:
+        return "event log: holds no event to show"
     for e in events:
         try:
             PAYLOAD_MODELS[e.kind].model_validate(e.payload)
@@ -408,7 +411,25 @@ def judged(exc: DamagedStoreError, stores: Any) -> DamagedStoreError:
         return exc
     block = unshowable(stores, exc.task_id)
     exc.inspectable = block is None
-    if block is not None and block not in exc.problems:
+    if block is not None and block not in exc.problems and "holds no event" not in block:
         exc.problems.append(block)
         exc.what = f"{exc.what}, and {block.removeprefix('event log: ')}"
     return exc
+
+
+def unstarted_damage(stores: Any, checkpointer: Any, task_id: str) -> list[str]:
+    """What :func:`diagnose` finds about a registered task whose log holds no event.
+
+    Such a task is "not started" only when no checkpoint has folded an event: a checkpoint
+    that has (every event row deleted) is damage, as ``doctor`` and ``resume`` judge it, and
+    ``inspect``, ``list`` and ``report`` say so instead of "not started".
+
+    Args:
+        stores: The task's stores.
+        checkpointer: The project's checkpointer (None: no checkpoint to compare).
+        task_id: The task.
+
+    Returns:
+        The findings; empty for a task that has truly not started.
+    """
+    return diagnose(stores, checkpointer, task_id, artifacts=False)
