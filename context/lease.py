@@ -302,7 +302,8 @@ class TaskLeases:
         try:
             yield
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite ends it itself on some errors (a full disk): keep that error
+                conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
 

@@ -11,7 +11,25 @@ from typing import Any
 from .db_schema import TASKCTX_TABLES, not_taskctx_message, schema_sql
 from .errors import NotTaskctxDatabaseError, StoreOpenError
 
-__all__ = ["SqliteDb", "connect_readonly", "read_only_media", "sqlite_tables"]
+__all__ = ["LOCK_WAIT_SECONDS", "SqliteDb", "connect_readonly", "read_only_media", "rollback", "sqlite_tables"]
+
+#: Seconds a connection waits for another one's lock on the file before "database is locked".
+LOCK_WAIT_SECONDS = 30
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back ``conn``'s open transaction; nothing when SQLite ended it already.
+
+    SQLite rolls a transaction back itself on some errors (``SQLITE_FULL``: the disk is full),
+    and a ``ROLLBACK`` then fails with "no transaction is active", an error that would hide the
+    real one.
+
+    Args:
+        conn: An autocommit connection (``isolation_level=None``).
+    """
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
 
 _SCHEMA = schema_sql(bigint="INTEGER", blob="BLOB")
 
@@ -48,7 +66,9 @@ class SqliteDb:
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            self.conn = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=LOCK_WAIT_SECONDS
+            )
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.executescript(_SCHEMA)
@@ -131,7 +151,7 @@ def connect_readonly(path: str) -> sqlite3.Connection:
 
 def _connect_uri(p: Path, query: str) -> sqlite3.Connection:
     return sqlite3.connect(
-        p.resolve().as_uri() + query, uri=True, check_same_thread=False, isolation_level=None, timeout=30
+        p.resolve().as_uri() + query, uri=True, check_same_thread=False, isolation_level=None, timeout=LOCK_WAIT_SECONDS
     )
 
 

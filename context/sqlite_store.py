@@ -20,7 +20,7 @@ from .events import Event
 from .lease import TaskLeases, fence
 from .lineage import Lineage, chained, chained_count, lineage_of_row
 from .secrets import masked_bytes, masked_events
-from .sqlite_db import SqliteDb
+from .sqlite_db import LOCK_WAIT_SECONDS, SqliteDb, rollback
 from .store import (
     checked_artifact,
     contiguous,
@@ -127,7 +127,7 @@ class EventLog:
                     conn.execute("INSERT INTO taskctx_events VALUES (?,?,?,?,?,?,?,?,?)", event_row(task_id, e))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                rollback(conn)
                 raise
             note_append(self._db.path, self, task_id, out[-1].seq)
         return out
@@ -151,7 +151,7 @@ class EventLog:
                     conn.execute("DELETE FROM taskctx_events WHERE task_id = ?", (task_id,))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                rollback(conn)
                 raise
             if lone:
                 self._lineage.pop(task_id, None)
@@ -462,7 +462,7 @@ class SqliteStores:
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         """A new connection to the file, closed at the end (the leases' own, one per use)."""
-        conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=LOCK_WAIT_SECONDS)
         try:
             yield conn
         finally:

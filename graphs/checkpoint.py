@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import enum
 import sqlite3
+import threading
 import typing
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
+from uuid import UUID
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
@@ -23,6 +25,7 @@ __all__ = [
     "adopt_checkpoint_serde",
     "checkpoint_serde",
     "checkpoint_types",
+    "keep_ids_after",
     "open_readonly_checkpointer",
     "prune_thread",
 ]
@@ -142,6 +145,35 @@ def prune_thread(checkpointer: Any, thread_id: str) -> bool:
     return True
 
 
+def keep_ids_after(checkpoint_id: str | None) -> None:
+    """Make the checkpoint ids LangGraph issues next in this process sort after ``checkpoint_id``.
+
+    LangGraph names a checkpoint by a UUIDv6 of ``time.time_ns()`` (``langgraph.checkpoint.base.id``,
+    monotonic within one process only) and every saver loads a thread's greatest id as its latest.
+    A run on a clock that was ahead (1 h fast, then corrected) leaves ids a later run on the
+    right clock would sort below: its checkpoints would never load again. After this call the
+    next ids count on from ``checkpoint_id``'s time (one 100 ns tick each) until the clock passes it.
+
+    Args:
+        checkpoint_id: A stored checkpoint's id; None, or an id that is not a UUIDv6, changes nothing.
+    """
+    from langgraph.checkpoint.base import id as ids
+
+    try:
+        u = UUID(str(checkpoint_id))
+    except ValueError:
+        return
+    if u.version != 6:
+        return
+    stamp = (((u.int >> 80) & 0xFFFFFFFFFFFF) << 12) | ((u.int >> 64) & 0x0FFF)
+    with _IDS_LOCK:
+        if ids._last_v6_timestamp is None or ids._last_v6_timestamp < stamp:
+            ids._last_v6_timestamp = stamp
+
+
+_IDS_LOCK = threading.Lock()
+
+
 class ThreadedAsyncSaver:
     """The async methods of a LangGraph checkpointer, each running the saver's sync method in a worker thread.
 
@@ -149,7 +181,17 @@ class ThreadedAsyncSaver:
     serve ``invoke``/``stream`` and ``ainvoke``/``astream`` alike: the sync method runs in
     ``asyncio.to_thread``, so the event loop never waits on the database. The saver's own lock
     (SQLite) or connection pool (Postgres) serialises or bounds the calls, as under ``invoke``.
+
+    Its ``get_tuple`` also keeps the ids of the checkpoints written next above the one it loads
+    (:func:`keep_ids_after`), so a run on a clock behind the last run's still writes the thread's latest.
     """
+
+    def get_tuple(self, config: Any) -> Any:
+        """The saver's ``get_tuple``; the next checkpoint ids of this process sort after the loaded one's."""
+        tup = super().get_tuple(config)  # type: ignore[misc]
+        if tup is not None:
+            keep_ids_after(tup.config["configurable"].get("checkpoint_id"))
+        return tup
 
     async def aget_tuple(self, config: Any) -> Any:
         """``get_tuple`` in a worker thread."""

@@ -22,6 +22,7 @@ from context import PAYLOAD_MODELS, DamagedStoreError, TaskContext, TaskctxError
 from context.models import SCHEMA_VERSION
 from context.store import REPAIR_TEXT
 from context.verify import check_artifacts, check_events, clock_steps
+from nodes.attempts import attempt_of
 from nodes.runtime import PARTS
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "unshowable",
     "quick_diagnose",
     "quick_state",
+    "unstarted_damage",
 ]
 
 #: Checkpoint metadata key set on every checkpoint of a task that has a registry row when it runs
@@ -116,6 +118,23 @@ def _compare(state: TaskContext, events: list[Any]) -> list[str]:
     ]
 
 
+def _behind(tup: Any, cursor: int, past: list[Any]) -> list[str]:
+    """The latest checkpoint (``tup``, folded ``cursor`` events) is older than events ``past`` its
+    cursor that node runs on a later checkpoint recorded: one LangGraph no longer loads as the
+    latest (its id, a time, sorts below this one's after a clock step back)."""
+    later = [e for e in past if (a := attempt_of(e.causation_id)) is not None and a[0] > cursor]
+    if not later:
+        return []
+    e = later[0]
+    cid = tup.config["configurable"].get("checkpoint_id")
+    return [
+        f"checkpoint: the latest one ({cid}) has folded {cursor} events, but seq {e.seq} ({e.kind}) and after "
+        f"were recorded by node runs on a later checkpoint that sorts below it: LangGraph names checkpoints by "
+        "the time of the clock that wrote them and loads the greatest, so a run on a clock that was ahead "
+        "(then set back) hides the checkpoints written after it; resume would continue from the older one"
+    ]
+
+
 def _missing(cursor: int, last: int) -> list[str]:
     n = cursor - last
     return [
@@ -171,7 +190,7 @@ def _diagnose(
     if artifacts:
         out += check_artifacts(stores.artifacts, events)
     if state is not None and not bad and not any(f.startswith("event log:") for f in out):
-        out += _compare(state, events)
+        out += _compare(state, events) or _behind(tup, state.events.cursor, events[state.events.cursor :])
     elif state is not None:  # damage does not hide an altered row the checkpoint disagrees with
         out += _compare_damaged(state, events, bad)
     return out, checked
@@ -295,7 +314,7 @@ def _quick(stores: Any, checkpointer: Any, task_id: str) -> tuple[TaskContext | 
         tail = stores.events.read(task_id, after=cursor)
     except DamagedStoreError as exc:
         return None, [*out, *exc.problems], checked
-    out += check_events(tail, after=cursor)
+    out += check_events(tail, after=cursor) or _behind(checked.checkpoint, cursor, tail)
     if out:
         return None, out, checked
     try:
@@ -332,7 +351,7 @@ def ensure_sound(stores: Any, checkpointer: Any, task_id: str, *, full: bool = T
         what = f"task {task_id!r} is damaged: {found[0]}{more}"
         block = unshowable(stores, task_id)
         shown = block is None
-        if block is not None and block not in found[:1]:
+        if block is not None and block not in found[:1] and "holds no event" not in block:
             what += f", among them {block.removeprefix('event log: ')}"
         raise DamagedStoreError(f"{what}; {REPAIR_TEXT}", found, task_id=task_id, what=what, inspectable=shown)
     return checked
@@ -367,6 +386,8 @@ def unshowable(stores: Any, task_id: str) -> str | None:
         return exc.problems[0]
     except Exception as exc:  # noqa: BLE001 - any failure there is a refusal of inspect too
         return f"event log: cannot be read ({type(exc).__name__})"
+    if not events:
+        return "event log: holds no event to show"
     for e in events:
         try:
             PAYLOAD_MODELS[e.kind].model_validate(e.payload)
@@ -390,7 +411,25 @@ def judged(exc: DamagedStoreError, stores: Any) -> DamagedStoreError:
         return exc
     block = unshowable(stores, exc.task_id)
     exc.inspectable = block is None
-    if block is not None and block not in exc.problems:
+    if block is not None and block not in exc.problems and "holds no event" not in block:
         exc.problems.append(block)
         exc.what = f"{exc.what}, and {block.removeprefix('event log: ')}"
     return exc
+
+
+def unstarted_damage(stores: Any, checkpointer: Any, task_id: str) -> list[str]:
+    """What :func:`diagnose` finds about a registered task whose log holds no event.
+
+    Such a task is "not started" only when no checkpoint has folded an event: a checkpoint
+    that has (every event row deleted) is damage, as ``doctor`` and ``resume`` judge it, and
+    ``inspect``, ``list`` and ``report`` say so instead of "not started".
+
+    Args:
+        stores: The task's stores.
+        checkpointer: The project's checkpointer (None: no checkpoint to compare).
+        task_id: The task.
+
+    Returns:
+        The findings; empty for a task that has truly not started.
+    """
+    return diagnose(stores, checkpointer, task_id, artifacts=False)

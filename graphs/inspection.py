@@ -12,7 +12,7 @@ from typing import Any
 from context import PAYLOAD_MODELS, DamagedStoreError, Event, TaskContext, TaskInfo, find_task, replay
 from context.verify import check_events
 
-from .diagnosis import quick_state, unshowable
+from .diagnosis import ensure_sound, quick_state, unshowable
 
 __all__ = ["BUILT_FIELDS", "VIEW_KINDS", "TaskView", "UnshowableTaskError", "inspect_task"]
 
@@ -132,6 +132,8 @@ def inspect_task(stores: Any, checkpointer: Any, task_id: str, *, full: bool = F
     Raises:
         UnknownTaskError: Neither the registry nor the log knows the task.
         UnshowableTaskError: The task is too damaged to show.
+        DamagedStoreError: A registered task with no event whose checkpoint has folded events
+            (its rows were deleted), as ``doctor`` and ``resume`` judge it.
     """
     damage: list[str] = []
     info: TaskInfo | None = None
@@ -145,6 +147,7 @@ def inspect_task(stores: Any, checkpointer: Any, task_id: str, *, full: bool = F
     except DamagedStoreError as exc:  # reported with what is left
         damage = list(exc.problems)
     if info is not None and not info.started:  # registered; its first node failed before it recorded anything
+        ensure_sound(stores, checkpointer, task_id)  # a checkpoint that has folded events the log lost: damage
         return TaskView(task_id, None, spec=info.spec or {}, input_state=_input_state(checkpointer, task_id))
     quick = quick_state(stores, checkpointer, task_id) if not (full or damage) else None
     if quick is not None and quick[0] is not None:

@@ -86,9 +86,19 @@ class ProjectViews:
         """Every task of the database, the most recent activity first (damaged ones marked).
 
         Returns:
-            One :class:`context.TaskInfo` per task (:func:`context.list_tasks`).
+            One :class:`context.TaskInfo` per task (:func:`context.list_tasks`); a registered task
+            with no event whose checkpoint has folded events is damaged
+            (:func:`graphs.diagnosis.unstarted_damage`), not "not started".
         """
-        return list_tasks(self.stores)
+        from dataclasses import replace
+
+        from .diagnosis import unstarted_damage
+
+        out = []
+        for t in list_tasks(self.stores):
+            found = [] if t.started or t.damage else unstarted_damage(self.stores, self.checkpointer, t.task_id)
+            out.append(replace(t, status="damaged", damage=tuple(found)) if found else t)
+        return out
 
     def export(self, task_id: str, out: str | Path = DEFAULT_OUT) -> Path:
         """Write a task's run files to ``<out>/<task_id>/`` (:func:`graphs.runner.export_run`).

@@ -7,6 +7,7 @@ library error; :func:`event_printer` prints a run's events; :func:`finish` ends 
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sqlite3
@@ -31,6 +32,7 @@ from context import (
     UnknownTaskError,
 )
 from context.pg_store import is_postgres_url
+from context.sqlite_db import LOCK_WAIT_SECONDS
 from context.text import counted
 from nodes.runtime import DEFAULT_BUDGET
 
@@ -192,9 +194,43 @@ def describe(exc: BaseException, db: str, task_id: str | None = None, out: Path 
         return damage_line(exc, db)
     if isinstance(exc, TaskctxError):
         return str(exc)
+    if disk_full(exc):
+        again = _again(db, task_id, out)
+        return (
+            f"database {db} cannot be written: the disk that holds it is full ({exc}); every event recorded "
+            f"before is kept (nothing half written); free space on that file system, then run {again}"
+        )
+    if isinstance(exc, sqlite3.OperationalError) and "database is locked" in str(exc):
+        again = _again(db, task_id, out)
+        return (
+            f"database {db} is locked: another program has held a lock on the file for longer than the "
+            f"{LOCK_WAIT_SECONDS} s wait (find it with `fuser {db}` or `lsof {db}`); nothing was lost; once it "
+            f"lets go, run {again}: retrying continues"
+        )
     if isinstance(exc, sqlite3.Error):
         return f"database {db} cannot be used: {exc}; check that the file and its folder are writable, or pass another --db"
     return f"{exc}; check the path and its permissions"
+
+
+def _again(db: str, task_id: str | None, out: Path | None) -> str:
+    """``the command again``, and the ``taskctx resume`` that continues ``task_id`` (when known)."""
+    if not task_id:
+        return "the command again"
+    return f"the command again (`{command_hint('resume', task_id, db, out)}` continues the task)"
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk is full: SQLite's ``SQLITE_FULL`` or an ``OSError`` ``ENOSPC``.
+
+    Args:
+        exc: The error.
+
+    Returns:
+        True for "database or disk is full" (SQLite) and "No space left on device" (a file write).
+    """
+    if isinstance(exc, sqlite3.Error):
+        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "database or disk is full" in str(exc)
+    return isinstance(exc, OSError) and exc.errno == errno.ENOSPC
 
 
 def _budget_line(exc: BudgetError, db: str, task_id: str, out: Path | None) -> str:

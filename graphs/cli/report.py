@@ -10,6 +10,7 @@ import typer
 
 from context import DamagedStoreError, TaskctxError, UnknownTaskError, find_task
 
+from ..diagnosis import ensure_sound
 from ..project import DEFAULT_DB, open_project
 from ..report.hints import command_hint, damage_line
 from ..report.page import write_report
@@ -48,6 +49,7 @@ def report_command(
             try:
                 info = find_task(project.stores, task_id)  # the one answer to "which tasks exist" (and its error)
                 if not info.started:
+                    ensure_sound(project.stores, project.checkpointer, task_id)  # events the log lost: damage
                     raise UnknownTaskError(
                         f"task {task_id!r} in {project.path} has not started (registered, no events): nothing to "
                         f"report yet; continue it with `{command_hint('resume', task_id, db)}`"

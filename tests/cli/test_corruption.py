@@ -610,3 +610,66 @@ def test_inspect_json_carries_the_damage_and_exits_as_doctor(copy_of: str, damag
             "damage": {"findings": [f"event log: {what}"], "inspectable": False, "message": line},
         }
         assert res.stderr.splitlines()[-1] == f"error: {line}"
+
+
+def test_every_event_row_deleted_is_damage_to_every_command(copy_of: str, tmp_path: Path) -> None:
+    """The log lost all its rows, the checkpoint has folded 13 events: ``inspect`` (text and
+    JSON), ``list`` and ``report`` judge it as ``doctor`` and ``resume`` do, never "not started"."""
+    db = copy_of
+    _sql("DELETE FROM taskctx_events")(db)
+    finding = (
+        "event log: ends at seq 0 but the checkpoint has folded 13 events: the last 13 events are missing from the log"
+    )
+    line = (
+        f"task 'cor-1' is damaged: {finding}; run `taskctx doctor cor-1{_db_opt(db)}` for every finding; restore "
+        "the database from a backup, or start the task again under a new --task-id; inspect cannot show it either"
+    )
+    doctor = _invoke(["doctor", "cor-1", "--db", db])
+    assert doctor.exit_code == 2 and doctor.output.splitlines()[:2] == ["task cor-1: 1 problem", f"  - {finding}"]
+    resume = _invoke(["resume", "cor-1", "--db", db, "--out", str(tmp_path / "runs")])
+    assert resume.exit_code == 2 and _one_line_error(resume) == f"error: {line}"
+    shown = _invoke(["inspect", "cor-1", "--db", db])
+    assert shown.exit_code == 2 and shown.output == f"error: {line}\n"
+    js = _invoke(["inspect", "cor-1", "--db", db, "--json"])
+    assert js.exit_code == 2 and js.stderr == f"error: {line}\n"
+    assert json.loads(js.stdout) == {
+        "task_id": "cor-1",
+        "state": None,
+        "damage": {"findings": [finding], "inspectable": False, "message": line},
+    }
+    listed = _invoke(["list", "--db", db, "--json"])
+    assert listed.exit_code == 0
+    (row,) = json.loads(listed.stdout)
+    assert (row["status"], row["events"], row["damaged"]) == ("damaged", 0, [finding])
+    table = _invoke(["list", "--db", db])
+    assert "not started" not in table.output
+    assert table.output.splitlines()[-1] == f"task cor-1 is damaged: {finding}; see `taskctx doctor cor-1{_db_opt(db)}`"
+    report = _invoke(["report", "cor-1", "--db", db, "--html", str(tmp_path / "r.html")])
+    assert report.exit_code == 2 and report.output == f"error: {line}\n"
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_the_events_table_dropped_is_one_judgement(copy_of: str, tmp_path: Path) -> None:
+    """The table gone: every command names the damage with the same line. (On Postgres the resume
+    re-creates the table empty: from then on it is the case of every row deleted, judged alike.)"""
+    db = copy_of
+    _sql("DROP TABLE taskctx_events")(db)
+    if "://" in db:
+        assert _invoke(["resume", "cor-1", "--db", db, "--out", str(tmp_path / "runs")]).exit_code == 2
+        test_every_event_row_deleted_is_damage_to_every_command(db, tmp_path)
+        return
+    outs = {
+        cmd[0] + ("-json" if "--json" in cmd else ""): _invoke(cmd)
+        for cmd in (
+            ["doctor", "cor-1", "--db", db],
+            ["resume", "cor-1", "--db", db, "--out", str(tmp_path / "runs")],
+            ["inspect", "cor-1", "--db", db],
+            ["inspect", "cor-1", "--db", db, "--json"],
+            ["list", "--db", db],
+            ["report", "cor-1", "--db", db, "--html", str(tmp_path / "r.html")],
+        )
+    }
+    lines = {k: _one_line_error(r) for k, r in outs.items()}
+    assert {r.exit_code for r in outs.values()} == {2}
+    assert len(set(lines.values())) == 1, lines
+    assert "table taskctx_events is missing" in lines["doctor"] and "restore it from a backup" in lines["doctor"]
