@@ -7,6 +7,7 @@ store, pinned request, compressed tool output with refs, budget and manifests
 """
 
 from .prompt import AGENT_ROLE, MIDDLEWARE_RULE
-from .taskctx_middleware import INTERRUPTED, TaskContextMiddleware
+from .taskctx_middleware import TaskContextMiddleware
+from .tool_calls import INTERRUPTED
 
 __all__ = ["AGENT_ROLE", "INTERRUPTED", "MIDDLEWARE_RULE", "TaskContextMiddleware"]

@@ -12,7 +12,6 @@ nothing twice and runs no recorded tool call again.
 
 from __future__ import annotations
 
-import functools
 import json
 import threading
 import time
@@ -25,40 +24,31 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables.config import ensure_config, var_child_runnable_config
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
-from langgraph.errors import GraphBubbleUp
 
-from context import Event, classify_result, compress_tool_result, extract_constraints, mask_secrets, new_event, replay
+from context import Event, extract_constraints, new_event, replay
 from context.events import (
     ContextBuilt,
     PermissionEvent,
     ResumeStarted,
     TaskCompleted,
     TaskCreated,
-    ToolCalled,
     ToolResultReceived,
 )
 from context.models import SCHEMA_VERSION
 from context.pg_store import is_postgres_url
 from context.tokens import TokenCounter
-from nodes import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, cached_prefix_tokens, fingerprints, quote_external
+from nodes import DEFAULT_BUDGET, DEFAULT_RESERVE, NodeEnv, cached_prefix_tokens, fingerprints
 from nodes.prompt_parts import prompt_text
 from nodes.runtime import provider_of, usage_of
 from nodes.tools import as_names
-from nodes.tools.builtin import READ_ARTIFACT_SCHEMA, read_artifact
-from nodes.tools.tool_bytes import bytes_kept, keeping_bytes
 
 from .prompt import AGENT_ROLE, PromptInputs, agent_prompt, message_text, system_text
+from .tool_calls import ToolCallRecording
 
 __all__ = ["TaskContextMiddleware"]
-
-#: The message a side-effecting call gets when it was cut off mid-run (it is never run twice).
-INTERRUPTED = (
-    "The call {call_id} of {tool} was interrupted while it ran (the process stopped) and is not run "
-    "again: it has side effects. Check its effect before calling it again."
-)
 
 
 #: The agent state's key of the task of a run without a ``thread_id`` (private to the middleware).
@@ -93,7 +83,7 @@ def _thread_id() -> str | None:
     return str(tid) if tid else None
 
 
-class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore[type-arg]
     """taskctx's context machinery for a ``create_agent`` / ``create_deep_agent`` agent.
 
     Put it first in ``middleware=[...]``, before or after a ``HumanInTheLoopMiddleware`` (a
@@ -501,280 +491,12 @@ class TaskContextMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self._record_call(request, pending, response, int((time.perf_counter() - t0) * 1000))
         return response
 
-    # ---- tool calls ----------------------------------------------------------------------
-    def _before_tool(self, request: Any) -> ToolMessage | None:
-        """A recorded result, or for a cut-off side effect an error, answering the call (None: run it)."""
-        cid, name, args = _as_run(request)
-        tid = self.task_id(request.state)
-        seen = self.stores.events.read(tid, kinds=["tool.called", "tool.result.received"])
-        done = next((e.payload for e in seen if e.kind == "tool.result.received" and e.payload["call_id"] == cid), None)
-        if done is not None:  # a resume re-runs the tool node: the recorded result answers
-            return self._shown(cid, name, done)
-        if any(e.kind == "tool.called" and e.payload["call_id"] == cid for e in seen):
-            if name in self.side_effects:
-                text = INTERRUPTED.format(call_id=cid, tool=name)
-                p = ToolResultReceived(call_id=cid, status="error", result_summary=text, raw_chars=len(text))
-                self._append(tid, [new_event("tool.result.received", p, actor="system")])
-                return self._shown(cid, name, p.model_dump())
-        return None
-
-    def _record_start(self, request: Any, args: dict[str, Any] | None = None) -> None:
-        """Record the call as it starts its run (and its approval: the approval step let it through)."""
-        cid, name, asked = _as_run(request)
-        tid = self.task_id(request.state)
-        arguments = json.dumps(asked if args is None else args, sort_keys=True, ensure_ascii=False, default=str)
-        out: list[Event] = []
-        if name in self.requires_approval:  # the call reached its run: the approval step let it through
-            perm = PermissionEvent(call_id=cid, tool=name, arguments=arguments, reason="approved")
-            out += [new_event("permission.requested", perm, actor="system")]
-            out += [new_event("permission.granted", perm, actor="user")]
-        thought = _thought(request.state, cid)
-        called = ToolCalled(
-            call_id=cid, tool=name, arguments=arguments, thought=thought, has_side_effects=name in self.side_effects
-        )
-        self._append(tid, [*out, new_event("tool.called", called, actor="agent")])
-
-    def _instrumented(self, request: Any, started: list[bool]) -> Any:
-        """The request whose tool notes its ``bytes`` and records the call when its run starts.
-
-        The call is recorded when the tool's function starts, not before the handler: a
-        ``HumanInTheLoopMiddleware`` inside this middleware (listed after it, ``per_call``)
-        decides in the handler, and a call it pauses or rejects never started. A tool without a
-        function of its own (or redirected by a reviewer) is recorded before the handler.
-        """
-        tool_ = request.tool
-        _, name, asked = _as_run(request)
-        if tool_ is None or tool_.name != name:
-            self._record_start(request)
-            started.append(True)
-            return request
-        copy = keeping_bytes(tool_)
-        func, coro = getattr(copy, "func", None), getattr(copy, "coroutine", None)
-        if copy is tool_ or (func is None and coro is None):
-            self._record_start(request)
-            started.append(True)
-            return request
-        fields = set(getattr(getattr(tool_, "tool_call_schema", None), "model_fields", None) or {}) | set(asked)
-
-        def start(kwargs: dict[str, Any]) -> None:
-            if not started:
-                started.append(True)
-                ran = {k: v for k, v in kwargs.items() if k in fields}
-                self._record_start(request, ran if ran or not asked else None)
-
-        update: dict[str, Any] = {}
-        if callable(func):
-            sync_func = func
-
-            @functools.wraps(sync_func)
-            def run(*a: Any, **kw: Any) -> Any:
-                start(kw)
-                return sync_func(*a, **kw)
-
-            update["func"] = run
-        if callable(coro):
-            async_func = coro
-
-            @functools.wraps(async_func)
-            async def arun(*a: Any, **kw: Any) -> Any:
-                start(kw)
-                return await async_func(*a, **kw)
-
-            update["coroutine"] = arun
-        return request.override(tool=copy.model_copy(update=update))
-
-    def _unstarted(self, request: Any, result: Any) -> Any:
-        """Record a gated call answered inside the handler without a run: a reviewer's rejection or answer."""
-        cid, name, args = _as_run(request)
-        text = message_text(result) if isinstance(result, ToolMessage) else ""
-        denied = isinstance(result, ToolMessage) and result.status == "error"
-        perm = PermissionEvent(call_id=cid, tool=name, arguments=json.dumps(args, sort_keys=True), reason=text[:500])
-        out: list[Event] = []
-        if name in self.requires_approval:
-            out.append(new_event("permission.requested", perm, actor="system"))
-            out.append(new_event("permission.denied" if denied else "permission.granted", perm, actor="user"))
-        p = ToolResultReceived(
-            call_id=cid, status="denied" if denied else "ok", result_summary=text, raw_chars=len(text)
-        )
-        written = self._append(self.task_id(request.state), [*out, new_event("tool.result.received", p, actor="user")])
-        return self._shown(cid, name, written[-1].payload, base=result if isinstance(result, ToolMessage) else None)
-
-    def _after_tool(self, request: Any, result: Any, kept: Sequence[bytes] = ()) -> Any:
-        """Store the output raw, record its result, and give the agent the compressed, quoted form.
-
-        ``kept``: the ``bytes`` the tool returned (stored as they are; the text is their UTF-8
-        decoding, undecodable bytes as U+FFFD, as the graph's LangChain tools record them).
-        """
-        cid, name, args = _as_run(request)
-        if not isinstance(result, ToolMessage):  # a Command: its update goes through as the tool made it
-            self._command_result(self.task_id(request.state), cid, result)
-            return result
-        if kept and result.status != "error":
-            raw = kept[-1].decode("utf-8", "replace")
-            ref = self.env.artifacts.put(kept[-1])
-        else:
-            raw = result.content if isinstance(result.content, str) else json.dumps(result.content, ensure_ascii=False)
-            ref = self.env.artifacts.put(raw)
-        path = args.get("path") or args.get("file_path")
-        comp = compress_tool_result(raw, classify_result(name, args), ref, path=path if isinstance(path, str) else None)
-        p = ToolResultReceived(
-            call_id=cid,
-            status="error" if result.status == "error" else "ok",
-            result_summary=comp.text,
-            raw_ref=ref,
-            raw_chars=len(raw),
-            compressed=comp.compressed,
-        )
-        written = self._append(self.task_id(request.state), [new_event("tool.result.received", p, actor="tool")])
-        return self._shown(cid, name, written[0].payload, base=result)
-
-    def _command_result(self, tid: str, cid: str, command: Any) -> None:
-        """Record the tool message a tool's ``Command`` carries (shown as it is: not compressed)."""
-        update = getattr(command, "update", None)
-        msgs = update.get("messages", []) if isinstance(update, dict) else []
-        tm = next((m for m in msgs if isinstance(m, ToolMessage) and m.tool_call_id == cid), None)
-        if tm is None:
-            return
-        raw = message_text(tm)
-        p = ToolResultReceived(
-            call_id=cid,
-            status="error" if tm.status == "error" else "ok",
-            result_summary=raw,
-            raw_ref=self.env.artifacts.put(raw),
-            raw_chars=len(raw),
-        )
-        self._append(tid, [new_event("tool.result.received", p, actor="tool")])
-
-    def _failed(self, request: Any, exc: Exception) -> None:
-        """Record a call whose tool raised: an error result, so a resume answers it from the log."""
-        text = f"{type(exc).__name__}: {exc}"
-        p = ToolResultReceived(call_id=request.tool_call.get("id") or "", status="error", result_summary=text)
-        self._append(
-            self.task_id(request.state),
-            [new_event("tool.result.received", p.model_copy(update={"raw_chars": len(text)}), actor="tool")],
-        )
-
-    def _shown(self, cid: str, name: str, p: dict[str, Any], base: ToolMessage | None = None) -> ToolMessage:
-        """The tool message the agent keeps: the recorded prompt form, quoted, with its ref."""
-        text = quote_external(mask_secrets(p["result_summary"]).text, source=f"tool:{name}", ref=p.get("raw_ref"))
-        status = "error" if p["status"] != "ok" else "success"
-        if base is not None:
-            return base.model_copy(update={"content": text, "status": status})
-        return ToolMessage(content=text, tool_call_id=cid, name=name, status=status)
-
-    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        """Record the call and its result; the agent gets the output compressed, quoted, with its ref.
-
-        ``read_artifact`` (the middleware's own tool) is shown whole and not stored again. A tool
-        that returns ``bytes`` has them stored as they are, its text their UTF-8 decoding
-        (undecodable bytes as U+FFFD), as the graph's LangChain tools record them.
-
-        Args:
-            request: The tool call request (``ToolCallRequest``).
-            handler: The next handler (the tool's run).
-
-        Returns:
-            The tool message (or the tool's ``Command``).
-        """
-        if request.tool_call["name"] == "read_artifact":
-            return handler(request)
-        answered = self._before_tool(request)
-        if answered is not None:
-            return answered
-        started: list[bool] = []
-        with bytes_kept() as kept:
-            try:
-                out = handler(self._instrumented(request, started))
-            except GraphBubbleUp:  # an interrupt (a reviewer's decision to come): not a result
-                raise
-            except Exception as exc:  # recorded, then raised as the agent would have raised it
-                if not started:
-                    self._record_start(request)
-                self._failed(request, exc)
-                raise
-        if not started:  # answered inside the handler, the tool not run
-            if isinstance(out, ToolMessage) and _as_run(request)[1] in self.requires_approval:
-                return self._unstarted(request, out)  # a reviewer's rejection or answer
-            self._record_start(request)  # another middleware's answer: the call's result
-        return self._after_tool(request, out, kept)
-
-    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        """Async :meth:`wrap_tool_call`.
-
-        Args:
-            request: The tool call request.
-            handler: The next handler (the tool's run).
-
-        Returns:
-            The tool message (or the tool's ``Command``).
-        """
-        if request.tool_call["name"] == "read_artifact":
-            return await handler(request)
-        answered = self._before_tool(request)
-        if answered is not None:
-            return answered
-        started: list[bool] = []
-        with bytes_kept() as kept:
-            try:
-                out = await handler(self._instrumented(request, started))
-            except GraphBubbleUp:  # an interrupt (a reviewer's decision to come): not a result
-                raise
-            except Exception as exc:  # recorded, then raised as the agent would have raised it
-                if not started:
-                    self._record_start(request)
-                self._failed(request, exc)
-                raise
-        if not started:  # answered inside the handler, the tool not run
-            if isinstance(out, ToolMessage) and _as_run(request)[1] in self.requires_approval:
-                return self._unstarted(request, out)  # a reviewer's rejection or answer
-            self._record_start(request)  # another middleware's answer: the call's result
-        return self._after_tool(request, out, kept)
-
-    def _read_artifact_tool(self) -> BaseTool:
-        env = self.env
-
-        @tool("read_artifact", description=READ_ARTIFACT_SCHEMA["function"]["description"])
-        def read_artifact_tool(ref: str) -> str:
-            """Fetch the exact text of an artifact ref."""
-            out = read_artifact(env, {"ref": ref})
-            return out.output if out.status == "ok" else f"error: {out.output}"
-
-        return read_artifact_tool
-
-
-#: The agent state's key where ``HumanInTheLoopMiddleware`` keeps a reviewer's edits, by call id.
-HITL_EDITS = "hitl_edited_tool_calls"
-
-
-def _as_run(request: Any) -> tuple[str, str, dict[str, Any]]:
-    """The call id, tool and arguments the call runs with: a reviewer's edit, if one replaced it.
-
-    ``HumanInTheLoopMiddleware`` substitutes an ``edit`` decision in its ``wrap_tool_call``, so a
-    middleware outside it would see the model's call, not the one that runs.
-    """
-    tc = request.tool_call
-    cid = tc.get("id") or ""
-    state = request.state if isinstance(request.state, dict) else {}
-    edit = (state.get(HITL_EDITS) or {}).get(cid) if cid else None
-    if isinstance(edit, dict) and isinstance(edit.get("args"), dict):
-        return cid, str(edit.get("name") or tc["name"]), dict(edit["args"])
-    return cid, tc["name"], dict(tc.get("args") or {})
-
 
 def _tool_name(t: BaseTool | dict[str, Any]) -> str:
     """A tool's name: a LangChain tool's ``.name``, or an OpenAI-format dict's."""
     if isinstance(t, BaseTool):
         return t.name
     return str((t.get("function") or {}).get("name") or t.get("name") or "")
-
-
-def _thought(state: Any, call_id: str) -> str:
-    """The text of the AI message that made the call (the agent's note, recorded with it)."""
-    messages = state.get("messages", []) if isinstance(state, dict) else []
-    for m in reversed(messages):
-        if isinstance(m, AIMessage) and any(tc.get("id") == call_id for tc in m.tool_calls):
-            return m.content if isinstance(m.content, str) else ""
-    return ""
 
 
 def _model_name(model: Any) -> str | None:
