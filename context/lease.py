@@ -102,6 +102,10 @@ class LeaseHolder:
     def gone(self, now: float) -> bool:
         """Whether this holder can be taken over: its process ended (this host) or its lease expired.
 
+        On this host a holder whose process still runs (the same process: its recorded start
+        matches) is never gone, however old its lease; expiry decides only for another host's
+        holder, or when the holder's start is not known.
+
         A row this very process left behind (its release skipped: the server was lost) is gone too.
 
         Args:
@@ -110,13 +114,15 @@ class LeaseHolder:
         Returns:
             True when the holder is gone.
         """
-        if self.expires < now:
-            return True
         if self.host != socket.gethostname():
-            return False
+            return self.expires < now
         if self.token in _LEFT_BEHIND and self.pid == os.getpid():
             return True  # this process's own, whose release could not be done (the server was lost)
-        return not _alive(self.pid, self.started)
+        if not _alive(self.pid, self.started):
+            return True
+        if self.started and process_started(self.pid) == self.started:
+            return False  # the very process that took it still runs: a clock step or a pause is no end
+        return self.expires < now  # liveness unknown (no recorded start): expiry decides
 
     def this_process(self) -> bool:
         """Whether the holder is this process (another store object of it: its own token).

@@ -207,6 +207,36 @@ def test_lease_rules(tmp_path: Path) -> None:
     stores.close()
 
 
+def test_a_live_holder_on_this_host_is_not_taken_over_however_old_its_lease(tmp_path: Path) -> None:
+    """A clock step past the lease, or a holder paused (SIGSTOP) past it, is no end of the holder."""
+    stores = SqliteStores(tmp_path / "t.sqlite")
+    now, me = time.time(), socket.gethostname()
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        started = process_started(other.pid)
+        _row(stores, LeaseHolder("paused", me, other.pid, started, "other", now - 3660, now - 3600))
+        with pytest.raises(
+            LeaseHeldError, match=rf"^task 'paused' is being run by another process, pid {other.pid} on host "
+        ):
+            with stores.leases.hold("paused"):
+                pass
+        assert stores.leases.holder("paused") == LeaseHolder(
+            "paused", me, other.pid, started, "other", now - 3660, now - 3600
+        )  # not taken over
+        # when that process has ended, the same row is taken over at once
+        other.kill()
+        other.wait()
+        with stores.leases.hold("paused"):
+            assert stores.leases.holder("paused").pid == os.getpid()  # type: ignore[union-attr]
+        # another host's holder: its expiry decides
+        assert LeaseHolder("x", "elsewhere", other.pid, started, "t", now - 120, now - 60).gone(now)
+        assert not LeaseHolder("x", "elsewhere", other.pid, started, "t", now, now + 60).gone(now)
+    finally:
+        other.kill()
+        other.wait()
+        stores.close()
+
+
 def test_the_heartbeat_renews_and_a_lost_lease_is_noticed(tmp_path: Path) -> None:
     stores = SqliteStores(tmp_path / "t.sqlite")
     leases = TaskLeases(stores._connect, "sqlite", ttl=5.0, heartbeat=0.05)
