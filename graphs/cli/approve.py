@@ -194,7 +194,7 @@ def approve(
             show_request(result.waiting, db)
         finish(project, result, out, db)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
-        fail_run(exc, db, task_id, out)
+        fail_run(exc, db, task_id, out, command="approve")
 
 
 def _secrets(g: Any, task_id: str, options: list[str] | None) -> dict[str, str]:

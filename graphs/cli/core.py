@@ -148,7 +148,9 @@ def model_failed(project: Project, exc: ModelCallError, task_id: str, out: Path,
     raise typer.Exit(EXIT_MODEL_FAILED)
 
 
-def describe(exc: BaseException, db: str, task_id: str | None = None, out: Path | None = None) -> str:
+def describe(
+    exc: BaseException, db: str, task_id: str | None = None, out: Path | None = None, command: str = "resume"
+) -> str:
     """The one line the CLI prints for an error, naming the commands that help with this ``--db``.
 
     Args:
@@ -156,6 +158,8 @@ def describe(exc: BaseException, db: str, task_id: str | None = None, out: Path 
         db: The ``--db`` the commands carry.
         task_id: The task of a run command (a budget error then names the ``resume`` that goes on).
         out: The ``--out`` of a run command.
+        command: The command that was refused (``approve``: a busy task's next step is to look at
+            the request it waits on then, which may be a new one).
 
     Returns:
         The line (without ``error: ``).
@@ -184,9 +188,15 @@ def describe(exc: BaseException, db: str, task_id: str | None = None, out: Path 
             if exc.same_process
             else "wait for it to end (or stop it)"
         )
+        then = (
+            f"`{command_hint('approve', exc.task_id, db, out)}` (it shows the request the task waits on then, which "
+            "may be a new one, before it answers)"
+            if command == "approve"
+            else f"`{command_hint('resume', exc.task_id, db, out)}`"
+        )
         return (
             f"task {exc.task_id!r} is being run by {exc.by_whom}, {exc.holder}; nothing was run or recorded; "
-            f"{wait}, then `{command_hint('resume', exc.task_id, db, out)}` (a holder that ended is taken over at once)"
+            f"{wait}, then {then} (a holder that ended is taken over at once)"
         )
     if isinstance(exc, UnshowableTaskError):
         return f"{exc.what}; run `{command_hint('doctor', exc.task_id, db)}` for every finding"
@@ -442,7 +452,9 @@ def record_stop(db: str, task_id: str, stop: dict[str, Any]) -> None:
         pass
 
 
-def fail_run(exc: BaseException, db: str, task_id: str | None, out: Path | None = None) -> None:
+def fail_run(
+    exc: BaseException, db: str, task_id: str | None, out: Path | None = None, command: str = "resume"
+) -> None:
     """:func:`fail` for a run command, with the line of :func:`describe`.
 
     A ``BudgetError`` of a registered task is also kept in its registry row (:func:`record_stop`).
@@ -452,20 +464,21 @@ def fail_run(exc: BaseException, db: str, task_id: str | None, out: Path | None 
         db: The ``--db``.
         task_id: The task (None: not known yet).
         out: The ``--out``.
+        command: The command (its name in the line's next step, :func:`describe`).
 
     Raises:
         typer.Exit: Always, with :data:`EXIT_BAD_INPUT` (:data:`EXIT_TASK_BUSY` when another
             process runs the task).
     """
     if isinstance(exc, LeaseHeldError):
-        err.print("error: " + " ".join(describe(exc, db, task_id, out).split()), markup=False)
+        err.print("error: " + " ".join(describe(exc, db, task_id, out, command).split()), markup=False)
         raise typer.Exit(EXIT_TASK_BUSY)
     if isinstance(exc, BudgetError) and task_id:
         if exc.minimum and not exc.task_id:
             exc = exc.for_task(task_id)
         stop: dict[str, Any] = {"reason": "budget", "message": str(exc), "budget": exc.minimum}
         record_stop(db, task_id, stop | ({"out": str(out)} if out is not None else {}))
-    fail(describe(exc, db, task_id, out))
+    fail(describe(exc, db, task_id, out, command))
 
 
 def open_existing(db: str, *, readonly: bool = False) -> Project:

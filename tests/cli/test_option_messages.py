@@ -88,3 +88,9 @@ def test_the_cli_line_of_a_lease_held_in_this_process_says_so() -> None:
         "recorded; wait for it to end (or stop it), then `taskctx resume t1 --db t.sqlite` (a holder that ended is "
         "taken over at once)"
     )
+    # a refused approve: the next step is approve again, which shows the request the task then waits on
+    assert describe(other, "t.sqlite", "t1", command="approve") == (
+        "task 't1' is being run by another process, pid 41 on host h (last heartbeat 3 s ago); nothing was run or "
+        "recorded; wait for it to end (or stop it), then `taskctx approve t1 --db t.sqlite` (it shows the request the "
+        "task waits on then, which may be a new one, before it answers) (a holder that ended is taken over at once)"
+    )
