@@ -380,7 +380,9 @@ def _fill(*args: Any) -> None:
     events = project.stores.events
     for path, changes in sorted(_changes(project, parent, seq, state, src).items()):
         first = changes[0]
-        target = _known_before(events, first.task, state, first.after, first.event.seq, path)
+        # what was last seen of the file before that change, from the fork point on: a fork point in
+        # the prefix an ancestor shares (before the parent's own fork point) reads the ancestor's log there
+        target = _known_before(events, first.task, state, min(seq, first.after), first.event.seq, path)
         why = _restore(project, out.root, path, changes, target)
         if why is None:
             out.restored.append(path)

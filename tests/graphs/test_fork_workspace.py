@@ -177,3 +177,57 @@ def test_a_fork_of_a_fork_has_the_workspace_as_it_was_through_the_lineage(
             ("g", g1),
             ("other", f2),
         ]
+
+
+def test_a_fork_point_in_the_prefix_a_parent_shares_keeps_a_hand_edit_made_after_it(tmp_path: Any) -> None:
+    """B is A forked after step 2 (sharing A's workspace, not run); E is B forked at seq 5, inside the
+    prefix B shares with A, before a hand edit of f (seq 6) and A's later write of f: E gets f as the
+    hand edit left it (the person's change stays, A's write is undone), not f as at seq 5."""
+    import hashlib
+
+    from context import TaskContext, replay
+    from graphs import open_project, thread_config
+    from graphs.fork import fork_task
+    from nodes import ScriptedChatModel
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    f1, hand, f3, o = b"f one\n", b"f by hand\n", b"f three\n", b"other\n"
+    with open_project(str(tmp_path / "t.sqlite")) as project:
+        graph = project.graph(ScriptedChatModel(script={}), memory=False)
+        st = project.stores
+        head = [
+            new_event("task.created", {"task_id": "A", "original_request": "write f"}, actor="user"),
+            new_event("plan.created", {"steps": [{"id": "s1", "title": "write"}]}, actor="agent"),
+        ]
+        log = [e.model_copy(update={"causation_id": "A#0:planner"}) for e in head]
+        log += _steps("A", 2, [("a1", "f", f1)], st.artifacts)  # seq 3-5
+        st.artifacts.put(hand)  # the bytes a re-read stored
+        stale = {"fact_id": "r1", "path": "f", "old_sha": hashlib.sha256(f1).hexdigest()}
+        stale["new_sha"] = hashlib.sha256(hand).hexdigest()
+        log.append(new_event("fact.stale", {**stale, "cause": "resume"}, actor="system"))  # seq 6: a hand edit
+        log += _steps("A", 6, [("a2", "other", o), ("a3", "f", f3)], st.artifacts)  # seq 7-9, 10-12
+        st.events.append("A", log)
+        st.tasks.register("A", {"workspace": str(ws)})
+        (ws / "f").write_bytes(f3)
+        (ws / "other").write_bytes(o)
+        state = replay(st.events.iter("A"))
+        graph.update_state(
+            thread_config("A"), {p: getattr(state, p) for p in TaskContext.model_fields}, as_node="tools"
+        )
+        b = fork_task(project, "A", at_step=2, new_task_id="B", graph=graph)
+        assert b.fork_seq == 9
+        e = fork_task(
+            project, "B", at=5, new_task_id="E", graph=graph, workspace_at_fork=True, workspace=tmp_path / "e"
+        )
+        left = {"other": "the task never saw its bytes before the parent changed it at seq 9; left as it is"}
+        assert (e.restored, e.left) == (["f"], left)  # a file made after the fork is named, not removed
+        assert [(p.name, p.read_bytes()) for p in sorted((tmp_path / "e").iterdir())] == [("f", hand), ("other", o)]
+        # a direct fork of A at the same point gives the same folder
+        d = fork_task(
+            project, "A", at=5, new_task_id="D", graph=graph, workspace_at_fork=True, workspace=tmp_path / "d"
+        )
+        assert (d.restored, [(p.name, p.read_bytes()) for p in sorted((tmp_path / "d").iterdir())]) == (
+            ["f"],
+            [("f", hand), ("other", o)],
+        )
