@@ -11,6 +11,7 @@ rule (:mod:`nodes.pricing`, the bench's), labelled estimated.
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -105,8 +106,11 @@ def _entry(name: str, raw: Any, base: ModelPrice | None) -> ModelPrice:
     if missing:
         raise InvalidInputError(f"price of {name!r}: {' and '.join(missing)} missing (USD per 1M tokens)")
     for f in _FIELDS[1:]:
-        if isinstance(merged[f], bool) or not isinstance(merged[f], int | float) or merged[f] < 0:
-            raise InvalidInputError(f"price of {name!r}: {f} must be a number >= 0 (USD per 1M tokens)")
+        v = merged[f]
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+            raise InvalidInputError(
+                f"price of {name!r}: {f} must be a finite number >= 0 (USD per 1M tokens), got {v!r}"
+            )
     return ModelPrice(str(merged.get("provider") or ""), *(float(merged[f]) for f in _FIELDS[1:]))
 
 

@@ -183,6 +183,12 @@ def test_the_price_table_finds_dated_names_and_takes_overrides(tmp_path: Path) -
     assert load_prices(j)["gpt-4o"].output == 8.0
     with pytest.raises(InvalidInputError, match=r"price of 'x': output missing \(USD per 1M tokens\)"):
         price_table({"x": {"input": 1}})
+    for bad in ("nan", "inf", "1e400", "-1"):  # (TOML reads 1e400 as inf)
+        f.write_text(f'[models."gpt-4o"]\ninput = {bad}\n', encoding="utf-8")
+        with pytest.raises(
+            InvalidInputError, match=r"^price of 'gpt-4o': input must be a finite number >= 0 \(USD per 1M"
+        ):
+            load_prices(f)
     with pytest.raises(InvalidInputError, match="price of 'gpt-4o': unknown field"):
         price_table({"gpt-4o": {"inputs": 1}})
     with pytest.raises(InvalidInputError, match="price file .*nothere.toml"):
