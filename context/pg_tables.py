@@ -113,6 +113,14 @@ class PgTaskRegistry:
             )
         )
 
+    def unregister(self, task_id: str) -> None:
+        """Remove a task's row (a fork that failed takes back what it wrote); none is fine.
+
+        Args:
+            task_id: The task.
+        """
+        self._db.run(lambda conn, _: conn.execute("DELETE FROM taskctx_tasks WHERE task_id = %s", (task_id,)))
+
     def get(self, task_id: str) -> dict[str, object] | None:
         """How a task was started.
 

@@ -408,6 +408,15 @@ class TaskRegistry:
                 "INSERT OR REPLACE INTO taskctx_tasks VALUES (?, ?)", (task_id, json_text(spec, sort_keys=True))
             )
 
+    def unregister(self, task_id: str) -> None:
+        """Remove a task's row (a fork that failed takes back what it wrote); none is fine.
+
+        Args:
+            task_id: The task.
+        """
+        with self._db.lock:
+            self._db.conn.execute("DELETE FROM taskctx_tasks WHERE task_id = ?", (task_id,))
+
     def get(self, task_id: str) -> dict[str, object] | None:
         """How a task was started.
 

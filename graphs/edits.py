@@ -563,15 +563,37 @@ class TaskGraph(CompiledStateGraph):
     def bulk_update_state(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> RunnableConfig:
         """LangGraph's ``bulk_update_state``, each update recorded or refused first."""
         forked = self._forked("update_state", None, config)
-        if forked is not None:
-            config, supersteps = _as_fork_node(forked, supersteps)
-        return super().bulk_update_state(config, self._recorded(config, supersteps))
+        if forked is None:
+            return super().bulk_update_state(config, self._recorded(config, supersteps))
+        config, supersteps = _as_fork_node(forked, supersteps)
+        try:
+            return super().bulk_update_state(config, self._recorded(config, supersteps))
+        except BaseException:
+            self._discard(config)  # a refused edit makes no child
+            raise
 
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         """LangGraph's ``abulk_update_state``, each update recorded or refused first."""
         forked = await asyncio.to_thread(self._forked, "update_state", None, config)
-        if forked is not None:
-            config, supersteps = _as_fork_node(forked, supersteps)
-        return await super().abulk_update_state(config, await asyncio.to_thread(self._recorded, config, supersteps))
+        if forked is None:
+            return await super().abulk_update_state(config, await asyncio.to_thread(self._recorded, config, supersteps))
+        config, supersteps = _as_fork_node(forked, supersteps)
+        try:
+            return await super().abulk_update_state(config, await asyncio.to_thread(self._recorded, config, supersteps))
+        except BaseException:
+            await asyncio.to_thread(self._discard, config)
+            raise
+
+    def _discard(self, config: RunnableConfig) -> None:
+        """Take back the child a fork for ``update_state`` made, when its edit was refused: its
+        checkpoints, its lone ``task.forked`` row and its registry row."""
+        child = str((config.get("configurable") or {})["thread_id"])
+        if self.checkpointer is not None:
+            self.checkpointer.delete_thread(child)
+        if self.taskctx_events is not None:
+            self.taskctx_events.discard_fork(child)
+        tasks = getattr(self.taskctx_stores, "tasks", None)
+        if tasks is not None and hasattr(tasks, "unregister"):
+            tasks.unregister(child)

@@ -12,6 +12,7 @@ graph, or after a state edit (``state.edited``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -198,6 +199,32 @@ def _undo(project: Any, child: str, written: bool, copy: Any) -> None:
         project.stores.events.discard_fork(child)
     if copy is not None:
         copy.remove()
+
+
+#: A child id given by name (``new_task_id``, ``fork_task_id``), as ``--task-id`` takes it: it names
+#: the child's workspace copy and receipts folder, so no path separator or ``..``.
+CHILD_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+
+
+def check_child_id(task_id: str, what: str = "new_task_id") -> str:
+    """Refuse a child id given by name that could not name a folder of its own.
+
+    Args:
+        task_id: The id.
+        what: The argument's name, as the error names it.
+
+    Returns:
+        ``task_id``.
+
+    Raises:
+        InvalidInputError: It is not 1-128 letters, digits, '-', '_' or '.' (not starting with '.').
+    """
+    if not isinstance(task_id, str) or not CHILD_ID.fullmatch(task_id):
+        raise InvalidInputError(
+            f"{what} {str(task_id)[:60]!r} is not a valid task id; use 1-128 letters, digits, '-', '_' or '.' "
+            "(not starting with '.'): the child's workspace copy and receipts are named by it"
+        )
+    return task_id
 
 
 def _child_spec(project: Any, task_id: str, graph: Any, spec_update: dict[str, Any] | None) -> dict[str, Any]:

@@ -454,8 +454,10 @@ class Project(ProjectViews, AsyncProject):
             UnknownTaskError: The parent has no events.
             DamagedStoreError: The parent's stored data fails its checks.
         """
-        from .fork import fork_task
+        from .fork import check_child_id, fork_task
 
+        if new_task_id is not None:
+            check_child_id(new_task_id)
         return fork_task(
             self,
             task_id,

@@ -387,7 +387,7 @@ def fork_at(graph: Any, parent: str, seq: int, wanted: str | None, why: str) -> 
         InvalidInputError: ``seq`` does not end a node run, or the named child exists.
         PastCheckpointError: The graph knows no task registry (a ``NodeEnv`` without ``stores``).
     """
-    from .fork import fork_point, fork_task
+    from .fork import check_child_id, fork_point, fork_task
 
     stores = graph.taskctx_stores
     if stores is None or not hasattr(stores, "tasks"):
@@ -396,6 +396,8 @@ def fork_at(graph: Any, parent: str, seq: int, wanted: str | None, why: str) -> 
             "give its nodes' NodeEnv the project's stores (NodeEnv(..., stores=project.stores)), or fork with "
             f"Project.fork({parent!r}, at={seq})"
         )
+    if wanted is not None:
+        check_child_id(wanted, "fork_task_id")
     child = child_id(stores, parent, seq, wanted)
     fork_task(_ForkHost(stores, graph.checkpointer), parent, at=seq, new_task_id=child, why=why, graph=graph)
     return child, fork_point(stores.events, parent, at=seq).node

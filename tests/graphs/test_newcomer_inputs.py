@@ -100,3 +100,43 @@ def test_a_new_task_on_another_tasks_thread_is_refused_naming_both_ids(tmp_path:
         # the same input on its own thread runs
         done = g.invoke(task, thread_config("ma"))
         assert done["control"].status == "completed"
+
+
+@pytest.mark.parametrize("edit", [{"control": {"status": "completed"}}, {"plan": None}])
+def test_a_refused_edit_of_an_earlier_checkpoint_makes_no_fork(tmp_path: Path, edit: dict) -> None:
+    from graphs import thread_config
+
+    with open_project(str(tmp_path / "f.sqlite")) as project:
+        g = project.graph(_model())
+        project.run(g, "Count the words.", task_id="tf")
+        old = [s for s in g.get_state_history(thread_config("tf")) if s.next == ("executor",)][-1]
+        seq = old.metadata["taskctx_seq"] if "taskctx_seq" in old.metadata else old.values["events"].cursor
+        before = (sorted(project.stores.events.task_ids()), sorted(project.stores.tasks.task_ids()))
+        with pytest.raises((InvalidInputError, ValueError)):
+            g.update_state(old.config, edit)
+        assert (sorted(project.stores.events.task_ids()), sorted(project.stores.tasks.task_ids())) == before
+        assert list(project.checkpointer.list(thread_config(f"tf-fork-{seq}"))) == []
+        # an edit that is allowed forks under the plain id (no "-2": nothing was left behind)
+        cfg = g.update_state(old.config, {"identity": {"constraints": ["count twice"]}})
+        assert cfg["configurable"]["thread_id"] == f"tf-fork-{seq}"
+
+
+@pytest.mark.parametrize("bad", ["../x", "../../escape", "sp ace", "a/b", "", ".hidden"])
+def test_a_fork_by_a_name_that_cannot_name_a_folder_is_refused(tmp_path: Path, bad: str) -> None:
+    from graphs import thread_config
+
+    with open_project(str(tmp_path / "h.sqlite")) as project:
+        g = project.graph(_model())
+        project.run(g, "Count the words.", task_id="th")
+        before = sorted(project.stores.events.task_ids())
+        with pytest.raises(InvalidInputError) as err:
+            project.fork("th", at_step=1, new_task_id=bad, graph=g)
+        assert str(err.value) == (
+            f"new_task_id {bad!r} is not a valid task id; use 1-128 letters, digits, '-', '_' or '.' (not starting "
+            "with '.'): the child's workspace copy and receipts are named by it"
+        )
+        old = [s for s in g.get_state_history(thread_config("th")) if s.next == ("executor",)][-1]
+        conf = {**old.config["configurable"], "fork_task_id": bad}
+        with pytest.raises(InvalidInputError, match=r"^fork_task_id "):
+            g.invoke(None, {"configurable": conf})
+        assert sorted(project.stores.events.task_ids()) == before
