@@ -459,10 +459,10 @@ class TaskGraph(CompiledStateGraph):
 
     def _named(self, input: Any, config: RunnableConfig | None, tid: str | None) -> RunnableConfig | None:
         """``config`` with the root run's name, tags and metadata of a task's invocation (as
-        :func:`graphs.tracing.root_run_config` gives them), unless the caller named the run; the
-        caller's own tags and metadata are kept over them."""
-        if tid is None or (config or {}).get("run_name"):
-            return config
+        :func:`graphs.tracing.root_run_config` gives them); the caller's own run name, tags and
+        metadata are kept over them."""
+        if tid is None or "command" in ((config or {}).get("metadata") or {}):
+            return config  # no task thread, or the taskctx runner named the run itself
         from .tracing import root_run_config
 
         conf = (config or {}).get("configurable") or {}
@@ -478,7 +478,7 @@ class TaskGraph(CompiledStateGraph):
         given = config or {}
         return {
             **given,
-            "run_name": root["run_name"],
+            "run_name": given.get("run_name") or root["run_name"],  # the caller's name wins
             "tags": [*root["tags"], *(t for t in given.get("tags") or [] if t not in root["tags"])],
             "metadata": {**root["metadata"], **(given.get("metadata") or {})},
         }

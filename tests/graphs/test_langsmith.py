@@ -829,7 +829,7 @@ def test_plain_langgraph_invocations_are_named_as_the_tasks_runs(
     cfg = {**thread_config("ls-plain"), "tags": ["mine"], "metadata": {"team": "ops"}}
     for _update in graph.stream(new_task("Build the project.", "ls-plain"), cfg, stream_mode="updates"):
         break  # the caller stops reading after the planner
-    assert graph.invoke(None, thread_config("ls-plain"))["control"].status == "completed"
+    assert graph.invoke(None, {**thread_config("ls-plain"), "run_name": "my resume"})["control"].status == "completed"
     wait_for_all_tracers()
     runs = langsmith_loopback.runs()
     roots = sorted(
@@ -837,7 +837,7 @@ def test_plain_langgraph_invocations_are_named_as_the_tasks_runs(
     )
     assert [(p["name"], sorted(p["tags"])) for p in roots] == [
         ("taskctx run ls-plain", ["command:run", "mine", "start"]),
-        ("taskctx resume ls-plain", ["command:resume", "resume"]),
+        ("my resume", ["command:resume", "resume"]),  # a run_name given wins; the tags and metadata stay
     ]
     meta = [(runs[p["id"]].get("post.extra") or {}).get("metadata", {}) for p in roots]
     assert [(m["thread_id"], m["session_id"], m["command"], m.get("team")) for m in meta] == [
