@@ -201,8 +201,8 @@ def _undo(project: Any, child: str, written: bool, copy: Any) -> None:
         copy.remove()
 
 
-#: A child id given by name (``new_task_id``, ``fork_task_id``), as ``--task-id`` takes it: it names
-#: the child's workspace copy and receipts folder, so no path separator or ``..``.
+#: A task id that names folders (a child's workspace copy and receipts, an export): ``--task-id``,
+#: ``new_task_id`` and ``fork_task_id`` all take it; no path separator, no ``..``.
 CHILD_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 
 

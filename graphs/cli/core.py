@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from context.sqlite_db import LOCK_WAIT_SECONDS
 from context.text import counted
 from nodes.runtime import DEFAULT_BUDGET
 
+from ..fork import CHILD_ID
 from ..inspection import UnshowableTaskError
 from ..project import (
     DEFAULT_OUT,
@@ -260,9 +260,6 @@ def _budget_line(exc: BudgetError, db: str, task_id: str, out: Path | None) -> s
     return f"{exc}: `{command_hint('resume', task_id, db, out, '--budget', 'N')}` continues with a larger one"
 
 
-_TASK_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
-
-
 def check_task_id(task_id: str) -> str:
     """Check a ``--task-id``: it names a thread and an export folder.
 
@@ -275,7 +272,7 @@ def check_task_id(task_id: str) -> str:
     Raises:
         InvalidInputError: Anything else (a path separator, ``..``, nothing).
     """
-    if not _TASK_ID.fullmatch(task_id):
+    if not CHILD_ID.fullmatch(task_id):  # the one rule for a task id that names folders
         raise InvalidInputError(
             f"--task-id {task_id[:60]!r} is not a valid task id; use 1-128 letters, digits, '-', '_' or '.' "
             "(not starting with '.')"
