@@ -281,10 +281,12 @@ def test_a_secret_cut_by_the_kill_of_a_timed_out_command_is_masked(tmp_path: Pat
         "time.sleep(300)\n"
     )
     ws = WorkspaceTools(root, receipts_dir=tmp_path / "receipts")
-    out = ws.execute("c1", "run_command", {"argv": ["python", "leak.py"], "timeout": 2})
+    out = ws.execute(
+        "c1", "run_command", {"argv": ["python", "leak.py"], "timeout": 8}
+    )  # time to start and write under load
     assert out.status == "error"
     assert mask_secrets(out.output).text == (
-        "$ python leak.py\nwhole [REDACTED:github_token]\ncut [REDACTED:cut_secret]\nerror: timed out after 2s\n"
+        "$ python leak.py\nwhole [REDACTED:github_token]\ncut [REDACTED:cut_secret]\nerror: timed out after 8s\n"
         "[exit code -9]\n"
     )
     assert token[:12] not in mask_secrets(out.output).text
