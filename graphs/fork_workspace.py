@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from context import ArtifactNotFoundError, Event, InvalidInputError, TaskContext
+from context.text import counted
 
 __all__ = ["NOT_UNDONE", "WorkspaceCopy", "copy_at_fork", "shared_side_effects", "side_effects_after"]
 
@@ -361,16 +362,36 @@ def copy_at_fork(
     return out
 
 
+def _copy_failed(parent: str, src: Path, exc: shutil.Error) -> InvalidInputError:
+    """One line for a workspace copy that failed: the first file that could not be copied, and why."""
+    failed = [f for f in exc.args[0] if isinstance(f, tuple) and len(f) == 3] if exc.args else []
+    if not failed:
+        return InvalidInputError(
+            f"task {parent!r}: its workspace {src} could not be copied ({exc}); fork without --workspace-at-fork"
+        )
+    name, _, why = (str(x) for x in failed[0])
+    why = why.replace(f"`{name}` ", "").replace(f": {name!r}", "")
+    try:
+        rel = str(Path(name).relative_to(src))
+    except ValueError:
+        rel = name
+    more = f" (and {counted(len(failed) - 1, 'other file')})" if len(failed) > 1 else ""
+    return InvalidInputError(
+        f"task {parent!r}: {rel} in its workspace {src} could not be copied: {why}{more}; move it out of the "
+        "workspace and fork again, or fork without --workspace-at-fork (the child then shares the workspace)"
+    )
+
+
 def _fill(*args: Any) -> None:
     """Copy the workspace into ``out.root`` and set the parent's changes after ``seq`` back (:func:`copy_at_fork`)."""
     project, parent, child, spec, seq, state, src, out = args
     root = out.root
-    if not root.exists():
-        out.made.append(root)
-    shutil.copytree(src, root, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".taskctx"))
-    if not out.made:  # an empty folder given: emptied again on failure
-        out.made.append(root)
-        out.kept_root = True
+    out.kept_root = root.exists()  # an empty folder given: emptied again on failure, not removed
+    out.made.append(root)
+    try:
+        shutil.copytree(src, root, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".taskctx"))
+    except shutil.Error as exc:
+        raise _copy_failed(parent, src, exc) from None
     if spec.get("receipts"):
         receipts = Path(str(spec["receipts"])).parent / child
         if not receipts.exists():

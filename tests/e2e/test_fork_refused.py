@@ -114,3 +114,33 @@ def test_a_failed_fork_is_taken_back_on_postgres(pg_db: str) -> None:
         assert fork_log(st.events, "p", "c", 1).seq == 2  # the same fork made again
     finally:
         st.close()
+
+
+def test_a_workspace_copy_that_fails_leaves_the_given_folder_empty_and_names_the_file(
+    demo_db: str, tmp_path: Path
+) -> None:
+    import os
+
+    with open_project(demo_db) as p:
+        ws = Path(str(p.stores.tasks.get("d1")["workspace"]))
+    os.mkfifo(ws / "docs" / "zz.fifo")
+    given = tmp_path / "given"
+    given.mkdir()
+    args = ["fork", "d1", "--at-step", "5", "--task-id", "c1", "--workspace-at-fork", "--db", demo_db]
+    r = runner.invoke(app, [*args, "--workspace", str(given)])
+    assert r.exit_code == 2
+    assert r.stderr.strip() == (
+        f"error: task 'd1': docs/zz.fifo in its workspace {ws} could not be copied: is a named pipe; move it out "
+        "of the workspace and fork again, or fork without --workspace-at-fork (the child then shares the workspace)"
+    )
+    assert given.is_dir() and list(given.iterdir()) == []  # as it was: the same command can run again
+    default = runner.invoke(app, args)
+    assert default.exit_code == 2 and "docs/zz.fifo" in default.stderr
+    assert not (ws.parent / "c1").exists()
+    with open_project(demo_db) as p:
+        assert p.stores.events.task_ids() == ["d1"] and p.stores.tasks.get("c1") is None
+        assert p.checkpointer.get_tuple({"configurable": {"thread_id": "c1"}}) is None
+    (ws / "docs" / "zz.fifo").unlink()
+    again = runner.invoke(app, [*args, "--workspace", str(given)])
+    assert again.exit_code == 0, again.output
+    assert (given / "proxy" / "nginx.conf").is_file()
