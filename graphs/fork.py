@@ -181,11 +181,13 @@ def state_at(stores: Any, checkpointer: Any, task_id: str, seq: int) -> TaskCont
     return replay(stores.events.iter(task_id, after=cursor, limit=seq - cursor), base) if seq > cursor else base
 
 
-def _checkpoint(task_id: str, state: TaskContext, node: str | None, graph: Any) -> tuple[str, ...]:
-    """Give the child's thread its first checkpoint: ``state``, as if ``node`` had just returned it."""
+def _checkpoint(task_id: str, state: TaskContext, node: str | None, graph: Any, registered: bool) -> tuple[str, ...]:
+    """Give the child's thread its first checkpoint: ``state``, as if ``node`` had just returned it
+    (marked :data:`REGISTERED_MARK` when the child gets a registry row, as a run of it would be)."""
     values = {p: getattr(state, p) for p in TaskContext.model_fields}
     cfg = thread_config(task_id)
-    cfg["metadata"] = {REGISTERED_MARK: True}
+    if registered:
+        cfg["metadata"] = {REGISTERED_MARK: True}
     graph.update_state(cfg, values, as_node=node)
     snap = graph.get_state(thread_config(task_id))
     return tuple(snap.next)
@@ -302,7 +304,7 @@ def fork_task(
             )
             written = True
             folded = apply_event(state, e)
-            nxt = _checkpoint(child, folded, point.node, g)
+            nxt = _checkpoint(child, folded, point.node, g, bool(spec))
             if spec:
                 project.stores.tasks.register(child, spec)
         except BaseException:

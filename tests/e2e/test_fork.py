@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -219,3 +220,29 @@ def test_fork_the_demo_on_postgres(tmp_path: Path, pg_db: str) -> None:
     finally:
         st.close()
     assert subprocess.run([sys.executable, "-m", "unittest", "tests/test_upload.py"], cwd=child_ws).returncode == 0
+
+
+def test_doctor_calls_an_unrun_fork_of_a_python_api_task_ok(trajectories_dir: Path, tmp_path: Path) -> None:
+    from context import load_trajectory
+    from graphs import build_orchestrator, open_project
+    from nodes import ReplayChatModel, ReplayTools
+
+    db = str(tmp_path / "t.sqlite")
+    traj = load_trajectory(trajectories_dir / "sweagent-pydicom-1458.jsonl")
+
+    def graph(p: Any) -> Any:
+        return build_orchestrator(
+            ReplayChatModel(trajectory=traj), tools=ReplayTools(traj), checkpointer=p.checkpointer, stores=p.stores
+        )
+
+    with open_project(db) as p:
+        g = graph(p)
+        assert p.run(g, traj.request, task_id="P").state.control.status == "completed"
+        assert p.stores.tasks.get("P") is None  # run through the Python API: no registry row
+        p.fork("P", at=3, new_task_id="C1", graph=g)
+    for tid, n in (("P", 66), ("C1", 4)):
+        doc = invoke("doctor", tid, "--db", db)
+        assert doc.exit_code == 0, doc.output
+        assert doc.stdout.splitlines()[0] == f"task {tid}: ok ({n} events; started through the Python API)"
+    with open_project(db) as p:  # and it resumes, as doctor says
+        assert p.resume("C1", graph=graph(p)).state.control.status == "completed"
