@@ -313,6 +313,18 @@ def _receipts(events: Any, task_id: str, seq: int, old: Path, new: Path) -> None
             shutil.copy2(src, receipt_path(new, e.payload["call_id"]))
 
 
+def _outside(parent: str, src: Path, root: Path) -> None:
+    """Refuse a copy at ``root`` that would be written into the parent's workspace ``src`` (it, a folder in
+    it, or a folder holding it): the parent is only read."""
+    a, b = src.resolve(), root.resolve()
+    if a == b or a in b.parents or b in a.parents:
+        where = "is" if a == b else "is inside" if a in b.parents else "holds"
+        raise InvalidInputError(
+            f"the child's workspace {b} {where} the workspace of task {parent!r}, {a}, which a fork only reads; "
+            "give a folder outside it"
+        )
+
+
 def copy_at_fork(
     project: Any,
     parent: str,
@@ -337,7 +349,8 @@ def copy_at_fork(
         The copy.
 
     Raises:
-        InvalidInputError: The task has no workspace, or ``dest`` exists and is not empty.
+        InvalidInputError: The task has no workspace, ``dest`` is in, is, or holds the parent's workspace, or
+            it exists and is not empty.
     """
     if not spec.get("workspace"):
         raise InvalidInputError(
@@ -346,6 +359,7 @@ def copy_at_fork(
         )
     src = Path(str(spec["workspace"]))
     root = Path(dest) if dest is not None else src.parent / child
+    _outside(parent, src, root)
     if root.exists() and any(root.iterdir()):
         raise InvalidInputError(f"{root} is not empty; pass an empty or new folder for the child's workspace")
     if not src.is_dir():

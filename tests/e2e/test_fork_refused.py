@@ -144,3 +144,21 @@ def test_a_workspace_copy_that_fails_leaves_the_given_folder_empty_and_names_the
     again = runner.invoke(app, [*args, "--workspace", str(given)])
     assert again.exit_code == 0, again.output
     assert (given / "proxy" / "nginx.conf").is_file()
+
+
+def test_a_workspace_copy_in_the_parents_workspace_is_refused_naming_both(demo_db: str) -> None:
+    with open_project(demo_db) as p:
+        ws = Path(str(p.stores.tasks.get("d1")["workspace"])).resolve()
+    before = sorted(str(f.relative_to(ws)) for f in ws.rglob("*"))
+    args = ["fork", "d1", "--at-step", "5", "--task-id", "c1", "--workspace-at-fork", "--db", demo_db]
+    for dest, where in ((ws / "sub", "is inside"), (ws, "is"), (ws.parent, "holds")):
+        r = runner.invoke(app, [*args, "--workspace", str(dest)])
+        assert r.exit_code == 2
+        assert r.stderr.strip() == (
+            f"error: the child's workspace {dest} {where} the workspace of task 'd1', {ws}, which a fork only "
+            "reads; give a folder outside it"
+        )
+    assert sorted(str(f.relative_to(ws)) for f in ws.rglob("*")) == before  # no sub/ made
+    with open_project(demo_db) as p:
+        assert p.stores.events.task_ids() == ["d1"] and p.stores.tasks.get("c1") is None
+        assert p.checkpointer.get_tuple({"configurable": {"thread_id": "c1"}}) is None
