@@ -273,11 +273,16 @@ def fork_task(
         What was made.
 
     Raises:
-        InvalidInputError: The fork point is not one, the child id is taken, or a workspace copy
-            is asked of a task without a workspace.
+        InvalidInputError: The fork point is not one, the child id is taken, a workspace copy
+            is asked of a task without a workspace, or ``workspace`` is given without ``workspace_at_fork``.
         UnknownTaskError: The parent is unknown.
         DamagedStoreError: The parent's stored data fails its checks.
     """
+    if workspace is not None and not workspace_at_fork:
+        raise InvalidInputError(
+            f"workspace={str(workspace)!r} is where the copy of workspace_at_fork=True goes, and that is not given; "
+            "pass workspace_at_fork=True too, or drop workspace= to share the parent's workspace"
+        )
     events = project.stores.events
     point = fork_point(events, task_id, at=at, at_step=at_step)
     child = new_task_id or f"{task_id}-fork-{point.seq}"

@@ -81,6 +81,11 @@ def fork(
     """
     if (at is None) == (at_step is None):
         fail("give one fork point: --at SEQ (an event's seq, as inspect --all shows it) or --at-step N")
+    if workspace is not None and not workspace_at_fork:
+        fail(
+            f"--workspace {workspace} is where the copy of --workspace-at-fork goes, and that is not given; add "
+            "--workspace-at-fork, or drop --workspace to share the parent's workspace"
+        )
     project: Project | None = None
     try:
         if new_id is not None:

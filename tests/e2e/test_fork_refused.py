@@ -162,3 +162,26 @@ def test_a_workspace_copy_in_the_parents_workspace_is_refused_naming_both(demo_d
     with open_project(demo_db) as p:
         assert p.stores.events.task_ids() == ["d1"] and p.stores.tasks.get("c1") is None
         assert p.checkpointer.get_tuple({"configurable": {"thread_id": "c1"}}) is None
+
+
+def test_a_workspace_folder_without_workspace_at_fork_is_refused(demo_db: str, tmp_path: Path) -> None:
+    from context import InvalidInputError
+
+    dest = tmp_path / "w1"
+    r = runner.invoke(
+        app, ["fork", "d1", "--at-step", "5", "--task-id", "w1", "--workspace", str(dest), "--db", demo_db]
+    )
+    assert r.exit_code == 2
+    assert r.stderr.strip() == (
+        f"error: --workspace {dest} is where the copy of --workspace-at-fork goes, and that is not given; add "
+        "--workspace-at-fork, or drop --workspace to share the parent's workspace"
+    )
+    with open_project(demo_db) as p:
+        with pytest.raises(InvalidInputError) as refused:
+            p.fork("d1", at_step=5, new_task_id="w1", workspace=dest)
+        assert str(refused.value) == (
+            f"workspace={str(dest)!r} is where the copy of workspace_at_fork=True goes, and that is not given; pass "
+            "workspace_at_fork=True too, or drop workspace= to share the parent's workspace"
+        )
+        assert p.stores.events.task_ids() == ["d1"] and p.stores.tasks.get("w1") is None
+    assert not dest.exists()
