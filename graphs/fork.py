@@ -204,8 +204,9 @@ def _undo(project: Any, child: str, written: bool, copy: Any) -> None:
 
 
 #: A task id that names folders (a child's workspace copy and receipts, an export): ``--task-id``,
-#: ``new_task_id`` and ``fork_task_id`` all take it; no path separator, no ``..``.
-CHILD_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+#: ``new_task_id`` and ``fork_task_id`` all take it; no path separator, no ``..``, and no leading
+#: ``-`` (it would read as an option in every later command: ``taskctx resume -x``).
+CHILD_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
 
 
 def check_child_id(task_id: str, what: str = "new_task_id") -> str:
@@ -219,12 +220,12 @@ def check_child_id(task_id: str, what: str = "new_task_id") -> str:
         ``task_id``.
 
     Raises:
-        InvalidInputError: It is not 1-128 letters, digits, '-', '_' or '.' (not starting with '.').
+        InvalidInputError: It is not 1-128 letters, digits, '-', '_' or '.' (not starting with '.' or '-').
     """
     if not isinstance(task_id, str) or not CHILD_ID.fullmatch(task_id):
         raise InvalidInputError(
             f"{what} {str(task_id)[:60]!r} is not a valid task id; use 1-128 letters, digits, '-', '_' or '.' "
-            "(not starting with '.'): the child's workspace copy and receipts are named by it"
+            "(not starting with '.' or '-'): the child's workspace copy and receipts are named by it"
         )
     return task_id
 

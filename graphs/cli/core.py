@@ -264,18 +264,18 @@ def check_task_id(task_id: str) -> str:
     """Check a ``--task-id``: it names a thread and an export folder.
 
     Args:
-        task_id: 1-128 letters, digits, '-', '_' or '.', not starting with '.'.
+        task_id: 1-128 letters, digits, '-', '_' or '.', not starting with '.' or '-'.
 
     Returns:
         ``task_id``.
 
     Raises:
-        InvalidInputError: Anything else (a path separator, ``..``, nothing).
+        InvalidInputError: Anything else (a path separator, ``..``, a leading ``-``, nothing).
     """
     if not CHILD_ID.fullmatch(task_id):  # the one rule for a task id that names folders
         raise InvalidInputError(
             f"--task-id {task_id[:60]!r} is not a valid task id; use 1-128 letters, digits, '-', '_' or '.' "
-            "(not starting with '.')"
+            "(not starting with '.' or '-')"
         )
     return task_id
 

@@ -85,7 +85,7 @@ def test_database_that_cannot_be_opened(tmp_path: Path, kind: str) -> None:
         assert target.read_bytes() == b"precious notes, not a database\n"
 
 
-@pytest.mark.parametrize("bad", ["a b", "x" * 129, "../x", ".hidden", ""])
+@pytest.mark.parametrize("bad", ["a b", "x" * 129, "../x", ".hidden", "", "-x"])
 def test_task_ids_are_checked_before_anything_runs(tmp_path: Path, bad: str) -> None:
     r = invoke(
         "demo", "--approve-all", "--db", str(tmp_path / "t.sqlite"), "--task-id", bad, "--out", str(tmp_path / "o")

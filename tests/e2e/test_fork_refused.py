@@ -185,3 +185,14 @@ def test_a_workspace_folder_without_workspace_at_fork_is_refused(demo_db: str, t
         )
         assert p.stores.events.task_ids() == ["d1"] and p.stores.tasks.get("w1") is None
     assert not dest.exists()
+
+
+def test_a_child_id_that_looks_like_an_option_is_refused(demo_db: str) -> None:
+    r = runner.invoke(app, ["fork", "d1", "--at-step", "5", "--task-id", "-x", "--db", demo_db])
+    assert r.exit_code == 2
+    assert r.stderr.strip() == (
+        "error: --task-id '-x' is not a valid task id; use 1-128 letters, digits, '-', '_' or '.' (not starting "
+        "with '.' or '-')"
+    )
+    with open_project(demo_db) as p:
+        assert p.stores.events.task_ids() == ["d1"] and p.stores.tasks.task_ids() == ["d1"]

@@ -121,7 +121,7 @@ def test_a_refused_edit_of_an_earlier_checkpoint_makes_no_fork(tmp_path: Path, e
         assert cfg["configurable"]["thread_id"] == f"tf-fork-{seq}"
 
 
-@pytest.mark.parametrize("bad", ["../x", "../../escape", "sp ace", "a/b", "", ".hidden"])
+@pytest.mark.parametrize("bad", ["../x", "../../escape", "sp ace", "a/b", "", ".hidden", "-x"])
 def test_a_fork_by_a_name_that_cannot_name_a_folder_is_refused(tmp_path: Path, bad: str) -> None:
     from graphs import thread_config
 
@@ -133,7 +133,7 @@ def test_a_fork_by_a_name_that_cannot_name_a_folder_is_refused(tmp_path: Path, b
             project.fork("th", at_step=1, new_task_id=bad, graph=g)
         assert str(err.value) == (
             f"new_task_id {bad!r} is not a valid task id; use 1-128 letters, digits, '-', '_' or '.' (not starting "
-            "with '.'): the child's workspace copy and receipts are named by it"
+            "with '.' or '-'): the child's workspace copy and receipts are named by it"
         )
         old = [s for s in g.get_state_history(thread_config("th")) if s.next == ("executor",)][-1]
         conf = {**old.config["configurable"], "fork_task_id": bad}
