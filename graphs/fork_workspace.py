@@ -129,7 +129,7 @@ def side_effects_after(events: Any, task_id: str, seq: int, state: TaskContext |
         ``seq <n>: <tool> <arguments> (call <id>; started, no result recorded: it may have run)``
         per such call granted without a result; by seq. A call made before the fork point (in the
         node run that ended there) and run after it is one of them, at its result's (or grant's)
-        seq, noted ``made at seq <m> before the fork``.
+        seq, noted ``made at seq <m> before the fork`` (on its file's line when it changed one).
     """
     calls = _calls(events, task_id, seq, state)
     ran, started = _ran(events, task_id, seq)
@@ -138,7 +138,9 @@ def side_effects_after(events: Any, task_id: str, seq: int, state: TaskContext |
     for e in events.iter(task_id, after=seq, kinds=["file.modified"]):
         cid = e.payload.get("call_id") or ""
         tool = calls[cid]["tool"] if cid in calls else "a call"
-        out.append((e.seq, f"seq {e.seq}: {e.payload['path']} changed by {tool} (call {cid})"))
+        made = calls[cid]["seq"] if cid in calls else seq + 1
+        note = "" if made > seq else f", made at seq {made} before the fork" if made else ", made before the fork"
+        out.append((e.seq, f"seq {e.seq}: {e.payload['path']} changed by {tool} (call {cid}{note})"))
         changed.add(cid)
     for cid, c in calls.items():
         if c.get("has_side_effects") and cid not in changed and (cid in ran or cid in started):

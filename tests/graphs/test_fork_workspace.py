@@ -72,6 +72,10 @@ def test_side_effects_after_the_fork_are_the_calls_that_ran(stores: Any) -> None
         'seq 13: run_command {"argv": ["make", "install"]} (call c4, made at seq 11 before the fork)',
         'seq 20: run_command {"argv": ["deploy"]} (call c8; started, no result recorded: it may have run)',
     ]
+    # a call that changed a file, made before the fork point: its file's line carries the note
+    assert side_effects_after(stores.events, "p", 7)[0] == (
+        "seq 10: a.txt changed by write_file (call c3, made at seq 7 before the fork)"
+    )
     assert side_effects_after(stores.events, "p", 20) == [
         'seq 21: run_command {"argv": ["deploy"]} (call c8, made at seq 20 before the fork; started, no result '
         "recorded: it may have run)"
