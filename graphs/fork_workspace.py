@@ -32,10 +32,33 @@ from typing import Any
 from context import ArtifactNotFoundError, Event, InvalidInputError, TaskContext
 from context.text import counted
 
-__all__ = ["NOT_UNDONE", "WorkspaceCopy", "copy_at_fork", "shared_side_effects", "side_effects_after"]
+__all__ = [
+    "NOT_UNDONE",
+    "WorkspaceCopy",
+    "copy_at_fork",
+    "no_workspace",
+    "shared_side_effects",
+    "side_effects_after",
+]
 
 #: How inspect heads the parent's side effects after the fork, for a child that shares the workspace.
 NOT_UNDONE = "happened in the parent after the fork; not undone"
+
+
+def no_workspace(spec: dict[str, Any] | None, parent: str) -> str | None:
+    """The workspace line of a fork whose registry row names no workspace (a replayed task's), else None.
+
+    Args:
+        spec: The child's registry row (the parent's, copied; None: it has none, a Python-API task,
+            whose workspace is not known).
+        parent: The parent.
+
+    Returns:
+        ``workspace: none (...)``, or None when the row names one or there is no row.
+    """
+    if spec is None or spec.get("workspace"):
+        return None
+    return f"workspace: none (task {parent} has no workspace, so the child shares none and nothing is undone)"
 
 
 @dataclass

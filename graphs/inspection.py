@@ -163,7 +163,7 @@ def _with_lineage(stores: Any, view: TaskView) -> TaskView:
     """The view with the task's parent, fork point and children (:mod:`context.lineage`)."""
     from context.lineage import NOT_RUN_KINDS, children_of, fork_status
 
-    from .fork_workspace import shared_side_effects
+    from .fork_workspace import no_workspace, shared_side_effects
 
     kids = children_of(stores.events, view.task_id)
     try:
@@ -173,7 +173,8 @@ def _with_lineage(stores: Any, view: TaskView) -> TaskView:
     if lin is None:
         return replace(view, children=kids) if kids else view
     forked = stores.events.read(view.task_id, after=lin.fork_seq, limit=1)[0].payload
-    shared = [] if forked.get("workspace") else shared_side_effects(stores, lin.parent, lin.fork_seq)
+    none = forked.get("workspace") or no_workspace(view.spec, lin.parent)
+    shared = [] if none else shared_side_effects(stores, lin.parent, lin.fork_seq)
     state = view.state
     if state is not None:
         quiet = stores.events.read(view.task_id, after=lin.fork_seq, kinds=list(NOT_RUN_KINDS), fields=["seq"])

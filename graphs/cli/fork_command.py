@@ -15,7 +15,7 @@ from context import TaskctxError
 from context.text import counted
 
 from ..fork import ForkResult
-from ..fork_workspace import NOT_UNDONE, shared_side_effects
+from ..fork_workspace import NOT_UNDONE, no_workspace, shared_side_effects
 from ..project import DEFAULT_DB, Project
 from ..report.hints import command_hint
 from .core import DbOpt, check_task_id, console, fail, fail_run, open_existing
@@ -23,13 +23,14 @@ from .core import DbOpt, check_task_id, console, fail, fail_run, open_existing
 __all__ = ["fork", "fork_lines"]
 
 
-def fork_lines(r: ForkResult, db: str, after_fork: list[str]) -> list[str]:
+def fork_lines(r: ForkResult, db: str, after_fork: list[str], none: str | None = None) -> list[str]:
     """What ``taskctx fork`` prints of a fork it made.
 
     Args:
         r: The fork.
         db: The ``--db``.
         after_fork: The parent's side effects after the fork (:func:`graphs.fork_workspace.shared_side_effects`).
+        none: The workspace line of a task that has no workspace (:func:`graphs.fork_workspace.no_workspace`).
 
     Returns:
         The lines: the child and its fork point, the next nodes, the workspace (restored files,
@@ -43,6 +44,8 @@ def fork_lines(r: ForkResult, db: str, after_fork: list[str]) -> list[str]:
         out.append(f"workspace: {r.workspace} (a copy; the parent's own changes after the fork undone)")
         out += [f"  restored {p}" for p in r.restored]
         out += [f"  left {p}: {why}" for p, why in sorted(r.left.items())]
+    elif none is not None:
+        out.append(none)
     elif after_fork:
         out.append(f"workspace: shared with {r.parent}; these {NOT_UNDONE}:")
         out += [f"  {line}" for line in after_fork]
@@ -100,8 +103,9 @@ def fork(
             workspace_at_fork=workspace_at_fork,
             workspace=workspace,
         )
-        shared = [] if r.workspace is not None else shared_side_effects(project.stores, r.parent, r.fork_seq, r.state)
-        for line in fork_lines(r, db, shared):
+        none = None if r.workspace is not None else no_workspace(project.stores.tasks.get(r.task_id), r.parent)
+        shared = [] if r.workspace or none else shared_side_effects(project.stores, r.parent, r.fork_seq, r.state)
+        for line in fork_lines(r, db, shared, none):
             console.print(line, markup=False)
     except (TaskctxError, sqlite3.Error, OSError) as exc:
         fail_run(exc, db, task_id, None)

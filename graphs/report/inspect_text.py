@@ -19,7 +19,7 @@ from nodes.render.base import stale_text
 from nodes.render.quoting import quote_agent
 from nodes.render.role_reports import report_quote, role_label
 
-from ..fork_workspace import NOT_UNDONE
+from ..fork_workspace import NOT_UNDONE, no_workspace
 from ..inspection import TaskView
 from ..project import DEFAULT_DB
 from .approval import approval_renderable
@@ -143,6 +143,8 @@ def _lineage(v: _View) -> None:
                 v.p(f"  restored {path}")
             for path, why_left in sorted(f.get("left", {}).items()):
                 v.p(f"  left {path}: {why_left}")
+        elif (none := no_workspace(v.view.spec, f["parent_task_id"])) is not None:
+            v.p(none)
         elif v.view.after_fork:
             v.p(f"workspace: shared with {f['parent_task_id']}; these {NOT_UNDONE}:")
             for line in v.view.after_fork:

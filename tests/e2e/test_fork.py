@@ -246,3 +246,21 @@ def test_doctor_calls_an_unrun_fork_of_a_python_api_task_ok(trajectories_dir: Pa
         assert doc.stdout.splitlines()[0] == f"task {tid}: ok ({n} events; started through the Python API)"
     with open_project(db) as p:  # and it resumes, as doctor says
         assert p.resume("C1", graph=graph(p)).state.control.status == "completed"
+
+
+def test_a_fork_of_a_task_without_a_workspace_says_it_has_none(trajectories_dir: Path, tmp_path: Path) -> None:
+    db = str(tmp_path / "t.sqlite")
+    traj = str(trajectories_dir / "moatless-requests-863.jsonl")
+    r = invoke("replay", traj, "--task-id", "r1", "--db", db, "--out", str(tmp_path / "runs"))
+    assert r.exit_code == 0, r.output
+    f = invoke("fork", "r1", "--at-step", "3", "--task-id", "r1-b", "--db", db)
+    assert f.exit_code == 0, f.output
+    none = "workspace: none (task r1 has no workspace, so the child shares none and nothing is undone)"
+    assert f.stdout.splitlines() == [
+        "forked r1 at seq 14 into r1-b (3 executor steps done; next: executor)",
+        none,
+        f"run it on: taskctx resume r1-b --db {db}",
+    ]
+    insp = invoke("inspect", "r1-b", "--db", db)
+    assert f"forked from r1 at seq 14\n{none}\n" in insp.stdout
+    assert "shared with" not in insp.stdout
