@@ -254,6 +254,7 @@ def fork_task(
     workspace: str | Path | None = None,
     spec_update: dict[str, Any] | None = None,
     graph: Any = None,
+    id_name: str = "new_task_id",
 ) -> ForkResult:
     """Fork ``task_id`` at a seq (or the end of an executor step) into a new task (see module doc).
 
@@ -269,6 +270,7 @@ def fork_task(
         workspace: Where that copy goes (default: beside the parent's, named by the child's id).
         spec_update: Keys of the child's registry row to change (``budget``, ``model``, ...).
         graph: The child's graph (None: rebuilt from its registry row).
+        id_name: The child id's argument as the caller names it, in the error when it is taken.
 
     Returns:
         What was made.
@@ -288,7 +290,7 @@ def fork_task(
     point = fork_point(events, task_id, at=at, at_step=at_step)
     child = new_task_id or f"{task_id}-fork-{point.seq}"
     if events.last_seq(child) or project.stores.tasks.get(child) is not None:
-        raise InvalidInputError(f"task {child!r} already exists in {project.path}; pick another --task-id")
+        raise InvalidInputError(f"task {child!r} already exists in {project.path}; pick another {id_name}")
     state = state_at(project.stores, project.checkpointer, task_id, point.seq)
     spec = _child_spec(project, task_id, graph, spec_update)
     with project.stores.leases.hold(child):

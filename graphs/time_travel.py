@@ -399,5 +399,6 @@ def fork_at(graph: Any, parent: str, seq: int, wanted: str | None, why: str) -> 
     if wanted is not None:
         check_child_id(wanted, "fork_task_id")
     child = child_id(stores, parent, seq, wanted)
-    fork_task(_ForkHost(stores, graph.checkpointer), parent, at=seq, new_task_id=child, why=why, graph=graph)
+    host = _ForkHost(stores, graph.checkpointer)
+    fork_task(host, parent, at=seq, new_task_id=child, why=why, graph=graph, id_name="fork_task_id")
     return child, fork_point(stores.events, parent, at=seq).node

@@ -1,6 +1,7 @@
 """``taskctx fork``: a new task that starts from a task's state at an earlier seq or executor step.
 
-A thin layer over :meth:`graphs.Project.fork`; ``taskctx resume <new id>`` runs the child on.
+A thin layer over :func:`graphs.fork.fork_task` (what :meth:`graphs.Project.fork` runs); ``taskctx resume <new id>``
+runs the child on.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import typer
 from context import TaskctxError
 from context.text import counted
 
-from ..fork import ForkResult
+from ..fork import ForkResult, fork_task
 from ..fork_workspace import NOT_UNDONE, no_workspace, shared_side_effects
 from ..project import DEFAULT_DB, Project
 from ..report.hints import command_hint
@@ -94,7 +95,8 @@ def fork(
         if new_id is not None:
             check_task_id(new_id)
         project = open_existing(db)
-        r = project.fork(
+        r = fork_task(  # Project.fork, the child id's errors naming --task-id
+            project,
             task_id,
             at=at,
             at_step=at_step,
@@ -102,6 +104,7 @@ def fork(
             why=why,
             workspace_at_fork=workspace_at_fork,
             workspace=workspace,
+            id_name="--task-id",
         )
         none = None if r.workspace is not None else no_workspace(project.stores.tasks.get(r.task_id), r.parent)
         shared = [] if r.workspace or none else shared_side_effects(project.stores, r.parent, r.fork_seq, r.state)

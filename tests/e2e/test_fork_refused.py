@@ -196,3 +196,22 @@ def test_a_child_id_that_looks_like_an_option_is_refused(demo_db: str) -> None:
     )
     with open_project(demo_db) as p:
         assert p.stores.events.task_ids() == ["d1"] and p.stores.tasks.task_ids() == ["d1"]
+
+
+def test_a_taken_child_id_is_refused_naming_the_callers_argument(demo_db: str) -> None:
+    from context import InvalidInputError
+    from graphs import thread_config
+
+    r = runner.invoke(app, ["fork", "d1", "--at-step", "5", "--task-id", "d1", "--db", demo_db])
+    assert r.exit_code == 2
+    assert r.stderr.strip() == f"error: task 'd1' already exists in {demo_db}; pick another --task-id"
+    with open_project(demo_db) as p:
+        with pytest.raises(InvalidInputError) as api:
+            p.fork("d1", at_step=5, new_task_id="d1")
+        assert str(api.value) == f"task 'd1' already exists in {demo_db}; pick another new_task_id"
+        g = p.task_graph("d1")
+        old = [s for s in g.get_state_history(thread_config("d1")) if s.next == ("executor",)][-1]
+        with pytest.raises(InvalidInputError) as tt:
+            g.invoke(None, {"configurable": {**old.config["configurable"], "fork_task_id": "d1"}})
+        assert str(tt.value) == f"task 'd1' already exists in {demo_db}; pick another fork_task_id"
+        assert p.stores.events.task_ids() == ["d1"]
