@@ -215,3 +215,17 @@ def test_a_taken_child_id_is_refused_naming_the_callers_argument(demo_db: str) -
             g.invoke(None, {"configurable": {**old.config["configurable"], "fork_task_id": "d1"}})
         assert str(tt.value) == f"task 'd1' already exists in {demo_db}; pick another fork_task_id"
         assert p.stores.events.task_ids() == ["d1"]
+
+
+def test_a_registered_fork_whose_registry_row_is_lost_is_damage(demo_db: str) -> None:
+    r = runner.invoke(app, ["fork", "d1", "--at-step", "5", "--task-id", "c1", "--db", demo_db])
+    assert r.exit_code == 0, r.output
+    assert runner.invoke(app, ["doctor", "c1", "--db", demo_db]).stdout.splitlines()[0] == "task c1: ok (29 events)"
+    with open_project(demo_db) as p:
+        p.stores._db.conn.execute("DELETE FROM taskctx_tasks WHERE task_id = 'c1'")
+    doc = runner.invoke(app, ["doctor", "c1", "--db", demo_db])
+    assert doc.exit_code == 2
+    assert doc.stdout.splitlines()[:2] == [
+        "task c1: 1 problem",
+        "  - task registry: no row for this task (how it was started is lost): it can be inspected, not resumed",
+    ]
