@@ -53,6 +53,7 @@ __all__ = [
     "MASK_FORMAT",
     "MASK_OVERLAP",
     "SECRET_PATTERNS",
+    "SHAPE_START",
     "Masked",
     "looks_secret",
     "mask_secrets",
@@ -119,7 +120,8 @@ DETECT_SECRETS_PLUGINS: list[tuple[str, type[RegexBasedDetector], str]] = [
 
 #: Where a shape may start: a word boundary, or right after an escape written out as two
 #: characters (``\\n``, ``\\t``, ``\\r``: ``repr()``, JSON), where ``\\b`` sees no boundary.
-_S = r"(?:\b|(?<=\\[ntr]))"
+SHAPE_START = r"(?:\b|(?<=\\[ntr]))"
+_S = SHAPE_START
 
 #: (kind, pattern, group holding the secret value (0 = whole match)): the shapes detect-secrets
 #: does not have (or finds by what surrounds them), each with its source.

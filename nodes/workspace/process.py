@@ -34,7 +34,6 @@ __all__ = [
     "CommandRun",
     "end_marked",
     "grep_file",
-    "mask_cut_end",
     "run_bounded",
 ]
 
@@ -384,30 +383,3 @@ def grep_file(path: Path, rx: re.Pattern[str], max_hits: int) -> tuple[list[tupl
                 f"searched in {'its' if long_lines == 1 else 'their'} first {_LINE_MATCHED:,}"
             )
     return hits, "; ".join(cut) or None
-
-
-#: The start of a secret of a known shape cut short at a text's end (a kill while it was being
-#: written): its prefix and at least four characters of its body, up to the end.
-_CUT_SECRET = re.compile(
-    r"(?:\b|(?<=\\[ntr]))(?:gh[pousr]_|github_pat_|sk-|(?:sk|rk|pk)_(?:live|test)_|xox[abposre]-|AIza|eyJ"
-    + r"|(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA))[A-Za-z0-9_\-.]{4,}\Z"
-)
-
-
-def mask_cut_end(text: str) -> str:
-    """``text`` with the start of a secret its end cut short masked (``[REDACTED:cut_secret]``).
-
-    For a stream that was cut off (a command killed mid-line): a whole secret is masked by
-    :func:`context.secrets.mask_secrets`, but a cut one no longer has its shape. Only a text that does not end
-    with a newline can end in one.
-
-    Args:
-        text: The text as it was cut.
-
-    Returns:
-        ``text``, or with its last run of a cut secret's shape masked.
-    """
-    if not text or text.endswith("\n"):
-        return text
-    m = _CUT_SECRET.search(text, max(0, len(text) - 4096))
-    return text if m is None else text[: m.start()] + "[REDACTED:cut_secret]"

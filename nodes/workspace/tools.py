@@ -11,6 +11,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from context.cut_secrets import mask_cut_end
 from context.held_secrets import MissingSecretError, reveal_secrets
 from context.store import ArtifactStoreProtocol
 from context.text import quote_name
@@ -31,7 +32,7 @@ from .paths import (
     sha256_hex,
     write_risk,
 )
-from .process import OUTPUT_LIMIT, RUN_MARK, grep_file, mask_cut_end, run_bounded
+from .process import OUTPUT_LIMIT, RUN_MARK, grep_file, run_bounded
 
 __all__ = ["MAX_GREP_HITS", "MAX_READ_BYTES", "MAX_TIMEOUT", "SIDE_EFFECT_TOOLS", "OutputLines", "WorkspaceTools"]
 
