@@ -11,7 +11,9 @@ compiled with :func:`graphs.compile_graph` so that, after the node returns:
   (a field changed without an event, e.g. a new goal) is refused naming the fields, and events
   the node appended but did not return are refused naming them;
 * each router after the node (:func:`guard_routers`), and a ``Command(goto=...)`` it returns,
-  must send the state to a node the graph has.
+  must send the state to a node the graph has; and the routes after it must not all lead to
+  ``END`` while the task is still running (at the graph's top level, in a graph that runs one
+  node at a time: elsewhere ``END`` is not the run's end).
 
 A node that raises is a failure of the task, as a role node's is: recorded as ``error.occurred``
 (source ``graph:<node>``, ``<node> node failed: <Type>: <text>``) and ``task.completed``
@@ -139,6 +141,8 @@ def guard_nodes(compiled: CompiledStateGraph, builder: StateGraph, events: Any) 
         events: The task's event log.
     """
     known = {*builder.nodes, END}
+    # (a graph that can run nodes side by side: a node's END is not the run's end)
+    fans = bool(builder.waiting_edges) or len({s for s, _ in builder.edges}) < len(builder.edges)
     for name, spec in builder.nodes.items():
         pn = compiled.nodes[name]
         if isinstance(pn.bound, RunnableCallable):  # (a subgraph node is left as it is)
@@ -147,6 +151,7 @@ def guard_nodes(compiled: CompiledStateGraph, builder: StateGraph, events: Any) 
             builtin = any(getattr(h, "taskctx_env", None) or getattr(h, "env", None) for h in holders)
             retry = () if builtin else (pn.retry_policy or compiled.retry_policy or ())
             guard = _NodeGuard(name, pn.bound, events, builder.branches.get(name, {}), known, retry, not builtin)
+            guard.edges = None if fans else [e for s, e in builder.edges if s == name]
             bound = RunnableCallable(guard.run, guard.arun, name=pn.bound.name, trace=False)
             compiled.nodes[name] = pn.copy({"bound": bound, "subgraphs": pn.subgraphs})
 
@@ -216,6 +221,18 @@ def _fields(expected: TaskContext, got: TaskContext, parts: list[str]) -> list[s
     return out
 
 
+def _in_subgraph(config: RunnableConfig) -> bool:
+    """Whether the node runs inside a subgraph (its END returns to the parent graph, not the run's end)."""
+    return "|" in str((config.get("configurable") or {}).get("checkpoint_ns", ""))
+
+
+def _target(ends: dict[Hashable, str] | None, r: Any) -> Any:
+    """The node a router's return value ``r`` names, through its path map ``ends``."""
+    if isinstance(r, Send):
+        return r.node
+    return ends.get(r, r) if ends else r
+
+
 class _NodeGuard:
     """One node, wrapped: run it, then check what it returned (see module doc)."""
 
@@ -231,6 +248,8 @@ class _NodeGuard:
     ):
         self.name, self.inner, self.events, self.branches, self.known = name, inner, events, branches, known
         self.retry, self.records_failures = retry, records_failures
+        #: The node's plain edges' targets (None: the graph can fan out, so an END here may not end the run).
+        self.edges: list[str] | None = []
 
     def run(self, state: Any, config: RunnableConfig) -> Any:
         ctx = _ctx(state)
@@ -335,7 +354,7 @@ class _NodeGuard:
         if known is not None and not any(k not in TaskContext.model_fields for k in updates):
             got = _merged(ctx, updates)
             if got == known:
-                problem = self.bad_goto(out) or self.bad_route(known, config)
+                problem = self.bad_goto(out) or self.bad_route(known, config, out)
                 return out if problem is None else self.refuse(ctx, known, problem)
         past = self.events.read(task_id, after=cursor)
         foreign = [e for e in past if (a := attempt_of(e.causation_id)) is None or a[0] != cursor]
@@ -344,7 +363,9 @@ class _NodeGuard:
         expected = replay(past, ctx)
         if refused(expected):  # a refusal recorded by an attempt that died before its checkpoint
             return self.fold(ctx, expected)
-        problem = self.problem(ctx, expected, updates, past) or self.bad_goto(out) or self.bad_route(expected, config)
+        problem = (
+            self.problem(ctx, expected, updates, past) or self.bad_goto(out) or self.bad_route(expected, config, out)
+        )
         return out if problem is None else self.refuse(ctx, expected, problem)
 
     def problem(
@@ -400,9 +421,11 @@ class _NodeGuard:
             )
         return None
 
-    def bad_route(self, state: TaskContext, config: RunnableConfig) -> str | None:
-        """Why a router after this node sends ``state`` to no node of the graph, or None."""
+    def bad_route(self, state: TaskContext, config: RunnableConfig, out: Any = None) -> str | None:
+        """Why a router after this node sends ``state`` to no node of the graph, or ends the run
+        with the task unfinished; None when neither."""
         quiet: RunnableConfig = {**config, "callbacks": None}  # the real routing is traced, not this look-ahead
+        targets: list[Any] = []
         for name, branch in self.branches.items():
             try:
                 result = branch.path.invoke(state, quiet)
@@ -412,21 +435,43 @@ class _NodeGuard:
                 problem = self.unknown(name, branch.ends, r)
                 if problem is not None:
                     return problem
-        return None
+                targets.append(_target(branch.ends, r))
+        if isinstance(out, Command) and out.graph is None and out.goto:
+            gotos = out.goto if isinstance(out.goto, list | tuple) else [out.goto]
+            targets += [g.node if isinstance(g, Send) else g for g in gotos]
+        return self.stranded(state, targets, config)
+
+    def stranded(self, state: TaskContext, targets: list[Any], config: RunnableConfig) -> str | None:
+        """Why the routes after this node end the run while the task is still running, or None."""
+        if self.edges is None or state.control.status != "running" or _in_subgraph(config):
+            return None
+        if not (self.branches or self.edges or targets):
+            return None  # (a node with no edge of its own: LangGraph's compile refuses it, or it routes by Command)
+        if any(t != END for t in [*self.edges, *targets]):
+            return None
+        how = (
+            f"router {', '.join(self.branches)}"
+            if self.branches
+            else "Command(goto=END)"
+            if targets
+            else "a plain edge"
+        )
+        return (
+            f"{how} (after node {self.name!r}) sent task {state.identity.task_id!r} to END while it is still "
+            "running (no node recorded task.completed; LangGraph would end the run with the task left running "
+            "and nothing to run next); route an unfinished task to a node that goes on with it (the "
+            "reviewer records task.completed), and return END only once control.status is completed or failed"
+        )
 
     def unknown(self, router: str, ends: dict[Hashable, str] | None, r: Any) -> str | None:
-        if isinstance(r, Send):
-            target = r.node
-        elif ends:
+        if not isinstance(r, Send) and ends:
             if r not in ends:
                 return (
                     f"router {router} (after node {self.name!r}) returned {r!r}, which its path map has no key for "
                     f"(keys: {', '.join(map(repr, ends))}); add {r!r}: <a node of the graph> to the path map of "
                     f"add_conditional_edges({self.name!r}, {router}, ...)"
                 )
-            target = ends[r]
-        else:
-            target = r
+        target = _target(ends, r)
         if target in self.known:
             return None
         nodes = ", ".join(repr(n) for n in sorted(self.known - {END}))

@@ -116,7 +116,7 @@ def resolve_model(spec: str | BaseChatModel, **kwargs: Any) -> BaseChatModel:
         return spec
     if not isinstance(spec, str) or ":" not in spec or not spec.split(":", 1)[1]:
         raise ModelConfigError(
-            f"model {spec!r} is not of the form provider:model (e.g. openai:gpt-4o, anthropic:claude-sonnet-4-6)"
+            f"model {spec!r} is not of the form provider:model (e.g. openai:gpt-4o, anthropic:claude-sonnet-4-5)"
         )
     try:  # (imported here: langchain's chat-model factory is slow to import)
         from langchain.chat_models import init_chat_model

@@ -15,6 +15,7 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command
 
 from context import LogAheadError, TaskContext, replay
 from context.events import MemoryNoted
@@ -37,8 +38,10 @@ REQUEST = "Check the KV store."
 FIX = "record it as events with nodes.NodeRun (run.commit([...])) and return run.update()"
 
 
-def _graph(tester: Any, *, router: Any = None, plain: bool = False) -> tuple[Any, NodeEnv]:
-    """planner -> executor -> tester -> reviewer (or ``router`` after the tester)."""
+def _graph(
+    tester: Any, *, router: Any = None, plain: bool = False, edge: str | None = "reviewer"
+) -> tuple[Any, NodeEnv]:
+    """planner -> executor -> tester -> reviewer (or ``router``, or a plain edge to ``edge``, after the tester)."""
     model = ScriptedChatModel(
         script={
             "planner": [plan("Check the store")],
@@ -52,7 +55,7 @@ def _graph(tester: Any, *, router: Any = None, plain: bool = False) -> tuple[Any
     g.add_node("executor", make_executor_node(model, env, NoTools()))
     g.add_node("tools", make_tool_node(env, NoTools()))
     g.add_node("recovery", make_recovery_node(model, env))
-    g.add_node("tester", tester)
+    g.add_node("tester", tester, destinations=("reviewer", END) if edge is None else None)
     g.add_node("reviewer", make_reviewer_node(model, env))
     g.add_edge(START, "planner")
     g.add_conditional_edges("planner", routing.after_planner)
@@ -60,9 +63,9 @@ def _graph(tester: Any, *, router: Any = None, plain: bool = False) -> tuple[Any
     g.add_conditional_edges("executor", routing.after_executor, ends)
     g.add_conditional_edges("tools", routing.after_tools)
     g.add_conditional_edges("recovery", routing.after_recovery)
-    if router is None:
-        g.add_edge("tester", "reviewer")
-    else:
+    if router is None and edge is not None:
+        g.add_edge("tester", edge)
+    elif router is not None:
         g.add_conditional_edges("tester", router)
     g.add_conditional_edges("reviewer", routing.after_reviewer)
     saver = InMemorySaver(serde=checkpoint_serde())
@@ -199,6 +202,97 @@ def test_a_router_returning_a_node_the_graph_lacks_fails_the_task(caplog: pytest
     _refused(state, events, env, graph, message)
     assert "unknown channel" not in caplog.text
     assert graph.get_state(thread_config("r1")).next == ()
+
+
+def _to_end(state: TaskContext) -> str:
+    return END  # a wrong condition: ends the run before the review
+
+
+STRANDED = (
+    "{how} (after node 'tester') sent task '{tid}' to END while it is still running (no node recorded "
+    "task.completed; LangGraph would end the run with the task left running and nothing to run next); route an "
+    "unfinished task to a node that goes on with it (the reviewer records task.completed), and return END only "
+    "once control.status is completed or failed"
+)
+
+
+def test_a_router_that_sends_an_unfinished_task_to_end_fails_the_task() -> None:
+    # LangGraph alone: the run ends, the task stays running with nothing to run next
+    graph, env = _graph(_tester_ok, router=_to_end, plain=True)
+    state, _ = _run(graph, env, "e0")
+    assert state.control.status == "running" and graph.get_state(thread_config("e0")).next == ()
+
+    graph, env = _graph(_tester_ok, router=_to_end)
+    state, events = _run(graph, env, "e1")
+    _refused(state, events, env, graph, STRANDED.format(how="router _to_end", tid="e1"))
+    assert graph.get_state(thread_config("e1")).next == ()
+
+
+def test_a_plain_edge_or_command_to_end_of_an_unfinished_task_fails_it() -> None:
+    graph, env = _graph(_tester_ok, edge=END)
+    state, events = _run(graph, env, "e2")
+    _refused(state, events, env, graph, STRANDED.format(how="a plain edge", tid="e2"))
+
+    graph, env = _graph(lambda state: Command(goto=END), edge=None)
+    state, events = _run(graph, env, "e3")
+    _refused(state, events, env, graph, STRANDED.format(how="Command(goto=END)", tid="e3"))
+
+    graph, env = _graph(lambda state: Command(goto="reviewer"), edge=None)  # the right way: completed
+    assert _run(graph, env, "e4")[0].control.status == "completed"
+
+
+def test_an_unfinished_task_sent_to_end_fails_under_astream_and_ainvoke() -> None:
+    import asyncio
+
+    async def go(tid: str, how: str) -> TaskContext:
+        graph, env = _graph(_tester_ok, router=_to_end)
+        cfg = thread_config(tid)
+        if how == "ainvoke":
+            await graph.ainvoke(new_task(REQUEST, tid), cfg, durability="sync")
+        else:
+            async for _ in graph.astream(new_task(REQUEST, tid), cfg, stream_mode=["updates", "messages"]):
+                pass
+        state = TaskContext.model_validate((await graph.aget_state(cfg)).values)
+        _refused(state, env.events.read(tid), env, graph, STRANDED.format(how="router _to_end", tid=tid))
+        return state
+
+    assert asyncio.run(go("a1", "ainvoke")).control.status == "failed"
+    assert asyncio.run(go("a2", "astream")).control.status == "failed"
+
+
+def test_a_subgraph_that_ends_with_the_task_running_hands_it_back_to_its_parent() -> None:
+    """Inside a subgraph END returns to the parent graph: the task goes on there, nothing is refused."""
+    model = ScriptedChatModel(
+        script={
+            "planner": [plan("Check the store")],
+            "executor": [complete("checked")],
+            "reviewer": [review("approve", "ok")],
+        }
+    )
+    env = NodeEnv.sqlite(":memory:")
+    inner = StateGraph(TaskContext)
+    inner.add_node("planner", make_planner_node(model, env))
+    inner.add_edge(START, "planner")
+    inner.add_edge("planner", END)  # the plan is made; the parent runs it
+    outer = StateGraph(TaskContext)
+    outer.add_node("planning", compile_graph(inner))
+    outer.add_node("executor", make_executor_node(model, env, NoTools()))
+    outer.add_node("tools", make_tool_node(env, NoTools()))
+    outer.add_node("recovery", make_recovery_node(model, env))
+    outer.add_node("reviewer", make_reviewer_node(model, env))
+    outer.add_edge(START, "planning")
+    outer.add_edge("planning", "executor")
+    outer.add_conditional_edges("executor", routing.after_executor)
+    outer.add_conditional_edges("tools", routing.after_tools)
+    outer.add_conditional_edges(
+        "recovery", routing.after_recovery, {"planner": "planning", "executor": "executor", END: END}
+    )
+    outer.add_conditional_edges("reviewer", routing.after_reviewer, {"planner": "planning", END: END})
+    graph = compile_graph(outer, checkpointer=InMemorySaver(serde=checkpoint_serde()))
+    state, events = _run(graph, env, "s1")
+    assert state.control.status == "completed"
+    assert [e.payload["role"] for e in events if e.kind == "context.built"] == ["planner", "executor", "reviewer"]
+    assert "error.occurred" not in [e.kind for e in events]
 
 
 def test_a_node_that_records_its_result_passes() -> None:
