@@ -12,6 +12,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.errors import GraphBubbleUp
@@ -28,7 +29,7 @@ from nodes.tools.tool_bytes import bytes_kept, keeping_bytes
 
 from .prompt import message_text
 
-__all__ = ["INTERRUPTED", "ToolCallRecording"]
+__all__ = ["INTERRUPTED", "ToolCallRecording", "check_gated", "split_reviewers"]
 
 #: The message a side-effecting call gets when it was cut off mid-run (it is never run twice).
 INTERRUPTED = (
@@ -45,12 +46,32 @@ class ToolCallRecording:
         stores: Any
         side_effects: tuple[str, ...]
         requires_approval: tuple[str, ...]
+        reviewers: tuple[HumanInTheLoopMiddleware, ...]
 
         def task_id(self, state: Any = None) -> str: ...
 
         def _append(self, task_id: str, events: list[Event]) -> list[Event]: ...
 
     # ---- tool calls ----------------------------------------------------------------------
+    def _gated(self, request: Any) -> bool:
+        """Whether the call went through an approval step: its tool is gated, and the reviewer asked.
+
+        With the agent's ``HumanInTheLoopMiddleware`` given (``requires_approval=hitl``) a call is
+        gated when the tool is in its ``interrupt_on`` and its ``when`` predicate (if any) holds;
+        with names only, when the tool is named.
+        """
+        name = request.tool_call["name"]
+        if name not in self.requires_approval:
+            return False
+        if not self.reviewers:
+            return True
+        for hitl in self.reviewers:
+            config = hitl.interrupt_on.get(name)
+            when = config.get("when") if config else None
+            if config and (when is None or when(request)):
+                return True
+        return False
+
     def _before_tool(self, request: Any) -> ToolMessage | None:
         """A recorded result, or for a cut-off side effect an error, answering the call (None: run it)."""
         cid, name, args = _as_run(request)
@@ -73,7 +94,7 @@ class ToolCallRecording:
         tid = self.task_id(request.state)
         arguments = json.dumps(asked if args is None else args, sort_keys=True, ensure_ascii=False, default=str)
         out: list[Event] = []
-        if name in self.requires_approval:  # the call reached its run: the approval step let it through
+        if self._gated(request):  # the call reached its run: the approval step let it through
             perm = PermissionEvent(call_id=cid, tool=name, arguments=arguments, reason="approved")
             out += [new_event("permission.requested", perm, actor="system")]
             out += [new_event("permission.granted", perm, actor="user")]
@@ -139,7 +160,7 @@ class ToolCallRecording:
         denied = isinstance(result, ToolMessage) and result.status == "error"
         perm = PermissionEvent(call_id=cid, tool=name, arguments=json.dumps(args, sort_keys=True), reason=text[:500])
         out: list[Event] = []
-        if name in self.requires_approval:
+        if self._gated(request):
             out.append(new_event("permission.requested", perm, actor="system"))
             out.append(new_event("permission.denied" if denied else "permission.granted", perm, actor="user"))
         p = ToolResultReceived(
@@ -242,7 +263,7 @@ class ToolCallRecording:
                 self._failed(request, exc)
                 raise
         if not started:  # answered inside the handler, the tool not run
-            if isinstance(out, ToolMessage) and _as_run(request)[1] in self.requires_approval:
+            if isinstance(out, ToolMessage) and self._gated(request):
                 return self._unstarted(request, out)  # a reviewer's rejection or answer
             self._record_start(request)  # another middleware's answer: the call's result
         return self._after_tool(request, out, kept)
@@ -274,7 +295,7 @@ class ToolCallRecording:
                 self._failed(request, exc)
                 raise
         if not started:  # answered inside the handler, the tool not run
-            if isinstance(out, ToolMessage) and _as_run(request)[1] in self.requires_approval:
+            if isinstance(out, ToolMessage) and self._gated(request):
                 return self._unstarted(request, out)  # a reviewer's rejection or answer
             self._record_start(request)  # another middleware's answer: the call's result
         return self._after_tool(request, out, kept)
@@ -317,3 +338,45 @@ def _thought(state: Any, call_id: str) -> str:
         if isinstance(m, AIMessage) and any(tc.get("id") == call_id for tc in m.tool_calls):
             return m.content if isinstance(m.content, str) else ""
     return ""
+
+
+def split_reviewers(
+    requires_approval: Any,
+) -> tuple[tuple[HumanInTheLoopMiddleware, ...], Any]:
+    """The ``HumanInTheLoopMiddleware`` instances of a ``requires_approval=`` argument, and the rest.
+
+    Args:
+        requires_approval: One reviewer middleware, one name or tool, or an iterable of them.
+
+    Returns:
+        The reviewer middleware, and the names and tools (for ``as_names``).
+    """
+    if isinstance(requires_approval, HumanInTheLoopMiddleware):
+        return (requires_approval,), ()
+    if isinstance(requires_approval, str | BaseTool) or requires_approval is None:
+        return (), requires_approval
+    items = list(requires_approval)
+    hitl = tuple(i for i in items if isinstance(i, HumanInTheLoopMiddleware))
+    return hitl, [i for i in items if not isinstance(i, HumanInTheLoopMiddleware)]
+
+
+def check_gated(names: Sequence[str], reviewers: Sequence[HumanInTheLoopMiddleware]) -> None:
+    """Refuse a name of ``requires_approval`` that the reviewer middleware given with it does not gate.
+
+    Args:
+        names: The tools named in ``requires_approval``.
+        reviewers: The ``HumanInTheLoopMiddleware`` given in ``requires_approval`` (none: no check).
+
+    Raises:
+        ValueError: A named tool is in no reviewer's ``interrupt_on`` (or is set to False there),
+            so its calls would run unreviewed; naming the tool and the fix.
+    """
+    if not reviewers:
+        return
+    gated = {n for h in reviewers for n in h.interrupt_on}
+    for name in dict.fromkeys(names):
+        if name not in gated:
+            raise ValueError(
+                f"requires_approval names {name!r}, which the HumanInTheLoopMiddleware does not gate; "
+                f"add {name!r}: True to its interrupt_on, or drop the name (the middleware's gates are enough)"
+            )
