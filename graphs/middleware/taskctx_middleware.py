@@ -177,6 +177,7 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
         self.default_task_id = task_id or f"agent-{uuid.uuid4().hex[:12]}"
         self._given: set[str] = set()  # the tasks given to conversations without a thread_id
         self._lock = threading.Lock()
+        self._known, self._every = set[str](), False  # the agent's tools seen, and whether all (check_tools)
         self.tools: list[BaseTool] = [self._read_artifact_tool()]
 
     # ---- public helpers -------------------------------------------------------------------
@@ -342,19 +343,29 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
             out.append(new_event("tool.result.received", result, actor="user"))
         return out
 
-    def check_tools(self, tools: Iterable[BaseTool | dict[str, Any]]) -> None:
+    def check_tools(self, tools: Iterable[BaseTool | dict[str, Any]], *, every: bool = True) -> None:
         """Check that ``side_effects`` and ``requires_approval`` name only the agent's tools.
 
-        The agent's tools are first known at its first model call (the request's tools): the
-        middleware checks them there, before it records the call.
+        The names are checked against every tool seen so far. A model request's tools may be a
+        part of the agent's (a middleware before this one may filter them per call), so a name
+        missing there waits; the agent's tool calls carry all its tools (the tool node's), and
+        there a missing name is refused, before the call runs or is recorded.
 
         Args:
-            tools: The agent's tools (LangChain tools, or OpenAI-format tool dicts).
+            tools: Tools of the agent (LangChain tools, or OpenAI-format tool dicts).
+            every: Whether ``tools`` are all the agent's tools (False: a model request's, which
+                may be filtered).
 
         Raises:
-            ValueError: A name is not one of the agent's tools (naming it and the agent's tools).
+            ValueError: A name is not one of the agent's tools, once all of them are known
+                (naming it and the agent's tools).
         """
-        known = {_tool_name(t) for t in tools} - {"read_artifact"}
+        with self._lock:
+            self._known |= {_tool_name(t) for t in tools} - {"read_artifact"}
+            self._every = self._every or every
+            known, final = set(self._known), self._every
+        if not final:
+            return
         for argument, names in (("side_effects", self.side_effects), ("requires_approval", self.named_approval)):
             unknown = [n for n in dict.fromkeys(names) if n not in known]
             if unknown:
@@ -366,7 +377,7 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
 
     def _prepare(self, request: ModelRequest) -> tuple[ModelRequest, dict[str, Any]]:
         """The request with taskctx's prompt, and what recording its ``context.built`` needs."""
-        self.check_tools(request.tools)
+        self.check_tools(request.tools, every=False)
         tid = self.task_id(request.state)
         self._ensure_task(tid, request.messages)
         events = self.events(tid)
@@ -475,7 +486,8 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
             BudgetError: The request's fixed part (system message, tool schemas, core layer) does
                 not fit the budget.
             ValueError: ``side_effects`` or ``requires_approval`` names a tool the agent does not
-                have (:meth:`check_tools`); nothing of the call is recorded.
+                have, once all its tools are known (:meth:`check_tools`); nothing of the call is
+                recorded.
         """
         new, pending = self._prepare(request)
         token = self._traced(pending)

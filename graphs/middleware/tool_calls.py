@@ -52,7 +52,15 @@ class ToolCallRecording:
 
         def _append(self, task_id: str, events: list[Event]) -> list[Event]: ...
 
+        def check_tools(self, tools: Any, *, every: bool = True) -> None: ...
+
     # ---- tool calls ----------------------------------------------------------------------
+    def _check_all_tools(self, request: Any) -> None:
+        """Check the names against all the agent's tools: the tool node's, which a tool call carries."""
+        tools = getattr(request.runtime, "tools", None)
+        if tools:
+            self.check_tools(tools)
+
     def _gated(self, request: Any) -> bool:
         """Whether the call went through an approval step: its tool is gated, and the reviewer asked.
 
@@ -245,7 +253,12 @@ class ToolCallRecording:
 
         Returns:
             The tool message (or the tool's ``Command``).
+
+        Raises:
+            ValueError: ``side_effects`` or ``requires_approval`` names a tool the agent does not
+                have (the call is not run).
         """
+        self._check_all_tools(request)
         if request.tool_call["name"] == "read_artifact":
             return handler(request)
         answered = self._before_tool(request)
@@ -277,7 +290,12 @@ class ToolCallRecording:
 
         Returns:
             The tool message (or the tool's ``Command``).
+
+        Raises:
+            ValueError: ``side_effects`` or ``requires_approval`` names a tool the agent does not
+                have (the call is not run).
         """
+        self._check_all_tools(request)
         if request.tool_call["name"] == "read_artifact":
             return await handler(request)
         answered = self._before_tool(request)

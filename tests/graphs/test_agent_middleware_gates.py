@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
+from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -68,3 +69,40 @@ def test_a_name_the_reviewer_given_does_not_gate_is_refused(interrupt_on: dict[s
         "requires_approval names 'kv_set', which the HumanInTheLoopMiddleware does not gate; "
         "add 'kv_set': True to its interrupt_on, or drop the name (the middleware's gates are enough)"
     )
+
+
+class HideTool(AgentMiddleware):  # type: ignore[type-arg]
+    """Filters the tools per model call: ``name`` is not offered until a tool result is in the messages."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.hidden = name
+        self.offered: list[list[str]] = []
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        if not any(isinstance(m, ToolMessage) for m in request.messages):
+            request = request.override(tools=[t for t in request.tools if t.name != self.hidden])
+        self.offered.append(sorted(t.name for t in request.tools))
+        return handler(request)
+
+
+def test_a_tool_a_filtering_middleware_hides_at_first_is_not_refused() -> None:
+    hide = HideTool("kv_set")
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"], requires_approval=["kv_set"])
+    agent = create_agent(_model(), TOOLS, middleware=[hide, mw])
+    out = agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, {"configurable": {"thread_id": "f"}})
+    assert out["messages"][-1].content == "Recorded: worker-271 failed."
+    assert hide.offered[0] == ["kv_get", "read_artifact", "read_log"]  # kv_set hidden at the first call
+    called = [(e.payload["tool"], e.payload["has_side_effects"]) for e in mw.events("f") if e.kind == "tool.called"]
+    assert called == [("read_log", False), ("kv_set", True)]
+
+
+def test_a_wrong_name_behind_a_filtering_middleware_is_refused_before_any_tool_runs() -> None:
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_sett"])
+    agent = create_agent(_model(), TOOLS, middleware=[HideTool("kv_set"), mw])
+    with pytest.raises(ValueError) as err:
+        agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, {"configurable": {"thread_id": "w"}})
+    assert str(err.value) == (
+        "side_effects names 'kv_sett', which is not one of the agent's tools (kv_get, kv_set, read_log); fix the name"
+    )
+    assert [e.kind for e in mw.events("w")] == ["task.created", "context.built"]
