@@ -7,6 +7,7 @@ off by a crash is an error the model sees instead of a second run. A mixin of th
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Awaitable, Callable, Sequence
@@ -96,10 +97,15 @@ class ToolCallRecording:
                 return self._shown(cid, name, p.model_dump())
         return None
 
-    def _record_start(self, request: Any, args: dict[str, Any] | None = None) -> None:
-        """Record the call as it starts its run (and its approval: the approval step let it through)."""
+    def _record_start(self, request: Any, args: dict[str, Any] | None = None, tool: str | None = None) -> None:
+        """Record the call as it starts its run (and its approval: the approval step let it through).
+
+        ``args`` and ``tool``: what the tool's function was called with, when they are known
+        (a reviewer's edit), else the request's call.
+        """
         cid, name, asked = _as_run(request)
         tid = self.task_id(request.state)
+        name = tool or name
         arguments = json.dumps(asked if args is None else args, sort_keys=True, ensure_ascii=False, default=str)
         out: list[Event] = []
         if self._gated(request):  # the call reached its run: the approval step let it through
@@ -112,54 +118,35 @@ class ToolCallRecording:
         )
         self._append(tid, [*out, new_event("tool.called", called, actor="agent")])
 
-    def _instrumented(self, request: Any, started: list[bool]) -> Any:
-        """The request whose tool notes its ``bytes`` and records the call when its run starts.
+    def _instrumented(self, request: Any, started: list[tuple[str, dict[str, Any]]]) -> Any:
+        """The request whose tools note their ``bytes`` and record the call when its run starts.
 
-        The call is recorded when the tool's function starts, not before the handler: a
-        ``HumanInTheLoopMiddleware`` inside this middleware (listed after it, ``per_call``)
-        decides in the handler, and a call it pauses or rejects never started. A tool without a
-        function of its own (or redirected by a reviewer) is recorded before the handler.
+        The call is recorded when a tool's function starts, with the name and arguments it runs
+        with, not before the handler: a ``HumanInTheLoopMiddleware`` inside this middleware
+        (listed after it) substitutes a reviewer's edit in the handler (the agent's other tools
+        are wrapped too, for an edit that names another tool), and in ``per_call`` mode decides
+        there: a call it pauses or rejects never started. A tool without a function of its own
+        is recorded before the handler, as the request calls it.
         """
-        tool_ = request.tool
         _, name, asked = _as_run(request)
-        if tool_ is None or tool_.name != name:
-            self._record_start(request)
-            started.append(True)
-            return request
-        copy = keeping_bytes(tool_)
-        func, coro = getattr(copy, "func", None), getattr(copy, "coroutine", None)
-        if copy is tool_ or (func is None and coro is None):
-            self._record_start(request)
-            started.append(True)
-            return request
-        fields = set(getattr(getattr(tool_, "tool_call_schema", None), "model_fields", None) or {}) | set(asked)
 
-        def start(kwargs: dict[str, Any]) -> None:
+        def start(tool: str, fields: set[str], kwargs: dict[str, Any]) -> None:
             if not started:
-                started.append(True)
                 ran = {k: v for k, v in kwargs.items() if k in fields}
-                self._record_start(request, ran if ran or not asked else None)
+                started.append((tool, ran))
+                self._record_start(request, ran if ran or not asked else None, tool)
 
-        update: dict[str, Any] = {}
-        if callable(func):
-            sync_func = func
-
-            @functools.wraps(sync_func)
-            def run(*a: Any, **kw: Any) -> Any:
-                start(kw)
-                return sync_func(*a, **kw)
-
-            update["func"] = run
-        if callable(coro):
-            async_func = coro
-
-            @functools.wraps(async_func)
-            async def arun(*a: Any, **kw: Any) -> Any:
-                start(kw)
-                return await async_func(*a, **kw)
-
-            update["coroutine"] = arun
-        return request.override(tool=copy.model_copy(update=update))
+        main = _recording(request.tool, start, set(asked)) if request.tool is not None else None
+        if main is None or request.tool.name != name:
+            self._record_start(request)
+            started.append((name, asked))
+            return request
+        update: dict[str, Any] = {"tool": main}
+        runtime = request.runtime
+        if dataclasses.is_dataclass(runtime) and getattr(runtime, "tools", None):
+            tools = [main if t is request.tool else (_recording(t, start, set()) or t) for t in runtime.tools]
+            update["runtime"] = dataclasses.replace(runtime, tools=tools)  # type: ignore[type-var]
+        return request.override(**update)
 
     def _unstarted(self, request: Any, result: Any) -> Any:
         """Record a gated call answered inside the handler without a run: a reviewer's rejection or answer."""
@@ -177,13 +164,17 @@ class ToolCallRecording:
         written = self._append(self.task_id(request.state), [*out, new_event("tool.result.received", p, actor="user")])
         return self._shown(cid, name, written[-1].payload, base=result if isinstance(result, ToolMessage) else None)
 
-    def _after_tool(self, request: Any, result: Any, kept: Sequence[bytes] = ()) -> Any:
+    def _after_tool(
+        self, request: Any, result: Any, kept: Sequence[bytes] = (), ran: tuple[str, dict[str, Any]] | None = None
+    ) -> Any:
         """Store the output raw, record its result, and give the agent the compressed, quoted form.
 
         ``kept``: the ``bytes`` the tool returned (stored as they are; the text is their UTF-8
         decoding, undecodable bytes as U+FFFD, as the graph's LangChain tools record them).
+        ``ran``: the tool and arguments it ran with (default: the request's call).
         """
         cid, name, args = _as_run(request)
+        name, args = ran or (name, args)
         if not isinstance(result, ToolMessage):  # a Command: its update goes through as the tool made it
             self._command_result(self.task_id(request.state), cid, result)
             return result
@@ -264,7 +255,7 @@ class ToolCallRecording:
         answered = self._before_tool(request)
         if answered is not None:
             return answered
-        started: list[bool] = []
+        started: list[tuple[str, dict[str, Any]]] = []
         with bytes_kept() as kept:
             try:
                 out = handler(self._instrumented(request, started))
@@ -279,7 +270,7 @@ class ToolCallRecording:
             if isinstance(out, ToolMessage) and self._gated(request):
                 return self._unstarted(request, out)  # a reviewer's rejection or answer
             self._record_start(request)  # another middleware's answer: the call's result
-        return self._after_tool(request, out, kept)
+        return self._after_tool(request, out, kept, started[0] if started else None)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         """Async :meth:`wrap_tool_call`.
@@ -301,7 +292,7 @@ class ToolCallRecording:
         answered = self._before_tool(request)
         if answered is not None:
             return answered
-        started: list[bool] = []
+        started: list[tuple[str, dict[str, Any]]] = []
         with bytes_kept() as kept:
             try:
                 out = await handler(self._instrumented(request, started))
@@ -316,7 +307,7 @@ class ToolCallRecording:
             if isinstance(out, ToolMessage) and self._gated(request):
                 return self._unstarted(request, out)  # a reviewer's rejection or answer
             self._record_start(request)  # another middleware's answer: the call's result
-        return self._after_tool(request, out, kept)
+        return self._after_tool(request, out, kept, started[0] if started else None)
 
     def _read_artifact_tool(self) -> BaseTool:
         env = self.env
@@ -330,23 +321,42 @@ class ToolCallRecording:
         return read_artifact_tool
 
 
-#: The agent state's key where ``HumanInTheLoopMiddleware`` keeps a reviewer's edits, by call id.
-HITL_EDITS = "hitl_edited_tool_calls"
-
-
 def _as_run(request: Any) -> tuple[str, str, dict[str, Any]]:
-    """The call id, tool and arguments the call runs with: a reviewer's edit, if one replaced it.
-
-    ``HumanInTheLoopMiddleware`` substitutes an ``edit`` decision in its ``wrap_tool_call``, so a
-    middleware outside it would see the model's call, not the one that runs.
-    """
+    """The call id, tool and arguments of the request's call (a reviewer's edit, when one outside applied it)."""
     tc = request.tool_call
-    cid = tc.get("id") or ""
-    state = request.state if isinstance(request.state, dict) else {}
-    edit = (state.get(HITL_EDITS) or {}).get(cid) if cid else None
-    if isinstance(edit, dict) and isinstance(edit.get("args"), dict):
-        return cid, str(edit.get("name") or tc["name"]), dict(edit["args"])
-    return cid, tc["name"], dict(tc.get("args") or {})
+    return tc.get("id") or "", tc["name"], dict(tc.get("args") or {})
+
+
+def _recording(tool_: BaseTool, start: Callable[[str, set[str], dict[str, Any]], None], asked: set[str]) -> Any:
+    """A copy of ``tool_`` that notes its ``bytes`` and calls ``start(name, fields, kwargs)`` as it runs.
+
+    None: the tool has no function of its own to wrap.
+    """
+    copy = keeping_bytes(tool_)
+    func, coro = getattr(copy, "func", None), getattr(copy, "coroutine", None)
+    if copy is tool_ or (func is None and coro is None):
+        return None
+    fields = set(getattr(getattr(tool_, "tool_call_schema", None), "model_fields", None) or {}) | asked
+    update: dict[str, Any] = {}
+    if callable(func):
+        sync_func = func
+
+        @functools.wraps(sync_func)
+        def run(*a: Any, **kw: Any) -> Any:
+            start(tool_.name, fields, kw)
+            return sync_func(*a, **kw)
+
+        update["func"] = run
+    if callable(coro):
+        async_func = coro
+
+        @functools.wraps(async_func)
+        async def arun(*a: Any, **kw: Any) -> Any:
+            start(tool_.name, fields, kw)
+            return await async_func(*a, **kw)
+
+        update["coroutine"] = arun
+    return copy.model_copy(update=update)
 
 
 def _thought(state: Any, call_id: str) -> str:

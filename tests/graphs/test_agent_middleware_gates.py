@@ -106,3 +106,82 @@ def test_a_wrong_name_behind_a_filtering_middleware_is_refused_before_any_tool_r
         "side_effects names 'kv_sett', which is not one of the agent's tools (kv_get, kv_set, read_log); fix the name"
     )
     assert [e.kind for e in mw.events("w")] == ["task.created", "context.built"]
+
+
+def _kv_tools(ran: list[tuple[str, Any]]) -> list[Any]:
+    from langchain_core.tools import tool
+
+    @tool
+    def kv_get(key: str) -> str:
+        """Read a key of the key-value store."""
+        ran.append(("kv_get", key))
+        return f"{key} is unset"
+
+    @tool
+    def kv_set(key: str, value: str) -> str:
+        """Set a key of the key-value store (a side effect)."""
+        ran.append(("kv_set", (key, value)))
+        return f"stored {key}={value}"
+
+    return [TOOLS[0], kv_get, kv_set]
+
+
+def _called(mw: TaskContextMiddleware, thread: str) -> list[tuple[str, str]]:
+    return [(e.payload["tool"], e.payload["arguments"]) for e in mw.events(thread) if e.kind == "tool.called"][1:]
+
+
+def _paused(order: str, mode: Any, ran: list[tuple[str, Any]]) -> tuple[Any, TaskContextMiddleware, Any]:
+    """An agent whose HITL gates kv_set (in ``order`` beside taskctx), paused at the kv_set call."""
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"kv_set": True}, interrupt_mode=mode)
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"], requires_approval=hitl)
+    agent = create_agent(
+        _model(),
+        _kv_tools(ran),
+        middleware=[mw, hitl] if order == "taskctx-first" else [hitl, mw],
+        checkpointer=InMemorySaver(),
+    )
+    cfg = {"configurable": {"thread_id": "e"}}
+    agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, cfg)
+    return agent, mw, cfg
+
+
+@pytest.mark.parametrize("order", ["taskctx-first", "hitl-first"])
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+def test_an_edit_is_recorded_as_it_ran_in_either_order_and_mode(order: str, mode: str) -> None:
+    ran: list[tuple[str, Any]] = []
+    agent, mw, cfg = _paused(order, mode, ran)
+    edit = {"type": "edit", "edited_action": {"name": "kv_set", "args": {"key": "failed", "value": "w-271"}}}
+    agent.invoke(Command(resume={"decisions": [edit]} if mode == "batched" else edit), cfg)
+    assert ran == [("kv_set", ("failed", "w-271"))]
+    assert _called(mw, "e") == [("kv_set", '{"key": "failed", "value": "w-271"}')]
+
+
+@pytest.mark.parametrize("order", ["taskctx-first", "hitl-first"])
+def test_an_edit_that_names_another_tool_is_recorded_as_that_tool(order: str) -> None:
+    ran: list[tuple[str, Any]] = []
+    agent, mw, cfg = _paused(order, "batched", ran)
+    edit = {"type": "edit", "edited_action": {"name": "kv_get", "args": {"key": "failed"}}}
+    agent.invoke(Command(resume={"decisions": [edit]}), cfg)
+    assert ran == [("kv_get", "failed")]
+    assert _called(mw, "e") == [("kv_get", '{"key": "failed"}')]
+    res = [e.payload for e in mw.events("e") if e.kind == "tool.result.received"][-1]
+    assert res["status"] == "ok" and res["result_summary"].endswith("failed is unset")
+
+
+class StaleKey(AgentMiddleware):  # type: ignore[type-arg]
+    """Writes HumanInTheLoopMiddleware's private state key with an edit nobody applies."""
+
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return {"hitl_edited_tool_calls": {"call-set": {"name": "kv_get", "args": {"key": "x"}}}}
+
+
+def test_the_record_does_not_read_hitls_private_state() -> None:
+    # what the tool ran with is recorded, not what HITL's private state key says (per_call HITL
+    # never reads it: a value left there is applied by nobody)
+    ran: list[tuple[str, Any]] = []
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"kv_get": True}, interrupt_mode="per_call")
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"])
+    agent = create_agent(_model(), _kv_tools(ran), middleware=[mw, StaleKey(), hitl])
+    agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, {"configurable": {"thread_id": "k"}})
+    assert ran == [("kv_set", ("failed", "worker-271"))]
+    assert _called(mw, "k") == [("kv_set", '{"key": "failed", "value": "worker-271"}')]
