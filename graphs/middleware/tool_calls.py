@@ -185,7 +185,8 @@ class ToolCallRecording:
             raw = result.content if isinstance(result.content, str) else json.dumps(result.content, ensure_ascii=False)
             ref = self.env.artifacts.put(raw)
         path = args.get("path") or args.get("file_path")
-        comp = compress_tool_result(raw, classify_result(name, args), ref, path=path if isinstance(path, str) else None)
+        kind = classify_result(name, args)
+        comp = compress_tool_result(raw, kind, ref, path=path if isinstance(path, str) else None, tool=name)
         p = ToolResultReceived(
             call_id=cid,
             status="error" if result.status == "error" else "ok",

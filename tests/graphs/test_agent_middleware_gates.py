@@ -185,3 +185,12 @@ def test_the_record_does_not_read_hitls_private_state() -> None:
     agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, {"configurable": {"thread_id": "k"}})
     assert ran == [("kv_set", ("failed", "worker-271"))]
     assert _called(mw, "k") == [("kv_set", '{"key": "failed", "value": "worker-271"}')]
+
+
+def test_a_cut_output_of_an_agent_tool_is_labelled_as_that_tool() -> None:
+    # as the graph labels a LangChain tool's: not as a shell command's output
+    mw = TaskContextMiddleware(":memory:")
+    agent = create_agent(_model(), TOOLS, middleware=[mw])
+    out = agent.invoke({"messages": [{"role": "user", "content": REQUEST}]}, {"configurable": {"thread_id": "l"}})
+    shown = next(m.content for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "read_log")
+    assert "\n[tool output: read_log, 400 lines" in shown and "command output" not in shown
