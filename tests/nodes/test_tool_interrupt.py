@@ -75,3 +75,37 @@ def test_scoped_execute_lets_graph_bubble_up_through() -> None:
         raise AssertionError("GraphInterrupt was caught as a tool error")
     boom = type("Boom", (), {"execute": lambda self, c, t, a: 1 / 0})()
     assert scoped_execute(boom, "c", "t", {}, []).output == "error: tool t raised ZeroDivisionError: division by zero"
+
+
+def test_two_read_only_calls_that_ask_run_at_once_and_are_asked_in_turn() -> None:
+    # read-only calls of one answer run at once (in threads); each one's interrupt() reaches
+    # LangGraph in turn, and each result is recorded once, when every question was answered
+    from langchain_core.messages import AIMessage
+
+    stores, tools = SqliteStores(":memory:"), AskTools()
+    calls = [
+        {"name": "ask", "args": {"question": q}, "id": cid, "type": "tool_call"}
+        for q, cid in (("A?", "q1"), ("B?", "q2"))
+    ]
+    model = ScriptedChatModel(
+        script={
+            "planner": [plan("Ask twice")],
+            "executor": [AIMessage(content="", tool_calls=calls), complete("asked")],
+            "reviewer": [review("approve")],
+        }
+    )
+    g = build_orchestrator(model, tools=tools, checkpointer=InMemorySaver(serde=checkpoint_serde()), stores=stores)
+    cfg = {"configurable": {"thread_id": "two"}}
+    assert run_graph(g, stores, "two", new_task("Ask two things.", "two")).interrupts == [{"question": "A?"}]
+    (first,) = g.get_state(cfg).interrupts
+    assert run_graph(g, stores, "two", Command(resume={first.id: "a"})).interrupts == [{"question": "B?"}]
+    assert stores.events.read("two", kinds=["tool.result.received"]) == []
+    (second,) = g.get_state(cfg).interrupts
+    done = run_graph(g, stores, "two", Command(resume={second.id: "b"}))
+    assert done.state.control.status == "completed"
+    results = [
+        (e.payload["call_id"], e.payload["result_summary"])
+        for e in stores.events.read("two")
+        if e.kind == "tool.result.received"
+    ]
+    assert results == [("q1", "the user said: a\n"), ("q2", "the user said: b\n")]
