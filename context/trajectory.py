@@ -184,6 +184,24 @@ _SEARCH = {
 _READ = {"viewcode", "open", "read_file", "cat", "decompile"}
 
 
+#: Tools whose output is a command's: shells, interpreters, and an editor's command results.
+_COMMAND = {
+    "bash",
+    "shell",
+    "execute_bash",
+    "execute_command",
+    "run",
+    "run_command",
+    "run_ipython",
+    "python",
+    "ipython",
+    "terminal",
+    "str_replace_editor",
+    "edit",
+    "create",
+}
+
+
 def classify_result(tool: str, arguments: dict[str, Any]) -> ResultKind:
     """Which compression rule a tool's output falls under.
 
@@ -192,14 +210,15 @@ def classify_result(tool: str, arguments: dict[str, Any]) -> ResultKind:
         arguments: The call's arguments.
 
     Returns:
-        ``search``, ``file_read`` or ``command``.
+        ``search``, ``file_read``, ``command`` (a shell, an interpreter or an editor command), or
+        ``other`` for any other tool (its cut output's note names the tool, not a command).
     """
     t = tool.lower()
     if t in _SEARCH or t.startswith("search_") or t.startswith("find"):
         return "search"
     if t in _READ or (t == "str_replace_editor" and arguments.get("command") == "view"):
         return "file_read"
-    return "command"
+    return "command" if t in _COMMAND else "other"
 
 
 #: Typography a request may hold, as plain ASCII (matched on; the constraint itself stays verbatim).

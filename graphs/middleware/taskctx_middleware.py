@@ -20,7 +20,13 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, NotRequired
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    HumanInTheLoopMiddleware,
+    ModelRequest,
+    ModelResponse,
+)
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables.config import ensure_config, var_child_runnable_config
@@ -46,7 +52,7 @@ from nodes.runtime import provider_of, usage_of
 from nodes.tools import as_names
 
 from .prompt import AGENT_ROLE, PromptInputs, agent_prompt, message_text, system_text
-from .tool_calls import ToolCallRecording
+from .tool_calls import ToolCallRecording, check_gated, split_reviewers
 
 __all__ = ["TaskContextMiddleware"]
 
@@ -100,7 +106,7 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
         budget: int = DEFAULT_BUDGET,
         reserve_for_output: int = DEFAULT_RESERVE,
         side_effects: str | Iterable[str | BaseTool] = (),
-        requires_approval: str | Iterable[str | BaseTool] = (),
+        requires_approval: str | Iterable[str | BaseTool | HumanInTheLoopMiddleware] | HumanInTheLoopMiddleware = (),
         constraints: Sequence[str] = (),
         count_tokens: TokenCounter | None = None,
         keep_last: int = 3,
@@ -119,9 +125,11 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
             side_effects: The tools with side effects, by name or as the tools themselves (one
                 ``str`` is one name): a call of one that was cut off mid-run is never run
                 again, and its result stays in the prompt.
-            requires_approval: The tools a ``HumanInTheLoopMiddleware`` gates, named as
-                ``side_effects``: each decision is recorded (``permission.requested`` then
-                ``granted`` or ``denied``).
+            requires_approval: The agent's ``HumanInTheLoopMiddleware`` (best: the tools it
+                gates are read from its ``interrupt_on``, a ``when`` predicate included), or the
+                tools it gates, named as ``side_effects``: each decision is recorded
+                (``permission.requested`` then ``granted`` or ``denied``). A call the reviewer
+                middleware given does not gate runs with no approval recorded.
             constraints: Hard constraints of every task, verbatim (those in the request's wording
                 are found and kept too).
             count_tokens: The token counter (``str -> int``); default o200k_base.
@@ -137,12 +145,17 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
         Raises:
             StoreOpenError: The database cannot be opened.
             TypeError: ``side_effects`` or ``requires_approval`` holds an item that is neither a
-                name nor a LangChain tool.
+                name nor a LangChain tool (nor, for ``requires_approval``, a
+                ``HumanInTheLoopMiddleware``).
+            ValueError: ``requires_approval`` names a tool that the ``HumanInTheLoopMiddleware``
+                given with it does not gate.
         """
         super().__init__()
         # checked before the stores open: a bad argument opens nothing
         side_effect_tools = as_names(side_effects)
-        approval_tools = as_names(requires_approval, "requires_approval")
+        self.reviewers, named = split_reviewers(requires_approval)
+        approval_tools = as_names(named, "requires_approval")
+        check_gated(approval_tools, self.reviewers)
         self.stores = stores if stores is not None else _open_stores(db)
         env_kw: dict[str, Any] = {} if count_tokens is None else {"count_tokens": count_tokens}
         self.env = NodeEnv(
@@ -154,13 +167,17 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
             **env_kw,
         )
         self.side_effects = tuple(side_effect_tools)
-        self.requires_approval = tuple(approval_tools)
+        self.named_approval = tuple(approval_tools)
+        self.requires_approval = tuple(
+            dict.fromkeys([*approval_tools, *(n for h in self.reviewers for n in h.interrupt_on)])
+        )
         self.constraints = list(constraints)
         self.keep_last = keep_last
         self.low_water = low_water
         self.default_task_id = task_id or f"agent-{uuid.uuid4().hex[:12]}"
         self._given: set[str] = set()  # the tasks given to conversations without a thread_id
         self._lock = threading.Lock()
+        self._known, self._every = set[str](), False  # the agent's tools seen, and whether all (check_tools)
         self.tools: list[BaseTool] = [self._read_artifact_tool()]
 
     # ---- public helpers -------------------------------------------------------------------
@@ -326,20 +343,30 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
             out.append(new_event("tool.result.received", result, actor="user"))
         return out
 
-    def check_tools(self, tools: Iterable[BaseTool | dict[str, Any]]) -> None:
+    def check_tools(self, tools: Iterable[BaseTool | dict[str, Any]], *, every: bool = True) -> None:
         """Check that ``side_effects`` and ``requires_approval`` name only the agent's tools.
 
-        The agent's tools are first known at its first model call (the request's tools): the
-        middleware checks them there, before it records the call.
+        The names are checked against every tool seen so far. A model request's tools may be a
+        part of the agent's (a middleware before this one may filter them per call), so a name
+        missing there waits; the agent's tool calls carry all its tools (the tool node's), and
+        there a missing name is refused, before the call runs or is recorded.
 
         Args:
-            tools: The agent's tools (LangChain tools, or OpenAI-format tool dicts).
+            tools: Tools of the agent (LangChain tools, or OpenAI-format tool dicts).
+            every: Whether ``tools`` are all the agent's tools (False: a model request's, which
+                may be filtered).
 
         Raises:
-            ValueError: A name is not one of the agent's tools (naming it and the agent's tools).
+            ValueError: A name is not one of the agent's tools, once all of them are known
+                (naming it and the agent's tools).
         """
-        known = {_tool_name(t) for t in tools} - {"read_artifact"}
-        for argument, names in (("side_effects", self.side_effects), ("requires_approval", self.requires_approval)):
+        with self._lock:
+            self._known |= {_tool_name(t) for t in tools} - {"read_artifact"}
+            self._every = self._every or every
+            known, final = set(self._known), self._every
+        if not final:
+            return
+        for argument, names in (("side_effects", self.side_effects), ("requires_approval", self.named_approval)):
             unknown = [n for n in dict.fromkeys(names) if n not in known]
             if unknown:
                 which = "is not one of" if len(unknown) == 1 else "are not among"
@@ -350,7 +377,7 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
 
     def _prepare(self, request: ModelRequest) -> tuple[ModelRequest, dict[str, Any]]:
         """The request with taskctx's prompt, and what recording its ``context.built`` needs."""
-        self.check_tools(request.tools)
+        self.check_tools(request.tools, every=False)
         tid = self.task_id(request.state)
         self._ensure_task(tid, request.messages)
         events = self.events(tid)
@@ -459,7 +486,8 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
             BudgetError: The request's fixed part (system message, tool schemas, core layer) does
                 not fit the budget.
             ValueError: ``side_effects`` or ``requires_approval`` names a tool the agent does not
-                have (:meth:`check_tools`); nothing of the call is recorded.
+                have, once all its tools are known (:meth:`check_tools`); nothing of the call is
+                recorded.
         """
         new, pending = self._prepare(request)
         token = self._traced(pending)

@@ -7,11 +7,13 @@ off by a crash is an error the model sees instead of a second run. A mixin of th
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.errors import GraphBubbleUp
@@ -28,7 +30,7 @@ from nodes.tools.tool_bytes import bytes_kept, keeping_bytes
 
 from .prompt import message_text
 
-__all__ = ["INTERRUPTED", "ToolCallRecording"]
+__all__ = ["INTERRUPTED", "ToolCallRecording", "check_gated", "split_reviewers"]
 
 #: The message a side-effecting call gets when it was cut off mid-run (it is never run twice).
 INTERRUPTED = (
@@ -45,12 +47,40 @@ class ToolCallRecording:
         stores: Any
         side_effects: tuple[str, ...]
         requires_approval: tuple[str, ...]
+        reviewers: tuple[HumanInTheLoopMiddleware, ...]
 
         def task_id(self, state: Any = None) -> str: ...
 
         def _append(self, task_id: str, events: list[Event]) -> list[Event]: ...
 
+        def check_tools(self, tools: Any, *, every: bool = True) -> None: ...
+
     # ---- tool calls ----------------------------------------------------------------------
+    def _check_all_tools(self, request: Any) -> None:
+        """Check the names against all the agent's tools: the tool node's, which a tool call carries."""
+        tools = getattr(request.runtime, "tools", None)
+        if tools:
+            self.check_tools(tools)
+
+    def _gated(self, request: Any) -> bool:
+        """Whether the call went through an approval step: its tool is gated, and the reviewer asked.
+
+        With the agent's ``HumanInTheLoopMiddleware`` given (``requires_approval=hitl``) a call is
+        gated when the tool is in its ``interrupt_on`` and its ``when`` predicate (if any) holds;
+        with names only, when the tool is named.
+        """
+        name = request.tool_call["name"]
+        if name not in self.requires_approval:
+            return False
+        if not self.reviewers:
+            return True
+        for hitl in self.reviewers:
+            config = hitl.interrupt_on.get(name)
+            when = config.get("when") if config else None
+            if config and (when is None or when(request)):
+                return True
+        return False
+
     def _before_tool(self, request: Any) -> ToolMessage | None:
         """A recorded result, or for a cut-off side effect an error, answering the call (None: run it)."""
         cid, name, args = _as_run(request)
@@ -67,13 +97,18 @@ class ToolCallRecording:
                 return self._shown(cid, name, p.model_dump())
         return None
 
-    def _record_start(self, request: Any, args: dict[str, Any] | None = None) -> None:
-        """Record the call as it starts its run (and its approval: the approval step let it through)."""
+    def _record_start(self, request: Any, args: dict[str, Any] | None = None, tool: str | None = None) -> None:
+        """Record the call as it starts its run (and its approval: the approval step let it through).
+
+        ``args`` and ``tool``: what the tool's function was called with, when they are known
+        (a reviewer's edit), else the request's call.
+        """
         cid, name, asked = _as_run(request)
         tid = self.task_id(request.state)
+        name = tool or name
         arguments = json.dumps(asked if args is None else args, sort_keys=True, ensure_ascii=False, default=str)
         out: list[Event] = []
-        if name in self.requires_approval:  # the call reached its run: the approval step let it through
+        if self._gated(request):  # the call reached its run: the approval step let it through
             perm = PermissionEvent(call_id=cid, tool=name, arguments=arguments, reason="approved")
             out += [new_event("permission.requested", perm, actor="system")]
             out += [new_event("permission.granted", perm, actor="user")]
@@ -83,54 +118,35 @@ class ToolCallRecording:
         )
         self._append(tid, [*out, new_event("tool.called", called, actor="agent")])
 
-    def _instrumented(self, request: Any, started: list[bool]) -> Any:
-        """The request whose tool notes its ``bytes`` and records the call when its run starts.
+    def _instrumented(self, request: Any, started: list[tuple[str, dict[str, Any]]]) -> Any:
+        """The request whose tools note their ``bytes`` and record the call when its run starts.
 
-        The call is recorded when the tool's function starts, not before the handler: a
-        ``HumanInTheLoopMiddleware`` inside this middleware (listed after it, ``per_call``)
-        decides in the handler, and a call it pauses or rejects never started. A tool without a
-        function of its own (or redirected by a reviewer) is recorded before the handler.
+        The call is recorded when a tool's function starts, with the name and arguments it runs
+        with, not before the handler: a ``HumanInTheLoopMiddleware`` inside this middleware
+        (listed after it) substitutes a reviewer's edit in the handler (the agent's other tools
+        are wrapped too, for an edit that names another tool), and in ``per_call`` mode decides
+        there: a call it pauses or rejects never started. A tool without a function of its own
+        is recorded before the handler, as the request calls it.
         """
-        tool_ = request.tool
         _, name, asked = _as_run(request)
-        if tool_ is None or tool_.name != name:
-            self._record_start(request)
-            started.append(True)
-            return request
-        copy = keeping_bytes(tool_)
-        func, coro = getattr(copy, "func", None), getattr(copy, "coroutine", None)
-        if copy is tool_ or (func is None and coro is None):
-            self._record_start(request)
-            started.append(True)
-            return request
-        fields = set(getattr(getattr(tool_, "tool_call_schema", None), "model_fields", None) or {}) | set(asked)
 
-        def start(kwargs: dict[str, Any]) -> None:
+        def start(tool: str, fields: set[str], kwargs: dict[str, Any]) -> None:
             if not started:
-                started.append(True)
                 ran = {k: v for k, v in kwargs.items() if k in fields}
-                self._record_start(request, ran if ran or not asked else None)
+                started.append((tool, ran))
+                self._record_start(request, ran if ran or not asked else None, tool)
 
-        update: dict[str, Any] = {}
-        if callable(func):
-            sync_func = func
-
-            @functools.wraps(sync_func)
-            def run(*a: Any, **kw: Any) -> Any:
-                start(kw)
-                return sync_func(*a, **kw)
-
-            update["func"] = run
-        if callable(coro):
-            async_func = coro
-
-            @functools.wraps(async_func)
-            async def arun(*a: Any, **kw: Any) -> Any:
-                start(kw)
-                return await async_func(*a, **kw)
-
-            update["coroutine"] = arun
-        return request.override(tool=copy.model_copy(update=update))
+        main = _recording(request.tool, start, set(asked)) if request.tool is not None else None
+        if main is None or request.tool.name != name:
+            self._record_start(request)
+            started.append((name, asked))
+            return request
+        update: dict[str, Any] = {"tool": main}
+        runtime = request.runtime
+        if dataclasses.is_dataclass(runtime) and getattr(runtime, "tools", None):
+            tools = [main if t is request.tool else (_recording(t, start, set()) or t) for t in runtime.tools]
+            update["runtime"] = dataclasses.replace(runtime, tools=tools)  # type: ignore[type-var]
+        return request.override(**update)
 
     def _unstarted(self, request: Any, result: Any) -> Any:
         """Record a gated call answered inside the handler without a run: a reviewer's rejection or answer."""
@@ -139,7 +155,7 @@ class ToolCallRecording:
         denied = isinstance(result, ToolMessage) and result.status == "error"
         perm = PermissionEvent(call_id=cid, tool=name, arguments=json.dumps(args, sort_keys=True), reason=text[:500])
         out: list[Event] = []
-        if name in self.requires_approval:
+        if self._gated(request):
             out.append(new_event("permission.requested", perm, actor="system"))
             out.append(new_event("permission.denied" if denied else "permission.granted", perm, actor="user"))
         p = ToolResultReceived(
@@ -148,13 +164,17 @@ class ToolCallRecording:
         written = self._append(self.task_id(request.state), [*out, new_event("tool.result.received", p, actor="user")])
         return self._shown(cid, name, written[-1].payload, base=result if isinstance(result, ToolMessage) else None)
 
-    def _after_tool(self, request: Any, result: Any, kept: Sequence[bytes] = ()) -> Any:
+    def _after_tool(
+        self, request: Any, result: Any, kept: Sequence[bytes] = (), ran: tuple[str, dict[str, Any]] | None = None
+    ) -> Any:
         """Store the output raw, record its result, and give the agent the compressed, quoted form.
 
         ``kept``: the ``bytes`` the tool returned (stored as they are; the text is their UTF-8
         decoding, undecodable bytes as U+FFFD, as the graph's LangChain tools record them).
+        ``ran``: the tool and arguments it ran with (default: the request's call).
         """
         cid, name, args = _as_run(request)
+        name, args = ran or (name, args)
         if not isinstance(result, ToolMessage):  # a Command: its update goes through as the tool made it
             self._command_result(self.task_id(request.state), cid, result)
             return result
@@ -165,7 +185,8 @@ class ToolCallRecording:
             raw = result.content if isinstance(result.content, str) else json.dumps(result.content, ensure_ascii=False)
             ref = self.env.artifacts.put(raw)
         path = args.get("path") or args.get("file_path")
-        comp = compress_tool_result(raw, classify_result(name, args), ref, path=path if isinstance(path, str) else None)
+        kind = classify_result(name, args)
+        comp = compress_tool_result(raw, kind, ref, path=path if isinstance(path, str) else None, tool=name)
         p = ToolResultReceived(
             call_id=cid,
             status="error" if result.status == "error" else "ok",
@@ -224,13 +245,18 @@ class ToolCallRecording:
 
         Returns:
             The tool message (or the tool's ``Command``).
+
+        Raises:
+            ValueError: ``side_effects`` or ``requires_approval`` names a tool the agent does not
+                have (the call is not run).
         """
+        self._check_all_tools(request)
         if request.tool_call["name"] == "read_artifact":
             return handler(request)
         answered = self._before_tool(request)
         if answered is not None:
             return answered
-        started: list[bool] = []
+        started: list[tuple[str, dict[str, Any]]] = []
         with bytes_kept() as kept:
             try:
                 out = handler(self._instrumented(request, started))
@@ -242,10 +268,10 @@ class ToolCallRecording:
                 self._failed(request, exc)
                 raise
         if not started:  # answered inside the handler, the tool not run
-            if isinstance(out, ToolMessage) and _as_run(request)[1] in self.requires_approval:
+            if isinstance(out, ToolMessage) and self._gated(request):
                 return self._unstarted(request, out)  # a reviewer's rejection or answer
             self._record_start(request)  # another middleware's answer: the call's result
-        return self._after_tool(request, out, kept)
+        return self._after_tool(request, out, kept, started[0] if started else None)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         """Async :meth:`wrap_tool_call`.
@@ -256,13 +282,18 @@ class ToolCallRecording:
 
         Returns:
             The tool message (or the tool's ``Command``).
+
+        Raises:
+            ValueError: ``side_effects`` or ``requires_approval`` names a tool the agent does not
+                have (the call is not run).
         """
+        self._check_all_tools(request)
         if request.tool_call["name"] == "read_artifact":
             return await handler(request)
         answered = self._before_tool(request)
         if answered is not None:
             return answered
-        started: list[bool] = []
+        started: list[tuple[str, dict[str, Any]]] = []
         with bytes_kept() as kept:
             try:
                 out = await handler(self._instrumented(request, started))
@@ -274,10 +305,10 @@ class ToolCallRecording:
                 self._failed(request, exc)
                 raise
         if not started:  # answered inside the handler, the tool not run
-            if isinstance(out, ToolMessage) and _as_run(request)[1] in self.requires_approval:
+            if isinstance(out, ToolMessage) and self._gated(request):
                 return self._unstarted(request, out)  # a reviewer's rejection or answer
             self._record_start(request)  # another middleware's answer: the call's result
-        return self._after_tool(request, out, kept)
+        return self._after_tool(request, out, kept, started[0] if started else None)
 
     def _read_artifact_tool(self) -> BaseTool:
         env = self.env
@@ -291,23 +322,42 @@ class ToolCallRecording:
         return read_artifact_tool
 
 
-#: The agent state's key where ``HumanInTheLoopMiddleware`` keeps a reviewer's edits, by call id.
-HITL_EDITS = "hitl_edited_tool_calls"
-
-
 def _as_run(request: Any) -> tuple[str, str, dict[str, Any]]:
-    """The call id, tool and arguments the call runs with: a reviewer's edit, if one replaced it.
-
-    ``HumanInTheLoopMiddleware`` substitutes an ``edit`` decision in its ``wrap_tool_call``, so a
-    middleware outside it would see the model's call, not the one that runs.
-    """
+    """The call id, tool and arguments of the request's call (a reviewer's edit, when one outside applied it)."""
     tc = request.tool_call
-    cid = tc.get("id") or ""
-    state = request.state if isinstance(request.state, dict) else {}
-    edit = (state.get(HITL_EDITS) or {}).get(cid) if cid else None
-    if isinstance(edit, dict) and isinstance(edit.get("args"), dict):
-        return cid, str(edit.get("name") or tc["name"]), dict(edit["args"])
-    return cid, tc["name"], dict(tc.get("args") or {})
+    return tc.get("id") or "", tc["name"], dict(tc.get("args") or {})
+
+
+def _recording(tool_: BaseTool, start: Callable[[str, set[str], dict[str, Any]], None], asked: set[str]) -> Any:
+    """A copy of ``tool_`` that notes its ``bytes`` and calls ``start(name, fields, kwargs)`` as it runs.
+
+    None: the tool has no function of its own to wrap.
+    """
+    copy = keeping_bytes(tool_)
+    func, coro = getattr(copy, "func", None), getattr(copy, "coroutine", None)
+    if copy is tool_ or (func is None and coro is None):
+        return None
+    fields = set(getattr(getattr(tool_, "tool_call_schema", None), "model_fields", None) or {}) | asked
+    update: dict[str, Any] = {}
+    if callable(func):
+        sync_func = func
+
+        @functools.wraps(sync_func)
+        def run(*a: Any, **kw: Any) -> Any:
+            start(tool_.name, fields, kw)
+            return sync_func(*a, **kw)
+
+        update["func"] = run
+    if callable(coro):
+        async_func = coro
+
+        @functools.wraps(async_func)
+        async def arun(*a: Any, **kw: Any) -> Any:
+            start(tool_.name, fields, kw)
+            return await async_func(*a, **kw)
+
+        update["coroutine"] = arun
+    return copy.model_copy(update=update)
 
 
 def _thought(state: Any, call_id: str) -> str:
@@ -317,3 +367,45 @@ def _thought(state: Any, call_id: str) -> str:
         if isinstance(m, AIMessage) and any(tc.get("id") == call_id for tc in m.tool_calls):
             return m.content if isinstance(m.content, str) else ""
     return ""
+
+
+def split_reviewers(
+    requires_approval: Any,
+) -> tuple[tuple[HumanInTheLoopMiddleware, ...], Any]:
+    """The ``HumanInTheLoopMiddleware`` instances of a ``requires_approval=`` argument, and the rest.
+
+    Args:
+        requires_approval: One reviewer middleware, one name or tool, or an iterable of them.
+
+    Returns:
+        The reviewer middleware, and the names and tools (for ``as_names``).
+    """
+    if isinstance(requires_approval, HumanInTheLoopMiddleware):
+        return (requires_approval,), ()
+    if isinstance(requires_approval, str | BaseTool) or requires_approval is None:
+        return (), requires_approval
+    items = list(requires_approval)
+    hitl = tuple(i for i in items if isinstance(i, HumanInTheLoopMiddleware))
+    return hitl, [i for i in items if not isinstance(i, HumanInTheLoopMiddleware)]
+
+
+def check_gated(names: Sequence[str], reviewers: Sequence[HumanInTheLoopMiddleware]) -> None:
+    """Refuse a name of ``requires_approval`` that the reviewer middleware given with it does not gate.
+
+    Args:
+        names: The tools named in ``requires_approval``.
+        reviewers: The ``HumanInTheLoopMiddleware`` given in ``requires_approval`` (none: no check).
+
+    Raises:
+        ValueError: A named tool is in no reviewer's ``interrupt_on`` (or is set to False there),
+            so its calls would run unreviewed; naming the tool and the fix.
+    """
+    if not reviewers:
+        return
+    gated = {n for h in reviewers for n in h.interrupt_on}
+    for name in dict.fromkeys(names):
+        if name not in gated:
+            raise ValueError(
+                f"requires_approval names {name!r}, which the HumanInTheLoopMiddleware does not gate; "
+                f"add {name!r}: True to its interrupt_on, or drop the name (the middleware's gates are enough)"
+            )

@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from langgraph.errors import GraphBubbleUp
+
 from context import TaskContext
 from context.compression import ResultKind
 from context.held_secrets import MissingSecretError, reveal_secrets, task_secrets
@@ -289,7 +291,9 @@ def scoped_execute(
 
     In an async run (:func:`run_off_loop`) an executor's ``aexecute`` is awaited on the run's
     event loop instead, this thread waiting for it. A tool that raises is an ``error`` outcome
-    naming the exception, never a crashed graph. The placeholders of the task's secrets in
+    naming the exception, never a crashed graph; the tool's own ``interrupt()`` (a
+    ``GraphInterrupt``, or any ``GraphBubbleUp``) goes through to LangGraph, which pauses the
+    graph there and runs the call again on ``Command(resume=...)``. The placeholders of the task's secrets in
     ``args`` are replaced by their values here, for the executor only
     (:func:`context.held_secrets.reveal_secrets`); one the run does not hold is an ``error``
     outcome naming it.
@@ -306,6 +310,8 @@ def scoped_execute(
         The outcome (:func:`as_outcome`).
 
     Raises:
+        GraphBubbleUp: The tool called ``interrupt()`` (``GraphInterrupt``) or sent a
+            ``Command`` to its parent graph (``ParentCommand``).
         EventLoopBlockedError: A tool bound to an event loop was called by a sync run that blocks
             that loop (:mod:`nodes.tools.loops`): the run stops, the tool did not start.
     """
@@ -320,6 +326,8 @@ def scoped_execute(
         if run is aexecute and loop is not None:
             out = asyncio.run_coroutine_threadsafe(out, loop).result()
     except EventLoopBlockedError:  # the run itself is wrong (a sync run inside the tool's loop): stop it
+        raise
+    except GraphBubbleUp:  # the tool's own interrupt() (or a Command to a parent graph): LangGraph's to handle
         raise
     except Exception as exc:  # a crashing tool is an error result, not a crashed graph
         return ToolOutcome("error", f"error: tool {tool} raised {type(exc).__name__}: {exc}")

@@ -146,8 +146,9 @@ def test_side_effects_of_another_type_are_refused_by_name() -> None:
     ],
     ids=["side-effects", "requires-approval"],
 )
-def test_unknown_tool_names_are_refused_at_the_first_model_call(kw: dict[str, Any], message: str) -> None:
-    # the agent's tools are known at its first model call: refused there, before the call is recorded
+def test_unknown_tool_names_are_refused_at_the_first_tool_call(kw: dict[str, Any], message: str) -> None:
+    # all the agent's tools are known at its first tool call (a model request's may be filtered):
+    # refused there, before the call runs or is recorded
     mw = TaskContextMiddleware(":memory:", **kw)
     seen = Seen()
     with pytest.raises(ValueError) as err:
@@ -155,8 +156,8 @@ def test_unknown_tool_names_are_refused_at_the_first_model_call(kw: dict[str, An
             {"messages": [{"role": "user", "content": REQUEST}]}, {"configurable": {"thread_id": "u"}}
         )
     assert str(err.value) == message
-    assert seen.prompts == []
-    assert [e.kind for e in mw.events("u")] == ["task.created"]
+    assert len(seen.prompts) == 1
+    assert [e.kind for e in mw.events("u")] == ["task.created", "context.built"]
     assert mw.events("u")[0].payload["original_request"] == REQUEST
 
 
