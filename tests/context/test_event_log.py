@@ -217,3 +217,13 @@ def test_the_registry_keeps_the_latest_spec_of_a_task(stores) -> None:
     stores.tasks.register("t1", {"kind": "replay", "budget": 8000})
     stores.tasks.register("t1", {"kind": "replay", "budget": 9000})
     assert stores.tasks.get("t1") == {"kind": "replay", "budget": 9000} and stores.tasks.get("t9") is None
+
+
+def test_unregister_removes_one_row_and_a_missing_one_is_fine(stores) -> None:
+    stores.tasks.register("t1", {"kind": "replay"})
+    stores.tasks.register("t1-fork-3", {"kind": "replay", "parent": "t1"})
+    stores.tasks.unregister("t1-fork-3")
+    stores.tasks.unregister("t1-fork-3")  # (taken back twice: nothing left, no error)
+    stores.tasks.unregister("t9")
+    assert stores.tasks.get("t1-fork-3") is None and stores.tasks.get("t1") == {"kind": "replay"}
+    assert stores.tasks.task_ids() == ["t1"]
