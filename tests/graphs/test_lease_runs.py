@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import re
 import threading
 import time
@@ -23,7 +24,7 @@ import pytest
 
 import graphs
 import nodes
-from context import LeaseHeldError, LeaseLostError, Permissions
+from context import InvalidInputError, LeaseHeldError, LeaseLostError, Permissions
 from graphs.cli.core import describe
 from nodes.testing import complete, plan, review, tool_call
 
@@ -64,8 +65,8 @@ class Count:
         return "counted"
 
 
-def _paused(project: graphs.Project) -> tuple[Any, Count]:
-    """Task ``r1`` paused at the approval of its one tool call; its graph and tool."""
+def _graph(project: graphs.Project) -> tuple[Any, Count]:
+    """A graph whose task calls ``count`` once; the graph and its tool."""
     model = nodes.ScriptedChatModel(
         script={
             "planner": [plan("Count once")],
@@ -74,7 +75,33 @@ def _paused(project: graphs.Project) -> tuple[Any, Count]:
         }
     )
     tools = Count()
-    g = project.graph(model, tools=tools, memory=False)
+    return project.graph(model, tools=tools, memory=False), tools
+
+
+def _in_two_threads(run: Any, tools: Count, refusals: tuple[type[Exception], ...]) -> list[Any]:
+    """What ``run()`` returned or raised in each of two threads started at once."""
+    start = threading.Barrier(2)
+    results: list[Any] = []
+
+    def one() -> None:
+        start.wait()
+        try:
+            results.append(run())
+        except refusals as exc:
+            tools.go.set()  # the winner's command ends once the loser was refused
+            results.append(exc)
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return results
+
+
+def _paused(project: graphs.Project) -> tuple[Any, Count]:
+    """Task ``r1`` paused at the approval of its one tool call; its graph and tool."""
+    g, tools = _graph(project)
     first = project.run(g, "Count once.", task_id="r1", permissions=Permissions(requires_approval=["count"]))
     assert first.waiting is not None and tools.ran == []
     return g, tools
@@ -119,28 +146,15 @@ def test_two_aresumes_at_once_in_one_process_run_the_task_once(db: str) -> None:
         assert won[0].state.control.status == "completed"
         assert lost[0].same_process and lost[0].same_store and lost[0].pid == os.getpid()
         assert "\n" not in str(lost[0]) and re.fullmatch(REFUSED, str(lost[0])), str(lost[0])
+        copy = pickle.loads(pickle.dumps(lost[0]))  # a worker process's error reaches its parent whole
+        assert str(copy) == str(lost[0]) and copy.same_store
         _ran_once(project, tools, "aexecute")
 
 
 def test_two_threads_resuming_one_project_run_the_task_once(db: str) -> None:
     with graphs.open_project(db) as project:
         g, tools = _paused(project)
-        start = threading.Barrier(2)
-        results: list[Any] = []
-
-        def one() -> None:
-            start.wait()
-            try:
-                results.append(project.resume("r1", graph=g, approvals=_approve))
-            except LeaseHeldError as exc:
-                tools.go.set()
-                results.append(exc)
-
-        threads = [threading.Thread(target=one) for _ in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
+        results = _in_two_threads(lambda: project.resume("r1", graph=g, approvals=_approve), tools, (LeaseHeldError,))
         lost = [r for r in results if isinstance(r, LeaseHeldError)]
         assert len(results) == 2 and len(lost) == 1, results
         assert re.fullmatch(REFUSED, str(lost[0])), str(lost[0])
@@ -202,6 +216,26 @@ def test_a_holder_that_loses_its_lease_mid_command_is_told_what_it_recorded(db: 
             else "let the other holder go on with the task; when it has ended, `taskctx resume r1 --db t.sqlite`"
         )
         assert re.fullmatch(head + re.escape(cli), describe(exc, "t.sqlite", "r1")), describe(exc, "t.sqlite", "r1")
+        copy = pickle.loads(pickle.dumps(exc))
+        assert isinstance(copy, LeaseLostError) and str(copy) == str(exc) and copy.seq == last.seq
         assert tools.ran == ["execute c1"]
         held = project.stores.leases.holder("r1")
         assert (held is None) if delete else (held is not None and held.token == "thief")  # the thief's row stays
+
+
+def test_two_threads_starting_one_task_id_on_one_project_run_it_once(db: str) -> None:
+    with graphs.open_project(db) as project:
+        g, tools = _graph(project)
+        results = _in_two_threads(
+            lambda: project.run(g, "Count once.", task_id="r1"), tools, (LeaseHeldError, InvalidInputError)
+        )
+        refused = [r for r in results if isinstance(r, Exception)]
+        assert len(results) == 2 and len(refused) == 1, results
+        # refused by the lease (as every time here), or, had the winner written first, as a task that exists
+        assert "\n" not in str(refused[0]) and (
+            re.fullmatch(REFUSED, str(refused[0])) or "task 'r1' already exists" in str(refused[0])
+        ), str(refused[0])
+        assert next(r for r in results if r not in refused).state.control.status == "completed"
+        assert tools.ran == ["execute c1"]
+        kinds = [e.kind for e in project.stores.events.read("r1")]
+        assert kinds.count("task.created") == 1 and kinds.count("tool.result.received") == 1
