@@ -221,6 +221,14 @@ def test_a_holder_that_loses_its_lease_mid_command_is_told_what_it_recorded(db: 
         assert tools.ran == ["execute c1"]
         held = project.stores.leases.holder("r1")
         assert (held is None) if delete else (held is not None and held.token == "thief")  # the thief's row stays
+        if not delete:
+            _take_over(project, delete=True)  # the other holder ended
+        asked: list[str] = []
+        tools.during = None
+        done = project.resume("r1", graph=g, approvals=_approve, on_request=lambda r: asked.append(r["reason"]))
+        assert done.state.control.status == "completed"  # the resume continues from what is recorded
+        assert len(asked) == 1 and asked[0].startswith("interrupted before its result was recorded"), asked
+        assert tools.ran == ["execute c1", "execute c1"]  # asked first, as a call cut off, then run
 
 
 def test_two_threads_starting_one_task_id_on_one_project_run_it_once(db: str) -> None:
