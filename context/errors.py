@@ -6,6 +6,8 @@ and store errors (:class:`StoreError`) have their own branches (the docs draw th
 
 from __future__ import annotations
 
+import os
+
 __all__ = [
     "ArtifactNotFoundError",
     "BudgetError",
@@ -14,6 +16,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidRefError",
     "LeaseHeldError",
+    "LeaseLostError",
     "LogAheadError",
     "ModelCallError",
     "ModelConfigError",
@@ -75,18 +78,34 @@ class SequenceConflictError(StoreError):
 class LeaseHeldError(StoreError):
     """Another live run holds the task's lease (:mod:`context.lease`).
 
-    The holder is another process, or this one through another store object.
+    The holder is another process, or this one: another run through the same store object (two
+    runs of one task at once), or a run through another store object.
 
     Args:
         task_id: The task.
         holder: The holder in words (``pid 41 on host h (last heartbeat 3 s ago)``).
         pid: The holder's process id.
         host: The holder's host name.
-        same_process: The holder is this process (another store object on the same database).
+        same_process: The holder is this process.
+        same_store: The holder is another run of this process through the same store object.
     """
 
-    def __init__(self, task_id: str, holder: str, *, pid: int = 0, host: str = "", same_process: bool = False) -> None:
-        if same_process:
+    def __init__(
+        self,
+        task_id: str,
+        holder: str,
+        *,
+        pid: int = 0,
+        host: str = "",
+        same_process: bool = False,
+        same_store: bool = False,
+    ) -> None:
+        if same_store:
+            message = (
+                f"task {task_id!r} is being run by another run in this process, {holder}: a task runs one run at a "
+                "time; wait for the other run to end (await it, or join its thread), then resume the task"
+            )
+        elif same_process:
             message = (
                 f"task {task_id!r} is being run by another run in this process, {holder}: each store object "
                 "(SqliteStores, PgStores, open_project) takes the task's lease on its own; run the task through "
@@ -99,7 +118,7 @@ class LeaseHeldError(StoreError):
             )
         super().__init__(message)
         self.task_id, self.holder, self.pid, self.host = task_id, holder, pid, host
-        self.same_process = same_process
+        self.same_process, self.same_store = same_process or same_store, same_store
 
     @property
     def by_whom(self) -> str:
@@ -107,11 +126,66 @@ class LeaseHeldError(StoreError):
         return "another run in this process" if self.same_process else "another process"
 
     def __reduce__(self) -> tuple[object, ...]:  # keyword-only fields survive pickling
-        return (_lease_held_error, (self.task_id, self.holder, self.pid, self.host, self.same_process))
+        return (_lease_held_error, (self.task_id, self.holder, self.pid, self.host, self.same_process, self.same_store))
 
 
-def _lease_held_error(task_id: str, holder: str, pid: int, host: str, same_process: bool = False) -> LeaseHeldError:
-    return LeaseHeldError(task_id, holder, pid=pid, host=host, same_process=same_process)
+def _lease_held_error(
+    task_id: str, holder: str, pid: int, host: str, same_process: bool = False, same_store: bool = False
+) -> LeaseHeldError:
+    return LeaseHeldError(task_id, holder, pid=pid, host=host, same_process=same_process, same_store=same_store)
+
+
+class LeaseLostError(LeaseHeldError):
+    """This process held the task's lease and lost it while running the task (:mod:`context.lease`).
+
+    Another holder took the lease over (this process was thought gone: e.g. paused past the
+    lease's expiry, as seen from another host), or the lease row was removed. The append that
+    found it out was refused: what this process had recorded stays, and it wrote nothing after.
+
+    Args:
+        task_id: The task.
+        holder: The holder now in words; ``""`` when no one holds it (the row was removed).
+        pid: The new holder's process id (0: none).
+        host: The new holder's host name (``""``: none).
+        seq: The last event this process appended under the lease (0: none).
+        kind: That event's kind.
+        step: The last plan step those events named (``""``: none).
+    """
+
+    def __init__(
+        self, task_id: str, holder: str, *, pid: int = 0, host: str = "", seq: int = 0, kind: str = "", step: str = ""
+    ) -> None:
+        super().__init__(task_id, holder, pid=pid, host=host)
+        self.seq, self.kind, self.step, self.lost_by = seq, kind, step, os.getpid()
+        self.args = (f"{self.what}; {self.next_step}",)
+
+    @property
+    def what(self) -> str:
+        """What happened and what is recorded, without the next step (the CLI adds its own)."""
+        now = f"{self.holder} has the task now" if self.holder else "no one holds it now (its lease row was removed)"
+        if self.seq:
+            step = f", plan step {self.step}" if self.step else ""
+            kept = f"what it recorded stays: events up to seq {self.seq} ({self.kind}{step})"
+        else:
+            kept = "it had recorded no event under this lease"
+        return (
+            f"task {self.task_id!r}: this process (pid {self.lost_by}) lost its lease on the task while running it: "
+            f"{now}; {kept}; this process wrote no event after that (this append was refused)"
+        )
+
+    @property
+    def next_step(self) -> str:
+        """The Python caller's next step."""
+        if self.holder:
+            return "let the other holder go on with the task; when it has ended, resume the task to continue"
+        return "resume the task to continue from what is recorded"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_lease_lost_error, (self.task_id, self.holder, self.pid, self.host, self.seq, self.kind, self.step))
+
+
+def _lease_lost_error(task_id: str, holder: str, pid: int, host: str, seq: int, kind: str, step: str) -> LeaseLostError:
+    return LeaseLostError(task_id, holder, pid=pid, host=host, seq=seq, kind=kind, step=step)
 
 
 class LogAheadError(StoreError):

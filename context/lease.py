@@ -6,9 +6,12 @@ IMMEDIATE``, Postgres a transaction-scoped advisory lock), so two takers cannot 
 whose holder is gone is taken over: on this host, its process is no longer running (its pid is
 free, or another process has it since); on another host, its lease expired. A live holder's row
 is never taken over: the second taker gets :class:`~context.errors.LeaseHeldError` at once.
-While the lease is held a thread renews it every :data:`HEARTBEAT` seconds. The event log's
+Within a process a lease belongs to one run (an owner token :meth:`TaskLeases.hold` yields, which
+the holds nested in that run pass on): a second run of the task through the same store is refused
+alike. While the lease is held a thread renews it every :data:`HEARTBEAT` seconds. The event log's
 append refuses a batch while another live holder has the task's lease (a fence for writers that
-took no lease, or lost theirs).
+took no lease); a holder that lost its lease (taken over, or its row removed) is refused its next
+append with :class:`~context.errors.LeaseLostError`, which says what it had recorded.
 
 Postgres dates the lease by the server's clock (one clock for every worker); SQLite by the
 taker's (one machine).
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import secrets
 import socket
@@ -28,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import LeaseHeldError, ServerLostError
+from .errors import LeaseHeldError, LeaseLostError, ServerLostError
 
 __all__ = ["HEARTBEAT", "LEASE_TTL", "LeaseHolder", "TaskLeases", "fence", "process_started"]
 
@@ -176,15 +180,20 @@ def _holder(row: Any) -> LeaseHolder | None:
 
 
 class _Held:
-    """One lease this process holds: how often it was entered, its heartbeat thread."""
+    """One lease this process holds: the run that holds it, how often it entered, its heartbeat thread."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, owner: str, since: float) -> None:
         self.token = token
+        #: the run holding it (:meth:`TaskLeases.hold`'s owner): another run's hold is refused
+        self.owner = owner
+        self.since = since
         self.depth = 0
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
-        #: another taker took the lease over (this process was thought gone)
+        #: another taker took the lease over (this process was thought gone), or its row was removed
         self.lost = False
+        #: the last event appended under the lease: (seq, kind)
+        self.recorded: tuple[int, str] = (0, "")
 
 
 class TaskLeases:
@@ -226,49 +235,112 @@ class TaskLeases:
         return held.token if held is not None else None
 
     @contextlib.contextmanager
-    def hold(self, task_id: str) -> Iterator[None]:
-        """Hold the task's lease while the block runs (re-entrant within one process).
+    def hold(self, task_id: str, owner: str | None = None) -> Iterator[str]:
+        """Hold the task's lease while the block runs, for one run (re-entrant for that run only).
 
         Args:
             task_id: The task.
+            owner: The run's owner token, the one an outer hold of the same run yielded (nested
+                holds of one run pass it on, from any thread); None: a new run.
 
         Yields:
-            Nothing; the lease is renewed every :attr:`interval` seconds and released at the end.
+            The run's owner token (to pass to the holds nested in this run); the lease is renewed
+            every :attr:`interval` seconds and released when the run's outermost hold ends.
 
         Raises:
-            LeaseHeldError: Another live process holds the task's lease.
+            LeaseHeldError: Another live process holds the task's lease, or another run of this
+                process holds it through this store (a second run of the task at once).
         """
-        if self._connect is None:
-            yield
-            return
+        owner = owner or secrets.token_hex(8)
         with self._mutex:
             held = self._held.get(task_id)
+            if held is not None and held.owner != owner:
+                raise self._busy(task_id, held)
             if held is None:
-                held = _Held(secrets.token_hex(8))
-                self._take(task_id, held.token)
+                held = _Held(secrets.token_hex(8), owner, time.time())
+                if self._connect is not None:
+                    self._take(task_id, held.token)
+                    held.thread = threading.Thread(
+                        target=self._beat, args=(task_id, held), name=f"taskctx-lease-{task_id}", daemon=True
+                    )
+                    held.thread.start()
                 self._held[task_id] = held
-                held.thread = threading.Thread(
-                    target=self._beat, args=(task_id, held), name=f"taskctx-lease-{task_id}", daemon=True
-                )
-                held.thread.start()
             held.depth += 1
         server_lost = False
         try:
-            yield
+            yield owner
         except ServerLostError:  # no release to try: it would wait for the server again
             server_lost = True
             raise
         finally:
-            with self._mutex:
-                held.depth -= 1
-                if held.depth == 0:
-                    del self._held[task_id]
-                    held.stop.set()
-                    if server_lost:
-                        _LEFT_BEHIND.add(held.token)
-                    else:
-                        with contextlib.suppress(Exception):  # an unreachable store: the lease expires by itself
-                            self._release(task_id, held.token)
+            self._leave(task_id, held, server_lost)
+
+    def _leave(self, task_id: str, held: _Held, server_lost: bool) -> None:
+        """End one entry of a hold; the outermost releases the lease."""
+        with self._mutex:
+            held.depth -= 1
+            if held.depth > 0:
+                return
+            del self._held[task_id]
+            held.stop.set()
+            if self._connect is None:
+                return
+            if server_lost:
+                _LEFT_BEHIND.add(held.token)
+            else:
+                with contextlib.suppress(Exception):  # an unreachable store: the lease expires by itself
+                    self._release(task_id, held.token)
+
+    @staticmethod
+    def _busy(task_id: str, held: _Held) -> LeaseHeldError:
+        """The error of a second run of the task through this store while ``held``'s run goes on."""
+        me, ago = os.getpid(), max(0, round(time.time() - held.since))
+        words = f"run {held.owner[:8]} of this process through the same store (holding the lease for {ago} s)"
+        return LeaseHeldError(task_id, words, pid=me, host=socket.gethostname(), same_process=True, same_store=True)
+
+    def recorded(self, task_id: str, events: list[Any]) -> None:
+        """Note the events an append just wrote under this process's lease on the task.
+
+        Args:
+            task_id: The task.
+            events: The events as written (``seq`` set); nothing is noted when the lease is not held.
+        """
+        held = self._held.get(task_id)
+        if held is not None and events:
+            held.recorded = (events[-1].seq, str(events[-1].kind))
+
+    def check(self, conn: Any, task_id: str) -> None:
+        """Refuse an append the lease does not allow (inside the append's transaction).
+
+        Args:
+            conn: The append's connection, in its transaction.
+            task_id: The task.
+
+        Raises:
+            LeaseLostError: This process held the task's lease and lost it (another holder took it
+                over, or its row was removed): this process writes nothing more for the task.
+            LeaseHeldError: Another live process holds the task's lease and this one holds none.
+        """
+        held = self._held.get(task_id)
+        if held is None or self._connect is None:
+            fence(conn, self._dialect, task_id, None)
+            return
+        row = _row_in(conn, self._dialect, task_id)
+        if row is not None and row.token == held.token:
+            return
+        held.lost = True
+        now = _store_now(conn, self._dialect)
+        seq, kind = held.recorded
+        step = _step_at(conn, self._dialect, task_id, seq) if seq else ""
+        raise LeaseLostError(
+            task_id,
+            row.describe(now) if row is not None else "",
+            pid=row.pid if row is not None else 0,
+            host=row.host if row is not None else "",
+            seq=seq,
+            kind=kind,
+            step=step,
+        )
 
     def holder(self, task_id: str) -> LeaseHolder | None:
         """Who holds the task's lease now, gone or not.
@@ -292,9 +364,7 @@ class TaskLeases:
         return sql.replace("?", "%s") if self._dialect == "postgres" else sql
 
     def _now(self, conn: Any) -> float:
-        if self._dialect == "postgres":  # the server's clock: one clock for every worker
-            return float(conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
-        return time.time()
+        return _store_now(conn, self._dialect)
 
     @contextlib.contextmanager
     def _transaction(self, conn: Any, task_id: str) -> Iterator[None]:
@@ -356,6 +426,34 @@ class TaskLeases:
                 continue
 
 
+def _row_in(conn: Any, dialect: str, task_id: str) -> LeaseHolder | None:
+    """The task's lease row, read on the append's connection (None: none, or no lease table yet)."""
+    sql = f"SELECT {_COLUMNS} FROM taskctx_leases WHERE task_id = ?"
+    try:
+        return _holder(conn.execute(sql.replace("?", "%s") if dialect == "postgres" else sql, (task_id,)).fetchone())
+    except sqlite3.OperationalError:  # a database made before leases (opened read-write, it has the table)
+        return None
+
+
+def _step_at(conn: Any, dialect: str, task_id: str, seq: int) -> str:
+    """The plan step the task's log had started last at ``seq`` (``""``: none)."""
+    sql = "SELECT payload FROM taskctx_events WHERE task_id = ? AND kind = 'step.started' AND seq <= ? "
+    sql += "ORDER BY seq DESC LIMIT 1"
+    row = conn.execute(sql.replace("?", "%s") if dialect == "postgres" else sql, (task_id, seq)).fetchone()
+    if row is None:
+        return ""
+    with contextlib.suppress(ValueError, TypeError, AttributeError):
+        return str(json.loads(row[0]).get("step_id") or "")
+    return ""
+
+
+def _store_now(conn: Any, dialect: str) -> float:
+    """The store's clock: Postgres's (one clock for every worker), SQLite's the machine's."""
+    if dialect == "postgres":
+        return float(conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
+    return time.time()
+
+
 def fence(conn: Any, dialect: str, task_id: str, token: str | None) -> None:
     """Refuse an append while another live holder has the task's lease (inside the append's transaction).
 
@@ -368,15 +466,9 @@ def fence(conn: Any, dialect: str, task_id: str, token: str | None) -> None:
     Raises:
         LeaseHeldError: Another live process holds the task's lease.
     """
-    sql = f"SELECT {_COLUMNS} FROM taskctx_leases WHERE task_id = ?"
-    try:
-        row = _holder(conn.execute(sql.replace("?", "%s") if dialect == "postgres" else sql, (task_id,)).fetchone())
-    except sqlite3.OperationalError:  # a database made before leases (opened read-write, it has the table)
-        return
+    row = _row_in(conn, dialect, task_id)
     if row is None or row.token == token:
         return
-    now = time.time()
-    if dialect == "postgres":
-        now = float(conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()[0])
+    now = _store_now(conn, dialect)
     if not row.gone(now):
         raise row.error(now)

@@ -24,7 +24,7 @@ from .errors import (
     StoreOpenError,
 )
 from .events import Event
-from .lease import TaskLeases, fence
+from .lease import TaskLeases
 from .lineage import Lineage, chained, chained_count, lineage_of_row
 from .pg_server import (
     forget_lost,
@@ -284,6 +284,8 @@ class PgEventLog:
             SequenceConflictError: A ``seq`` does not continue the log, or an event is already in it.
             DamagedStoreError: The events continue past the log's end (it lost its last events).
             StoreError: The connection dropped more times than the retries allow.
+            LeaseHeldError: Another live process holds the task's lease (:class:`LeaseLostError`: this
+                process held it and lost it; it writes nothing more for the task).
         """
         if not events:
             return []
@@ -294,7 +296,7 @@ class PgEventLog:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_CLASS, _lock_key(task_id)))
                 if self._leases is not None:
-                    fence(conn, "postgres", task_id, self._leases.token(task_id))
+                    self._leases.check(conn, task_id)
                 found = conn.execute(
                     "SELECT id, task_id, seq FROM taskctx_events WHERE id = ANY(%s)", (ids,)
                 ).fetchall()
@@ -328,6 +330,8 @@ class PgEventLog:
                 "run one writer per thread_id"
             ) from exc
         note_append(self._db.path, self, task_id, written[-1].seq)
+        if self._leases is not None:
+            self._leases.recorded(task_id, written)
         return written
 
     def discard_fork(self, task_id: str) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 from .artifact_refs import make_ref, parse_ref, slice_lines
 from .errors import ArtifactNotFoundError, SequenceConflictError
 from .events import Event
-from .lease import TaskLeases, fence
+from .lease import TaskLeases
 from .lineage import Lineage, chained, chained_count, lineage_of_row
 from .secrets import masked_bytes, masked_events
 from .sqlite_db import LOCK_WAIT_SECONDS, SqliteDb, rollback
@@ -105,7 +105,8 @@ class EventLog:
         Raises:
             SequenceConflictError: A ``seq`` does not continue the log, or an event is already in it.
             DamagedStoreError: The events continue past the log's end (it lost its last events).
-            LeaseHeldError: Another live process holds the task's lease.
+            LeaseHeldError: Another live process holds the task's lease (:class:`LeaseLostError`: this
+                process held it and lost it; it writes nothing more for the task).
         """
         if not events:
             return []
@@ -115,7 +116,7 @@ class EventLog:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 if self._leases is not None:
-                    fence(conn, "sqlite", task_id, self._leases.token(task_id))
+                    self._leases.check(conn, task_id)
                 last = self.last_seq(task_id)
                 conflict = any(e.seq and e.seq != last + 1 + i for i, e in enumerate(events))
                 writer = writer_words(self._db.path, self, task_id, last) if conflict else None
@@ -130,6 +131,8 @@ class EventLog:
                 rollback(conn)
                 raise
             note_append(self._db.path, self, task_id, out[-1].seq)
+        if self._leases is not None:
+            self._leases.recorded(task_id, out)
         return out
 
     def discard_fork(self, task_id: str) -> bool:

@@ -205,6 +205,7 @@ async def arun_with_approvals(
     on_request: Callable[[dict[str, Any]], None] | None = None,
     prune: bool = False,
     checked: Checked | None = None,
+    lease_owner: str | None = None,
 ) -> RunResult:
     """:func:`graphs.runner.run_with_approvals` with ``astream``, the task's lease held throughout.
 
@@ -220,16 +221,19 @@ async def arun_with_approvals(
         on_request: As in :func:`graphs.runner.run_with_approvals`.
         prune: As in :func:`graphs.runner.run_with_approvals`.
         checked: As in :func:`graphs.runner.run_with_approvals`.
+        lease_owner: As in :func:`graphs.runner.run_with_approvals` (the lease is entered in a
+            worker thread: the owner token, not the thread, makes the nested holds one run's).
 
     Returns:
         How the last run ended.
 
     Raises:
-        LeaseHeldError: Another live run holds the task's lease; nothing ran.
+        LeaseHeldError: Another live run (another process, or another run of this one) holds the
+            task's lease; nothing ran.
     """
     from langgraph.types import Command
 
-    held = stores.leases.hold(task_id)
+    held = stores.leases.hold(task_id, lease_owner)
     await asyncio.to_thread(held.__enter__)
     try:
         kw: dict[str, Any] = {"stop_after": stop_after, "on_event": on_event, "prune": prune}
@@ -358,7 +362,7 @@ class AsyncProject:
             MissingSecretError: As in :meth:`graphs.Project.resume`.
         """
         held = self.stores.leases.hold(task_id)  # before the checks, as resume takes it
-        await asyncio.to_thread(held.__enter__)
+        owner = await asyncio.to_thread(held.__enter__)
         try:
             plan = await asyncio.to_thread(
                 self._resume_point,  # type: ignore[attr-defined]
@@ -386,6 +390,7 @@ class AsyncProject:
                         on_request=on_request,
                         prune=prune,
                         checked=checked,
+                        lease_owner=owner,
                     )
         except BaseException as exc:
             await asyncio.to_thread(held.__exit__, type(exc), exc, exc.__traceback__)

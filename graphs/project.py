@@ -275,7 +275,8 @@ class Project(ProjectViews, AsyncProject):
         Raises:
             InvalidInputError: The task already exists, ``task_id`` contradicts the state's, or a
                 secret is not valid (:class:`MissingSecretError`: a state's placeholder has no value).
-            LeaseHeldError: Another live process runs a task of this id (:mod:`context.lease`).
+            LeaseHeldError: Another live process, or another run of this one, runs a task of this
+                id (:mod:`context.lease`).
         """
         task, held = start_state(self, request_or_task, task_id, constraints, permissions, secrets)
         with hold_secrets(held):  # the values are sealed in everything stored, from the first event on
@@ -333,11 +334,25 @@ class Project(ProjectViews, AsyncProject):
             DamagedStoreError: The stored data fails its checks (:class:`NoCheckpointError`:
                 events but no checkpoint).
             UnknownTaskError: The task is unknown, or registered but never started.
-            LeaseHeldError: Another live process runs the task (:mod:`context.lease`); nothing ran.
+            LeaseHeldError: Another live process, or another run of this one (e.g. a second
+                ``resume`` of the task at once in another thread), runs the task
+                (:mod:`context.lease`); nothing ran. :class:`~context.LeaseLostError`: this run lost
+                the lease midway (taken over); what it recorded stays, nothing after.
         """
-        with self.stores.leases.hold(task_id):  # before the checks: a live writer's log is not read as a crash
+        with self.stores.leases.hold(task_id) as owner:  # before the checks: a live writer's log is no crash
             return self._resume(
-                task_id, graph, max_steps, approvals, budget, timeout, on_resume, on_event, on_request, prune, secrets
+                task_id,
+                graph,
+                max_steps,
+                approvals,
+                budget,
+                timeout,
+                on_resume,
+                on_event,
+                on_request,
+                prune,
+                secrets,
+                owner,
             )
 
     def _resume(
@@ -352,9 +367,10 @@ class Project(ProjectViews, AsyncProject):
         on_event: Callable[[Any], None] | None,
         on_request: Callable[[dict[str, Any]], None] | None,
         prune: bool,
-        secrets: dict[str, str] | None = None,
+        secrets: dict[str, str] | None,
+        owner: str,
     ) -> RunResult:
-        """:meth:`resume` with the task's lease held."""
+        """:meth:`resume` with the task's lease held by the run ``owner``."""
         plan = self._resume_point(task_id, graph, budget, timeout, on_resume, secrets)
         if isinstance(plan, RunResult):
             return plan
@@ -372,6 +388,7 @@ class Project(ProjectViews, AsyncProject):
                 on_request=on_request,
                 prune=prune,
                 checked=checked,
+                lease_owner=owner,
             )
 
     def _resume_point(

@@ -124,6 +124,7 @@ def run_graph(
     on_event: Callable[[Event], None] | None = None,
     prune: bool = False,
     checked: Checked | None = None,
+    lease_owner: str | None = None,
 ) -> RunResult:
     """Run, or resume, the thread ``task_id`` of ``graph`` (streamed with ``durability="sync"``).
 
@@ -146,6 +147,8 @@ def run_graph(
             superstep's checkpoint stays (for ``get_state_history``).
         checked: What the caller's own :func:`~graphs.diagnosis.ensure_sound` of this task
             returned just before (the check is then not run again).
+        lease_owner: The run's owner token when the caller holds the task's lease for this run
+            already (what :meth:`context.lease.TaskLeases.hold` yielded); None: a run of its own.
 
     Returns:
         How the run ended.
@@ -155,10 +158,11 @@ def run_graph(
         InvalidInputError: ``input`` is a new task's state but ``task_id`` already has events.
         DamagedStoreError: Continuing a thread whose stored data fails
             :func:`graphs.diagnosis.ensure_sound` (``full=False``).
-        LeaseHeldError: Another live process runs the task (holds its lease,
-            :mod:`context.lease`); nothing was run.
+        LeaseHeldError: Another live process, or another run of this one, runs the task (holds
+            its lease, :mod:`context.lease`); nothing was run. :class:`~context.LeaseLostError`:
+            this run lost the lease midway; what it recorded stays, nothing after.
     """
-    with stores.leases.hold(task_id):  # one writer per task: a second is refused here, at once
+    with stores.leases.hold(task_id, lease_owner):  # one writer per task: a second is refused here, at once
         return _run_held(graph, stores, task_id, input, stop_after, resume, on_event, prune, checked)
 
 
@@ -323,6 +327,7 @@ def run_with_approvals(
     on_request: Callable[[dict[str, Any]], None] | None = None,
     prune: bool = False,
     checked: Checked | None = None,
+    lease_owner: str | None = None,
 ) -> RunResult:
     """:func:`run_graph`, answering each approval request the run stops at.
 
@@ -342,12 +347,16 @@ def run_with_approvals(
         on_request: Called with each request before it is answered.
         prune: As in :func:`run_graph`.
         checked: As in :func:`run_graph` (the first run only).
+        lease_owner: As in :func:`run_graph`.
 
     Returns:
         How the last run ended.
+
+    Raises:
+        LeaseHeldError: As in :func:`run_graph`.
     """
 
-    with stores.leases.hold(task_id):
+    with stores.leases.hold(task_id, lease_owner) as owner:
         result = run_graph(
             graph,
             stores,
@@ -358,8 +367,9 @@ def run_with_approvals(
             on_event=on_event,
             prune=prune,
             checked=checked,
+            lease_owner=owner,
         )
-        return _answered(graph, stores, task_id, result, answer, stop_after, on_event, on_request, prune)
+        return _answered(graph, stores, task_id, result, answer, stop_after, on_event, on_request, prune, owner)
 
 
 def _answered(
@@ -372,8 +382,9 @@ def _answered(
     on_event: Callable[[Event], None] | None,
     on_request: Callable[[dict[str, Any]], None] | None,
     prune: bool,
+    owner: str,
 ) -> RunResult:
-    """Answer the requests :func:`run_with_approvals`'s runs stop at, until one is left pending."""
+    """Answer the requests :func:`run_with_approvals`'s runs stop at, until one is left pending (one run: ``owner``'s)."""
     from langgraph.types import Command
 
     while result.waiting is not None:
@@ -386,7 +397,14 @@ def _answered(
         if "request_id" in result.waiting and "request_id" not in reply:
             reply = {**reply, "request_id": result.waiting["request_id"]}  # a stale answer never fits another question
         result = run_graph(
-            graph, stores, task_id, Command(resume=reply), stop_after=stop_after, on_event=on_event, prune=prune
+            graph,
+            stores,
+            task_id,
+            Command(resume=reply),
+            stop_after=stop_after,
+            on_event=on_event,
+            prune=prune,
+            lease_owner=owner,
         )
     return result
 

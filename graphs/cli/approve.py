@@ -169,7 +169,7 @@ def approve(
         answer = _answer_of(edit, reject, respond)
         project = open_existing(db)
         g = project.task_graph(task_id)
-        with project.stores.leases.hold(task_id):  # read and answer under the lease: no other answer in between
+        with project.stores.leases.hold(task_id) as owner:  # read and answer under the lease: no answer between
             req = _bound_request(project, g, task_id, request, db)
             if answer["action"] == "edit":
                 problem = check_edited_arguments(
@@ -188,7 +188,13 @@ def approve(
             console.print(f"    -> {answer['action']}{rid}", markup=False)
             with hold_secrets(_secrets(g, task_id, secret)):  # the task's secrets, as a resume takes them
                 result = run_graph(
-                    g, project.stores, task_id, Command(resume=answer), on_event=event_printer(), prune=True
+                    g,
+                    project.stores,
+                    task_id,
+                    Command(resume=answer),
+                    on_event=event_printer(),
+                    prune=True,
+                    lease_owner=owner,
                 )
         if result.waiting is not None:
             show_request(result.waiting, db)

@@ -24,6 +24,7 @@ from context import (
     Event,
     InvalidInputError,
     LeaseHeldError,
+    LeaseLostError,
     ModelCallError,
     ServerLostError,
     StoreOpenError,
@@ -182,6 +183,13 @@ def describe(
             f"`{command_hint('inspect', str(exc.task_id), db)}` still works; restore the database from a backup, "
             "or start the task again under a new --task-id"
         )
+    if isinstance(exc, LeaseLostError):
+        then = (
+            f"let the other holder go on with the task; when it has ended, `{command_hint('resume', exc.task_id, db, out)}`"
+            if exc.holder
+            else f"`{command_hint('resume', exc.task_id, db, out)}` continues from what is recorded"
+        )
+        return f"{exc.what}; {then}"
     if isinstance(exc, LeaseHeldError):
         wait = (
             "run the task through one project (one store object), one run at a time, or wait for the other run to end"

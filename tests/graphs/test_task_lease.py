@@ -160,6 +160,53 @@ def test_a_holder_killed_mid_command_is_taken_over_and_its_call_asked_as_cut_off
     stores.close()
 
 
+def test_a_holder_stopped_mid_command_and_taken_over_is_told_what_it_had_recorded(tmp_path: Path) -> None:
+    """SIGSTOP the holder while its command runs, give its row to another host's process (as that
+    host takes an expired lease over), SIGCONT: its next append is refused, in one line naming what
+    it had recorded and the holder now; nothing more is written."""
+    _paused_task(tmp_path)
+    a = _child(tmp_path, "resume")
+    assert a.stdout is not None and a.stdout.readline() == "ready\n"
+    deadline = time.monotonic() + 120
+    while not _runs(tmp_path):  # the command runs
+        assert time.monotonic() < deadline and a.poll() is None, a.communicate()
+        time.sleep(0.05)
+    os.kill(a.pid, signal.SIGSTOP)
+    stores = SqliteStores(tmp_path / "t.sqlite")
+    try:
+        before = stores.events.read("r1")
+        now = time.time()
+        with stores._connect() as conn:
+            conn.execute(
+                "UPDATE taskctx_leases SET host = 'elsewhere', pid = 4242, started = '', token = 'thief', "
+                "heartbeat = ?, expires = ? WHERE task_id = 'r1'",
+                (now, now + 60),
+            )
+    finally:
+        (tmp_path / "go").touch()
+        os.kill(a.pid, signal.SIGCONT)
+    out, errs = a.communicate(timeout=120)
+    assert a.returncode == 4, out + errs
+    lines = [x for x in out.splitlines() if x != "ready"]
+    last = before[-1]
+    assert last.kind == "permission.granted"
+    assert len(lines) == 1 and re.fullmatch(
+        re.escape(f"task 'r1': this process (pid {a.pid}) lost its lease on the task while running it: ")
+        + r"pid 4242 on host elsewhere \(last heartbeat \d+ s ago\) has the task now; "
+        + re.escape(
+            f"what it recorded stays: events up to seq {last.seq} (permission.granted, plan step s1); this process "
+            "wrote no event after that (this append was refused); let the other holder go on with the task; when it "
+            "has ended, resume the task to continue"
+        ),
+        lines[0],
+    ), lines
+    assert [e.id for e in stores.events.read("r1")] == [e.id for e in before]  # nothing written after the loss
+    assert _runs(tmp_path) == [str(a.pid)]
+    held = stores.leases.holder("r1")
+    assert held is not None and held.token == "thief"  # the new holder's row is left alone
+    stores.close()
+
+
 def _row(stores: SqliteStores, holder: LeaseHolder) -> None:
     with stores._connect() as conn:
         conn.execute(
@@ -194,11 +241,14 @@ def test_lease_rules(tmp_path: Path) -> None:
     _row(stores, LeaseHolder("lapsed", "elsewhere", 1, "", "old", now - 120, now - 60))
     _row(stores, LeaseHolder("remote", "elsewhere", 1, "", "rem", now, now + 60))
     for task in ("dead", "lapsed"):
-        with stores.leases.hold(task):
+        with stores.leases.hold(task) as owner:
             got = stores.leases.holder(task)
             assert got is not None and got.pid == os.getpid() and got.token == stores.leases.token(task)
-            with stores.leases.hold(task):  # re-entrant in one process
-                pass
+            with stores.leases.hold(task, owner) as again:  # re-entrant for the run that holds it
+                assert again == owner
+            with pytest.raises(LeaseHeldError, match=rf"^task '{task}' is being run by another run in this process, "):
+                with stores.leases.hold(task):  # another run through the same store
+                    pass
             assert stores.leases.holder(task) == got
         assert stores.leases.holder(task) is None
     with pytest.raises(LeaseHeldError, match="^task 'remote' is being run by another process, pid 1 on host elsewhere"):
