@@ -46,12 +46,12 @@ from langgraph.graph.state import CompiledStateGraph, get_update_as_tuples
 from langgraph.types import Command, RetryPolicy, Send
 from pydantic import BaseModel, ValidationError
 
-from context import Event, TaskContext, new_event, replay
+from context import Event, InvalidInputError, TaskContext, new_event, replay
 from context.events import ErrorOccurred, TaskCompleted
 from nodes.attempts import NODE_RUNS, attempt_key, attempt_of, log_ahead_error
 from nodes.roles.failures import failure_message, own_failure
 
-__all__ = ["REFUSED_SOURCE", "graph_env", "guard_nodes", "guard_routers", "refused"]
+__all__ = ["REFUSED_SOURCE", "graph_env", "guard_nodes", "guard_routers", "refuse_stranding", "refused"]
 
 #: The ``source`` prefix of the errors this module records (``graph:<node>``).
 REFUSED_SOURCE = "graph:"
@@ -512,3 +512,41 @@ class _NodeGuard:
     @staticmethod
     def fold(ctx: TaskContext, folded: TaskContext) -> dict[str, Any]:
         return {p: getattr(folded, p) for p in TaskContext.model_fields if getattr(folded, p) != getattr(ctx, p)}
+
+
+def refuse_stranding(builder: Any, state: TaskContext, new: TaskContext, as_node: str, nxt: Sequence[str]) -> None:
+    """Refuse ``update_state(..., as_node=...)`` when the edges after ``as_node`` send the edited,
+    unfinished task to no node: LangGraph would leave it ``running`` with nothing to run next.
+
+    Args:
+        builder: The graph's ``StateGraph`` (None: nothing is checked).
+        state: The task's state before the edit.
+        new: Its state with the edit.
+        as_node: The node the edit is made as.
+        nxt: The nodes the task would continue at without ``as_node``.
+
+    Raises:
+        InvalidInputError: Every edge after ``as_node`` leads to ``END`` and the task has not finished.
+    """
+    if builder is None or as_node not in builder.nodes or new.control.status in ("completed", "failed"):
+        return
+    targets = [end for start, end in builder.edges if start == as_node]
+    for branch in builder.branches.get(as_node, {}).values():
+        try:
+            result = branch.path.invoke(new, {"callbacks": None})
+        except Exception:  # noqa: BLE001 - a router that needs more than the state: LangGraph decides
+            return
+        for r in result if isinstance(result, list | tuple) else [result]:
+            target = getattr(r, "node", r)
+            targets.append(branch.ends.get(target, target) if branch.ends else target)
+    if not targets and builder.nodes[as_node].ends:
+        return  # (a node routing with Command(goto=...): where it goes is not known ahead)
+    if any(t != END for t in targets):
+        return
+    waits = f"it would continue at {', '.join(map(repr, nxt))}" if nxt else "it has no next node now either"
+    raise InvalidInputError(
+        f"update_state(as_node={as_node!r}) would leave task {state.identity.task_id!r} running with no next "
+        f"node: the graph continues from the edges of {as_node!r} as if it had just run, and they send the task "
+        f"to END (the task has not finished); nothing was recorded; leave as_node out (the default: {waits}), "
+        f"or name the node whose edges lead where the task should go"
+    )

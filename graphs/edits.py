@@ -47,19 +47,21 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot, StateUpdate
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from context import InvalidInputError, TaskContext, UnknownTaskError, new_event, replay
 from context.events import EDITABLE_FIELDS, StateEdited
 from nodes.attempts import attempt_of
 
+from .divergence import refuse_stranding
 from .project_errors import NoCheckpointError
 from .time_travel import (
+    CheckpointInputError,
     ForeignStateError,
     PastCheckpointError,
+    check_point,
     fork_at,
     merged_history,
     point_of,
@@ -88,7 +90,12 @@ def _proposed(cur: TaskContext, values: dict[str, Any]) -> TaskContext:
             update[part] = v
         else:  # a dict: the fields it names, over the current part
             update[part] = type(old).model_validate({**old.model_dump(mode="json"), **dict(v)})
-    return TaskContext.model_validate({**dict(cur), **update})
+    try:
+        return TaskContext.model_validate({**dict(cur), **update})
+    except ValidationError as exc:
+        err = exc.errors()[0]  # (e.g. a part given as None)
+        where, msg = ".".join(str(x) for x in err["loc"]), err["msg"]
+        raise InvalidInputError(f"update_state: {where}: {msg}; editable: {editable_fields()}") from None
 
 
 def record_edit(
@@ -104,7 +111,7 @@ def record_edit(
     new = _proposed(state, values)
     past = events.read(task_id, after=state.events.cursor)
     if past and new.events.cursor == past[-1].seq and replay(past, state) == new:
-        return values  # the fold of events already appended (e.g. an injected event)
+        return {p: getattr(new, p) for p in values}  # the fold of events already appended (e.g. an injected event)
     changes: dict[str, dict[str, Any]] = {}
     for part in TaskContext.model_fields:
         a, b = getattr(state, part), getattr(new, part)
@@ -125,7 +132,7 @@ def record_edit(
             )
         changes[part] = diff
     if not changes:
-        return values
+        return {}  # (the values as they are: a dict part would be written whole, its other fields reset)
     if past:
         raise InvalidInputError(_past_events(task_id, state.events.cursor, past))
     e = new_event(
@@ -298,19 +305,31 @@ class TaskGraph(CompiledStateGraph):
         Returns:
             The snapshot.
         """
-        tid = self._own_thread(config)
-        seq = point_seq((config.get("configurable") or {}).get("checkpoint_id"))
-        if tid is None or seq is None:
+        point = self._log_point(config)
+        if point is None:
             return super().get_state(config, subgraphs=subgraphs)
-        return point_snapshot(tid, self.taskctx_events.read(tid), seq)
+        return point_snapshot(point[0], self.taskctx_events.read(point[0]), point[1])
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """:meth:`get_state`, async."""
-        tid = self._own_thread(config)
-        seq = point_seq((config.get("configurable") or {}).get("checkpoint_id"))
-        if tid is None or seq is None:
+        point = await asyncio.to_thread(self._log_point, config)
+        if point is None:
             return await super().aget_state(config, subgraphs=subgraphs)
-        return await asyncio.to_thread(lambda: point_snapshot(tid, self.taskctx_events.read(tid), seq))
+        return await asyncio.to_thread(lambda: point_snapshot(point[0], self.taskctx_events.read(point[0]), point[1]))
+
+    def _log_point(self, config: RunnableConfig | None) -> tuple[str, int] | None:
+        """``(thread, seq)`` when ``config``'s checkpoint id is a log point of this graph's task (None: it is not one).
+
+        Raises:
+            CheckpointInputError: The log point is past the end of the task's log, or its thread has no task.
+        """
+        tid = self._own_thread(config)
+        cid = ((config or {}).get("configurable") or {}).get("checkpoint_id")
+        seq = point_seq(cid)
+        if tid is None or seq is None:
+            return None
+        check_point(tid, str(cid), seq, self.taskctx_events.last_seq(tid))
+        return tid, seq
 
     def _past(self, config: RunnableConfig | None) -> tuple[str, int, int] | None:
         """``(thread, seq, latest seq)`` when ``config`` names a checkpoint at an earlier step than the thread's latest."""
@@ -318,6 +337,7 @@ class TaskGraph(CompiledStateGraph):
         conf = (config or {}).get("configurable") or {}
         if tid is None or self.checkpointer is None or not conf.get("checkpoint_id"):
             return None
+        self._log_point(config)
         head = self.checkpointer.get_tuple(_thread_only({"configurable": {"thread_id": tid}}))
         kept = None
         if point_seq(conf["checkpoint_id"]) is None:
@@ -360,15 +380,17 @@ class TaskGraph(CompiledStateGraph):
                 f"(seq {now}); a run from there forks the task and takes input None (got {type(input).__name__}): "
                 "invoke(None, config) to fork and run the child, or update_state(config, values) to fork it with an edit"
             )
-        child, node = fork_at(
-            self, tid, seq, conf.pop("fork_task_id", None), why=f"LangGraph {what} from checkpoint {cid}"
-        )
+        try:
+            child, node = fork_at(
+                self, tid, seq, conf.pop("fork_task_id", None), why=f"LangGraph {what} from checkpoint {cid}"
+            )
+        except InvalidInputError as exc:  # (a ValueError too, so that LangGraph Server shows the message)
+            raise exc if isinstance(exc, ValueError) else CheckpointInputError(str(exc)) from exc
         return {**(config or {}), "configurable": {**conf, "thread_id": child}}, node
 
     def _left(self) -> dict[str, str]:
         """Thread id -> the checkpoint id this graph object's last run of it ended at."""
-        left: dict[str, str] = self.__dict__.setdefault("_taskctx_left", {})
-        return left
+        return self.__dict__.setdefault("_taskctx_left", {})  # type: ignore[no-any-return]
 
     def _resume_config(self, input: Any, config: RunnableConfig | None) -> tuple[RunnableConfig | None, str | None]:
         """``config`` with a ``resume_token`` when this run is a resume (see module doc), and the thread id."""
@@ -453,9 +475,7 @@ class TaskGraph(CompiledStateGraph):
         forked = self._forked("run", input, config)
         if forked is not None:
             return forked[0]
-        if config is not None and point_seq((config.get("configurable") or {}).get("checkpoint_id")) is not None:
-            return _thread_only(config)
-        return config
+        return _thread_only(config) if config is not None and self._log_point(config) is not None else config
 
     def _named(self, input: Any, config: RunnableConfig | None, tid: str | None) -> RunnableConfig | None:
         """``config`` with the root run's name, tags and metadata of a task's invocation (as
@@ -526,44 +546,24 @@ class TaskGraph(CompiledStateGraph):
                 if (tid := self._own_thread(config)) is not None:
                     _check_owner(tid, values, "update_state's values")
                 if u.as_node is not None and state.identity.task_id:
-                    self._refuse_stranding(state, _proposed(state, values) if values else state, u.as_node, snap.next)
+                    refuse_stranding(
+                        getattr(self, "builder", None),
+                        state,
+                        _proposed(state, values) if values else state,
+                        u.as_node,
+                        snap.next,
+                    )
                 row.append(
                     StateUpdate(record_edit(self.taskctx_events, state, values, u.as_node), u.as_node, u.task_id)
                 )
             out.append(row)
         return out
 
-    def _refuse_stranding(self, state: TaskContext, new: TaskContext, as_node: str, nxt: Sequence[str]) -> None:
-        """Refuse ``update_state(..., as_node=...)`` when the edges after ``as_node`` send the edited,
-        unfinished task to no node: LangGraph would leave it ``running`` with nothing to run next."""
-        builder = getattr(self, "builder", None)
-        if builder is None or as_node not in builder.nodes or new.control.status in ("completed", "failed"):
-            return
-        targets = [end for start, end in builder.edges if start == as_node]
-        for branch in builder.branches.get(as_node, {}).values():
-            try:
-                result = branch.path.invoke(new, {"callbacks": None})
-            except Exception:  # noqa: BLE001 - a router that needs more than the state: LangGraph decides
-                return
-            for r in result if isinstance(result, list | tuple) else [result]:
-                target = getattr(r, "node", r)
-                targets.append(branch.ends.get(target, target) if branch.ends else target)
-        if not targets and builder.nodes[as_node].ends:
-            return  # (a node routing with Command(goto=...): where it goes is not known ahead)
-        if any(t != END for t in targets):
-            return
-        waits = f"it would continue at {', '.join(map(repr, nxt))}" if nxt else "it has no next node now either"
-        raise InvalidInputError(
-            f"update_state(as_node={as_node!r}) would leave task {state.identity.task_id!r} running with no next "
-            f"node: the graph continues from the edges of {as_node!r} as if it had just run, and they send the task "
-            f"to END (the task has not finished); nothing was recorded; leave as_node out (the default: {waits}), "
-            f"or name the node whose edges lead where the task should go"
-        )
-
     def bulk_update_state(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> RunnableConfig:
         """LangGraph's ``bulk_update_state``, each update recorded or refused first."""
         forked = self._forked("update_state", None, config)
-        if forked is None:
+        if forked is None:  # (a log point at the latest step: the thread's latest)
+            config = _thread_only(config) if self._log_point(config) is not None else config
             return super().bulk_update_state(config, self._recorded(config, supersteps))
         config, supersteps = _as_fork_node(forked, supersteps)
         try:
@@ -578,6 +578,7 @@ class TaskGraph(CompiledStateGraph):
         """LangGraph's ``abulk_update_state``, each update recorded or refused first."""
         forked = await asyncio.to_thread(self._forked, "update_state", None, config)
         if forked is None:
+            config = _thread_only(config) if await asyncio.to_thread(self._log_point, config) is not None else config
             return await super().abulk_update_state(config, await asyncio.to_thread(self._recorded, config, supersteps))
         config, supersteps = _as_fork_node(forked, supersteps)
         try:

@@ -38,9 +38,11 @@ from nodes.attempts import attempt_of
 
 __all__ = [
     "POINT_PREFIX",
+    "CheckpointInputError",
     "ForeignStateError",
     "LogStep",
     "PastCheckpointError",
+    "check_point",
     "child_id",
     "fork_at",
     "log_steps",
@@ -62,6 +64,40 @@ class ForeignStateError(InvalidInputError, ValueError):
 
     A ``ValueError`` too, so LangGraph Server shows its message to the client.
     """
+
+
+class CheckpointInputError(InvalidInputError, ValueError):
+    """A run's or state edit's checkpoint is refused: a log point past the end of its task's log,
+    or a fork from it that cannot be made (the message names why and the fix).
+
+    A ``ValueError`` too, so LangGraph Server shows its message to the client.
+    """
+
+
+def check_point(thread_id: str, checkpoint_id: str, seq: int, last: int) -> None:
+    """Refuse a log point (``seq``, from ``checkpoint_id``) that names no step of its task's log.
+
+    Args:
+        thread_id: The thread (the task's id).
+        checkpoint_id: The log point's checkpoint id.
+        seq: The seq it names.
+        last: The seq of the task's last event (0: the thread has no task).
+
+    Raises:
+        CheckpointInputError: The thread has no task, or ``seq`` is past ``last``.
+    """
+    if last == 0:
+        raise CheckpointInputError(
+            f"checkpoint {checkpoint_id} is a taskctx log point (seq {seq}), but thread {thread_id!r} has no task: "
+            "there is no event log for it to name; start the task first, or use a checkpoint id from this "
+            "thread's get_state_history"
+        )
+    if seq > last:
+        raise CheckpointInputError(
+            f"checkpoint {checkpoint_id} of task {thread_id!r} names seq {seq}, past the end of its log, which ends "
+            f"at seq {last}; pick a step from get_state_history (each has a log-point id), or leave checkpoint_id "
+            "out for the latest state"
+        )
 
 
 class PastCheckpointError(LogAheadError, ValueError):
