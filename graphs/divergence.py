@@ -152,6 +152,7 @@ def guard_nodes(compiled: CompiledStateGraph, builder: StateGraph, events: Any) 
             retry = () if builtin else (pn.retry_policy or compiled.retry_policy or ())
             guard = _NodeGuard(name, pn.bound, events, builder.branches.get(name, {}), known, retry, not builtin)
             guard.edges = None if fans else [e for s, e in builder.edges if s == name]
+            guard.routes_by_command = bool(spec.ends)
             bound = RunnableCallable(guard.run, guard.arun, name=pn.bound.name, trace=False)
             compiled.nodes[name] = pn.copy({"bound": bound, "subgraphs": pn.subgraphs})
 
@@ -250,6 +251,8 @@ class _NodeGuard:
         self.retry, self.records_failures = retry, records_failures
         #: The node's plain edges' targets (None: the graph can fan out, so an END here may not end the run).
         self.edges: list[str] | None = []
+        #: Whether the node declares ``Command(goto=...)`` destinations (``add_node(..., destinations=...)``).
+        self.routes_by_command = False
 
     def run(self, state: Any, config: RunnableConfig) -> Any:
         ctx = _ctx(state)
@@ -445,10 +448,17 @@ class _NodeGuard:
         """Why the routes after this node end the run while the task is still running, or None."""
         if self.edges is None or state.control.status != "running" or _in_subgraph(config):
             return None
-        if not (self.branches or self.edges or targets):
-            return None  # (a node with no edge of its own: LangGraph's compile refuses it, or it routes by Command)
+        if not (self.branches or self.edges or targets) and self.routes_by_command:
+            return None  # (a node routing with Command(goto=...) that returned none: LangGraph ends there)
         if any(t != END for t in [*self.edges, *targets]):
             return None
+        if not (self.branches or self.edges or targets):
+            return (
+                f"node {self.name!r} has no edge out of it, so LangGraph ended the run there with task "
+                f"{state.identity.task_id!r} still running (no node recorded task.completed); add an edge or a "
+                f"router after {self.name!r} to the node that goes on with the task (the reviewer records "
+                "task.completed)"
+            )
         how = (
             f"router {', '.join(self.branches)}"
             if self.branches

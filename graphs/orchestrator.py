@@ -295,8 +295,7 @@ def build_orchestrator(
         env.memory = memory
     tx = executor_of(tools, side_effects=side_effects, receipts_dir=receipts_beside(stores), artifacts=env.artifacts)
     tx = NoTools() if tx is None else tx
-    if env.workspace is None and hasattr(tx, "fingerprint"):
-        env.workspace = tx  # fingerprinted by the first node after a resume (context.freshness)
+    env.use_workspace(tx)  # fingerprinted by the first node after a resume (context.freshness)
     g = _default_graph(chat, env, tx)
     store = getattr(env.memory, "store", None)
     # the root run of each trace is named taskctx

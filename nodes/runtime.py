@@ -97,7 +97,8 @@ class NodeEnv:
     #: switches the mechanism off (facts are then never marked stale).
     freshness: bool = True
     #: The ToolExecutor whose ``fingerprint(paths)`` the first node after a resume compares
-    #: with what the task's facts rest on (``build_orchestrator`` sets it to the task's tools).
+    #: with what the task's facts rest on (``build_orchestrator``, ``make_executor_node`` and
+    #: ``make_tool_node`` set it to the task's tools when they fingerprint and it is None).
     workspace: Any = None
     #: The context policies (:mod:`context.policy`): None, the defaults
     #: (:func:`~context.policy.default_policies`); a list replaces them (``[]``: none).
@@ -118,6 +119,15 @@ class NodeEnv:
         """
         stores = SqliteStores(path)
         return cls(events=stores.events, artifacts=stores.artifacts, stores=stores, **kw)
+
+    def use_workspace(self, tools: Any) -> None:
+        """Take ``tools`` as :attr:`workspace` when none is set and they can fingerprint files.
+
+        Args:
+            tools: The task's ToolExecutor.
+        """
+        if self.workspace is None and callable(getattr(tools, "fingerprint", None)):
+            self.workspace = tools
 
     def count_messages(self, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] | None = None) -> int:
         """Tokens of chat messages, and tool schemas, by ``count_tokens``.

@@ -145,6 +145,7 @@ def make_executor_node(
     """
     rend = renderer or ExecutorRenderer()
     tx: ToolExecutor = executor_of(tools)
+    env.use_workspace(tx)  # (the freshness check of a resume fingerprints it)
     check = task_budget_check(env, tx, rend)
 
     def executor(state: TaskContext, config: RunnableConfig) -> Generator[ModelRequest, AIMessage, dict[str, Any]]:

@@ -544,4 +544,6 @@ def make_tool_node(
             tools share a name.
         TypeError: A list item is neither a LangChain tool nor a ToolExecutor.
     """
-    return TaskToolNode(env, executor_of(tools, artifacts=env.artifacts), max_parallel)
+    tx = executor_of(tools, artifacts=env.artifacts)
+    env.use_workspace(tx)  # (the freshness check of a resume fingerprints it)
+    return TaskToolNode(env, tx, max_parallel)

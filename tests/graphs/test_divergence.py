@@ -39,7 +39,12 @@ FIX = "record it as events with nodes.NodeRun (run.commit([...])) and return run
 
 
 def _graph(
-    tester: Any, *, router: Any = None, plain: bool = False, edge: str | None = "reviewer"
+    tester: Any,
+    *,
+    router: Any = None,
+    plain: bool = False,
+    edge: str | None = "reviewer",
+    destinations: tuple[str, ...] | None = None,
 ) -> tuple[Any, NodeEnv]:
     """planner -> executor -> tester -> reviewer (or ``router``, or a plain edge to ``edge``, after the tester)."""
     model = ScriptedChatModel(
@@ -55,7 +60,7 @@ def _graph(
     g.add_node("executor", make_executor_node(model, env, NoTools()))
     g.add_node("tools", make_tool_node(env, NoTools()))
     g.add_node("recovery", make_recovery_node(model, env))
-    g.add_node("tester", tester, destinations=("reviewer", END) if edge is None else None)
+    g.add_node("tester", tester, destinations=destinations)
     g.add_node("reviewer", make_reviewer_node(model, env))
     g.add_edge(START, "planner")
     g.add_conditional_edges("planner", routing.after_planner)
@@ -233,11 +238,25 @@ def test_a_plain_edge_or_command_to_end_of_an_unfinished_task_fails_it() -> None
     state, events = _run(graph, env, "e2")
     _refused(state, events, env, graph, STRANDED.format(how="a plain edge", tid="e2"))
 
-    graph, env = _graph(lambda state: Command(goto=END), edge=None)
+    graph, env = _graph(lambda state: Command(goto=END), edge=None, destinations=("reviewer", END))
     state, events = _run(graph, env, "e3")
     _refused(state, events, env, graph, STRANDED.format(how="Command(goto=END)", tid="e3"))
 
-    graph, env = _graph(lambda state: Command(goto="reviewer"), edge=None)  # the right way: completed
+    graph, env = _graph(_tester_ok, edge=None)  # no edge out of the tester at all
+    state, events = _run(graph, env, "e5")
+    _refused(
+        state,
+        events,
+        env,
+        graph,
+        "node 'tester' has no edge out of it, so LangGraph ended the run there with task 'e5' still running (no "
+        "node recorded task.completed); add an edge or a router after 'tester' to the node that goes on with the "
+        "task (the reviewer records task.completed)",
+    )
+
+    graph, env = _graph(
+        lambda state: Command(goto="reviewer"), edge=None, destinations=("reviewer", END)
+    )  # the right way: completed
     assert _run(graph, env, "e4")[0].control.status == "completed"
 
 

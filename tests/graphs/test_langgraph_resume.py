@@ -228,3 +228,51 @@ def test_run_graph_lets_the_graph_decide_unless_told(tmp_path: Path, resume: boo
     assert done.state.control.status == "completed"
     assert [e.payload["node"] for e in pb.stores.events.read("p7") if e.kind == "resume.started"] == starts
     pb.close()
+
+
+def _hand_graph(db: str, ws: Path) -> tuple[Any, Any]:
+    """:func:`_graph`'s task on a graph wired by hand, as own-workflow.md does: a NodeEnv of the
+    project's events and artifacts, the tools given to the executor and tool nodes only."""
+    from langgraph.graph import START, StateGraph
+
+    from graphs import compile_graph, routing
+    from nodes import (
+        NodeEnv,
+        make_executor_node,
+        make_planner_node,
+        make_recovery_node,
+        make_reviewer_node,
+        make_tool_node,
+    )
+
+    project = open_project(db)
+    model, tools = ScriptedChatModel(script=SCRIPT), WorkspaceTools(ws, receipts_dir=ws.parent / "receipts")
+    env = NodeEnv(events=project.stores.events, artifacts=project.stores.artifacts)
+    g = StateGraph(TaskContext)
+    g.add_node("planner", make_planner_node(model, env))
+    g.add_node("executor", make_executor_node(model, env, tools))
+    g.add_node("tools", make_tool_node(env, tools))
+    g.add_node("recovery", make_recovery_node(model, env))
+    g.add_node("reviewer", make_reviewer_node(model, env))
+    g.add_edge(START, "planner")
+    for name in ("planner", "executor", "tools", "recovery", "reviewer"):
+        g.add_conditional_edges(name, getattr(routing, f"after_{name}"))
+    assert env.workspace is tools  # (the nodes given the tools took them as the workspace to fingerprint)
+    return compile_graph(g, checkpointer=project.checkpointer), project
+
+
+def test_a_graph_wired_by_hand_marks_what_changed_while_paused_stale_on_resume(tmp_path: Path) -> None:
+    ws, db, cfg = _ws(tmp_path), str(tmp_path / "h.sqlite"), thread_config("h1")
+    a, pa = _hand_graph(db, ws)
+    a.invoke(new_task("Read the config.", "h1"), cfg, interrupt_before=["reviewer"], durability="sync")
+    seen = pa.stores.events.last_seq("h1")
+    pa.close()
+    (ws / "conf.txt").write_text("port = 8080\n")  # changed while the task is paused
+
+    b, pb = _hand_graph(db, ws)
+    b.invoke(None, cfg, durability="sync")
+    new = pb.stores.events.read("h1")[seen:]
+    assert _kinds(new)[:2] == ["resume.started", "fact.stale"]
+    assert {(e.payload["path"], e.payload["cause"]) for e in new if e.kind == "fact.stale"} == {("conf.txt", "resume")}
+    assert "file.modified" not in _kinds(new)  # (nothing blamed on the agent)
+    pb.close()
