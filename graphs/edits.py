@@ -53,13 +53,12 @@ from pydantic import BaseModel, ValidationError
 
 from context import InvalidInputError, TaskContext, UnknownTaskError, new_event, replay
 from context.events import EDITABLE_FIELDS, StateEdited
-from nodes.attempts import attempt_of
 
 from .divergence import refuse_stranding
+from .edit_refusals import check_owner, past_events
 from .project_errors import NoCheckpointError
 from .time_travel import (
     CheckpointInputError,
-    ForeignStateError,
     PastCheckpointError,
     check_point,
     fork_at,
@@ -134,7 +133,7 @@ def record_edit(
     if not changes:
         return {}  # (the values as they are: a dict part would be written whole, its other fields reset)
     if past:
-        raise InvalidInputError(_past_events(task_id, state.events.cursor, past))
+        raise InvalidInputError(past_events(task_id, state.events.cursor, past))
     e = new_event(
         "state.edited",
         StateEdited(changes=changes, as_node=as_node),
@@ -144,45 +143,6 @@ def record_edit(
     appended = events.append(task_id, [e])
     folded = replay(appended, state)
     return {p: getattr(folded, p) for p in TaskContext.model_fields if getattr(folded, p) != getattr(state, p)}
-
-
-def _past_events(task_id: str, cursor: int, past: list[Any]) -> str:
-    """Why a state edit is refused when the log holds events past the checkpoint's cursor."""
-    span = f"seq {past[0].seq}" if len(past) == 1 else f"seq {past[0].seq}-{past[-1].seq}"
-    runs = {attempt_of(e.causation_id) for e in past}
-    if len(runs) == 1 and (run := next(iter(runs))) is not None and run[0] == cursor:
-        return (
-            f"update_state: node {run[1]!r} of task {task_id!r} has run on this checkpoint (seq {cursor}) and "
-            f"appended events ({span}) but its run has not ended (it is in flight, or stopped before its "
-            "checkpoint was written): resume the task to finish that run, then edit it"
-        )
-    return (
-        f"update_state: the event log of task {task_id!r} is at seq {past[-1].seq} but this checkpoint knows "
-        f"seq {cursor} (the log has moved past it: {span}); edit the task's latest state (a config without "
-        "checkpoint_id)"
-    )
-
-
-def _check_owner(thread_id: str, state: Any, what: str) -> None:
-    """Refuse a run of thread ``thread_id`` whose state (``what``) is another task's (new, or past its start)."""
-    ident = state.identity if isinstance(state, TaskContext) else (state or {}).get("identity")
-    evs = state.events if isinstance(state, TaskContext) else (state or {}).get("events")
-    owner = getattr(ident, "task_id", None) if not isinstance(ident, dict) else ident.get("task_id")
-    cursor = getattr(evs, "cursor", 0) if not isinstance(evs, dict) else evs.get("cursor", 0)
-    if not owner or owner == thread_id:
-        return
-    if not cursor:
-        raise InvalidInputError(
-            f"thread {thread_id!r}: {what} starts task {owner!r}, but a task runs on the thread of its own id "
-            f"(its events, checkpoints and resume are found by it): run it with "
-            f"graphs.thread_config({owner!r}), or start it as new_task(..., task_id={thread_id!r})"
-        )
-    raise ForeignStateError(
-        f"thread {thread_id!r}: {what} holds the state of task {owner!r} at seq {cursor} (a task's state "
-        f"copied to another thread, e.g. update_state or an input of an older state of {owner!r}); a thread "
-        f"is one task, and a task's state is the fold of its own event log, so this state cannot run here: "
-        f"fork task {owner!r} at seq {cursor} to go on from it as a new task (taskctx fork {owner} --at {cursor})"
-    )
 
 
 def _as_fork_node(
@@ -400,7 +360,7 @@ class TaskGraph(CompiledStateGraph):
             return config, None  # no thread, no checkpoints, or a subgraph's run inside a parent's
         new_input = not (input is None or isinstance(input, Command))
         if new_input:
-            _check_owner(str(tid), input, "the run's input")
+            check_owner(str(tid), input, "the run's input")
         if new_input and "checkpoint_id" not in conf:
             self._refuse_new_input(str(tid))
         if "resume_token" in conf or conf.get("__taskctx_not_resume") or new_input:
@@ -412,7 +372,7 @@ class TaskGraph(CompiledStateGraph):
             if "checkpoint_id" not in conf:
                 self._refuse_unknown_thread(str(tid), input)
             return config, str(tid)
-        _check_owner(str(tid), tup.checkpoint.get("channel_values"), "its checkpoint")
+        check_owner(str(tid), tup.checkpoint.get("channel_values"), "its checkpoint")
         cp = tup.config["configurable"].get("checkpoint_id")
         if cp == self._left().get(str(tid)):
             return config, str(tid)  # this graph stopped the thread there itself: the same caller goes on
@@ -544,7 +504,7 @@ class TaskGraph(CompiledStateGraph):
                 state = TaskContext.model_validate(snap.values) if snap.values else TaskContext()
                 values = u.values if isinstance(u.values, dict) or u.values is None else dict(u.values)
                 if (tid := self._own_thread(config)) is not None:
-                    _check_owner(tid, values, "update_state's values")
+                    check_owner(tid, values, "update_state's values")
                 if u.as_node is not None and state.identity.task_id:
                     refuse_stranding(
                         getattr(self, "builder", None),

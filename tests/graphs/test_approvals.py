@@ -372,3 +372,36 @@ def test_an_edit_resumed_through_the_python_api_is_checked_against_the_tool_sche
         "(write_file has no argument 'mode' (it takes: path, content)); not run",
     )
     assert [e.kind for e in events].count("permission.granted") == 0
+
+
+def test_an_edit_while_an_approval_waits_names_the_request_and_what_to_do(tmp_path: Path) -> None:
+    import pytest
+
+    from context import InvalidInputError
+
+    g, stores, _ = _graph(
+        tmp_path,
+        {
+            "planner": [plan("Patch the config")],
+            "executor": [tool_call("write_file", CONF, id="w1"), complete("done")],
+            "reviewer": [review("approve")],
+        },
+    )
+    cfg = thread_config("wt")
+    g.invoke(_task("wt", requires_approval=["write_file"]), cfg)
+    assert pending_approval(g, "wt") is not None
+    asked = [e for e in stores.events.read("wt") if e.kind == "permission.requested"][-1]
+    before = stores.events.last_seq("wt")
+    with pytest.raises(InvalidInputError) as err:
+        g.update_state(cfg, {"identity": {"constraints": ["keep 1m"]}})
+    assert str(err.value) == (
+        f"update_state: task 'wt' waits for an approval (call w1 of write_file, asked at seq {asked.seq}); its "
+        "node's run ends with the answer, so an edit now would split that run: answer it first "
+        "(Command(resume=...), or taskctx approve), then edit; to edit before a call is asked, interrupt "
+        "before the tools node (interrupt_before=['tools'])"
+    )
+    assert stores.events.last_seq("wt") == before
+    # answered, the edit is taken
+    g.invoke(Command(resume={"action": "approve", "request_id": pending_approval(g, "wt")["request_id"]}), cfg)
+    g.update_state(cfg, {"identity": {"constraints": ["keep 1m"]}})
+    assert stores.events.read("wt")[-1].kind == "state.edited"
