@@ -12,7 +12,7 @@ from typing import Any
 from context import PAYLOAD_MODELS, DamagedStoreError, Event, TaskContext, TaskInfo, find_task, replay
 from context.verify import check_events
 
-from .diagnosis import ensure_sound, quick_state, unshowable
+from .diagnosis import diagnose, ensure_sound, quick_state, unshowable
 
 __all__ = ["BUILT_FIELDS", "VIEW_KINDS", "TaskView", "UnshowableTaskError", "inspect_task"]
 
@@ -155,6 +155,8 @@ def inspect_task(stores: Any, checkpointer: Any, task_id: str, *, full: bool = F
         view = TaskView(task_id, quick[0], events, _checkpoints(checkpointer, task_id), spec=spec)
     else:
         state, events, found = _fold_checked(stores, task_id, damage)
+        # the checkpoint against the log's fold, as doctor and resume compare them (an altered payload)
+        found += [f for f in diagnose(stores, checkpointer, task_id, artifacts=False) if f.startswith("checkpoint:")]
         view = TaskView(task_id, state, events, _checkpoints(checkpointer, task_id), found, spec, whole_log=True)
     return _with_lineage(stores, view)
 

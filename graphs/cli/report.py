@@ -48,8 +48,9 @@ def report_command(
         try:
             try:
                 info = find_task(project.stores, task_id)  # the one answer to "which tasks exist" (and its error)
+                # the checks resume runs (events the log lost, a payload the checkpoint disagrees with): damage
+                ensure_sound(project.stores, project.checkpointer, task_id)
                 if not info.started:
-                    ensure_sound(project.stores, project.checkpointer, task_id)  # events the log lost: damage
                     raise UnknownTaskError(
                         f"task {task_id!r} in {project.path} has not started (registered, no events): nothing to "
                         f"report yet; continue it with `{command_hint('resume', task_id, db)}`"

@@ -673,3 +673,25 @@ def test_the_events_table_dropped_is_one_judgement(copy_of: str, tmp_path: Path)
     assert {r.exit_code for r in outs.values()} == {2}
     assert len(set(lines.values())) == 1, lines
     assert "table taskctx_events is missing" in lines["doctor"] and "restore it from a backup" in lines["doctor"]
+
+
+def test_an_altered_request_is_damage_to_inspect_json_and_report_as_to_doctor(copy_of: str, tmp_path: Path) -> None:
+    """A request altered to another valid text at seq 1: the fold no longer equals the checkpoint.
+    ``doctor`` and ``resume`` say so; ``inspect`` (text and ``--json``) and ``report`` judge alike."""
+    import json
+
+    db = copy_of
+    _alter_payload("task.created", lambda p: {**p, "original_request": "delete every upload"}, 0)(db)
+    doctor = _invoke(["doctor", "cor-1", "--db", db])
+    assert doctor.exit_code == 2 and doctor.output.splitlines()[0] == "task cor-1: 1 problem"
+    finding = doctor.output.splitlines()[1].removeprefix("  - ")
+    assert finding.startswith("checkpoint: its state differs from the event log's fold up to seq 13 in identity")
+    res = _invoke(["inspect", "cor-1", "--db", db, "--json"])
+    assert res.exit_code == 2
+    assert json.loads(res.stdout)["damage"]["findings"] == [finding]
+    text = _invoke(["inspect", "cor-1", "--db", db])
+    assert text.exit_code == 0 and text.stderr.splitlines()[0] == f"warning: task cor-1 is damaged: {finding}"
+    page = tmp_path / "r.html"
+    rep = _invoke(["report", "cor-1", "--db", db, "--html", str(page)])
+    assert rep.exit_code == 2 and rep.stderr.startswith(f"error: task 'cor-1' is damaged: {finding}; ")
+    assert not page.exists()
