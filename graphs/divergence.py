@@ -155,6 +155,12 @@ def guard_nodes(compiled: CompiledStateGraph, builder: StateGraph, events: Any) 
             guard.routes_by_command = bool(spec.ends)
             bound = RunnableCallable(guard.run, guard.arun, name=pn.bound.name, trace=False)
             compiled.nodes[name] = pn.copy({"bound": bound, "subgraphs": pn.subgraphs})
+        elif pn.subgraphs:  # a subgraph node: its own nodes are checked inside it; the routes after it here
+            guard = _NodeGuard(name, pn.bound, events, builder.branches.get(name, {}), known)
+            guard.edges = None if fans else [e for s, e in builder.edges if s == name]
+            guard.routes_by_command = bool(spec.ends)
+            bound = RunnableCallable(guard.run_subgraph, guard.arun_subgraph, name=pn.bound.name, trace=False)
+            compiled.nodes[name] = pn.copy({"bound": bound, "subgraphs": pn.subgraphs})
 
 
 def _updates(out: Any) -> dict[str, Any] | None:
@@ -297,6 +303,26 @@ class _NodeGuard:
         finally:
             NODE_RUNS.reset(token)
         return await asyncio.to_thread(self.settle, ctx, out, config, runs)  # (the stores' reads are sync)
+
+    def run_subgraph(self, state: Any, config: RunnableConfig) -> Any:
+        """Run a subgraph node, then check only where the routes after it send the task (:meth:`routed`)."""
+        return self.routed(state, self.inner.invoke(state, config), config)
+
+    async def arun_subgraph(self, state: Any, config: RunnableConfig) -> Any:
+        """:meth:`run_subgraph`, async."""
+        out = await self.inner.ainvoke(state, config)
+        return await asyncio.to_thread(self.routed, state, out, config)
+
+    def routed(self, state: Any, out: Any, config: RunnableConfig) -> Any:
+        """``out`` (a subgraph's state) when the routes after it lead on; else it with the refusal's fold."""
+        ctx, updates = _ctx(state), _updates(out)
+        if ctx is None or not ctx.identity.task_id or not updates:
+            return out
+        new = _merged(ctx, updates)
+        if new is None or refused(new):
+            return out
+        problem = self.bad_route(new, config, out)
+        return out if problem is None else {**updates, **self.refuse(new, new, problem)}
 
     def failed_before(self, ctx: TaskContext) -> dict[str, Any] | None:
         """The fold of a failure an earlier run of this node recorded on this checkpoint, or None.

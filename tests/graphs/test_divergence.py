@@ -314,6 +314,60 @@ def test_a_subgraph_that_ends_with_the_task_running_hands_it_back_to_its_parent(
     assert "error.occurred" not in [e.kind for e in events]
 
 
+def _after_subgraph(after: Any) -> tuple[Any, NodeEnv]:
+    """planner -> a compile_graph subgraph ``work`` (executor, tools, recovery) -> ``after`` (an edge target or a router)."""
+    model = ScriptedChatModel(
+        script={
+            "planner": [plan("Check the store")],
+            "executor": [complete("checked")],
+            "reviewer": [review("approve")],
+        }
+    )
+    env = NodeEnv.sqlite(":memory:")
+    sub = StateGraph(TaskContext)
+    sub.add_node("executor", make_executor_node(model, env, NoTools()))
+    sub.add_node("tools", make_tool_node(env, NoTools()))
+    sub.add_node("recovery", make_recovery_node(model, env))
+    sub.add_edge(START, "executor")
+    sub.add_conditional_edges(
+        "executor",
+        routing.after_executor,
+        {"reviewer": END, "tools": "tools", "recovery": "recovery", "executor": "executor", END: END},
+    )
+    sub.add_conditional_edges("tools", routing.after_tools)
+    sub.add_conditional_edges("recovery", routing.after_recovery, {"planner": END, "executor": "executor", END: END})
+    g = StateGraph(TaskContext)
+    g.add_node("planner", make_planner_node(model, env))
+    g.add_node("work", compile_graph(sub))
+    g.add_node("reviewer", make_reviewer_node(model, env))
+    g.add_edge(START, "planner")
+    g.add_edge("planner", "work")
+    if isinstance(after, str):
+        g.add_edge("work", after)
+    else:
+        g.add_conditional_edges("work", after)
+    g.add_conditional_edges("reviewer", routing.after_reviewer, {"planner": "planner", END: END})
+    return compile_graph(g, checkpointer=InMemorySaver(serde=checkpoint_serde())), env
+
+
+def test_routes_after_a_subgraph_node_are_checked_too() -> None:
+    graph, env = _after_subgraph("reviewer")  # the right way: the parent goes on to the review
+    assert _run(graph, env, "w0")[0].control.status == "completed"
+    for tid, after, message in [
+        ("w1", route, "router route (after node 'work') returned 'reveiwer', but the graph has no node 'reveiwer'"),
+        ("w2", _to_end, "router _to_end (after node 'work') sent task 'w2' to END while it is still running"),
+        ("w3", END, "a plain edge (after node 'work') sent task 'w3' to END while it is still running"),
+    ]:
+        graph, env = _after_subgraph(after)
+        state, events = _run(graph, env, tid)
+        assert state.control.status == "failed" and [e.kind for e in events[-2:]] == [
+            "error.occurred",
+            "task.completed",
+        ]
+        assert events[-2].payload["message"].startswith(message) and events[-2].payload["source"] == "graph:work"
+        assert replay(events) == state and graph.get_state(thread_config(tid)).next == ()
+
+
 def test_a_node_that_records_its_result_passes() -> None:
     box: list[NodeEnv] = []
 
