@@ -339,6 +339,12 @@ class ContextBuilt(_Payload):
     #: Addition (schema 3): the reply's tokens by the graph's counter (text and tool calls;
     #: ``None`` in older logs).
     reply_tokens: int | None = None
+    #: Addition: a ``create_agent`` model call's answer, for a resume whose checkpoint
+    #: lacks it (the middleware gives it again instead of a new call): ``{at, last, id, content,
+    #: tool_calls}``, ``at`` the request's message count and ``last`` a digest of its last
+    #: message; ``None`` for the graph's calls and in older logs (and then not written, so a log
+    #: without answers is written as before).
+    answer: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ReviewCompleted(_Payload):

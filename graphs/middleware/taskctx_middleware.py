@@ -12,6 +12,7 @@ nothing twice and runs no recorded tool call again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -415,6 +416,7 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
         # a resume that re-runs the same call (its event was the last recorded) records it once
         again = bool(events) and events[-1].kind == "context.built" and events[-1].payload.get("fingerprints") == fps
         pending = {"task_id": tid, "payload": payload, "rendered": rendered, "again": again}
+        pending["replay"] = _recorded_answer(request.messages, events)
         sys_msg, *rest = rendered.messages
         return request.override(system_message=sys_msg, messages=rest), pending  # type: ignore[arg-type]
 
@@ -462,6 +464,7 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
                 "provider": provider_of(request.model) or None,
                 "latency_ms": ms,
                 "reply_tokens": self.env.count_messages([ai]) if ai is not None else None,
+                "answer": _answer_of(request.messages, ai),
             }
         )
         self._append(pending["task_id"], [new_event("context.built", p, actor="system")])
@@ -480,7 +483,9 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
             handler: The next handler (the model call).
 
         Returns:
-            The handler's response.
+            The handler's response; or, when the log holds the answer of this call (same
+            messages) with a tool call it recorded and the checkpoint lacks it (a crash before the
+            model step's checkpoint was written), that answer again, with its call ids.
 
         Raises:
             BudgetError: The request's fixed part (system message, tool schemas, core layer) does
@@ -490,6 +495,8 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
                 recorded.
         """
         new, pending = self._prepare(request)
+        if pending["replay"] is not None:  # the log holds this call's answer: given again, not asked anew
+            return ModelResponse(result=[pending["replay"]])
         token = self._traced(pending)
         t0 = time.perf_counter()
         try:
@@ -510,6 +517,8 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
             The handler's response.
         """
         new, pending = self._prepare(request)
+        if pending["replay"] is not None:  # the log holds this call's answer: given again, not asked anew
+            return ModelResponse(result=[pending["replay"]])
         token = self._traced(pending)
         t0 = time.perf_counter()
         try:
@@ -532,3 +541,45 @@ def _model_name(model: Any) -> str | None:
         return str(model._get_ls_params().get("ls_model_name") or type(model).__name__)
     except Exception:
         return type(model).__name__
+
+
+def _digest(m: BaseMessage) -> str:
+    """A short digest of a message's type and text (where a recorded answer belongs)."""
+    return hashlib.sha256(f"{m.type}:{message_text(m)}".encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def _answer_of(messages: Sequence[BaseMessage], ai: AIMessage | None) -> dict[str, Any] | None:
+    """What ``context.built`` keeps of a model answer that calls tools (None: it calls none)."""
+    if ai is None or not ai.tool_calls:
+        return None
+    calls = [{"name": tc["name"], "args": tc.get("args") or {}, "id": tc.get("id")} for tc in ai.tool_calls]
+    return {
+        "at": len(messages),
+        "last": _digest(messages[-1]) if messages else "",
+        "id": ai.id,
+        "content": ai.content,
+        "tool_calls": calls,
+    }
+
+
+def _recorded_answer(messages: Sequence[BaseMessage], events: list[Event]) -> AIMessage | None:
+    """The recorded answer to these messages whose tool calls started, when the messages lack it.
+
+    A crash can stop the agent after a tool call was recorded and before the model step's
+    checkpoint was written (LangGraph's default ``durability="async"``); the resume then asks the
+    model again, whose new call ids the log has never seen. The recorded answer, its ids
+    included, is given instead, so a cut-off call is answered from the log.
+    """
+    at, last = len(messages), (_digest(messages[-1]) if messages else "")
+    called = {e.payload["call_id"] for e in events if e.kind == "tool.called"}
+    have = {tc.get("id") for m in messages if isinstance(m, AIMessage) for tc in m.tool_calls}
+    for e in reversed(events):
+        a = e.payload.get("answer") if e.kind == "context.built" else None
+        if not a or a["at"] != at or a["last"] != last:
+            continue
+        ids = [tc["id"] for tc in a["tool_calls"]]
+        if any(i in called for i in ids) and not any(i in have for i in ids):
+            calls = [{**tc, "type": "tool_call"} for tc in a["tool_calls"]]
+            return AIMessage(content=a["content"], tool_calls=calls, id=a.get("id"))
+        return None
+    return None

@@ -10,6 +10,7 @@ import os
 import signal
 import sqlite3
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,19 @@ LOG = "\n".join(
 #: Where kv_set writes (one line per run of the tool): its side effect, counted by the tests.
 KV_FILE = os.environ.get("AGENT_EXAMPLE_KV", "")
 KILL = os.environ.get("AGENT_EXAMPLE_KILL", "")
+#: Set: every model answer's call id is new (as a real provider's), and each answer naming a tool
+#: is noted there, one line per model call.
+UNIQUE = os.environ.get("AGENT_EXAMPLE_UNIQUE", "")
+#: LangGraph's durability for the run (default: the agent's default).
+DURABILITY = os.environ.get("AGENT_EXAMPLE_DURABILITY", "")
+
+
+def _id(name: str) -> str:
+    if not UNIQUE:
+        return name
+    with open(UNIQUE, "a") as fh:
+        fh.write(name + "\n")
+    return f"{name}-{uuid.uuid4().hex[:8]}"
 
 
 @tool
@@ -68,7 +82,7 @@ def answer(messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
     if "read_log" not in done:
         return AIMessage(
             content="I will read the log first.",
-            tool_calls=[{"name": "read_log", "args": {"name": "app"}, "id": "call-read", "type": "tool_call"}],
+            tool_calls=[{"name": "read_log", "args": {"name": "app"}, "id": _id("call-read"), "type": "tool_call"}],
         )
     if "kv_set" not in done:
         return AIMessage(
@@ -77,7 +91,7 @@ def answer(messages: list[BaseMessage], meta: dict[str, Any]) -> AIMessage:
                 {
                     "name": "kv_set",
                     "args": {"key": "failed", "value": "worker-271"},
-                    "id": "call-set",
+                    "id": _id("call-set"),
                     "type": "tool_call",
                 }
             ],
@@ -114,7 +128,8 @@ def main(db: str, thread: str) -> None:
     )
     cfg = {"configurable": {"thread_id": thread}}
     state = agent.get_state(cfg)
-    out = agent.invoke(None if state.next else {"messages": [{"role": "user", "content": REQUEST}]}, cfg)
+    kw: dict[str, Any] = {"durability": DURABILITY} if DURABILITY else {}
+    out = agent.invoke(None if state.next else {"messages": [{"role": "user", "content": REQUEST}]}, cfg, **kw)
     print(out["messages"][-1].content)
 
 

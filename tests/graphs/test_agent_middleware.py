@@ -247,16 +247,24 @@ def test_resuming_a_thread_records_nothing_twice() -> None:
     assert kinds.count("task.created") == 1 and kinds.count("tool.called") == 2 and kinds.count("context.built") == 3
 
 
+def _killed_then_resumed(
+    db: Path, kv: Path, thread: str, where: str, extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run agent_example.py until it kills itself at ``where``, then resume it; the resume's run."""
+    script = Path(__file__).parent / "agent_example.py"
+    env = {**os.environ, "AGENT_EXAMPLE_KV": str(kv), "AGENT_EXAMPLE_KILL": where, **(extra or {})}
+    first = subprocess.run([sys.executable, str(script), str(db), thread], env=env, capture_output=True, timeout=120)
+    assert first.returncode == -9, first.stderr.decode()[-2000:]
+    env["AGENT_EXAMPLE_KILL"] = ""
+    again = subprocess.run([sys.executable, str(script), str(db), thread], env=env, capture_output=True, timeout=120)
+    assert again.returncode == 0, again.stderr.decode()[-2000:]
+    return again
+
+
 @pytest.mark.parametrize("where", ["kill-after-tool", "kill-in-tool"])
 def test_kill_9_and_resume_runs_no_tool_twice(tmp_path: Path, where: str) -> None:
     db, kv = tmp_path / "agent.db", tmp_path / "kv.txt"
-    script = Path(__file__).parent / "agent_example.py"
-    env = {**os.environ, "AGENT_EXAMPLE_KV": str(kv), "AGENT_EXAMPLE_KILL": where}
-    first = subprocess.run([sys.executable, str(script), str(db), "t9"], env=env, capture_output=True, timeout=120)
-    assert first.returncode == -9, first.stderr.decode()[-2000:]
-    env["AGENT_EXAMPLE_KILL"] = ""
-    again = subprocess.run([sys.executable, str(script), str(db), "t9"], env=env, capture_output=True, timeout=120)
-    assert again.returncode == 0, again.stderr.decode()[-2000:]
+    again = _killed_then_resumed(db, kv, "t9", where)
     assert kv.read_text() == "failed=worker-271\n"  # kv_set ran once
     mw = TaskContextMiddleware(str(db))
     events = mw.events("t9")
@@ -271,6 +279,25 @@ def test_kill_9_and_resume_runs_no_tool_twice(tmp_path: Path, where: str) -> Non
         err = next(e.payload for e in events if e.kind == "tool.result.received" and e.payload["call_id"] == "call-set")
         assert "interrupted while it ran" in err["result_summary"]
     assert [e.kind for e in events].count("task.created") == 1
+    mw.close()
+
+
+@pytest.mark.parametrize("durability", ["", "exit"])
+def test_kill_9_in_a_side_effect_with_new_call_ids_runs_it_once(tmp_path: Path, durability: str) -> None:
+    # a real provider's call ids are new on every call: a resume whose checkpoint lacks the model
+    # step (durability "async", the default, or "exit") must not ask the model again
+    db, kv, asked = tmp_path / "agent.db", tmp_path / "kv.txt", tmp_path / "asked.txt"
+    extra = {"AGENT_EXAMPLE_UNIQUE": str(asked), "AGENT_EXAMPLE_DURABILITY": durability}
+    _killed_then_resumed(db, kv, "u9", "kill-in-tool", extra)
+    assert kv.read_text() == "failed=worker-271\n"  # kv_set ran once
+    assert asked.read_text().splitlines() == ["call-read", "call-set"]  # each step's model call made once
+    mw = TaskContextMiddleware(str(db))
+    events = mw.events("u9")
+    calls = [(e.payload["tool"], e.payload["call_id"]) for e in events if e.kind == "tool.called"]
+    assert [t for t, _ in calls] == ["read_log", "kv_set"]
+    err = next(e.payload for e in events if e.kind == "tool.result.received" and e.payload["call_id"] == calls[1][1])
+    assert err["status"] == "error" and "interrupted while it ran" in err["result_summary"]
+    assert [e.kind for e in events].count("context.built") == 3
     mw.close()
 
 
