@@ -31,11 +31,16 @@ __all__ = [
 ]
 
 
-class TaskctxError(Exception):
-    """Base of every error taskctx raises on purpose."""
+class TaskctxError(RuntimeError):
+    """Base of every error taskctx raises on purpose.
+
+    A ``RuntimeError`` (and :class:`InvalidInputError` a ``ValueError`` too): the exception kinds
+    LangGraph Server passes to its client with their message, and that LangGraph's default
+    ``RetryPolicy`` does not retry.
+    """
 
 
-class InvalidInputError(TaskctxError):
+class InvalidInputError(TaskctxError, ValueError):
     """Input from a user or a file is wrong; the message says how to fix it."""
 
 

@@ -58,7 +58,6 @@ from .divergence import refuse_stranding
 from .edit_refusals import check_owner, past_events
 from .project_errors import NoCheckpointError
 from .time_travel import (
-    CheckpointInputError,
     PastCheckpointError,
     check_point,
     fork_at,
@@ -340,12 +339,9 @@ class TaskGraph(CompiledStateGraph):
                 f"(seq {now}); a run from there forks the task and takes input None (got {type(input).__name__}): "
                 "invoke(None, config) to fork and run the child, or update_state(config, values) to fork it with an edit"
             )
-        try:
-            child, node = fork_at(
-                self, tid, seq, conf.pop("fork_task_id", None), why=f"LangGraph {what} from checkpoint {cid}"
-            )
-        except InvalidInputError as exc:  # (a ValueError too, so that LangGraph Server shows the message)
-            raise exc if isinstance(exc, ValueError) else CheckpointInputError(str(exc)) from exc
+        child, node = fork_at(
+            self, tid, seq, conf.pop("fork_task_id", None), why=f"LangGraph {what} from checkpoint {cid}"
+        )
         return {**(config or {}), "configurable": {**conf, "thread_id": child}}, node
 
     def _left(self) -> dict[str, str]:

@@ -114,7 +114,7 @@ def new_task(
     )
 
 
-class GraphWiringError(InvalidInputError, ValueError):
+class GraphWiringError(InvalidInputError):
     """A graph whose router may return a node the graph does not have (:func:`check_graph`)."""
 
 

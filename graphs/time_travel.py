@@ -59,19 +59,13 @@ __all__ = [
 POINT_PREFIX = "00000000-0000-4000-8000-"
 
 
-class ForeignStateError(InvalidInputError, ValueError):
-    """A thread's checkpoint, or a run's input, holds another task's state past its start.
-
-    A ``ValueError`` too, so LangGraph Server shows its message to the client.
-    """
+class ForeignStateError(InvalidInputError):
+    """A thread's checkpoint, or a run's input, holds another task's state past its start."""
 
 
-class CheckpointInputError(InvalidInputError, ValueError):
-    """A run's or state edit's checkpoint is refused: a log point past the end of its task's log,
-    or a fork from it that cannot be made (the message names why and the fix).
-
-    A ``ValueError`` too, so LangGraph Server shows its message to the client.
-    """
+class CheckpointInputError(InvalidInputError):
+    """A run's or state edit's checkpoint id is a log point past the end of its task's log, or on
+    a thread with no task (the message names why and the fix)."""
 
 
 def check_point(thread_id: str, checkpoint_id: str, seq: int, last: int) -> None:

@@ -116,10 +116,12 @@ def test_a_part_given_as_none_is_refused_naming_it(tmp_path: Path) -> None:
 
 
 def test_a_refused_fork_from_a_graph_call_is_a_value_error(tmp_path: Path) -> None:
+    """LangGraph Server shows a ValueError's (or RuntimeError's) message; any other's it hides."""
     with open_project(str(tmp_path / "p.sqlite")) as project:
         g = project.graph(_model())
         project.run(g, "Count the words.", task_id="t1")
         old = [s for s in g.get_state_history(thread_config("t1")) if s.next == ("executor",)][-1]
         conf = {**old.config["configurable"], "fork_task_id": "../x"}
-        with pytest.raises(CheckpointInputError, match=r"^fork_task_id '\.\./x' is not a valid task id"):
+        with pytest.raises(InvalidInputError, match=r"^fork_task_id '\.\./x' is not a valid task id") as err:
             g.invoke(None, {"configurable": conf})
+        assert isinstance(err.value, ValueError)
