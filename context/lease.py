@@ -34,7 +34,7 @@ from typing import Any
 
 from .errors import LeaseHeldError, LeaseLostError, ServerLostError
 
-__all__ = ["HEARTBEAT", "LEASE_TTL", "LeaseHolder", "TaskLeases", "fence", "process_started"]
+__all__ = ["HEARTBEAT", "LEASE_TTL", "LeaseHolder", "TaskLeases", "process_started"]
 
 #: Seconds a lease stays valid without a heartbeat.
 LEASE_TTL = 60.0
@@ -323,7 +323,7 @@ class TaskLeases:
         """
         held = self._held.get(task_id)
         if held is None or self._connect is None:
-            fence(conn, self._dialect, task_id, None)
+            _fence(conn, self._dialect, task_id)
             return
         row = _row_in(conn, self._dialect, task_id)
         if row is not None and row.token == held.token:
@@ -363,9 +363,6 @@ class TaskLeases:
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self._dialect == "postgres" else sql
 
-    def _now(self, conn: Any) -> float:
-        return _store_now(conn, self._dialect)
-
     @contextlib.contextmanager
     def _transaction(self, conn: Any, task_id: str) -> Iterator[None]:
         if self._dialect == "postgres":
@@ -387,7 +384,7 @@ class TaskLeases:
         assert self._connect is not None
         me = (socket.gethostname(), os.getpid(), process_started(os.getpid()), token)
         with self._connect() as conn, self._transaction(conn, task_id):
-            now = self._now(conn)
+            now = _store_now(conn, self._dialect)
             row = _holder(
                 conn.execute(
                     self._sql(f"SELECT {_COLUMNS} FROM taskctx_leases WHERE task_id = ?"), (task_id,)
@@ -404,7 +401,7 @@ class TaskLeases:
     def _renew(self, task_id: str, token: str) -> bool:
         assert self._connect is not None
         with self._connect() as conn:
-            now = self._now(conn)
+            now = _store_now(conn, self._dialect)
             cur = conn.execute(
                 self._sql("UPDATE taskctx_leases SET heartbeat = ?, expires = ? WHERE task_id = ? AND token = ?"),
                 (now, now + self.ttl, task_id, token),
@@ -454,20 +451,14 @@ def _store_now(conn: Any, dialect: str) -> float:
     return time.time()
 
 
-def fence(conn: Any, dialect: str, task_id: str, token: str | None) -> None:
-    """Refuse an append while another live holder has the task's lease (inside the append's transaction).
-
-    Args:
-        conn: The append's connection, in its transaction.
-        dialect: ``"sqlite"`` or ``"postgres"``.
-        task_id: The task.
-        token: This process's lease token on the task (None: it holds none).
+def _fence(conn: Any, dialect: str, task_id: str) -> None:
+    """Refuse an append by a writer holding no lease while a live holder has the task's (in its transaction).
 
     Raises:
         LeaseHeldError: Another live process holds the task's lease.
     """
     row = _row_in(conn, dialect, task_id)
-    if row is None or row.token == token:
+    if row is None:
         return
     now = _store_now(conn, dialect)
     if not row.gone(now):
