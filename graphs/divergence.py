@@ -151,16 +151,16 @@ def guard_nodes(compiled: CompiledStateGraph, builder: StateGraph, events: Any) 
             builtin = any(getattr(h, "taskctx_env", None) or getattr(h, "env", None) for h in holders)
             retry = () if builtin else (pn.retry_policy or compiled.retry_policy or ())
             guard = _NodeGuard(name, pn.bound, events, builder.branches.get(name, {}), known, retry, not builtin)
-            guard.edges = None if fans else [e for s, e in builder.edges if s == name]
-            guard.routes_by_command = bool(spec.ends)
-            bound = RunnableCallable(guard.run, guard.arun, name=pn.bound.name, trace=False)
-            compiled.nodes[name] = pn.copy({"bound": bound, "subgraphs": pn.subgraphs})
+            run, arun = guard.run, guard.arun
         elif pn.subgraphs:  # a subgraph node: its own nodes are checked inside it; the routes after it here
             guard = _NodeGuard(name, pn.bound, events, builder.branches.get(name, {}), known)
-            guard.edges = None if fans else [e for s, e in builder.edges if s == name]
-            guard.routes_by_command = bool(spec.ends)
-            bound = RunnableCallable(guard.run_subgraph, guard.arun_subgraph, name=pn.bound.name, trace=False)
-            compiled.nodes[name] = pn.copy({"bound": bound, "subgraphs": pn.subgraphs})
+            run, arun = guard.run_subgraph, guard.arun_subgraph
+        else:
+            continue
+        guard.edges = None if fans else [e for s, e in builder.edges if s == name]
+        guard.routes_by_command = bool(spec.ends)
+        bound = RunnableCallable(run, arun, name=pn.bound.name, trace=False)
+        compiled.nodes[name] = pn.copy({"bound": bound, "subgraphs": pn.subgraphs})
 
 
 def _updates(out: Any) -> dict[str, Any] | None:
@@ -231,6 +231,20 @@ def _fields(expected: TaskContext, got: TaskContext, parts: list[str]) -> list[s
 def _in_subgraph(config: RunnableConfig) -> bool:
     """Whether the node runs inside a subgraph (its END returns to the parent graph, not the run's end)."""
     return "|" in str((config.get("configurable") or {}).get("checkpoint_ns", ""))
+
+
+def _routes(branches: dict[str, Any], state: TaskContext, config: RunnableConfig) -> list[tuple[str, Any, Any]] | None:
+    """``(router, its path map, a value it returns)`` for each router after a node, run on ``state``
+    untraced (the real routing is traced, not this look-ahead); None when a router raises."""
+    quiet: RunnableConfig = {**config, "callbacks": None}
+    out: list[tuple[str, Any, Any]] = []
+    for name, branch in branches.items():
+        try:
+            result = branch.path.invoke(state, quiet)
+        except Exception:  # noqa: BLE001 - a router that needs more than the state: LangGraph decides
+            return None
+        out += [(name, branch.ends, r) for r in (result if isinstance(result, list | tuple) else [result])]
+    return out
 
 
 def _target(ends: dict[Hashable, str] | None, r: Any) -> Any:
@@ -453,18 +467,15 @@ class _NodeGuard:
     def bad_route(self, state: TaskContext, config: RunnableConfig, out: Any = None) -> str | None:
         """Why a router after this node sends ``state`` to no node of the graph, or ends the run
         with the task unfinished; None when neither."""
-        quiet: RunnableConfig = {**config, "callbacks": None}  # the real routing is traced, not this look-ahead
+        routes = _routes(self.branches, state, config)
+        if routes is None:  # the router's own call, right after, raises it where it belongs
+            return None
         targets: list[Any] = []
-        for name, branch in self.branches.items():
-            try:
-                result = branch.path.invoke(state, quiet)
-            except Exception:  # noqa: BLE001 - the router's own call, right after, raises it where it belongs
-                return None
-            for r in result if isinstance(result, list | tuple) else [result]:
-                problem = self.unknown(name, branch.ends, r)
-                if problem is not None:
-                    return problem
-                targets.append(_target(branch.ends, r))
+        for name, ends, r in routes:
+            problem = self.unknown(name, ends, r)
+            if problem is not None:
+                return problem
+            targets.append(_target(ends, r))
         if isinstance(out, Command) and out.graph is None and out.goto:
             gotos = out.goto if isinstance(out.goto, list | tuple) else [out.goto]
             targets += [g.node if isinstance(g, Send) else g for g in gotos]
@@ -566,15 +577,10 @@ def refuse_stranding(builder: Any, state: TaskContext, new: TaskContext, as_node
     """
     if builder is None or as_node not in builder.nodes or new.control.status in ("completed", "failed"):
         return
-    targets = [end for start, end in builder.edges if start == as_node]
-    for branch in builder.branches.get(as_node, {}).values():
-        try:
-            result = branch.path.invoke(new, {"callbacks": None})
-        except Exception:  # noqa: BLE001 - a router that needs more than the state: LangGraph decides
-            return
-        for r in result if isinstance(result, list | tuple) else [result]:
-            target = getattr(r, "node", r)
-            targets.append(branch.ends.get(target, target) if branch.ends else target)
+    routes = _routes(builder.branches.get(as_node, {}), new, {})
+    if routes is None:
+        return
+    targets = [end for start, end in builder.edges if start == as_node] + [_target(e, r) for _, e, r in routes]
     if not targets and builder.nodes[as_node].ends:
         return  # (a node routing with Command(goto=...): where it goes is not known ahead)
     if any(t != END for t in targets):
