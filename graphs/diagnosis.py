@@ -29,6 +29,7 @@ __all__ = [
     "FULL_CHECK_EVENTS",
     "Checked",
     "REGISTERED_MARK",
+    "checkpoint_findings",
     "clock_notes",
     "diagnose",
     "ensure_sound",
@@ -87,6 +88,27 @@ def _checkpoint(checkpointer: Any, task_id: str) -> tuple[Any, TaskContext | Non
     except Exception as exc:  # pydantic's ValidationError, or a part of another schema
         first = " ".join(str(exc).split())[:200]
         return tup, None, [f"checkpoint: {tup.config['configurable'].get('checkpoint_id')} does not load: {first}"]
+
+
+def checkpoint_findings(checkpointer: Any, task_id: str, events: list[Any]) -> list[str]:
+    """What :func:`diagnose` finds of the task's latest checkpoint against its log, read already.
+
+    Args:
+        checkpointer: The project's checkpointer (None: no checkpoint to compare).
+        task_id: The task.
+        events: Its whole event log, every row read and checked (no gap, no damaged row).
+
+    Returns:
+        The ``checkpoint:`` findings: one that does not load, or whose state is not the fold of
+        ``events`` up to its cursor, or that is older than events a later checkpoint's runs recorded.
+    """
+    tup, state, found = _checkpoint(checkpointer, task_id)
+    return found if found or state is None else _against(tup, state, events)
+
+
+def _against(tup: Any, state: TaskContext, events: list[Any]) -> list[str]:
+    """The checkpoint ``tup`` (its state ``state``) against the whole, sound log ``events``."""
+    return _compare(state, events) or _behind(tup, state.events.cursor, events[state.events.cursor :])
 
 
 def _load(stores: Any, checkpointer: Any, task_id: str) -> tuple[list[str], Checked]:
@@ -190,7 +212,7 @@ def _diagnose(
     if artifacts:
         out += check_artifacts(stores.artifacts, events)
     if state is not None and not bad and not any(f.startswith("event log:") for f in out):
-        out += _compare(state, events) or _behind(tup, state.events.cursor, events[state.events.cursor :])
+        out += _against(tup, state, events)
     elif state is not None:  # damage does not hide an altered row the checkpoint disagrees with
         out += _compare_damaged(state, events, bad)
     return out, checked

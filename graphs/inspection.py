@@ -12,7 +12,7 @@ from typing import Any
 from context import PAYLOAD_MODELS, DamagedStoreError, Event, TaskContext, TaskInfo, find_task, replay
 from context.verify import check_events
 
-from .diagnosis import diagnose, ensure_sound, quick_state, unshowable
+from .diagnosis import checkpoint_findings, diagnose, ensure_sound, quick_state, unshowable
 
 __all__ = ["BUILT_FIELDS", "VIEW_KINDS", "TaskView", "UnshowableTaskError", "inspect_task"]
 
@@ -156,7 +156,12 @@ def inspect_task(stores: Any, checkpointer: Any, task_id: str, *, full: bool = F
     else:
         state, events, found = _fold_checked(stores, task_id, damage)
         # the checkpoint against the log's fold, as doctor and resume compare them (an altered payload)
-        found += [f for f in diagnose(stores, checkpointer, task_id, artifacts=False) if f.startswith("checkpoint:")]
+        if found:  # a damaged log: doctor's comparison of what is left (it reads the rows as they are)
+            found += [
+                f for f in diagnose(stores, checkpointer, task_id, artifacts=False) if f.startswith("checkpoint:")
+            ]
+        else:
+            found = checkpoint_findings(checkpointer, task_id, events)
         view = TaskView(task_id, state, events, _checkpoints(checkpointer, task_id), found, spec, whole_log=True)
     return _with_lineage(stores, view)
 
