@@ -338,16 +338,20 @@ def _receipts(events: Any, task_id: str, seq: int, old: Path, new: Path) -> None
             shutil.copy2(src, receipt_path(new, e.payload["call_id"]))
 
 
-def _outside(parent: str, src: Path, root: Path) -> None:
-    """Refuse a copy at ``root`` that would be written into the parent's workspace ``src`` (it, a folder in
-    it, or a folder holding it): the parent is only read."""
-    a, b = src.resolve(), root.resolve()
-    if a == b or a in b.parents or b in a.parents:
-        where = "is" if a == b else "is inside" if a in b.parents else "holds"
-        raise InvalidInputError(
-            f"the child's workspace {b} {where} the workspace of task {parent!r}, {a}, which a fork only reads; "
-            "give a folder outside it"
-        )
+def _outside(project: Any, parent: str, src: Path, root: Path) -> None:
+    """Refuse a copy at ``root`` that would be written into a task's workspace (it, a folder in it, or
+    a folder holding it): the parent's ``src``, which a fork only reads, or any other task's."""
+    b = root.resolve()
+    others = ((t, (project.stores.tasks.get(t) or {}).get("workspace")) for t in project.stores.tasks.task_ids())
+    for task, ws in [(parent, src), *((t, w) for t, w in others if w and t != parent)]:
+        a = Path(str(ws)).resolve()
+        if a == b or a in b.parents or b in a.parents:
+            where = "is" if a == b else "is inside" if a in b.parents else "holds"
+            whose = "which a fork only reads; give a folder outside it" if task == parent else "another task's"
+            raise InvalidInputError(
+                f"the child's workspace {b} {where} the workspace of task {task!r}, {a}, {whose}"
+                + ("" if task == parent else "; give a folder outside every task's workspace")
+            )
 
 
 def copy_at_fork(
@@ -384,7 +388,7 @@ def copy_at_fork(
         )
     src = Path(str(spec["workspace"]))
     root = Path(dest) if dest is not None else src.parent / child
-    _outside(parent, src, root)
+    _outside(project, parent, src, root)
     if root.exists() and any(root.iterdir()):
         raise InvalidInputError(f"{root} is not empty; pass an empty or new folder for the child's workspace")
     if not src.is_dir():

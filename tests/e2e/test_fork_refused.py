@@ -164,6 +164,25 @@ def test_a_workspace_copy_in_the_parents_workspace_is_refused_naming_both(demo_d
         assert p.checkpointer.get_tuple({"configurable": {"thread_id": "c1"}}) is None
 
 
+def test_a_workspace_copy_in_another_tasks_workspace_is_refused_naming_it(demo_db: str) -> None:
+    """Not the parent's only: a sibling's (a child with its own copy) or any task's workspace."""
+    args = ["fork", "d1", "--at-step", "5", "--workspace-at-fork", "--db", demo_db]
+    assert runner.invoke(app, [*args, "--task-id", "s1"]).exit_code == 0  # a copy beside d1's
+    with open_project(demo_db) as p:
+        sib = Path(str(p.stores.tasks.get("s1")["workspace"])).resolve()
+    before = sorted(str(f.relative_to(sib)) for f in sib.rglob("*"))
+    for dest, where in ((sib / "docs" / "x", "is inside"), (sib, "is")):
+        r = runner.invoke(app, [*args, "--task-id", "s2", "--workspace", str(dest)])
+        assert r.exit_code == 2
+        assert r.stderr.strip() == (
+            f"error: the child's workspace {dest} {where} the workspace of task 's1', {sib}, another task's; "
+            "give a folder outside every task's workspace"
+        )
+    assert sorted(str(f.relative_to(sib)) for f in sib.rglob("*")) == before
+    with open_project(demo_db) as p:
+        assert sorted(p.stores.events.task_ids()) == ["d1", "s1"] and p.stores.tasks.get("s2") is None
+
+
 def test_a_workspace_folder_without_workspace_at_fork_is_refused(demo_db: str, tmp_path: Path) -> None:
     from context import InvalidInputError
 
