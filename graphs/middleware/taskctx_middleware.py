@@ -12,7 +12,6 @@ nothing twice and runs no recorded tool call again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 import time
@@ -52,6 +51,7 @@ from nodes.prompt_parts import prompt_text
 from nodes.runtime import provider_of, usage_of
 from nodes.tools import as_names
 
+from .answers import answer_of, recorded_answer
 from .prompt import AGENT_ROLE, PromptInputs, agent_prompt, message_text, system_text
 from .tool_calls import ToolCallRecording, check_gated, split_reviewers
 
@@ -251,24 +251,30 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
         """Record ``task.created`` on the thread's first run (the request: its first human message).
 
         A later run of a thread whose agent had answered (a follow-up message) records
-        ``resume.started``: the task runs again.
+        ``resume.started``: the task runs again. A run that starts over a model step the
+        checkpoint lost (a crash while a side effect of its answer ran) first puts that answer
+        back, each call with its recorded result or an error saying it was cut off.
 
         Args:
             state: The agent's state.
             runtime: The LangGraph runtime.
 
         Returns:
-            None, or for a run without a ``thread_id`` that starts a conversation, its task
-            (kept in the agent's state: :meth:`task_id`).
+            None, or an update: for a run without a ``thread_id`` that starts a conversation, its
+            task (kept in the agent's state: :meth:`task_id`); the answers put back, as
+            ``messages``.
         """
         update = None
         if not _thread_id() and not state.get(TASK_KEY):
             update = {TASK_KEY: self._new_conversation()}
         tid = self.task_id(update or state)
-        self._ensure_task(tid, state.get("messages") or [])
+        messages = state.get("messages") or []
+        self._ensure_task(tid, messages)
         last = self.stores.events.read(tid, after=max(0, self.stores.events.last_seq(tid) - 1))
         if last and last[-1].kind == "task.completed":
             self._append(tid, [new_event("resume.started", ResumeStarted(node=AGENT_ROLE), actor="user")])
+        if lost := self._put_back(tid, messages):  # a model step the checkpoint lost, with a cut-off side effect
+            update = {**(update or {}), "messages": lost}
         return update
 
     def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -416,7 +422,7 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
         # a resume that re-runs the same call (its event was the last recorded) records it once
         again = bool(events) and events[-1].kind == "context.built" and events[-1].payload.get("fingerprints") == fps
         pending = {"task_id": tid, "payload": payload, "rendered": rendered, "again": again}
-        pending["replay"] = _recorded_answer(request.messages, events)
+        pending["replay"] = recorded_answer(request.messages, events)
         sys_msg, *rest = rendered.messages
         return request.override(system_message=sys_msg, messages=rest), pending  # type: ignore[arg-type]
 
@@ -464,7 +470,7 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
                 "provider": provider_of(request.model) or None,
                 "latency_ms": ms,
                 "reply_tokens": self.env.count_messages([ai]) if ai is not None else None,
-                "answer": _answer_of(request.messages, ai),
+                "answer": answer_of(request.messages, ai),
             }
         )
         self._append(pending["task_id"], [new_event("context.built", p, actor="system")])
@@ -541,45 +547,3 @@ def _model_name(model: Any) -> str | None:
         return str(model._get_ls_params().get("ls_model_name") or type(model).__name__)
     except Exception:
         return type(model).__name__
-
-
-def _digest(m: BaseMessage) -> str:
-    """A short digest of a message's type and text (where a recorded answer belongs)."""
-    return hashlib.sha256(f"{m.type}:{message_text(m)}".encode("utf-8", "replace")).hexdigest()[:16]
-
-
-def _answer_of(messages: Sequence[BaseMessage], ai: AIMessage | None) -> dict[str, Any] | None:
-    """What ``context.built`` keeps of a model answer that calls tools (None: it calls none)."""
-    if ai is None or not ai.tool_calls:
-        return None
-    calls = [{"name": tc["name"], "args": tc.get("args") or {}, "id": tc.get("id")} for tc in ai.tool_calls]
-    return {
-        "at": len(messages),
-        "last": _digest(messages[-1]) if messages else "",
-        "id": ai.id,
-        "content": ai.content,
-        "tool_calls": calls,
-    }
-
-
-def _recorded_answer(messages: Sequence[BaseMessage], events: list[Event]) -> AIMessage | None:
-    """The recorded answer to these messages whose tool calls started, when the messages lack it.
-
-    A crash can stop the agent after a tool call was recorded and before the model step's
-    checkpoint was written (LangGraph's default ``durability="async"``); the resume then asks the
-    model again, whose new call ids the log has never seen. The recorded answer, its ids
-    included, is given instead, so a cut-off call is answered from the log.
-    """
-    at, last = len(messages), (_digest(messages[-1]) if messages else "")
-    called = {e.payload["call_id"] for e in events if e.kind == "tool.called"}
-    have = {tc.get("id") for m in messages if isinstance(m, AIMessage) for tc in m.tool_calls}
-    for e in reversed(events):
-        a = e.payload.get("answer") if e.kind == "context.built" else None
-        if not a or a["at"] != at or a["last"] != last:
-            continue
-        ids = [tc["id"] for tc in a["tool_calls"]]
-        if any(i in called for i in ids) and not any(i in have for i in ids):
-            calls = [{**tc, "type": "tool_call"} for tc in a["tool_calls"]]
-            return AIMessage(content=a["content"], tool_calls=calls, id=a.get("id"))
-        return None
-    return None

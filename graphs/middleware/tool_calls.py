@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import HumanInTheLoopMiddleware
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.errors import GraphBubbleUp
 
@@ -28,14 +28,20 @@ from nodes import NodeEnv, quote_external
 from nodes.tools.builtin import READ_ARTIFACT_SCHEMA, read_artifact
 from nodes.tools.tool_bytes import bytes_kept, keeping_bytes
 
+from .answers import lost_answers
 from .prompt import message_text
 
-__all__ = ["INTERRUPTED", "ToolCallRecording", "check_gated", "split_reviewers"]
+__all__ = ["INTERRUPTED", "NOT_FINISHED", "ToolCallRecording", "check_gated", "split_reviewers"]
 
 #: The message a side-effecting call gets when it was cut off mid-run (it is never run twice).
 INTERRUPTED = (
     "The call {call_id} of {tool} was interrupted while it ran (the process stopped) and is not run "
     "again: it has side effects. Check its effect before calling it again."
+)
+#: The message a call gets that had not finished when the process stopped (no side effects).
+NOT_FINISHED = (
+    "The call {call_id} of {tool} did not finish: the process stopped before its result. "
+    "Call it again if it is still needed."
 )
 
 
@@ -96,6 +102,31 @@ class ToolCallRecording:
                 self._append(tid, [new_event("tool.result.received", p, actor="system")])
                 return self._shown(cid, name, p.model_dump())
         return None
+
+    def _put_back(self, tid: str, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """The lost answers a new turn starts with, each call answered (a cut-off one recorded as such).
+
+        See :func:`~graphs.middleware.answers.lost_answers`. A call with a recorded result gets
+        it; a side effect cut off mid-run gets :data:`INTERRUPTED`, any other call
+        :data:`NOT_FINISHED`, both recorded as error results (so they are given once, and a later
+        run of the call is answered from the log).
+        """
+        events = self.stores.events.read(tid, kinds=["context.built", "tool.called", "tool.result.received"])
+        lost = lost_answers(messages, events, set(self.side_effects))
+        done = {e.payload["call_id"]: e.payload for e in events if e.kind == "tool.result.received"}
+        called = {e.payload["call_id"] for e in events if e.kind == "tool.called"}
+        out: list[BaseMessage] = []
+        for ai in lost:
+            out.append(ai)
+            for tc in ai.tool_calls:
+                cid, name = tc.get("id") or "", tc["name"]
+                if cid not in done:
+                    cut = name in self.side_effects and cid in called
+                    text = (INTERRUPTED if cut else NOT_FINISHED).format(call_id=cid, tool=name)
+                    p = ToolResultReceived(call_id=cid, status="error", result_summary=text, raw_chars=len(text))
+                    done[cid] = self._append(tid, [new_event("tool.result.received", p, actor="system")])[0].payload
+                out.append(self._shown(cid, name, done[cid]))
+        return out
 
     def _record_start(self, request: Any, args: dict[str, Any] | None = None, tool: str | None = None) -> None:
         """Record the call as it starts its run (and its approval: the approval step let it through).

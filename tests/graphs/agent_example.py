@@ -35,6 +35,11 @@ KILL = os.environ.get("AGENT_EXAMPLE_KILL", "")
 UNIQUE = os.environ.get("AGENT_EXAMPLE_UNIQUE", "")
 #: LangGraph's durability for the run (default: the agent's default).
 DURABILITY = os.environ.get("AGENT_EXAMPLE_DURABILITY", "")
+#: Set: the checkpoint after the model step that calls kv_set is not written (as a crash during
+#: an ``async`` write), while that step's writes are (pending on the checkpoint before it).
+LOSE_STEP = os.environ.get("AGENT_EXAMPLE_LOSE_STEP", "")
+#: The first message of a run that starts anew (default: the request).
+ASK = os.environ.get("AGENT_EXAMPLE_ASK", "") or REQUEST
 
 
 def _id(name: str) -> str:
@@ -114,12 +119,26 @@ class KillAfterTool(AgentMiddleware):  # type: ignore[type-arg]
         return out
 
 
-def main(db: str, thread: str) -> None:
+def _losing_saver(conn: sqlite3.Connection) -> Any:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
+    class LosingSaver(SqliteSaver):
+        """Drops the checkpoint whose last message calls kv_set (with ``LOSE_STEP``)."""
+
+        def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+            last = (checkpoint["channel_values"].get("messages") or [None])[-1]
+            if LOSE_STEP and isinstance(last, AIMessage) and any(tc["name"] == "kv_set" for tc in last.tool_calls):
+                cfg = config["configurable"]
+                return {"configurable": {**cfg, "checkpoint_id": checkpoint["id"]}}
+            return super().put(config, checkpoint, metadata, new_versions)
+
+    return LosingSaver(conn)
+
+
+def main(db: str, thread: str) -> None:
     from graphs.middleware import TaskContextMiddleware
 
-    saver = SqliteSaver(sqlite3.connect(db + ".checkpoints", check_same_thread=False))
+    saver = _losing_saver(sqlite3.connect(db + ".checkpoints", check_same_thread=False))
     agent = create_agent(
         model(),
         TOOLS,
@@ -129,7 +148,8 @@ def main(db: str, thread: str) -> None:
     cfg = {"configurable": {"thread_id": thread}}
     state = agent.get_state(cfg)
     kw: dict[str, Any] = {"durability": DURABILITY} if DURABILITY else {}
-    out = agent.invoke(None if state.next else {"messages": [{"role": "user", "content": REQUEST}]}, cfg, **kw)
+    # the usual check: a step to run (an empty ``next`` also when a step's writes are pending)
+    out = agent.invoke(None if state.next else {"messages": [{"role": "user", "content": ASK}]}, cfg, **kw)
     print(out["messages"][-1].content)
 
 
