@@ -17,13 +17,13 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from context import Event
 
 from .prompt import message_text
 
-__all__ = ["answer_of", "lost_answers", "recorded_answer"]
+__all__ = ["answer_of", "call_key", "lost_answers", "made_by", "recorded_answer", "recorded_result", "unanswered"]
 
 
 def _digest(m: BaseMessage) -> str:
@@ -39,8 +39,9 @@ def answer_of(messages: Sequence[BaseMessage], ai: AIMessage | None) -> dict[str
         ai: Its answer (None: no AI message came back).
 
     Returns:
-        ``{"at", "last", "id", "content", "tool_calls"}`` (``at``: the number of messages
-        answered; ``last``: the digest of the last one), or None when the answer calls no tool.
+        ``{"at", "last", "last_id", "id", "content", "tool_calls"}`` (``at``: the number of
+        messages answered; ``last`` and ``last_id``: the digest and the id of the last one), or
+        None when the answer calls no tool.
     """
     if ai is None or not ai.tool_calls:
         return None
@@ -48,6 +49,7 @@ def answer_of(messages: Sequence[BaseMessage], ai: AIMessage | None) -> dict[str
     return {
         "at": len(messages),
         "last": _digest(messages[-1]) if messages else "",
+        "last_id": messages[-1].id if messages else None,
         "id": ai.id,
         "content": ai.content,
         "tool_calls": calls,
@@ -59,40 +61,69 @@ def _message(a: dict[str, Any]) -> AIMessage:
     return AIMessage(content=a["content"], tool_calls=calls, id=a.get("id"))
 
 
+def _key(a: dict[str, Any], call_id: str) -> str:
+    """The :func:`call_key` a recorded answer's call had (``""``: the answer had no id)."""
+    return f"{a['id']}:{call_id}" if a.get("id") else ""
+
+
+def _present(a: dict[str, Any], messages: Sequence[BaseMessage]) -> bool:
+    """Whether the messages hold the recorded answer: its message id, else one of its call ids."""
+    ais = [m for m in messages if isinstance(m, AIMessage)]
+    if a.get("id"):
+        return any(m.id == a["id"] for m in ais)
+    ids = {tc["id"] for tc in a["tool_calls"]}
+    return any(tc.get("id") in ids for m in ais for tc in m.tool_calls)
+
+
+def _open(events: list[Event]) -> list[dict[str, Any]]:
+    """The recorded answers of the run not yet completed: those after the last ``task.completed``."""
+    done = max((i for i, e in enumerate(events) if e.kind == "task.completed"), default=-1)
+    return [a for e in events[done + 1 :] if e.kind == "context.built" and (a := e.payload.get("answer"))]
+
+
+def _belongs(a: dict[str, Any], messages: Sequence[BaseMessage]) -> bool:
+    """Whether the recorded answer answered these messages (their count, and the last one's digest and id)."""
+    last = messages[-1] if messages else None
+    if a["at"] != len(messages) or a["last"] != (_digest(last) if last is not None else ""):
+        return False
+    return not a.get("last_id") or last is None or a["last_id"] == last.id
+
+
 def recorded_answer(messages: Sequence[BaseMessage], events: list[Event]) -> AIMessage | None:
     """The recorded answer to these messages whose tool calls started, when the messages lack it.
 
     Args:
         messages: The messages of the model call about to be made.
-        events: The task's events (``context.built`` and ``tool.called`` are read).
+        events: The task's events (``context.built``, ``tool.called``,
+            ``tool.result.received`` and ``task.completed`` are read): only the answers after
+            the last ``task.completed`` are given again.
 
     Returns:
-        The recorded answer, its call ids included, or None (the model is asked).
+        The recorded answer, its message and call ids included, or None (the model is asked).
     """
-    at, last = len(messages), (_digest(messages[-1]) if messages else "")
-    called = {e.payload["call_id"] for e in events if e.kind == "tool.called"}
-    have = {tc.get("id") for m in messages if isinstance(m, AIMessage) for tc in m.tool_calls}
-    for e in reversed(events):
-        a = e.payload.get("answer") if e.kind == "context.built" else None
-        if not a or a["at"] != at or a["last"] != last:
+    tools = [e for e in events if e.kind in ("tool.called", "tool.result.received")]
+    for a in reversed(_open(events)):
+        if not _belongs(a, messages):
             continue
-        ids = [tc["id"] for tc in a["tool_calls"]]
-        if any(i in called for i in ids) and not any(i in have for i in ids):
-            return _message(a)
-        return None
+        started = any(recorded_result(tools, tc["id"], _key(a, tc["id"]))[0] for tc in a["tool_calls"])
+        return _message(a) if started and not _present(a, messages) else None
     return None
 
 
 def lost_answers(messages: Sequence[BaseMessage], events: list[Event], side_effects: set[str]) -> list[AIMessage]:
-    """The recorded answers a new turn must put back: each holds a side effect cut off mid-run.
+    """The recorded answers a new turn must put back, when one of them holds a side effect that ran.
 
-    An answer is lost when none of its calls is in the messages and one of them is a side effect
-    that started (``tool.called``) with no result. Nothing is lost when the messages are the ones
-    a recorded answer belongs to (:func:`recorded_answer` gives it again, in order).
+    An answer is lost when it comes after the last ``task.completed`` and after the last answer
+    the messages hold (older ones may have been summarized away or trimmed), the messages do not
+    hold it, and one of its calls started
+    (``tool.called``). The lost answers are put back, in order, when one of those calls is a side
+    effect (finished or cut off): the agent must know it ran. Nothing is lost when the messages
+    are the ones a recorded answer belongs to (:func:`recorded_answer` gives it again, in order).
 
     Args:
         messages: The agent's messages as the turn starts (its new input included).
-        events: The task's events (``context.built``, ``tool.called``, ``tool.result.received``).
+        events: The task's events (``context.built``, ``tool.called``, ``tool.result.received``,
+            ``task.completed``).
         side_effects: The names of the tools with side effects.
 
     Returns:
@@ -100,17 +131,102 @@ def lost_answers(messages: Sequence[BaseMessage], events: list[Event], side_effe
     """
     if recorded_answer(messages, events) is not None:
         return []
-    have = {tc.get("id") for m in messages if isinstance(m, AIMessage) for tc in m.tool_calls}
-    done = {e.payload["call_id"] for e in events if e.kind == "tool.result.received"}
-    cut = {
-        e.payload["call_id"]
-        for e in events
-        if e.kind == "tool.called" and e.payload["tool"] in side_effects and e.payload["call_id"] not in done
-    }
-    out: list[AIMessage] = []
-    for e in events:
-        a = e.payload.get("answer") if e.kind == "context.built" else None
-        ids = {tc["id"] for tc in a["tool_calls"]} if a else set()
-        if ids & cut and not ids & have:
-            out.append(_message(a))  # type: ignore[arg-type]
-    return out
+    tools = [e for e in events if e.kind in ("tool.called", "tool.result.received")]
+    answers = _open(events)
+    kept = [i for i, a in enumerate(answers) if _present(a, messages)]
+    lost: list[tuple[dict[str, Any], set[str]]] = []
+    for a in answers[kept[-1] + 1 if kept else 0 :]:  # after the last answer the messages hold
+        ran = {tc["name"] for tc in a["tool_calls"] if recorded_result(tools, tc["id"], _key(a, tc["id"]))[0]}
+        if ran and not _present(a, messages):
+            lost.append((a, ran))
+    if not any(ran & side_effects for _, ran in lost):
+        return []  # only read-only calls were lost: running them again does no harm
+    return [_message(a) for a, _ in lost]
+
+
+def made_by(state: Any, call_id: str) -> tuple[int, AIMessage] | None:
+    """The AI message that made a call (the last naming its id) and its index in the messages.
+
+    Args:
+        state: The agent's state (its ``messages``).
+        call_id: The tool call's id.
+
+    Returns:
+        ``(index, message)``, or None when no message of the state made the call.
+    """
+    messages = state.get("messages", []) if isinstance(state, dict) else []
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if isinstance(m, AIMessage) and any(tc.get("id") == call_id for tc in m.tool_calls):
+            return i, m
+    return None
+
+
+def call_key(state: Any, call_id: str) -> str:
+    """The key of one call: the id of the AI message that made it (its index without one) and the call id.
+
+    A provider may give the same call id in two answers (``call_0`` each time), and two agents
+    on one thread may both; a resume re-runs the same answer. The key tells these apart.
+
+    Args:
+        state: The agent's state (its ``messages``).
+        call_id: The tool call's id.
+
+    Returns:
+        ``"<message id>:<call id>"``, or ``""`` when no message of the state made the call.
+    """
+    made = made_by(state, call_id)
+    if made is None:
+        return ""
+    return f"{made[1].id or f'#{made[0]}'}:{call_id}"
+
+
+def recorded_result(seen: Sequence[Event], call_id: str, key: str) -> tuple[bool, dict[str, Any] | None]:
+    """Whether this call was recorded as started, and its recorded result.
+
+    A ``tool.called`` of the same call id made by another answer (another key) is another call;
+    an older log's ``tool.called`` without a key, and a result recorded without a run (a
+    reviewer's rejection), belong to any call of that id.
+
+    Args:
+        seen: The task's ``tool.called`` and ``tool.result.received`` events, in order.
+        call_id: The call's id.
+        key: Its :func:`call_key` (``""``: any call of that id).
+
+    Returns:
+        ``(started, result payload or None)``.
+    """
+    started, mine, result = False, None, None
+    for e in seen:
+        if e.payload.get("call_id") != call_id:
+            continue
+        if e.kind == "tool.called":
+            k = e.payload.get("idempotency_key") or ""
+            mine = not k or not key or k == key
+            if mine:  # its run starts: an earlier result of the id is not its own
+                started, result = True, None
+        elif result is None and mine is not False:  # not a result of another answer's call
+            result = e.payload
+    return started, result
+
+
+def unanswered(messages: Sequence[BaseMessage]) -> list[tuple[int, dict[str, Any]]]:
+    """The tool calls of AI messages no tool message answers: ``(index of the AI message, call)``.
+
+    A new turn started while a step's tool messages were pending (or lost) leaves them so; a
+    provider refuses a call without its result.
+
+    Args:
+        messages: The agent's messages.
+
+    Returns:
+        The calls, in order.
+    """
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    return [
+        (i, dict(tc))
+        for i, m in enumerate(messages)
+        if isinstance(m, AIMessage)
+        for tc in m.tool_calls
+        if tc.get("id") not in answered
+    ]

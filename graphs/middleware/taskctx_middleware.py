@@ -251,9 +251,10 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
         """Record ``task.created`` on the thread's first run (the request: its first human message).
 
         A later run of a thread whose agent had answered (a follow-up message) records
-        ``resume.started``: the task runs again. A run that starts over a model step the
-        checkpoint lost (a crash while a side effect of its answer ran) first puts that answer
-        back, each call with its recorded result or an error saying it was cut off.
+        ``resume.started``: the task runs again. A run that starts with calls of its messages
+        left without a result, or over a model step the checkpoint lost (a crash while a side
+        effect of its answer ran), first answers those calls and puts that answer back, each call
+        with its recorded result or an error saying it was cut off.
 
         Args:
             state: The agent's state.
@@ -261,8 +262,8 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
 
         Returns:
             None, or an update: for a run without a ``thread_id`` that starts a conversation, its
-            task (kept in the agent's state: :meth:`task_id`); the answers put back, as
-            ``messages``.
+            task (kept in the agent's state: :meth:`task_id`); the calls answered and the
+            answers put back, as ``messages``.
         """
         update = None
         if not _thread_id() and not state.get(TASK_KEY):
@@ -273,8 +274,8 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
         last = self.stores.events.read(tid, after=max(0, self.stores.events.last_seq(tid) - 1))
         if last and last[-1].kind == "task.completed":
             self._append(tid, [new_event("resume.started", ResumeStarted(node=AGENT_ROLE), actor="user")])
-        if lost := self._put_back(tid, messages):  # a model step the checkpoint lost, with a cut-off side effect
-            update = {**(update or {}), "messages": lost}
+        if mended := self._mended(tid, messages):  # calls left without a result, answers the checkpoint lost
+            update = {**(update or {}), "messages": mended}
         return update
 
     def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:

@@ -14,9 +14,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import HumanInTheLoopMiddleware
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage, RemoveMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.errors import GraphBubbleUp
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from context import Event, classify_result, compress_tool_result, mask_secrets, new_event
 from context.events import (
@@ -28,7 +29,7 @@ from nodes import NodeEnv, quote_external
 from nodes.tools.builtin import READ_ARTIFACT_SCHEMA, read_artifact
 from nodes.tools.tool_bytes import bytes_kept, keeping_bytes
 
-from .answers import lost_answers
+from .answers import call_key, lost_answers, made_by, recorded_result, unanswered
 from .prompt import message_text
 
 __all__ = ["INTERRUPTED", "NOT_FINISHED", "ToolCallRecording", "check_gated", "split_reviewers"]
@@ -38,10 +39,10 @@ INTERRUPTED = (
     "The call {call_id} of {tool} was interrupted while it ran (the process stopped) and is not run "
     "again: it has side effects. Check its effect before calling it again."
 )
-#: The message a call gets that had not finished when the process stopped (no side effects).
+#: The message a call gets that has no result when a new turn starts (it has no side effects, or never ran).
 NOT_FINISHED = (
-    "The call {call_id} of {tool} did not finish: the process stopped before its result. "
-    "Call it again if it is still needed."
+    "The call {call_id} of {tool} has no result: its run stopped before it finished (the process "
+    "stopped, or a new message started another turn). Call it again if it is still needed."
 )
 
 
@@ -92,10 +93,10 @@ class ToolCallRecording:
         cid, name, args = _as_run(request)
         tid = self.task_id(request.state)
         seen = self.stores.events.read(tid, kinds=["tool.called", "tool.result.received"])
-        done = next((e.payload for e in seen if e.kind == "tool.result.received" and e.payload["call_id"] == cid), None)
+        started, done = recorded_result(seen, cid, call_key(request.state, cid))
         if done is not None:  # a resume re-runs the tool node: the recorded result answers
             return self._shown(cid, name, done)
-        if any(e.kind == "tool.called" and e.payload["call_id"] == cid for e in seen):
+        if started:
             if name in self.side_effects:
                 text = INTERRUPTED.format(call_id=cid, tool=name)
                 p = ToolResultReceived(call_id=cid, status="error", result_summary=text, raw_chars=len(text))
@@ -103,30 +104,56 @@ class ToolCallRecording:
                 return self._shown(cid, name, p.model_dump())
         return None
 
-    def _put_back(self, tid: str, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-        """The lost answers a new turn starts with, each call answered (a cut-off one recorded as such).
+    def _answer(self, tid: str, tools: list[Event], cid: str, name: str, key: str) -> ToolMessage:
+        """A call's tool message from the log: its recorded result, else an error recorded now."""
+        started, done = recorded_result(tools, cid, key)
+        if done is None:
+            cut = name in self.side_effects and started
+            text = (INTERRUPTED if cut else NOT_FINISHED).format(call_id=cid, tool=name)
+            p = ToolResultReceived(call_id=cid, status="error", result_summary=text, raw_chars=len(text))
+            done = self._append(tid, [new_event("tool.result.received", p, actor="system")])[0].payload
+        return self._shown(cid, name, done)
 
-        See :func:`~graphs.middleware.answers.lost_answers`. A call with a recorded result gets
-        it; a side effect cut off mid-run gets :data:`INTERRUPTED`, any other call
-        :data:`NOT_FINISHED`, both recorded as error results (so they are given once, and a later
-        run of the call is answered from the log).
+    def _mended(self, tid: str, messages: Sequence[BaseMessage]) -> list[BaseMessage] | None:
+        """The messages update a new turn starts with: calls left without a result answered, lost answers put back.
+
+        A call of an AI message no tool message answers (a step's tool messages pending or
+        lost when the turn started) gets its tool message right after that AI message (the
+        list is rewritten: ``REMOVE_ALL_MESSAGES``). A lost answer
+        (:func:`~graphs.middleware.answers.lost_answers`) is appended, each call answered. A
+        call's tool message is its recorded result; a side effect cut off mid-run gets
+        :data:`INTERRUPTED`, any other call :data:`NOT_FINISHED`, both recorded as error results
+        (so they are given once, and a later run of the call is answered from the log).
+
+        Returns:
+            The update's ``messages``, or None (nothing to mend).
         """
-        events = self.stores.events.read(tid, kinds=["context.built", "tool.called", "tool.result.received"])
-        lost = lost_answers(messages, events, set(self.side_effects))
-        done = {e.payload["call_id"]: e.payload for e in events if e.kind == "tool.result.received"}
-        called = {e.payload["call_id"] for e in events if e.kind == "tool.called"}
-        out: list[BaseMessage] = []
-        for ai in lost:
-            out.append(ai)
+        events = self.stores.events.read(
+            tid, kinds=["context.built", "tool.called", "tool.result.received", "task.completed"]
+        )
+        tools = [e for e in events if e.kind in ("tool.called", "tool.result.received")]
+        open_calls = unanswered(messages)
+        fixed: list[BaseMessage] = []
+        for i, m in enumerate(messages):
+            fixed.append(m)
+            for _, tc in (c for c in open_calls if c[0] == i):
+                cid = tc.get("id") or ""
+                key = f"{m.id or f'#{i}'}:{cid}"
+                fixed.append(self._answer(tid, tools, cid, tc["name"], key))
+                tools = self._tool_events(tid)
+        lost: list[BaseMessage] = []
+        for ai in lost_answers(fixed, events, set(self.side_effects)):
+            lost.append(ai)
             for tc in ai.tool_calls:
-                cid, name = tc.get("id") or "", tc["name"]
-                if cid not in done:
-                    cut = name in self.side_effects and cid in called
-                    text = (INTERRUPTED if cut else NOT_FINISHED).format(call_id=cid, tool=name)
-                    p = ToolResultReceived(call_id=cid, status="error", result_summary=text, raw_chars=len(text))
-                    done[cid] = self._append(tid, [new_event("tool.result.received", p, actor="system")])[0].payload
-                out.append(self._shown(cid, name, done[cid]))
-        return out
+                cid = tc.get("id") or ""
+                lost.append(self._answer(tid, tools, cid, tc["name"], f"{ai.id}:{cid}" if ai.id else ""))
+                tools = self._tool_events(tid)
+        if open_calls:
+            return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *fixed, *lost]
+        return lost or None
+
+    def _tool_events(self, tid: str) -> list[Event]:
+        return list(self.stores.events.read(tid, kinds=["tool.called", "tool.result.received"]))
 
     def _record_start(self, request: Any, args: dict[str, Any] | None = None, tool: str | None = None) -> None:
         """Record the call as it starts its run (and its approval: the approval step let it through).
@@ -145,7 +172,12 @@ class ToolCallRecording:
             out += [new_event("permission.granted", perm, actor="user")]
         thought = _thought(request.state, cid)
         called = ToolCalled(
-            call_id=cid, tool=name, arguments=arguments, thought=thought, has_side_effects=name in self.side_effects
+            call_id=cid,
+            tool=name,
+            arguments=arguments,
+            thought=thought,
+            idempotency_key=call_key(request.state, cid),
+            has_side_effects=name in self.side_effects,
         )
         self._append(tid, [*out, new_event("tool.called", called, actor="agent")])
 
@@ -393,11 +425,8 @@ def _recording(tool_: BaseTool, start: Callable[[str, set[str], dict[str, Any]],
 
 def _thought(state: Any, call_id: str) -> str:
     """The text of the AI message that made the call (the agent's note, recorded with it)."""
-    messages = state.get("messages", []) if isinstance(state, dict) else []
-    for m in reversed(messages):
-        if isinstance(m, AIMessage) and any(tc.get("id") == call_id for tc in m.tool_calls):
-            return m.content if isinstance(m.content, str) else ""
-    return ""
+    made = made_by(state, call_id)
+    return made[1].content if made is not None and isinstance(made[1].content, str) else ""
 
 
 def split_reviewers(

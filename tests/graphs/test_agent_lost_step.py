@@ -109,15 +109,15 @@ def test_a_new_question_after_a_crash_is_told_of_the_cut_off_side_effect(tmp_pat
     then = {"AGENT_EXAMPLE_ASK": "Is the failed worker recorded?"}
     db, kv, asked = _crash_then_run(tmp_path, first, then)
     assert kv.read_text() == "failed=worker-271\n"
-    # the model had the cut-off kv_set put back, so it only read the log again
-    assert asked.read_text().splitlines() == ["call-read", "call-set", "call-read"]
+    # the killed run's answers were put back, read_log's result with them: the model was not asked again
+    assert asked.read_text().splitlines() == ["call-read", "call-set"]
     final = _agent(db).get_state({"configurable": {"thread_id": "lost"}}).values["messages"]  # type: ignore[attr-defined]
     assert _shape(final) == [
         "HumanMessage",
-        "ai:kv_set",
-        "tool:kv_set:error",
         "ai:read_log",
         "tool:read_log:success",
+        "ai:kv_set",
+        "tool:kv_set:error",
         "ai:",
     ]
     assert final[0].content == "Is the failed worker recorded?"
@@ -149,10 +149,39 @@ def test_lost_answers_puts_back_only_a_cut_off_side_effect_not_in_the_messages()
     assert lost_answers([h], log, {"kv_set"}) == []
     # the answer in the messages already (the checkpoint kept it)
     assert lost_answers([h, two, ask], log, {"kv_set"}) == []
-    # a tool without side effects, or a side effect with a result, is not put back
+    # only read-only calls lost: nothing put back (they can run again)
     assert lost_answers([h, ask], log, {"kv_get"}) == []
+    # a side effect that finished is put back too: the agent must know it ran
     done = ToolResultReceived(call_id="s1", status="ok", result_summary="stored")
-    assert lost_answers([h, ask], [*log, *_events(("tool.result.received", done))], {"kv_set"}) == []
+    assert len(lost_answers([h, ask], [*log, *_events(("tool.result.received", done))], {"kv_set"})) == 1
+
+
+def test_lost_answers_keeps_to_the_answers_after_the_last_one_the_messages_hold() -> None:
+    h, ask = HumanMessage("record it"), HumanMessage("and now?")
+    read = AIMessage("read", id="m1", tool_calls=[{"name": "read_log", "args": {}, "id": "call_0"}])
+    put = AIMessage("set", id="m2", tool_calls=[{"name": "kv_set", "args": {}, "id": "call_0"}])
+    again = AIMessage("set again", id="m3", tool_calls=[{"name": "kv_set", "args": {}, "id": "call_0"}])
+    tm = ToolMessage("ok", tool_call_id="call_0", name="read_log")
+
+    def called(tool: str, msg: str) -> ToolCalled:
+        return ToolCalled(call_id="call_0", tool=tool, idempotency_key=f"{msg}:call_0")
+
+    ok = ToolResultReceived(call_id="call_0", status="ok", result_summary="ok")
+    log = _events(
+        ("context.built", _built(1, [h], read)),
+        ("tool.called", called("read_log", "m1")),
+        ("tool.result.received", ok),
+        ("context.built", _built(2, [h, read, tm], put)),
+        ("tool.called", called("kv_set", "m2")),
+        ("tool.result.received", ok),
+        ("context.built", _built(3, [h, read, tm, put, tm], again)),
+        ("tool.called", called("kv_set", "m3")),
+    )
+    # the same call id in every answer (a provider that reuses ids): each answer is its own
+    assert [m.id for m in lost_answers([h, ask], log, {"kv_set"})] == ["m1", "m2", "m3"]
+    # the messages hold m2 (m1 summarized away): only what came after it is lost
+    assert [m.id for m in lost_answers([h, put, tm, ask], log, {"kv_set"})] == ["m3"]
+    assert lost_answers([h, again, ask], log, {"kv_set"}) == []
 
 
 def test_every_call_of_a_lost_answer_is_answered_once() -> None:
