@@ -8,6 +8,6 @@ store, pinned request, compressed tool output with refs, budget and manifests
 
 from .prompt import AGENT_ROLE, MIDDLEWARE_RULE
 from .taskctx_middleware import TaskContextMiddleware
-from .tool_calls import INTERRUPTED, NOT_FINISHED
+from .tool_calls import INTERRUPTED, NOT_FINISHED, PAUSED
 
-__all__ = ["AGENT_ROLE", "INTERRUPTED", "MIDDLEWARE_RULE", "NOT_FINISHED", "TaskContextMiddleware"]
+__all__ = ["AGENT_ROLE", "INTERRUPTED", "MIDDLEWARE_RULE", "NOT_FINISHED", "PAUSED", "TaskContextMiddleware"]

@@ -205,7 +205,9 @@ def recorded_result(seen: Sequence[Event], call_id: str, key: str) -> tuple[bool
             mine = not k or not key or k == key
             if mine:  # its run starts: an earlier result of the id is not its own
                 started, result = True, None
-        elif result is None and mine is not False:  # not a result of another answer's call
+        elif (
+            e.kind == "tool.result.received" and result is None and mine is not False
+        ):  # not a result of another answer's call
             result = e.payload
     return started, result
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.messages import BaseMessage, RemoveMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
-from langgraph.errors import GraphBubbleUp
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from context import Event, classify_result, compress_tool_result, mask_secrets, new_event
@@ -32,13 +32,20 @@ from nodes.tools.tool_bytes import bytes_kept, keeping_bytes
 from .answers import call_key, lost_answers, made_by, recorded_result, unanswered
 from .prompt import message_text
 
-__all__ = ["INTERRUPTED", "NOT_FINISHED", "ToolCallRecording", "check_gated", "split_reviewers"]
+__all__ = ["INTERRUPTED", "NOT_FINISHED", "PAUSED", "ToolCallRecording", "check_gated", "split_reviewers"]
 
 #: The message a side-effecting call gets when it was cut off mid-run (it is never run twice).
 INTERRUPTED = (
     "The call {call_id} of {tool} was interrupted while it ran (the process stopped) and is not run "
     "again: it has side effects. Check its effect before calling it again."
 )
+#: The reason of the ``permission.requested`` recorded when a call's tool stops at its own
+#: ``interrupt()`` (and of the ``permission.granted`` when its run goes on).
+PAUSED = "interrupt() in the tool: waiting for Command(resume=...)"
+
+#: The event kinds of a call's record: its start, a pause at its tool's interrupt(), its result.
+_CALL_KINDS = ("tool.called", "permission.requested", "tool.result.received")
+
 #: The message a call gets that has no result when a new turn starts (it has no side effects, or never ran).
 NOT_FINISHED = (
     "The call {call_id} of {tool} has no result: its run stopped before it finished (the process "
@@ -88,27 +95,52 @@ class ToolCallRecording:
                 return True
         return False
 
-    def _before_tool(self, request: Any) -> ToolMessage | None:
-        """A recorded result, or for a cut-off side effect an error, answering the call (None: run it)."""
+    def _before_tool(self, request: Any) -> tuple[ToolMessage | None, bool]:
+        """A recorded result, or for a cut-off side effect an error, answering the call (None: run it).
+
+        Returns:
+            ``(tool message or None, paused)``; ``paused``: the call's run stopped at its tool's
+            own ``interrupt()`` (it runs again from its first line, its start recorded already).
+        """
         cid, name, args = _as_run(request)
         tid = self.task_id(request.state)
-        seen = self.stores.events.read(tid, kinds=["tool.called", "tool.result.received"])
-        started, done = recorded_result(seen, cid, call_key(request.state, cid))
+        seen = self.stores.events.read(tid, kinds=list(_CALL_KINDS))
+        key = call_key(request.state, cid)
+        started, done = recorded_result(seen, cid, key)
         if done is not None:  # a resume re-runs the tool node: the recorded result answers
-            return self._shown(cid, name, done)
-        if started:
-            if name in self.side_effects:
-                text = INTERRUPTED.format(call_id=cid, tool=name)
-                p = ToolResultReceived(call_id=cid, status="error", result_summary=text, raw_chars=len(text))
-                self._append(tid, [new_event("tool.result.received", p, actor="system")])
-                return self._shown(cid, name, p.model_dump())
-        return None
+            return self._shown(cid, name, done), False
+        if started and _paused(seen, cid, key):
+            return None, True
+        if started and name in self.side_effects:
+            text = INTERRUPTED.format(call_id=cid, tool=name)
+            p = ToolResultReceived(call_id=cid, status="error", result_summary=text, raw_chars=len(text))
+            self._append(tid, [new_event("tool.result.received", p, actor="system")])
+            return self._shown(cid, name, p.model_dump()), False
+        return None, False
+
+    def _pause(self, request: Any, started: list[tuple[str, dict[str, Any]]], paused: bool) -> None:
+        """Record that a started call stopped at its tool's own ``interrupt()`` (once), not cut off."""
+        if not started or paused:
+            return
+        cid, _, _ = _as_run(request)
+        tool_, ran = started[0]
+        args = json.dumps(ran, sort_keys=True, ensure_ascii=False, default=str)
+        perm = PermissionEvent(call_id=cid, tool=tool_, arguments=args, reason=PAUSED)
+        self._append(self.task_id(request.state), [new_event("permission.requested", perm, actor="tool")])
+
+    def _resumed(self, request: Any, ran: tuple[str, dict[str, Any]] | None) -> None:
+        """Record that a paused call's ``interrupt()`` was answered: its run went on."""
+        cid, name, args = _as_run(request)
+        tool_, used = ran or (name, args)
+        arguments = json.dumps(used, sort_keys=True, ensure_ascii=False, default=str)
+        perm = PermissionEvent(call_id=cid, tool=tool_, arguments=arguments, reason=PAUSED)
+        self._append(self.task_id(request.state), [new_event("permission.granted", perm, actor="user")])
 
     def _answer(self, tid: str, tools: list[Event], cid: str, name: str, key: str) -> ToolMessage:
         """A call's tool message from the log: its recorded result, else an error recorded now."""
         started, done = recorded_result(tools, cid, key)
-        if done is None:
-            cut = name in self.side_effects and started
+        if done is None:  # a call paused at its tool's interrupt() was not cut off mid-run
+            cut = name in self.side_effects and started and not _paused(tools, cid, key)
             text = (INTERRUPTED if cut else NOT_FINISHED).format(call_id=cid, tool=name)
             p = ToolResultReceived(call_id=cid, status="error", result_summary=text, raw_chars=len(text))
             done = self._append(tid, [new_event("tool.result.received", p, actor="system")])[0].payload
@@ -128,10 +160,8 @@ class ToolCallRecording:
         Returns:
             The update's ``messages``, or None (nothing to mend).
         """
-        events = self.stores.events.read(
-            tid, kinds=["context.built", "tool.called", "tool.result.received", "task.completed"]
-        )
-        tools = [e for e in events if e.kind in ("tool.called", "tool.result.received")]
+        events = self.stores.events.read(tid, kinds=["context.built", *_CALL_KINDS, "task.completed"])
+        tools = [e for e in events if e.kind in _CALL_KINDS]
         open_calls = unanswered(messages)
         fixed: list[BaseMessage] = []
         for i, m in enumerate(messages):
@@ -153,7 +183,7 @@ class ToolCallRecording:
         return lost or None
 
     def _tool_events(self, tid: str) -> list[Event]:
-        return list(self.stores.events.read(tid, kinds=["tool.called", "tool.result.received"]))
+        return list(self.stores.events.read(tid, kinds=list(_CALL_KINDS)))
 
     def _record_start(self, request: Any, args: dict[str, Any] | None = None, tool: str | None = None) -> None:
         """Record the call as it starts its run (and its approval: the approval step let it through).
@@ -181,7 +211,7 @@ class ToolCallRecording:
         )
         self._append(tid, [*out, new_event("tool.called", called, actor="agent")])
 
-    def _instrumented(self, request: Any, started: list[tuple[str, dict[str, Any]]]) -> Any:
+    def _instrumented(self, request: Any, started: list[tuple[str, dict[str, Any]]], paused: bool = False) -> Any:
         """The request whose tools note their ``bytes`` and record the call when its run starts.
 
         The call is recorded when a tool's function starts, with the name and arguments it runs
@@ -189,7 +219,8 @@ class ToolCallRecording:
         (listed after it) substitutes a reviewer's edit in the handler (the agent's other tools
         are wrapped too, for an edit that names another tool), and in ``per_call`` mode decides
         there: a call it pauses or rejects never started. A tool without a function of its own
-        is recorded before the handler, as the request calls it.
+        is recorded before the handler, as the request calls it. ``paused``: the call's start
+        is recorded already (it stopped at its tool's own ``interrupt()``).
         """
         _, name, asked = _as_run(request)
 
@@ -197,11 +228,13 @@ class ToolCallRecording:
             if not started:
                 ran = {k: v for k, v in kwargs.items() if k in fields}
                 started.append((tool, ran))
-                self._record_start(request, ran if ran or not asked else None, tool)
+                if not paused:
+                    self._record_start(request, ran if ran or not asked else None, tool)
 
         main = _recording(request.tool, start, set(asked)) if request.tool is not None else None
         if main is None or request.tool.name != name:
-            self._record_start(request)
+            if not paused:
+                self._record_start(request)
             started.append((name, asked))
             return request
         update: dict[str, Any] = {"tool": main}
@@ -316,14 +349,17 @@ class ToolCallRecording:
         self._check_all_tools(request)
         if request.tool_call["name"] == "read_artifact":
             return handler(request)
-        answered = self._before_tool(request)
+        answered, paused = self._before_tool(request)
         if answered is not None:
             return answered
         started: list[tuple[str, dict[str, Any]]] = []
         with bytes_kept() as kept:
             try:
-                out = handler(self._instrumented(request, started))
-            except GraphBubbleUp:  # an interrupt (a reviewer's decision to come): not a result
+                out = handler(self._instrumented(request, started, paused))
+            except GraphInterrupt:  # a reviewer's decision to come, or the tool's own interrupt()
+                self._pause(request, started, paused)
+                raise
+            except GraphBubbleUp:  # a Command for the parent graph: not a result
                 raise
             except Exception as exc:  # recorded, then raised as the agent would have raised it
                 if not started:
@@ -334,6 +370,8 @@ class ToolCallRecording:
             if isinstance(out, ToolMessage) and self._gated(request):
                 return self._unstarted(request, out)  # a reviewer's rejection or answer
             self._record_start(request)  # another middleware's answer: the call's result
+        if paused:
+            self._resumed(request, started[0] if started else None)
         return self._after_tool(request, out, kept, started[0] if started else None)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
@@ -353,14 +391,17 @@ class ToolCallRecording:
         self._check_all_tools(request)
         if request.tool_call["name"] == "read_artifact":
             return await handler(request)
-        answered = self._before_tool(request)
+        answered, paused = self._before_tool(request)
         if answered is not None:
             return answered
         started: list[tuple[str, dict[str, Any]]] = []
         with bytes_kept() as kept:
             try:
-                out = await handler(self._instrumented(request, started))
-            except GraphBubbleUp:  # an interrupt (a reviewer's decision to come): not a result
+                out = await handler(self._instrumented(request, started, paused))
+            except GraphInterrupt:  # a reviewer's decision to come, or the tool's own interrupt()
+                self._pause(request, started, paused)
+                raise
+            except GraphBubbleUp:  # a Command for the parent graph: not a result
                 raise
             except Exception as exc:  # recorded, then raised as the agent would have raised it
                 if not started:
@@ -371,6 +412,8 @@ class ToolCallRecording:
             if isinstance(out, ToolMessage) and self._gated(request):
                 return self._unstarted(request, out)  # a reviewer's rejection or answer
             self._record_start(request)  # another middleware's answer: the call's result
+        if paused:
+            self._resumed(request, started[0] if started else None)
         return self._after_tool(request, out, kept, started[0] if started else None)
 
     def _read_artifact_tool(self) -> BaseTool:
@@ -469,3 +512,17 @@ def check_gated(names: Sequence[str], reviewers: Sequence[HumanInTheLoopMiddlewa
                 f"requires_approval names {name!r}, which the HumanInTheLoopMiddleware does not gate; "
                 f"add {name!r}: True to its interrupt_on, or drop the name (the middleware's gates are enough)"
             )
+
+
+def _paused(seen: Sequence[Event], call_id: str, key: str) -> bool:
+    """Whether the call's last event is the pause at its tool's own ``interrupt()``."""
+    mine: list[Event] = []
+    for e in seen:
+        if e.payload.get("call_id") != call_id:
+            continue
+        if e.kind == "tool.called":
+            k = e.payload.get("idempotency_key") or ""
+            mine = [e] if (not k or not key or k == key) else []
+        elif mine:
+            mine.append(e)
+    return bool(mine) and mine[-1].kind == "permission.requested" and mine[-1].payload.get("reason") == PAUSED
