@@ -211,7 +211,13 @@ class ToolCallRecording:
         )
         self._append(tid, [*out, new_event("tool.called", called, actor="agent")])
 
-    def _instrumented(self, request: Any, started: list[tuple[str, dict[str, Any]]], paused: bool = False) -> Any:
+    def _instrumented(
+        self,
+        request: Any,
+        started: list[tuple[str, dict[str, Any]]],
+        paused: bool = False,
+        outputs: list[Any] | None = None,
+    ) -> Any:
         """The request whose tools note their ``bytes`` and record the call when its run starts.
 
         The call is recorded when a tool's function starts, with the name and arguments it runs
@@ -220,7 +226,8 @@ class ToolCallRecording:
         are wrapped too, for an edit that names another tool), and in ``per_call`` mode decides
         there: a call it pauses or rejects never started. A tool without a function of its own
         is recorded before the handler, as the request calls it. ``paused``: the call's start
-        is recorded already (it stopped at its tool's own ``interrupt()``).
+        is recorded already (it stopped at its tool's own ``interrupt()``). ``outputs``: where
+        the tool's function adds what it returned.
         """
         _, name, asked = _as_run(request)
 
@@ -231,7 +238,7 @@ class ToolCallRecording:
                 if not paused:
                     self._record_start(request, ran if ran or not asked else None, tool)
 
-        main = _recording(request.tool, start, set(asked)) if request.tool is not None else None
+        main = _recording(request.tool, start, set(asked), outputs) if request.tool is not None else None
         if main is None or request.tool.name != name:
             if not paused:
                 self._record_start(request)
@@ -240,7 +247,7 @@ class ToolCallRecording:
         update: dict[str, Any] = {"tool": main}
         runtime = request.runtime
         if dataclasses.is_dataclass(runtime) and getattr(runtime, "tools", None):
-            tools = [main if t is request.tool else (_recording(t, start, set()) or t) for t in runtime.tools]
+            tools = [main if t is request.tool else (_recording(t, start, set(), outputs) or t) for t in runtime.tools]
             update["runtime"] = dataclasses.replace(runtime, tools=tools)  # type: ignore[type-var]
         return request.override(**update)
 
@@ -261,19 +268,30 @@ class ToolCallRecording:
         return self._shown(cid, name, written[-1].payload, base=result if isinstance(result, ToolMessage) else None)
 
     def _after_tool(
-        self, request: Any, result: Any, kept: Sequence[bytes] = (), ran: tuple[str, dict[str, Any]] | None = None
+        self,
+        request: Any,
+        result: Any,
+        kept: Sequence[bytes] = (),
+        ran: tuple[str, dict[str, Any]] | None = None,
+        outputs: Sequence[Any] = (),
     ) -> Any:
         """Store the output raw, record its result, and give the agent the compressed, quoted form.
 
         ``kept``: the ``bytes`` the tool returned (stored as they are; the text is their UTF-8
         decoding, undecodable bytes as U+FFFD, as the graph's LangChain tools record them).
-        ``ran``: the tool and arguments it ran with (default: the request's call).
+        ``ran``: the tool and arguments it ran with (default: the request's call). ``outputs``:
+        what the tool's function returned: a note another middleware inside this one put before
+        that text (a reviewer's edit) is not stored with it; it stays before the quoted output,
+        as it is when that middleware is outside.
         """
         cid, name, args = _as_run(request)
         name, args = ran or (name, args)
         if not isinstance(result, ToolMessage):  # a Command: its update goes through as the tool made it
             self._command_result(self.task_id(request.state), cid, result)
             return result
+        own, text, note = (outputs[-1] if outputs else None), result.content, ""
+        if isinstance(own, str) and own and isinstance(text, str) and text != own and text.endswith(own):
+            note, result = text[: -len(own)], result.model_copy(update={"content": own})
         if kept and result.status != "error":
             raw = kept[-1].decode("utf-8", "replace")
             ref = self.env.artifacts.put(kept[-1])
@@ -292,7 +310,8 @@ class ToolCallRecording:
             compressed=comp.compressed,
         )
         written = self._append(self.task_id(request.state), [new_event("tool.result.received", p, actor="tool")])
-        return self._shown(cid, name, written[0].payload, base=result)
+        shown = self._shown(cid, name, written[0].payload, base=result)
+        return shown.model_copy(update={"content": note + shown.content}) if note else shown
 
     def _command_result(self, tid: str, cid: str, command: Any) -> None:
         """Record the tool message a tool's ``Command`` carries (shown as it is: not compressed)."""
@@ -353,9 +372,10 @@ class ToolCallRecording:
         if answered is not None:
             return answered
         started: list[tuple[str, dict[str, Any]]] = []
+        outputs: list[Any] = []
         with bytes_kept() as kept:
             try:
-                out = handler(self._instrumented(request, started, paused))
+                out = handler(self._instrumented(request, started, paused, outputs))
             except GraphInterrupt:  # a reviewer's decision to come, or the tool's own interrupt()
                 self._pause(request, started, paused)
                 raise
@@ -372,7 +392,7 @@ class ToolCallRecording:
             self._record_start(request)  # another middleware's answer: the call's result
         if paused:
             self._resumed(request, started[0] if started else None)
-        return self._after_tool(request, out, kept, started[0] if started else None)
+        return self._after_tool(request, out, kept, started[0] if started else None, outputs)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         """Async :meth:`wrap_tool_call`.
@@ -395,9 +415,10 @@ class ToolCallRecording:
         if answered is not None:
             return answered
         started: list[tuple[str, dict[str, Any]]] = []
+        outputs: list[Any] = []
         with bytes_kept() as kept:
             try:
-                out = await handler(self._instrumented(request, started, paused))
+                out = await handler(self._instrumented(request, started, paused, outputs))
             except GraphInterrupt:  # a reviewer's decision to come, or the tool's own interrupt()
                 self._pause(request, started, paused)
                 raise
@@ -414,7 +435,7 @@ class ToolCallRecording:
             self._record_start(request)  # another middleware's answer: the call's result
         if paused:
             self._resumed(request, started[0] if started else None)
-        return self._after_tool(request, out, kept, started[0] if started else None)
+        return self._after_tool(request, out, kept, started[0] if started else None, outputs)
 
     def _read_artifact_tool(self) -> BaseTool:
         env = self.env
@@ -434,9 +455,15 @@ def _as_run(request: Any) -> tuple[str, str, dict[str, Any]]:
     return tc.get("id") or "", tc["name"], dict(tc.get("args") or {})
 
 
-def _recording(tool_: BaseTool, start: Callable[[str, set[str], dict[str, Any]], None], asked: set[str]) -> Any:
-    """A copy of ``tool_`` that notes its ``bytes`` and calls ``start(name, fields, kwargs)`` as it runs.
+def _recording(
+    tool_: BaseTool,
+    start: Callable[[str, set[str], dict[str, Any]], None],
+    asked: set[str],
+    outputs: list[Any] | None = None,
+) -> Any:
+    """A copy of ``tool_`` that notes its ``bytes``, calls ``start(name, fields, kwargs)`` as it runs.
 
+    ``outputs``: where the function's own return value is added (before any middleware's note).
     None: the tool has no function of its own to wrap.
     """
     copy = keeping_bytes(tool_)
@@ -451,7 +478,10 @@ def _recording(tool_: BaseTool, start: Callable[[str, set[str], dict[str, Any]],
         @functools.wraps(sync_func)
         def run(*a: Any, **kw: Any) -> Any:
             start(tool_.name, fields, kw)
-            return sync_func(*a, **kw)
+            out = sync_func(*a, **kw)
+            if outputs is not None:
+                outputs.append(out)
+            return out
 
         update["func"] = run
     if callable(coro):
@@ -460,7 +490,10 @@ def _recording(tool_: BaseTool, start: Callable[[str, set[str], dict[str, Any]],
         @functools.wraps(async_func)
         async def arun(*a: Any, **kw: Any) -> Any:
             start(tool_.name, fields, kw)
-            return await async_func(*a, **kw)
+            out = await async_func(*a, **kw)
+            if outputs is not None:
+                outputs.append(out)
+            return out
 
         update["coroutine"] = arun
     return copy.model_copy(update=update)

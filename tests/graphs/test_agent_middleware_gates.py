@@ -151,9 +151,18 @@ def test_an_edit_is_recorded_as_it_ran_in_either_order_and_mode(order: str, mode
     ran: list[tuple[str, Any]] = []
     agent, mw, cfg = _paused(order, mode, ran)
     edit = {"type": "edit", "edited_action": {"name": "kv_set", "args": {"key": "failed", "value": "w-271"}}}
-    agent.invoke(Command(resume={"decisions": [edit]} if mode == "batched" else edit), cfg)
+    out = agent.invoke(Command(resume={"decisions": [edit]} if mode == "batched" else edit), cfg)
     assert ran == [("kv_set", ("failed", "w-271"))]
     assert _called(mw, "e") == [("kv_set", '{"key": "failed", "value": "w-271"}')]
+    # the tool's own output is stored, not HITL's note on it; the note stays before the quoted
+    # output the agent gets, in either order
+    res = [e.payload for e in mw.events("e") if e.kind == "tool.result.received"][-1]
+    assert (res["result_summary"], res["raw_chars"]) == ("stored failed=w-271", 19)
+    assert mw.env.artifacts.get(res["raw_ref"]) == b"stored failed=w-271"
+    shown = next(m.content for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "kv_set")
+    note, _, quoted = shown.partition('<external_content source="tool:kv_set"')
+    assert note.startswith("Note: a human reviewer replaced this tool call") and note.endswith("Tool response:\n")
+    assert quoted.endswith(">\nstored failed=w-271\n</external_content>")
 
 
 @pytest.mark.parametrize("order", ["taskctx-first", "hitl-first"])
