@@ -360,7 +360,8 @@ def _errors(v: _View) -> None:
             )
     for e in history:
         state = f"resolved: {resolved[e.id].resolution}" if e.id in resolved else "open"
-        v.p(f"- {e.id} [{state}] {e.source} in {e.step_id}: {e.message}")
+        where = f" in {e.step_id}" if e.step_id else ""  # a graph's error belongs to no step
+        v.p(f"- {e.id} [{state}] {e.source}{where}: {e.message}")
     if not history:
         v.p("(none)")
     v.h("Resolved errors")

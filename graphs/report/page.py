@@ -139,8 +139,8 @@ def _errors(ctx: TaskContext, events: Sequence[Event]) -> str:
         rows.append(
             f'<tr class="{"resolved" if r else "open"}"><td class="kind">{_e(err.id)}</td>'
             f'<td class="state">{_wrappable(state)}</td>'
-            f'<td class="kind">{_e(err.source)}</td><td class="kind">{_e(err.step_id)}</td>'
-            f'<td class="kind">{_e(err.call_id)}</td>'
+            f'<td class="kind">{_e(err.source)}</td><td class="kind">{_e(err.step_id or "-")}</td>'
+            f'<td class="kind">{_e(err.call_id or "-")}</td>'
             f'<td class="text">{_wrappable(err.message)}</td></tr>'
         )
     failed = [e for e in events if e.kind == "task.completed" and e.payload.get("status") == "failed"]

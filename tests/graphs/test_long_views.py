@@ -143,3 +143,34 @@ def test_inspect_shows_the_numbers_of_the_transcript_restarts(tmp_path) -> None:
         lines[5],
         lines[6],
     ]
+
+
+def test_an_error_of_no_step_is_shown_without_one(tmp_path) -> None:
+    # a graph's error (a router's bad route) belongs to no step and no call: no "in None"
+    from typer.testing import CliRunner
+
+    from context.sqlite_store import SqliteStores
+    from graphs.cli import app
+
+    db = tmp_path / "g.sqlite"
+    stores = SqliteStores(db)
+    stores.events.append(
+        "g",
+        [
+            new_event("task.created", {"task_id": "g", "original_request": "Do it."}, actor="user"),
+            new_event(
+                "error.occurred",
+                {"error_id": "err-1", "source": "graph", "message": "router 'route' sent the task to 'reveiwer'"},
+                actor="system",
+            ),
+        ],
+    )
+    events = stores.events.read("g")
+    stores.close()
+    runner = CliRunner()
+    shown = runner.invoke(app, ["inspect", "g", "--db", str(db)])
+    assert shown.exit_code == 0, shown.output
+    assert "- err-1 [open] graph: router 'route' sent the task to 'reveiwer'" in shown.output
+    html = build_report(events)
+    row = html[html.index('<td class="kind">err-1</td>') :].split("</tr>")[0]
+    assert '<td class="kind">graph</td><td class="kind">-</td><td class="kind">-</td>' in row and "None" not in row
