@@ -17,7 +17,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from context import Event
 
@@ -82,11 +82,16 @@ def _open(events: list[Event]) -> list[dict[str, Any]]:
 
 
 def _belongs(a: dict[str, Any], messages: Sequence[BaseMessage]) -> bool:
-    """Whether the recorded answer answered these messages (their count, and the last one's digest and id)."""
+    """Whether the recorded answer answered these messages (their count, and the last one's digest).
+
+    A human message's id counts too: the same words asked again (a trimmed history repeats a
+    turn) are another request. A tool message's id does not: a re-run's tool message, answered
+    from the log, gets a new id.
+    """
     last = messages[-1] if messages else None
     if a["at"] != len(messages) or a["last"] != (_digest(last) if last is not None else ""):
         return False
-    return not a.get("last_id") or last is None or a["last_id"] == last.id
+    return not isinstance(last, HumanMessage) or not a.get("last_id") or a["last_id"] == last.id
 
 
 def recorded_answer(messages: Sequence[BaseMessage], events: list[Event]) -> AIMessage | None:

@@ -37,7 +37,11 @@ UNIQUE = os.environ.get("AGENT_EXAMPLE_UNIQUE", "")
 DURABILITY = os.environ.get("AGENT_EXAMPLE_DURABILITY", "")
 #: Set: the checkpoint after the model step that calls kv_set is not written (as a crash during
 #: an ``async`` write), while that step's writes are (pending on the checkpoint before it).
+#: ``all``: no checkpoint holding an AI or tool message is written, nor its writes (the whole
+#: turn runs again from its request).
 LOSE_STEP = os.environ.get("AGENT_EXAMPLE_LOSE_STEP", "")
+#: ``none``: the run is ``invoke(None)`` whatever ``get_state().next`` says.
+RESUME = os.environ.get("AGENT_EXAMPLE_RESUME", "")
 #: The first message of a run that starts anew (default: the request).
 ASK = os.environ.get("AGENT_EXAMPLE_ASK", "") or REQUEST
 
@@ -123,14 +127,26 @@ def _losing_saver(conn: sqlite3.Connection) -> Any:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     class LosingSaver(SqliteSaver):
-        """Drops the checkpoint whose last message calls kv_set (with ``LOSE_STEP``)."""
+        """Drops the checkpoint whose last message calls kv_set, or with ``all`` each holding a reply (``LOSE_STEP``)."""
 
         def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
             last = (checkpoint["channel_values"].get("messages") or [None])[-1]
-            if LOSE_STEP and isinstance(last, AIMessage) and any(tc["name"] == "kv_set" for tc in last.tool_calls):
+            lost = isinstance(last, AIMessage) and any(tc["name"] == "kv_set" for tc in last.tool_calls)
+            if LOSE_STEP == "all":
+                lost = any(
+                    isinstance(m, AIMessage | ToolMessage) for m in checkpoint["channel_values"].get("messages") or []
+                )
+            if LOSE_STEP and lost:
                 cfg = config["configurable"]
                 return {"configurable": {**cfg, "checkpoint_id": checkpoint["id"]}}
+            kept.add(checkpoint["id"])
             return super().put(config, checkpoint, metadata, new_versions)
+
+        def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+            if LOSE_STEP != "all" or config["configurable"].get("checkpoint_id") in kept:
+                super().put_writes(config, writes, task_id, task_path)
+
+    kept: set[str] = set()  # (with ``all``: the writes of a checkpoint not written are lost with it)
 
     return LosingSaver(conn)
 
@@ -149,7 +165,8 @@ def main(db: str, thread: str) -> None:
     state = agent.get_state(cfg)
     kw: dict[str, Any] = {"durability": DURABILITY} if DURABILITY else {}
     # the usual check: a step to run (an empty ``next`` also when a step's writes are pending)
-    out = agent.invoke(None if state.next else {"messages": [{"role": "user", "content": ASK}]}, cfg, **kw)
+    again = state.next or RESUME == "none"
+    out = agent.invoke(None if again else {"messages": [{"role": "user", "content": ASK}]}, cfg, **kw)
     print(out["messages"][-1].content)
 
 

@@ -103,6 +103,29 @@ def test_a_new_turn_over_a_lost_model_step_runs_the_side_effect_once(tmp_path: P
     mw.close()
 
 
+def test_a_resume_that_runs_the_whole_turn_again_gives_each_answer_again(tmp_path: Path) -> None:
+    # no checkpoint with a reply was kept: invoke(None) runs the turn from its request; each model
+    # call gets its recorded answer (a tool message answered from the log has a new id)
+    lose = {"AGENT_EXAMPLE_LOSE_STEP": "all", "AGENT_EXAMPLE_DURABILITY": "sync"}
+    db, kv, asked = _crash_then_run(tmp_path, lose, {"AGENT_EXAMPLE_RESUME": "none"})
+    assert kv.read_text() == "failed=worker-271\n"
+    assert asked.read_text().splitlines() == ["call-read", "call-set"]
+    final = _agent(db).get_state({"configurable": {"thread_id": "lost"}}).values["messages"]  # type: ignore[attr-defined]
+    assert _shape(final) == [
+        "HumanMessage",
+        "ai:read_log",
+        "tool:read_log:success",
+        "ai:kv_set",
+        "tool:kv_set:error",
+        "ai:",
+    ]
+    assert INTERRUPTED.format(call_id=final[3].tool_calls[0]["id"], tool="kv_set") in final[4].content
+    mw = TaskContextMiddleware(str(db))
+    first = next(e for e in mw.events("lost") if e.kind == "context.built").payload["answer"]
+    assert final[0].id == first["last_id"]  # the request the killed run answered, run again
+    mw.close()
+
+
 def test_a_new_question_after_a_crash_is_told_of_the_cut_off_side_effect(tmp_path: Path) -> None:
     # durability "exit": the killed run wrote no checkpoint; the next run asks something else
     first = {"AGENT_EXAMPLE_DURABILITY": "exit"}
