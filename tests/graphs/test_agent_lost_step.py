@@ -103,11 +103,8 @@ def test_a_new_turn_over_a_lost_model_step_runs_the_side_effect_once(tmp_path: P
     mw.close()
 
 
-def test_a_resume_that_runs_the_whole_turn_again_gives_each_answer_again(tmp_path: Path) -> None:
-    # no checkpoint with a reply was kept: invoke(None) runs the turn from its request; each model
-    # call gets its recorded answer (a tool message answered from the log has a new id)
-    lose = {"AGENT_EXAMPLE_LOSE_STEP": "all", "AGENT_EXAMPLE_DURABILITY": "sync"}
-    db, kv, asked = _crash_then_run(tmp_path, lose, {"AGENT_EXAMPLE_RESUME": "none"})
+def _ran_once(db: Path, kv: Path, asked: Path) -> list[object]:
+    """The thread's messages, once kv_set ran once and no model call named a tool twice."""
     assert kv.read_text() == "failed=worker-271\n"
     assert asked.read_text().splitlines() == ["call-read", "call-set"]
     final = _agent(db).get_state({"configurable": {"thread_id": "lost"}}).values["messages"]  # type: ignore[attr-defined]
@@ -119,6 +116,15 @@ def test_a_resume_that_runs_the_whole_turn_again_gives_each_answer_again(tmp_pat
         "tool:kv_set:error",
         "ai:",
     ]
+    return final
+
+
+def test_a_resume_that_runs_the_whole_turn_again_gives_each_answer_again(tmp_path: Path) -> None:
+    # no checkpoint with a reply was kept: invoke(None) runs the turn from its request; each model
+    # call gets its recorded answer (a tool message answered from the log has a new id)
+    lose = {"AGENT_EXAMPLE_LOSE_STEP": "all", "AGENT_EXAMPLE_DURABILITY": "sync"}
+    db, kv, asked = _crash_then_run(tmp_path, lose, {"AGENT_EXAMPLE_RESUME": "none"})
+    final = _ran_once(db, kv, asked)
     assert INTERRUPTED.format(call_id=final[3].tool_calls[0]["id"], tool="kv_set") in final[4].content
     mw = TaskContextMiddleware(str(db))
     first = next(e for e in mw.events("lost") if e.kind == "context.built").payload["answer"]
@@ -131,18 +137,8 @@ def test_a_new_question_after_a_crash_is_told_of_the_cut_off_side_effect(tmp_pat
     first = {"AGENT_EXAMPLE_DURABILITY": "exit"}
     then = {"AGENT_EXAMPLE_ASK": "Is the failed worker recorded?"}
     db, kv, asked = _crash_then_run(tmp_path, first, then)
-    assert kv.read_text() == "failed=worker-271\n"
     # the killed run's answers were put back, read_log's result with them: the model was not asked again
-    assert asked.read_text().splitlines() == ["call-read", "call-set"]
-    final = _agent(db).get_state({"configurable": {"thread_id": "lost"}}).values["messages"]  # type: ignore[attr-defined]
-    assert _shape(final) == [
-        "HumanMessage",
-        "ai:read_log",
-        "tool:read_log:success",
-        "ai:kv_set",
-        "tool:kv_set:error",
-        "ai:",
-    ]
+    final = _ran_once(db, kv, asked)
     assert final[0].content == "Is the failed worker recorded?"
 
 
