@@ -220,7 +220,9 @@ def recorded_result(seen: Sequence[Event], call_id: str, key: str) -> tuple[bool
 def unanswered(messages: Sequence[BaseMessage]) -> list[tuple[int, dict[str, Any]]]:
     """The tool calls of AI messages no tool message answers: ``(index of the AI message, call)``.
 
-    A new turn started while a step's tool messages were pending (or lost) leaves them so; a
+    A call is answered by a tool message of its id that comes after its AI message and before
+    the next AI message (a provider's reused id, ``call_0``, is answered anew in each answer).
+    A new turn started while a step's tool messages were pending (or lost) leaves calls so; a
     provider refuses a call without its result.
 
     Args:
@@ -229,11 +231,12 @@ def unanswered(messages: Sequence[BaseMessage]) -> list[tuple[int, dict[str, Any
     Returns:
         The calls, in order.
     """
-    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-    return [
-        (i, dict(tc))
-        for i, m in enumerate(messages)
-        if isinstance(m, AIMessage)
-        for tc in m.tool_calls
-        if tc.get("id") not in answered
-    ]
+    out: list[tuple[int, dict[str, Any]]] = []
+    at, pending = -1, {}  # the last AI message's index, and its calls not answered yet
+    for i, m in enumerate([*messages, None]):
+        if m is None or isinstance(m, AIMessage):
+            out += [(at, tc) for tc in pending.values()]
+            at, pending = i, ({tc.get("id"): dict(tc) for tc in m.tool_calls} if m is not None else {})
+        elif isinstance(m, ToolMessage):
+            pending.pop(m.tool_call_id, None)
+    return out

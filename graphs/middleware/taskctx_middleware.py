@@ -324,7 +324,12 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
 
     # ---- model calls ---------------------------------------------------------------------
     def _answers(self, task_id: str, messages: Sequence[BaseMessage], events: list[Event]) -> list[Event]:
-        """Events for the tool messages the agent got without a tool run (an approval's rejection or answer)."""
+        """Events for the tool messages the agent got without a tool run.
+
+        A gated call's is the reviewer's rejection or answer (``permission.*`` and a ``denied``
+        result, by the user); any other call's is another middleware's answer (an ``error`` or
+        ``ok`` result, by the system).
+        """
         have = {e.payload["call_id"] for e in events if e.kind == "tool.result.received"}
         calls = {
             tc.get("id"): (tc["name"], tc.get("args") or {})
@@ -338,17 +343,16 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
                 continue
             name, args = calls[m.tool_call_id]
             text = message_text(m)
-            denied = m.status == "error"
+            gated, failed = name in self.requires_approval, m.status == "error"
             perm = PermissionEvent(
                 call_id=m.tool_call_id, tool=name, arguments=json.dumps(args, sort_keys=True), reason=text[:500]
             )
-            if name in self.requires_approval:
+            if gated:  # a reviewer's rejection or answer
                 out.append(new_event("permission.requested", perm, actor="system"))
-                out.append(new_event("permission.denied" if denied else "permission.granted", perm, actor="user"))
-            result = ToolResultReceived(
-                call_id=m.tool_call_id, status="denied" if denied else "ok", result_summary=text, raw_chars=len(text)
-            )
-            out.append(new_event("tool.result.received", result, actor="user"))
+                out.append(new_event("permission.denied" if failed else "permission.granted", perm, actor="user"))
+            status = ("denied" if gated else "error") if failed else "ok"  # else another middleware's answer
+            result = ToolResultReceived(call_id=m.tool_call_id, status=status, result_summary=text, raw_chars=len(text))
+            out.append(new_event("tool.result.received", result, actor="user" if gated else "system"))
         return out
 
     def check_tools(self, tools: Iterable[BaseTool | dict[str, Any]], *, every: bool = True) -> None:

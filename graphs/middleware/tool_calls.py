@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import HumanInTheLoopMiddleware
-from langchain_core.messages import BaseMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -147,15 +147,20 @@ class ToolCallRecording:
         return self._shown(cid, name, done)
 
     def _mended(self, tid: str, messages: Sequence[BaseMessage]) -> list[BaseMessage] | None:
-        """The messages update a new turn starts with: calls left without a result answered, lost answers put back.
+        """The messages a new turn starts with: its calls answered as the log says, lost answers put back.
 
-        A call of an AI message no tool message answers (a step's tool messages pending or
-        lost when the turn started) gets its tool message right after that AI message (the
-        list is rewritten: ``REMOVE_ALL_MESSAGES``). A lost answer
-        (:func:`~graphs.middleware.answers.lost_answers`) is appended, each call answered. A
-        call's tool message is its recorded result; a side effect cut off mid-run gets
+        - A call of an AI message no tool message answers (a step's tool messages pending or
+          lost when the turn started) gets its tool message right after that AI message.
+        - A tool message another middleware gave a call cut off mid-run (deepagents'
+          ``PatchToolCallsMiddleware``: "did not complete") is replaced by the log's answer, its
+          id kept.
+        - The lost answers (:func:`~graphs.middleware.answers.lost_answers`) go back before the
+          turn's new human messages, each call answered.
+
+        A call's tool message is its recorded result; a side effect cut off mid-run gets
         :data:`INTERRUPTED`, any other call :data:`NOT_FINISHED`, both recorded as error results
-        (so they are given once, and a later run of the call is answered from the log).
+        (so they are given once, and a later run of the call is answered from the log). The list
+        is rewritten (``REMOVE_ALL_MESSAGES``, then every message, ids kept).
 
         Returns:
             The update's ``messages``, or None (nothing to mend).
@@ -164,13 +169,26 @@ class ToolCallRecording:
         tools = [e for e in events if e.kind in _CALL_KINDS]
         open_calls = unanswered(messages)
         fixed: list[BaseMessage] = []
+        made: dict[str, tuple[int, AIMessage]] = {}  # call id -> the AI message naming it last
+        changed = False
         for i, m in enumerate(messages):
+            if isinstance(m, ToolMessage) and m.tool_call_id in made:
+                at, ai = made[m.tool_call_id]
+                cid, key = m.tool_call_id, f"{ai.id or f'#{at}'}:{m.tool_call_id}"
+                started, done = recorded_result(tools, cid, key)
+                if started and done is None:  # not this call's result: another middleware's stand-in
+                    name = next(tc["name"] for tc in ai.tool_calls if tc.get("id") == cid)
+                    fixed.append(self._answer(tid, tools, cid, name, key).model_copy(update={"id": m.id}))
+                    tools, changed = self._tool_events(tid), True
+                    continue
             fixed.append(m)
+            if not isinstance(m, AIMessage):
+                continue
+            made.update({tc.get("id") or "": (i, m) for tc in m.tool_calls})
             for _, tc in (c for c in open_calls if c[0] == i):
                 cid = tc.get("id") or ""
-                key = f"{m.id or f'#{i}'}:{cid}"
-                fixed.append(self._answer(tid, tools, cid, tc["name"], key))
-                tools = self._tool_events(tid)
+                fixed.append(self._answer(tid, tools, cid, tc["name"], f"{m.id or f'#{i}'}:{cid}"))
+                tools, changed = self._tool_events(tid), True
         lost: list[BaseMessage] = []
         for ai in lost_answers(fixed, events, set(self.side_effects)):
             lost.append(ai)
@@ -178,9 +196,12 @@ class ToolCallRecording:
                 cid = tc.get("id") or ""
                 lost.append(self._answer(tid, tools, cid, tc["name"], f"{ai.id}:{cid}" if ai.id else ""))
                 tools = self._tool_events(tid)
-        if open_calls:
-            return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *fixed, *lost]
-        return lost or None
+        if not lost and not changed:
+            return None
+        new = len(fixed)
+        while new > 0 and isinstance(fixed[new - 1], HumanMessage):
+            new -= 1
+        return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *fixed[:new], *lost, *fixed[new:]]
 
     def _tool_events(self, tid: str) -> list[Event]:
         return list(self.stores.events.read(tid, kinds=list(_CALL_KINDS)))

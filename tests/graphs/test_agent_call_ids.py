@@ -140,3 +140,45 @@ def test_a_new_message_while_a_tool_step_is_pending_answers_its_calls_first() ->
     assert INTERRUPTED.format(call_id="call_0", tool="kv_set") in out[2].content
     assert [m.id for m in out[:2]] == [m.id for m in agent.get_state(cfg).values["messages"][:2]]
     mw.close()
+
+
+def test_a_reused_call_id_left_unanswered_by_a_crash_is_answered_at_the_next_message() -> None:
+    # turn 1's read_log answered call_0; turn 2's kv_set (call_0 again) was cut off mid-run
+    saver, ran = InMemorySaver(), []
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"])
+    cfg = {"configurable": {"thread_id": "t"}}
+    _ask(_agent(mw, ran, saver), "t", "read app")
+    with pytest.raises(KeyboardInterrupt):
+        _agent(mw, ran, saver, crash_on="two").invoke(
+            {"messages": [{"role": "user", "content": "set two"}]}, cfg, durability="sync"
+        )
+    out = _ask(_agent(mw, ran, saver), "t", "read db")
+    assert ran == ["read:app", "set:k=two", "read:db"]
+    kinds = [(type(m).__name__, getattr(m, "status", None)) for m in out]
+    assert kinds[4:7] == [("HumanMessage", None), ("AIMessage", None), ("ToolMessage", "error")]
+    assert INTERRUPTED.format(call_id="call_0", tool="kv_set") in out[6].content
+    mw.close()
+
+
+def test_another_middlewares_stand_in_for_a_cut_off_call_is_replaced_by_the_log() -> None:
+    # deepagents' PatchToolCallsMiddleware answers a dangling call "did not complete" before the
+    # agent's other before_agent hooks: the log says kv_set ran and was cut off
+    from deepagents.middleware.patch_tool_calls import PatchToolCallsMiddleware
+
+    saver, ran = InMemorySaver(), []
+    mw = TaskContextMiddleware(":memory:", side_effects=["kv_set"])
+    cfg = {"configurable": {"thread_id": "t"}}
+    with pytest.raises(KeyboardInterrupt):
+        _agent(mw, ran, saver, crash_on="one", more=[PatchToolCallsMiddleware()]).invoke(
+            {"messages": [{"role": "user", "content": "set one"}]}, cfg, durability="sync"
+        )
+    agent = _agent(mw, ran, saver, more=[PatchToolCallsMiddleware()])
+    out = _ask(agent, "t", "read app")
+    assert ran == ["set:k=one", "read:app"]
+    cut = out[2]
+    assert isinstance(cut, ToolMessage) and cut.status == "error"
+    assert cut.content.count("interrupted while it ran") == 1 and "did not complete" not in cut.content
+    results = [(e.payload["status"], e.actor) for e in mw.events("t") if e.kind == "tool.result.received"]
+    assert results == [("error", "system"), ("ok", "tool")]
+    assert not [e for e in mw.events("t") if e.kind.startswith("permission.")]
+    mw.close()

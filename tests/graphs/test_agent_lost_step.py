@@ -78,14 +78,14 @@ def test_a_new_turn_over_a_lost_model_step_runs_the_side_effect_once(tmp_path: P
         "HumanMessage",
         "ai:read_log",
         "tool:read_log:success",
-        "HumanMessage",
-        "ai:kv_set",  # the lost answer, put back with its call id
+        "ai:kv_set",  # the lost answer, put back with its call id before the new message
         "tool:kv_set:error",
+        "HumanMessage",
         "ai:",
     ]
-    set_id = final[4].tool_calls[0]["id"]
-    assert set_id.startswith("call-set-") and final[5].tool_call_id == set_id
-    assert INTERRUPTED.format(call_id=set_id, tool="kv_set") in final[5].content
+    set_id = final[3].tool_calls[0]["id"]
+    assert set_id.startswith("call-set-") and final[4].tool_call_id == set_id
+    assert INTERRUPTED.format(call_id=set_id, tool="kv_set") in final[4].content
     mw = TaskContextMiddleware(str(db))
     events = [(e.kind, e.payload.get("call_id")) for e in mw.events("lost")]
     assert [k for k, _ in events] == [
@@ -103,19 +103,15 @@ def test_a_new_turn_over_a_lost_model_step_runs_the_side_effect_once(tmp_path: P
     mw.close()
 
 
-def _ran_once(db: Path, kv: Path, asked: Path) -> list[object]:
+REPLAYED = ["HumanMessage", "ai:read_log", "tool:read_log:success", "ai:kv_set", "tool:kv_set:error", "ai:"]
+
+
+def _ran_once(db: Path, kv: Path, asked: Path, shape: list[str] = REPLAYED) -> list[object]:
     """The thread's messages, once kv_set ran once and no model call named a tool twice."""
     assert kv.read_text() == "failed=worker-271\n"
     assert asked.read_text().splitlines() == ["call-read", "call-set"]
     final = _agent(db).get_state({"configurable": {"thread_id": "lost"}}).values["messages"]  # type: ignore[attr-defined]
-    assert _shape(final) == [
-        "HumanMessage",
-        "ai:read_log",
-        "tool:read_log:success",
-        "ai:kv_set",
-        "tool:kv_set:error",
-        "ai:",
-    ]
+    assert _shape(final) == shape
     return final
 
 
@@ -138,8 +134,9 @@ def test_a_new_question_after_a_crash_is_told_of_the_cut_off_side_effect(tmp_pat
     then = {"AGENT_EXAMPLE_ASK": "Is the failed worker recorded?"}
     db, kv, asked = _crash_then_run(tmp_path, first, then)
     # the killed run's answers were put back, read_log's result with them: the model was not asked again
-    final = _ran_once(db, kv, asked)
-    assert final[0].content == "Is the failed worker recorded?"
+    put_back = ["ai:read_log", "tool:read_log:success", "ai:kv_set", "tool:kv_set:error", "HumanMessage", "ai:"]
+    final = _ran_once(db, kv, asked, put_back)  # the killed run's answers before the new question
+    assert final[4].content == "Is the failed worker recorded?"
 
 
 def _events(*items: tuple[str, object]) -> list[object]:
@@ -221,10 +218,10 @@ def test_every_call_of_a_lost_answer_is_answered_once() -> None:
     for _ in range(2):  # a second turn puts nothing back again
         out = agent.invoke({"messages": [{"role": "user", "content": "Is it recorded?"}]}, cfg)
     msgs = out["messages"]
-    assert _shape(msgs)[:4] == ["HumanMessage", "ai:kv_set,kv_get", "tool:kv_set:error", "tool:kv_get:error"]
+    assert _shape(msgs)[:4] == ["ai:kv_set,kv_get", "tool:kv_set:error", "tool:kv_get:error", "HumanMessage"]
     assert _shape(msgs).count("ai:kv_set,kv_get") == 1
-    assert INTERRUPTED.format(call_id="s1", tool="kv_set") in msgs[2].content
-    assert NOT_FINISHED.format(call_id="g1", tool="kv_get") in msgs[3].content
+    assert INTERRUPTED.format(call_id="s1", tool="kv_set") in msgs[1].content
+    assert NOT_FINISHED.format(call_id="g1", tool="kv_get") in msgs[2].content
     results = [(e.payload["call_id"], e.payload["status"]) for e in mw.events("t") if e.kind == "tool.result.received"]
     assert results[:2] == [("s1", "error"), ("g1", "error")]
     assert [c for c, _ in results].count("s1") == 1
