@@ -297,6 +297,15 @@ def _unpatched(now: bytes, changes: list[_Change], target: str) -> bytes | None:
     return data
 
 
+def _not_a_file(f: Path) -> str:
+    """What stands where a file the task changed was, when no regular file is there."""
+    if f.is_symlink():
+        return "it is a symbolic link now"
+    if f.is_dir():
+        return "it is a directory now"
+    return "it is missing" if not f.exists() else "it is not a regular file now"
+
+
 def _restore(project: Any, root: Path, path: str, changes: list[_Change], target: str) -> str | None:
     """Set ``root/path`` back to the bytes of sha ``target``; the reason it was left, or None when restored."""
     last, first = changes[-1], changes[0]
@@ -305,7 +314,7 @@ def _restore(project: Any, root: Path, path: str, changes: list[_Change], target
     if not last.event.payload.get("sha256"):
         return f"{last.whose} change to it at seq {last.event.seq} recorded no hash, so its bytes cannot be checked"
     if _sha(now) != last.event.payload["sha256"]:
-        what = "it is missing" if now is None else f"it holds sha256 {_sha(now)[:12]}"
+        what = f"it holds sha256 {_sha(now)[:12]}" if now is not None else _not_a_file(f)
         return (
             f"something else changed it after {last.whose} last change to it (seq {last.event.seq}, sha256 "
             f"{last.event.payload['sha256'][:12]}): {what}; left as it is"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -195,6 +196,16 @@ def test_a_fork_that_shares_the_workspace_lists_the_parents_side_effects(tmp_pat
             f"{hashlib.sha256(b'# ops rewrote it' + bytes([10])).hexdigest()[:12]}; left as it is"
         )
         assert (ws.parent / "c3" / "proxy" / "nginx.conf").read_bytes() == b"# ops rewrote it\n"
+        # ... replaced by a directory, or by a link to a file of other bytes: named as such, not "missing"
+        (ws / "proxy" / "nginx.conf").unlink()
+        (ws / "proxy" / "nginx.conf").mkdir()
+        (ws / "proxy" / "nginx.conf" / "site.conf").write_bytes(b"x\n")
+        r4 = p.fork("d1", at_step=5, new_task_id="c4", workspace_at_fork=True)
+        assert r4.left["proxy/nginx.conf"].endswith("): it is a directory now; left as it is")
+        shutil.rmtree(ws / "proxy" / "nginx.conf")
+        (ws / "proxy" / "nginx.conf").symlink_to(tmp_path / "nowhere")
+        r5 = p.fork("d1", at_step=5, new_task_id="c5", workspace_at_fork=True)
+        assert r5.left["proxy/nginx.conf"].endswith("): it is a symbolic link now; left as it is")
         # doctor: the parent's prefix gone is named
         p.stores._db.conn.execute("DELETE FROM taskctx_events WHERE task_id = 'd1' AND seq > 30")
     doc = invoke("doctor", "d1-fork-38", "--db", db)
