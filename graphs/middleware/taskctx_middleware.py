@@ -250,7 +250,8 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
     def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """Record ``task.created`` on the thread's first run (the request: its first human message).
 
-        A later run of a thread whose agent had answered (a follow-up message) records
+        A later run of a thread whose agent had answered (a follow-up message), or a new message
+        over a run that did not finish (a crash, an approval not given), records
         ``resume.started``: the task runs again. A run that starts with calls of its messages
         left without a result, or over a model step the checkpoint lost (a crash while a side
         effect of its answer ran), first answers those calls and puts that answer back, each call
@@ -272,7 +273,8 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
         messages = state.get("messages") or []
         self._ensure_task(tid, messages)
         last = self.stores.events.read(tid, after=max(0, self.stores.events.last_seq(tid) - 1))
-        if last and last[-1].kind == "task.completed":
+        # a follow-up message, or a new one over a run that did not finish (a crash, an approval left)
+        if last and last[-1].kind not in ("task.created", "resume.started"):
             self._append(tid, [new_event("resume.started", ResumeStarted(node=AGENT_ROLE), actor="user")])
         if mended := self._mended(tid, messages):  # calls left without a result, answers the checkpoint lost
             update = {**(update or {}), "messages": mended}
@@ -330,18 +332,25 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
         result, by the user); any other call's is another middleware's answer (an ``error`` or
         ``ok`` result, by the system).
         """
-        have = {e.payload["call_id"] for e in events if e.kind == "tool.result.received"}
-        calls = {
-            tc.get("id"): (tc["name"], tc.get("args") or {})
-            for m in messages
-            if isinstance(m, AIMessage)
-            for tc in m.tool_calls
+        results = [e for e in events if e.kind == "tool.result.received"]
+        # where each recorded answer's calls begin: a call's events come after its answer's
+        # context.built (so a reused call id of an earlier answer is another call)
+        since = {
+            a["id"]: e.seq
+            for e in events
+            if e.kind == "context.built" and (a := e.payload.get("answer")) and a.get("id")
         }
+        calls: dict[str, tuple[str, dict[str, Any], int]] = {}
         out: list[Event] = []
         for m in messages:
-            if not isinstance(m, ToolMessage) or m.tool_call_id in have or m.tool_call_id not in calls:
+            if isinstance(m, AIMessage):
+                at = since.get(m.id or "", 0)
+                calls.update({tc.get("id") or "": (tc["name"], tc.get("args") or {}, at) for tc in m.tool_calls})
+            if not isinstance(m, ToolMessage) or m.tool_call_id not in calls:
                 continue
-            name, args = calls[m.tool_call_id]
+            name, args, after = calls[m.tool_call_id]
+            if any(e.payload["call_id"] == m.tool_call_id and e.seq > after for e in results):
+                continue  # recorded: its run's result, or this answer recorded at an earlier call
             text = message_text(m)
             gated, failed = name in self.requires_approval, m.status == "error"
             perm = PermissionEvent(

@@ -155,7 +155,8 @@ class ToolCallRecording:
           ``PatchToolCallsMiddleware``: "did not complete") is replaced by the log's answer, its
           id kept.
         - The lost answers (:func:`~graphs.middleware.answers.lost_answers`) go back before the
-          turn's new human messages, each call answered.
+          turn's new human messages, each call answered; when nothing else is left before them,
+          the task's request (``task.created``) goes first.
 
         A call's tool message is its recorded result; a side effect cut off mid-run gets
         :data:`INTERRUPTED`, any other call :data:`NOT_FINISHED`, both recorded as error results
@@ -165,7 +166,7 @@ class ToolCallRecording:
         Returns:
             The update's ``messages``, or None (nothing to mend).
         """
-        events = self.stores.events.read(tid, kinds=["context.built", *_CALL_KINDS, "task.completed"])
+        events = self.stores.events.read(tid, kinds=["task.created", "context.built", *_CALL_KINDS, "task.completed"])
         tools = [e for e in events if e.kind in _CALL_KINDS]
         open_calls = unanswered(messages)
         fixed: list[BaseMessage] = []
@@ -201,6 +202,8 @@ class ToolCallRecording:
         new = len(fixed)
         while new > 0 and isinstance(fixed[new - 1], HumanMessage):
             new -= 1
+        if lost and not new and events and events[0].kind == "task.created":  # the request was lost with them
+            lost.insert(0, HumanMessage(events[0].payload["original_request"]))
         return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *fixed[:new], *lost, *fixed[new:]]
 
     def _tool_events(self, tid: str) -> list[Event]:

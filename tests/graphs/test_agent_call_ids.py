@@ -182,3 +182,29 @@ def test_another_middlewares_stand_in_for_a_cut_off_call_is_replaced_by_the_log(
     assert results == [("error", "system"), ("ok", "tool")]
     assert not [e for e in mw.events("t") if e.kind.startswith("permission.")]
     mw.close()
+
+
+def test_a_rejected_call_with_a_reused_id_is_recorded_once() -> None:
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langgraph.types import Command
+
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"kv_set": True})
+    mw, ran = TaskContextMiddleware(":memory:", side_effects=["kv_set"], requires_approval=hitl), []
+    agent = _agent(mw, ran, InMemorySaver(), more=[hitl])
+    cfg = {"configurable": {"thread_id": "t"}}
+    _ask(agent, "t", "read app")  # call_0 of read_log: run, its result recorded
+    assert agent.invoke({"messages": [{"role": "user", "content": "set one"}]}, cfg)["__interrupt__"]
+    agent.invoke(Command(resume={"decisions": [{"type": "reject", "message": "not now"}]}), cfg)
+    _ask(agent, "t", "read db")  # a later model call records nothing of it again
+    assert ran == ["read:app", "read:db"]
+    record = [(e.kind, e.payload.get("status")) for e in mw.events("t") if e.payload.get("call_id") == "call_0"]
+    assert record == [
+        ("tool.called", None),
+        ("tool.result.received", "ok"),
+        ("permission.requested", None),
+        ("permission.denied", None),
+        ("tool.result.received", "denied"),
+        ("tool.called", None),
+        ("tool.result.received", "ok"),
+    ]
+    mw.close()

@@ -95,11 +95,12 @@ def test_a_new_turn_over_a_lost_model_step_runs_the_side_effect_once(tmp_path: P
         "tool.result.received",
         "context.built",
         "tool.called",
+        "resume.started",  # a new message over a run that did not finish
         "tool.result.received",  # the cut-off side effect, recorded as the new turn starts
         "context.built",
         "task.completed",
     ]
-    assert events[5][1] == events[6][1] == set_id
+    assert events[5][1] == events[7][1] == set_id
     mw.close()
 
 
@@ -134,9 +135,9 @@ def test_a_new_question_after_a_crash_is_told_of_the_cut_off_side_effect(tmp_pat
     then = {"AGENT_EXAMPLE_ASK": "Is the failed worker recorded?"}
     db, kv, asked = _crash_then_run(tmp_path, first, then)
     # the killed run's answers were put back, read_log's result with them: the model was not asked again
-    put_back = ["ai:read_log", "tool:read_log:success", "ai:kv_set", "tool:kv_set:error", "HumanMessage", "ai:"]
-    final = _ran_once(db, kv, asked, put_back)  # the killed run's answers before the new question
-    assert final[4].content == "Is the failed worker recorded?"
+    # the killed run's request and answers (its checkpoints all lost) before the new question
+    final = _ran_once(db, kv, asked, [*REPLAYED[:-1], "HumanMessage", "ai:"])
+    assert (final[0].content, final[5].content) == (REQUEST, "Is the failed worker recorded?")
 
 
 def _events(*items: tuple[str, object]) -> list[object]:
