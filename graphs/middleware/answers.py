@@ -23,7 +23,16 @@ from context import Event
 
 from .prompt import message_text
 
-__all__ = ["answer_of", "call_key", "lost_answers", "made_by", "recorded_answer", "recorded_result", "unanswered"]
+__all__ = [
+    "answer_of",
+    "call_key",
+    "lost_answers",
+    "made_by",
+    "recorded_answer",
+    "recorded_result",
+    "resume_point",
+    "unanswered",
+]
 
 
 def _digest(m: BaseMessage) -> str:
@@ -147,6 +156,24 @@ def lost_answers(messages: Sequence[BaseMessage], events: list[Event], side_effe
     if not any(ran & side_effects for _, ran in lost):
         return []  # only read-only calls were lost: running them again does no harm
     return [_message(a) for a, _ in lost]
+
+
+def resume_point(messages: Sequence[BaseMessage], events: list[Event], ai: AIMessage) -> int | None:
+    """Where a lost answer goes back: right after the messages it answered, when they are there.
+
+    Args:
+        messages: The agent's messages.
+        events: The task's events (its ``context.built`` are read).
+        ai: The lost answer (:func:`lost_answers`).
+
+    Returns:
+        The index to put it at, or None (the messages it answered are not all there).
+    """
+    for a in _open(events):
+        if ai.id is not None and a.get("id") == ai.id:
+            at = a["at"]
+            return at if 0 < at <= len(messages) and _digest(messages[at - 1]) == a["last"] else None
+    return None
 
 
 def made_by(state: Any, call_id: str) -> tuple[int, AIMessage] | None:

@@ -29,7 +29,7 @@ from nodes import NodeEnv, quote_external
 from nodes.tools.builtin import READ_ARTIFACT_SCHEMA, read_artifact
 from nodes.tools.tool_bytes import bytes_kept, keeping_bytes
 
-from .answers import call_key, lost_answers, made_by, recorded_result, unanswered
+from .answers import call_key, lost_answers, made_by, recorded_result, resume_point, unanswered
 from .prompt import message_text
 
 __all__ = ["INTERRUPTED", "NOT_FINISHED", "PAUSED", "ToolCallRecording", "check_gated", "split_reviewers"]
@@ -154,9 +154,10 @@ class ToolCallRecording:
         - A tool message another middleware gave a call cut off mid-run (deepagents'
           ``PatchToolCallsMiddleware``: "did not complete") is replaced by the log's answer, its
           id kept.
-        - The lost answers (:func:`~graphs.middleware.answers.lost_answers`) go back before the
-          turn's new human messages, each call answered; when nothing else is left before them,
-          the task's request (``task.created``) goes first.
+        - The lost answers (:func:`~graphs.middleware.answers.lost_answers`) go back, each call
+          answered, right after the messages they answered when those are there, else before
+          the turn's new human messages; when nothing else is left before them, the task's
+          request (``task.created``) goes first.
 
         A call's tool message is its recorded result; a side effect cut off mid-run gets
         :data:`INTERRUPTED`, any other call :data:`NOT_FINISHED`, both recorded as error results
@@ -199,12 +200,14 @@ class ToolCallRecording:
                 tools = self._tool_events(tid)
         if not lost and not changed:
             return None
-        new = len(fixed)
-        while new > 0 and isinstance(fixed[new - 1], HumanMessage):
-            new -= 1
-        if lost and not new and events and events[0].kind == "task.created":  # the request was lost with them
-            lost.insert(0, HumanMessage(events[0].payload["original_request"]))
-        return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *fixed[:new], *lost, *fixed[new:]]
+        at = resume_point(fixed, events, lost[0]) if lost and isinstance(lost[0], AIMessage) else None
+        if at is None:  # before the turn's new human messages
+            at = len(fixed)
+            while at > 0 and isinstance(fixed[at - 1], HumanMessage):
+                at -= 1
+            if lost and not at and events and events[0].kind == "task.created":  # the request was lost with them
+                lost.insert(0, HumanMessage(events[0].payload["original_request"]))
+        return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *fixed[:at], *lost, *fixed[at:]]
 
     def _tool_events(self, tid: str) -> list[Event]:
         return list(self.stores.events.read(tid, kinds=list(_CALL_KINDS)))

@@ -40,7 +40,7 @@ DURABILITY = os.environ.get("AGENT_EXAMPLE_DURABILITY", "")
 #: ``all``: no checkpoint holding an AI or tool message is written, nor its writes (the whole
 #: turn runs again from its request).
 LOSE_STEP = os.environ.get("AGENT_EXAMPLE_LOSE_STEP", "")
-#: ``none``: the run is ``invoke(None)`` whatever ``get_state().next`` says.
+#: ``none``: the run is ``invoke(None)``, ``new``: a new message, whatever ``get_state().next`` says.
 RESUME = os.environ.get("AGENT_EXAMPLE_RESUME", "")
 #: The first message of a run that starts anew (default: the request).
 ASK = os.environ.get("AGENT_EXAMPLE_ASK", "") or REQUEST
@@ -165,7 +165,7 @@ def main(db: str, thread: str) -> None:
     state = agent.get_state(cfg)
     kw: dict[str, Any] = {"durability": DURABILITY} if DURABILITY else {}
     # the usual check: a step to run (an empty ``next`` also when a step's writes are pending)
-    again = state.next or RESUME == "none"
+    again = (state.next or RESUME == "none") and RESUME != "new"
     out = agent.invoke(None if again else {"messages": [{"role": "user", "content": ASK}]}, cfg, **kw)
     print(out["messages"][-1].content)
 

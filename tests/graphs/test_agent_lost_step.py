@@ -129,6 +129,15 @@ def test_a_resume_that_runs_the_whole_turn_again_gives_each_answer_again(tmp_pat
     mw.close()
 
 
+def test_a_new_message_after_the_request_was_kept_and_its_answers_lost(tmp_path: Path) -> None:
+    # the checkpoint holds the request only; the answers go back right after it, the new message last
+    lose = {"AGENT_EXAMPLE_LOSE_STEP": "all", "AGENT_EXAMPLE_DURABILITY": "sync"}
+    db, kv, asked = _crash_then_run(tmp_path, lose, {"AGENT_EXAMPLE_RESUME": "new", "AGENT_EXAMPLE_ASK": "Done?"})
+    final = _ran_once(db, kv, asked, [*REPLAYED[:-1], "HumanMessage", "ai:"])
+    assert (final[0].content, final[5].content) == (REQUEST, "Done?")
+    assert [type(m).__name__ for m in final].count("HumanMessage") == 2
+
+
 def test_a_new_question_after_a_crash_is_told_of_the_cut_off_side_effect(tmp_path: Path) -> None:
     # durability "exit": the killed run wrote no checkpoint; the next run asks something else
     first = {"AGENT_EXAMPLE_DURABILITY": "exit"}
