@@ -30,9 +30,11 @@ def check_events(events: Sequence[Event], after: int = 0, skip: Collection[int] 
     The checks: seqs ``1..n`` without a gap (a gap is a finding and the check goes on after it);
     ``task.created`` first and only there; unique event ids; every payload valid for its kind;
     each event after the node run that wrote it (its ``causation_id`` ``<task>#<cursor>:<node>``
-    names a cursor below its seq); each call id called once, answered once, and answered after
-    it was called. Timestamps are not checked: they are what the clock said, and a clock steps
-    (:func:`clock_steps` notes it); the log's order is its seq.
+    names a cursor below its seq); each call called once (its id and idempotency key: a
+    provider may give one id to calls of several answers) and answered once after it was called
+    (a result recorded by the user or the system may answer a call that never ran: a reviewer's
+    rejection, a call left before it started). Timestamps are not checked: they are what the
+    clock said, and a clock steps (:func:`clock_steps` notes it); the log's order is its seq.
 
     Args:
         events: Every event of the log, in seq order (or, with ``after``, those of its tail).
@@ -46,8 +48,7 @@ def check_events(events: Sequence[Event], after: int = 0, skip: Collection[int] 
     """
     out: list[str] = []
     ids: dict[str, int] = {}
-    called: dict[str, int] = {}
-    answered: dict[str, int] = {}
+    calls = _Calls()
     want = after + 1
     for e in events:
         if e.seq < want:
@@ -90,20 +91,36 @@ def check_events(events: Sequence[Event], after: int = 0, skip: Collection[int] 
                 f"event log: seq {e.seq} is task.forked of seq {p['fork_seq']} (a fork's first own event follows its "
                 "parent's prefix)"
             )
-        if e.kind == "tool.called":
-            if p["call_id"] in called:
-                out.append(
-                    f"event log: seq {e.seq} calls {p['call_id']} again (first called at seq {called[p['call_id']]})"
-                )
-            called.setdefault(p["call_id"], e.seq)
-        elif e.kind == "tool.result.received":
-            cid = p["call_id"]
-            if cid not in called and not after:
-                out.append(f"event log: seq {e.seq} answers call {cid}, which was not called before it")
-            if cid in answered:
-                out.append(f"event log: seq {e.seq} answers call {cid} again (first answered at seq {answered[cid]})")
-            answered.setdefault(cid, e.seq)
+        if e.kind in ("tool.called", "tool.result.received"):
+            out += calls.check(e, tail=bool(after))
     return out
+
+
+class _Calls:
+    """The tool calls of a log as it is read: each called once, and answered once after it."""
+
+    def __init__(self) -> None:
+        self.called: dict[tuple[str, str], int] = {}  # (call id, idempotency key): a provider may reuse ids
+        self.waiting: dict[str, int] = {}  # per call id: calls made and not answered yet
+        self.answered: dict[str, int] = {}
+
+    def check(self, e: Event, *, tail: bool) -> list[str]:
+        """The findings of a ``tool.called`` or ``tool.result.received`` (``tail``: the log's tail only)."""
+        cid = e.payload["call_id"]
+        if e.kind == "tool.called":
+            key = (cid, e.payload.get("idempotency_key") or "")
+            first = self.called.setdefault(key, e.seq)
+            self.waiting[cid] = self.waiting.get(cid, 0) + 1
+            return [] if first == e.seq else [f"event log: seq {e.seq} calls {cid} again (first called at seq {first})"]
+        first = self.answered.setdefault(cid, e.seq)
+        if self.waiting.get(cid):  # the result of the call of that id made last
+            self.waiting[cid] -= 1
+            return []
+        if e.actor != "tool":  # an answer without a run: a reviewer's, or the system's for a call left
+            return []
+        if first != e.seq:
+            return [f"event log: seq {e.seq} answers call {cid} again (first answered at seq {first})"]
+        return [] if tail else [f"event log: seq {e.seq} answers call {cid}, which was not called before it"]
 
 
 #: The prefix of a note about a step back of the clock that dated a log's events.

@@ -87,7 +87,26 @@ def _present(a: dict[str, Any], messages: Sequence[BaseMessage]) -> bool:
 def _open(events: list[Event]) -> list[dict[str, Any]]:
     """The recorded answers of the run not yet completed: those after the last ``task.completed``."""
     done = max((i for i, e in enumerate(events) if e.kind == "task.completed"), default=-1)
-    return [a for e in events[done + 1 :] if e.kind == "context.built" and (a := e.payload.get("answer"))]
+    return [
+        {**a, "seq": e.seq} for e in events[done + 1 :] if e.kind == "context.built" and (a := e.payload.get("answer"))
+    ]
+
+
+def answer_seqs(events: Sequence[Event]) -> dict[str, int]:
+    """The seq of each recorded answer's ``context.built``, by the answer's message id.
+
+    A call's events come after the ``context.built`` of the answer that made it (also when that
+    answer is given again on a resume): what comes before belongs to other calls.
+
+    Args:
+        events: ``context.built`` events (their ``answer`` is read).
+
+    Returns:
+        ``{message id: seq}``.
+    """
+    return {
+        a["id"]: e.seq for e in events if e.kind == "context.built" and (a := e.payload.get("answer")) and a.get("id")
+    }
 
 
 def _belongs(a: dict[str, Any], messages: Sequence[BaseMessage]) -> bool:
@@ -119,7 +138,7 @@ def recorded_answer(messages: Sequence[BaseMessage], events: list[Event]) -> AIM
     for a in reversed(_open(events)):
         if not _belongs(a, messages):
             continue
-        started = any(recorded_result(tools, tc["id"], _key(a, tc["id"]))[0] for tc in a["tool_calls"])
+        started = any(recorded_result(tools, tc["id"], _key(a, tc["id"]), a["seq"])[0] for tc in a["tool_calls"])
         return _message(a) if started and not _present(a, messages) else None
     return None
 
@@ -150,7 +169,7 @@ def lost_answers(messages: Sequence[BaseMessage], events: list[Event], side_effe
     kept = [i for i, a in enumerate(answers) if _present(a, messages)]
     lost: list[tuple[dict[str, Any], set[str]]] = []
     for a in answers[kept[-1] + 1 if kept else 0 :]:  # after the last answer the messages hold
-        ran = {tc["name"] for tc in a["tool_calls"] if recorded_result(tools, tc["id"], _key(a, tc["id"]))[0]}
+        ran = {tc["name"] for tc in a["tool_calls"] if recorded_result(tools, tc["id"], _key(a, tc["id"]), a["seq"])[0]}
         if ran and not _present(a, messages):
             lost.append((a, ran))
     if not any(ran & side_effects for _, ran in lost):
@@ -213,7 +232,9 @@ def call_key(state: Any, call_id: str) -> str:
     return f"{made[1].id or f'#{made[0]}'}:{call_id}"
 
 
-def recorded_result(seen: Sequence[Event], call_id: str, key: str) -> tuple[bool, dict[str, Any] | None]:
+def recorded_result(
+    seen: Sequence[Event], call_id: str, key: str, since: int = 0
+) -> tuple[bool, dict[str, Any] | None]:
     """Whether this call was recorded as started, and its recorded result.
 
     A ``tool.called`` of the same call id made by another answer (another key) is another call;
@@ -224,13 +245,15 @@ def recorded_result(seen: Sequence[Event], call_id: str, key: str) -> tuple[bool
         seen: The task's ``tool.called`` and ``tool.result.received`` events, in order.
         call_id: The call's id.
         key: Its :func:`call_key` (``""``: any call of that id).
+        since: The seq of the ``context.built`` of the answer that made the call
+            (:func:`answer_seqs`; 0: not known): the events before it are other calls'.
 
     Returns:
         ``(started, result payload or None)``.
     """
     started, mine, result = False, None, None
     for e in seen:
-        if e.payload.get("call_id") != call_id:
+        if e.payload.get("call_id") != call_id or e.seq <= since:
             continue
         if e.kind == "tool.called":
             k = e.payload.get("idempotency_key") or ""

@@ -29,7 +29,7 @@ from nodes import NodeEnv, quote_external
 from nodes.tools.builtin import READ_ARTIFACT_SCHEMA, read_artifact
 from nodes.tools.tool_bytes import bytes_kept, keeping_bytes
 
-from .answers import call_key, lost_answers, made_by, recorded_result, resume_point, unanswered
+from .answers import answer_seqs, call_key, lost_answers, made_by, recorded_result, resume_point, unanswered
 from .prompt import message_text
 
 __all__ = ["INTERRUPTED", "NOT_FINISHED", "PAUSED", "ToolCallRecording", "check_gated", "split_reviewers"]
@@ -106,7 +106,7 @@ class ToolCallRecording:
         tid = self.task_id(request.state)
         seen = self.stores.events.read(tid, kinds=list(_CALL_KINDS))
         key = call_key(request.state, cid)
-        started, done = recorded_result(seen, cid, key)
+        started, done = recorded_result(seen, cid, key, self._since(tid, request.state, cid))
         if done is not None:  # a resume re-runs the tool node: the recorded result answers
             return self._shown(cid, name, done), False
         if started and _paused(seen, cid, key):
@@ -136,9 +136,17 @@ class ToolCallRecording:
         perm = PermissionEvent(call_id=cid, tool=tool_, arguments=arguments, reason=PAUSED)
         self._append(self.task_id(request.state), [new_event("permission.granted", perm, actor="user")])
 
-    def _answer(self, tid: str, tools: list[Event], cid: str, name: str, key: str) -> ToolMessage:
+    def _since(self, tid: str, state: Any, cid: str) -> int:
+        """The seq of the ``context.built`` of the answer that made the call (0: not known)."""
+        made = made_by(state, cid)
+        if made is None or not made[1].id:
+            return 0
+        built = self.stores.events.read(tid, kinds=["context.built"], fields=["answer"])
+        return answer_seqs(built).get(made[1].id, 0)
+
+    def _answer(self, tid: str, tools: list[Event], cid: str, name: str, key: str, since: int = 0) -> ToolMessage:
         """A call's tool message from the log: its recorded result, else an error recorded now."""
-        started, done = recorded_result(tools, cid, key)
+        started, done = recorded_result(tools, cid, key, since)
         if done is None:  # a call paused at its tool's interrupt() was not cut off mid-run
             cut = name in self.side_effects and started and not _paused(tools, cid, key)
             text = (INTERRUPTED if cut else NOT_FINISHED).format(call_id=cid, tool=name)
@@ -169,6 +177,7 @@ class ToolCallRecording:
         """
         events = self.stores.events.read(tid, kinds=["task.created", "context.built", *_CALL_KINDS, "task.completed"])
         tools = [e for e in events if e.kind in _CALL_KINDS]
+        seqs = answer_seqs(events)
         open_calls = unanswered(messages)
         fixed: list[BaseMessage] = []
         made: dict[str, tuple[int, AIMessage]] = {}  # call id -> the AI message naming it last
@@ -177,10 +186,11 @@ class ToolCallRecording:
             if isinstance(m, ToolMessage) and m.tool_call_id in made:
                 at, ai = made[m.tool_call_id]
                 cid, key = m.tool_call_id, f"{ai.id or f'#{at}'}:{m.tool_call_id}"
-                started, done = recorded_result(tools, cid, key)
+                since = seqs.get(ai.id or "", 0)
+                started, done = recorded_result(tools, cid, key, since)
                 if started and done is None:  # not this call's result: another middleware's stand-in
                     name = next(tc["name"] for tc in ai.tool_calls if tc.get("id") == cid)
-                    fixed.append(self._answer(tid, tools, cid, name, key).model_copy(update={"id": m.id}))
+                    fixed.append(self._answer(tid, tools, cid, name, key, since).model_copy(update={"id": m.id}))
                     tools, changed = self._tool_events(tid), True
                     continue
             fixed.append(m)
@@ -189,14 +199,16 @@ class ToolCallRecording:
             made.update({tc.get("id") or "": (i, m) for tc in m.tool_calls})
             for _, tc in (c for c in open_calls if c[0] == i):
                 cid = tc.get("id") or ""
-                fixed.append(self._answer(tid, tools, cid, tc["name"], f"{m.id or f'#{i}'}:{cid}"))
+                key = f"{m.id or f'#{i}'}:{cid}"
+                fixed.append(self._answer(tid, tools, cid, tc["name"], key, seqs.get(m.id or "", 0)))
                 tools, changed = self._tool_events(tid), True
         lost: list[BaseMessage] = []
         for ai in lost_answers(fixed, events, set(self.side_effects)):
             lost.append(ai)
             for tc in ai.tool_calls:
                 cid = tc.get("id") or ""
-                lost.append(self._answer(tid, tools, cid, tc["name"], f"{ai.id}:{cid}" if ai.id else ""))
+                key = f"{ai.id}:{cid}" if ai.id else ""
+                lost.append(self._answer(tid, tools, cid, tc["name"], key, seqs.get(ai.id or "", 0)))
                 tools = self._tool_events(tid)
         if not lost and not changed:
             return None

@@ -12,7 +12,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, Remove
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs.middleware import INTERRUPTED, TaskContextMiddleware
+from context.verify import check_events
+from graphs.middleware import INTERRUPTED, NOT_FINISHED, TaskContextMiddleware
 from nodes import ScriptedChatModel
 
 
@@ -64,6 +65,7 @@ def test_a_reused_call_id_in_a_later_answer_runs_its_own_call() -> None:
     assert [c["call_id"] for c in called] == ["call_0", "call_0"]
     ais = [m for m in second if isinstance(m, AIMessage) and m.tool_calls]
     assert [c["idempotency_key"] for c in called] == [f"{ais[0].id}:call_0", f"{ais[1].id}:call_0"]
+    assert check_events(mw.events("t")) == []  # two calls of one id: not damage to the log's readers
     mw.close()
 
 
@@ -207,4 +209,22 @@ def test_a_rejected_call_with_a_reused_id_is_recorded_once() -> None:
         ("tool.called", None),
         ("tool.result.received", "ok"),
     ]
+    assert check_events(mw.events("t")) == []
+    mw.close()
+
+
+def test_an_approval_left_for_a_new_message_is_answered_and_the_log_stays_whole() -> None:
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+
+    hitl = HumanInTheLoopMiddleware(interrupt_on={"kv_set": True})
+    mw, ran = TaskContextMiddleware(":memory:", side_effects=["kv_set"], requires_approval=hitl), []
+    agent = _agent(mw, ran, InMemorySaver(), more=[hitl])
+    cfg = {"configurable": {"thread_id": "t"}}
+    assert agent.invoke({"messages": [{"role": "user", "content": "set one"}]}, cfg)["__interrupt__"]
+    out = _ask(agent, "t", "read app")  # not a decision: a new message
+    assert ran == ["read:app"]
+    assert out[2].status == "error" and NOT_FINISHED.format(call_id="call_0", tool="kv_set") in out[2].content
+    kinds = [(e.kind, e.actor) for e in mw.events("t") if e.payload.get("call_id") == "call_0"]
+    assert kinds == [("tool.result.received", "system"), ("tool.called", "agent"), ("tool.result.received", "tool")]
+    assert check_events(mw.events("t")) == []
     mw.close()
