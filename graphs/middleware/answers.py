@@ -25,6 +25,7 @@ from .prompt import message_text
 
 __all__ = [
     "answer_of",
+    "answer_seqs",
     "call_key",
     "lost_answers",
     "made_by",
