@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -24,9 +24,13 @@ from context import Event
 from .prompt import message_text
 
 __all__ = [
+    "CallRecord",
+    "PAUSED",
+    "answer_key",
     "answer_of",
     "answer_seqs",
     "call_key",
+    "key_of",
     "lost_answers",
     "made_by",
     "recorded_answer",
@@ -34,6 +38,11 @@ __all__ = [
     "resume_point",
     "unanswered",
 ]
+
+
+#: The reason of the ``permission.requested`` recorded when a call's tool stops at its own
+#: ``interrupt()`` (and of the ``permission.granted`` when its run goes on).
+PAUSED = "interrupt() in the tool: waiting for Command(resume=...)"
 
 
 def _digest(m: BaseMessage) -> str:
@@ -71,9 +80,13 @@ def _message(a: dict[str, Any]) -> AIMessage:
     return AIMessage(content=a["content"], tool_calls=calls, id=a.get("id"))
 
 
+def answer_key(answer_id: str | None, call_id: str) -> str:
+    """The :func:`call_key` a recorded answer's call had (``""``: the answer had no id: any call of that id)."""
+    return f"{answer_id}:{call_id}" if answer_id else ""
+
+
 def _key(a: dict[str, Any], call_id: str) -> str:
-    """The :func:`call_key` a recorded answer's call had (``""``: the answer had no id)."""
-    return f"{a['id']}:{call_id}" if a.get("id") else ""
+    return answer_key(a.get("id"), call_id)
 
 
 def _present(a: dict[str, Any], messages: Sequence[BaseMessage]) -> bool:
@@ -139,7 +152,7 @@ def recorded_answer(messages: Sequence[BaseMessage], events: list[Event]) -> AIM
     for a in reversed(_open(events)):
         if not _belongs(a, messages):
             continue
-        started = any(recorded_result(tools, tc["id"], _key(a, tc["id"]), a["seq"])[0] for tc in a["tool_calls"])
+        started = any(recorded_result(tools, tc["id"], _key(a, tc["id"]), a["seq"]).started for tc in a["tool_calls"])
         return _message(a) if started and not _present(a, messages) else None
     return None
 
@@ -170,7 +183,11 @@ def lost_answers(messages: Sequence[BaseMessage], events: list[Event], side_effe
     kept = [i for i, a in enumerate(answers) if _present(a, messages)]
     lost: list[tuple[dict[str, Any], set[str]]] = []
     for a in answers[kept[-1] + 1 if kept else 0 :]:  # after the last answer the messages hold
-        ran = {tc["name"] for tc in a["tool_calls"] if recorded_result(tools, tc["id"], _key(a, tc["id"]), a["seq"])[0]}
+        ran = {
+            tc["name"]
+            for tc in a["tool_calls"]
+            if recorded_result(tools, tc["id"], _key(a, tc["id"]), a["seq"]).started
+        }
         if ran and not _present(a, messages):
             lost.append((a, ran))
     if not any(ran & side_effects for _, ran in lost):
@@ -228,31 +245,44 @@ def call_key(state: Any, call_id: str) -> str:
         ``"<message id>:<call id>"``, or ``""`` when no message of the state made the call.
     """
     made = made_by(state, call_id)
-    if made is None:
-        return ""
-    return f"{made[1].id or f'#{made[0]}'}:{call_id}"
+    return key_of(made[1], made[0], call_id) if made is not None else ""
 
 
-def recorded_result(
-    seen: Sequence[Event], call_id: str, key: str, since: int = 0
-) -> tuple[bool, dict[str, Any] | None]:
-    """Whether this call was recorded as started, and its recorded result.
+def key_of(ai: AIMessage, at: int, call_id: str) -> str:
+    """The :func:`call_key` of a call of ``ai``, the message at index ``at`` of the agent's messages."""
+    return f"{ai.id or f'#{at}'}:{call_id}"
+
+
+class CallRecord(NamedTuple):
+    """What the log holds of one call: whether it started, its result, whether it is paused."""
+
+    started: bool
+    #: The payload of its ``tool.result.received`` (None: none recorded).
+    result: dict[str, Any] | None
+    #: Its last event is the pause at its tool's own ``interrupt()`` (``permission.requested``
+    #: with reason :data:`PAUSED`).
+    paused: bool
+
+
+def recorded_result(seen: Sequence[Event], call_id: str, key: str, since: int = 0) -> CallRecord:
+    """What the log holds of this call.
 
     A ``tool.called`` of the same call id made by another answer (another key) is another call;
     an older log's ``tool.called`` without a key, and a result recorded without a run (a
     reviewer's rejection), belong to any call of that id.
 
     Args:
-        seen: The task's ``tool.called`` and ``tool.result.received`` events, in order.
+        seen: The task's ``tool.called``, ``tool.result.received`` (and, for ``paused``,
+            ``permission.requested``) events, in order.
         call_id: The call's id.
         key: Its :func:`call_key` (``""``: any call of that id).
         since: The seq of the ``context.built`` of the answer that made the call
             (:func:`answer_seqs`; 0: not known): the events before it are other calls'.
 
     Returns:
-        ``(started, result payload or None)``.
+        The call's record.
     """
-    started, mine, result = False, None, None
+    started, mine, result, last = False, None, None, None
     for e in seen:
         if e.payload.get("call_id") != call_id or e.seq <= since:
             continue
@@ -261,11 +291,12 @@ def recorded_result(
             mine = not k or not key or k == key
             if mine:  # its run starts: an earlier result of the id is not its own
                 started, result = True, None
-        elif (
-            e.kind == "tool.result.received" and result is None and mine is not False
-        ):  # not a result of another answer's call
-            result = e.payload
-    return started, result
+        elif e.kind == "tool.result.received" and result is None and mine is not False:
+            result = e.payload  # (not a result of another answer's call)
+        if mine:
+            last = e
+    paused = last is not None and last.kind == "permission.requested" and last.payload.get("reason") == PAUSED
+    return CallRecord(started, result, started and result is None and paused)
 
 
 def unanswered(messages: Sequence[BaseMessage]) -> list[tuple[int, dict[str, Any]]]:

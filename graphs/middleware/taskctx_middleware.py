@@ -51,7 +51,7 @@ from nodes.prompt_parts import prompt_text
 from nodes.runtime import provider_of, usage_of
 from nodes.tools import as_names
 
-from .answers import answer_of, recorded_answer
+from .answers import answer_of, answer_seqs, recorded_answer
 from .prompt import AGENT_ROLE, PromptInputs, agent_prompt, message_text, system_text
 from .tool_calls import ToolCallRecording, check_gated, split_reviewers
 
@@ -333,13 +333,7 @@ class TaskContextMiddleware(ToolCallRecording, AgentMiddleware):  # type: ignore
         ``ok`` result, by the system).
         """
         results = [e for e in events if e.kind == "tool.result.received"]
-        # where each recorded answer's calls begin: a call's events come after its answer's
-        # context.built (so a reused call id of an earlier answer is another call)
-        since = {
-            a["id"]: e.seq
-            for e in events
-            if e.kind == "context.built" and (a := e.payload.get("answer")) and a.get("id")
-        }
+        since = answer_seqs(events)  # a call's events come after its answer's context.built
         calls: dict[str, tuple[str, dict[str, Any], int]] = {}
         out: list[Event] = []
         for m in messages:

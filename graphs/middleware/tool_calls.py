@@ -29,7 +29,19 @@ from nodes import NodeEnv, quote_external
 from nodes.tools.builtin import READ_ARTIFACT_SCHEMA, read_artifact
 from nodes.tools.tool_bytes import bytes_kept, keeping_bytes
 
-from .answers import answer_seqs, call_key, lost_answers, made_by, recorded_result, resume_point, unanswered
+from .answers import (
+    PAUSED,
+    CallRecord,
+    answer_key,
+    answer_seqs,
+    call_key,
+    key_of,
+    lost_answers,
+    made_by,
+    recorded_result,
+    resume_point,
+    unanswered,
+)
 from .prompt import message_text
 
 __all__ = ["INTERRUPTED", "NOT_FINISHED", "PAUSED", "ToolCallRecording", "check_gated", "split_reviewers"]
@@ -39,10 +51,6 @@ INTERRUPTED = (
     "The call {call_id} of {tool} was interrupted while it ran (the process stopped) and is not run "
     "again: it has side effects. Check its effect before calling it again."
 )
-#: The reason of the ``permission.requested`` recorded when a call's tool stops at its own
-#: ``interrupt()`` (and of the ``permission.granted`` when its run goes on).
-PAUSED = "interrupt() in the tool: waiting for Command(resume=...)"
-
 #: The event kinds of a call's record: its start, a pause at its tool's interrupt(), its result.
 _CALL_KINDS = ("tool.called", "permission.requested", "tool.result.received")
 
@@ -102,53 +110,40 @@ class ToolCallRecording:
             ``(tool message or None, paused)``; ``paused``: the call's run stopped at its tool's
             own ``interrupt()`` (it runs again from its first line, its start recorded already).
         """
-        cid, name, args = _as_run(request)
+        cid, name, _ = _as_run(request)
         tid = self.task_id(request.state)
+        made = made_by(request.state, cid)
+        key, since = (key_of(made[1], made[0], cid), self._since(tid, made[1])) if made else ("", 0)
         seen = self.stores.events.read(tid, kinds=list(_CALL_KINDS))
-        key = call_key(request.state, cid)
-        started, done = recorded_result(seen, cid, key, self._since(tid, request.state, cid))
-        if done is not None:  # a resume re-runs the tool node: the recorded result answers
-            return self._shown(cid, name, done), False
-        if started and _paused(seen, cid, key):
-            return None, True
-        if started and name in self.side_effects:
-            text = INTERRUPTED.format(call_id=cid, tool=name)
-            p = ToolResultReceived(call_id=cid, status="error", result_summary=text, raw_chars=len(text))
-            self._append(tid, [new_event("tool.result.received", p, actor="system")])
-            return self._shown(cid, name, p.model_dump()), False
-        return None, False
+        record = recorded_result(seen, cid, key, since)
+        if record.result is None and (record.paused or not record.started or name not in self.side_effects):
+            return None, record.paused  # run it: new, paused at its interrupt(), or without side effects
+        return self._answer(tid, record, cid, name), False  # the recorded result, or INTERRUPTED
 
-    def _pause(self, request: Any, started: list[tuple[str, dict[str, Any]]], paused: bool) -> None:
-        """Record that a started call stopped at its tool's own ``interrupt()`` (once), not cut off."""
-        if not started or paused:
-            return
-        cid, _, _ = _as_run(request)
-        tool_, ran = started[0]
-        args = json.dumps(ran, sort_keys=True, ensure_ascii=False, default=str)
-        perm = PermissionEvent(call_id=cid, tool=tool_, arguments=args, reason=PAUSED)
-        self._append(self.task_id(request.state), [new_event("permission.requested", perm, actor="tool")])
-
-    def _resumed(self, request: Any, ran: tuple[str, dict[str, Any]] | None) -> None:
-        """Record that a paused call's ``interrupt()`` was answered: its run went on."""
+    def _pause_event(self, request: Any, ran: tuple[str, dict[str, Any]] | None, kind: str, actor: str) -> None:
+        """Record a call's pause at its tool's own ``interrupt()`` (``permission.requested``) or its going on."""
         cid, name, args = _as_run(request)
         tool_, used = ran or (name, args)
         arguments = json.dumps(used, sort_keys=True, ensure_ascii=False, default=str)
         perm = PermissionEvent(call_id=cid, tool=tool_, arguments=arguments, reason=PAUSED)
-        self._append(self.task_id(request.state), [new_event("permission.granted", perm, actor="user")])
+        self._append(self.task_id(request.state), [new_event(kind, perm, actor=actor)])
 
-    def _since(self, tid: str, state: Any, cid: str) -> int:
-        """The seq of the ``context.built`` of the answer that made the call (0: not known)."""
-        made = made_by(state, cid)
-        if made is None or not made[1].id:
+    def _since(self, tid: str, ai: AIMessage) -> int:
+        """The seq of the ``context.built`` of the answer ``ai`` (0: not known)."""
+        if not ai.id:
             return 0
         built = self.stores.events.read(tid, kinds=["context.built"], fields=["answer"])
-        return answer_seqs(built).get(made[1].id, 0)
+        return answer_seqs(built).get(ai.id, 0)
 
-    def _answer(self, tid: str, tools: list[Event], cid: str, name: str, key: str, since: int = 0) -> ToolMessage:
-        """A call's tool message from the log: its recorded result, else an error recorded now."""
-        started, done = recorded_result(tools, cid, key, since)
-        if done is None:  # a call paused at its tool's interrupt() was not cut off mid-run
-            cut = name in self.side_effects and started and not _paused(tools, cid, key)
+    def _answer(self, tid: str, record: CallRecord, cid: str, name: str) -> ToolMessage:
+        """A call's tool message from the log: its recorded result, else an error recorded now.
+
+        The error is :data:`INTERRUPTED` for a side effect that started (not paused at its
+        ``interrupt()``), else :data:`NOT_FINISHED`.
+        """
+        done = record.result
+        if done is None:
+            cut = name in self.side_effects and record.started and not record.paused
             text = (INTERRUPTED if cut else NOT_FINISHED).format(call_id=cid, tool=name)
             p = ToolResultReceived(call_id=cid, status="error", result_summary=text, raw_chars=len(text))
             done = self._append(tid, [new_event("tool.result.received", p, actor="system")])[0].payload
@@ -178,6 +173,10 @@ class ToolCallRecording:
         events = self.stores.events.read(tid, kinds=["task.created", "context.built", *_CALL_KINDS, "task.completed"])
         tools = [e for e in events if e.kind in _CALL_KINDS]
         seqs = answer_seqs(events)
+
+        def record(ai: AIMessage, key: str, cid: str) -> CallRecord:
+            return recorded_result(tools, cid, key, seqs.get(ai.id or "", 0))
+
         open_calls = unanswered(messages)
         fixed: list[BaseMessage] = []
         made: dict[str, tuple[int, AIMessage]] = {}  # call id -> the AI message naming it last
@@ -185,13 +184,12 @@ class ToolCallRecording:
         for i, m in enumerate(messages):
             if isinstance(m, ToolMessage) and m.tool_call_id in made:
                 at, ai = made[m.tool_call_id]
-                cid, key = m.tool_call_id, f"{ai.id or f'#{at}'}:{m.tool_call_id}"
-                since = seqs.get(ai.id or "", 0)
-                started, done = recorded_result(tools, cid, key, since)
-                if started and done is None:  # not this call's result: another middleware's stand-in
+                cid = m.tool_call_id
+                rec = record(ai, key_of(ai, at, cid), cid)
+                if rec.started and rec.result is None:  # not this call's result: another middleware's stand-in
                     name = next(tc["name"] for tc in ai.tool_calls if tc.get("id") == cid)
-                    fixed.append(self._answer(tid, tools, cid, name, key, since).model_copy(update={"id": m.id}))
-                    tools, changed = self._tool_events(tid), True
+                    fixed.append(self._answer(tid, rec, cid, name).model_copy(update={"id": m.id}))
+                    changed = True
                     continue
             fixed.append(m)
             if not isinstance(m, AIMessage):
@@ -199,17 +197,14 @@ class ToolCallRecording:
             made.update({tc.get("id") or "": (i, m) for tc in m.tool_calls})
             for _, tc in (c for c in open_calls if c[0] == i):
                 cid = tc.get("id") or ""
-                key = f"{m.id or f'#{i}'}:{cid}"
-                fixed.append(self._answer(tid, tools, cid, tc["name"], key, seqs.get(m.id or "", 0)))
-                tools, changed = self._tool_events(tid), True
+                fixed.append(self._answer(tid, record(m, key_of(m, i, cid), cid), cid, tc["name"]))
+                changed = True
         lost: list[BaseMessage] = []
         for ai in lost_answers(fixed, events, set(self.side_effects)):
             lost.append(ai)
             for tc in ai.tool_calls:
                 cid = tc.get("id") or ""
-                key = f"{ai.id}:{cid}" if ai.id else ""
-                lost.append(self._answer(tid, tools, cid, tc["name"], key, seqs.get(ai.id or "", 0)))
-                tools = self._tool_events(tid)
+                lost.append(self._answer(tid, record(ai, answer_key(ai.id, cid), cid), cid, tc["name"]))
         if not lost and not changed:
             return None
         at = resume_point(fixed, events, lost[0]) if lost and isinstance(lost[0], AIMessage) else None
@@ -220,9 +215,6 @@ class ToolCallRecording:
             if lost and not at and events and events[0].kind == "task.created":  # the request was lost with them
                 lost.insert(0, HumanMessage(events[0].payload["original_request"]))
         return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *fixed[:at], *lost, *fixed[at:]]
-
-    def _tool_events(self, tid: str) -> list[Event]:
-        return list(self.stores.events.read(tid, kinds=list(_CALL_KINDS)))
 
     def _record_start(self, request: Any, args: dict[str, Any] | None = None, tool: str | None = None) -> None:
         """Record the call as it starts its run (and its approval: the approval step let it through).
@@ -416,7 +408,8 @@ class ToolCallRecording:
             try:
                 out = handler(self._instrumented(request, started, paused, outputs))
             except GraphInterrupt:  # a reviewer's decision to come, or the tool's own interrupt()
-                self._pause(request, started, paused)
+                if started and not paused:  # the tool's own: recorded once, not a cut
+                    self._pause_event(request, started[0], "permission.requested", "tool")
                 raise
             except GraphBubbleUp:  # a Command for the parent graph: not a result
                 raise
@@ -429,8 +422,8 @@ class ToolCallRecording:
             if isinstance(out, ToolMessage) and self._gated(request):
                 return self._unstarted(request, out)  # a reviewer's rejection or answer
             self._record_start(request)  # another middleware's answer: the call's result
-        if paused:
-            self._resumed(request, started[0] if started else None)
+        if paused:  # its interrupt() was answered: the run went on
+            self._pause_event(request, started[0] if started else None, "permission.granted", "user")
         return self._after_tool(request, out, kept, started[0] if started else None, outputs)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
@@ -459,7 +452,8 @@ class ToolCallRecording:
             try:
                 out = await handler(self._instrumented(request, started, paused, outputs))
             except GraphInterrupt:  # a reviewer's decision to come, or the tool's own interrupt()
-                self._pause(request, started, paused)
+                if started and not paused:  # the tool's own: recorded once, not a cut
+                    self._pause_event(request, started[0], "permission.requested", "tool")
                 raise
             except GraphBubbleUp:  # a Command for the parent graph: not a result
                 raise
@@ -472,8 +466,8 @@ class ToolCallRecording:
             if isinstance(out, ToolMessage) and self._gated(request):
                 return self._unstarted(request, out)  # a reviewer's rejection or answer
             self._record_start(request)  # another middleware's answer: the call's result
-        if paused:
-            self._resumed(request, started[0] if started else None)
+        if paused:  # its interrupt() was answered: the run went on
+            self._pause_event(request, started[0] if started else None, "permission.granted", "user")
         return self._after_tool(request, out, kept, started[0] if started else None, outputs)
 
     def _read_artifact_tool(self) -> BaseTool:
@@ -584,17 +578,3 @@ def check_gated(names: Sequence[str], reviewers: Sequence[HumanInTheLoopMiddlewa
                 f"requires_approval names {name!r}, which the HumanInTheLoopMiddleware does not gate; "
                 f"add {name!r}: True to its interrupt_on, or drop the name (the middleware's gates are enough)"
             )
-
-
-def _paused(seen: Sequence[Event], call_id: str, key: str) -> bool:
-    """Whether the call's last event is the pause at its tool's own ``interrupt()``."""
-    mine: list[Event] = []
-    for e in seen:
-        if e.payload.get("call_id") != call_id:
-            continue
-        if e.kind == "tool.called":
-            k = e.payload.get("idempotency_key") or ""
-            mine = [e] if (not k or not key or k == key) else []
-        elif mine:
-            mine.append(e)
-    return bool(mine) and mine[-1].kind == "permission.requested" and mine[-1].payload.get("reason") == PAUSED

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from context.verify import check_events
 from graphs.middleware import INTERRUPTED, NOT_FINISHED, TaskContextMiddleware
@@ -186,14 +187,15 @@ def test_another_middlewares_stand_in_for_a_cut_off_call_is_replaced_by_the_log(
     mw.close()
 
 
-def test_a_rejected_call_with_a_reused_id_is_recorded_once() -> None:
-    from langchain.agents.middleware import HumanInTheLoopMiddleware
-    from langgraph.types import Command
-
+def _gated() -> tuple[TaskContextMiddleware, list[str], Any, dict[str, Any]]:
+    """An agent whose HumanInTheLoopMiddleware gates kv_set: its middleware, runs, agent and config."""
     hitl = HumanInTheLoopMiddleware(interrupt_on={"kv_set": True})
     mw, ran = TaskContextMiddleware(":memory:", side_effects=["kv_set"], requires_approval=hitl), []
-    agent = _agent(mw, ran, InMemorySaver(), more=[hitl])
-    cfg = {"configurable": {"thread_id": "t"}}
+    return mw, ran, _agent(mw, ran, InMemorySaver(), more=[hitl]), {"configurable": {"thread_id": "t"}}
+
+
+def test_a_rejected_call_with_a_reused_id_is_recorded_once() -> None:
+    mw, ran, agent, cfg = _gated()
     _ask(agent, "t", "read app")  # call_0 of read_log: run, its result recorded
     assert agent.invoke({"messages": [{"role": "user", "content": "set one"}]}, cfg)["__interrupt__"]
     agent.invoke(Command(resume={"decisions": [{"type": "reject", "message": "not now"}]}), cfg)
@@ -214,12 +216,7 @@ def test_a_rejected_call_with_a_reused_id_is_recorded_once() -> None:
 
 
 def test_an_approval_left_for_a_new_message_is_answered_and_the_log_stays_whole() -> None:
-    from langchain.agents.middleware import HumanInTheLoopMiddleware
-
-    hitl = HumanInTheLoopMiddleware(interrupt_on={"kv_set": True})
-    mw, ran = TaskContextMiddleware(":memory:", side_effects=["kv_set"], requires_approval=hitl), []
-    agent = _agent(mw, ran, InMemorySaver(), more=[hitl])
-    cfg = {"configurable": {"thread_id": "t"}}
+    mw, ran, agent, cfg = _gated()
     assert agent.invoke({"messages": [{"role": "user", "content": "set one"}]}, cfg)["__interrupt__"]
     out = _ask(agent, "t", "read app")  # not a decision: a new message
     assert ran == ["read:app"]
