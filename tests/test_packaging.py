@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata as md
+import os
 import shutil
 import subprocess
 import sys
@@ -109,3 +110,23 @@ def test_import_graphs_cli_loads_no_graph_runtime_nor_langsmith() -> None:
     code = f"import graphs.cli, sys; print(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out == "[]\n"
+
+
+def test_the_readmes_bare_pytest_collects_every_test_folder() -> None:
+    # the `pytest` script puts no repository root on sys.path (python -m pytest does): tests/context
+    # and the other folders named like a package must not shadow it
+    script = Path(sys.executable).parent / "pytest"
+    folders = sorted(
+        str(p.relative_to(REPO)) for p in (REPO / "tests").iterdir() if p.is_dir() and (REPO / p.name).is_dir()
+    )
+    assert folders == ["tests/context", "tests/graphs", "tests/nodes"]
+    out = subprocess.run(
+        [str(script), "--collect-only", "-q", "-n0", "-p", "no:cacheprovider", *folders],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "ImportError" not in out.stdout and "error" not in out.stdout.splitlines()[-1]
