@@ -60,6 +60,7 @@ from .project_errors import NoCheckpointError
 from .time_travel import (
     PastCheckpointError,
     check_point,
+    child_holding,
     fork_at,
     merged_history,
     point_of,
@@ -426,8 +427,21 @@ class TaskGraph(CompiledStateGraph):
         else:
             self._left()[tid] = tup.config["configurable"]["checkpoint_id"]
 
+    def _in_child(self, config: RunnableConfig | None) -> RunnableConfig | None:
+        """``config`` on the child's thread when its checkpoint id is not its thread's but a child's (Studio's "Fork")."""
+        tid, conf = self._own_thread(config), (config or {}).get("configurable") or {}
+        cid = conf.get("checkpoint_id")
+        if tid is None or self.checkpointer is None or not cid or point_seq(cid) is not None:
+            return config
+        if self.checkpointer.get_tuple({"configurable": {"thread_id": tid, "checkpoint_id": cid}}) is not None:
+            return config
+        child = child_holding(self.taskctx_events, self.checkpointer, tid, str(cid))
+        return config if child is None else {**(config or {}), "configurable": {**conf, "thread_id": child}}
+
     def _latest(self, input: Any, config: RunnableConfig | None) -> RunnableConfig | None:
-        """The child's config when ``config`` names an earlier step (:meth:`_forked`); a log point at the latest step is the thread's latest."""
+        """The child's config when ``config`` names an earlier step (:meth:`_forked`) or a child's checkpoint
+        (:meth:`_in_child`); a log point at the latest step is the thread's latest."""
+        config = self._in_child(config)
         forked = self._forked("run", input, config)
         if forked is not None:
             return forked[0]

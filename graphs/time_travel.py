@@ -34,6 +34,7 @@ from typing import Any
 from langgraph.types import PregelTask, StateSnapshot
 
 from context import Event, InvalidInputError, LogAheadError, TaskContext, replay
+from context.lineage import children_of
 from nodes.attempts import attempt_of
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "LogStep",
     "PastCheckpointError",
     "check_point",
+    "child_holding",
     "child_id",
     "fork_at",
     "log_steps",
@@ -375,6 +377,28 @@ class _ForkHost:
         raise InvalidInputError(f"the graph of task {task_id!r} is the graph that forks it")  # (graph= is given)
 
 
+def child_holding(events: Any, checkpointer: Any, parent: str, checkpoint_id: str) -> str | None:
+    """The child of ``parent`` whose thread holds checkpoint ``checkpoint_id``.
+
+    LangGraph Studio's "Fork" runs the checkpoint ``update_state`` returned on the thread it
+    edited: when that edit forked the task, the checkpoint is the child's.
+
+    Args:
+        events: The event log (its lineage rows name each task's parent).
+        checkpointer: The graph's checkpointer.
+        parent: The thread the run names.
+        checkpoint_id: The checkpoint id the run names.
+
+    Returns:
+        The child's task id (its thread id), or None: no child of ``parent`` holds it.
+    """
+    for child, _ in children_of(events, parent):
+        conf = {"thread_id": child, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
+        if checkpointer.get_tuple({"configurable": conf}) is not None:
+            return child
+    return None
+
+
 def child_id(stores: Any, parent: str, seq: int, wanted: str | None) -> str:
     """The id of the child a LangGraph run or edit from an earlier step forks into.
 
@@ -386,16 +410,25 @@ def child_id(stores: Any, parent: str, seq: int, wanted: str | None) -> str:
 
     Returns:
         ``wanted``, else ``<parent>-fork-<seq>``, else the first free of ``<parent>-fork-<seq>-2``,
-        ``-3``...: the same database gives the same id, and each fork of one point a new one.
+        ``-3``...: the same database gives the same id, and each fork of one point a new one. A
+        parent whose id is a UUID (a LangGraph Server thread) gets a UUID, the ``uuid5`` of that
+        name in the parent's namespace, so the Server takes it as a thread id.
     """
     if wanted:
         return str(wanted)
-    base = f"{parent}-fork-{seq}"
-    cid, n = base, 1
-    while stores.events.last_seq(cid) or stores.tasks.get(cid) is not None:
+    try:
+        space: uuid.UUID | None = uuid.UUID(parent)
+    except ValueError:
+        space = None
+
+    def named(n: int) -> str:
+        name = f"{parent}-fork-{seq}" + ("" if n == 1 else f"-{n}")
+        return name if space is None else str(uuid.uuid5(space, name))
+
+    n = 1
+    while stores.events.last_seq(named(n)) or stores.tasks.get(named(n)) is not None:
         n += 1
-        cid = f"{base}-{n}"
-    return cid
+    return named(n)
 
 
 def fork_at(graph: Any, parent: str, seq: int, wanted: str | None, why: str) -> tuple[str, str | None]:

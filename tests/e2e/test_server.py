@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -378,8 +379,9 @@ def test_server_streams_messages_tuple_as_runs_wait_runs(dev_server: DevServer, 
 @pytest.mark.parametrize("dev_server", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
 def test_server_history_and_a_fork_from_an_earlier_step(dev_server: DevServer, trajectories_dir: Path) -> None:
     """What LangGraph Studio does: the thread's history, a state at an earlier step, "Re-run from
-    here" (``runs.wait`` with a ``checkpoint_id``) and "Fork" (``update_state`` with one): each
-    forks the task into a child, which completes; the parent is left as it was."""
+    here" (``runs.wait`` with a ``checkpoint_id``) and "Fork" (``update_state`` with one, then a
+    run of the checkpoint it returned on the same thread): each forks the task into a child, which
+    completes; the parent is left as it was."""
     from langgraph_sdk import get_sync_client
 
     from graphs import new_task
@@ -416,9 +418,18 @@ def test_server_history_and_a_fork_from_an_earlier_step(dev_server: DevServer, t
         # "Fork": an edit at that step, recorded on the next child
         resp = client.threads.update_state(tid, {"identity": {"non_goals": ["speed"]}}, checkpoint_id=cid)
         second = resp["checkpoint"]["thread_id"]
-        assert second == f"{tid}-fork-{seq}"
+        assert second == str(uuid.uuid5(uuid.UUID(tid), f"{tid}-fork-{seq}"))
         edited = stores.events.read(second)
         assert [e.kind for e in edited[seq:]] == ["task.forked", "state.edited"]
+        # ... and Studio runs the checkpoint it got back on the thread it edited: the child goes on
+        out = client.runs.wait(tid, "taskctx", input=None, checkpoint=resp["checkpoint"])
+        assert out["identity"]["task_id"] == second and out["control"]["status"] == "completed"
+        assert out["identity"]["non_goals"] == ["speed"]
+        client.threads.create(thread_id=second, graph_id="taskctx", if_exists="do_nothing")
+        assert client.threads.get_state(second)["values"] == out
+        edited = stores.events.read(second)
+        assert [e.kind for e in edited[seq : seq + 3]] == ["task.forked", "state.edited", "resume.started"]
+        assert replay(edited) == TaskContext.model_validate(out)
         # the parent: its log and state as they were
         assert [e.id for e in stores.events.read(tid)] == parent
         assert client.threads.get_state(tid)["values"] == head

@@ -83,3 +83,44 @@ def test_completed_steps_name_their_last_good_checkpoint(trajectories_dir: Path,
         assert history[cp].next == ("executor",)
     ctx = replay(events)
     assert ctx.control.checkpoint_id == created[-1] and ctx.control.rollback_available
+
+
+def test_studio_fork_runs_the_child_checkpoint_on_the_parent_thread(trajectories_dir: Path, tmp_path: Path) -> None:
+    """Studio's "Fork": ``update_state`` at an earlier step, then a run of the checkpoint it returned
+    on the thread it edited. The edit forked the task, so the run goes on as that child; the child
+    of a UUID thread is a UUID (the Server's thread ids are)."""
+    import uuid
+
+    from context import TaskContext, replay
+
+    parent = "6f1c2b9e-3d4a-4c5b-8e7f-0a1b2c3d4e5f"
+    g, project = _replayed(trajectories_dir, tmp_path, parent)
+    before = [e.id for e in project.stores.events.read(parent)]
+    head = g.get_state(thread_config(parent)).values
+    old = [s for s in g.get_state_history(thread_config(parent)) if s.next == ("executor",)][-1]
+    seq = old.values["events"].cursor
+    resp = g.update_state(old.config, {"identity": {"non_goals": ["speed"]}})
+    child = resp["configurable"]["thread_id"]
+    assert child == str(uuid.uuid5(uuid.UUID(parent), f"{parent}-fork-{seq}"))
+    # the run as the Server makes it: the parent's thread, the checkpoint the edit returned
+    run = {
+        "configurable": {
+            "thread_id": parent,
+            "checkpoint_ns": "",
+            "checkpoint_id": resp["configurable"]["checkpoint_id"],
+        }
+    }
+    out = TaskContext.model_validate(g.invoke(None, run, durability="sync"))
+    assert out.identity.task_id == child and out.control.status == "completed"
+    assert out.identity.non_goals == ["speed"] and out.progress.executor_steps == 12
+    events = project.stores.events.read(child)
+    assert [e.id for e in events[:seq]] == before[:seq]
+    assert [e.kind for e in events[seq : seq + 3]] == ["task.forked", "state.edited", "resume.started"]
+    assert replay(events) == out
+    # the parent: its log and state as they were; a checkpoint id no task holds is still "not kept"
+    assert [e.id for e in project.stores.events.read(parent)] == before
+    assert g.get_state(thread_config(parent)).values == head
+    gone = {"configurable": {"thread_id": parent, "checkpoint_id": str(uuid.uuid4())}}
+    with pytest.raises(LogAheadError, match=r"is not kept"):
+        g.invoke(None, gone, durability="sync")
+    project.close()
