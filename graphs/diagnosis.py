@@ -34,9 +34,10 @@ __all__ = [
     "diagnose",
     "ensure_sound",
     "judged",
-    "unshowable",
+    "on_server",
     "quick_diagnose",
     "quick_state",
+    "unshowable",
     "unstarted_damage",
 ]
 
@@ -45,6 +46,22 @@ __all__ = [
 #: copies into each checkpoint's metadata): it tells a lost registry row (a finding) from a task
 #: started through the Python API, which never had one (not a finding).
 REGISTERED_MARK = "taskctx_registered"
+
+#: The task registry row's ``checkpoints`` of a task LangGraph Server runs (:mod:`graphs.server`):
+#: its checkpoints are the Server's, not in the taskctx database.
+SERVER_CHECKPOINTS = "server"
+
+
+def on_server(spec: dict[str, Any] | None) -> bool:
+    """Whether a task registry row is of a task LangGraph Server runs (its checkpoints are the Server's).
+
+    Args:
+        spec: The task's registry row, or None.
+
+    Returns:
+        True when its ``checkpoints`` is :data:`SERVER_CHECKPOINTS`.
+    """
+    return bool(spec) and spec.get("checkpoints") == SERVER_CHECKPOINTS  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)
@@ -206,7 +223,7 @@ def _diagnose(
     marked = bool(tup is not None and (tup.metadata or {}).get(REGISTERED_MARK))
     if resumable and spec is None and marked:
         out.append("task registry: no row for this task (how it was started is lost): it can be inspected, not resumed")
-    if resumable and spec is not None and state is None and not cp and events:
+    if resumable and spec is not None and state is None and not cp and events and not on_server(spec):
         out.append(f"checkpoint: none, though the event log holds {len(events)} events: it cannot be resumed")
     out += check_events(events, skip=bad)
     if artifacts:

@@ -21,7 +21,7 @@ from context import Event, InvalidInputError, TaskContext, UnknownTaskError, app
 from context.lineage import fork_log
 from nodes.attempts import attempt_of
 
-from .diagnosis import REGISTERED_MARK, ensure_sound
+from .diagnosis import REGISTERED_MARK, ensure_sound, on_server
 from .fork_workspace import copy_at_fork
 from .runner import thread_config
 
@@ -239,7 +239,10 @@ def _child_spec(project: Any, task_id: str, graph: Any, spec_update: dict[str, A
             f"task {task_id!r} has no task registry row (it was run through the Python API), so the child's graph "
             "cannot be rebuilt; pass graph= (Project.fork(..., graph=...))"
         )
-    return {**(spec or {}), **(spec_update or {})}
+    spec = {**(spec or {}), **(spec_update or {})}
+    if on_server(spec) and graph is None:
+        spec.pop("checkpoints")  # (the child's graph is the project's: its checkpoints are in the database)
+    return spec
 
 
 def fork_task(

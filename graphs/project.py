@@ -27,9 +27,9 @@ from context.pg_store import PgStores, is_postgres_url
 from nodes.runtime import DEFAULT_BUDGET
 
 from .arunner import AsyncProject, start_state
-from .diagnosis import ensure_sound
+from .diagnosis import ensure_sound, on_server
 from .orchestrator import build_orchestrator
-from .project_errors import NoCheckpointError, UnregisteredTaskError
+from .project_errors import NoCheckpointError, ServerTaskError, UnregisteredTaskError
 from .project_views import DEFAULT_OUT, ProjectViews
 from .runner import ResumePoint, RunResult, Stores, run_with_approvals, thread_config
 from .task_kinds import TASK_KINDS, builder_of, register_task_kind
@@ -50,6 +50,7 @@ __all__ = [
     "TASK_KINDS",
     "NoCheckpointError",
     "Project",
+    "ServerTaskError",
     "UnregisteredTaskError",
     "db_exists",
     "open_project",
@@ -333,6 +334,7 @@ class Project(ProjectViews, AsyncProject):
             MissingSecretError: A secret the task uses has no value (nothing ran).
             DamagedStoreError: The stored data fails its checks (:class:`NoCheckpointError`:
                 events but no checkpoint).
+            ServerTaskError: The task runs on LangGraph Server (its checkpoints are the Server's).
             UnknownTaskError: The task is unknown, or registered but never started.
             LeaseHeldError: Another live process, or another run of this one (e.g. a second
                 ``resume`` of the task at once in another thread), runs the task
@@ -416,6 +418,8 @@ class Project(ProjectViews, AsyncProject):
             return self._finished(task_id, checked.state)
         g = graph if graph is not None else self.task_graph(task_id, spec=spec)
         snap = g.get_state(thread_config(task_id))
+        if not snap.values and has_events and on_server(spec):
+            raise ServerTaskError(task_id, self.path)
         if not snap.values and has_events:
             raise NoCheckpointError(task_id, self.path, self.stores.events.last_seq(task_id))
         if not snap.values:

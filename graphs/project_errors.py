@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from context import DamagedStoreError, UnknownTaskError
+from context import DamagedStoreError, InvalidInputError, UnknownTaskError
 
-__all__ = ["NoCheckpointError", "UnregisteredTaskError"]
+__all__ = ["NoCheckpointError", "ServerTaskError", "UnregisteredTaskError"]
 
 
 class UnregisteredTaskError(UnknownTaskError):
@@ -43,3 +43,25 @@ class NoCheckpointError(DamagedStoreError):
         )
         super().__init__(message, task_id=task_id, inspectable=True)
         self.events, self.path = events, path
+
+
+class ServerTaskError(InvalidInputError):
+    """A task LangGraph Server runs, resumed from the database: its checkpoints are the Server's.
+
+    Nothing is damaged: the database holds its event log, artifacts and registry row, and the
+    Server's checkpointer its checkpoints.
+
+    Attributes:
+        task_id: The task (the Server's thread id).
+        path: The database (a URL without its password).
+    """
+
+    def __init__(self, task_id: str, path: str):
+        """Say where the task's checkpoints are and how to go on."""
+        super().__init__(
+            f"task {task_id!r} runs on LangGraph Server: its checkpoints are the Server's, not in {path}, so it is "
+            "not resumed from here; continue it through the Server (client.runs.wait(thread_id, 'taskctx', "
+            f"input=None)), or fork it here to run it with taskctx (taskctx fork {task_id} --at-step N); its log "
+            "can be inspected"
+        )
+        self.task_id, self.path = task_id, path

@@ -49,6 +49,7 @@ from context import InvalidInputError, Trajectory, load_trajectory
 from context.pg_store import PgStores
 from context.sqlite_store import SqliteStores
 from graphs.checkpoint import adopt_checkpoint_serde
+from graphs.diagnosis import SERVER_CHECKPOINTS
 from graphs.orchestrator import build_orchestrator
 from graphs.project import Project, open_project
 from nodes import DEFAULT_BUDGET, ReplayChatModel, ReplayTools
@@ -131,6 +132,7 @@ def _spec(conf: dict[str, Any], stores: SqliteStores | PgStores) -> dict[str, An
             spec = {**spec, "budget": int(conf["budget"])}
         return spec
     spec["budget"] = int(conf.get("budget") or DEFAULT_BUDGET)
+    spec["checkpoints"] = SERVER_CHECKPOINTS  # (the Server's, not in TASKCTX_DB: graphs.diagnosis.on_server)
     if tid:
         stores.tasks.register(str(tid), spec)
     return spec

@@ -15,7 +15,7 @@ import typer
 from context import TaskctxError, UnknownTaskError
 from context.catalog import unknown_task_message
 
-from ..diagnosis import clock_notes, diagnose
+from ..diagnosis import clock_notes, diagnose, on_server
 from ..project import DEFAULT_DB
 from .core import DbOpt, console, describe, fail, open_existing
 
@@ -32,7 +32,8 @@ def doctor(
     """Check a task's stored data (event log, artifacts, task registry, checkpoint); exit 2 if damaged.
 
     Prints ``task <id>: ok (<n> events)`` (``; started through the Python API`` for a task with
-    no registry row that no taskctx command ran: not damaged) or one line per finding (what is
+    no registry row that no taskctx command ran: not damaged; ``; run by LangGraph Server ...`` for
+    a task whose checkpoints are the Server's) or one line per finding (what is
     damaged and where; every finding, the first 20 listed and the rest counted). A step back of
     the clock that dated the events is a ``note: clock_step: ...`` line, not damage.
     """
@@ -63,7 +64,10 @@ def doctor(
                     console.print(f"  - and {len(found) - SHOWN_FINDINGS} more", markup=False)
             else:
                 n = project.stores.events.last_seq(tid)
-                api = "" if project.stores.tasks.get(tid) is not None or not n else "; started through the Python API"
+                spec = project.stores.tasks.get(tid)
+                api = "" if spec is not None or not n else "; started through the Python API"
+                if on_server(spec):
+                    api = "; run by LangGraph Server, whose checkpoints are not in this database: not checked"
                 console.print(f"task {tid}: ok ({n} events{api})", markup=False)
             for note in clock_notes(project.stores, tid):  # noted, never damage
                 console.print(f"  note: {note}", markup=False)

@@ -433,6 +433,25 @@ def test_server_history_and_a_fork_from_an_earlier_step(dev_server: DevServer, t
         # the parent: its log and state as they were
         assert [e.id for e in stores.events.read(tid)] == parent
         assert client.threads.get_state(tid)["values"] == head
+        counts = {t: stores.events.last_seq(t) for t in (tid, child, second)}
     finally:
         stores.close()
     assert "Background run succeeded" in dev_server.log_text()
+    _doctor_and_resume_of_server_tasks(dev_server.db, counts)
+
+
+def _doctor_and_resume_of_server_tasks(db: str, counts: dict[str, int]) -> None:
+    """``taskctx doctor --db $TASKCTX_DB`` finds the Server's tasks sound (their checkpoints are
+    the Server's), and ``taskctx resume`` of one says where it runs, not that it is damaged."""
+    from typer.testing import CliRunner
+
+    from graphs.cli import app
+
+    r = CliRunner().invoke(app, ["doctor", "--db", db])
+    note = "run by LangGraph Server, whose checkpoints are not in this database: not checked"
+    assert r.exit_code == 0, r.output
+    assert sorted(r.output.splitlines()) == sorted(f"task {t}: ok ({n} events; {note})" for t, n in counts.items())
+    tid = next(iter(counts))
+    r = CliRunner().invoke(app, ["resume", tid, "--db", db])
+    assert r.exit_code != 0 and "damaged" not in r.output, r.output
+    assert f"task '{tid}' runs on LangGraph Server: its checkpoints are the Server's" in " ".join(r.output.split())
