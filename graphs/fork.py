@@ -30,6 +30,9 @@ __all__ = ["ForkPoint", "ForkResult", "fork_point", "fork_task", "state_at"]
 #: How far a fork point's node run is looked for, before and after the seq (events).
 _NEAR = 400
 
+#: Where a task's seqs are listed, in the fork point's errors.
+_SEQS = "taskctx inspect {} --all shows them"
+
 
 @dataclass(frozen=True)
 class ForkPoint:
@@ -98,24 +101,32 @@ def _last_node(events: Any, task_id: str, seq: int) -> str | None:
     return None
 
 
-def _step_end(events: Any, task_id: str, step: int) -> int:
+def _arg(name: str, value: Any, cli: bool) -> str:
+    """An argument as the caller spells it: ``--at-step 3`` (the CLI's flag) or ``at_step=3`` (Python)."""
+    return f"--{name.replace('_', '-')} {value}" if cli else f"{name}={value}"
+
+
+def _step_end(events: Any, task_id: str, step: int, cli: bool) -> int:
     """The seq that ends the node run in which the parent's executor step ``step`` was recorded."""
     results = events.read(task_id, kinds=["tool.result.received"], fields=["call_id"])
     if step < 1 or len(results) < step:
         if not results:
             raise InvalidInputError(
-                f"task {task_id!r} has no executor step yet; fork it at a seq instead (--at SEQ, inspect --all shows them)"
+                f"task {task_id!r} has no executor step yet; fork it at a seq instead ({_arg('at', 'SEQ', cli)}; "
+                f"{_SEQS.format(task_id)})"
             )
         _, end = _node_at(events, task_id, results[-1].seq)
         raise InvalidInputError(
-            f"task {task_id!r}: --at-step {step} is past its last executor step, step {len(results)} (it ends at "
+            f"task {task_id!r}: {_arg('at_step', step, cli)} is past its last executor step, step {len(results)} (it ends at "
             f"seq {end if end is not None else results[-1].seq}); fork at a step from 1 to {len(results)}"
         )
     _, end = _node_at(events, task_id, results[step - 1].seq)
     return end if end is not None else results[step - 1].seq
 
 
-def fork_point(events: Any, task_id: str, *, at: int | None = None, at_step: int | None = None) -> ForkPoint:
+def fork_point(
+    events: Any, task_id: str, *, at: int | None = None, at_step: int | None = None, cli: bool = False
+) -> ForkPoint:
     """Check a fork point: a seq that ends a node run of the task (or the end of executor step N).
 
     Args:
@@ -123,6 +134,7 @@ def fork_point(events: Any, task_id: str, *, at: int | None = None, at_step: int
         task_id: The parent.
         at: The fork seq (an event's seq, as ``inspect --all`` and the trace show it).
         at_step: Or: the end of executor step N (where ``--max-steps N`` would have stopped).
+        cli: Name the arguments in errors as the CLI's flags (``--at SEQ``), not as Python's (``at=SEQ``).
 
     Returns:
         The fork point.
@@ -136,19 +148,22 @@ def fork_point(events: Any, task_id: str, *, at: int | None = None, at_step: int
     if not last:
         raise UnknownTaskError(f"task {task_id!r} has no events; check the task id (taskctx list)")
     if (at is None) == (at_step is None):
-        raise InvalidInputError("fork at a seq (--at SEQ) or at the end of an executor step (--at-step N), one of them")
-    seq = at if at is not None else _step_end(events, task_id, int(at_step or 0))
+        raise InvalidInputError(
+            f"fork at a seq ({_arg('at', 'SEQ', cli)}) or at the end of an executor step ({_arg('at_step', 'N', cli)}), "
+            "one of them"
+        )
+    seq = at if at is not None else _step_end(events, task_id, int(at_step or 0), cli)
     if not 1 <= seq <= last:
         past = "past the end of its log" if seq > last else "before the start of its log"
         raise InvalidInputError(
             f"task {task_id!r}: seq {seq} is {past}, which ends at seq {last}; fork at a seq from 1 to {last} "
-            "(--at SEQ; inspect --all shows them)"
+            f"({_arg('at', 'SEQ', cli)}; {_SEQS.format(task_id)})"
         )
     node, end = _node_at(events, task_id, seq)
     if end is not None and end != seq:
         raise InvalidInputError(
             f"task {task_id!r}: seq {seq} is inside a run of node {node!r} (its events go on to seq {end}); "
-            f"fork where a node run ends: --at {end}, or a seq before that run"
+            f"fork where a node run ends: {_arg('at', end, cli)}, or a seq before that run"
         )
     if node is None:
         node = _last_node(events, task_id, seq)
@@ -273,7 +288,7 @@ def fork_task(
         workspace: Where that copy goes (default: beside the parent's, named by the child's id).
         spec_update: Keys of the child's registry row to change (``budget``, ``model``, ...).
         graph: The child's graph (None: rebuilt from its registry row).
-        id_name: The child id's argument as the caller names it, in the error when it is taken.
+        id_name: The child id's argument as the caller names it (a flag, ``--task-id``: errors name flags).
 
     Returns:
         What was made.
@@ -290,7 +305,7 @@ def fork_task(
             "pass workspace_at_fork=True too, or drop workspace= to share the parent's workspace"
         )
     events = project.stores.events
-    point = fork_point(events, task_id, at=at, at_step=at_step)
+    point = fork_point(events, task_id, at=at, at_step=at_step, cli=id_name.startswith("--"))
     child = new_task_id or f"{task_id}-fork-{point.seq}"
     if events.last_seq(child) or project.stores.tasks.get(child) is not None:
         raise InvalidInputError(f"task {child!r} already exists in {project.path}; pick another {id_name}")

@@ -95,7 +95,7 @@ def fork(
         if new_id is not None:
             check_task_id(new_id)
         project = open_existing(db)
-        r = fork_task(  # Project.fork, the child id's errors naming --task-id
+        r = fork_task(  # Project.fork, its errors naming the flags
             project,
             task_id,
             at=at,

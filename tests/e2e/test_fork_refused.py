@@ -30,7 +30,7 @@ def test_a_fork_point_past_the_end_is_refused_naming_the_last_seq_and_step(demo_
     assert past.exit_code == 2
     assert past.stderr.strip() == (
         "error: task 'd1': seq 70 is past the end of its log, which ends at seq 69; fork at a seq from 1 to 69 "
-        "(--at SEQ; inspect --all shows them)"
+        "(--at SEQ; taskctx inspect d1 --all shows them)"
     )
     step = runner.invoke(app, ["fork", "d1", "--at-step", "11", "--db", demo_db])
     assert step.exit_code == 2
@@ -40,6 +40,27 @@ def test_a_fork_point_past_the_end_is_refused_naming_the_last_seq_and_step(demo_
     )
     with open_project(demo_db) as p:
         assert p.stores.events.task_ids() == ["d1"] and p.stores.tasks.task_ids() == ["d1"]
+
+
+def test_project_fork_names_its_own_arguments_not_the_cli_flags(demo_db: str) -> None:
+    """``Project.fork``'s refusals name ``at=`` and ``at_step=``, as a Python caller wrote them."""
+    from context import InvalidInputError
+
+    with open_project(demo_db) as p:
+        cases = {
+            (70, None): "task 'd1': seq 70 is past the end of its log, which ends at seq 69; fork at a seq from 1 to "
+            "69 (at=SEQ; taskctx inspect d1 --all shows them)",
+            (None, 11): "task 'd1': at_step=11 is past its last executor step, step 10 (it ends at seq 63); fork "
+            "at a step from 1 to 10",
+            (None, None): "fork at a seq (at=SEQ) or at the end of an executor step (at_step=N), one of them",
+            (62, None): "task 'd1': seq 62 is inside a run of node 'tools' (its events go on to seq 63); fork "
+            "where a node run ends: at=63, or a seq before that run",
+        }
+        for (at, at_step), message in cases.items():
+            with pytest.raises(InvalidInputError) as refused:
+                p.fork("d1", at=at, at_step=at_step)
+            assert str(refused.value) == message
+        assert p.stores.events.task_ids() == ["d1"]
 
 
 def test_a_fork_that_fails_writes_nothing(demo_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
