@@ -241,10 +241,11 @@ def fork_log(
     if not last:
         raise UnknownTaskError(f"task {parent!r} has no events to fork; check the task id (taskctx list)")
     if child == parent or events.last_seq(child):
-        raise InvalidInputError(f"task {child!r} already exists; fork into a new task id (--task-id)")
+        raise InvalidInputError(f"task {child!r} already exists; fork into another task id")
     if not 1 <= fork_seq <= last:
         raise InvalidInputError(
-            f"task {parent!r} has events 1 to {last}; fork at a seq in that range (inspect --all shows them)"
+            f"task {parent!r} has events 1 to {last}; fork at a seq in that range "
+            f"(taskctx inspect {parent} --all shows them)"
         )
     payload = TaskForked(
         task_id=child,

@@ -113,7 +113,7 @@ def test_a_fork_is_refused_outside_the_parents_log(stores: Any) -> None:
     with pytest.raises(UnknownTaskError, match=r"task 'nope' has no events to fork"):
         fork_log(stores.events, "nope", "c", 1)
     fork_log(stores.events, "p", "c", 5)
-    with pytest.raises(InvalidInputError, match=r"task 'c' already exists; fork into a new task id"):
+    with pytest.raises(InvalidInputError, match=r"task 'c' already exists; fork into another task id"):
         fork_log(stores.events, "p", "c", 2)
     assert stores.events.last_seq("p") == 5
 
