@@ -60,6 +60,7 @@ from .project_errors import NoCheckpointError
 from .time_travel import (
     PastCheckpointError,
     check_point,
+    check_server_thread_id,
     child_holding,
     fork_at,
     merged_history,
@@ -306,9 +307,10 @@ class TaskGraph(CompiledStateGraph):
             )
             if kept is None and head is not None:
                 raise PastCheckpointError(
-                    f"checkpoint {conf['checkpoint_id']} of task {tid!r} is not kept (the taskctx commands keep a "
-                    "thread's latest checkpoint only); pick its step from get_state_history, which lists every step "
-                    "of the event log with a checkpoint id that stays valid"
+                    f"checkpoint {conf['checkpoint_id']} of task {tid!r} is not kept: the thread holds no checkpoint "
+                    "of that id (pruned: the taskctx commands keep a thread's latest checkpoint only; or never one of "
+                    "its ids); pick its step from get_state_history, which lists every step of the event log with a "
+                    "checkpoint id that stays valid"
                 )
         last = self.taskctx_events.last_seq(tid)
         seq = point_of(config, kept, head, last)
@@ -340,9 +342,10 @@ class TaskGraph(CompiledStateGraph):
                 f"(seq {now}); a run from there forks the task and takes input None (got {type(input).__name__}): "
                 "invoke(None, config) to fork and run the child, or update_state(config, values) to fork it with an edit"
             )
-        child, node = fork_at(
-            self, tid, seq, conf.pop("fork_task_id", None), why=f"LangGraph {what} from checkpoint {cid}"
-        )
+        wanted = conf.pop("fork_task_id", None)
+        if wanted is not None and "assistant_id" in conf:  # (a LangGraph Server run: its thread ids are UUIDs)
+            check_server_thread_id(str(wanted), "fork_task_id")
+        child, node = fork_at(self, tid, seq, wanted, why=f"LangGraph {what} from checkpoint {cid}")
         return {**(config or {}), "configurable": {**conf, "thread_id": child}}, node
 
     def _left(self) -> dict[str, str]:

@@ -13,11 +13,13 @@ graph, or after a state edit (``state.edited``).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from context import Event, InvalidInputError, TaskContext, UnknownTaskError, apply_event, replay
+from context import Event, InvalidInputError, LeaseHeldError, TaskContext, UnknownTaskError, apply_event, replay
 from context.lineage import fork_log
 from nodes.attempts import attempt_of
 
@@ -25,7 +27,7 @@ from .diagnosis import REGISTERED_MARK, ensure_sound, on_server
 from .fork_workspace import copy_at_fork
 from .runner import thread_config
 
-__all__ = ["ForkPoint", "ForkResult", "fork_point", "fork_task", "state_at"]
+__all__ = ["ChildTakenError", "ForkPoint", "ForkResult", "fork_point", "fork_task", "state_at"]
 
 #: How far a fork point's node run is looked for, before and after the seq (events).
 _NEAR = 400
@@ -116,8 +118,9 @@ def _step_end(events: Any, task_id: str, step: int, cli: bool) -> int:
                 f"{_SEQS.format(task_id)})"
             )
         _, end = _node_at(events, task_id, results[-1].seq)
+        where = "is before its first executor step; its last is" if step < 1 else "is past its last executor step,"
         raise InvalidInputError(
-            f"task {task_id!r}: {_arg('at_step', step, cli)} is past its last executor step, step {len(results)} (it ends at "
+            f"task {task_id!r}: {_arg('at_step', step, cli)} {where} step {len(results)} (it ends at "
             f"seq {end if end is not None else results[-1].seq}); fork at a step from 1 to {len(results)}"
         )
     _, end = _node_at(events, task_id, results[step - 1].seq)
@@ -140,10 +143,13 @@ def fork_point(
         The fork point.
 
     Raises:
-        InvalidInputError: Neither or both are given, the seq is past the log, or it falls inside
+        InvalidInputError: Neither or both are given, one is not an int, the seq is past the log, or it falls inside
             a node run (the message names the run's node and the seq that ends it).
         UnknownTaskError: The task has no events.
     """
+    for name, value in (("at", at), ("at_step", at_step)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InvalidInputError(f"{_arg(name, repr(value), cli)} is not a whole number; give an int")
     last = events.last_seq(task_id)
     if not last:
         raise UnknownTaskError(f"task {task_id!r} has no events; check the task id (taskctx list)")
@@ -260,6 +266,30 @@ def _child_spec(project: Any, task_id: str, graph: Any, spec_update: dict[str, A
     return spec
 
 
+class ChildTakenError(InvalidInputError):
+    """A fork's child id is taken: the task exists, or another fork is making it at this moment."""
+
+
+def _check_free(project: Any, child: str, id_name: str) -> None:
+    """Refuse ``child`` when a task of that id exists (:class:`ChildTakenError`)."""
+    if project.stores.events.last_seq(child) or project.stores.tasks.get(child) is not None:
+        raise ChildTakenError(f"task {child!r} already exists in {project.path}; pick another {id_name}")
+
+
+@contextmanager
+def _claimed(project: Any, child: str, id_name: str) -> Iterator[None]:
+    """Hold ``child``'s lease while the fork makes it, its id checked again under the lease."""
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(project.stores.leases.hold(child))
+        except LeaseHeldError as exc:
+            raise ChildTakenError(
+                f"task {child!r} is being made by another fork at this moment; pick another {id_name}"
+            ) from exc
+        _check_free(project, child, id_name)  # (another fork may have made it since the first check)
+        yield
+
+
 def fork_task(
     project: Any,
     task_id: str,
@@ -307,11 +337,10 @@ def fork_task(
     events = project.stores.events
     point = fork_point(events, task_id, at=at, at_step=at_step, cli=id_name.startswith("--"))
     child = new_task_id or f"{task_id}-fork-{point.seq}"
-    if events.last_seq(child) or project.stores.tasks.get(child) is not None:
-        raise InvalidInputError(f"task {child!r} already exists in {project.path}; pick another {id_name}")
+    _check_free(project, child, id_name)
     state = state_at(project.stores, project.checkpointer, task_id, point.seq)
     spec = _child_spec(project, task_id, graph, spec_update)
-    with project.stores.leases.hold(child):
+    with _claimed(project, child, id_name):
         copy = copy_at_fork(project, task_id, child, spec, point.seq, state, workspace) if workspace_at_fork else None
         written = False
         try:

@@ -41,6 +41,9 @@ __all__ = [
     "side_effects_after",
 ]
 
+#: What a refused workspace copy says to do instead, for the CLI and Python callers alike.
+_NO_COPY = "fork without the workspace copy (no --workspace-at-fork, or workspace_at_fork=False)"
+
 #: How inspect heads the parent's side effects after the fork, for a child that shares the workspace.
 NOT_UNDONE = "happened in the parent after the fork; not undone"
 
@@ -392,8 +395,7 @@ def copy_at_fork(
     """
     if not spec.get("workspace"):
         raise InvalidInputError(
-            f"task {parent!r} has no workspace in its registry row, so there is none to copy; fork it without "
-            "--workspace-at-fork"
+            f"task {parent!r} has no workspace in its registry row, so there is none to copy; {_NO_COPY}"
         )
     src = Path(str(spec["workspace"]))
     root = Path(dest) if dest is not None else src.parent / child
@@ -403,7 +405,7 @@ def copy_at_fork(
     if not src.is_dir():
         raise InvalidInputError(
             f"task {parent!r}: its workspace {src} is not a folder (moved or deleted?), so there is none to copy; "
-            "put it back, or fork without --workspace-at-fork"
+            f"put it back, or {_NO_COPY}"
         )
     out = WorkspaceCopy(root.resolve(), {"workspace": str(root.resolve())})
     try:
@@ -418,9 +420,7 @@ def _copy_failed(parent: str, src: Path, exc: shutil.Error) -> InvalidInputError
     """One line for a workspace copy that failed: the first file that could not be copied, and why."""
     failed = [f for f in exc.args[0] if isinstance(f, tuple) and len(f) == 3] if exc.args else []
     if not failed:
-        return InvalidInputError(
-            f"task {parent!r}: its workspace {src} could not be copied ({exc}); fork without --workspace-at-fork"
-        )
+        return InvalidInputError(f"task {parent!r}: its workspace {src} could not be copied ({exc}); {_NO_COPY}")
     name, _, why = (str(x) for x in failed[0])
     why = why.replace(f"`{name}` ", "").replace(f": {name!r}", "")
     try:
@@ -430,7 +430,7 @@ def _copy_failed(parent: str, src: Path, exc: shutil.Error) -> InvalidInputError
     more = f" (and {counted(len(failed) - 1, 'other file')})" if len(failed) > 1 else ""
     return InvalidInputError(
         f"task {parent!r}: {rel} in its workspace {src} could not be copied: {why}{more}; move it out of the "
-        "workspace and fork again, or fork without --workspace-at-fork (the child then shares the workspace)"
+        f"workspace and fork again, or {_NO_COPY}: the child then shares the workspace"
     )
 
 

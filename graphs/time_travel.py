@@ -27,7 +27,7 @@ is the refusal of a run or edit from an earlier point where no fork can be made.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,7 @@ __all__ = [
     "LogStep",
     "PastCheckpointError",
     "check_point",
+    "check_server_thread_id",
     "child_holding",
     "child_id",
     "fork_at",
@@ -56,6 +57,9 @@ __all__ = [
     "snapshot_cursor",
     "tuple_cursor",
 ]
+
+#: How many ids a fork from LangGraph skips, taken by other forks of its point at the same time.
+_RACING_FORKS = 64
 
 #: The first 24 characters of a log point's checkpoint id (:func:`point_checkpoint_id`).
 POINT_PREFIX = "00000000-0000-4000-8000-"
@@ -377,6 +381,26 @@ class _ForkHost:
         raise InvalidInputError(f"the graph of task {task_id!r} is the graph that forks it")  # (graph= is given)
 
 
+def check_server_thread_id(task_id: str, name: str) -> None:
+    """Refuse a child id LangGraph Server cannot open as a thread (its thread ids are UUIDs).
+
+    Args:
+        task_id: The id a Server run names for the child.
+        name: The argument that names it (``fork_task_id``).
+
+    Raises:
+        InvalidInputError: ``task_id`` is not a UUID (nothing was forked).
+    """
+    try:
+        uuid.UUID(task_id)
+    except ValueError:
+        raise InvalidInputError(
+            f"configurable.{name} {task_id!r} is not a UUID, and LangGraph Server opens only threads with a UUID id, "
+            f"so the child could not be continued there; nothing was forked; name a new thread's id "
+            f"(client.threads.create()['thread_id']), or leave {name} out for one made from the parent's"
+        ) from None
+
+
 def child_holding(events: Any, checkpointer: Any, parent: str, checkpoint_id: str) -> str | None:
     """The child of ``parent`` whose thread holds checkpoint ``checkpoint_id``.
 
@@ -399,7 +423,7 @@ def child_holding(events: Any, checkpointer: Any, parent: str, checkpoint_id: st
     return None
 
 
-def child_id(stores: Any, parent: str, seq: int, wanted: str | None) -> str:
+def child_id(stores: Any, parent: str, seq: int, wanted: str | None, skip: Collection[str] = ()) -> str:
     """The id of the child a LangGraph run or edit from an earlier step forks into.
 
     Args:
@@ -407,6 +431,7 @@ def child_id(stores: Any, parent: str, seq: int, wanted: str | None) -> str:
         parent: The parent task.
         seq: The fork seq.
         wanted: The id the config names (``configurable.fork_task_id``), or None.
+        skip: Ids not to give (another fork at once is making them).
 
     Returns:
         ``wanted``, else ``<parent>-fork-<seq>``, else the first free of ``<parent>-fork-<seq>-2``,
@@ -426,7 +451,7 @@ def child_id(stores: Any, parent: str, seq: int, wanted: str | None) -> str:
         return name if space is None else str(uuid.uuid5(space, name))
 
     n = 1
-    while stores.events.last_seq(named(n)) or stores.tasks.get(named(n)) is not None:
+    while named(n) in skip or stores.events.last_seq(named(n)) or stores.tasks.get(named(n)) is not None:
         n += 1
     return named(n)
 
@@ -450,7 +475,7 @@ def fork_at(graph: Any, parent: str, seq: int, wanted: str | None, why: str) -> 
         InvalidInputError: ``seq`` does not end a node run, or the named child exists.
         PastCheckpointError: The graph knows no task registry (a ``NodeEnv`` without ``stores``).
     """
-    from .fork import check_child_id, fork_point, fork_task
+    from .fork import ChildTakenError, check_child_id, fork_point, fork_task
 
     stores = graph.taskctx_stores
     if stores is None or not hasattr(stores, "tasks"):
@@ -461,7 +486,13 @@ def fork_at(graph: Any, parent: str, seq: int, wanted: str | None, why: str) -> 
         )
     if wanted is not None:
         check_child_id(wanted, "fork_task_id")
-    child = child_id(stores, parent, seq, wanted)
-    host = _ForkHost(stores, graph.checkpointer)
-    fork_task(host, parent, at=seq, new_task_id=child, why=why, graph=graph, id_name="fork_task_id")
-    return child, fork_point(stores.events, parent, at=seq).node
+    host, skip = _ForkHost(stores, graph.checkpointer), set()
+    while True:
+        child = child_id(stores, parent, seq, wanted, skip)
+        try:
+            fork_task(host, parent, at=seq, new_task_id=child, why=why, graph=graph, id_name="fork_task_id")
+            return child, fork_point(stores.events, parent, at=seq).node
+        except ChildTakenError:
+            if wanted is not None or len(skip) >= _RACING_FORKS:
+                raise
+            skip.add(child)  # another fork of this point took the id first: the next one

@@ -43,7 +43,8 @@ def test_a_fork_point_past_the_end_is_refused_naming_the_last_seq_and_step(demo_
 
 
 def test_project_fork_names_its_own_arguments_not_the_cli_flags(demo_db: str) -> None:
-    """``Project.fork``'s refusals name ``at=`` and ``at_step=``, as a Python caller wrote them."""
+    """``Project.fork``'s refusals name ``at=`` and ``at_step=``, as a Python caller wrote them,
+    and a fork point that is not an int is refused as such."""
     from context import InvalidInputError
 
     with open_project(demo_db) as p:
@@ -53,6 +54,11 @@ def test_project_fork_names_its_own_arguments_not_the_cli_flags(demo_db: str) ->
             (None, 11): "task 'd1': at_step=11 is past its last executor step, step 10 (it ends at seq 63); fork "
             "at a step from 1 to 10",
             (None, None): "fork at a seq (at=SEQ) or at the end of an executor step (at_step=N), one of them",
+            (None, 0): "task 'd1': at_step=0 is before its first executor step; its last is step 10 (it ends at seq "
+            "63); fork at a step from 1 to 10",
+            ("7", None): "at='7' is not a whole number; give an int",
+            (True, None): "at=True is not a whole number; give an int",
+            (None, 7.0): "at_step=7.0 is not a whole number; give an int",
             (62, None): "task 'd1': seq 62 is inside a run of node 'tools' (its events go on to seq 63); fork "
             "where a node run ends: at=63, or a seq before that run",
         }
@@ -61,6 +67,27 @@ def test_project_fork_names_its_own_arguments_not_the_cli_flags(demo_db: str) ->
                 p.fork("d1", at=at, at_step=at_step)
             assert str(refused.value) == message
         assert p.stores.events.task_ids() == ["d1"]
+
+
+def test_inspect_all_lists_the_fork_points_and_only_they_fork(demo_db: str) -> None:
+    """``inspect --all`` (which the fork errors point to) lists every seq where a node run ends,
+    and these are exactly the seqs ``fork_point`` takes."""
+    from context import InvalidInputError
+
+    out = runner.invoke(app, ["inspect", "d1", "--all", "--db", demo_db])
+    assert out.exit_code == 0, out.output
+    lines = out.output.split("Fork points (where a node run ends: taskctx fork d1 --at SEQ)\n")[1].splitlines()
+    listed = [m.split(" ") for ln in lines for m in ln.strip().split(", ")]
+    assert listed[:4] == [["#3", "planner"], ["#6", "executor"], ["#7", "tools"], ["#9", "executor"]]
+    assert listed[-1] == ["#69", "reviewer"] and len(listed) == 26
+    with open_project(demo_db) as p:
+        takes = []
+        for seq in range(1, 70):
+            try:
+                takes.append((seq, fork_module.fork_point(p.stores.events, "d1", at=seq).node))
+            except InvalidInputError:
+                pass
+    assert takes == [(int(seq[1:]), node) for seq, node in listed]
 
 
 def test_a_fork_that_fails_writes_nothing(demo_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,7 +179,8 @@ def test_a_workspace_copy_that_fails_leaves_the_given_folder_empty_and_names_the
     assert r.exit_code == 2
     assert r.stderr.strip() == (
         f"error: task 'd1': docs/zz.fifo in its workspace {ws} could not be copied: is a named pipe; move it out "
-        "of the workspace and fork again, or fork without --workspace-at-fork (the child then shares the workspace)"
+        "of the workspace and fork again, or fork without the workspace copy (no --workspace-at-fork, or "
+        "workspace_at_fork=False): the child then shares the workspace"
     )
     assert given.is_dir() and list(given.iterdir()) == []  # as it was: the same command can run again
     default = runner.invoke(app, args)

@@ -415,6 +415,12 @@ def test_server_history_and_a_fork_from_an_earlier_step(dev_server: DevServer, t
         assert events[seq].kind == "task.forked" and events[seq].payload["parent_task_id"] == tid
         assert [e.kind for e in events].count("tool.result.received") == 12  # 3 in the prefix, 9 its own
         assert replay(events) == TaskContext.model_validate(state["values"])
+        # a child the Server could not open as a thread: refused, nothing forked
+        with pytest.raises(Exception, match=r"InvalidInputError: configurable.fork_task_id 'x1' is not a UUID"):
+            client.runs.wait(
+                tid, "taskctx", input=None, checkpoint_id=cid, config={"configurable": {"fork_task_id": "x1"}}
+            )
+        assert stores.events.last_seq("x1") == 0 and stores.tasks.get("x1") is None
         # "Fork": an edit at that step, recorded on the next child
         resp = client.threads.update_state(tid, {"identity": {"non_goals": ["speed"]}}, checkpoint_id=cid)
         second = resp["checkpoint"]["thread_id"]

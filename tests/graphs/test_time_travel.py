@@ -124,3 +124,27 @@ def test_studio_fork_runs_the_child_checkpoint_on_the_parent_thread(trajectories
     with pytest.raises(LogAheadError, match=r"is not kept"):
         g.invoke(None, gone, durability="sync")
     project.close()
+
+
+def test_forks_of_one_step_at_once_each_get_their_own_child(trajectories_dir: Path, tmp_path: Path) -> None:
+    """Four ``update_state`` at one earlier step at the same time (four Studio "Fork"s): four
+    children, ``-fork-<seq>`` then ``-2`` to ``-4``, each with its own edit; none is refused."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    g, project = _replayed(trajectories_dir, tmp_path, "c1")
+    old = [s for s in g.get_state_history(thread_config("c1")) if s.next == ("executor",)][-1]
+    seq = old.values["events"].cursor
+
+    def fork(i: int) -> tuple[str, int]:
+        cfg = g.update_state(old.config, {"identity": {"non_goals": [f"n{i}"]}})
+        return cfg["configurable"]["thread_id"], i
+
+    with ThreadPoolExecutor(4) as pool:
+        made = list(pool.map(fork, range(4)))
+    base = f"c1-fork-{seq}"
+    assert sorted(c for c, _ in made) == sorted([base, f"{base}-2", f"{base}-3", f"{base}-4"])
+    for child, i in made:
+        events = project.stores.events.read(child)
+        assert [e.kind for e in events[seq:]] == ["task.forked", "state.edited"]
+        assert g.get_state(thread_config(child)).values["identity"].non_goals == [f"n{i}"]
+    project.close()
