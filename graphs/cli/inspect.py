@@ -22,7 +22,6 @@ from ..inspection import TaskView, UnshowableTaskError
 from ..project import DEFAULT_DB
 from ..report.calls_text import render_calls, render_totals
 from ..report.hints import command_hint
-from ..time_travel import LogStep, log_steps
 from .core import (
     EXIT_BAD_INPUT,
     DbOpt,
@@ -96,7 +95,7 @@ def inspect(
                 return
             _render(view, db, show_all, project.model_call_totals(task_id, prices=table, priced_as=priced_as))
             if show_all and not view.findings:  # (a damaged log's steps are not fork points)
-                _fork_points(task_id, log_steps(project.stores.events.read(task_id)))
+                _fork_points(task_id, project.stores.events.read(task_id))
         finally:
             project.close()
     except (TaskctxError, sqlite3.Error, OSError) as exc:
@@ -164,8 +163,11 @@ def _not_started(view: TaskView, db: str, as_json: bool) -> None:
         fail(line)
 
 
-def _fork_points(task_id: str, steps: list[LogStep]) -> None:
+def _fork_points(task_id: str, events: list[Any]) -> None:
     """The seqs where a node run or an edit ends, with its node: where ``taskctx fork --at SEQ`` may fork."""
+    from ..time_travel import log_steps  # (imports LangGraph: not at the CLI's start-up)
+
+    steps = log_steps(events)
     console.print(f"\nFork points (where a node run ends: taskctx fork {task_id} --at SEQ)", markup=False)
     marks = [f"#{s.seq} {s.node or 'edit'}" for s in steps]
     for i in range(0, len(marks), 8):

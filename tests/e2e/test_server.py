@@ -78,6 +78,7 @@ def test_factory_builds_the_graph_without_a_checkpointer(
         "kind": "replay",
         "source": str((trajectories_dir / TRAJECTORY).resolve()),
         "budget": 8000,
+        "checkpoints": "server",  # (the Server's, not in TASKCTX_DB: doctor does not look for them there)
     }
     # a later run of the thread without config rebuilds the same graph
     assert server._spec({"thread_id": "th1"}, st) == st.tasks.get("th1")
