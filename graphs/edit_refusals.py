@@ -9,7 +9,7 @@ from nodes.attempts import attempt_of
 
 from .time_travel import ForeignStateError
 
-__all__ = ["check_owner", "past_events"]
+__all__ = ["check_owner", "past_events", "refuse_id_edit", "refuse_no_task"]
 
 
 def past_events(task_id: str, cursor: int, past: list[Any]) -> str:
@@ -57,4 +57,50 @@ def check_owner(thread_id: str, state: Any, what: str) -> None:
         f"copied to another thread, e.g. update_state or an input of an older state of {owner!r}); a thread "
         f"is one task, and a task's state is the fold of its own event log, so this state cannot run here: "
         f"fork task {owner!r} at seq {cursor} to go on from it as a new task (taskctx fork {owner} --at {cursor})"
+    )
+
+
+def refuse_id_edit(thread_id: str, values: Any, editable: str) -> None:
+    """Refuse an edit (not a whole state: no ``events`` part) that changes the task's id.
+
+    Args:
+        thread_id: The thread the edit is on (the task's id).
+        values: The values given to ``update_state``.
+        editable: The fields a user may edit, as words.
+
+    Raises:
+        InvalidInputError: ``values`` sets ``identity.task_id`` to another id.
+    """
+    if not isinstance(values, dict) or "events" in values or not isinstance(values.get("identity"), dict):
+        return
+    given = values["identity"].get("task_id")
+    if given is not None and given != thread_id:
+        raise InvalidInputError(
+            f"update_state: identity.task_id cannot be edited (it is {thread_id!r}, the thread's id, and {given!r} "
+            f"was given): a task's id is its thread's; to go on as another task, fork it (update_state at an "
+            f"earlier checkpoint, or configurable.fork_task_id); the fields a user may edit: {editable}"
+        )
+
+
+def refuse_no_task(thread_id: str, values: Any, events: int) -> None:
+    """Refuse an edit of a thread that holds no task: no checkpoint, and no events of its id.
+
+    A whole new task for the thread (``graphs.new_task(request, thread_id)``) is not an edit and passes.
+
+    Args:
+        thread_id: The thread.
+        values: The values given to ``update_state``.
+        events: How many events the log holds for the thread's id.
+
+    Raises:
+        InvalidInputError: The thread holds no task and ``values`` is not one for it.
+    """
+    ident = values.get("identity") if isinstance(values, dict) else getattr(values, "identity", None)
+    owner = ident.get("task_id") if isinstance(ident, dict) else getattr(ident, "task_id", None)
+    if events or owner == thread_id:
+        return
+    raise InvalidInputError(
+        f"update_state: thread {thread_id!r} holds no task (no checkpoint, no events), so there is nothing to "
+        f"edit and nothing was written; start a task on it with invoke(graphs.new_task(request, {thread_id!r}), "
+        "config), then edit it"
     )

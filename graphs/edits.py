@@ -55,7 +55,7 @@ from context import InvalidInputError, TaskContext, UnknownTaskError, new_event,
 from context.events import EDITABLE_FIELDS, StateEdited
 
 from .divergence import refuse_stranding
-from .edit_refusals import check_owner, past_events
+from .edit_refusals import check_owner, past_events, refuse_id_edit, refuse_no_task
 from .project_errors import NoCheckpointError
 from .time_travel import (
     PastCheckpointError,
@@ -518,6 +518,8 @@ class TaskGraph(CompiledStateGraph):
                 values = u.values if isinstance(u.values, dict) or u.values is None else dict(u.values)
                 if (tid := self._own_thread(config)) is not None:
                     check_owner(tid, values, "update_state's values")
+                    if not snap.values:
+                        refuse_no_task(tid, values, self.taskctx_events.last_seq(tid))
                 if u.as_node is not None and state.identity.task_id:
                     refuse_stranding(
                         getattr(self, "builder", None),
@@ -532,8 +534,15 @@ class TaskGraph(CompiledStateGraph):
             out.append(row)
         return out
 
+    def _refuse_id_edits(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> None:
+        """Refuse an edit of the task's id, on the thread it names (before a fork at an earlier step)."""
+        if (tid := self._own_thread(config)) is not None:
+            for u in (u for step in supersteps for u in step):
+                refuse_id_edit(tid, u.values, editable_fields())
+
     def bulk_update_state(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> RunnableConfig:
         """LangGraph's ``bulk_update_state``, each update recorded or refused first."""
+        self._refuse_id_edits(config, supersteps)
         forked = self._forked("update_state", None, config)
         if forked is None:  # (a log point at the latest step: the thread's latest)
             config = _thread_only(config) if self._log_point(config) is not None else config
@@ -549,6 +558,7 @@ class TaskGraph(CompiledStateGraph):
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         """LangGraph's ``abulk_update_state``, each update recorded or refused first."""
+        self._refuse_id_edits(config, supersteps)
         forked = await asyncio.to_thread(self._forked, "update_state", None, config)
         if forked is None:
             config = _thread_only(config) if await asyncio.to_thread(self._log_point, config) is not None else config

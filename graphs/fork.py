@@ -279,6 +279,7 @@ def _check_free(project: Any, child: str, id_name: str) -> None:
 @contextmanager
 def _claimed(project: Any, child: str, id_name: str) -> Iterator[None]:
     """Hold ``child``'s lease while the fork makes it, its id checked again under the lease."""
+    _check_free(project, child, id_name)  # (again, just before the lease: the fold took a while)
     with ExitStack() as stack:
         try:
             stack.enter_context(project.stores.leases.hold(child))

@@ -61,7 +61,7 @@ class ServerTaskError(InvalidInputError):
         super().__init__(
             f"task {task_id!r} runs on LangGraph Server: its checkpoints are the Server's, not in {path}, so it is "
             "not resumed from here; continue it through the Server (client.runs.wait(thread_id, 'taskctx', "
-            f"input=None)), or fork it here to run it with taskctx (taskctx fork {task_id} --at-step N); its log "
-            "can be inspected"
+            "input=None), or command={'resume': ...} when it waits for an approval), or fork it here to run it "
+            f"with taskctx (taskctx fork {task_id} --at-step N); its log can be inspected"
         )
         self.task_id, self.path = task_id, path

@@ -26,6 +26,7 @@ is the refusal of a run or edit from an earlier point where no fork can be made.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -57,6 +58,9 @@ __all__ = [
     "snapshot_cursor",
     "tuple_cursor",
 ]
+
+#: Held while this process forks a task from LangGraph (:func:`fork_at`).
+_FORKING = threading.Lock()
 
 #: How many ids a fork from LangGraph skips, taken by other forks of its point at the same time.
 _RACING_FORKS = 64
@@ -475,7 +479,7 @@ def fork_at(graph: Any, parent: str, seq: int, wanted: str | None, why: str) -> 
         InvalidInputError: ``seq`` does not end a node run, or the named child exists.
         PastCheckpointError: The graph knows no task registry (a ``NodeEnv`` without ``stores``).
     """
-    from .fork import ChildTakenError, check_child_id, fork_point, fork_task
+    from .fork import check_child_id
 
     stores = graph.taskctx_stores
     if stores is None or not hasattr(stores, "tasks"):
@@ -487,6 +491,16 @@ def fork_at(graph: Any, parent: str, seq: int, wanted: str | None, why: str) -> 
     if wanted is not None:
         check_child_id(wanted, "fork_task_id")
     host, skip = _ForkHost(stores, graph.checkpointer), set()
+    with _FORKING:  # (forks of this process one at a time: none probes an id another has just made)
+        return _fork_free(host, stores, graph, parent, seq, wanted, why, skip)
+
+
+def _fork_free(
+    host: Any, stores: Any, graph: Any, parent: str, seq: int, wanted: str | None, why: str, skip: set[str]
+) -> tuple[str, str | None]:
+    """:func:`fork_at`'s fork into the first free child id (another process may take one first)."""
+    from .fork import ChildTakenError, fork_point, fork_task
+
     while True:
         child = child_id(stores, parent, seq, wanted, skip)
         try:

@@ -148,3 +148,40 @@ def test_forks_of_one_step_at_once_each_get_their_own_child(trajectories_dir: Pa
         assert [e.kind for e in events[seq:]] == ["task.forked", "state.edited"]
         assert g.get_state(thread_config(child)).values["identity"].non_goals == [f"n{i}"]
     project.close()
+
+
+def test_an_edit_of_the_task_id_is_refused_as_not_editable(trajectories_dir: Path, tmp_path: Path) -> None:
+    """``update_state`` with another ``identity.task_id``, at the latest and at an earlier step:
+    refused as a field that cannot be edited, naming the thread's id; no child is made."""
+    from context import InvalidInputError
+
+    g, project = _replayed(trajectories_dir, tmp_path, "e1")
+    old = [s for s in g.get_state_history(thread_config("e1")) if s.next == ("executor",)][-1]
+    for config in (thread_config("e1"), old.config):
+        with pytest.raises(InvalidInputError) as refused:
+            g.update_state(config, {"identity": {"task_id": "evil"}})
+        assert str(refused.value).startswith(
+            "update_state: identity.task_id cannot be edited (it is 'e1', the thread's id, and 'evil' was given)"
+        )
+    assert project.stores.events.task_ids() == ["e1"]
+    project.close()
+
+
+def test_an_edit_of_a_thread_with_no_task_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    """``update_state`` on a thread with no checkpoint and no events: refused, nothing written;
+    the thread then starts a task as any new one."""
+    from context import InvalidInputError
+    from nodes import ScriptedChatModel
+    from nodes.testing import complete, plan, review
+
+    model = ScriptedChatModel(
+        script={"planner": [plan("Say hi")], "executor": [complete("said hi")], "reviewer": [review("approve")]}
+    )
+    with open_project(str(tmp_path / "n.sqlite")) as project:
+        g = project.graph(model)
+        with pytest.raises(InvalidInputError) as refused:
+            g.update_state(thread_config("nothere"), {"identity": {"constraints": ["q"]}})
+        assert str(refused.value).startswith("update_state: thread 'nothere' holds no task (no checkpoint, no events)")
+        assert list(project.checkpointer.list(thread_config("nothere"))) == []
+        out = g.invoke(new_task("Say hi.", "nothere"), thread_config("nothere"), durability="sync")
+        assert out["control"].status == "completed"
