@@ -59,6 +59,7 @@ from .edit_refusals import check_owner, past_events, refuse_id_edit, refuse_no_t
 from .project_errors import NoCheckpointError
 from .time_travel import (
     PastCheckpointError,
+    changed_values,
     check_point,
     check_server_thread_id,
     child_holding,
@@ -534,6 +535,11 @@ class TaskGraph(CompiledStateGraph):
             out.append(row)
         return out
 
+    def _edits_of(self, past: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> list[list[StateUpdate]]:
+        """``supersteps`` with each update cut to what it changes of the earlier step ``past`` names (a fork's edit)."""
+        state = self.get_state(past).values
+        return [[StateUpdate(changed_values(state, u.values), u.as_node, u.task_id) for u in s] for s in supersteps]
+
     def _refuse_id_edits(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> None:
         """Refuse an edit of the task's id, on the thread it names (before a fork at an earlier step)."""
         if (tid := self._own_thread(config)) is not None:
@@ -547,8 +553,9 @@ class TaskGraph(CompiledStateGraph):
         if forked is None:  # (a log point at the latest step: the thread's latest)
             config = _thread_only(config) if self._log_point(config) is not None else config
             return super().bulk_update_state(config, self._recorded(config, supersteps))
-        config, supersteps = _as_fork_node(forked, supersteps)
+        past, (config, supersteps) = config, _as_fork_node(forked, supersteps)
         try:
+            supersteps = self._edits_of(past, supersteps)
             return super().bulk_update_state(config, self._recorded(config, supersteps))
         except BaseException:
             self._discard(config)  # a refused edit makes no child
@@ -563,8 +570,9 @@ class TaskGraph(CompiledStateGraph):
         if forked is None:
             config = _thread_only(config) if await asyncio.to_thread(self._log_point, config) is not None else config
             return await super().abulk_update_state(config, await asyncio.to_thread(self._recorded, config, supersteps))
-        config, supersteps = _as_fork_node(forked, supersteps)
+        past, (config, supersteps) = config, _as_fork_node(forked, supersteps)
         try:
+            supersteps = await asyncio.to_thread(self._edits_of, past, supersteps)
             return await super().abulk_update_state(config, await asyncio.to_thread(self._recorded, config, supersteps))
         except BaseException:
             await asyncio.to_thread(self._discard, config)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langgraph.types import PregelTask, StateSnapshot
+from pydantic import BaseModel
 
 from context import Event, InvalidInputError, LogAheadError, TaskContext, replay
 from context.lineage import children_of
@@ -44,6 +45,7 @@ __all__ = [
     "ForeignStateError",
     "LogStep",
     "PastCheckpointError",
+    "changed_values",
     "check_point",
     "check_server_thread_id",
     "child_holding",
@@ -383,6 +385,42 @@ class _ForkHost:
 
     def task_graph(self, task_id: str, *, spec: dict[str, Any] | None = None) -> Any:
         raise InvalidInputError(f"the graph of task {task_id!r} is the graph that forks it")  # (graph= is given)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON data (a state part's model dumped), to compare what a client sent with a state."""
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+
+
+def changed_values(past: dict[str, Any], values: Any) -> Any:
+    """What ``values`` changes of the state ``past``, field by field (an edit, not the whole state).
+
+    LangGraph Studio's state editor, and code that edits ``snapshot.values``, send the whole state
+    back with one field changed: at an earlier step that state is the parent's, and only what
+    differs from it is the child's edit.
+
+    Args:
+        past: The state the edit is made on (``StateSnapshot.values``: part -> model or dict).
+        values: The values given to ``update_state`` (None, or part -> model or dict).
+
+    Returns:
+        Part -> the fields whose JSON value differs from ``past`` (a part that is not a mapping:
+        kept whole when it differs); ``values`` itself when it is not a mapping.
+    """
+    if isinstance(values, BaseModel):
+        values = dict(values)
+    if not isinstance(values, dict):
+        return values
+    out: dict[str, Any] = {}
+    for part, given in values.items():
+        now, before = _plain(given), _plain(past.get(part))
+        if isinstance(now, dict) and isinstance(before, dict):
+            fields = {k: v for k, v in now.items() if k not in before or before[k] != v}
+            if fields:
+                out[part] = fields
+        elif now != before:
+            out[part] = given
+    return out
 
 
 def check_server_thread_id(task_id: str, name: str) -> None:

@@ -423,11 +423,15 @@ def test_server_history_and_a_fork_from_an_earlier_step(dev_server: DevServer, t
             )
         assert stores.events.last_seq("x1") == 0 and stores.tasks.get("x1") is None
         # "Fork": an edit at that step, recorded on the next child
-        resp = client.threads.update_state(tid, {"identity": {"non_goals": ["speed"]}}, checkpoint_id=cid)
+        # (Studio's editor sends the whole state back, one field changed)
+        whole = client.threads.get_state(tid, checkpoint_id=cid)["values"]
+        whole["identity"]["non_goals"] = ["speed"]
+        resp = client.threads.update_state(tid, whole, checkpoint_id=cid)
         second = resp["checkpoint"]["thread_id"]
         assert second == str(uuid.uuid5(uuid.UUID(tid), f"{tid}-fork-{seq}"))
         edited = stores.events.read(second)
         assert [e.kind for e in edited[seq:]] == ["task.forked", "state.edited"]
+        assert edited[seq + 1].payload["changes"] == {"identity": {"non_goals": ["speed"]}}
         # ... and Studio runs the checkpoint it got back on the thread it edited: the child goes on
         out = client.runs.wait(tid, "taskctx", input=None, checkpoint=resp["checkpoint"])
         assert out["identity"]["task_id"] == second and out["control"]["status"] == "completed"

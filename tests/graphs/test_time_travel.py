@@ -185,3 +185,26 @@ def test_an_edit_of_a_thread_with_no_task_is_refused_and_writes_nothing(tmp_path
         assert list(project.checkpointer.list(thread_config("nothere"))) == []
         out = g.invoke(new_task("Say hi.", "nothere"), thread_config("nothere"), durability="sync")
         assert out["control"].status == "completed"
+
+
+def test_a_fork_with_the_whole_state_sent_back_records_only_what_changed(
+    trajectories_dir: Path, tmp_path: Path
+) -> None:
+    """Studio's state editor (and ``past.values`` edited in Python) sends the whole state back with
+    one field changed: the child records that field as its edit, and the rest is the fork."""
+    g, project = _replayed(trajectories_dir, tmp_path, "w1")
+    old = [s for s in g.get_state_history(thread_config("w1")) if s.next == ("executor",)][-1]
+    seq = old.values["events"].cursor
+    whole = {**old.values, "identity": old.values["identity"].model_copy(update={"non_goals": ["speed"]})}
+    cfg = g.update_state(old.config, whole)
+    child = cfg["configurable"]["thread_id"]
+    events = project.stores.events.read(child)
+    assert [e.kind for e in events[seq:]] == ["task.forked", "state.edited"]
+    assert events[seq + 1].payload["changes"] == {"identity": {"non_goals": ["speed"]}}
+    assert g.get_state(cfg).values["identity"].non_goals == ["speed"]
+    # the same as JSON (what the Server gets from Studio), on the next child
+    as_json = {k: v.model_dump(mode="json") for k, v in whole.items()}
+    again = g.update_state(old.config, as_json)["configurable"]["thread_id"]
+    assert again == f"{child}-2"
+    assert project.stores.events.read(again)[seq + 1].payload["changes"] == {"identity": {"non_goals": ["speed"]}}
+    project.close()
