@@ -267,6 +267,7 @@ class TaskGraph(CompiledStateGraph):
         Returns:
             The snapshot.
         """
+        config = self._in_child(config) or config
         point = self._log_point(config)
         if point is None:
             return super().get_state(config, subgraphs=subgraphs)
@@ -274,6 +275,7 @@ class TaskGraph(CompiledStateGraph):
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """:meth:`get_state`, async."""
+        config = await asyncio.to_thread(self._in_child, config) or config
         point = await asyncio.to_thread(self._log_point, config)
         if point is None:
             return await super().aget_state(config, subgraphs=subgraphs)
@@ -432,7 +434,11 @@ class TaskGraph(CompiledStateGraph):
             self._left()[tid] = tup.config["configurable"]["checkpoint_id"]
 
     def _in_child(self, config: RunnableConfig | None) -> RunnableConfig | None:
-        """``config`` on the child's thread when its checkpoint id is not its thread's but a child's (Studio's "Fork")."""
+        """``config`` on the child's thread when its checkpoint id is not its thread's but a child's.
+
+        Studio's "Fork" runs, reads and edits the checkpoint ``update_state`` returned on the thread
+        it edited; every path (``stream``, ``get_state``, ``update_state``, sync and async) goes to the child.
+        """
         tid, conf = self._own_thread(config), (config or {}).get("configurable") or {}
         cid = conf.get("checkpoint_id")
         if tid is None or self.checkpointer is None or not cid or point_seq(cid) is not None:
@@ -548,6 +554,7 @@ class TaskGraph(CompiledStateGraph):
 
     def bulk_update_state(self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]) -> RunnableConfig:
         """LangGraph's ``bulk_update_state``, each update recorded or refused first."""
+        config = self._in_child(config) or config
         self._refuse_id_edits(config, supersteps)
         forked = self._forked("update_state", None, config)
         if forked is None:  # (a log point at the latest step: the thread's latest)
@@ -565,6 +572,7 @@ class TaskGraph(CompiledStateGraph):
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         """LangGraph's ``abulk_update_state``, each update recorded or refused first."""
+        config = await asyncio.to_thread(self._in_child, config) or config
         self._refuse_id_edits(config, supersteps)
         forked = await asyncio.to_thread(self._forked, "update_state", None, config)
         if forked is None:

@@ -395,9 +395,9 @@ def _plain(value: Any) -> Any:
 def changed_values(past: dict[str, Any], values: Any) -> Any:
     """What ``values`` changes of the state ``past``, field by field (an edit, not the whole state).
 
-    LangGraph Studio's state editor, and code that edits ``snapshot.values``, send the whole state
-    back with one field changed: at an earlier step that state is the parent's, and only what
-    differs from it is the child's edit.
+    A state editor, or code that edits ``snapshot.values``, may send the whole state back with one
+    field changed: at an earlier step that state is the parent's, and only what differs from it is
+    the child's edit.
 
     Args:
         past: The state the edit is made on (``StateSnapshot.values``: part -> model or dict).

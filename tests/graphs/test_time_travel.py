@@ -113,6 +113,12 @@ def test_studio_fork_runs_the_child_checkpoint_on_the_parent_thread(trajectories
     out = TaskContext.model_validate(g.invoke(None, run, durability="sync"))
     assert out.identity.task_id == child and out.control.status == "completed"
     assert out.identity.non_goals == ["speed"] and out.progress.executor_steps == 12
+    # reading that checkpoint on the parent's thread reads the child's, sync and async
+    import asyncio
+
+    for snap in (g.get_state(run), asyncio.run(g.aget_state(run))):
+        assert snap.config["configurable"]["thread_id"] == child
+        assert snap.values["identity"].task_id == child and snap.values["identity"].non_goals == ["speed"]
     events = project.stores.events.read(child)
     assert [e.id for e in events[:seq]] == before[:seq]
     assert [e.kind for e in events[seq : seq + 3]] == ["task.forked", "state.edited", "resume.started"]
